@@ -1,0 +1,216 @@
+package io.cuwire.memory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Hands out buffers of one {@link MemoryResource} and keeps their accounts: bytes outstanding, peak, a limit, and the
+ * live buffers themselves, so that closing an allocator that still has buffers out fails with a report of them.
+ *
+ * <p>Allocators form a tree: {@link #newChild} makes a named child whose allocations also count against every
+ * ancestor's limit. A child's name is its path ({@code worker/recv}).
+ *
+ * <p>Closing: {@link #close()} with open buffers or open children throws {@link MemoryLeakException} naming the
+ * allocator and the bytes. Set the system property {@value #TRACK_PROPERTY}{@code =true} to record a stack for
+ * every allocation; the leak report then shows where each leaked buffer was allocated. Buffers released after
+ * the allocator was closed still return their bytes. Closing twice is an error.
+ *
+ * <p>Thread-safe.
+ *
+ * @param <B> the buffer type
+ */
+public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
+    /** System property: {@code true} records an allocation stack for every buffer, shown in leak reports. */
+    public static final String TRACK_PROPERTY = "cuwire.memory.trackAllocations";
+
+    /** No limit beyond the memory itself. */
+    public static final long UNLIMITED = Long.MAX_VALUE;
+
+    private static final Object NO_STACK = new Object();
+
+    private final String name;
+    private final long limit;
+    private final BufferAllocator<B> parent;
+    private final MemoryResource<B> resource;
+    private final boolean track;
+    private final AtomicLong allocated = new AtomicLong();
+    private final AtomicLong peak = new AtomicLong();
+    private final Map<Buffer, Object> live = new ConcurrentHashMap<>();
+    private final Map<BufferAllocator<B>, Boolean> children = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private BufferAllocator(String name, long limit, BufferAllocator<B> parent, MemoryResource<B> resource) {
+        if (limit < 0) {
+            throw new IllegalArgumentException("limit: " + limit + " (expected: >= 0)");
+        }
+        this.name = Objects.requireNonNull(name, "name");
+        this.limit = limit;
+        this.parent = parent;
+        this.resource = Objects.requireNonNull(resource, "resource");
+        this.track = Boolean.getBoolean(TRACK_PROPERTY);
+    }
+
+    /** A root allocator over {@code resource} that refuses to hold more than {@code limit} bytes at once. */
+    public static <B extends Buffer> BufferAllocator<B> root(String name, long limit, MemoryResource<B> resource) {
+        return new BufferAllocator<>(name, limit, null, resource);
+    }
+
+    /** A root allocator of ordinary host memory. */
+    public static BufferAllocator<HostBuffer> host(String name, long limit) {
+        return root(name, limit, HostMemory.resource());
+    }
+
+    /** A child counting against this allocator's (and its ancestors') limits as well as its own. */
+    public BufferAllocator<B> newChild(String childName, long childLimit) {
+        checkNotClosed();
+        BufferAllocator<B> child = new BufferAllocator<>(name + "/" + childName, childLimit, this, resource);
+        children.put(child, Boolean.TRUE);
+        return child;
+    }
+
+    /**
+     * Allocates {@code bytes} of this allocator's memory.
+     *
+     * @throws AllocationLimitException if this allocator or an ancestor would pass its limit, or the memory is
+     *     not there
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public B allocate(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("bytes: " + bytes + " (expected: >= 0)");
+        }
+        checkNotClosed();
+        reserve(bytes);
+        B buffer;
+        try {
+            buffer = resource.allocate(bytes);
+        } catch (RuntimeException | Error e) {
+            unreserve(bytes);
+            throw e;
+        }
+        buffer.attachOwner(this);
+        live.put(buffer, track ? new Throwable("allocated here") : NO_STACK);
+        return buffer;
+    }
+
+    private void reserve(long bytes) {
+        BufferAllocator<B> a = this;
+        while (a != null) {
+            long now = a.allocated.addAndGet(bytes);
+            if (now > a.limit || now < 0) {
+                a.allocated.addAndGet(-bytes);
+                for (BufferAllocator<B> b = this; b != a; b = b.parent) {
+                    b.allocated.addAndGet(-bytes);
+                }
+                throw new AllocationLimitException("allocator '" + a.name + "' cannot allocate " + bytes
+                        + " bytes of " + resource.describe() + ": " + (now - bytes) + " allocated, limit " + a.limit);
+            }
+            a.peak.accumulateAndGet(now, Math::max);
+            a = a.parent;
+        }
+    }
+
+    private void unreserve(long bytes) {
+        for (BufferAllocator<B> a = this; a != null; a = a.parent) {
+            a.allocated.addAndGet(-bytes);
+        }
+    }
+
+    void released(Buffer buffer) {
+        if (live.remove(buffer) != null) {
+            unreserve(buffer.byteSize());
+        }
+    }
+
+    /** The allocator's path, e.g. {@code client/recv}. */
+    public String name() {
+        return name;
+    }
+
+    /** The limit in bytes. */
+    public long limit() {
+        return limit;
+    }
+
+    /** Bytes held by open buffers of this allocator and its children. */
+    public long allocatedBytes() {
+        return allocated.get();
+    }
+
+    /** The most bytes held at once. */
+    public long peakBytes() {
+        return peak.get();
+    }
+
+    /** Open buffers allocated here (not counting children's). */
+    public int openBuffers() {
+        return live.size();
+    }
+
+    /** The memory this allocator hands out. */
+    public MemoryResource<B> resource() {
+        return resource;
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void checkNotClosed() {
+        if (closed) {
+            throw new IllegalStateException("allocator '" + name + "' is closed");
+        }
+    }
+
+    /**
+     * Closes the allocator.
+     *
+     * @throws MemoryLeakException if buffers or children are still open; the message names this allocator, the
+     *     leaked bytes and each buffer (with its allocation stack when {@value #TRACK_PROPERTY} is set)
+     * @throws IllegalStateException if already closed
+     */
+    @Override
+    public void close() {
+        checkNotClosed();
+        closed = true;
+        if (parent != null) {
+            parent.children.remove(this);
+        }
+        List<String> openChildren = new ArrayList<>();
+        for (BufferAllocator<B> child : children.keySet()) {
+            openChildren.add("'" + child.name + "' (" + child.allocatedBytes() + " bytes)");
+        }
+        Map<Buffer, Object> leaked = Map.copyOf(live);
+        if (leaked.isEmpty() && openChildren.isEmpty()) {
+            return;
+        }
+        long leakedBytes = allocated.get();
+        StringBuilder msg = new StringBuilder("allocator '").append(name).append("' closed with ")
+                .append(leakedBytes).append(" bytes outstanding in ").append(leaked.size()).append(" open buffer(s)");
+        if (!openChildren.isEmpty()) {
+            msg.append(" and open child allocator(s) ").append(String.join(", ", openChildren));
+        }
+        for (Map.Entry<Buffer, Object> e : leaked.entrySet()) {
+            msg.append("\n  leaked ").append(e.getKey().describe());
+            if (e.getValue() instanceof Throwable stack) {
+                for (StackTraceElement frame : stack.getStackTrace()) {
+                    msg.append("\n      at ").append(frame);
+                }
+            }
+        }
+        if (!track && !leaked.isEmpty()) {
+            msg.append("\n  (run with -D").append(TRACK_PROPERTY).append("=true to record allocation stacks)");
+        }
+        throw new MemoryLeakException(msg.toString(), leakedBytes);
+    }
+
+    @Override
+    public String toString() {
+        return "BufferAllocator[" + name + ", " + resource.describe() + ", " + allocated.get() + "/" + limit + "]";
+    }
+}

@@ -1,0 +1,156 @@
+package io.cuwire.memory;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * The one way bytes move between buffers. Every copy — host to host, host to device, device to host, within a
+ * device, between devices — goes through here, is checked (open buffers, ranges in bounds, a pair of devices that
+ * can talk), is counted per {@link CopyDirection} in the process-wide totals and in every open
+ * {@link TransferScope}, and is then handed to the device platform that performs it.
+ *
+ * <p>Synchronous copies return when the bytes have arrived. Asynchronous copies are enqueued on a {@link Stream}
+ * and counted when enqueued; they finish by the stream's next {@code synchronize()}. Buffers must stay open until
+ * then. Thread-safe.
+ */
+public final class CopyEngine {
+    private static final int N = CopyDirection.values().length;
+    private static final AtomicLongArray BYTES = new AtomicLongArray(N);
+    private static final AtomicLongArray COPIES = new AtomicLongArray(N);
+    private static final CopyOnWriteArrayList<TransferScope> SCOPES = new CopyOnWriteArrayList<>();
+
+    private CopyEngine() {
+    }
+
+    /** Copies all of {@code src} to the start of {@code dst}, synchronously. */
+    public static void copy(Buffer src, Buffer dst) {
+        copy(src, 0, dst, 0, src.byteSize());
+    }
+
+    /** Copies {@code bytes} from {@code src} at {@code srcOffset} to {@code dst} at {@code dstOffset}; synchronous. */
+    public static void copy(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes) {
+        dispatch(src, srcOffset, dst, dstOffset, bytes, null);
+    }
+
+    /** Enqueues the copy on {@code stream}; it has finished by the stream's next {@code synchronize()}. */
+    public static void copyAsync(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, Stream stream) {
+        if (stream == null) {
+            throw new NullPointerException("stream");
+        }
+        dispatch(src, srcOffset, dst, dstOffset, bytes, stream);
+    }
+
+    /**
+     * Copies from plain host memory (for instance a Java array's segment) into {@code dst}, synchronously: the way
+     * data enters the memory layer from the heap.
+     */
+    public static void copyFromSegment(MemorySegment src, Buffer dst, long dstOffset) {
+        checkRange("dst", dst, dstOffset, src.byteSize());
+        CopyDirection direction = dst.kind() == MemoryKind.DEVICE ? CopyDirection.H2D : CopyDirection.H2H;
+        count(direction, src.byteSize());
+        if (dst instanceof DeviceBuffer d) {
+            d.device().copyHostToDevice(src, d, dstOffset, null);
+        } else {
+            MemorySegment.copy(src, 0, ((HostBuffer) dst).segment(), dstOffset, src.byteSize());
+        }
+    }
+
+    /** Copies from {@code src} into plain host memory (for instance a Java array's segment), synchronously. */
+    public static void copyToSegment(Buffer src, long srcOffset, MemorySegment dst) {
+        checkRange("src", src, srcOffset, dst.byteSize());
+        CopyDirection direction = src.kind() == MemoryKind.DEVICE ? CopyDirection.D2H : CopyDirection.H2H;
+        count(direction, dst.byteSize());
+        if (src instanceof DeviceBuffer d) {
+            d.device().copyDeviceToHost(d, srcOffset, dst, null);
+        } else {
+            MemorySegment.copy(((HostBuffer) src).segment(), srcOffset, dst, 0, dst.byteSize());
+        }
+    }
+
+    private static void dispatch(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, Stream stream) {
+        checkRange("src", src, srcOffset, bytes);
+        checkRange("dst", dst, dstOffset, bytes);
+        CopyDirection direction = CopyDirection.of(src.kind(), src.deviceOrdinal(), dst.kind(), dst.deviceOrdinal());
+        if (src instanceof DeviceBuffer s && dst instanceof DeviceBuffer d
+                && !s.device().platform().equals(d.device().platform())) {
+            throw new CopyException("cannot copy between platforms: " + src.describe() + " -> " + dst.describe());
+        }
+        Device streamDevice = stream == null ? null : stream.device();
+        count(direction, bytes);
+        switch (direction) {
+            case H2H -> {
+                MemorySegment s = ((HostBuffer) src).segment().asSlice(srcOffset, bytes);
+                MemorySegment d = ((HostBuffer) dst).segment().asSlice(dstOffset, bytes);
+                if (stream == null) {
+                    MemorySegment.copy(s, 0, d, 0, bytes);
+                } else {
+                    streamDevice.copyHostToHost(s, d, stream);
+                }
+            }
+            case H2D -> {
+                DeviceBuffer d = (DeviceBuffer) dst;
+                checkStream(stream, d.device());
+                d.device().copyHostToDevice(((HostBuffer) src).segment().asSlice(srcOffset, bytes), d, dstOffset,
+                        stream);
+            }
+            case D2H -> {
+                DeviceBuffer s = (DeviceBuffer) src;
+                checkStream(stream, s.device());
+                s.device().copyDeviceToHost(s, srcOffset, ((HostBuffer) dst).segment().asSlice(dstOffset, bytes),
+                        stream);
+            }
+            case D2D, PEER -> {
+                DeviceBuffer s = (DeviceBuffer) src;
+                checkStream(stream, s.device());
+                s.device().copyDeviceToDevice(s, srcOffset, (DeviceBuffer) dst, dstOffset, bytes, stream);
+            }
+            default -> throw new AssertionError(direction);
+        }
+    }
+
+    private static void checkStream(Stream stream, Device device) {
+        if (stream != null && !stream.device().platform().equals(device.platform())) {
+            throw new CopyException("stream " + stream + " cannot carry a copy for " + device);
+        }
+    }
+
+    private static void checkRange(String what, Buffer buffer, long offset, long bytes) {
+        buffer.checkOpen();
+        if (offset < 0 || bytes < 0 || offset > buffer.byteSize() - bytes) {
+            throw new IndexOutOfBoundsException(what + "Offset: " + offset + ", bytes: " + bytes + " (expected: 0 <= "
+                    + what + "Offset <= " + what + "Offset + bytes <= " + what + ".byteSize() = " + buffer.byteSize()
+                    + ", " + what + " = " + buffer.describe() + ")");
+        }
+    }
+
+    private static void count(CopyDirection direction, long bytes) {
+        BYTES.addAndGet(direction.ordinal(), bytes);
+        COPIES.incrementAndGet(direction.ordinal());
+        for (TransferScope scope : SCOPES) {
+            scope.record(direction, bytes);
+        }
+    }
+
+    /** Opens a scope that counts every copy made by any thread of this process until it is closed. */
+    public static TransferScope openScope(String name) {
+        TransferScope scope = new TransferScope(name);
+        SCOPES.add(scope);
+        return scope;
+    }
+
+    static void removeScope(TransferScope scope) {
+        SCOPES.remove(scope);
+    }
+
+    /** The process-wide totals since start. */
+    public static TransferStats totals() {
+        long[] b = new long[N];
+        long[] c = new long[N];
+        for (int i = 0; i < N; i++) {
+            b[i] = BYTES.get(i);
+            c[i] = COPIES.get(i);
+        }
+        return new TransferStats(b, c);
+    }
+}

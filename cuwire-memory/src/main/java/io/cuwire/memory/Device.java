@@ -1,0 +1,90 @@
+package io.cuwire.memory;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One device of a platform: a CUDA GPU, or an emulated device backed by shared-memory files. Devices are made by
+ * their platform ({@link Devices}) and live as long as the process.
+ *
+ * <p>The {@code protected} copy methods are the platform's half of the {@link CopyEngine}: the engine checks
+ * ranges, counts bytes and then calls them; nothing else may. A {@code null} stream means "synchronously".
+ */
+public abstract class Device {
+    private final int ordinal;
+
+    protected Device(int ordinal) {
+        this.ordinal = ordinal;
+    }
+
+    /** The device's number in this process, from 0. */
+    public final int ordinal() {
+        return ordinal;
+    }
+
+    /** The platform's name: {@code cuda} or {@code emulated}. */
+    public abstract String platform();
+
+    /** A human-readable name, e.g. {@code NVIDIA H200}. */
+    public abstract String name();
+
+    /** Total memory in bytes. */
+    public abstract long totalMemory();
+
+    /** Memory not yet allocated, in bytes, as the platform reports it. */
+    public abstract long freeMemory();
+
+    /** The device's memory (a pool on CUDA). */
+    public abstract MemoryResource<DeviceBuffer> memory();
+
+    /** Pinned host memory usable for fast copies to and from this device. */
+    public abstract MemoryResource<HostBuffer> pinnedMemory();
+
+    /** A new stream on this device, owned by the caller. */
+    public abstract Stream newStream();
+
+    /** Whether copies from this device straight to {@code other} are possible (peer access). */
+    public abstract boolean canAccessPeer(Device other);
+
+    /**
+     * A handle by which another process on this host can map {@code buffer} ({@link #openHandle}). The buffer must
+     * stay open while any process has it mapped.
+     */
+    public abstract IpcHandle exportHandle(DeviceBuffer buffer);
+
+    /**
+     * Maps a buffer exported by another process. The result is owned by the caller; closing it unmaps the memory
+     * and leaves the exporter's buffer alone.
+     */
+    public abstract DeviceBuffer openHandle(IpcHandle handle);
+
+    /** A root allocator of this device's memory. */
+    public final BufferAllocator<DeviceBuffer> newAllocator(String name, long limit) {
+        return BufferAllocator.root(name, limit, memory());
+    }
+
+    /** A root allocator of pinned host memory for this device. */
+    public final BufferAllocator<HostBuffer> newPinnedAllocator(String name, long limit) {
+        return BufferAllocator.root(name, limit, pinnedMemory());
+    }
+
+    /** Host (native or heap) memory to this device. For the {@link CopyEngine} only. */
+    protected abstract void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream);
+
+    /** This device to host memory (native or heap). For the {@link CopyEngine} only. */
+    protected abstract void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, Stream stream);
+
+    /**
+     * This device's memory to {@code dst} on this device or a peer of the same platform. For the {@link CopyEngine}
+     * only; {@code stream} belongs to the source device.
+     */
+    protected abstract void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
+            long bytes, Stream stream);
+
+    /** Host to host, ordered on {@code stream} (never {@code null} here). For the {@link CopyEngine} only. */
+    protected abstract void copyHostToHost(MemorySegment src, MemorySegment dst, Stream stream);
+
+    @Override
+    public String toString() {
+        return platform() + ordinal;
+    }
+}
