@@ -1,0 +1,84 @@
+package io.cuwire.cli;
+
+import io.cuwire.memory.MemoryException;
+import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** The {@code cuwire} command: a small dispatcher from the first argument to a {@link Command}. */
+public final class Main {
+    public static final int OK = 0;
+    public static final int FAILED = 1;
+    public static final int USAGE = 2;
+
+    /** One subcommand: runs with the arguments after its name and returns the exit code. */
+    @FunctionalInterface
+    interface Command {
+        int run(List<String> args, PrintStream out, PrintStream err);
+    }
+
+    private record Entry(String summary, Command command) {
+    }
+
+    private static final Map<String, Entry> COMMANDS = new LinkedHashMap<>();
+
+    static {
+        COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
+        COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
+    }
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        if (System.getProperty("java.util.logging.config.file") == null) {
+            // One line per log record on stderr instead of java.util.logging's two.
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
+        }
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs the command named by {@code args[0]}; returns the process exit code. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h")) {
+            return usage(out);
+        }
+        Entry entry = COMMANDS.get(args[0]);
+        if (entry == null) {
+            err.println("cuwire: unknown command '" + args[0] + "'");
+            usage(err);
+            return USAGE;
+        }
+        return entry.command().run(Arrays.asList(args).subList(1, args.length), out, err);
+    }
+
+    private static int info(List<String> args, PrintStream out, PrintStream err) {
+        if (!args.isEmpty()) {
+            err.println("cuwire info: takes no arguments, got " + args);
+            return USAGE;
+        }
+        try {
+            Info.collect().print(out);
+            return OK;
+        } catch (MemoryException e) {
+            err.println("cuwire info: " + e.getMessage());
+            return FAILED;
+        }
+    }
+
+    private static int usage(PrintStream out) {
+        out.println("usage: cuwire <command> [arguments]");
+        out.println();
+        out.println("commands:");
+        COMMANDS.forEach((name, entry) -> out.printf("  %-8s %s%n", name, entry.summary()));
+        out.println();
+        out.println("the ./cuwire launcher also runs:");
+        out.printf("  %-8s %s%n", "build", "compile and package every module (mvn package, no tests)");
+        out.printf("  %-8s %s%n", "test", "run the whole test suite (mvn verify)");
+        out.println();
+        out.println("JVM options (e.g. -Dcuwire.device.platform=emulated) go in CUWIRE_JAVA_OPTS.");
+        return OK;
+    }
+}

@@ -1,0 +1,73 @@
+package io.cuwire.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class MainTest {
+    /** One in-process run of the command line: exit code and what went to stdout and stderr. */
+    private record Result(int exitCode, String out, String err) {
+    }
+
+    private static Result run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code;
+        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
+                PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            code = Main.run(args, o, e);
+        }
+        return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldPrintUsageToStdoutWithoutArguments() {
+        Result r = run();
+        assertEquals(Main.OK, r.exitCode());
+        assertTrue(r.out().startsWith("usage: cuwire"), r.out());
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void shouldPrintUsageForHelpAndDashDashHelp() {
+        for (String help : new String[] {"help", "--help", "-h"}) {
+            Result r = run(help);
+            assertEquals(Main.OK, r.exitCode(), help);
+            assertTrue(r.out().contains("info"), r.out());
+        }
+    }
+
+    @Test
+    void shouldRejectUnknownCommandWithUsageOnStderrAndExitCode2() {
+        Result r = run("frobnicate");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("", r.out());
+        assertTrue(r.err().startsWith("cuwire: unknown command 'frobnicate'"), r.err());
+        assertTrue(r.err().contains("usage: cuwire"), r.err());
+    }
+
+    @Test
+    void shouldRejectArgumentsToInfo() {
+        Result r = run("info", "--verbose");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().contains("takes no arguments"), r.err());
+    }
+
+    @Test
+    void shouldReportDevicesPlatformAndEveryTransport() {
+        Result r = run("info");
+        assertEquals(Main.OK, r.exitCode(), r.err());
+        assertTrue(r.out().matches("(?s)device 0: platform=\\w+ name=\".+\" memory=[0-9.]+ \\w+ free=.*"), r.out());
+        assertTrue(r.out().contains("\nplatform: "), r.out());
+        for (String transport : new String[] {"inproc", "tcp", "ucx", "ipc"}) {
+            assertTrue(r.out().matches("(?s).*\ntransport " + transport + ": (un)?available \\(.+\\)\n.*"),
+                    transport + " missing in:\n" + r.out());
+        }
+        assertTrue(r.out().contains("transport inproc: available"), r.out());
+        assertTrue(r.out().contains("transport tcp: available"), r.out());
+    }
+}
