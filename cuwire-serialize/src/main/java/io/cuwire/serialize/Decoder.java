@@ -1,0 +1,316 @@
+package io.cuwire.serialize;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Rebuilds one value graph from a {@link Serialized}; one decoder per {@link TypeRegistry#deserialize} call. Header
+ * nodes are untrusted: every shape is checked, type names resolve only through the registry, and any failure is a
+ * {@link SerializationException}. On failure the frames it took are closed again.
+ */
+final class Decoder {
+    private static final Object PENDING = new Object();
+
+    private final TypeRegistry registry;
+    private final Serialized serialized;
+    private final DecodeTarget target;
+    private final List<Object> ids = new ArrayList<>();
+    private final Deque<String> path = new ArrayDeque<>();
+    private final List<Buffer> takenOwned = new ArrayList<>();
+
+    Decoder(TypeRegistry registry, Serialized serialized, DecodeTarget target) {
+        this.registry = registry;
+        this.serialized = serialized;
+        this.target = target;
+    }
+
+    Object decode() {
+        try {
+            return node(serialized.root(), "root");
+        } catch (RuntimeException | Error e) {
+            for (Buffer b : takenOwned) {
+                if (b.isOpen()) {
+                    try {
+                        b.close();
+                    } catch (RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                }
+            }
+            if (e instanceof SerializationException || e instanceof Error) {
+                throw e;
+            }
+            throw new MalformedHeaderException("cannot decode " + path() + ": " + e, e);
+        }
+    }
+
+    DecodeTarget target() {
+        return target;
+    }
+
+    String path() {
+        StringBuilder sb = new StringBuilder();
+        Iterator<String> it = path.descendingIterator();
+        while (it.hasNext()) {
+            String p = it.next();
+            if (!sb.isEmpty() && !p.startsWith("[")) {
+                sb.append('.');
+            }
+            sb.append(p);
+        }
+        return sb.toString();
+    }
+
+    Frame takeFrame(int index) {
+        Frame f = serialized.take(index);
+        if (f.owned()) {
+            takenOwned.add(f.buffer());
+        }
+        return f;
+    }
+
+    private MalformedHeaderException malformed(String what) {
+        return new MalformedHeaderException(what + " at " + path());
+    }
+
+    Object node(Object node, String name) {
+        path.push(name);
+        try {
+            if (path.size() > target.limits().maxDepth()) {
+                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth() + " at "
+                        + path());
+            }
+            return nodeOf(node);
+        } finally {
+            path.pop();
+        }
+    }
+
+    private Object nodeOf(Object node) {
+        switch (node) {
+            case null -> {
+                return null;
+            }
+            case Boolean b -> {
+                return b;
+            }
+            case Long l -> {
+                return l;
+            }
+            case Double d -> {
+                return d;
+            }
+            case String s -> {
+                return s;
+            }
+            case byte[] b -> {
+                return b;
+            }
+            case Map<?, ?> m -> {
+                if (!(m.get("t") instanceof String tag)) {
+                    throw malformed("value node without a type tag");
+                }
+                return tagged(tag, m);
+            }
+            default -> throw malformed("unexpected " + node.getClass().getSimpleName() + " as a value node");
+        }
+    }
+
+    private long longOf(Map<?, ?> m, String key) {
+        if (m.get(key) instanceof Long l) {
+            return l;
+        }
+        throw malformed("'" + key + "' is not an integer");
+    }
+
+    private List<?> listOf(Map<?, ?> m, String key) {
+        if (m.get(key) instanceof List<?> l) {
+            return l;
+        }
+        throw malformed("'" + key + "' is not an array");
+    }
+
+    private long ranged(Map<?, ?> m, long min, long max) {
+        long v = longOf(m, "v");
+        if (v < min || v > max) {
+            throw malformed(v + " is out of range [" + min + ", " + max + "]");
+        }
+        return v;
+    }
+
+    private Object tagged(String tag, Map<?, ?> m) {
+        switch (tag) {
+            case "i32":
+                return (int) ranged(m, Integer.MIN_VALUE, Integer.MAX_VALUE);
+            case "i16":
+                return (short) ranged(m, Short.MIN_VALUE, Short.MAX_VALUE);
+            case "i8":
+                return (byte) ranged(m, Byte.MIN_VALUE, Byte.MAX_VALUE);
+            case "char":
+                return (char) ranged(m, Character.MIN_VALUE, Character.MAX_VALUE);
+            case "f32":
+                if (m.get("v") instanceof Double d) {
+                    return d.floatValue();
+                }
+                throw malformed("'v' is not a float");
+            case "enum":
+                return enumValue(m);
+            case "opt":
+                return m.containsKey("v") ? Optional.of(requireNonNull(node(m.get("v"), "value"))) : Optional.empty();
+            case "ref": {
+                long id = longOf(m, "id");
+                if (id < 0 || id >= ids.size() || ids.get((int) id) == PENDING) {
+                    throw malformed("reference to " + id + ", which is not an earlier complete value");
+                }
+                return ids.get((int) id);
+            }
+            case "list":
+            case "set":
+            case "arr": {
+                List<?> items = listOf(m, "v");
+                int id = reserve();
+                List<Object> out = new ArrayList<>(items.size());
+                for (int i = 0; i < items.size(); i++) {
+                    out.add(node(items.get(i), "[" + i + "]"));
+                }
+                Object value = switch (tag) {
+                    case "list" -> out;
+                    case "set" -> {
+                        Set<Object> set = new LinkedHashSet<>(out);
+                        if (set.size() != out.size()) {
+                            throw malformed("set with duplicate elements");
+                        }
+                        yield set;
+                    }
+                    default -> out.toArray();
+                };
+                ids.set(id, value);
+                return value;
+            }
+            case "map": {
+                List<?> kv = listOf(m, "v");
+                if (kv.size() % 2 != 0) {
+                    throw malformed("map with an odd number of keys and values");
+                }
+                int id = reserve();
+                Map<Object, Object> out = new LinkedHashMap<>();
+                for (int i = 0; i < kv.size(); i += 2) {
+                    Object key = node(kv.get(i), "[key " + i / 2 + "]");
+                    if (out.containsKey(key)) {
+                        throw malformed("map with duplicate key " + key);
+                    }
+                    out.put(key, node(kv.get(i + 1), "[" + key + "]"));
+                }
+                ids.set(id, out);
+                return out;
+            }
+            default:
+                PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(tag);
+                if (kind != null) {
+                    return primitiveArray(kind, m);
+                }
+                return object(tag, m);
+        }
+    }
+
+    private Object requireNonNull(Object o) {
+        if (o == null) {
+            throw malformed("present optional holding nil");
+        }
+        return o;
+    }
+
+    private int reserve() {
+        ids.add(PENDING);
+        return ids.size() - 1;
+    }
+
+    private Object enumValue(Map<?, ?> m) {
+        if (!(m.get("n") instanceof String name) || !(m.get("v") instanceof String constant)) {
+            throw malformed("enum node without a name and a constant");
+        }
+        Class<?> type = registry.classForName(name);
+        if (!type.isEnum()) {
+            throw malformed("'" + name + "' is not an enum");
+        }
+        for (Object c : type.getEnumConstants()) {
+            if (((Enum<?>) c).name().equals(constant)) {
+                return c;
+            }
+        }
+        throw malformed("enum " + name + " has no constant '" + constant + "'");
+    }
+
+    private Object primitiveArray(PrimitiveArrays.Kind kind, Map<?, ?> m) {
+        if (m.get("b") instanceof byte[] bytes) {
+            if (bytes.length % kind.elementSize() != 0) {
+                throw malformed(kind.tag() + " of " + bytes.length + " bytes");
+            }
+            return PrimitiveArrays.fromBytes(kind, bytes);
+        }
+        long n = longOf(m, "n");
+        long index = longOf(m, "fr");
+        if (n < 0 || n > Integer.MAX_VALUE - 8 || index < 0 || index > Integer.MAX_VALUE) {
+            throw malformed(kind.tag() + " of " + n + " elements in frame " + index);
+        }
+        Frame frame = takeFrame((int) index);
+        if (frame.length() != n * kind.elementSize()) {
+            throw malformed(kind.tag() + " of " + n + " elements in a frame of " + frame.length() + " bytes");
+        }
+        Object array = PrimitiveArrays.newArray(kind, (int) n);
+        CopyEngine.copyToSegment(frame.buffer(), 0, PrimitiveArrays.segment(array));
+        if (frame.owned()) {
+            frame.buffer().close();
+        }
+        return PrimitiveArrays.finish(kind, array);
+    }
+
+    private Object object(String name, Map<?, ?> m) {
+        Class<?> type = registry.classForName(name);
+        if (!(m.get("f") instanceof String familyName)) {
+            throw malformed("'" + name + "' without a family");
+        }
+        Family family = Family.fromWireName(familyName);
+        int version = 0;
+        if (m.containsKey("tv")) {
+            long v = longOf(m, "tv");
+            if (v < 0 || v > Integer.MAX_VALUE) {
+                throw malformed("type version " + v);
+            }
+            version = (int) v;
+        }
+        int known = registry.versionOf(type);
+        if (version > known) {
+            throw new IncompatibleVersionException("'" + name + "' version " + version + " is newer than this "
+                    + "reader's " + known + " at " + path());
+        }
+        Serializer<Object> serializer = registry.serializerFor(type, family);
+        if (serializer == null) {
+            throw new UnknownTypeException("'" + name + "' has no " + familyName + " serializer here at " + path());
+        }
+        if (!(m.get("d") instanceof Map<?, ?> data)) {
+            throw malformed("'" + name + "' without data");
+        }
+        Map<String, Object> fields = new LinkedHashMap<>();
+        for (Map.Entry<?, ?> e : data.entrySet()) {
+            fields.put((String) e.getKey(), e.getValue());
+        }
+        int id = reserve();
+        Object value = serializer.read(new ReadContext(this, type, family, version, fields));
+        if (value == null) {
+            throw malformed("serializer of '" + name + "' returned null");
+        }
+        ids.set(id, value);
+        return value;
+    }
+}

@@ -1,0 +1,242 @@
+package io.cuwire.serialize;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.HostBuffer;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/** Writes one value graph into header nodes and frames; one encoder per {@link TypeRegistry#serialize} call. */
+final class Encoder {
+    private final TypeRegistry registry;
+    private final List<Family> chain;
+    private final List<Frame> frames = new ArrayList<>();
+    private final IdentityHashMap<Object, Long> ids = new IdentityHashMap<>();
+    private final IdentityHashMap<Object, Boolean> onPath = new IdentityHashMap<>();
+    private final Deque<String> path = new ArrayDeque<>();
+    private long nextId;
+
+    Encoder(TypeRegistry registry, List<Family> chain) {
+        this.registry = registry;
+        this.chain = chain;
+    }
+
+    Serialized encode(Object value) {
+        try {
+            Object root = node(value, value == null ? "null" : value.getClass().getSimpleName());
+            return new Serialized(root, frames);
+        } catch (RuntimeException | Error e) {
+            for (Frame f : frames) {
+                if (f.owned() && f.buffer().isOpen()) {
+                    f.buffer().close();
+                }
+            }
+            throw e;
+        }
+    }
+
+    BufferAllocator<HostBuffer> hostAllocator() {
+        return registry.hostAllocator();
+    }
+
+    long addFrame(Buffer buffer, boolean owned) {
+        buffer.checkOpen();
+        frames.add(new Frame(buffer, owned));
+        return frames.size() - 1;
+    }
+
+    String path() {
+        StringBuilder sb = new StringBuilder();
+        Iterator<String> it = path.descendingIterator();
+        while (it.hasNext()) {
+            String p = it.next();
+            if (!sb.isEmpty() && !p.startsWith("[")) {
+                sb.append('.');
+            }
+            sb.append(p);
+        }
+        return sb.toString();
+    }
+
+    Object node(Object value, String name) {
+        path.push(name);
+        try {
+            if (path.size() > registry.limits().maxDepth()) {
+                throw new UnserializableException("value nests deeper than " + registry.limits().maxDepth(), path());
+            }
+            return nodeOf(value);
+        } finally {
+            path.pop();
+        }
+    }
+
+    private static Map<String, Object> tagged(String tag, Object v) {
+        Map<String, Object> m = new LinkedHashMap<>(4);
+        m.put("t", tag);
+        m.put("v", v);
+        return m;
+    }
+
+    private Object nodeOf(Object value) {
+        switch (value) {
+            case null -> {
+                return null;
+            }
+            case Boolean b -> {
+                return b;
+            }
+            case Long l -> {
+                return l;
+            }
+            case Double d -> {
+                return d;
+            }
+            case String s -> {
+                return s;
+            }
+            case Integer i -> {
+                return tagged("i32", (long) i);
+            }
+            case Short s -> {
+                return tagged("i16", (long) s);
+            }
+            case Byte b -> {
+                return tagged("i8", (long) b);
+            }
+            case Character c -> {
+                return tagged("char", (long) c);
+            }
+            case Float f -> {
+                return tagged("f32", (double) f);
+            }
+            case Enum<?> e -> {
+                String enumName = registry.nameOf(e.getDeclaringClass());
+                if (enumName == null) {
+                    throw new UnserializableException("enum " + e.getDeclaringClass().getName()
+                            + " is not registered", path());
+                }
+                Map<String, Object> m = tagged("enum", e.name());
+                m.put("n", enumName);
+                return m;
+            }
+            case Optional<?> o -> {
+                Map<String, Object> m = new LinkedHashMap<>(4);
+                m.put("t", "opt");
+                if (o.isPresent()) {
+                    m.put("v", node(o.get(), "value"));
+                }
+                return m;
+            }
+            default -> {
+                if (value.getClass().isArray() && value.getClass().getComponentType().isPrimitive()) {
+                    return primitiveArray(value);
+                }
+                return tracked(value);
+            }
+        }
+    }
+
+    private Object primitiveArray(Object array) {
+        PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(array.getClass());
+        MemorySegment segment = PrimitiveArrays.segment(array);
+        Map<String, Object> m = new LinkedHashMap<>(4);
+        m.put("t", kind.tag());
+        if (segment.byteSize() >= registry.frameThreshold()) {
+            m.put("n", (long) PrimitiveArrays.length(array));
+            m.put("fr", addFrame(HostBuffer.wrap(segment), false));
+        } else {
+            m.put("b", segment.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        }
+        return m;
+    }
+
+    private Object tracked(Object value) {
+        Long seen = ids.get(value);
+        if (seen != null) {
+            if (onPath.containsKey(value)) {
+                throw new UnserializableException("cycle: " + value.getClass().getName()
+                        + " contains itself; cuwire preserves shared references but refuses cycles", path());
+            }
+            Map<String, Object> ref = new LinkedHashMap<>(4);
+            ref.put("t", "ref");
+            ref.put("id", seen);
+            return ref;
+        }
+        ids.put(value, nextId++);
+        onPath.put(value, Boolean.TRUE);
+        try {
+            return switch (value) {
+                case List<?> list -> tagged("list", elements(list));
+                case Set<?> set -> tagged("set", elements(set));
+                case Map<?, ?> map -> {
+                    List<Object> kv = new ArrayList<>(map.size() * 2);
+                    int i = 0;
+                    for (Map.Entry<?, ?> e : map.entrySet()) {
+                        kv.add(node(e.getKey(), "[key " + i + "]"));
+                        kv.add(node(e.getValue(), "[" + e.getKey() + "]"));
+                        i++;
+                    }
+                    yield tagged("map", kv);
+                }
+                case Object[] array -> tagged("arr", elements(java.util.Arrays.asList(array)));
+                default -> object(value);
+            };
+        } finally {
+            onPath.remove(value);
+        }
+    }
+
+    private List<Object> elements(Iterable<?> items) {
+        List<Object> out = new ArrayList<>();
+        int i = 0;
+        for (Object o : items) {
+            out.add(node(o, "[" + i++ + "]"));
+        }
+        return out;
+    }
+
+    private Object object(Object value) {
+        Class<?> type = value.getClass();
+        for (Family family : chain) {
+            Serializer<Object> serializer = registry.serializerFor(type, family);
+            if (serializer == null) {
+                continue;
+            }
+            String name = registry.nameOf(type);
+            if (name == null) {
+                throw new UnserializableException(type.getName() + " has a " + family.wireName()
+                        + " serializer but no registered name; register it with TypeRegistry.register", path());
+            }
+            WriteContext ctx = new WriteContext(this, family);
+            serializer.write(ctx, value);
+            Map<String, Object> m = new LinkedHashMap<>(8);
+            m.put("t", name);
+            m.put("f", family.wireName());
+            int version = registry.versionOf(type);
+            if (version != 0) {
+                m.put("tv", (long) version);
+            }
+            m.put("d", ctx.data());
+            return m;
+        }
+        throw new UnserializableException("no family of " + chainNames() + " can serialize " + type.getName(),
+                path());
+    }
+
+    private String chainNames() {
+        List<String> names = new ArrayList<>();
+        for (Family f : chain) {
+            names.add(f.wireName());
+        }
+        return names.toString();
+    }
+}

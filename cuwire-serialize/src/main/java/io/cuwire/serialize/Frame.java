@@ -1,0 +1,33 @@
+package io.cuwire.serialize;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.MemoryKind;
+import java.util.Objects;
+
+/**
+ * One out-of-band frame: a buffer as it is (device memory stays device memory), never copied to be serialized.
+ *
+ * @param buffer the bytes
+ * @param owned whether the {@link Serialized} that holds this frame owns the buffer (a host copy it made, a buffer a
+ *     transport received) and must close it; {@code false} when the frame is a value's own memory
+ */
+public record Frame(Buffer buffer, boolean owned) {
+    public Frame {
+        Objects.requireNonNull(buffer, "buffer");
+    }
+
+    /** Where the bytes are. */
+    public MemoryKind kind() {
+        return buffer.kind();
+    }
+
+    /** The device holding them, or {@link Buffer#HOST_ORDINAL}. */
+    public int deviceOrdinal() {
+        return buffer.deviceOrdinal();
+    }
+
+    /** Length in bytes. */
+    public long length() {
+        return buffer.byteSize();
+    }
+}

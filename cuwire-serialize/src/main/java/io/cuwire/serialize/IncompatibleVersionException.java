@@ -1,0 +1,10 @@
+package io.cuwire.serialize;
+
+/** The header's format version, or a type's version, is newer than this reader understands. */
+public class IncompatibleVersionException extends SerializationException {
+    private static final long serialVersionUID = 1L;
+
+    public IncompatibleVersionException(String message) {
+        super(message);
+    }
+}

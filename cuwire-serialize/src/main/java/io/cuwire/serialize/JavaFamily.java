@@ -1,0 +1,129 @@
+package io.cuwire.serialize;
+
+import io.cuwire.memory.HostBuffer;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InvalidClassException;
+import java.io.ObjectInputFilter;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.io.ObjectStreamClass;
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+
+/**
+ * The {@code java} family: JDK serialization for allow-listed types only. A class name in the stream is checked
+ * against the allow-list before it is resolved, so a stream naming anything else fails without loading it; an
+ * {@link ObjectInputFilter} bounds depth, references and array sizes as well.
+ */
+final class JavaFamily {
+    /** Always readable: boxed values, strings, the plain collections, and arrays of these and of primitives. */
+    private static final Set<String> BASE = Set.of("java.lang.String", "java.lang.Number", "java.lang.Integer",
+            "java.lang.Long", "java.lang.Double", "java.lang.Float", "java.lang.Short", "java.lang.Byte",
+            "java.lang.Character", "java.lang.Boolean", "java.lang.Enum", "java.util.ArrayList", "java.util.HashMap",
+            "java.util.LinkedHashMap", "java.util.HashSet", "java.util.LinkedHashSet", "[B", "[S", "[C", "[I", "[J",
+            "[F", "[D", "[Z");
+
+    private static final int INLINE_BYTES = 64 * 1024;
+
+    private JavaFamily() {
+    }
+
+    static void allow(TypeRegistry registry, Class<?> type) {
+        registry.javaAllowed.add(type.getName());
+    }
+
+    static Serializer<Object> serializer(TypeRegistry registry) {
+        return new Serializer<>() {
+            @Override
+            public void write(WriteContext out, Object value) {
+                ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+                try (ObjectOutputStream oos = new ObjectOutputStream(bytes)) {
+                    oos.writeObject(value);
+                } catch (IOException | OutOfMemoryError e) {
+                    throw new UnserializableException("JDK serialization of " + value.getClass().getName()
+                            + " failed: " + e, out.path(), e);
+                }
+                byte[] b = bytes.toByteArray();
+                if (b.length < INLINE_BYTES) {
+                    out.put("b", b);
+                } else {
+                    HostBuffer frame = registry.hostAllocator().allocate(b.length);
+                    MemorySegment.copy(MemorySegment.ofArray(b), 0, frame.segment(), 0, b.length);
+                    out.put("fr", out.ownedFrame(frame));
+                }
+            }
+
+            @Override
+            public Object read(ReadContext in) {
+                byte[] b;
+                if (in.has("b")) {
+                    b = in.getBytes("b");
+                } else {
+                    Frame f = in.takeFrame("fr");
+                    if (f.length() > Integer.MAX_VALUE - 8) {
+                        throw new LimitExceededException("JDK-serialized frame of " + f.length() + " bytes at "
+                                + in.path());
+                    }
+                    b = new byte[(int) f.length()];
+                    io.cuwire.memory.CopyEngine.copyToSegment(f.buffer(), 0, MemorySegment.ofArray(b));
+                    if (f.owned()) {
+                        f.buffer().close();
+                    }
+                }
+                try (ObjectInputStream ois = new AllowListStream(new ByteArrayInputStream(b), registry, in)) {
+                    return ois.readObject();
+                } catch (IOException | ClassNotFoundException e) {
+                    throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
+                }
+            }
+        };
+    }
+
+    private static final class AllowListStream extends ObjectInputStream {
+        private final TypeRegistry registry;
+
+        AllowListStream(InputStream in, TypeRegistry registry, ReadContext ctx) throws IOException {
+            super(in);
+            this.registry = registry;
+            long maxBytes = ctx.target().limits().maxTotalFrameBytes();
+            setObjectInputFilter(info -> {
+                if (info.depth() > ctx.target().limits().maxDepth() || info.references() > 10_000_000
+                        || info.arrayLength() > Integer.MAX_VALUE - 8 || info.streamBytes() > maxBytes) {
+                    return ObjectInputFilter.Status.REJECTED;
+                }
+                Class<?> c = info.serialClass();
+                if (c == null) {
+                    return ObjectInputFilter.Status.UNDECIDED;
+                }
+                while (c.isArray()) {
+                    c = c.getComponentType();
+                }
+                return c.isPrimitive() || allowed(c.getName()) ? ObjectInputFilter.Status.ALLOWED
+                        : ObjectInputFilter.Status.REJECTED;
+            });
+        }
+
+        private boolean allowed(String name) {
+            String element = name;
+            while (element.startsWith("[")) {
+                element = element.substring(1);
+            }
+            if (element.startsWith("L") && element.endsWith(";")) {
+                element = element.substring(1, element.length() - 1);
+            }
+            return BASE.contains(name) || BASE.contains(element) || registry.javaAllowed.contains(element)
+                    || element.length() == 1;
+        }
+
+        @Override
+        protected Class<?> resolveClass(ObjectStreamClass desc) throws IOException, ClassNotFoundException {
+            if (!allowed(desc.getName())) {
+                throw new InvalidClassException(desc.getName(), "not on the java family's allow-list");
+            }
+            return super.resolveClass(desc);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+package io.cuwire.serialize;
+
+/** A header, frame count, depth or frame size beyond the configured {@link Limits}; refused before allocating. */
+public class LimitExceededException extends SerializationException {
+    private static final long serialVersionUID = 1L;
+
+    public LimitExceededException(String message) {
+        super(message);
+    }
+}

@@ -1,0 +1,107 @@
+package io.cuwire.serialize;
+
+import java.lang.foreign.MemorySegment;
+
+/** The primitive array types the codec carries, their wire tags and element sizes. */
+final class PrimitiveArrays {
+    private PrimitiveArrays() {
+    }
+
+    enum Kind {
+        I8("i8[]", 1, byte[].class), I16("i16[]", 2, short[].class), U16("u16[]", 2, char[].class),
+        I32("i32[]", 4, int[].class), I64("i64[]", 8, long[].class), F32("f32[]", 4, float[].class),
+        F64("f64[]", 8, double[].class), BOOL("bool[]", 1, boolean[].class);
+
+        private final String tag;
+        private final int elementSize;
+        private final Class<?> type;
+
+        Kind(String tag, int elementSize, Class<?> type) {
+            this.tag = tag;
+            this.elementSize = elementSize;
+            this.type = type;
+        }
+
+        String tag() {
+            return tag;
+        }
+
+        int elementSize() {
+            return elementSize;
+        }
+    }
+
+    static Kind kindOf(Class<?> arrayType) {
+        for (Kind k : Kind.values()) {
+            if (k.type == arrayType) {
+                return k;
+            }
+        }
+        throw new IllegalArgumentException(arrayType.getName());
+    }
+
+    static Kind kindOf(String tag) {
+        for (Kind k : Kind.values()) {
+            if (k.tag.equals(tag)) {
+                return k;
+            }
+        }
+        return null;
+    }
+
+    static int length(Object array) {
+        return java.lang.reflect.Array.getLength(array);
+    }
+
+    static MemorySegment segment(Object array) {
+        return switch (array) {
+            case byte[] a -> MemorySegment.ofArray(a);
+            case short[] a -> MemorySegment.ofArray(a);
+            case char[] a -> MemorySegment.ofArray(a);
+            case int[] a -> MemorySegment.ofArray(a);
+            case long[] a -> MemorySegment.ofArray(a);
+            case float[] a -> MemorySegment.ofArray(a);
+            case double[] a -> MemorySegment.ofArray(a);
+            case boolean[] a -> {
+                byte[] b = new byte[a.length];
+                for (int i = 0; i < a.length; i++) {
+                    b[i] = (byte) (a[i] ? 1 : 0);
+                }
+                yield MemorySegment.ofArray(b);
+            }
+            default -> throw new IllegalArgumentException(array.getClass().getName());
+        };
+    }
+
+    /** A new array of {@code kind} with {@code n} elements (bool arrays as raw bytes, converted by the caller). */
+    static Object newArray(Kind kind, int n) {
+        return switch (kind) {
+            case I8, BOOL -> new byte[n];
+            case I16 -> new short[n];
+            case U16 -> new char[n];
+            case I32 -> new int[n];
+            case I64 -> new long[n];
+            case F32 -> new float[n];
+            case F64 -> new double[n];
+        };
+    }
+
+    static Object fromBytes(Kind kind, byte[] bytes) {
+        int n = bytes.length / kind.elementSize();
+        Object array = newArray(kind, n);
+        MemorySegment.copy(MemorySegment.ofArray(bytes), 0, segment(array), 0, bytes.length);
+        return finish(kind, array);
+    }
+
+    static Object finish(Kind kind, Object array) {
+        if (kind != Kind.BOOL) {
+            return array;
+        }
+        byte[] b = (byte[]) array;
+        boolean[] out = new boolean[b.length];
+        for (int i = 0; i < b.length; i++) {
+            out[i] = b[i] != 0;
+        }
+        return out;
+    }
+}

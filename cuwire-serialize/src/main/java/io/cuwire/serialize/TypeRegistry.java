@@ -1,0 +1,213 @@
+package io.cuwire.serialize;
+
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.serialize.internal.GenericSerializer;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The closed world of types that travel: each has a stable registered name (the only thing the wire carries — never a
+ * class name to load) and serializers per {@link Family}. {@link #registerGeneric} registers the field-walking
+ * serializer once for a base type and covers every subclass; each concrete subclass still needs a name
+ * ({@link #register(Class)}), because a receiver resolves names only through this registry.
+ *
+ * <p>Registration is meant for start-up; serializing and deserializing are thread-safe and may run concurrently
+ * with each other.
+ */
+public final class TypeRegistry {
+    private static final Set<String> RESERVED = Set.of("i8", "i16", "i32", "char", "f32", "enum", "opt", "ref",
+            "list", "set", "map", "arr", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]");
+
+    private record Generic(Class<?> base, Set<Family> families) {
+    }
+
+    private final Map<String, Class<?>> classes = new ConcurrentHashMap<>();
+    private final Map<Class<?>, String> names = new ConcurrentHashMap<>();
+    private final Map<Class<?>, Integer> versions = new ConcurrentHashMap<>();
+    private final Map<Class<?>, Map<Family, Serializer<?>>> exact = new ConcurrentHashMap<>();
+    private final List<Generic> generics = new CopyOnWriteArrayList<>();
+    private final Map<Class<?>, Map<Family, Optional<Serializer<Object>>>> resolved = new ConcurrentHashMap<>();
+    private final GenericSerializer generic = new GenericSerializer();
+    private final BufferAllocator<HostBuffer> hostAllocator;
+    private final Limits limits;
+    private final long frameThreshold;
+
+    /** A registry with default limits, a 64 KiB primitive-array frame threshold and its own host allocator. */
+    public TypeRegistry() {
+        this(Limits.DEFAULT, 64 * 1024, BufferAllocator.host("cuwire-serialize", BufferAllocator.UNLIMITED));
+    }
+
+    /**
+     * A registry.
+     *
+     * @param limits bounds for encoding and decoding
+     * @param frameThreshold primitive arrays of at least this many bytes travel as zero-copy host frames, smaller
+     *     ones inline in the header
+     * @param hostAllocator where {@code host}-family copies of device arrays are made
+     */
+    public TypeRegistry(Limits limits, long frameThreshold, BufferAllocator<HostBuffer> hostAllocator) {
+        this.limits = Objects.requireNonNull(limits, "limits");
+        this.frameThreshold = frameThreshold;
+        this.hostAllocator = Objects.requireNonNull(hostAllocator, "hostAllocator");
+    }
+
+    /** Registers {@code type} under its {@link WireType} name and version, or its class name. */
+    public TypeRegistry register(Class<?> type) {
+        WireType wt = type.getAnnotation(WireType.class);
+        return wt != null ? register(type, wt.value(), wt.version()) : register(type, type.getName(), 0);
+    }
+
+    /** Registers {@code type} under {@code name} with version 0. */
+    public TypeRegistry register(Class<?> type, String name) {
+        return register(type, name, 0);
+    }
+
+    /** Registers {@code type} under {@code name} at {@code version}. */
+    public synchronized TypeRegistry register(Class<?> type, String name, int version) {
+        Objects.requireNonNull(type, "type");
+        if (name == null || name.isEmpty() || RESERVED.contains(name)) {
+            throw new IllegalArgumentException("'" + name + "' cannot be a registered name");
+        }
+        if (version < 0) {
+            throw new IllegalArgumentException("version: " + version + " (expected: >= 0)");
+        }
+        Class<?> other = classes.get(name);
+        if (other != null && other != type) {
+            throw new IllegalArgumentException("'" + name + "' is already the name of " + other.getName());
+        }
+        String old = names.get(type);
+        if (old != null && !old.equals(name)) {
+            throw new IllegalArgumentException(type.getName() + " is already registered as '" + old + "'");
+        }
+        classes.put(name, type);
+        names.put(type, name);
+        versions.put(type, version);
+        return this;
+    }
+
+    /** Registers {@code serializer} for exactly {@code type} in {@code family}; names the type if it has no name. */
+    public synchronized <T> TypeRegistry register(Class<T> type, Family family, Serializer<? super T> serializer) {
+        if (!names.containsKey(type)) {
+            register(type);
+        }
+        exact.computeIfAbsent(type, t -> new EnumMap<>(Family.class)).put(family, serializer);
+        resolved.clear();
+        return this;
+    }
+
+    /**
+     * Registers the generic field-walking serializer for {@code baseType} and all its subclasses in
+     * {@code families}. Concrete subclasses still need names ({@link #register(Class)}).
+     */
+    public synchronized TypeRegistry registerGeneric(Class<?> baseType, Family... families) {
+        if (families.length == 0) {
+            throw new IllegalArgumentException("registerGeneric(" + baseType.getName() + ") names no family");
+        }
+        generics.add(new Generic(baseType, Set.of(families)));
+        resolved.clear();
+        return this;
+    }
+
+    /**
+     * Puts {@code types} on the {@code java} family's allow-list: they may travel as JDK serialization when a send's
+     * chain names {@code java}, and only they (and what {@link JavaFamily} always allows) may be read back.
+     */
+    public synchronized TypeRegistry allowJava(Class<?>... types) {
+        for (Class<?> type : types) {
+            register(type, Family.JAVA, JavaFamily.serializer(this));
+            JavaFamily.allow(this, type);
+        }
+        return this;
+    }
+
+    final Set<String> javaAllowed = ConcurrentHashMap.newKeySet();
+
+    /** Serializes {@code value}, each value taking the first family of {@code chain} that can serialize it. */
+    public Serialized serialize(Object value, Family... chain) {
+        if (chain.length == 0) {
+            throw new IllegalArgumentException("empty family chain");
+        }
+        return new Encoder(this, List.of(chain)).encode(value);
+    }
+
+    /**
+     * Rebuilds the value. Owned frames the value uses move into it; {@code serialized} should still be closed (it
+     * closes what was not used). Frames that were another live value's memory are shared, not copied.
+     */
+    public Object deserialize(Serialized serialized, DecodeTarget target) {
+        return new Decoder(this, serialized, target).decode();
+    }
+
+    /** Like {@link #deserialize(Serialized, DecodeTarget)}, checked against {@code type}. */
+    public <T> T deserialize(Serialized serialized, Class<T> type, DecodeTarget target) {
+        Object value = deserialize(serialized, target);
+        if (value != null && !type.isInstance(value)) {
+            throw new SerializationException("decoded " + value.getClass().getName() + ", expected "
+                    + type.getName());
+        }
+        return type.cast(value);
+    }
+
+    /** The registered name of {@code type}, or {@code null}. */
+    public String nameOf(Class<?> type) {
+        return names.get(type);
+    }
+
+    /** The registered version of {@code type} (0 if unregistered). */
+    public int versionOf(Class<?> type) {
+        return versions.getOrDefault(type, 0);
+    }
+
+    /** The class registered under {@code name}; never loads a class. */
+    Class<?> classForName(String name) {
+        Class<?> type = classes.get(name);
+        if (type == null) {
+            throw new UnknownTypeException("unregistered type name '" + (name.length() > 200
+                    ? name.substring(0, 200) + "…" : name) + "'");
+        }
+        return type;
+    }
+
+    /** The serializer for {@code type} in {@code family}: exact registration first, then the nearest generic. */
+    @SuppressWarnings("unchecked")
+    Serializer<Object> serializerFor(Class<?> type, Family family) {
+        Map<Family, Optional<Serializer<Object>>> byFamily = resolved.computeIfAbsent(type,
+                t -> new ConcurrentHashMap<>());
+        return byFamily.computeIfAbsent(family, f -> {
+            Map<Family, Serializer<?>> e = exact.get(type);
+            if (e != null && e.containsKey(f)) {
+                return Optional.of((Serializer<Object>) e.get(f));
+            }
+            List<Generic> candidates = new ArrayList<>();
+            for (Generic g : generics) {
+                if (g.families().contains(f) && g.base().isAssignableFrom(type)) {
+                    candidates.add(g);
+                }
+            }
+            if (candidates.isEmpty()) {
+                return Optional.empty();
+            }
+            return Optional.of(generic);
+        }).orElse(null);
+    }
+
+    Limits limits() {
+        return limits;
+    }
+
+    long frameThreshold() {
+        return frameThreshold;
+    }
+
+    BufferAllocator<HostBuffer> hostAllocator() {
+        return hostAllocator;
+    }
+}

@@ -1,0 +1,25 @@
+package io.cuwire.serialize;
+
+/**
+ * Raised at the sender when no family of the chain can take a value: names the value's class and the field path
+ * from the root (e.g. {@code KMeans.state.centers}), so the fault is found before anything is sent.
+ */
+public class UnserializableException extends SerializationException {
+    private static final long serialVersionUID = 1L;
+    private final String path;
+
+    public UnserializableException(String message, String path) {
+        super(message + " (at " + path + ")");
+        this.path = path;
+    }
+
+    public UnserializableException(String message, String path, Throwable cause) {
+        super(message + " (at " + path + ")", cause);
+        this.path = path;
+    }
+
+    /** The field path from the root value to the value that failed. */
+    public String path() {
+        return path;
+    }
+}

@@ -1,0 +1,196 @@
+package io.cuwire.serialize;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+
+class DecodeSecurityTest {
+    private BufferAllocator<DeviceBuffer> device;
+    private BufferAllocator<HostBuffer> host;
+    private DecodeTarget target;
+    private TypeRegistry registry;
+
+    @BeforeEach
+    void open() {
+        device = Devices.get(0).newAllocator("security-device", BufferAllocator.UNLIMITED);
+        host = BufferAllocator.host("security-host", BufferAllocator.UNLIMITED);
+        target = new DecodeTarget(device, host, Limits.DEFAULT);
+        registry = Models.registry();
+    }
+
+    @AfterEach
+    void close() {
+        device.close();
+        host.close();
+    }
+
+    private static byte[] header(Object root, List<Object> frames) {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("v", 1L);
+        top.put("root", root);
+        top.put("frames", frames);
+        return new MsgpackWriter().value(top).toByteArray();
+    }
+
+    private Object decode(byte[] bytes) {
+        Serialized.Header h = Serialized.parseHeader(bytes, Limits.DEFAULT);
+        if (!h.frames().isEmpty()) {
+            throw new AssertionError("test headers carry no frames");
+        }
+        try (Serialized s = Serialized.received(h, List.of())) {
+            return registry.deserialize(s, target);
+        }
+    }
+
+    @Test
+    void shouldRefuseAnUnregisteredNameBeforeLoadingItsClass() {
+        Map<String, Object> node = new LinkedHashMap<>();
+        node.put("t", Models.class.getName() + "$Canary");
+        node.put("f", "cuda");
+        node.put("d", Map.of());
+        UnknownTypeException e = assertThrows(UnknownTypeException.class, () -> decode(header(node, List.of())));
+        assertTrue(e.getMessage().contains("Canary"), e.getMessage());
+        assertFalse(Models.Flag.canaryInitialized, "the named class was never initialized");
+    }
+
+    @Test
+    void shouldRefuseNewerFormatAndTypeVersions() {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("v", 2L);
+        top.put("root", null);
+        top.put("frames", List.of());
+        assertThrows(IncompatibleVersionException.class,
+                () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT));
+        Map<String, Object> node = new LinkedHashMap<>();
+        node.put("t", "test.Point");
+        node.put("f", "cuda");
+        node.put("tv", 3L);
+        node.put("d", Map.of("x", 1.0, "y", 2.0, "tag", "t"));
+        IncompatibleVersionException e = assertThrows(IncompatibleVersionException.class,
+                () -> decode(header(node, List.of())));
+        assertTrue(e.getMessage().contains("version 3"), e.getMessage());
+    }
+
+    static final class V1 {
+        int a;
+    }
+
+    static final class V2 {
+        int a;
+        double added = 0.5;
+        String alsoAdded = "default";
+    }
+
+    @Test
+    void shouldDecodeAnOlderVersionIntoAnEvolvedTypeWithDefaults() {
+        TypeRegistry old = new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(V1.class, "evolving");
+        TypeRegistry evolved = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
+                .register(V2.class, "evolving", 1);
+        V1 v1 = new V1();
+        v1.a = 9;
+        try (Serialized s = old.serialize(v1, Family.CUDA);
+                Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
+                        List.of())) {
+            V2 v2 = evolved.deserialize(wire, V2.class, target);
+            assertEquals(9, v2.a);
+            assertEquals(0.5, v2.added);
+            assertEquals("default", v2.alsoAdded);
+        }
+    }
+
+    @Test
+    void shouldRefuseHeadersFramesAndDepthBeyondTheLimits() {
+        Limits tight = new Limits(64, 2, 4, 1000, 1500, 10);
+        byte[] big = header("x".repeat(100), List.of());
+        assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(big, tight));
+        byte[] frames = header(null, List.of(List.of(0L, -1L, 8L), List.of(0L, -1L, 8L), List.of(0L, -1L, 8L)));
+        assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(frames,
+                new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
+        byte[] huge = header(null, List.of(List.of(2L, 0L, 1L << 50)));
+        LimitExceededException e = assertThrows(LimitExceededException.class,
+                () -> Serialized.parseHeader(huge, Limits.DEFAULT));
+        assertTrue(e.getMessage().contains("frame 0"), e.getMessage());
+        Object deep = "leaf";
+        for (int i = 0; i < 10; i++) {
+            deep = List.of(deep);
+        }
+        byte[] nested = header(deep, List.of());
+        assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(nested,
+                new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
+    }
+
+    @Test
+    void shouldAnswerMutatedAndRandomHeadersOnlyWithTypedErrors(TestInfo info) {
+        SplittableRandom random = TestRandom.create(info);
+        Models.KMeans m = new Models.KMeans();
+        m.name = "fuzz";
+        m.counts = new long[] {1, 2};
+        m.history.add(List.of(1, "two", 3.0));
+        m.extras.put("k", Map.of("x", 1L));
+        m.state = new Models.State();
+        m.state.weights = new double[] {1, 2};
+        m.points = new Models.Point[] {new Models.Point(1, 2, "p")};
+        byte[] valid;
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            valid = s.encodeHeader();
+        }
+        Limits limits = new Limits(1 << 16, 16, 32, 1 << 20, 1 << 22, 1 << 12);
+        int typed = 0;
+        int decoded = 0;
+        for (int i = 0; i < 100_000; i++) {
+            byte[] bytes;
+            if (i % 10 == 0) {
+                bytes = TestRandom.bytes(random, random.nextInt(64));
+            } else {
+                bytes = valid.clone();
+                int mutations = 1 + random.nextInt(4);
+                for (int k = 0; k < mutations; k++) {
+                    int pos = random.nextInt(bytes.length);
+                    switch (random.nextInt(3)) {
+                        case 0 -> bytes[pos] = (byte) random.nextInt(256);
+                        case 1 -> bytes[pos] ^= (byte) (1 << random.nextInt(8));
+                        default -> bytes = java.util.Arrays.copyOf(bytes, pos);
+                    }
+                    if (bytes.length == 0) {
+                        break;
+                    }
+                }
+            }
+            try {
+                Serialized.Header h = Serialized.parseHeader(bytes, limits);
+                List<io.cuwire.memory.Buffer> frames = new java.util.ArrayList<>();
+                for (FrameDescriptor d : h.frames()) {
+                    frames.add(host.allocate(d.length()));
+                }
+                try (Serialized s = Serialized.received(h, frames)) {
+                    registry.deserialize(s, new DecodeTarget(device, host, limits));
+                    decoded++;
+                }
+            } catch (SerializationException e) {
+                typed++;
+            } catch (RuntimeException | Error e) {
+                fail("header " + i + " raised " + e + " instead of a SerializationException", e);
+            }
+        }
+        assertEquals(100_000, typed + decoded);
+        assertTrue(typed > 50_000, "most mutations are refused: " + typed);
+        assertEquals(0, host.allocatedBytes(), "every frame of every attempt was released");
+    }
+}

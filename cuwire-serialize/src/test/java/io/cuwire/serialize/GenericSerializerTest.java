@@ -1,0 +1,219 @@
+package io.cuwire.serialize;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.TransferScope;
+import io.cuwire.serialize.Models.Hooked;
+import io.cuwire.serialize.Models.KMeans;
+import io.cuwire.serialize.Models.Point;
+import io.cuwire.serialize.Models.Solver;
+import io.cuwire.serialize.Models.State;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class GenericSerializerTest {
+    private BufferAllocator<DeviceBuffer> device;
+    private BufferAllocator<HostBuffer> host;
+    private DecodeTarget target;
+    private TypeRegistry registry;
+
+    @BeforeEach
+    void open() {
+        device = Devices.get(0).newAllocator("decode-device", BufferAllocator.UNLIMITED);
+        host = BufferAllocator.host("decode-host", BufferAllocator.UNLIMITED);
+        target = new DecodeTarget(device, host, Limits.DEFAULT);
+        registry = Models.registry();
+    }
+
+    @AfterEach
+    void close() {
+        device.close();
+        host.close();
+    }
+
+    private static KMeans sample() {
+        KMeans m = new KMeans();
+        m.name = "km";
+        m.seed = 42;
+        m.nClusters = 8;
+        m.tol = 1e-4;
+        m.learningRate = 0.5f;
+        m.fitted = true;
+        m.solver = Solver.NEWTON;
+        m.counts = new long[] {1, 2, 3};
+        m.centers = new double[100_000];
+        for (int i = 0; i < m.centers.length; i++) {
+            m.centers[i] = i * 0.5;
+        }
+        m.blob = new byte[] {1, 2, 3};
+        m.boxed = 5;
+        m.c = 'x';
+        m.history.add(1);
+        m.history.add(2L);
+        m.history.add(3.0f);
+        m.history.add("four");
+        m.history.add(Solver.LBFGS);
+        m.history.add(null);
+        m.extras.put("alpha", 0.1);
+        m.extras.put("nested", List.of(1, 2));
+        m.tags = new LinkedHashSet<>(List.of("a", "b"));
+        m.label = Optional.of("lbl");
+        m.state = new State();
+        m.state.weights = new double[] {0.25, 0.75};
+        m.points = new Point[] {new Point(1, 2, "p"), null};
+        m.anything = new int[] {4, 5};
+        m.rebuilt = 3;
+        return m;
+    }
+
+    private Object roundTrip(Object value, Family... chain) {
+        try (Serialized s = registry.serialize(value, chain)) {
+            Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
+            List<io.cuwire.memory.Buffer> received = new ArrayList<>();
+            for (Frame f : s.frames()) {
+                io.cuwire.memory.Buffer b = f.kind() == MemoryKind.DEVICE ? device.allocate(f.length())
+                        : host.allocate(f.length());
+                CopyEngine.copy(f.buffer(), b);
+                received.add(b);
+            }
+            try (Serialized wire = Serialized.received(header, received)) {
+                return registry.deserialize(wire, target);
+            }
+        }
+    }
+
+    @Test
+    void shouldRoundTripEveryKindOfFieldThroughHeaderBytesAndFrames() {
+        KMeans before = sample();
+        before.nativeHandle = "sender's handle";
+        before.cache = "sender's cache";
+        KMeans after = (KMeans) roundTrip(before, Family.CUDA);
+        assertEquals("km", after.name);
+        assertEquals(42, after.seed);
+        assertEquals(8, after.nClusters);
+        assertEquals(1e-4, after.tol);
+        assertEquals(0.5f, after.learningRate);
+        assertTrue(after.fitted);
+        assertEquals(Solver.NEWTON, after.solver);
+        assertArrayEquals(before.counts, after.counts);
+        assertArrayEquals(before.centers, after.centers);
+        assertArrayEquals(before.blob, after.blob);
+        assertEquals(5, after.boxed);
+        assertEquals('x', after.c);
+        assertEquals(before.history, after.history, "boxed types inside collections keep their exact types");
+        assertInstanceOf(Float.class, after.history.get(2));
+        assertEquals(Map.of("alpha", 0.1, "nested", List.of(1, 2)), after.extras);
+        assertEquals(before.tags, after.tags);
+        assertEquals(Optional.of("lbl"), after.label);
+        assertArrayEquals(before.state.weights, after.state.weights);
+        assertEquals(before.points[0], after.points[0]);
+        assertNull(after.points[1]);
+        assertArrayEquals(new int[] {4, 5}, (int[]) after.anything);
+        assertNotEquals("sender's handle", after.nativeHandle, "transient fields are skipped");
+        assertEquals("cache", after.cache, "@SkipSerialization fields keep the constructor's value");
+        assertEquals(3, after.rebuilt);
+    }
+
+    @Test
+    void shouldSendLargePrimitiveArraysAsZeroCopyHostFrames() {
+        KMeans m = sample();
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            assertEquals(1, s.frames().size(), "only the 800 KB array is a frame");
+            Frame f = s.frames().get(0);
+            assertEquals(MemoryKind.HOST, f.kind());
+            assertEquals(800_000, f.length());
+            assertFalse(f.owned(), "the frame is the array's own memory");
+            assertTrue(s.encodeHeader().length < 2048, "header stays small: " + s.encodeHeader().length);
+        }
+    }
+
+    @Test
+    void shouldPreserveSharedReferences() {
+        KMeans m = sample();
+        List<Object> shared = new ArrayList<>(List.of("s"));
+        m.history.add(shared);
+        m.extras.put("same", shared);
+        m.state.inner = null;
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA);
+        assertSame(after.history.get(after.history.size() - 1), after.extras.get("same"));
+    }
+
+    @Test
+    void shouldRefuseCyclesNamingThePath() {
+        KMeans m = sample();
+        m.state.inner = m.state;
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA));
+        assertEquals("KMeans.state.inner", e.path());
+        assertTrue(e.getMessage().contains("cycle"), e.getMessage());
+    }
+
+    @Test
+    void shouldFailAtTheSenderNamingTheClassAndFieldPath() {
+        KMeans m = sample();
+        m.state.lock = new Thread();
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        assertEquals("KMeans.state.lock", e.path());
+        assertTrue(e.getMessage().contains("java.lang.Thread"), e.getMessage());
+        assertTrue(e.getMessage().contains("[cuda, host]"), e.getMessage());
+    }
+
+    @Test
+    void shouldRunThePostDeserializeHook() {
+        Hooked h = new Hooked();
+        h.base = 21;
+        Hooked after = (Hooked) roundTrip(h, Family.HOST);
+        assertEquals(42, after.derived);
+    }
+
+    @Test
+    void shouldExplainWhyAClassWithoutConstructorCannotBeWalked() {
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(new Models.NoDefaultConstructor(1), Family.CUDA));
+        assertTrue(e.getMessage().contains("no no-argument constructor"), e.getMessage());
+    }
+
+    @Test
+    void shouldRequireANameForSubclassesCoveredByAGenericRegistration() {
+        class Unnamed extends Models.Estimator {
+        }
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(new Unnamed(), Family.CUDA));
+        assertTrue(e.getMessage().contains("no registered name"), e.getMessage());
+    }
+
+    @Test
+    void shouldNotCopyAnythingBetweenHostAndDeviceForHostOnlyValues() {
+        try (TransferScope scope = CopyEngine.openScope("encode")) {
+            registry.serialize(sample(), Family.CUDA).close();
+            assertEquals(0, scope.stats().totalBytes(), "encoding hands arrays over without copying");
+        }
+    }
+
+    @Test
+    void shouldKeepRecordsAndTheirCanonicalConstructor() {
+        Point p = (Point) roundTrip(new Point(3, 4, "q"), Family.CUDA);
+        assertEquals(new Point(3, 4, "q"), p);
+    }
+}
