@@ -57,6 +57,7 @@ public final class TypeRegistry {
         this.limits = Objects.requireNonNull(limits, "limits");
         this.frameThreshold = frameThreshold;
         this.hostAllocator = Objects.requireNonNull(hostAllocator, "hostAllocator");
+        BuiltinSerializers.registerAll(this);
     }
 
     /** Registers {@code type} under its {@link WireType} name and version, or its class name. */
