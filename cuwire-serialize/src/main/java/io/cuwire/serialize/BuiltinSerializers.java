@@ -21,8 +21,10 @@ final class BuiltinSerializers {
         registry.register(CsrMatrix.class, "cuwire.csr");
         registry.register(CscMatrix.class, "cuwire.csc");
         registry.register(CooMatrix.class, "cuwire.coo");
+        registry.register(OpaqueBlob.class, "cuwire.blob");
         for (Family family : new Family[] {Family.CUDA, Family.HOST}) {
             registry.register(NdArray.class, family, new NdArraySerializer());
+            registry.register(OpaqueBlob.class, family, new BlobSerializer());
             registry.register(CsrMatrix.class, family, new Serializer<CsrMatrix>() {
                 @Override
                 public void write(WriteContext out, CsrMatrix m) {
@@ -103,12 +105,7 @@ final class BuiltinSerializers {
                 shape.add(d);
             }
             out.put("shape", shape);
-            out.put("mem", a.kind().name());
-            if (out.family() == Family.HOST && a.kind() == MemoryKind.DEVICE) {
-                out.put("fr", out.hostCopyFrame(a.buffer()));
-            } else {
-                out.put("fr", out.frame(a.buffer()));
-            }
+            writeFrame(out, a.buffer());
         }
 
         @Override
@@ -142,22 +139,77 @@ final class BuiltinSerializers {
                 throw new MalformedHeaderException(dtype.wireName() + " " + java.util.Arrays.toString(shape)
                         + " does not fill a frame of " + frame.length() + " bytes at " + in.path());
             }
-            Buffer buffer = frame.buffer();
-            if (mem == MemoryKind.DEVICE && buffer.kind() != MemoryKind.DEVICE) {
-                DeviceBuffer rebuilt = in.target().device().allocate(frame.length());
-                try {
-                    CopyEngine.copy(buffer, rebuilt);
-                } catch (RuntimeException e) {
-                    rebuilt.close();
-                    throw e;
-                }
-                if (frame.owned()) {
-                    buffer.close();
-                }
-                return NdArray.adopt(rebuilt, dtype, order, shape);
+            Frame placed = place(in, frame, mem);
+            return placed.owned() ? NdArray.adopt(placed.buffer(), dtype, order, shape)
+                    : NdArray.view(placed.buffer(), 0, dtype, order, shape);
+        }
+    }
+
+    /** Hands {@code buffer} over as it is ({@code cuda}), or a host copy of device memory ({@code host}). */
+    static void writeFrame(WriteContext out, Buffer buffer) {
+        out.put("mem", buffer.kind().name());
+        if (out.family() == Family.HOST && buffer.kind() == MemoryKind.DEVICE) {
+            out.put("fr", out.hostCopyFrame(buffer));
+        } else {
+            out.put("fr", out.frame(buffer));
+        }
+    }
+
+    /**
+     * Puts a received frame where the sender had it: a host frame of what was device memory is rebuilt on the
+     * receiver's device (the frame is released); anything else is used as it arrived.
+     */
+    static Frame place(ReadContext in, Frame frame, MemoryKind mem) {
+        Buffer buffer = frame.buffer();
+        if (mem != MemoryKind.DEVICE || buffer.kind() == MemoryKind.DEVICE) {
+            return frame;
+        }
+        DeviceBuffer rebuilt = in.target().device().allocate(frame.length());
+        try {
+            CopyEngine.copy(buffer, rebuilt);
+        } catch (RuntimeException e) {
+            rebuilt.close();
+            throw e;
+        }
+        if (frame.owned()) {
+            buffer.close();
+        }
+        return new Frame(rebuilt, true);
+    }
+
+    /** An {@link OpaqueBlob}: format and metadata in the header, the bytes as one frame. */
+    static final class BlobSerializer implements Serializer<OpaqueBlob> {
+        @Override
+        public void write(WriteContext out, OpaqueBlob blob) {
+            out.put("format", blob.format());
+            out.put("meta", new java.util.LinkedHashMap<>(blob.metadata()));
+            writeFrame(out, blob.buffer());
+        }
+
+        @Override
+        public OpaqueBlob read(ReadContext in) {
+            String format = in.getString("format");
+            if (!(in.raw("meta") instanceof java.util.Map<?, ?> raw)) {
+                throw new MalformedHeaderException("blob without metadata at " + in.path());
             }
-            return frame.owned() ? NdArray.adopt(buffer, dtype, order, shape)
-                    : NdArray.view(buffer, 0, dtype, order, shape);
+            java.util.Map<String, Object> meta = new java.util.LinkedHashMap<>();
+            raw.forEach((k, v) -> meta.put((String) k, v));
+            MemoryKind mem;
+            try {
+                mem = MemoryKind.valueOf(in.getString("mem"));
+            } catch (IllegalArgumentException e) {
+                throw new MalformedHeaderException("bad memory kind at " + in.path());
+            }
+            Frame placed = place(in, in.takeFrame("fr"), mem);
+            try {
+                return placed.owned() ? OpaqueBlob.adopt(format, meta, placed.buffer())
+                        : OpaqueBlob.view(format, meta, placed.buffer());
+            } catch (IllegalArgumentException e) {
+                if (placed.owned()) {
+                    placed.buffer().close();
+                }
+                throw new MalformedHeaderException("bad blob at " + in.path() + ": " + e.getMessage());
+            }
         }
     }
 }
