@@ -1,0 +1,66 @@
+package io.cuwire.cuda;
+
+import io.cuwire.cuda.internal.CudaDevice;
+import io.cuwire.cuda.internal.CudaStream;
+import io.cuwire.cuda.internal.Driver;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.Stream;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A CUDA event of one device, for timing work on its streams: {@link #record} it before and after the work, then
+ * {@link #elapsedMillis}. Owned by its creator; {@link #close()} destroys it (closing twice does nothing). Not for
+ * concurrent use by several threads.
+ */
+public final class CudaEvent implements AutoCloseable {
+    private final CudaDevice device;
+    private final MemorySegment handle;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private CudaEvent(CudaDevice device) {
+        this.device = device;
+        device.makeCurrent();
+        this.handle = Driver.eventCreate();
+    }
+
+    /** A new timing event on {@code device}. */
+    public static CudaEvent create(Device device) {
+        return new CudaEvent(Cuda.cuda(device));
+    }
+
+    private MemorySegment handle() {
+        if (closed.get()) {
+            throw new IllegalStateException("CudaEvent of " + device + " is closed");
+        }
+        return handle;
+    }
+
+    /** Enqueues this event on {@code stream}, a stream of the same device; it completes when the work before it has. */
+    public void record(Stream stream) {
+        CudaStream s = CudaStream.of(stream);
+        if (s.cudaDevice() != device) {
+            throw new IllegalArgumentException(stream + " is not a stream of " + device);
+        }
+        device.makeCurrent();
+        Driver.eventRecord(handle(), s.handle());
+    }
+
+    /** Blocks until the work before the last {@link #record} has finished. */
+    public void synchronize() {
+        Driver.eventSynchronize(handle());
+    }
+
+    /** Milliseconds between two completed events of one device. */
+    public static float elapsedMillis(CudaEvent start, CudaEvent end) {
+        return Driver.eventElapsedTime(start.handle(), end.handle());
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            device.makeCurrent();
+            Driver.eventDestroy(handle);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package io.cuwire.cuda.internal;
+
+import io.cuwire.cuda.CudaException;
+import io.cuwire.memory.CopyException;
+import io.cuwire.memory.Stream;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A non-blocking {@code CUstream} of one {@link CudaDevice} (it does not wait for the legacy default stream).
+ * {@link #close()} waits for queued work and destroys it; closing twice does nothing. Thread-safe, but
+ * {@code close()} must not race with work being enqueued.
+ */
+public final class CudaStream extends Stream {
+    private final CudaDevice device;
+    private final MemorySegment handle;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    CudaStream(CudaDevice device) {
+        super(device);
+        this.device = device;
+        device.makeCurrent();
+        this.handle = Driver.streamCreate(Driver.CU_STREAM_NON_BLOCKING);
+    }
+
+    /** {@code stream} as a CUDA stream, or an {@link IllegalArgumentException} naming what it is. */
+    public static CudaStream of(Stream stream) {
+        if (stream instanceof CudaStream s) {
+            return s;
+        }
+        throw new IllegalArgumentException(stream + " is not a CUDA stream");
+    }
+
+    /** The device's CUDA device. */
+    public CudaDevice cudaDevice() {
+        return device;
+    }
+
+    /** The {@code CUstream}, for the platform's own calls. */
+    public MemorySegment handle() {
+        if (closed.get()) {
+            throw new IllegalStateException(this + " is closed");
+        }
+        return handle;
+    }
+
+    @Override
+    public void synchronize() {
+        MemorySegment h = handle();
+        try {
+            Driver.streamSynchronize(h);
+        } catch (CudaException e) {
+            throw new CopyException("work enqueued on " + this + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            Driver.streamSynchronize(handle);
+        } catch (CudaException e) {
+            throw new CopyException("work enqueued on " + this + " failed: " + e.getMessage(), e);
+        } finally {
+            device.makeCurrent();
+            Driver.streamDestroy(handle);
+        }
+    }
+}

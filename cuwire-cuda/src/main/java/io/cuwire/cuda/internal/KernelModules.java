@@ -1,0 +1,125 @@
+package io.cuwire.cuda.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import io.cuwire.cuda.CudaException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * cuwire's kernels: the fatbin resource {@value #RESOURCE} (built from {@code src/main/cuda} by nvcc), loaded with
+ * {@code cuModuleLoadData} once per device on first use and kept for the life of the process, like the device.
+ * Launches are one-dimensional grid-stride loops of {@value #BLOCK} threads per block. Thread-safe.
+ */
+public final class KernelModules {
+    /** The fatbin's class path resource. */
+    public static final String RESOURCE = "io/cuwire/cuda/kernels.fatbin";
+    /** What the fatbin holds, for messages. */
+    public static final String TARGETS = "sm_80, sm_90, compute_90 PTX";
+
+    static final int BLOCK = 256;
+    static final long MAX_GRID = 65_535;
+
+    private static final Map<CudaDevice, Module> MODULES = new ConcurrentHashMap<>();
+    private static volatile MemorySegment image;
+
+    private KernelModules() {
+    }
+
+    /** A device's loaded module and its resolved functions. */
+    private record Module(MemorySegment handle, Map<String, MemorySegment> functions) {
+    }
+
+    /** The message when the fatbin is not on the class path. */
+    public static String missingResourceMessage() {
+        return "kernel fatbin resource " + RESOURCE + " is not on the class path: this cuwire-cuda was built without"
+                + " nvcc (the Maven profile 'nvcc' compiles src/main/cuda only where /usr/local/cuda/bin/nvcc exists);"
+                + " rebuild it on a machine with the CUDA toolkit";
+    }
+
+    private static MemorySegment image() {
+        MemorySegment img = image;
+        if (img == null) {
+            synchronized (KernelModules.class) {
+                img = image;
+                if (img == null) {
+                    img = readImage();
+                    image = img;
+                }
+            }
+        }
+        return img;
+    }
+
+    private static MemorySegment readImage() {
+        byte[] bytes;
+        try (InputStream in = KernelModules.class.getClassLoader().getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new CudaException(missingResourceMessage(), null);
+            }
+            bytes = in.readAllBytes();
+        } catch (IOException e) {
+            throw new CudaException("cannot read kernel fatbin resource " + RESOURCE + ": " + e, e);
+        }
+        MemorySegment segment = Arena.global().allocate(bytes.length + 1L, 64);
+        MemorySegment.copy(bytes, 0, segment, JAVA_BYTE, 0, bytes.length);
+        return segment;
+    }
+
+    private static Module module(CudaDevice device) {
+        return MODULES.computeIfAbsent(device, d -> {
+            MemorySegment img = image();
+            d.makeCurrent();
+            MemorySegment handle = Driver.moduleLoadData(img, RESOURCE + " (" + TARGETS + ") on " + d + " (sm_"
+                    + d.computeCapability() + ")");
+            return new Module(handle, new ConcurrentHashMap<>());
+        });
+    }
+
+    private static MemorySegment function(CudaDevice device, String name) {
+        Module m = module(device);
+        return m.functions().computeIfAbsent(name, n -> {
+            device.makeCurrent();
+            return Driver.moduleGetFunction(m.handle(), n);
+        });
+    }
+
+    /**
+     * Launches kernel {@code name} on {@code stream} with enough threads for {@code work} items (nothing when
+     * {@code work} is 0). Arguments are {@link Long} ({@code int64_t} or a device pointer), {@link Integer},
+     * {@link Float} or {@link Double}, in the kernel's order.
+     */
+    public static void launch(CudaStream stream, String name, long work, Object... args) {
+        if (work <= 0) {
+            return;
+        }
+        CudaDevice device = stream.cudaDevice();
+        MemorySegment function = function(device, name);
+        int grid = (int) Math.min(MAX_GRID, (work + BLOCK - 1) / BLOCK);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = arena.allocate(ADDRESS, args.length);
+            for (int i = 0; i < args.length; i++) {
+                MemorySegment value = switch (args[i]) {
+                    case Long v -> arena.allocateFrom(JAVA_LONG, v);
+                    case Integer v -> arena.allocateFrom(JAVA_INT, v);
+                    case Float v -> arena.allocateFrom(JAVA_FLOAT, v);
+                    case Double v -> arena.allocateFrom(JAVA_DOUBLE, v);
+                    default -> throw new IllegalArgumentException("kernel " + name + " argument " + i + ": "
+                            + args[i].getClass().getName() + " (expected: Long, Integer, Float or Double)");
+                };
+                params.setAtIndex(ADDRESS, i, value);
+            }
+            device.makeCurrent();
+            Driver.launchKernel(function, name, grid, BLOCK, 0, stream.handle(), params);
+        }
+    }
+}

@@ -1,0 +1,206 @@
+package io.cuwire.cuda;
+
+import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
+import static io.cuwire.cuda.CudaTestSupport.downloadDoubles;
+import static io.cuwire.cuda.CudaTestSupport.downloadFloats;
+import static io.cuwire.cuda.CudaTestSupport.downloadInts;
+import static io.cuwire.cuda.CudaTestSupport.upload;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Stream;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+
+/** cuwire's CUDA kernels against the same computation on the CPU, on random data with a printed seed. */
+@Tag("gpu")
+class KernelsTest {
+    private Device gpu;
+    private BufferAllocator<DeviceBuffer> memory;
+    private Stream stream;
+    private Random random;
+
+    @BeforeEach
+    void setUp(TestInfo test) {
+        assumeCuda();
+        gpu = Cuda.device(0);
+        memory = gpu.newAllocator("test/kernels", BufferAllocator.UNLIMITED);
+        stream = gpu.newStream();
+        random = CudaTestSupport.random(test.getDisplayName());
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (stream != null) {
+            stream.close();
+            memory.close();
+        }
+    }
+
+    private float[] floats(int n) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = random.nextFloat() * 2 - 1;
+        }
+        return v;
+    }
+
+    private double[] doubles(int n) {
+        double[] v = new double[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = random.nextDouble() * 2 - 1;
+        }
+        return v;
+    }
+
+    @Test
+    void shouldComputeAxpyInFloat32() {
+        int n = 1_000_003;
+        float a = 1.75f;
+        float[] x = floats(n);
+        float[] y = floats(n);
+        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dy = upload(memory.resource(), y)) {
+            Kernels.axpyF32(stream, a, dx, dy, n);
+            stream.synchronize();
+
+            float[] out = downloadFloats(dy, n);
+            for (int i = 0; i < n; i++) {
+                assertEquals(Math.fma(a, x[i], y[i]), out[i], 1e-6f, "element " + i);
+            }
+        }
+    }
+
+    @Test
+    void shouldComputeAxpyInFloat64OnAPrefix() {
+        int n = 70_001;
+        double a = -0.3;
+        double[] x = doubles(n);
+        double[] y = doubles(n);
+        int m = n - 1000;
+        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dy = upload(memory.resource(), y)) {
+            Kernels.axpyF64(stream, a, dx, dy, m);
+            stream.synchronize();
+
+            double[] out = downloadDoubles(dy, n);
+            for (int i = 0; i < n; i++) {
+                assertEquals(i < m ? Math.fma(a, x[i], y[i]) : y[i], out[i], 1e-12, "element " + i);
+            }
+        }
+    }
+
+    @Test
+    void shouldFillAndScale() {
+        int n = 12_345;
+        try (DeviceBuffer f = memory.allocate(n * 4L); DeviceBuffer d = memory.allocate(n * 8L)) {
+            Kernels.fillF32(stream, f, n, 2.5f);
+            Kernels.scaleF32(stream, -2f, f, n);
+            Kernels.fillF64(stream, d, n, 0.25);
+            Kernels.scaleF64(stream, 4, d, n);
+            stream.synchronize();
+
+            float[] fs = downloadFloats(f, n);
+            double[] ds = downloadDoubles(d, n);
+            for (int i = 0; i < n; i++) {
+                assertEquals(-5f, fs[i], "float element " + i);
+                assertEquals(1.0, ds[i], "double element " + i);
+            }
+        }
+    }
+
+    @Test
+    void shouldComputeSquaredDistancesAndArgminInFloat32() {
+        int rows = 1000;
+        int k = 7;
+        int dims = 13;
+        float[] x = floats(rows * dims);
+        float[] c = floats(k * dims);
+        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dc = upload(memory.resource(), c);
+                DeviceBuffer dist = memory.allocate((long) rows * k * Float.BYTES);
+                DeviceBuffer index = memory.allocate((long) rows * Integer.BYTES);
+                DeviceBuffer min = memory.allocate((long) rows * Float.BYTES)) {
+            Kernels.squaredDistancesF32(stream, dx, dc, dist, rows, k, dims);
+            Kernels.argminRowsF32(stream, dist, rows, k, index, min);
+            stream.synchronize();
+
+            float[] d = downloadFloats(dist, rows * k);
+            int[] idx = downloadInts(index, rows);
+            float[] mins = downloadFloats(min, rows);
+            for (int r = 0; r < rows; r++) {
+                int best = 0;
+                for (int j = 0; j < k; j++) {
+                    double expected = 0;
+                    for (int t = 0; t < dims; t++) {
+                        double diff = x[r * dims + t] - c[j * dims + t];
+                        expected += diff * diff;
+                    }
+                    assertEquals(expected, d[r * k + j], 1e-5 * Math.max(1, expected), "distance " + r + "," + j);
+                    if (d[r * k + j] < d[r * k + best]) {
+                        best = j;
+                    }
+                }
+                assertEquals(best, idx[r], "argmin of row " + r);
+                assertEquals(d[r * k + best], mins[r], "minimum of row " + r);
+            }
+        }
+    }
+
+    @Test
+    void shouldComputeSquaredDistancesAndArgminInFloat64() {
+        int rows = 513;
+        int k = 5;
+        int dims = 3;
+        double[] x = doubles(rows * dims);
+        double[] c = doubles(k * dims);
+        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dc = upload(memory.resource(), c);
+                DeviceBuffer dist = memory.allocate((long) rows * k * Double.BYTES);
+                DeviceBuffer index = memory.allocate((long) rows * Integer.BYTES);
+                DeviceBuffer min = memory.allocate((long) rows * Double.BYTES)) {
+            Kernels.squaredDistancesF64(stream, dx, dc, dist, rows, k, dims);
+            Kernels.argminRowsF64(stream, dist, rows, k, index, min);
+            stream.synchronize();
+
+            double[] d = downloadDoubles(dist, rows * k);
+            int[] idx = downloadInts(index, rows);
+            for (int r = 0; r < rows; r++) {
+                int best = 0;
+                for (int j = 0; j < k; j++) {
+                    double expected = 0;
+                    for (int t = 0; t < dims; t++) {
+                        double diff = x[r * dims + t] - c[j * dims + t];
+                        expected += diff * diff;
+                    }
+                    assertEquals(expected, d[r * k + j], 1e-12, "distance " + r + "," + j);
+                    if (d[r * k + j] < d[r * k + best]) {
+                        best = j;
+                    }
+                }
+                assertEquals(best, idx[r], "argmin of row " + r);
+            }
+        }
+    }
+
+    @Test
+    void shouldRefuseShortMisalignedOrForeignBuffersBeforeLaunching() {
+        try (DeviceBuffer x = memory.allocate(400); DeviceBuffer y = memory.allocate(400)) {
+            assertThrows(IndexOutOfBoundsException.class, () -> Kernels.axpyF32(stream, 1f, x, y, 101));
+            assertThrows(IllegalArgumentException.class, () -> Kernels.axpyF32(stream, 1f, x.slice(2, 200), y, 10));
+            assertThrows(IllegalArgumentException.class, () -> Kernels.argminRowsF32(stream, x, 10, 0, y, y));
+            assertThrows(IllegalArgumentException.class, () -> Kernels.fillF32(stream, y, -1, 0f));
+        }
+    }
+
+    @Test
+    void shouldDoNothingForZeroElements() {
+        try (DeviceBuffer y = memory.allocate(0)) {
+            Kernels.fillF32(stream, y, 0, 1f);
+            stream.synchronize();
+        }
+    }
+}

@@ -1,0 +1,35 @@
+package io.cuwire.cuda.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+class KernelModulesTest {
+    @Test
+    void shouldNameTheMissingResourceAndTheMissingNvcc() {
+        String message = KernelModules.missingResourceMessage();
+
+        assertTrue(message.contains("io/cuwire/cuda/kernels.fatbin"), message);
+        assertTrue(message.contains("without nvcc"), message);
+    }
+
+    @Test
+    void shouldPackageTheKernelFatbinWhenBuiltWithNvcc() throws IOException {
+        assumeTrue(Files.exists(Path.of("/usr/local/cuda/bin/nvcc")), "no nvcc: the build made no fatbin");
+
+        try (InputStream in = KernelModules.class.getClassLoader().getResourceAsStream(KernelModules.RESOURCE)) {
+            assertNotNull(in, KernelModules.RESOURCE);
+            byte[] head = in.readNBytes(4);
+            // fatbin magic 0xBA55ED50, little-endian
+            assertArrayEquals(new byte[] {0x50, (byte) 0xED, 0x55, (byte) 0xBA}, head, Arrays.toString(head));
+        }
+    }
+}
