@@ -48,6 +48,9 @@ public abstract class BufferConformanceSuite {
 
     @AfterEach
     void closeAllocatorWithoutLeaks() {
+        if (allocator == null) {
+            return;
+        }
         if (!allocator.isClosed()) {
             allocator.close();
         }
