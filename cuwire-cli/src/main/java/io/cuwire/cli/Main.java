@@ -1,5 +1,7 @@
 package io.cuwire.cli;
 
+import io.cuwire.cuda.Cuda;
+import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
 import java.io.PrintStream;
 import java.util.Arrays;
@@ -26,6 +28,8 @@ public final class Main {
 
     static {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
+        COMMANDS.put("bench", new Entry("benchmarks: 'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]'",
+                Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
 
@@ -66,6 +70,26 @@ public final class Main {
             err.println("cuwire info: " + e.getMessage());
             return FAILED;
         }
+    }
+
+    private static int bench(List<String> args, PrintStream out, PrintStream err) {
+        if (args.isEmpty() || !args.getFirst().equals("copy")) {
+            err.println("cuwire bench: which benchmark? one of: copy");
+            return USAGE;
+        }
+        CopyBenchmark.Options options;
+        try {
+            options = CopyBenchmark.Options.parse(args.subList(1, args.size()).toArray(String[]::new));
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire bench copy: " + e.getMessage());
+            return USAGE;
+        }
+        if (!Cuda.isAvailable()) {
+            err.println("cuwire bench copy: needs a CUDA device: " + Cuda.unavailableReason());
+            return FAILED;
+        }
+        CopyBenchmark.run(options, out);
+        return OK;
     }
 
     private static int usage(PrintStream out) {

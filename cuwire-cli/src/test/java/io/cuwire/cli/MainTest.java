@@ -58,6 +58,24 @@ class MainTest {
     }
 
     @Test
+    void shouldNameTheBenchmarksAndRefuseBadOptions() {
+        Result r = run("bench");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().contains("one of: copy"), r.err());
+        r = run("bench", "copy", "--size", "lots");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench copy: "), r.err());
+    }
+
+    @Test
+    void shouldRefuseTheCopyBenchmarkWithoutAGpuAndSayWhy() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(io.cuwire.cuda.Cuda.isAvailable(), "a GPU is here");
+        Result r = run("bench", "copy", "--size", "1m");
+        assertEquals(Main.FAILED, r.exitCode());
+        assertTrue(r.err().contains("needs a CUDA device"), r.err());
+    }
+
+    @Test
     void shouldReportDevicesPlatformAndEveryTransport() {
         Result r = run("info");
         assertEquals(Main.OK, r.exitCode(), r.err());
