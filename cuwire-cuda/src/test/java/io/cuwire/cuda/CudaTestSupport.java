@@ -1,10 +1,12 @@
 package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
 import io.cuwire.memory.MemoryResource;
 import java.lang.foreign.MemorySegment;
 import java.util.Random;
@@ -17,8 +19,15 @@ public final class CudaTestSupport {
     private CudaTestSupport() {
     }
 
-    /** Skips the calling test, with the reason, where no CUDA device is usable. */
+    /**
+     * Skips the calling test, with the reason, where no CUDA device is usable — or fails it, when the run forces
+     * the CUDA platform ({@code -Dcuwire.device.platform=cuda}, as the GPU bundle's {@code bin/gpu-tests} does), so
+     * that a GPU run on a host without a working driver cannot pass by skipping everything.
+     */
     public static void assumeCuda() {
+        if (!Cuda.isAvailable() && "cuda".equals(System.getProperty(Devices.PLATFORM_PROPERTY))) {
+            fail("-D" + Devices.PLATFORM_PROPERTY + "=cuda, but no CUDA device: " + Cuda.unavailableReason());
+        }
         assumeTrue(Cuda.isAvailable(), () -> "no CUDA device: " + Cuda.unavailableReason());
     }
 
