@@ -253,23 +253,7 @@ abstract class SparseParts {
 
     /** Closes every array, throwing the first failure with the others suppressed. */
     static void closeAll(List<NdArray> arrays) {
-        RuntimeException failure = null;
-        for (NdArray a : arrays) {
-            try {
-                if (a != null) {
-                    a.close();
-                }
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        Closeables.closeAll(arrays);
     }
 
     /** Uploads Java vectors ({@code int[]}, {@code long[]}, {@code float[]}, {@code double[]}) as owned arrays. */

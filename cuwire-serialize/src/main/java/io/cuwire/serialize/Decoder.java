@@ -5,7 +5,6 @@ import io.cuwire.memory.CopyEngine;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -59,16 +58,7 @@ final class Decoder {
     }
 
     String path() {
-        StringBuilder sb = new StringBuilder();
-        Iterator<String> it = path.descendingIterator();
-        while (it.hasNext()) {
-            String p = it.next();
-            if (!sb.isEmpty() && !p.startsWith("[")) {
-                sb.append('.');
-            }
-            sb.append(p);
-        }
-        return sb.toString();
+        return Paths.of(path);
     }
 
     Frame takeFrame(int index) {

@@ -8,7 +8,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -55,16 +54,7 @@ final class Encoder {
     }
 
     String path() {
-        StringBuilder sb = new StringBuilder();
-        Iterator<String> it = path.descendingIterator();
-        while (it.hasNext()) {
-            String p = it.next();
-            if (!sb.isEmpty() && !p.startsWith("[")) {
-                sb.append('.');
-            }
-            sb.append(p);
-        }
-        return sb.toString();
+        return Paths.of(path);
     }
 
     Object node(Object value, String name) {

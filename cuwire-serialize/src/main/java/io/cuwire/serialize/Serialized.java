@@ -1,6 +1,7 @@
 package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
@@ -203,24 +204,14 @@ public final class Serialized implements AutoCloseable {
             return;
         }
         closed = true;
-        RuntimeException failure = null;
+        List<Buffer> open = new ArrayList<>();
         for (int i = 0; i < frames.size(); i++) {
             Frame f = frames.get(i);
             if (f.owned() && !taken.get(i) && f.buffer().isOpen()) {
-                try {
-                    f.buffer().close();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
-                }
+                open.add(f.buffer());
             }
         }
-        if (failure != null) {
-            throw failure;
-        }
+        Closeables.closeAll(open);
     }
 
     @Override
