@@ -77,6 +77,7 @@ public final class Main {
         out.println("the ./cuwire launcher also runs:");
         out.printf("  %-8s %s%n", "build", "compile and package every module (mvn package, no tests)");
         out.printf("  %-8s %s%n", "test", "run the whole test suite (mvn verify)");
+        out.printf("  %-8s %s%n", "bench", "bench serialization [--quick]: the JMH serialization benchmark");
         out.println();
         out.println("JVM options (e.g. -Dcuwire.device.platform=emulated) go in CUWIRE_JAVA_OPTS.");
         return OK;
