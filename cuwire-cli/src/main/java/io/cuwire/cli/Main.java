@@ -28,7 +28,7 @@ public final class Main {
 
     static {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
-        COMMANDS.put("bench", new Entry("benchmarks: 'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]'",
+        COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
@@ -74,7 +74,8 @@ public final class Main {
 
     private static int bench(List<String> args, PrintStream out, PrintStream err) {
         if (args.isEmpty() || !args.getFirst().equals("copy")) {
-            err.println("cuwire bench: which benchmark? one of: copy");
+            err.println("cuwire bench: which benchmark? one of: copy (serialization runs through the ./cuwire "
+                    + "launcher: ./cuwire bench serialization)");
             return USAGE;
         }
         CopyBenchmark.Options options;

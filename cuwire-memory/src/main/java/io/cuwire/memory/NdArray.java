@@ -1,5 +1,11 @@
 package io.cuwire.memory;
 
+import java.io.InvalidObjectException;
+import java.io.NotSerializableException;
+import java.io.ObjectInputStream;
+import java.io.ObjectStreamException;
+import java.io.Serial;
+import java.io.Serializable;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.reflect.Array;
@@ -36,13 +42,24 @@ import java.util.function.Supplier;
  * reads device memory any other way. Exports return elements in logical C (row-major) order whatever the array's
  * order: an F-order array is copied out whole and transposed on the host.
  *
+ * <h2>JDK serialization</h2>
+ * An array is {@link Serializable} the way pickle serializes a GPU array: its serial form holds the dtype, order,
+ * shape and <em>all its bytes copied to the Java heap</em> (through the {@link CopyEngine}, so a device array counts
+ * {@link CopyDirection#D2H} bytes when written). Reading it back makes a new owned array, in storage order as
+ * written, from the allocator that {@link #readTarget} set for the reading thread, or else from a process-wide host
+ * allocator ({@link #defaultReadTarget()}); a device target counts {@link CopyDirection#H2D} bytes. The byte copy
+ * must fit one Java {@code byte[]}: arrays larger than {@value #MAX_ARRAY_LENGTH} bytes cannot be JDK-serialized
+ * (the JVM's 2 GiB array limit). This is the baseline cuwire's {@code cuda} and {@code host} families replace;
+ * it exists so that estimators holding arrays work with JDK serialization at all, and so benchmarks can compare.
+ * Shared references within one stream stay shared; the reader owns (and must close) every array it reads.
+ *
  * <h2>Identity and threads</h2>
  * {@code equals} and {@code hashCode} are identity: an array is a handle to memory, not a value. Compare elements
  * with {@link #contentEquals}. Arrays are immutable handles and safe to share between threads; the elements are
  * not guarded (concurrent writers to the buffer race as they would on any memory), and {@code close()} must not
  * race with copies still using the array.
  */
-public final class NdArray implements AutoCloseable {
+public final class NdArray implements AutoCloseable, Serializable {
     /** The largest rank. */
     public static final int MAX_RANK = 8;
 
@@ -51,6 +68,9 @@ public final class NdArray implements AutoCloseable {
 
     /** Bytes staged on the heap at once when writing zeros or the rows of a matrix. */
     private static final int STAGING_BYTES = 1 << 20;
+
+    /** Where {@link SerialForm#readResolve()} puts the arrays it rebuilds on this thread; see {@link #readTarget}. */
+    private static final ThreadLocal<BufferAllocator<?>> READ_TARGET = new ThreadLocal<>();
 
     private final Buffer buffer;
     private final Buffer data;
@@ -585,6 +605,158 @@ public final class NdArray implements AutoCloseable {
                 }
             }
             default -> throw new AssertionError(elementSize);
+        }
+    }
+
+    // ---------------------------------------------------------------- JDK serialization
+
+    /**
+     * The thread-scoped hook that says where arrays read by JDK deserialization ({@link ObjectInputStream}) on the
+     * calling thread are rebuilt: in {@code target}'s memory until the returned scope is closed, after which the
+     * previous target (or the default) applies again. Scopes nest; close them in reverse order, on the thread that
+     * opened them.
+     *
+     * <pre>{@code
+     * NdArray.ReadScope scope = NdArray.readTarget(deviceAllocator);
+     * try (ObjectInputStream in = new ObjectInputStream(bytes)) {
+     *     model = (Model) in.readObject();   // its arrays are rebuilt on the device
+     * } finally {
+     *     scope.close();
+     * }
+     * }</pre>
+     * (A plain {@code finally} rather than try-with-resources, whose unreferenced resource {@code -Xlint:try} flags.)
+     */
+    public static ReadScope readTarget(BufferAllocator<?> target) {
+        Objects.requireNonNull(target, "target");
+        ReadScope scope = new ReadScope(READ_TARGET.get(), target);
+        READ_TARGET.set(target);
+        return scope;
+    }
+
+    /**
+     * The allocator JDK deserialization rebuilds arrays in when no {@link #readTarget} is open on the reading thread:
+     * one process-wide host allocator, {@code cuwire-ndarray-deserialized}, without limit.
+     */
+    public static BufferAllocator<HostBuffer> defaultReadTarget() {
+        return DefaultReadTarget.ALLOCATOR;
+    }
+
+    /** An open {@link #readTarget}; closing it restores the target that was set before it. */
+    public static final class ReadScope implements AutoCloseable {
+        private final BufferAllocator<?> previous;
+        private final BufferAllocator<?> target;
+        private final Thread thread = Thread.currentThread();
+        private boolean closed;
+
+        private ReadScope(BufferAllocator<?> previous, BufferAllocator<?> target) {
+            this.previous = previous;
+            this.target = target;
+        }
+
+        /**
+         * Restores the previous target. Closing twice is harmless.
+         *
+         * @throws IllegalStateException if called on another thread or out of nesting order
+         */
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            if (Thread.currentThread() != thread || READ_TARGET.get() != target) {
+                throw new IllegalStateException("NdArray read scope for allocator '" + target.name()
+                        + "' closed on another thread or out of nesting order");
+            }
+            closed = true;
+            if (previous == null) {
+                READ_TARGET.remove();
+            } else {
+                READ_TARGET.set(previous);
+            }
+        }
+    }
+
+    private static final class DefaultReadTarget {
+        static final BufferAllocator<HostBuffer> ALLOCATOR = BufferAllocator.host("cuwire-ndarray-deserialized",
+                BufferAllocator.UNLIMITED);
+    }
+
+    /** JDK serialization writes the {@link SerialForm} instead: dtype, order, shape and the bytes on the heap. */
+    @Serial
+    private Object writeReplace() throws ObjectStreamException {
+        checkOpen();
+        if (byteSize() > MAX_ARRAY_LENGTH) {
+            throw new NotSerializableException(describe() + " has " + byteSize() + " bytes, more than one Java byte[] "
+                    + "holds (" + MAX_ARRAY_LENGTH + "): JDK serialization copies an array's bytes onto the heap, and "
+                    + "the JVM's arrays stop at 2 GiB. Send it with cuwire's cuda or host family instead");
+        }
+        byte[] bytes = new byte[(int) byteSize()];
+        if (bytes.length > 0) {
+            CopyEngine.copyToSegment(data, 0, MemorySegment.ofArray(bytes));
+        }
+        return new SerialForm(dtype.wireName(), order.name(), shape.clone(), bytes);
+    }
+
+    @Serial
+    private void readObject(ObjectInputStream in) throws InvalidObjectException {
+        throw new InvalidObjectException("an NdArray is read through its serial form only");
+    }
+
+    /**
+     * The serial form of an {@link NdArray}: what pickle keeps of a GPU array — a description and a host copy of the
+     * bytes in storage order. Read back, it becomes a new owned array from the reading thread's
+     * {@link NdArray#readTarget}.
+     */
+    private static final class SerialForm implements Serializable {
+        @Serial
+        private static final long serialVersionUID = 1L;
+
+        private final String dtype;
+        private final String order;
+        private final long[] shape;
+        private final byte[] bytes;
+
+        SerialForm(String dtype, String order, long[] shape, byte[] bytes) {
+            this.dtype = dtype;
+            this.order = order;
+            this.shape = shape;
+            this.bytes = bytes;
+        }
+
+        @Serial
+        private Object readResolve() throws ObjectStreamException {
+            DType t;
+            Order o;
+            long byteSize;
+            try {
+                t = DType.byName(Objects.requireNonNull(dtype, "dtype"));
+                o = Order.valueOf(Objects.requireNonNull(order, "order"));
+                byteSize = byteSize(t, Objects.requireNonNull(shape, "shape"));
+                Objects.requireNonNull(bytes, "bytes");
+            } catch (IllegalArgumentException | NullPointerException e) {
+                throw invalid("NdArray serial form is malformed: " + e.getMessage(), e);
+            }
+            if (byteSize != bytes.length) {
+                throw new InvalidObjectException("NdArray serial form of " + t.wireName() + " " + shapeString(shape)
+                        + " holds " + bytes.length + " bytes (expected: " + byteSize + ")");
+            }
+            BufferAllocator<?> target = READ_TARGET.get();
+            NdArray a = empty(target != null ? target : defaultReadTarget(), t, o, shape);
+            try {
+                if (bytes.length > 0) {
+                    CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), a.data, 0);
+                }
+                return a;
+            } catch (RuntimeException | Error e) {
+                a.close();
+                throw e;
+            }
+        }
+
+        private static InvalidObjectException invalid(String message, Exception cause) {
+            InvalidObjectException e = new InvalidObjectException(message);
+            e.initCause(cause);
+            return e;
         }
     }
 

@@ -1,6 +1,7 @@
 package io.cuwire.serialize;
 
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.NdArray;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -17,14 +18,23 @@ import java.util.Set;
  * The {@code java} family: JDK serialization for allow-listed types only. A class name in the stream is checked
  * against the allow-list before it is resolved, so a stream naming anything else fails without loading it; an
  * {@link ObjectInputFilter} bounds depth, references and array sizes as well.
+ *
+ * <p>{@link NdArray}s inside a JDK-serialized value travel as pickle carries GPU arrays: their serial form copies the
+ * bytes to the heap inside the stream. While reading, {@link NdArray#readTarget} points at the decode target's
+ * device allocator, so they are rebuilt on the receiver's device, as the {@code host} family rebuilds them.
  */
 final class JavaFamily {
-    /** Always readable: boxed values, strings, the plain collections, and arrays of these and of primitives. */
+    /**
+     * Always readable: boxed values, strings, the plain collections, arrays of these and of primitives, and
+     * {@link NdArray}: its serial form (a private nested class of it: dtype and order names, shape, bytes) and the
+     * array that form resolves to (the filter checks a {@code readResolve} result too; an {@code NdArray} itself never
+     * appears in a stream, its {@code readObject} refuses).
+     */
     private static final Set<String> BASE = Set.of("java.lang.String", "java.lang.Number", "java.lang.Integer",
             "java.lang.Long", "java.lang.Double", "java.lang.Float", "java.lang.Short", "java.lang.Byte",
             "java.lang.Character", "java.lang.Boolean", "java.lang.Enum", "java.util.ArrayList", "java.util.HashMap",
             "java.util.LinkedHashMap", "java.util.HashSet", "java.util.LinkedHashSet", "[B", "[S", "[C", "[I", "[J",
-            "[F", "[D", "[Z");
+            "[F", "[D", "[Z", "io.cuwire.memory.NdArray$SerialForm", "io.cuwire.memory.NdArray");
 
     private static final int INLINE_BYTES = 64 * 1024;
 
@@ -73,10 +83,13 @@ final class JavaFamily {
                         f.buffer().close();
                     }
                 }
+                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device());
                 try (ObjectInputStream ois = new AllowListStream(new ByteArrayInputStream(b), registry, in)) {
                     return ois.readObject();
                 } catch (IOException | ClassNotFoundException e) {
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
+                } finally {
+                    arrays.close();
                 }
             }
         };
@@ -98,8 +111,14 @@ final class JavaFamily {
                 if (c == null) {
                     return ObjectInputFilter.Status.UNDECIDED;
                 }
+                boolean array = c.isArray();
                 while (c.isArray()) {
                     c = c.getComponentType();
+                }
+                if (array && (c == Object.class || c == java.util.Map.Entry.class)) {
+                    // The backing arrays ArrayList and HashMap check before allocating; their elements are
+                    // filtered one by one as they are read.
+                    return ObjectInputFilter.Status.ALLOWED;
                 }
                 return c.isPrimitive() || allowed(c.getName()) ? ObjectInputFilter.Status.ALLOWED
                         : ObjectInputFilter.Status.REJECTED;

@@ -2,13 +2,19 @@ package io.cuwire.serialize;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.TransferScope;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -57,6 +63,58 @@ class JavaFamilyTest {
             }
         }
         assertEquals(0, registry.hostAllocator().allocatedBytes(), "the frame copy was released");
+    }
+
+    @Test
+    void shouldCarryDeviceArraysThroughTheHeapAndRebuildThemOnTheReceiversDevice() {
+        TypeRegistry registry = new TypeRegistry().allowJava(Models.SerializableEstimator.class);
+        Models.SerializableEstimator model = new Models.SerializableEstimator();
+        model.solver = "lloyd";
+        model.nClusters = 3;
+        model.features.add("x");
+        float[] centers = new float[3 * 20_000];
+        for (int i = 0; i < centers.length; i++) {
+            centers[i] = i * 0.5f;
+        }
+        model.coef = NdArray.fromArray(device, new double[] {1, 2, 3}, 3);
+        model.centers = NdArray.fromArray(device, centers, 3, 20_000);
+        long arrayBytes = model.coef.byteSize() + model.centers.byteSize();
+        BufferAllocator<DeviceBuffer> receiver = Devices.get(Devices.all().size() - 1).newAllocator("java-receiver",
+                BufferAllocator.UNLIMITED);
+        try (TransferScope encode = CopyEngine.openScope("java encode");
+                Serialized s = registry.serialize(model, Family.CUDA, Family.HOST, Family.JAVA)) {
+            assertEquals(arrayBytes, encode.bytes(CopyDirection.D2H), "every array copied to the heap in the stream");
+            assertEquals(1, s.frames().size(), "one host frame: the JDK stream");
+            assertEquals(MemoryKind.HOST, s.frames().get(0).kind());
+            try (Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
+                    List.of(copyToHost(s.frames().get(0))));
+                    TransferScope decode = CopyEngine.openScope("java decode")) {
+                Models.SerializableEstimator back = registry.deserialize(wire, Models.SerializableEstimator.class,
+                        new DecodeTarget(receiver, host, Limits.DEFAULT));
+                assertEquals(arrayBytes, decode.bytes(CopyDirection.H2D), "rebuilt on the receiver's device");
+                assertEquals("lloyd", back.solver);
+                assertEquals(3, back.nClusters);
+                assertEquals(List.of("x"), back.features);
+                for (NdArray a : List.of(back.coef, back.centers)) {
+                    assertEquals(MemoryKind.DEVICE, a.kind());
+                    assertSame(receiver, a.buffer().allocator());
+                }
+                assertTrue(model.coef.contentEquals(back.coef));
+                assertTrue(model.centers.contentEquals(back.centers));
+                back.coef.close();
+                back.centers.close();
+            }
+        }
+        model.coef.close();
+        model.centers.close();
+        receiver.close();
+        assertEquals(0, registry.hostAllocator().allocatedBytes(), "the stream's frame was released");
+    }
+
+    private HostBuffer copyToHost(Frame frame) {
+        HostBuffer b = host.allocate(frame.length());
+        CopyEngine.copy(frame.buffer(), b);
+        return b;
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.cuwire.serialize;
 
+import io.cuwire.memory.NdArray;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -76,6 +77,16 @@ final class Models {
         private static final long serialVersionUID = 1L;
         String text;
         int[] values;
+    }
+
+    /** A Serializable estimator whose fitted state lives in device arrays, for the java family. */
+    static final class SerializableEstimator implements Serializable {
+        private static final long serialVersionUID = 1L;
+        String solver;
+        int nClusters;
+        ArrayList<String> features = new ArrayList<>();
+        NdArray coef;
+        NdArray centers;
     }
 
     /** A Serializable type that is never allowed. */
