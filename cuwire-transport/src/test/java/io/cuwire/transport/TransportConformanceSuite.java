@@ -400,6 +400,23 @@ public abstract class TransportConformanceSuite {
         assertExit(p, 0);
     }
 
+    @Test
+    void shouldWakeABlockedReceiveAndAcceptWhenClosed() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        CompletableFuture<ReceivedMessage> receiving = CompletableFuture.supplyAsync(c::receive);
+        CompletableFuture<Connection> accepting = CompletableFuture.supplyAsync(listener::accept);
+        Thread.sleep(100);
+        long start = System.nanoTime();
+        c.close();
+        listener.close();
+        ExecutionFailure.of(receiving, Duration.ofSeconds(5), ConnectionClosedException.class);
+        ExecutionFailure.of(accepting, Duration.ofSeconds(5), ConnectionClosedException.class);
+        assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "close does not hang");
+        assertExit(p, 0);
+    }
+
     /** Waits for a future that must fail with a given transport exception. */
     static final class ExecutionFailure {
         private ExecutionFailure() {
