@@ -1,5 +1,6 @@
 package io.cuwire.memory;
 
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -22,6 +23,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       <td>ends this buffer's use; the memory stays with whoever owns it</td></tr>
  *   <tr><td>imported</td><td>{@link Device#openHandle}</td><td>unmaps the memory of another process</td></tr>
  *   <tr><td>slice</td><td>{@link #slice}</td><td>refused: a slice lives exactly as long as its parent</td></tr>
+ *   <tr><td>loan</td><td>{@link #lend}</td>
+ *       <td>gives the memory back to the lender (runs its callback); frees nothing</td></tr>
  * </table>
  * Closing a buffer twice is an error ({@link IllegalStateException}): it means two parties thought they owned it.
  * Using a closed buffer, or a slice of one, throws {@link IllegalStateException}.
@@ -48,6 +51,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
     private final long rootOffset;
     private final Releaser releaser;
     private final AtomicBoolean closed;
+    private final AtomicBoolean lenderClosed;
     private volatile BufferAllocator<?> owner;
 
     /** An owning (or wrapping) root buffer. */
@@ -61,6 +65,18 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         this.rootOffset = 0;
         this.releaser = releaser;
         this.closed = new AtomicBoolean();
+        this.lenderClosed = null;
+    }
+
+    /** A loan of {@code lender}'s memory: a root buffer of its own that frees nothing. */
+    Buffer(Buffer lender, Releaser onReturn) {
+        this.kind = lender.kind;
+        this.byteSize = lender.byteSize;
+        this.root = this;
+        this.rootOffset = lender.rootOffset;
+        this.releaser = Objects.requireNonNull(onReturn, "onReturn");
+        this.closed = new AtomicBoolean();
+        this.lenderClosed = lender.root.closed;
     }
 
     /** A slice of {@code parent}: no memory of its own. */
@@ -71,6 +87,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         this.rootOffset = parent.rootOffset + offset;
         this.releaser = Releaser.NONE;
         this.closed = parent.root.closed;
+        this.lenderClosed = parent.root.lenderClosed;
     }
 
     /** Where the bytes live. */
@@ -88,7 +105,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
 
     /** Whether this buffer (or, for a slice, its parent) is still open. */
     public final boolean isOpen() {
-        return !closed.get();
+        return !closed.get() && (lenderClosed == null || !lenderClosed.get());
     }
 
     /** Whether this buffer is a slice of another, living as long as it. */
@@ -104,10 +121,21 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
     /** A view of {@code length} bytes from {@code offset}; it lives as long as this buffer and cannot be closed. */
     public abstract Buffer slice(long offset, long length);
 
+    /**
+     * Lends this buffer's memory to a borrower: the loan is a buffer of its own over the same bytes (no copy) that
+     * the borrower owns and closes; closing it frees nothing and runs {@code onReturn} once, which is how the
+     * lender learns that it may reuse or free the memory. The lender keeps this buffer open until then; a loan
+     * whose lender was closed reports itself closed. Loans are not accounted by any allocator.
+     */
+    public abstract Buffer lend(Releaser onReturn);
+
     /** Throws {@link IllegalStateException} if this buffer is closed. */
     public final void checkOpen() {
         if (closed.get()) {
             throw new IllegalStateException(describe() + " is closed");
+        }
+        if (lenderClosed != null && lenderClosed.get()) {
+            throw new IllegalStateException(describe() + " is a loan whose lender closed its buffer");
         }
     }
 

@@ -23,6 +23,12 @@ public final class DeviceBuffer extends Buffer {
         this.allocation = parent.allocation;
     }
 
+    private DeviceBuffer(DeviceBuffer lender, Releaser onReturn) {
+        super(lender, onReturn);
+        this.device = lender.device;
+        this.allocation = lender.allocation;
+    }
+
     /**
      * A buffer over {@code allocation}, which {@code releaser} frees (or unmaps) on close. For device platforms
      * only: users get device buffers from a {@link BufferAllocator} or {@link Device#openHandle}.
@@ -61,6 +67,12 @@ public final class DeviceBuffer extends Buffer {
     public DeviceBuffer slice(long offset, long length) {
         checkSlice(offset, length);
         return new DeviceBuffer(this, offset, length);
+    }
+
+    @Override
+    public DeviceBuffer lend(Releaser onReturn) {
+        checkOpen();
+        return new DeviceBuffer(this, onReturn);
     }
 
     @Override

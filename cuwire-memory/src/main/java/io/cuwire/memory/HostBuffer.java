@@ -17,6 +17,11 @@ public final class HostBuffer extends Buffer {
         this.segment = parent.segment.asSlice(offset, length);
     }
 
+    private HostBuffer(HostBuffer lender, Releaser onReturn) {
+        super(lender, onReturn);
+        this.segment = lender.segment;
+    }
+
     /**
      * A buffer owning {@code segment}; {@code releaser} frees it on close. For {@link MemoryResource}
      * implementations: users get owned buffers from a {@link BufferAllocator}.
@@ -51,6 +56,12 @@ public final class HostBuffer extends Buffer {
     public HostBuffer slice(long offset, long length) {
         checkSlice(offset, length);
         return new HostBuffer(this, offset, length);
+    }
+
+    @Override
+    public HostBuffer lend(Releaser onReturn) {
+        checkOpen();
+        return new HostBuffer(this, onReturn);
     }
 
     @Override

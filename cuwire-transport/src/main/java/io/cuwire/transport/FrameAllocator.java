@@ -1,0 +1,20 @@
+package io.cuwire.transport;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.serialize.FrameDescriptor;
+
+/**
+ * Where a receiver puts incoming frames: called once per frame, after the header's descriptors were read and checked
+ * against the limits and before the frame's bytes are read. The buffer returned is owned by the received message.
+ * {@link DeviceMap} is the usual implementation. Must be thread-safe when several connections share it.
+ */
+@FunctionalInterface
+public interface FrameAllocator {
+    /**
+     * A buffer of exactly {@code descriptor.length()} bytes for the frame: device memory for a frame that was device
+     * memory at the sender (on the receiver's own device), host memory for host and pinned frames.
+     *
+     * @throws io.cuwire.memory.AllocationLimitException if the memory or an allocator's limit is exhausted
+     */
+    Buffer allocate(FrameDescriptor descriptor);
+}

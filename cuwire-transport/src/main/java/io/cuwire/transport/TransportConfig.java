@@ -1,0 +1,238 @@
+package io.cuwire.transport;
+
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Limits;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * How a side of a connection behaves: who it trusts, how much it accepts, how long it waits, where received frames
+ * go. Immutable; made by {@link #builder()}.
+ *
+ * <table>
+ *   <caption>Settings</caption>
+ *   <tr><th>setting</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>{@code secret}</td><td>none</td><td>the cluster secret (at least 16 bytes) proved in every
+ *       handshake; required unless {@code allowUnauthenticated}</td></tr>
+ *   <tr><td>{@code allowUnauthenticated}</td><td>false</td><td>accept peers that prove no secret; must be set
+ *       explicitly</td></tr>
+ *   <tr><td>{@code limits}</td><td>{@link Limits#DEFAULT}</td><td>header size, frame count and sizes accepted
+ *       from a peer, checked before anything is allocated</td></tr>
+ *   <tr><td>{@code maxBytesInFlight}</td><td>256 MiB</td><td>header and frame bytes of messages sent but not yet
+ *       completed; {@code send} blocks beyond it (a single larger message is let through alone)</td></tr>
+ *   <tr><td>{@code connectTimeout}, {@code handshakeTimeout}</td><td>10 s</td><td>bounds on establishing a
+ *       connection</td></tr>
+ *   <tr><td>{@code ioTimeout}</td><td>30 s</td><td>longest stall of a read or write inside a message before the
+ *       connection is declared dead</td></tr>
+ *   <tr><td>{@code receiveInto}</td><td>(required)</td><td>the {@link FrameAllocator} of received frames</td></tr>
+ *   <tr><td>{@code families}</td><td>{@code cuda, host}</td><td>this side's family chain, offered in the
+ *       handshake</td></tr>
+ *   <tr><td>{@code stagingChunkBytes}, {@code stagingSlots}</td><td>4 MiB, 3</td><td>the pinned bounce ring
+ *       through which a byte-stream transport stages device frames</td></tr>
+ * </table>
+ */
+public final class TransportConfig {
+    /** Shortest cluster secret accepted. */
+    public static final int MIN_SECRET_BYTES = 16;
+
+    private final byte[] secret;
+    private final boolean allowUnauthenticated;
+    private final Limits limits;
+    private final long maxBytesInFlight;
+    private final Duration connectTimeout;
+    private final Duration handshakeTimeout;
+    private final Duration ioTimeout;
+    private final FrameAllocator receiveInto;
+    private final List<Family> families;
+    private final int stagingChunkBytes;
+    private final int stagingSlots;
+
+    private TransportConfig(Builder b) {
+        this.secret = b.secret == null ? null : b.secret.clone();
+        this.allowUnauthenticated = b.allowUnauthenticated;
+        this.limits = b.limits;
+        this.maxBytesInFlight = b.maxBytesInFlight;
+        this.connectTimeout = b.connectTimeout;
+        this.handshakeTimeout = b.handshakeTimeout;
+        this.ioTimeout = b.ioTimeout;
+        this.receiveInto = b.receiveInto;
+        this.families = List.copyOf(b.families);
+        this.stagingChunkBytes = b.stagingChunkBytes;
+        this.stagingSlots = b.stagingSlots;
+    }
+
+    /** A builder with the defaults above. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder starting from this configuration. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.secret = secret;
+        b.allowUnauthenticated = allowUnauthenticated;
+        b.limits = limits;
+        b.maxBytesInFlight = maxBytesInFlight;
+        b.connectTimeout = connectTimeout;
+        b.handshakeTimeout = handshakeTimeout;
+        b.ioTimeout = ioTimeout;
+        b.receiveInto = receiveInto;
+        b.families = families;
+        b.stagingChunkBytes = stagingChunkBytes;
+        b.stagingSlots = stagingSlots;
+        return b;
+    }
+
+    /** The cluster secret, or {@code null} when none is set. */
+    public byte[] secret() {
+        return secret == null ? null : secret.clone();
+    }
+
+    public boolean allowUnauthenticated() {
+        return allowUnauthenticated;
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    public long maxBytesInFlight() {
+        return maxBytesInFlight;
+    }
+
+    public Duration connectTimeout() {
+        return connectTimeout;
+    }
+
+    public Duration handshakeTimeout() {
+        return handshakeTimeout;
+    }
+
+    public Duration ioTimeout() {
+        return ioTimeout;
+    }
+
+    public FrameAllocator receiveInto() {
+        return receiveInto;
+    }
+
+    public List<Family> families() {
+        return families;
+    }
+
+    public int stagingChunkBytes() {
+        return stagingChunkBytes;
+    }
+
+    public int stagingSlots() {
+        return stagingSlots;
+    }
+
+    /** Builds a {@link TransportConfig}; not thread-safe. */
+    public static final class Builder {
+        private byte[] secret;
+        private boolean allowUnauthenticated;
+        private Limits limits = Limits.DEFAULT;
+        private long maxBytesInFlight = 256L << 20;
+        private Duration connectTimeout = Duration.ofSeconds(10);
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private Duration ioTimeout = Duration.ofSeconds(30);
+        private FrameAllocator receiveInto;
+        private List<Family> families = List.of(Family.CUDA, Family.HOST);
+        private int stagingChunkBytes = 4 << 20;
+        private int stagingSlots = 3;
+
+        private Builder() {
+        }
+
+        public Builder secret(byte[] clusterSecret) {
+            this.secret = clusterSecret == null ? null : clusterSecret.clone();
+            return this;
+        }
+
+        public Builder allowUnauthenticated(boolean allow) {
+            this.allowUnauthenticated = allow;
+            return this;
+        }
+
+        public Builder limits(Limits value) {
+            this.limits = Objects.requireNonNull(value, "limits");
+            return this;
+        }
+
+        public Builder maxBytesInFlight(long bytes) {
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("maxBytesInFlight: " + bytes + " (expected: > 0)");
+            }
+            this.maxBytesInFlight = bytes;
+            return this;
+        }
+
+        public Builder connectTimeout(Duration value) {
+            this.connectTimeout = positive("connectTimeout", value);
+            return this;
+        }
+
+        public Builder handshakeTimeout(Duration value) {
+            this.handshakeTimeout = positive("handshakeTimeout", value);
+            return this;
+        }
+
+        public Builder ioTimeout(Duration value) {
+            this.ioTimeout = positive("ioTimeout", value);
+            return this;
+        }
+
+        public Builder receiveInto(FrameAllocator allocator) {
+            this.receiveInto = Objects.requireNonNull(allocator, "receiveInto");
+            return this;
+        }
+
+        public Builder families(Family... chain) {
+            if (chain.length == 0) {
+                throw new IllegalArgumentException("empty family chain");
+            }
+            this.families = List.of(chain);
+            return this;
+        }
+
+        public Builder staging(int chunkBytes, int slots) {
+            if (chunkBytes < 4096 || slots < 2) {
+                throw new IllegalArgumentException("staging(chunkBytes: " + chunkBytes + ", slots: " + slots
+                        + ") (expected: chunkBytes >= 4096, slots >= 2)");
+            }
+            this.stagingChunkBytes = chunkBytes;
+            this.stagingSlots = slots;
+            return this;
+        }
+
+        /**
+         * The configuration.
+         *
+         * @throws IllegalStateException if no secret is set and unauthenticated peers were not explicitly allowed,
+         *     the secret is shorter than {@value #MIN_SECRET_BYTES} bytes, or {@code receiveInto} is missing
+         */
+        public TransportConfig build() {
+            if (secret == null && !allowUnauthenticated) {
+                throw new IllegalStateException("no cluster secret: set secret(...) or, explicitly, "
+                        + "allowUnauthenticated(true)");
+            }
+            if (secret != null && secret.length < MIN_SECRET_BYTES) {
+                throw new IllegalStateException("cluster secret of " + secret.length + " bytes (expected: >= "
+                        + MIN_SECRET_BYTES + ")");
+            }
+            if (receiveInto == null) {
+                throw new IllegalStateException("no receiveInto(FrameAllocator): received frames need memory");
+            }
+            return new TransportConfig(this);
+        }
+
+        private static Duration positive(String what, Duration d) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(what + ": " + d + " (expected: > 0)");
+            }
+            return d;
+        }
+    }
+}

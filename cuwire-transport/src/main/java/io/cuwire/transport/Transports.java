@@ -1,0 +1,37 @@
+package io.cuwire.transport;
+
+import io.cuwire.transport.internal.inproc.InProcessTransport;
+import io.cuwire.transport.internal.tcp.TcpTransport;
+
+/** The transports of this module, by name or by address scheme. */
+public final class Transports {
+    /** The TCP transport's name and scheme. */
+    public static final String TCP = "tcp";
+    /** The in-process transport's name and scheme. */
+    public static final String IN_PROCESS = "inproc";
+
+    private Transports() {
+    }
+
+    /** TCP over NIO sockets; device frames staged through pinned bounce buffers. */
+    public static Transport tcp() {
+        return TcpTransport.INSTANCE;
+    }
+
+    /** Between two parts of one JVM; frames are lent to the receiver, never copied. */
+    public static Transport inProcess() {
+        return InProcessTransport.INSTANCE;
+    }
+
+    /** The transport whose scheme starts {@code address} ({@code tcp://…}, {@code inproc://…}). */
+    public static Transport forAddress(String address) {
+        int colon = address.indexOf("://");
+        String scheme = colon < 0 ? "" : address.substring(0, colon);
+        return switch (scheme) {
+            case TCP -> tcp();
+            case IN_PROCESS -> inProcess();
+            default -> throw new TransportException("no transport for address '" + address
+                    + "' (expected: tcp://host:port or inproc://name)");
+        };
+    }
+}

@@ -1,0 +1,223 @@
+package io.cuwire.transport.internal.tcp;
+
+import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
+ * (no progress for that long fails) and, where given, a hard deadline. Reads go through a small buffer, so that a
+ * message's type, header and small frames cost few system calls, while large reads land straight in their
+ * destination. One thread reads and one thread writes at a time; {@link #close()} may come from any thread and
+ * wakes both.
+ *
+ * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
+ * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}.
+ */
+final class SocketIo implements AutoCloseable {
+    static final long NO_DEADLINE = Long.MAX_VALUE;
+
+    private static final int READ_BUFFER_BYTES = 256 << 10;
+
+    private final SocketChannel channel;
+    private final String peer;
+    private final Selector readSelector;
+    private final Selector writeSelector;
+    private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER_BYTES).flip();
+    private final ByteBuffer scratch = ByteBuffer.allocate(8);
+    private volatile boolean closed;
+
+    SocketIo(SocketChannel channel, String peer) throws IOException {
+        this.channel = channel;
+        this.peer = peer;
+        channel.configureBlocking(false);
+        readSelector = Selector.open();
+        writeSelector = Selector.open();
+        channel.register(readSelector, SelectionKey.OP_READ);
+        channel.register(writeSelector, SelectionKey.OP_WRITE);
+    }
+
+    String peer() {
+        return peer;
+    }
+
+    // ---- writing
+
+    void write(ByteBuffer buffer, long stallNanos, long deadlineNanos) {
+        write(new ByteBuffer[] {buffer}, stallNanos, deadlineNanos);
+    }
+
+    /** Writes every remaining byte of {@code buffers} (a gathering write where the system allows). */
+    void write(ByteBuffer[] buffers, long stallNanos, long deadlineNanos) {
+        int first = 0;
+        long stallAt = System.nanoTime() + stallNanos;
+        while (true) {
+            while (first < buffers.length && !buffers[first].hasRemaining()) {
+                first++;
+            }
+            if (first == buffers.length) {
+                return;
+            }
+            long n;
+            try {
+                n = channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+            } catch (IOException e) {
+                throw failure("writing to", e);
+            }
+            if (n > 0) {
+                stallAt = System.nanoTime() + stallNanos;
+            } else {
+                await(writeSelector, stallAt, deadlineNanos, "writing to", stallNanos);
+            }
+        }
+    }
+
+    // ---- reading
+
+    /**
+     * Waits until at least one byte is buffered or {@code deadlineNanos} passes.
+     *
+     * @return {@code false} if nothing arrived by then (nothing consumed)
+     * @throws PeerClosedException if the peer closed the connection
+     */
+    boolean awaitData(long deadlineNanos) {
+        if (in.hasRemaining()) {
+            return true;
+        }
+        in.clear();
+        try {
+            while (true) {
+                int n = readOnce(in);
+                if (n > 0) {
+                    return true;
+                }
+                if (n < 0) {
+                    throw new PeerClosedException("peer " + peer + " closed the connection");
+                }
+                long left = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                selectOnce(readSelector, left);
+            }
+        } finally {
+            in.flip();
+        }
+    }
+
+    byte readByte(long stallNanos, long deadlineNanos) {
+        scratch.clear().limit(1);
+        readFully(scratch, stallNanos, deadlineNanos);
+        return scratch.get(0);
+    }
+
+    int readInt(long stallNanos, long deadlineNanos) {
+        scratch.clear().limit(4);
+        readFully(scratch, stallNanos, deadlineNanos);
+        return scratch.getInt(0);
+    }
+
+    /** Fills {@code dst} from the connection. */
+    void readFully(ByteBuffer dst, long stallNanos, long deadlineNanos) {
+        long stallAt = System.nanoTime() + stallNanos;
+        while (dst.hasRemaining()) {
+            if (in.hasRemaining()) {
+                int n = Math.min(in.remaining(), dst.remaining());
+                dst.put(dst.position(), in, in.position(), n);
+                dst.position(dst.position() + n);
+                in.position(in.position() + n);
+                continue;
+            }
+            ByteBuffer target = dst.remaining() >= in.capacity() ? dst : in.clear();
+            try {
+                int n = readOnce(target);
+                if (n < 0) {
+                    throw new PeerClosedException("peer " + peer + " closed the connection in the middle of a "
+                            + "message");
+                }
+                if (n > 0) {
+                    stallAt = System.nanoTime() + stallNanos;
+                } else {
+                    await(readSelector, stallAt, deadlineNanos, "reading from", stallNanos);
+                }
+            } finally {
+                if (target == in) {
+                    in.flip();
+                }
+            }
+        }
+    }
+
+    private int readOnce(ByteBuffer target) {
+        try {
+            return channel.read(target);
+        } catch (IOException e) {
+            throw failure("reading from", e);
+        }
+    }
+
+    private void await(Selector selector, long stallAt, long deadlineNanos, String what, long stallNanos) {
+        long now = System.nanoTime();
+        if (deadlineNanos != NO_DEADLINE && now - deadlineNanos >= 0) {
+            throw new TransportTimeoutException(what + " " + peer + " did not finish in time");
+        }
+        if (now - stallAt >= 0) {
+            throw new TransportTimeoutException(what + " " + peer + " stalled: no progress for "
+                    + TimeUnit.NANOSECONDS.toMillis(stallNanos) + " ms");
+        }
+        long wait = stallAt - now;
+        if (deadlineNanos != NO_DEADLINE) {
+            wait = Math.min(wait, deadlineNanos - now);
+        }
+        selectOnce(selector, wait);
+    }
+
+    private void selectOnce(Selector selector, long nanos) {
+        checkOpen();
+        try {
+            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.min(nanos, Long.MAX_VALUE / 2))));
+            selector.selectedKeys().clear();
+        } catch (IOException | ClosedSelectorException e) {
+            throw failure("waiting for", e);
+        }
+        checkOpen();
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new ConnectionClosedException("connection to " + peer + " is closed");
+        }
+    }
+
+    private TransportException failure(String what, Exception e) {
+        if (closed) {
+            return new ConnectionClosedException("connection to " + peer + " is closed", e);
+        }
+        return new PeerClosedException(what + " " + peer + " failed: " + e.getMessage(), e);
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Closes the socket and wakes both directions. Harmless twice. */
+    @Override
+    public void close() {
+        closed = true;
+        for (AutoCloseable c : new AutoCloseable[] {channel, readSelector, writeSelector}) {
+            try {
+                c.close();
+            } catch (Exception ignored) {
+                // closing anyway: nothing else to free
+            }
+        }
+    }
+}

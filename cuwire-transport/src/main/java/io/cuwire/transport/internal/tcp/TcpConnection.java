@@ -1,0 +1,507 @@
+package io.cuwire.transport.internal.tcp;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.FrameDescriptor;
+import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.serialize.SerializationException;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.transport.AuthenticationException;
+import io.cuwire.transport.Capabilities;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.RecordChannel;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One TCP connection. After the handshake, each message is one record:
+ * <pre>
+ *   [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
+ * </pre>
+ * The sending side writes from a writer thread of its own, in order: the record's start, the header and the small
+ * host frames that follow it go out in one gathering write; large host frames go straight from their memory;
+ * device frames go through a {@link StagingRing} (device to pinned host, overlapped with the socket). The receiving
+ * side reads on the caller's thread: the header is checked against the limits before any frame is allocated, then
+ * each frame is allocated from the configured {@link io.cuwire.transport.FrameAllocator} and filled (device frames
+ * through a staging ring, host to device overlapped with the socket).
+ */
+final class TcpConnection implements Connection {
+    static final byte TYPE_MESSAGE = 1;
+    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
+    private static final long COALESCE_FRAME_BYTES = 64 << 10;
+    private static final long COALESCE_TOTAL_BYTES = 1 << 20;
+    private static final long HOST_CHUNK_BYTES = 1L << 30;
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    /** A message waiting to be written; completed or failed exactly once. */
+    private final class Outgoing {
+        final Message message;
+        final byte[] header;
+        final long bytes;
+        final long startNanos = System.nanoTime();
+        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
+        final AtomicBoolean done = new AtomicBoolean();
+
+        Outgoing(Message message) {
+            this.message = message;
+            this.header = message == null ? null : message.header();
+            this.bytes = message == null ? 0 : message.totalBytes();
+        }
+
+        void complete(MessageMetrics metrics) {
+            if (done.compareAndSet(false, true)) {
+                inFlight.release(bytes);
+                future.complete(metrics);
+            }
+        }
+
+        void fail(TransportException e) {
+            if (done.compareAndSet(false, true)) {
+                inFlight.release(bytes);
+                future.completeExceptionally(e);
+            }
+        }
+    }
+
+    private final SocketIo io;
+    private final TransportConfig config;
+    private final String name;
+    private final long ioTimeoutNanos;
+    private final InFlight inFlight;
+    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
+    private final ReentrantLock receiveLock = new ReentrantLock();
+    private final Map<Device, StagingRing> sendRings = new HashMap<>();
+    private final Map<Device, StagingRing> receiveRings = new HashMap<>();
+    private final Handshake.Result handshake;
+    private final Thread writer;
+    private final Outgoing stop = new Outgoing(null);
+    private volatile TransportException failure;
+    private volatile boolean closed;
+
+    /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
+    TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
+        this.config = config;
+        this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.inFlight = new InFlight(config.maxBytesInFlight());
+        String peer;
+        try {
+            peer = String.valueOf(channel.getRemoteAddress());
+            this.io = new SocketIo(channel, peer);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new TransportException("cannot use the socket: " + e.getMessage(), e);
+        }
+        this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        try {
+            this.handshake = Handshake.run(handshakeChannel(), config, client);
+        } catch (RuntimeException e) {
+            io.close();
+            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
+                throw e;
+            }
+            throw e instanceof TransportException t ? t
+                    : new TransportException("handshake with " + peer + " failed: " + e, e);
+        }
+        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing more to free
+        }
+    }
+
+    private RecordChannel handshakeChannel() {
+        return new RecordChannel() {
+            @Override
+            public void writeRecord(byte[] record) {
+                ByteBuffer length = ByteBuffer.allocate(4).putInt(0, record.length);
+                io.write(new ByteBuffer[] {length, ByteBuffer.wrap(record)}, ioTimeoutNanos,
+                        System.nanoTime() + config.handshakeTimeout().toNanos());
+            }
+
+            @Override
+            public byte[] readRecord(int maxBytes, long deadlineNanos) {
+                long stall = config.handshakeTimeout().toNanos();
+                int length = io.readInt(stall, deadlineNanos);
+                if (length < 0 || length > Math.min(maxBytes, MAX_HANDSHAKE_RECORD)) {
+                    throw new ProtocolException("peer " + io.peer() + " sent a handshake record of " + length
+                            + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
+                }
+                byte[] record = new byte[length];
+                io.readFully(ByteBuffer.wrap(record), stall, deadlineNanos);
+                return record;
+            }
+        };
+    }
+
+    @Override
+    public String transport() {
+        return Transports.TCP;
+    }
+
+    @Override
+    public Capabilities peer() {
+        return handshake.peer();
+    }
+
+    @Override
+    public List<Family> families() {
+        return handshake.families();
+    }
+
+    // ---- sending
+
+    @Override
+    public CompletableFuture<MessageMetrics> send(Message message) {
+        checkUsable();
+        Outgoing out = new Outgoing(message);
+        try {
+            if (!inFlight.acquire(out.bytes)) {
+                checkUsable();
+                throw new ConnectionClosedException(name + " closed while sending");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while waiting to send on " + name, e);
+        }
+        queue.add(out);
+        if (closed) {
+            failQueued();
+        }
+        return out.future;
+    }
+
+    private void writeLoop() {
+        try {
+            while (!closed) {
+                Outgoing out;
+                try {
+                    out = queue.take();
+                } catch (InterruptedException e) {
+                    break;
+                }
+                if (closed || out == stop) {
+                    out.fail(closedError());
+                    break;
+                }
+                try {
+                    out.complete(write(out));
+                } catch (RuntimeException e) {
+                    TransportException t = translate(e, "sending to");
+                    out.fail(t);
+                    shutdown(t);
+                }
+            }
+        } finally {
+            failQueued();
+            for (StagingRing ring : sendRings.values()) {
+                closeRing(ring);
+            }
+            sendRings.clear();
+        }
+    }
+
+    private MessageMetrics write(Outgoing out) {
+        List<Buffer> frames = out.message.frames();
+        try (MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.TCP,
+                out.startNanos, true)) {
+            List<ByteBuffer> gather = new ArrayList<>();
+            gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
+            gather.add(ByteBuffer.wrap(out.header));
+            long gathered = 5L + out.header.length;
+            List<MemoryKind> kinds = new ArrayList<>(frames.size());
+            List<Long> lengths = new ArrayList<>(frames.size());
+            for (Buffer frame : frames) {
+                kinds.add(frame.kind());
+                lengths.add(frame.byteSize());
+                if (frame instanceof HostBuffer h && h.byteSize() <= COALESCE_FRAME_BYTES
+                        && gathered + h.byteSize() <= COALESCE_TOTAL_BYTES) {
+                    gather.add(h.segment().asByteBuffer());
+                    gathered += h.byteSize();
+                    continue;
+                }
+                flush(gather);
+                gathered = 0;
+                if (frame instanceof HostBuffer h) {
+                    MemorySegment segment = h.segment();
+                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
+                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
+                        io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                    }
+                } else {
+                    DeviceBuffer d = (DeviceBuffer) frame;
+                    sendRings.computeIfAbsent(d.device(), this::newRing).send(d, io, ioTimeoutNanos);
+                }
+            }
+            flush(gather);
+            return recorder.finish(out.header.length, kinds, lengths);
+        }
+    }
+
+    private void flush(List<ByteBuffer> gather) {
+        if (!gather.isEmpty()) {
+            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            gather.clear();
+        }
+    }
+
+    private StagingRing newRing(Device device) {
+        return new StagingRing(device, config.stagingChunkBytes(), config.stagingSlots(),
+                name + "-staging-" + device);
+    }
+
+    private void failQueued() {
+        Outgoing out;
+        while ((out = queue.poll()) != null) {
+            out.fail(closedError());
+        }
+    }
+
+    // ---- receiving
+
+    @Override
+    public ReceivedMessage receive() {
+        return receive(null);
+    }
+
+    @Override
+    public ReceivedMessage receive(Duration timeout) {
+        receiveLock.lock();
+        try {
+            checkUsable();
+            long deadline = timeout == null ? SocketIo.NO_DEADLINE : System.nanoTime() + timeout.toNanos();
+            boolean began;
+            try {
+                began = io.awaitData(deadline);
+            } catch (RuntimeException e) {
+                TransportException t = translate(e, "receiving from");
+                shutdown(t);
+                throw t;
+            }
+            if (!began) {
+                throw new TransportTimeoutException("no message from " + io.peer() + " within " + timeout);
+            }
+            return readMessage();
+        } finally {
+            receiveLock.unlock();
+        }
+    }
+
+    private ReceivedMessage readMessage() {
+        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.TCP,
+                System.nanoTime(), true);
+        List<Buffer> frames = new ArrayList<>();
+        try {
+            byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            if (type != TYPE_MESSAGE) {
+                throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
+                        + ": not the cuwire protocol");
+            }
+            int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
+                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
+                        + " bytes", new LimitExceededException("header of " + headerLength
+                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
+            }
+            byte[] headerBytes = new byte[headerLength];
+            io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            Serialized.Header header;
+            try {
+                header = Serialized.parseHeader(headerBytes, config.limits());
+            } catch (SerializationException e) {
+                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
+            }
+            for (FrameDescriptor d : header.frames()) {
+                Buffer b;
+                try {
+                    b = config.receiveInto().allocate(d);
+                } catch (RuntimeException e) {
+                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
+                            + "message from " + io.peer() + ": " + e.getMessage(), e);
+                }
+                frames.add(b);
+                if (b.byteSize() != d.length()) {
+                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
+                }
+            }
+            List<MemoryKind> kinds = new ArrayList<>(frames.size());
+            List<Long> lengths = new ArrayList<>(frames.size());
+            for (Buffer frame : frames) {
+                kinds.add(frame.kind());
+                lengths.add(frame.byteSize());
+                if (frame instanceof HostBuffer h) {
+                    MemorySegment segment = h.segment();
+                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
+                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
+                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                    }
+                } else {
+                    DeviceBuffer d = (DeviceBuffer) frame;
+                    receiveRings.computeIfAbsent(d.device(), this::newRing).receive(io, d, ioTimeoutNanos);
+                }
+            }
+            Serialized value = Serialized.received(header, frames);
+            return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
+        } catch (RuntimeException e) {
+            recorder.close();
+            for (Buffer b : frames) {
+                if (b.isOpen()) {
+                    b.close();
+                }
+            }
+            TransportException t = translate(e, "receiving from");
+            shutdown(t);
+            closeReceiveRings();
+            throw t;
+        }
+    }
+
+    /** Frees the receive staging; the caller holds the receive lock. */
+    private void closeReceiveRings() {
+        for (StagingRing ring : receiveRings.values()) {
+            closeRing(ring);
+        }
+        receiveRings.clear();
+    }
+
+    // ---- state
+
+    private void checkUsable() {
+        TransportException f = failure;
+        if (f != null) {
+            throw copyOf(f);
+        }
+        if (closed) {
+            throw closedError();
+        }
+    }
+
+    private TransportException closedError() {
+        TransportException f = failure;
+        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
+    }
+
+    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
+    private TransportException copyOf(TransportException f) {
+        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
+        return switch (f) {
+            case PeerClosedException _ -> new PeerClosedException(msg, f);
+            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case ProtocolException _ -> new ProtocolException(msg, f);
+            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
+            default -> new TransportException(msg, f);
+        };
+    }
+
+    private TransportException translate(RuntimeException e, String what) {
+        if (e instanceof TransportException t) {
+            TransportException f = failure;
+            if (f != null && t instanceof ConnectionClosedException) {
+                return copyOf(f);
+            }
+            return t;
+        }
+        if (closed) {
+            return closedError();
+        }
+        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
+    }
+
+    /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
+    private void shutdown(TransportException cause) {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            if (!(cause instanceof ConnectionClosedException)) {
+                failure = cause;
+            }
+            closed = true;
+        }
+        inFlight.close();
+        io.close();
+        failQueued();
+        queue.add(stop);
+    }
+
+    @Override
+    public long bytesInFlight() {
+        return inFlight.used();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !closed;
+    }
+
+    @Override
+    public void close() {
+        shutdown(new ConnectionClosedException(name + " closed"));
+        if (Thread.currentThread() != writer) {
+            try {
+                writer.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        boolean locked = false;
+        try {
+            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (locked) {
+            try {
+                closeReceiveRings();
+            } finally {
+                receiveLock.unlock();
+            }
+        }
+    }
+
+    private static void closeRing(StagingRing ring) {
+        try {
+            ring.close();
+        } catch (RuntimeException ignored) {
+            // a failed copy was already reported to the send or receive it belonged to
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TcpConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,88 @@
+package io.cuwire.transport.internal.tcp;
+
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.Transport;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.Transports;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.SocketChannel;
+
+/** TCP over NIO sockets ({@code tcp://host:port}); see {@link TcpConnection} for the wire. */
+public final class TcpTransport implements Transport {
+    public static final TcpTransport INSTANCE = new TcpTransport();
+
+    private static final String PREFIX = Transports.TCP + "://";
+
+    private TcpTransport() {
+    }
+
+    @Override
+    public String name() {
+        return Transports.TCP;
+    }
+
+    @Override
+    public Listener listen(String address, TransportConfig config) {
+        return new TcpListener(parse(address), config);
+    }
+
+    @Override
+    public Connection connect(String address, TransportConfig config) {
+        InetSocketAddress target = parse(address);
+        SocketChannel channel = null;
+        try {
+            channel = SocketChannel.open();
+            configure(channel);
+            channel.socket().connect(target, (int) Math.min(Integer.MAX_VALUE,
+                    config.connectTimeout().toMillis()));
+        } catch (SocketTimeoutException e) {
+            closeQuietly(channel);
+            throw new TransportTimeoutException("connecting to " + address + " took longer than "
+                    + config.connectTimeout(), e);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
+        }
+        return new TcpConnection(channel, config, true);
+    }
+
+    static void configure(SocketChannel channel) throws IOException {
+        channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+    }
+
+    static void closeQuietly(java.nio.channels.Channel channel) {
+        if (channel != null) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // nothing more to free
+            }
+        }
+    }
+
+    static InetSocketAddress parse(String address) {
+        if (!address.startsWith(PREFIX)) {
+            throw new TransportException("not a TCP address: '" + address + "' (expected: " + PREFIX + "host:port)");
+        }
+        String rest = address.substring(PREFIX.length());
+        int colon = rest.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new TransportException("not a TCP address: '" + address + "' (expected: " + PREFIX + "host:port)");
+        }
+        String host = rest.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        try {
+            return new InetSocketAddress(host, Integer.parseInt(rest.substring(colon + 1)));
+        } catch (IllegalArgumentException e) {
+            throw new TransportException("not a TCP address: '" + address + "': " + e.getMessage(), e);
+        }
+    }
+}

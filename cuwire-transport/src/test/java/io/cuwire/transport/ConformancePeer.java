@@ -1,0 +1,187 @@
+package io.cuwire.transport;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The other side of the transport conformance suite: run in a child JVM ({@link #main}) for transports between
+ * processes, or on a thread of the test's JVM for the in-process transport. Arguments: {@code mode address secret}
+ * ({@code secret} in hex, {@code -} for none) and the mode's own. Exit code 0 means the peer saw what it expected.
+ *
+ * <table>
+ *   <caption>Modes</caption>
+ *   <tr><td>{@code echo}</td><td>sends every message back as it arrived, until the test closes</td></tr>
+ *   <tr><td>{@code sink delayMs}</td><td>receives slowly, prints {@code received N}</td></tr>
+ *   <tr><td>{@code stall}</td><td>connects and never reads</td></tr>
+ *   <tr><td>{@code connect}</td><td>only connects; prints {@code refused <exception>} if the handshake fails</td></tr>
+ *   <tr><td>{@code send bytes}</td><td>sends one message with a host frame of {@code bytes}</td></tr>
+ *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
+ *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
+ *       thread: closes at once)</td></tr>
+ * </table>
+ */
+public final class ConformancePeer {
+    private ConformancePeer() {
+    }
+
+    public static void main(String[] args) {
+        int code;
+        try {
+            code = run(args, System.out, true);
+        } catch (Throwable t) {
+            t.printStackTrace(System.out);
+            code = 9;
+        }
+        System.out.flush();
+        System.exit(code);
+    }
+
+    /** Runs the peer; {@code ownProcess} says whether it may kill its process. */
+    public static int run(String[] args, PrintStream out, boolean ownProcess) throws Exception {
+        String mode = args[0];
+        String address = args[1];
+        byte[] secret = args[2].equals("-") ? null : HexFormat.of().parseHex(args[2]);
+        BufferAllocator<HostBuffer> host = BufferAllocator.host("peer-host", BufferAllocator.UNLIMITED);
+        BufferAllocator<DeviceBuffer> dev = Devices.get(0).newAllocator("peer-device", BufferAllocator.UNLIMITED);
+        BufferAllocator<HostBuffer> pinned = Devices.get(0).newPinnedAllocator("peer-pinned",
+                BufferAllocator.UNLIMITED);
+        TransportConfig.Builder cb = TransportConfig.builder().receiveInto(DeviceMap.of(host, dev).withPinned(pinned))
+                .ioTimeout(Duration.ofSeconds(20));
+        if (secret == null) {
+            cb.allowUnauthenticated(true);
+        } else {
+            cb.secret(secret);
+        }
+        TransportConfig config = cb.build();
+        Transport transport = Transports.forAddress(address);
+        int code;
+        if (mode.equals("connect")) {
+            try (Connection c = transport.connect(address, config)) {
+                out.println("connected, families " + c.families());
+                code = 0;
+            } catch (TransportException e) {
+                out.println("refused " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                code = 0;
+            }
+        } else {
+            try (Connection c = transport.connect(address, config)) {
+                code = switch (mode) {
+                    case "echo" -> echo(c);
+                    case "sink" -> sink(c, Long.parseLong(args[3]), out);
+                    case "stall" -> stall(c);
+                    case "send" -> send(c, host, Long.parseLong(args[3]));
+                    case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
+                    case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
+                    default -> throw new IllegalArgumentException("unknown mode " + mode);
+                };
+            }
+        }
+        try {
+            host.close();
+            pinned.close();
+            dev.close();
+        } catch (RuntimeException e) {
+            out.println("leak: " + e.getMessage());
+            return 3;
+        }
+        return code;
+    }
+
+    private static int echo(Connection c) {
+        while (true) {
+            try (ReceivedMessage m = c.receive()) {
+                c.send(Message.of(m.value())).join();
+            } catch (PeerClosedException | ConnectionClosedException e) {
+                return 0;
+            }
+        }
+    }
+
+    private static int sink(Connection c, long delayMs, PrintStream out) throws InterruptedException {
+        int n = 0;
+        while (true) {
+            try (ReceivedMessage m = c.receive()) {
+                if (!m.value().root().equals("m" + n)) {
+                    out.println("out of order: got " + m.value().root() + ", expected m" + n);
+                    return 4;
+                }
+                n++;
+            } catch (PeerClosedException e) {
+                out.println("received " + n);
+                return 0;
+            }
+            Thread.sleep(delayMs);
+        }
+    }
+
+    private static int stall(Connection c) throws InterruptedException {
+        long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (c.isOpen() && System.nanoTime() < end) {
+            Thread.sleep(20);
+        }
+        return 0;
+    }
+
+    private static int send(Connection c, BufferAllocator<HostBuffer> host, long bytes) {
+        try (HostBuffer frame = host.allocate(bytes)) {
+            try {
+                c.send(TestMessages.message("big", List.of(frame))).join();
+            } catch (CompletionException e) {
+                return 0;
+            }
+            awaitClose(c);
+        }
+        return 0;
+    }
+
+    private static int sendAndDie(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess) {
+        if (!ownProcess) {
+            throw new IllegalArgumentException("send-and-die needs a process of its own");
+        }
+        try (DeviceBuffer frame = dev.allocate(bytes)) {
+            long start = CopyEngine.totals().bytes(CopyDirection.D2H);
+            dieWhen(() -> CopyEngine.totals().bytes(CopyDirection.D2H) - start >= bytes / 2);
+            c.send(TestMessages.message("doomed", List.<Buffer>of(frame))).join();
+        }
+        return 5;
+    }
+
+    private static int receiveAndDie(Connection c, long bytes, boolean ownProcess) {
+        if (!ownProcess) {
+            c.close();
+            return 0;
+        }
+        long start = CopyEngine.totals().bytes(CopyDirection.H2D);
+        dieWhen(() -> CopyEngine.totals().bytes(CopyDirection.H2D) - start >= bytes);
+        c.receive().close();
+        return 5;
+    }
+
+    private static void dieWhen(java.util.function.BooleanSupplier condition) {
+        Thread.ofPlatform().daemon().start(() -> {
+            while (!condition.getAsBoolean()) {
+                LockSupport.parkNanos(50_000);
+            }
+            Runtime.getRuntime().halt(77);
+        });
+    }
+
+    private static void awaitClose(Connection c) {
+        try {
+            c.receive().close();
+        } catch (TransportException expected) {
+            // the test closed
+        }
+    }
+}

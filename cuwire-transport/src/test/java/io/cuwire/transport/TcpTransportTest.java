@@ -1,0 +1,211 @@
+package io.cuwire.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.RecordChannel;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The conformance suite over TCP with the peer in a second JVM, plus bytes no well-behaved peer sends: garbage
+ * before and after the handshake, a declared header beyond the limits, a peer that stalls mid-message.
+ */
+class TcpTransportTest extends TransportConformanceSuite {
+    @Override
+    protected Transport transport() {
+        return Transports.tcp();
+    }
+
+    @Override
+    protected String listenAddress() {
+        return "tcp://127.0.0.1:0";
+    }
+
+    @Override
+    protected boolean peerInOwnProcess() {
+        return true;
+    }
+
+    @Override
+    protected boolean stagesDeviceFrames() {
+        return true;
+    }
+
+    @Override
+    protected Peer startPeer(String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElseThrow());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-XX:TieredStopAtLevel=1");
+        cmd.add("-XX:+UseSerialGC");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(ConformancePeer.class.getName());
+        cmd.addAll(List.of(args));
+        Path log = Files.createTempFile("cuwire-peer", ".log");
+        Process process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        return new Peer() {
+            @Override
+            public int await(Duration timeout) throws Exception {
+                if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                    throw new AssertionError("peer did not finish in " + timeout + ":\n" + output());
+                }
+                return process.exitValue();
+            }
+
+            @Override
+            public String output() {
+                try {
+                    return Files.readString(log, StandardCharsets.UTF_8);
+                } catch (IOException e) {
+                    return "(no output: " + e + ")";
+                }
+            }
+
+            @Override
+            public void close() {
+                process.destroyForcibly();
+                try {
+                    process.waitFor(10, TimeUnit.SECONDS);
+                    Files.deleteIfExists(log);
+                } catch (InterruptedException | IOException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+    }
+
+    /** A raw socket that speaks exactly what a test tells it to. */
+    private static final class RawPeer implements AutoCloseable {
+        final Socket socket;
+        final DataOutputStream out;
+        final DataInputStream in;
+
+        RawPeer(Listener listener) throws IOException {
+            String a = listener.address().substring("tcp://".length());
+            int colon = a.lastIndexOf(':');
+            socket = new Socket();
+            socket.connect(new InetSocketAddress(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1))));
+            out = new DataOutputStream(socket.getOutputStream());
+            in = new DataInputStream(socket.getInputStream());
+        }
+
+        /** Runs a correct client handshake with the test secret. */
+        void handshake(TransportConfig config) {
+            Handshake.run(new RecordChannel() {
+                @Override
+                public void writeRecord(byte[] record) {
+                    try {
+                        out.writeInt(record.length);
+                        out.write(record);
+                        out.flush();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+
+                @Override
+                public byte[] readRecord(int maxBytes, long deadlineNanos) {
+                    try {
+                        byte[] r = new byte[in.readInt()];
+                        in.readFully(r);
+                        return r;
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+            }, config, true);
+        }
+
+        void send(byte[] bytes) throws IOException {
+            out.write(bytes);
+            out.flush();
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+    }
+
+    /** Accepts on another thread while the raw peer talks. */
+    private Connection acceptWhile(Listener listener, RawPeer peer) throws Exception {
+        var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> accept(listener));
+        peer.handshake(config().build());
+        return accepted.get(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void shouldRefuseGarbageInsteadOfAHandshake() throws Exception {
+        Listener listener = listen(config().build());
+        try (RawPeer raw = new RawPeer(listener)) {
+            raw.send("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            assertThrows(ProtocolException.class, () -> listener.accept(Duration.ofSeconds(10)));
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes());
+    }
+
+    @Test
+    void shouldRefuseGarbageAfterTheHandshake() throws Exception {
+        Listener listener = listen(config().build());
+        try (RawPeer raw = new RawPeer(listener)) {
+            Connection c = acceptWhile(listener, raw);
+            raw.send(TestMessages.pattern(4096, 3));
+            assertThrows(ProtocolException.class, c::receive);
+            assertTrue(!c.isOpen());
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes());
+    }
+
+    @Test
+    void shouldRefuseADeclaredHeaderBeyondTheLimitBeforeAllocatingIt() throws Exception {
+        Listener listener = listen(config().build());
+        try (RawPeer raw = new RawPeer(listener)) {
+            Connection c = acceptWhile(listener, raw);
+            raw.send(new byte[] {1, 0x7f, (byte) 0xff, (byte) 0xff, (byte) 0xff});
+            ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+            assertInstanceOf(LimitExceededException.class, e.getCause());
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes());
+    }
+
+    @Test
+    void shouldFailWithinTheIoTimeoutWhenAPeerStallsMidMessageAndFreeTheFrames() throws Exception {
+        Listener listener = listen(config().ioTimeout(Duration.ofMillis(500)).build());
+        try (RawPeer raw = new RawPeer(listener);
+                io.cuwire.memory.HostBuffer frame = host.allocate(1 << 20)) {
+            Connection c = acceptWhile(listener, raw);
+            byte[] header = TestMessages.message("stalls", List.of(frame)).header();
+            java.io.ByteArrayOutputStream record = new java.io.ByteArrayOutputStream();
+            DataOutputStream d = new DataOutputStream(record);
+            d.writeByte(1);
+            d.writeInt(header.length);
+            d.write(header);
+            d.write(new byte[1000]);
+            raw.send(record.toByteArray());
+            long start = System.nanoTime();
+            assertThrows(TransportTimeoutException.class, c::receive);
+            long took = System.nanoTime() - start;
+            assertTrue(took < Duration.ofSeconds(5).toNanos(), "took " + took / 1_000_000 + " ms");
+            assertEquals(2L << 20, host.peakBytes(), "the frame was allocated, then freed");
+            assertEquals(1 << 20, host.allocatedBytes(), "only the test's own frame is left");
+        }
+    }
+}

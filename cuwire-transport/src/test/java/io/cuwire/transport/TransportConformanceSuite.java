@@ -1,0 +1,434 @@
+package io.cuwire.transport;
+
+import static io.cuwire.transport.TestMessages.contents;
+import static io.cuwire.transport.TestMessages.fill;
+import static io.cuwire.transport.TestMessages.message;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.serialize.Limits;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The one suite every transport passes. The test's side listens; the other side is a {@link ConformancePeer},
+ * started by the subclass in another process (transports between processes) or on a thread (in-process). Every
+ * test checks at the end that the test side's allocators are back to zero.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+public abstract class TransportConformanceSuite {
+    /** A running peer. */
+    protected interface Peer extends AutoCloseable {
+        /** Waits for the peer to finish; its exit code. */
+        int await(Duration timeout) throws Exception;
+
+        /** What it printed. */
+        String output();
+
+        /** Stops it if still running. */
+        @Override
+        void close();
+    }
+
+    protected BufferAllocator<HostBuffer> host;
+    protected BufferAllocator<HostBuffer> pinned;
+    protected BufferAllocator<DeviceBuffer> device;
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+
+    /** The transport under test. */
+    protected abstract Transport transport();
+
+    /** A fresh address to listen at. */
+    protected abstract String listenAddress();
+
+    /** Starts a {@link ConformancePeer} with {@code args}. */
+    protected abstract Peer startPeer(String... args) throws Exception;
+
+    /** Whether the peer runs in a process of its own (and so can die in the middle of a message). */
+    protected abstract boolean peerInOwnProcess();
+
+    /** Whether device frames cross as bytes, staged through host memory (else they are handed over). */
+    protected abstract boolean stagesDeviceFrames();
+
+    @BeforeEach
+    void openAllocators() {
+        host = BufferAllocator.host("test-host", BufferAllocator.UNLIMITED);
+        pinned = Devices.get(0).newPinnedAllocator("test-pinned", BufferAllocator.UNLIMITED);
+        device = Devices.get(Devices.all().size() - 1).newAllocator("test-device", BufferAllocator.UNLIMITED);
+    }
+
+    @AfterEach
+    void closeEverything() throws Exception {
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            toClose.get(i).close();
+        }
+        host.close();
+        pinned.close();
+        device.close();
+    }
+
+    protected TransportConfig.Builder config() {
+        return TransportConfig.builder().secret(TestMessages.SECRET).ioTimeout(Duration.ofSeconds(10))
+                .receiveInto(DeviceMap.of(host, device).withPinned(pinned));
+    }
+
+    protected Listener listen(TransportConfig config) {
+        Listener l = transport().listen(listenAddress(), config);
+        toClose.add(l);
+        return l;
+    }
+
+    protected Peer peer(String mode, Listener listener, String... extra) throws Exception {
+        return peerWithSecret(mode, listener, HexFormat.of().formatHex(TestMessages.SECRET), extra);
+    }
+
+    protected Peer peerWithSecret(String mode, Listener listener, String secretHex, String... extra)
+            throws Exception {
+        List<String> args = new ArrayList<>(List.of(mode, listener.address(), secretHex));
+        args.addAll(List.of(extra));
+        Peer p = startPeer(args.toArray(String[]::new));
+        toClose.add(p);
+        return p;
+    }
+
+    protected Connection accept(Listener listener) {
+        Connection c = listener.accept(Duration.ofSeconds(30));
+        toClose.add(c);
+        return c;
+    }
+
+    private static void assertExit(Peer p, int expected) throws Exception {
+        assertEquals(expected, p.await(Duration.ofSeconds(30)), () -> "peer output:\n" + p.output());
+    }
+
+    private static <T extends Throwable> T cause(Class<T> type, Throwable t) {
+        Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+        return assertInstanceOf(type, c, () -> "expected " + type.getSimpleName() + ", got " + t);
+    }
+
+    @Test
+    void shouldEchoSmallHostFramesAndReportMetricsAndCapabilities(TestInfo info) throws Exception {
+        SplittableRandom random = TestRandom.create(info);
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        assertEquals(List.of(Family.CUDA, Family.HOST), c.families());
+        assertTrue(c.peer().sameHost(Capabilities.local(List.of(Family.HOST))), c.peer().hostId());
+        assertEquals(Devices.all().size(), c.peer().devices().size());
+        assertFalse(c.peer().ucxCarriesCuda());
+        try (HostBuffer a = host.allocate(100); HostBuffer b = host.allocate(3000);
+                HostBuffer empty = host.allocate(0)) {
+            byte[] da = TestRandom.bytes(random, 100);
+            byte[] db = TestRandom.bytes(random, 3000);
+            fill(a, da);
+            fill(b, db);
+            CompletableFuture<MessageMetrics> sent = c.send(message("small", List.of(a, b, empty)));
+            try (ReceivedMessage echo = c.receive()) {
+                assertEquals("small", echo.value().root());
+                assertEquals(3, echo.value().frames().size());
+                assertArrayEquals(da, contents(echo.value().frames().get(0).buffer()));
+                assertArrayEquals(db, contents(echo.value().frames().get(1).buffer()));
+                assertEquals(0, echo.value().frames().get(2).length());
+                MessageMetrics r = echo.metrics();
+                assertEquals(MessageMetrics.Direction.RECEIVED, r.direction());
+                assertEquals(3100, r.frameBytes(MemoryKind.HOST));
+                assertEquals(3, r.frames());
+                assertTrue(r.headerBytes() > 0);
+            }
+            MessageMetrics s = sent.get(30, TimeUnit.SECONDS);
+            assertEquals(MessageMetrics.Direction.SENT, s.direction());
+            assertEquals(transport().name(), s.transport());
+            assertEquals(3100, s.hostFrameBytes());
+            assertEquals(0, s.deviceToHostBytes());
+            assertTrue(s.nanos() > 0);
+        }
+        c.close();
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldEchoLargeDeviceAndHostFramesIntoTheReceiversOwnMemory(TestInfo info) throws Exception {
+        SplittableRandom random = TestRandom.create(info);
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        int deviceBytes = 20 << 20;
+        int hostBytes = 6 << 20;
+        try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
+                DeviceBuffer d = sender.allocate(deviceBytes + 123); HostBuffer h = host.allocate(hostBytes);
+                HostBuffer pin = pinned.allocate(100_000)) {
+            byte[] dd = TestRandom.bytes(random, deviceBytes + 123);
+            byte[] dh = TestRandom.bytes(random, hostBytes);
+            byte[] dp = TestRandom.bytes(random, 100_000);
+            fill(d, dd);
+            fill(h, dh);
+            fill(pin, dp);
+            CompletableFuture<MessageMetrics> sent = c.send(message("large", List.of(d, h, pin)));
+            try (ReceivedMessage echo = c.receive()) {
+                Buffer rd = echo.value().frames().get(0).buffer();
+                assertEquals(MemoryKind.DEVICE, rd.kind());
+                if (stagesDeviceFrames()) {
+                    assertEquals(device.resource().deviceOrdinal(), rd.deviceOrdinal(),
+                            "device frames land on the receiver's mapped device");
+                    assertEquals(device, rd.allocator());
+                }
+                assertArrayEquals(dd, contents(rd));
+                assertEquals(MemoryKind.HOST, echo.value().frames().get(1).kind());
+                assertArrayEquals(dh, contents(echo.value().frames().get(1).buffer()));
+                assertEquals(MemoryKind.PINNED, echo.value().frames().get(2).kind());
+                assertArrayEquals(dp, contents(echo.value().frames().get(2).buffer()));
+                MessageMetrics r = echo.metrics();
+                assertEquals(deviceBytes + 123, r.deviceFrameBytes());
+                assertEquals(100_000, r.pinnedFrameBytes());
+                if (stagesDeviceFrames()) {
+                    assertTrue(r.hostToDeviceBytes() >= deviceBytes + 123, r.toString());
+                }
+            }
+            MessageMetrics s = sent.get(30, TimeUnit.SECONDS);
+            assertEquals(deviceBytes + 123, s.deviceFrameBytes());
+            assertEquals(hostBytes, s.hostFrameBytes());
+            if (stagesDeviceFrames()) {
+                assertTrue(s.deviceToHostBytes() >= deviceBytes + 123, s.toString());
+            } else {
+                assertEquals(0, s.deviceToHostBytes() + s.hostToDeviceBytes(), s.toString());
+            }
+        }
+        c.close();
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldDeliverManyMessagesWholeAndInOrder(TestInfo info) throws Exception {
+        SplittableRandom random = TestRandom.create(info);
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        int n = 300;
+        List<byte[]> payloads = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            payloads.add(TestRandom.bytes(random, random.nextInt(4096)));
+        }
+        CompletableFuture<Void> receiver = CompletableFuture.runAsync(() -> {
+            for (int i = 0; i < n; i++) {
+                try (ReceivedMessage m = c.receive()) {
+                    assertEquals("m" + i, m.value().root());
+                    assertArrayEquals(payloads.get(i), contents(m.value().frames().get(0).buffer()));
+                }
+            }
+        });
+        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+        List<HostBuffer> frames = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            HostBuffer b = host.allocate(payloads.get(i).length);
+            fill(b, payloads.get(i));
+            frames.add(b);
+            sends.add(c.send(message("m" + i, List.of(b))));
+        }
+        receiver.get(30, TimeUnit.SECONDS);
+        CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        frames.forEach(Buffer::close);
+        c.close();
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldHoldTheSenderToBoundedBytesInFlightWhenTheReceiverIsSlow() throws Exception {
+        long max = 2 << 20;
+        Listener listener = listen(config().maxBytesInFlight(max).build());
+        Peer p = peer("sink", listener, "15");
+        Connection c = accept(listener);
+        int n = 24;
+        long peak = 0;
+        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+        try (HostBuffer frame = host.allocate(512 << 10)) {
+            for (int i = 0; i < n; i++) {
+                sends.add(c.send(message("m" + i, List.of(frame))));
+                peak = Math.max(peak, c.bytesInFlight());
+                assertTrue(c.bytesInFlight() <= max, "bytes in flight " + c.bytesInFlight() + " > " + max);
+            }
+            CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        }
+        assertTrue(peak > 0, "some messages were in flight");
+        assertEquals(0, c.bytesInFlight());
+        c.close();
+        assertExit(p, 0);
+        assertTrue(p.output().contains("received " + n), p.output());
+    }
+
+    @Test
+    void shouldRefuseAPeerWithTheWrongSecret() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peerWithSecret("connect", listener, HexFormat.of().formatHex("not-the-cluster-secret!!".getBytes()));
+        assertThrows(AuthenticationException.class, () -> accept(listener));
+        assertExit(p, 0);
+        assertTrue(p.output().contains("refused"), p.output());
+        assertEquals(0, host.peakBytes() + device.peakBytes(), "nothing was allocated for the refused peer");
+    }
+
+    @Test
+    void shouldRefuseAPeerWithoutSecretUnlessExplicitlyAllowed() throws Exception {
+        Listener strict = listen(config().build());
+        Peer p = peerWithSecret("connect", strict, "-");
+        assertThrows(AuthenticationException.class, () -> accept(strict));
+        assertExit(p, 0);
+
+        Listener open = listen(config().secret(null).allowUnauthenticated(true).families(Family.HOST).build());
+        Peer q = peerWithSecret("connect", open, "-");
+        Connection c = accept(open);
+        assertEquals(List.of(Family.HOST), c.families(), "the client's chain less what the server offers");
+        assertExit(q, 0);
+        assertTrue(q.output().contains("connected, families [HOST]"), q.output());
+    }
+
+    @Test
+    void shouldRefuseAnOversizedFrameBeforeAllocatingAnything() throws Exception {
+        Limits small = new Limits(1 << 20, 16, 16, 1 << 20, 1 << 20, 1024);
+        Listener listener = listen(config().limits(small).build());
+        Peer p = peer("send", listener, Long.toString(4 << 20));
+        Connection c = accept(listener);
+        ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+        assertInstanceOf(LimitExceededException.class, e.getCause(), e.toString());
+        assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");
+        assertFalse(c.isOpen(), "a peer that broke the limits is disconnected");
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage() throws Exception {
+        assumeTrue(peerInOwnProcess(), "a peer on a thread of this JVM cannot die in the middle of a hand-over");
+        Listener listener = listen(config().build());
+        Peer p = peer("send-and-die", listener, Long.toString(64 << 20));
+        Connection c = accept(listener);
+        long start = System.nanoTime();
+        assertThrows(PeerClosedException.class, c::receive);
+        assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos(), "within the I/O timeout");
+        assertEquals(77, p.await(Duration.ofSeconds(30)), p::output);
+        assertTrue(device.peakBytes() >= 64 << 20, "the frame had been allocated: the peer died mid-message");
+        assertEquals(0, device.allocatedBytes() + host.allocatedBytes(), "the broken message's frames are freed");
+    }
+
+    @Test
+    void shouldFailTheSendWhenThePeerDiesWhileReceiving() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("receive-and-die", listener, Long.toString(16 << 20));
+        Connection c = accept(listener);
+        try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
+                DeviceBuffer d = sender.allocate(64 << 20)) {
+            long start = System.nanoTime();
+            try {
+                CompletableFuture<MessageMetrics> f = c.send(message("doomed", List.of(d)));
+                ExecutionFailure.of(f, Duration.ofSeconds(20), PeerClosedException.class);
+            } catch (PeerClosedException expected) {
+                // the peer was gone before the send began
+            }
+            assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos(), "within the I/O timeout");
+        }
+        assertEquals(peerInOwnProcess() ? 77 : 0, p.await(Duration.ofSeconds(30)), p::output);
+        assertThrows(TransportException.class, () -> c.send(message("after", List.of())));
+    }
+
+    @Test
+    void shouldFailSendsInFlightPromptlyWhenClosed() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("stall", listener);
+        Connection c = accept(listener);
+        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+        try (HostBuffer frame = host.allocate(8 << 20)) {
+            for (int i = 0; i < 6; i++) {
+                sends.add(c.send(message("m" + i, List.of(frame))));
+            }
+            long start = System.nanoTime();
+            c.close();
+            int failed = 0;
+            for (CompletableFuture<MessageMetrics> f : sends) {
+                try {
+                    f.get(5, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    cause(ConnectionClosedException.class, e.getCause());
+                    failed++;
+                }
+            }
+            assertTrue(failed > 0, "messages still in flight fail");
+            assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "close does not hang");
+            assertThrows(ConnectionClosedException.class, () -> c.send(message("late", List.of())));
+            assertThrows(ConnectionClosedException.class, c::receive);
+        }
+        p.close();
+    }
+
+    @Test
+    void shouldTimeOutAReceiveBeforeAMessageBeginsAndStayUsable() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        assertThrows(TransportTimeoutException.class, () -> c.receive(Duration.ofMillis(100)));
+        assertTrue(c.isOpen());
+        try (HostBuffer b = host.allocate(10)) {
+            CompletableFuture<MessageMetrics> f = c.send(message("after-timeout", List.of(b)));
+            try (ReceivedMessage m = c.receive(Duration.ofSeconds(20))) {
+                assertEquals("after-timeout", m.value().root());
+            }
+            f.get(10, TimeUnit.SECONDS);
+        }
+        c.close();
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldWakeABlockedReceiveAndAcceptWhenClosed() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        CompletableFuture<ReceivedMessage> receiving = CompletableFuture.supplyAsync(c::receive);
+        CompletableFuture<Connection> accepting = CompletableFuture.supplyAsync(listener::accept);
+        Thread.sleep(100);
+        long start = System.nanoTime();
+        c.close();
+        listener.close();
+        ExecutionFailure.of(receiving, Duration.ofSeconds(5), ConnectionClosedException.class);
+        ExecutionFailure.of(accepting, Duration.ofSeconds(5), ConnectionClosedException.class);
+        assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "close does not hang");
+        assertExit(p, 0);
+    }
+
+    /** Waits for a future that must fail with a given transport exception. */
+    static final class ExecutionFailure {
+        private ExecutionFailure() {
+        }
+
+        static <T extends Throwable> T of(CompletableFuture<?> f, Duration timeout, Class<T> type) throws Exception {
+            try {
+                f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                return cause(type, e.getCause());
+            }
+            return fail("expected the future to fail with " + type.getSimpleName());
+        }
+    }
+}
