@@ -75,12 +75,8 @@ public final class MlTesting {
         return Math.sqrt(-2 * Math.log1p(-u)) * Math.cos(2 * Math.PI * w);
     }
 
-    /**
-     * Row views of C-order {@code x} cut into {@code parts} partitions of unequal sizes (each at least one row): what
-     * the workers of a cluster would hold. Views: the caller closes them and keeps {@code x} open meanwhile.
-     */
-    public static List<NdArray> split(NdArray x, int parts, SplittableRandom random) {
-        long rows = x.dim(0);
+    /** Row boundaries cutting {@code rows} into {@code parts} partitions of unequal sizes, each at least one row. */
+    public static long[] cuts(long rows, int parts, SplittableRandom random) {
         long[] cuts = new long[parts + 1];
         cuts[parts] = rows;
         for (int p = 1; p < parts; p++) {
@@ -88,10 +84,18 @@ public final class MlTesting {
             long jitter = rows / (4L * parts);
             cuts[p] = Math.max(cuts[p - 1] + 1, base + (jitter > 0 ? random.nextLong(-jitter, jitter + 1) : 0));
         }
+        return cuts;
+    }
+
+    /**
+     * Row views of C-order {@code x} between {@code cuts}: what the workers of a cluster would hold. Views: the
+     * caller closes them and keeps {@code x} open meanwhile.
+     */
+    public static List<NdArray> split(NdArray x, long[] cuts) {
         long rowElements = x.rank() == 2 ? x.dim(1) : 1;
         int es = x.dtype().byteSize();
         List<NdArray> out = new ArrayList<>();
-        for (int p = 0; p < parts; p++) {
+        for (int p = 0; p + 1 < cuts.length; p++) {
             long n = cuts[p + 1] - cuts[p];
             long[] shape = x.rank() == 2 ? new long[] {n, x.dim(1)} : new long[] {n};
             out.add(NdArray.view(x.buffer(), cuts[p] * rowElements * es, x.dtype(), Order.C, shape));
