@@ -1,5 +1,6 @@
 package io.cuwire.ml;
 
+import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.Ridge;
@@ -16,7 +17,8 @@ import java.util.List;
 public final class MlTypes {
     /** Every estimator and partial type, in registration order. */
     public static final List<Class<?>> TYPES = List.of(
-            LinearRegression.class, Ridge.class, LinearStats.class);
+            LinearRegression.class, Ridge.class, LinearStats.class,
+            KMeans.class, KMeans.Step.class, KMeans.Candidates.class);
 
     private MlTypes() {
     }
