@@ -1,6 +1,8 @@
 package io.cuwire.ml;
 
 import io.cuwire.ml.cluster.KMeans;
+import io.cuwire.ml.decomposition.PCA;
+import io.cuwire.ml.decomposition.PcaStats;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.Ridge;
@@ -18,7 +20,8 @@ public final class MlTypes {
     /** Every estimator and partial type, in registration order. */
     public static final List<Class<?>> TYPES = List.of(
             LinearRegression.class, Ridge.class, LinearStats.class,
-            KMeans.class, KMeans.Step.class, KMeans.Candidates.class);
+            KMeans.class, KMeans.Step.class, KMeans.Candidates.class,
+            PCA.class, PcaStats.class);
 
     private MlTypes() {
     }
