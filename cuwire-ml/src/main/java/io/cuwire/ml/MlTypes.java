@@ -5,6 +5,7 @@ import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.ml.decomposition.PcaStats;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LinearStats;
+import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
@@ -21,7 +22,8 @@ public final class MlTypes {
     public static final List<Class<?>> TYPES = List.of(
             LinearRegression.class, Ridge.class, LinearStats.class,
             KMeans.class, KMeans.Step.class, KMeans.Candidates.class,
-            PCA.class, PcaStats.class);
+            PCA.class, PcaStats.class,
+            LogisticRegression.class, LogisticRegression.Gradient.class);
 
     private MlTypes() {
     }
