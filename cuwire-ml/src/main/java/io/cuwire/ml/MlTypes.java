@@ -7,6 +7,7 @@ import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
+import io.cuwire.ml.naivebayes.MultinomialNB;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
 import java.util.List;
@@ -23,7 +24,8 @@ public final class MlTypes {
             LinearRegression.class, Ridge.class, LinearStats.class,
             KMeans.class, KMeans.Step.class, KMeans.Candidates.class,
             PCA.class, PcaStats.class,
-            LogisticRegression.class, LogisticRegression.Gradient.class);
+            LogisticRegression.class, LogisticRegression.Gradient.class,
+            MultinomialNB.class, MultinomialNB.Counts.class);
 
     private MlTypes() {
     }
