@@ -79,8 +79,8 @@ public abstract class ComputeBackend {
         String op = "gemm";
         operands(op, "a,b,c", a, b, c);
         floatingMatrix(op, "a", a);
-        sameDtype(op, "b", b, a);
-        sameDtype(op, "c", c, a);
+        sameDtype(op, "b", b, "a", a);
+        sameDtype(op, "c", c, "a", a);
         matrix(op, "b", b);
         matrix(op, "c", c);
         long m = transA ? a.dim(1) : a.dim(0);
@@ -100,8 +100,8 @@ public abstract class ComputeBackend {
         String op = "gemv";
         operands(op, "a,x,y", a, x, y);
         floatingMatrix(op, "a", a);
-        sameDtype(op, "x", x, a);
-        sameDtype(op, "y", y, a);
+        sameDtype(op, "x", x, "a", a);
+        sameDtype(op, "y", y, "a", a);
         shape(op, "x", x, transA ? "the rows of a" : "the columns of a", transA ? a.dim(0) : a.dim(1));
         shape(op, "y", y, transA ? "the columns of a" : "the rows of a", transA ? a.dim(1) : a.dim(0));
         doGemv(transA, alpha, a, x, beta, y);
@@ -112,7 +112,7 @@ public abstract class ComputeBackend {
         String op = "axpy";
         operands(op, "x,y", x, y);
         floating(op, "x", x);
-        sameDtype(op, "y", y, x);
+        sameDtype(op, "y", y, "x", x);
         sameShape(op, "y", y, "x", x);
         doAxpy(alpha, x, y);
     }
@@ -130,7 +130,7 @@ public abstract class ComputeBackend {
         String op = "dot";
         operands(op, "x,y", x, y);
         floating(op, "x", x);
-        sameDtype(op, "y", y, x);
+        sameDtype(op, "y", y, "x", x);
         sameShape(op, "y", y, "x", x);
         return doDot(x, y);
     }
@@ -158,7 +158,7 @@ public abstract class ComputeBackend {
         Objects.requireNonNull(f, "f");
         operands(op, "in,out", in, out);
         floating(op, "in", in);
-        sameDtype(op, "out", out, in);
+        sameDtype(op, "out", out, "in", in);
         sameShape(op, "out", out, "in", in);
         doMap(f, in, out);
     }
@@ -169,7 +169,7 @@ public abstract class ComputeBackend {
         Objects.requireNonNull(f, "f");
         operands(op, "a,v", a, v);
         floatingMatrix(op, "a", a);
-        sameDtype(op, "v", v, a);
+        sameDtype(op, "v", v, "a", a);
         shape(op, "v", v, "the columns of a", a.dim(1));
         doBroadcastRows(f, a, v);
     }
@@ -179,7 +179,7 @@ public abstract class ComputeBackend {
         String op = "softmaxRows";
         operands(op, "in,out", in, out);
         floatingMatrix(op, "in", in);
-        sameDtype(op, "out", out, in);
+        sameDtype(op, "out", out, "in", in);
         shape(op, "out", out, "the shape of in", in.dim(0), in.dim(1));
         doSoftmaxRows(in, out);
     }
@@ -209,7 +209,7 @@ public abstract class ComputeBackend {
         String op = "columnSums";
         operands(op, "a,out", a, out);
         floatingMatrix(op, "a", a);
-        sameDtype(op, "out", out, a);
+        sameDtype(op, "out", out, "a", a);
         shape(op, "out", out, "the columns of a", a.dim(1));
         doColumnSums(a, out);
     }
@@ -219,7 +219,7 @@ public abstract class ComputeBackend {
         String op = "countEqual";
         operands(op, "a,b", a, b);
         index(op, "a", a);
-        sameDtype(op, "b", b, a);
+        sameDtype(op, "b", b, "a", a);
         sameShape(op, "b", b, "a", a);
         return doCountEqual(a, b);
     }
@@ -234,7 +234,7 @@ public abstract class ComputeBackend {
                 : new NdArray[] {a, index, min});
         argRows(op, a, index);
         if (min != null) {
-            sameDtype(op, "min", min, a);
+            sameDtype(op, "min", min, "a", a);
             shape(op, "min", min, "the rows of a", a.dim(0));
         }
         doArgminRows(a, index, min);
@@ -278,7 +278,7 @@ public abstract class ComputeBackend {
         }
         labels(op, "labels", labels);
         shape(op, "labels", labels, "the rows of logits", logits.dim(0));
-        sameDtype(op, "grad", grad, logits);
+        sameDtype(op, "grad", grad, "logits", logits);
         shape(op, "grad", grad, "the shape of logits", logits.dim(0), logits.dim(1));
         return doCrossEntropy(logits, labels, grad);
     }
@@ -291,13 +291,13 @@ public abstract class ComputeBackend {
         String op = "squaredDistances";
         operands(op, "x,y,out", x, y, out);
         floatingMatrix(op, "x", x);
-        sameDtype(op, "y", y, x);
+        sameDtype(op, "y", y, "x", x);
         matrix(op, "y", y);
         if (y.dim(1) != x.dim(1)) {
             throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
                     + ", the columns of x) in " + y);
         }
-        sameDtype(op, "out", out, x);
+        sameDtype(op, "out", out, "x", x);
         shape(op, "out", out, "rows of x x rows of y", x.dim(0), y.dim(0));
         doSquaredDistances(x, y, out);
     }
@@ -314,7 +314,7 @@ public abstract class ComputeBackend {
         vectorOrMatrix(op, "src", src);
         index(op, "index", index);
         vector(op, "index", index);
-        sameDtype(op, "out", out, src);
+        sameDtype(op, "out", out, "src", src);
         if (src.rank() == 2) {
             shape(op, "out", out, "index length x the columns of src", index.dim(0), src.dim(1));
         } else {
@@ -334,7 +334,7 @@ public abstract class ComputeBackend {
         vectorOrMatrix(op, "src", src);
         labels(op, "index", index);
         shape(op, "index", index, "the rows of src", src.dim(0));
-        sameDtype(op, "out", out, src);
+        sameDtype(op, "out", out, "src", src);
         if (src.rank() == 2) {
             matrix(op, "out", out);
             if (out.dim(1) != src.dim(1)) {
@@ -388,7 +388,7 @@ public abstract class ComputeBackend {
         String op = "smallestK";
         operands(op, "values,outValues,outIds", values, outValues, outIds);
         floatingMatrix(op, "values", values);
-        sameDtype(op, "outValues", outValues, values);
+        sameDtype(op, "outValues", outValues, "values", values);
         matrix(op, "outValues", outValues);
         long k = outValues.dim(1);
         if (outValues.dim(0) != values.dim(0) || k > values.dim(1)) {
@@ -405,16 +405,17 @@ public abstract class ComputeBackend {
     }
 
     /**
-     * Merges two per-row ascending lists (distances with int64 ids, n x ka and n x kb) into the
-     * {@code k = outDist.dim(1) <= ka + kb} smallest, ascending, preferring {@code a} on equal distances.
+     * Merges two per-row ascending lists (distances with ids, n x ka and n x kb) into the
+     * {@code k = outDist.dim(1) <= ka + kb} smallest, ascending, preferring {@code a} on equal distances. The ids
+     * travel along unchanged: int64 row ids, or int32 class labels (one dtype for all three).
      */
     public final void mergeNeighbors(NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist,
             NdArray outIds) {
         String op = "mergeNeighbors";
         operands(op, "distA,idsA,distB,idsB,outDist,outIds", distA, idsA, distB, idsB, outDist, outIds);
         floatingMatrix(op, "distA", distA);
-        sameDtype(op, "distB", distB, distA);
-        sameDtype(op, "outDist", outDist, distA);
+        sameDtype(op, "distB", distB, "distA", distA);
+        sameDtype(op, "outDist", outDist, "distA", distA);
         matrix(op, "distB", distB);
         matrix(op, "outDist", outDist);
         long n = distA.dim(0);
@@ -422,9 +423,10 @@ public abstract class ComputeBackend {
             throw new IllegalArgumentException(op + ": distB has " + distB.dim(0) + " rows (expected: " + n
                     + ", the rows of distA)");
         }
-        ids(op, "idsA", idsA);
-        ids(op, "idsB", idsB);
-        ids(op, "outIds", outIds);
+        index(op, "idsA", idsA);
+        matrix(op, "idsA", idsA);
+        sameDtype(op, "idsB", idsB, "idsA", idsA);
+        sameDtype(op, "outIds", outIds, "idsA", idsA);
         shape(op, "idsA", idsA, "the shape of distA", n, distA.dim(1));
         shape(op, "idsB", idsB, "the shape of distB", n, distB.dim(1));
         long k = outDist.dim(1);
@@ -449,7 +451,7 @@ public abstract class ComputeBackend {
         Objects.requireNonNull(forest, "forest");
         operands(op, "x,out", x, out);
         floatingMatrix(op, "x", x);
-        sameDtype(op, "out", out, x);
+        sameDtype(op, "out", out, "x", x);
         if (!place(forest.buffer().kind(), forest.buffer()).equals(placeOf(x))) {
             throw new IllegalArgumentException(op + ": forest is on " + place(forest.buffer().kind(),
                     forest.buffer()) + " but x is on " + placeOf(x) + " (expected: every operand in one place)");
@@ -620,10 +622,10 @@ public abstract class ComputeBackend {
         }
     }
 
-    private static void sameDtype(String op, String name, NdArray a, NdArray reference) {
+    private static void sameDtype(String op, String name, NdArray a, String refName, NdArray reference) {
         if (a.dtype() != reference.dtype()) {
             throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: " + reference.dtype().wireName() + ", the dtype of the first operand) in " + a);
+                    + " (expected: " + reference.dtype().wireName() + ", the dtype of " + refName + ") in " + a);
         }
     }
 

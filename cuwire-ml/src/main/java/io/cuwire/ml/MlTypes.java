@@ -8,6 +8,9 @@ import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
+import io.cuwire.ml.neighbors.NearestNeighbors;
+import io.cuwire.ml.neighbors.Neighbors;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
 import java.util.List;
@@ -25,7 +28,8 @@ public final class MlTypes {
             KMeans.class, KMeans.Step.class, KMeans.Candidates.class,
             PCA.class, PcaStats.class,
             LogisticRegression.class, LogisticRegression.Gradient.class,
-            MultinomialNB.class, MultinomialNB.Counts.class);
+            MultinomialNB.class, MultinomialNB.Counts.class,
+            NearestNeighbors.class, KNeighborsClassifier.class, Neighbors.class);
 
     private MlTypes() {
     }

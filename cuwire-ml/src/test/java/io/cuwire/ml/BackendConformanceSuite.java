@@ -484,7 +484,7 @@ public abstract class BackendConformanceSuite {
                             () -> backend.gemm(false, false, 1, a, b, 0, c)).getMessage());
             assertTrue(assertThrows(IllegalArgumentException.class,
                     () -> backend.gemm(false, false, 1, a, f, 0, c)).getMessage()
-                    .startsWith("gemm: b has dtype float32 (expected: float64, the dtype of the first operand)"));
+                    .startsWith("gemm: b has dtype float32 (expected: float64, the dtype of a)"));
             assertEquals("gemm: c has shape (3, 2) (expected: (3, 5), op(a) rows x op(b) columns)",
                     assertThrows(IllegalArgumentException.class,
                             () -> backend.gemm(false, true, 1, a, bt, 0, c)).getMessage());
