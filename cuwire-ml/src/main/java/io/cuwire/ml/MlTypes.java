@@ -3,6 +3,8 @@ package io.cuwire.ml;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.ml.decomposition.PcaStats;
+import io.cuwire.ml.ensemble.RandomForestClassifier;
+import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
@@ -29,7 +31,8 @@ public final class MlTypes {
             PCA.class, PcaStats.class,
             LogisticRegression.class, LogisticRegression.Gradient.class,
             MultinomialNB.class, MultinomialNB.Counts.class,
-            NearestNeighbors.class, KNeighborsClassifier.class, Neighbors.class);
+            NearestNeighbors.class, KNeighborsClassifier.class, Neighbors.class,
+            RandomForestClassifier.class, RandomForestRegressor.class);
 
     private MlTypes() {
     }

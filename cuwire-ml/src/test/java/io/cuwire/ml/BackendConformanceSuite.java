@@ -14,6 +14,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.TestRandom;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -470,6 +471,36 @@ public abstract class BackendConformanceSuite {
                     assertEquals(order[q], (int) gotI[i * k + q], "merged id, row " + i);
                     assertEquals(row[order[q]], gotD[i * k + q], "merged value");
                 }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void predictForestShouldWalkTheLayout(String type) {
+        DType dt = DType.byName(type);
+        ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
+                new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
+        ForestLayout.Tree deeper = new ForestLayout.Tree(new int[] {0, -1, 2, -1, -1}, new int[] {1, 0, 3, 1, 2},
+                new double[] {-0.25, 0, 0.1, 0, 0}, new double[] {0, 1, 0.5, 0.5, 1, 0});
+        for (int classes : new int[] {2, 0}) {
+            List<ForestLayout.Tree> trees = classes == 2 ? List.of(stump, deeper)
+                    : List.of(new ForestLayout.Tree(stump.feature(), stump.child(), stump.threshold(),
+                            new double[] {3, -1}), new ForestLayout.Tree(deeper.feature(), deeper.child(),
+                            deeper.threshold(), new double[] {10, 20, 30}));
+            byte[] bytes = ForestLayout.encode(trees, 3, classes);
+            ForestLayout.Info info = ForestLayout.infoOf(trees, 3, classes);
+            double[] rows = {0, 0.4, 0, -1, 0.6, 0, 0, 0.6, 0.2};
+            io.cuwire.memory.Buffer buffer = mem.allocate(bytes.length);
+            io.cuwire.memory.CopyEngine.copyFromSegment(java.lang.foreign.MemorySegment.ofArray(bytes), buffer, 0);
+            try (io.cuwire.serialize.OpaqueBlob forest = io.cuwire.serialize.OpaqueBlob.adopt(ForestLayout.FORMAT,
+                    ForestLayout.metadata(info), buffer); NdArray x = array(mem, dt, rows, 3, 3);
+                    NdArray out = classes == 2 ? zeros(dt, 3, 2) : zeros(dt, 3)) {
+                backend.predictForest(forest, x, out);
+                double[] want = classes == 2
+                        ? new double[] {0.375, 0.625, 0.5, 0.5, 1, 0}
+                        : new double[] {(3 + 20) / 2.0, (-1 + 10) / 2.0, (-1 + 30) / 2.0};
+                assertClose("predictForest classes=" + classes, dt, 1, want, values(out));
             }
         }
     }
