@@ -1,5 +1,6 @@
 package io.cuwire.ml;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryKind;
@@ -527,7 +528,7 @@ public abstract class ComputeBackend {
         return place(a.kind(), a.buffer());
     }
 
-    private static String place(MemoryKind kind, io.cuwire.memory.Buffer b) {
+    private static String place(MemoryKind kind, Buffer b) {
         if (kind == MemoryKind.DEVICE) {
             DeviceBuffer d = (DeviceBuffer) b;
             return "DEVICE:" + d.device().platform() + d.device().ordinal();

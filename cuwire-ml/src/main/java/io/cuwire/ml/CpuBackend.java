@@ -1,5 +1,6 @@
 package io.cuwire.ml;
 
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
@@ -7,6 +8,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.stream.IntStream;
 
 /**
@@ -72,7 +74,7 @@ public final class CpuBackend extends ComputeBackend {
         rows.forEach(i -> {
             int cr = i * n;
             if (beta == 0) {
-                java.util.Arrays.fill(c, cr, cr + n, 0.0);
+                Arrays.fill(c, cr, cr + n, 0.0);
             } else if (beta != 1) {
                 for (int j = 0; j < n; j++) {
                     c[cr + j] *= beta;
@@ -170,15 +172,15 @@ public final class CpuBackend extends ComputeBackend {
         int n = (int) a.size();
         if (a.dtype().isFloatingPoint()) {
             double[] v = new double[n];
-            java.util.Arrays.fill(v, value);
+            Arrays.fill(v, value);
             HostArrays.write(a, v);
         } else if (a.dtype() == DType.INT32) {
             int[] v = new int[n];
-            java.util.Arrays.fill(v, (int) value);
+            Arrays.fill(v, (int) value);
             HostArrays.write(a, v);
         } else {
             long[] v = new long[n];
-            java.util.Arrays.fill(v, (long) value);
+            Arrays.fill(v, (long) value);
             HostArrays.write(a, v);
         }
     }
@@ -540,7 +542,7 @@ public final class CpuBackend extends ComputeBackend {
             bytes = h.segment();
         } else {
             byte[] copy = new byte[Math.toIntExact(forest.byteSize())];
-            io.cuwire.memory.CopyEngine.copyToSegment(forest.buffer(), 0, MemorySegment.ofArray(copy));
+            CopyEngine.copyToSegment(forest.buffer(), 0, MemorySegment.ofArray(copy));
             bytes = MemorySegment.ofArray(copy);
         }
         int rows = (int) x.dim(0);

@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,6 +40,10 @@ public final class ForestLayout {
 
     static final int HEADER_BYTES = 48;
     static final int NODE_BYTES = 16;
+
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
 
     private ForestLayout() {
     }
@@ -196,10 +201,6 @@ public final class ForestLayout {
         return trees;
     }
 
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
-    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
-
     private static void checkHeader(MemorySegment s, Info info) {
         if (s.byteSize() != info.byteSize()) {
             throw new IllegalArgumentException("forest of " + s.byteSize() + " bytes (expected: " + info.byteSize()
@@ -231,7 +232,7 @@ public final class ForestLayout {
             nodeStart[t] = s.get(I64, tables + 16L * t);
             leafStart[t] = s.get(I64, tables + 16L * t + 8);
         }
-        java.util.Arrays.fill(out, 0, rows * outputs, 0.0);
+        Arrays.fill(out, 0, rows * outputs, 0.0);
         double inv = trees == 0 ? 0 : 1.0 / trees;
         for (int i = 0; i < rows; i++) {
             int row = i * d;

@@ -8,11 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.OpaqueBlob;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -491,9 +495,9 @@ public abstract class BackendConformanceSuite {
             byte[] bytes = ForestLayout.encode(trees, 3, classes);
             ForestLayout.Info info = ForestLayout.infoOf(trees, 3, classes);
             double[] rows = {0, 0.4, 0, -1, 0.6, 0, 0, 0.6, 0.2};
-            io.cuwire.memory.Buffer buffer = mem.allocate(bytes.length);
-            io.cuwire.memory.CopyEngine.copyFromSegment(java.lang.foreign.MemorySegment.ofArray(bytes), buffer, 0);
-            try (io.cuwire.serialize.OpaqueBlob forest = io.cuwire.serialize.OpaqueBlob.adopt(ForestLayout.FORMAT,
+            Buffer buffer = mem.allocate(bytes.length);
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), buffer, 0);
+            try (OpaqueBlob forest = OpaqueBlob.adopt(ForestLayout.FORMAT,
                     ForestLayout.metadata(info), buffer); NdArray x = array(mem, dt, rows, 3, 3);
                     NdArray out = classes == 2 ? zeros(dt, 3, 2) : zeros(dt, 3)) {
                 backend.predictForest(forest, x, out);

@@ -13,6 +13,7 @@ import io.cuwire.ml.UnaryOp;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.WireType;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -412,7 +413,7 @@ public final class KMeans extends Estimator {
             double[] v = HostArrays.doubles(c.centers());
             double[] w = HostArrays.doubles(c.weights());
             for (int i = 0; i < w.length; i++) {
-                points.add(java.util.Arrays.copyOfRange(v, i * d, (i + 1) * d));
+                points.add(Arrays.copyOfRange(v, i * d, (i + 1) * d));
                 weights.add(w[i]);
             }
         }

@@ -1,5 +1,7 @@
 package io.cuwire.ml.internal;
 
+import java.util.Arrays;
+
 /**
  * Small dense linear algebra on the host, in doubles, for the model-sized steps of a merge: solving a d x d system,
  * the eigen-decomposition of a d x d covariance. Matrices are row-major {@code double[]}.
@@ -149,7 +151,7 @@ public final class HostMath {
         for (int i = 0; i < n; i++) {
             order[i] = i;
         }
-        java.util.Arrays.sort(order, (x, y) -> Double.compare(m[y * n + y], m[x * n + x]));
+        Arrays.sort(order, (x, y) -> Double.compare(m[y * n + y], m[x * n + x]));
         double[] values = new double[n];
         double[] vectors = new double[n * n];
         for (int k = 0; k < n; k++) {

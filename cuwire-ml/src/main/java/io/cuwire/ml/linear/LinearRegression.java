@@ -1,8 +1,8 @@
 package io.cuwire.ml.linear;
 
 import io.cuwire.memory.NdArray;
-import java.util.List;
 import io.cuwire.serialize.WireType;
+import java.util.List;
 
 /**
  * Ordinary least squares (scikit-learn's {@code LinearRegression}). A singular system gets the minimum-norm

@@ -14,6 +14,7 @@ import io.cuwire.ml.Partial;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.internal.Lbfgs;
 import io.cuwire.serialize.WireType;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -380,8 +381,8 @@ public final class LogisticRegression extends Estimator implements Classifier {
             }
             lbfgs.accept(f, g);
             double[] next = lbfgs.done() ? lbfgs.solution() : lbfgs.point();
-            HostArrays.write(coefAt, java.util.Arrays.copyOfRange(next, 0, wn));
-            HostArrays.write(interceptAt, java.util.Arrays.copyOfRange(next, wn, wn + rows));
+            HostArrays.write(coefAt, Arrays.copyOfRange(next, 0, wn));
+            HostArrays.write(interceptAt, Arrays.copyOfRange(next, wn, wn + rows));
         }
 
         /** Makes the solution the estimator's fitted state; returns the estimator. */

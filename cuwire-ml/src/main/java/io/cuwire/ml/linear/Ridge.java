@@ -1,9 +1,9 @@
 package io.cuwire.ml.linear;
 
 import io.cuwire.memory.NdArray;
-import java.util.List;
 import io.cuwire.ml.Param;
 import io.cuwire.serialize.WireType;
+import java.util.List;
 
 /** Least squares with an L2 penalty {@code alpha ||w||²} on the coefficients (scikit-learn's {@code Ridge}). */
 @WireType("cuwire.ml.Ridge")

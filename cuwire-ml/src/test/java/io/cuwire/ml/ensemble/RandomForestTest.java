@@ -23,6 +23,7 @@ import io.cuwire.serialize.OpaqueBlob;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -206,7 +207,7 @@ class RandomForestTest {
         assertEquals(new ForestLayout.Info(2, 3, 2, 4, 3), info);
         assertEquals(info.byteSize(), bytes.length);
         assertEquals(ForestLayout.MAGIC, MemorySegment.ofArray(bytes).get(
-                java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 0));
+                ValueLayout.JAVA_INT_UNALIGNED, 0));
         List<ForestLayout.Tree> back = ForestLayout.decode(bytes, info);
         assertArrayEquals(stump.feature(), back.get(0).feature());
         assertArrayEquals(stump.values(), back.get(0).values());
