@@ -1,0 +1,533 @@
+package io.cuwire.ml;
+
+import static io.cuwire.ml.MlTesting.array;
+import static io.cuwire.ml.MlTesting.uniform;
+import static io.cuwire.ml.MlTesting.values;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DType;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.OpaqueBlob;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * What every {@link ComputeBackend} must do, checked against plain double-precision loops on random inputs. A backend
+ * passes when, for every output element, {@code |got - want| <= tol * (terms + |want|)}, where {@code terms} is the
+ * number of products summed into the element (1 for element-wise results) and {@code tol} is
+ * {@value #TOL_FLOAT64} for float64 and {@value #TOL_FLOAT32} for float32 — inputs are uniform in [-1, 1), so this
+ * allows float32 accumulation on a GPU while catching any wrong element. Indices, counts and selections must agree
+ * exactly. Subclasses name the backend and the memory its operands live in.
+ */
+public abstract class BackendConformanceSuite {
+    /** Tolerance factor for float64 results. */
+    public static final double TOL_FLOAT64 = 1e-12;
+    /** Tolerance factor for float32 results. */
+    public static final double TOL_FLOAT32 = 1e-5;
+
+    private BufferAllocator<?> mem;
+    private ComputeBackend backend;
+
+    /** The backend under test. */
+    protected abstract ComputeBackend backend();
+
+    /** A new allocator of the memory the backend computes on; closed after each test. */
+    protected abstract BufferAllocator<?> openMemory();
+
+    @BeforeEach
+    void openAll() {
+        mem = openMemory();
+        backend = backend();
+    }
+
+    @AfterEach
+    void closeAll() {
+        mem.close();
+    }
+
+    private NdArray rand(SplittableRandom r, DType dtype, long... shape) {
+        long n = 1;
+        for (long s : shape) {
+            n *= s;
+        }
+        return array(mem, dtype, uniform(r, (int) n), shape);
+    }
+
+    private NdArray zeros(DType dtype, long... shape) {
+        return NdArray.zeros(mem, dtype, Order.C, shape);
+    }
+
+    private static double tol(DType dtype) {
+        return dtype == DType.FLOAT64 ? TOL_FLOAT64 : TOL_FLOAT32;
+    }
+
+    private static void assertClose(String what, DType dtype, double terms, double[] want, double[] got) {
+        assertEquals(want.length, got.length, what + ": length");
+        for (int i = 0; i < want.length; i++) {
+            double bound = tol(dtype) * (terms + Math.abs(want[i]));
+            if (!(Math.abs(got[i] - want[i]) <= bound)) {
+                throw new AssertionError(what + " [" + dtype.wireName() + "] element " + i + ": got " + got[i]
+                        + ", want " + want[i] + " (tolerance " + bound + ")");
+            }
+        }
+    }
+
+    private static double[] ref(double[] a, int rows, int cols, boolean trans) {
+        if (!trans) {
+            return a;
+        }
+        double[] t = new double[a.length];
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                t[j * rows + i] = a[i * cols + j];
+            }
+        }
+        return t;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void gemmShouldMatchTheReferenceForEveryTransposeAndScalar(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        for (int trial = 0; trial < 8; trial++) {
+            boolean ta = (trial & 1) != 0;
+            boolean tb = (trial & 2) != 0;
+            int m = 1 + r.nextInt(30);
+            int n = 1 + r.nextInt(30);
+            int k = 1 + r.nextInt(40);
+            double alpha = r.nextDouble(-2, 2);
+            double beta = trial >= 4 ? r.nextDouble(-1, 1) : 0;
+            try (NdArray a = ta ? rand(r, dt, k, m) : rand(r, dt, m, k);
+                    NdArray b = tb ? rand(r, dt, n, k) : rand(r, dt, k, n);
+                    NdArray c = rand(r, dt, m, n)) {
+                double[] av = ref(values(a), (int) a.dim(0), (int) a.dim(1), ta);
+                double[] bv = ref(values(b), (int) b.dim(0), (int) b.dim(1), tb);
+                double[] cv = values(c);
+                double[] want = new double[m * n];
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        double s = 0;
+                        for (int p = 0; p < k; p++) {
+                            s += av[i * k + p] * bv[p * n + j];
+                        }
+                        want[i * n + j] = alpha * s + beta * cv[i * n + j];
+                    }
+                }
+                backend.gemm(ta, tb, alpha, a, b, beta, c);
+                assertClose("gemm ta=" + ta + " tb=" + tb, dt, 2 * k + 1, want, values(c));
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void gemvAxpyScaleAndDotShouldMatchTheReference(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int rows = 1 + r.nextInt(50);
+        int cols = 1 + r.nextInt(50);
+        for (boolean trans : new boolean[] {false, true}) {
+            try (NdArray a = rand(r, dt, rows, cols); NdArray x = rand(r, dt, trans ? rows : cols);
+                    NdArray y = rand(r, dt, trans ? cols : rows)) {
+                double[] av = values(a);
+                double[] xv = values(x);
+                double[] yv = values(y);
+                double[] want = new double[yv.length];
+                for (int i = 0; i < want.length; i++) {
+                    double s = 0;
+                    for (int j = 0; j < xv.length; j++) {
+                        s += (trans ? av[j * cols + i] : av[i * cols + j]) * xv[j];
+                    }
+                    want[i] = 1.5 * s - 0.5 * yv[i];
+                }
+                backend.gemv(trans, 1.5, a, x, -0.5, y);
+                assertClose("gemv trans=" + trans, dt, 2 * xv.length, want, values(y));
+            }
+        }
+        try (NdArray x = rand(r, dt, rows, cols); NdArray y = rand(r, dt, rows, cols)) {
+            double[] xv = values(x);
+            double[] yv = values(y);
+            double dot = 0;
+            for (int i = 0; i < xv.length; i++) {
+                dot += xv[i] * yv[i];
+            }
+            assertClose("dot", dt, xv.length, new double[] {dot}, new double[] {backend.dot(x, y)});
+            double[] want = yv.clone();
+            for (int i = 0; i < want.length; i++) {
+                want[i] = (want[i] + 0.25 * xv[i]) * -3;
+            }
+            backend.axpy(0.25, x, y);
+            backend.scale(-3, y);
+            assertClose("axpy, scale", dt, 4, want, values(y));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void elementWiseOperationsShouldMatchTheReference(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int rows = 1 + r.nextInt(20);
+        int cols = 1 + r.nextInt(20);
+        for (UnaryOp f : UnaryOp.values()) {
+            try (NdArray a = rand(r, dt, rows, cols); NdArray out = zeros(dt, rows, cols)) {
+                if (f == UnaryOp.LOG || f == UnaryOp.SQRT) {
+                    backend.map(UnaryOp.EXP, a, a);
+                }
+                double[] want = values(a);
+                for (int i = 0; i < want.length; i++) {
+                    want[i] = f.apply(want[i]);
+                }
+                backend.map(f, a, out);
+                assertClose("map " + f, dt, 1, want, values(out));
+            }
+        }
+        for (BinaryOp f : BinaryOp.values()) {
+            try (NdArray a = rand(r, dt, rows, cols); NdArray v = rand(r, dt, cols)) {
+                if (f == BinaryOp.DIV) {
+                    backend.map(UnaryOp.EXP, v, v);
+                }
+                double[] av = values(a);
+                double[] vv = values(v);
+                for (int i = 0; i < av.length; i++) {
+                    av[i] = f.apply(av[i], vv[i % cols]);
+                }
+                backend.broadcastRows(f, a, v);
+                assertClose("broadcastRows " + f, dt, 1, av, values(a));
+            }
+        }
+        try (NdArray a = rand(r, dt, rows, cols); NdArray out = zeros(dt, rows, cols)) {
+            double[] av = values(a);
+            for (int i = 0; i < rows; i++) {
+                double max = Double.NEGATIVE_INFINITY;
+                for (int j = 0; j < cols; j++) {
+                    max = Math.max(max, av[i * cols + j]);
+                }
+                double s = 0;
+                for (int j = 0; j < cols; j++) {
+                    s += Math.exp(av[i * cols + j] - max);
+                }
+                for (int j = 0; j < cols; j++) {
+                    av[i * cols + j] = Math.exp(av[i * cols + j] - max) / s;
+                }
+            }
+            backend.softmaxRows(a, out);
+            assertClose("softmaxRows", dt, cols, av, values(out));
+            backend.fill(out, 2.5);
+            double[] filled = new double[rows * cols];
+            Arrays.fill(filled, 2.5);
+            assertArrayEquals(filled, values(out));
+        }
+        try (NdArray ints = NdArray.zeros(mem, DType.INT32, Order.C, 7)) {
+            backend.fill(ints, -3);
+            assertArrayEquals(new int[] {-3, -3, -3, -3, -3, -3, -3}, ints.toIntArray());
+            assertThrows(IllegalArgumentException.class, () -> backend.fill(ints, 0.5));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void reductionsShouldMatchTheReference(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int rows = 1 + r.nextInt(40);
+        int cols = 1 + r.nextInt(15);
+        try (NdArray a = rand(r, dt, rows, cols); NdArray sums = zeros(dt, cols);
+                NdArray idx = NdArray.zeros(mem, DType.INT32, Order.C, rows); NdArray min = zeros(dt, rows)) {
+            double[] av = values(a);
+            double sum = 0;
+            double lo = Double.POSITIVE_INFINITY;
+            double hi = Double.NEGATIVE_INFINITY;
+            double[] col = new double[cols];
+            int[] argmin = new int[rows];
+            int[] argmax = new int[rows];
+            double[] rowMin = new double[rows];
+            for (int i = 0; i < rows; i++) {
+                for (int j = 0; j < cols; j++) {
+                    double v = av[i * cols + j];
+                    sum += v;
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                    col[j] += v;
+                    if (v < av[i * cols + argmin[i]]) {
+                        argmin[i] = j;
+                    }
+                    if (v > av[i * cols + argmax[i]]) {
+                        argmax[i] = j;
+                    }
+                }
+                rowMin[i] = av[i * cols + argmin[i]];
+            }
+            assertClose("reduce SUM", dt, av.length, new double[] {sum},
+                    new double[] {backend.reduce(Reduction.SUM, a)});
+            assertEquals(lo, backend.reduce(Reduction.MIN, a));
+            assertEquals(hi, backend.reduce(Reduction.MAX, a));
+            backend.columnSums(a, sums);
+            assertClose("columnSums", dt, rows, col, values(sums));
+            backend.argminRows(a, idx, min);
+            assertArrayEquals(argmin, idx.toIntArray(), "argminRows");
+            assertArrayEquals(rowMin, values(min), "argminRows values");
+            backend.argmaxRows(a, idx);
+            assertArrayEquals(argmax, idx.toIntArray(), "argmaxRows");
+        }
+        try (NdArray x = NdArray.fromArray(mem, new int[] {3, -1, 4, 1, 5}, 5);
+                NdArray y = NdArray.fromArray(mem, new int[] {3, 1, 4, 1, 6}, 5)) {
+            assertEquals(12, backend.reduce(Reduction.SUM, x));
+            assertEquals(-1, backend.reduce(Reduction.MIN, x));
+            assertEquals(5, backend.reduce(Reduction.MAX, x));
+            assertEquals(3, backend.countEqual(x, y));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void crossEntropyShouldGiveTheLossAndItsGradientInTheLogits(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int rows = 1 + r.nextInt(40);
+        for (int k : new int[] {1, 2, 5}) {
+            int classes = Math.max(k, 2);
+            int[] y = new int[rows];
+            for (int i = 0; i < rows; i++) {
+                y[i] = r.nextInt(classes);
+            }
+            try (NdArray z = rand(r, dt, rows, k); NdArray labels = NdArray.fromArray(mem, y, rows);
+                    NdArray grad = zeros(dt, rows, k)) {
+                backend.scale(4, z);
+                double[] zv = values(z);
+                double loss = 0;
+                double[] g = new double[rows * k];
+                for (int i = 0; i < rows; i++) {
+                    if (k == 1) {
+                        double p = 1 / (1 + Math.exp(-zv[i]));
+                        loss += -(y[i] * Math.log(p) + (1 - y[i]) * Math.log(1 - p));
+                        g[i] = p - y[i];
+                    } else {
+                        double s = 0;
+                        for (int j = 0; j < k; j++) {
+                            s += Math.exp(zv[i * k + j]);
+                        }
+                        loss += Math.log(s) - zv[i * k + y[i]];
+                        for (int j = 0; j < k; j++) {
+                            g[i * k + j] = Math.exp(zv[i * k + j]) / s - (j == y[i] ? 1 : 0);
+                        }
+                    }
+                }
+                double got = backend.crossEntropy(z, labels, grad);
+                assertClose("crossEntropy loss k=" + k, dt, 10 * rows, new double[] {loss}, new double[] {got});
+                assertClose("crossEntropy grad k=" + k, dt, 10, g, values(grad));
+            }
+        }
+        try (NdArray z = zeros(dt, 2, 3); NdArray labels = NdArray.fromArray(mem, new int[] {0, 3}, 2);
+                NdArray grad = zeros(dt, 2, 3)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> backend.crossEntropy(z, labels, grad));
+            assertTrue(e.getMessage().contains("labels[1] = 3 (expected: 0 <= label < 3)"), e.getMessage());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void squaredDistancesShouldMatchTheDirectSum(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int n = 1 + r.nextInt(30);
+        int m = 1 + r.nextInt(30);
+        int d = 1 + r.nextInt(20);
+        try (NdArray x = rand(r, dt, n, d); NdArray y = rand(r, dt, m, d); NdArray out = zeros(dt, n, m)) {
+            double[] xv = values(x);
+            double[] yv = values(y);
+            double[] want = new double[n * m];
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < m; j++) {
+                    double s = 0;
+                    for (int p = 0; p < d; p++) {
+                        double diff = xv[i * d + p] - yv[j * d + p];
+                        s += diff * diff;
+                    }
+                    want[i * m + j] = s;
+                }
+            }
+            backend.squaredDistances(x, y, out);
+            assertClose("squaredDistances", dt, 4 * d, want, values(out));
+            for (double v : values(out)) {
+                assertTrue(v >= 0, "clamped at 0");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void indexingOperationsShouldMatchTheReference(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int n = 1 + r.nextInt(40);
+        int d = 1 + r.nextInt(10);
+        int k = 1 + r.nextInt(6);
+        int[] idx = new int[n];
+        for (int i = 0; i < n; i++) {
+            idx[i] = r.nextInt(k);
+        }
+        try (NdArray src = rand(r, dt, n, d); NdArray index = NdArray.fromArray(mem, idx, n);
+                NdArray sums = rand(r, dt, k, d); NdArray counts = rand(r, dt, k)) {
+            double[] sv = values(src);
+            double[] want = values(sums);
+            double[] wantCounts = values(counts);
+            for (int i = 0; i < n; i++) {
+                wantCounts[idx[i]] += 1;
+                for (int j = 0; j < d; j++) {
+                    want[idx[i] * d + j] += sv[i * d + j];
+                }
+            }
+            backend.scatterAddRows(src, index, sums);
+            assertClose("scatterAddRows", dt, n, want, values(sums));
+            backend.bincount(index, counts);
+            assertClose("bincount", dt, 1, wantCounts, values(counts));
+            long[] picks = new long[k + 3];
+            for (int i = 0; i < picks.length; i++) {
+                picks[i] = r.nextInt(n);
+            }
+            try (NdArray p = NdArray.fromArray(mem, picks, picks.length); NdArray rows = zeros(dt, picks.length, d);
+                    NdArray labels = NdArray.zeros(mem, DType.INT32, Order.C, picks.length)) {
+                backend.gatherRows(src, p, rows);
+                double[] got = values(rows);
+                for (int i = 0; i < picks.length; i++) {
+                    for (int j = 0; j < d; j++) {
+                        assertEquals(sv[(int) picks[i] * d + j], got[i * d + j], "gatherRows");
+                    }
+                }
+                backend.gatherRows(index, p, labels);
+                int[] l = labels.toIntArray();
+                for (int i = 0; i < picks.length; i++) {
+                    assertEquals(idx[(int) picks[i]], l[i], "gatherRows of int32 labels");
+                }
+            }
+        }
+        int[] votes = new int[n * 3];
+        for (int i = 0; i < votes.length; i++) {
+            votes[i] = r.nextInt(k);
+        }
+        try (NdArray labels = NdArray.fromArray(mem, votes, n, 3); NdArray out = rand(r, dt, n, k)) {
+            backend.countRows(labels, out);
+            double[] want = new double[n * k];
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < 3; j++) {
+                    want[i * k + votes[i * 3 + j]] += 1;
+                }
+            }
+            assertArrayEquals(want, values(out), "countRows");
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void smallestKAndMergeNeighborsShouldSelectExactly(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int n = 1 + r.nextInt(20);
+        int ma = 5 + r.nextInt(30);
+        int mb = 5 + r.nextInt(30);
+        int k = 1 + r.nextInt(5);
+        try (NdArray a = rand(r, dt, n, ma); NdArray b = rand(r, dt, n, mb);
+                NdArray da = zeros(dt, n, k); NdArray ia = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
+                NdArray db = zeros(dt, n, k); NdArray ib = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
+                NdArray dm = zeros(dt, n, k); NdArray im = NdArray.zeros(mem, DType.INT64, Order.C, n, k)) {
+            backend.smallestK(a, 0, da, ia);
+            backend.smallestK(b, ma, db, ib);
+            backend.mergeNeighbors(da, ia, db, ib, dm, im);
+            double[] av = values(a);
+            double[] bv = values(b);
+            double[] gotD = values(dm);
+            long[] gotI = im.toLongArray();
+            double[] gotDa = values(da);
+            long[] gotIa = ia.toLongArray();
+            for (int i = 0; i < n; i++) {
+                Integer[] order = new Integer[ma + mb];
+                double[] row = new double[ma + mb];
+                for (int j = 0; j < ma + mb; j++) {
+                    order[j] = j;
+                    row[j] = j < ma ? av[i * ma + j] : bv[i * mb + j - ma];
+                }
+                Arrays.sort(order, (p, q) -> Double.compare(row[p], row[q]));
+                Integer[] orderA = Arrays.copyOf(order, ma + mb);
+                Arrays.sort(orderA, (p, q) -> Double.compare(p < ma ? row[p] : Double.MAX_VALUE,
+                        q < ma ? row[q] : Double.MAX_VALUE));
+                for (int q = 0; q < k; q++) {
+                    assertEquals(orderA[q], (int) gotIa[i * k + q], "smallestK id");
+                    assertEquals(row[orderA[q]], gotDa[i * k + q], "smallestK value");
+                    assertEquals(order[q], (int) gotI[i * k + q], "merged id, row " + i);
+                    assertEquals(row[order[q]], gotD[i * k + q], "merged value");
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void predictForestShouldWalkTheLayout(String type) {
+        DType dt = DType.byName(type);
+        ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
+                new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
+        ForestLayout.Tree deeper = new ForestLayout.Tree(new int[] {0, -1, 2, -1, -1}, new int[] {1, 0, 3, 1, 2},
+                new double[] {-0.25, 0, 0.1, 0, 0}, new double[] {0, 1, 0.5, 0.5, 1, 0});
+        for (int classes : new int[] {2, 0}) {
+            List<ForestLayout.Tree> trees = classes == 2 ? List.of(stump, deeper)
+                    : List.of(new ForestLayout.Tree(stump.feature(), stump.child(), stump.threshold(),
+                            new double[] {3, -1}), new ForestLayout.Tree(deeper.feature(), deeper.child(),
+                            deeper.threshold(), new double[] {10, 20, 30}));
+            byte[] bytes = ForestLayout.encode(trees, 3, classes);
+            ForestLayout.Info info = ForestLayout.infoOf(trees, 3, classes);
+            double[] rows = {0, 0.4, 0, -1, 0.6, 0, 0, 0.6, 0.2};
+            Buffer buffer = mem.allocate(bytes.length);
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), buffer, 0);
+            try (OpaqueBlob forest = OpaqueBlob.adopt(ForestLayout.FORMAT,
+                    ForestLayout.metadata(info), buffer); NdArray x = array(mem, dt, rows, 3, 3);
+                    NdArray out = classes == 2 ? zeros(dt, 3, 2) : zeros(dt, 3)) {
+                backend.predictForest(forest, x, out);
+                double[] want = classes == 2
+                        ? new double[] {0.375, 0.625, 0.5, 0.5, 1, 0}
+                        : new double[] {(3 + 20) / 2.0, (-1 + 10) / 2.0, (-1 + 30) / 2.0};
+                assertClose("predictForest classes=" + classes, dt, 1, want, values(out));
+            }
+        }
+    }
+
+    @Test
+    void shouldRefuseBadOperandsWithExactMessages() {
+        try (NdArray a = zeros(DType.FLOAT64, 3, 4); NdArray b = zeros(DType.FLOAT64, 5, 2);
+                NdArray bt = zeros(DType.FLOAT64, 5, 4); NdArray c = zeros(DType.FLOAT64, 3, 2);
+                NdArray f = zeros(DType.FLOAT32, 4, 2); NdArray v = zeros(DType.FLOAT64, 3)) {
+            assertEquals("gemm: op(a) is 3 x 4 but op(b) is 5 x 2 (expected: the inner dimensions to agree)",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> backend.gemm(false, false, 1, a, b, 0, c)).getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> backend.gemm(false, false, 1, a, f, 0, c)).getMessage()
+                    .startsWith("gemm: b has dtype float32 (expected: float64, the dtype of a)"));
+            assertEquals("gemm: c has shape (3, 2) (expected: (3, 5), op(a) rows x op(b) columns)",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> backend.gemm(false, true, 1, a, bt, 0, c)).getMessage());
+            assertEquals("broadcastRows: v has shape (3,) (expected: (4,), the columns of a)",
+                    assertThrows(IllegalArgumentException.class,
+                            () -> backend.broadcastRows(BinaryOp.ADD, a, v)).getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> backend.columnSums(v, v)).getMessage()
+                    .startsWith("columnSums: a has rank 1 (expected: 2) in NdArray[float64, (3,), C, "));
+        }
+    }
+}

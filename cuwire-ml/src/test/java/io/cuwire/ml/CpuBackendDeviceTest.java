@@ -1,0 +1,16 @@
+package io.cuwire.ml;
+
+import io.cuwire.memory.BufferAllocator;
+
+/** The CPU backend on emulated-device memory, staged through the copy engine. */
+class CpuBackendDeviceTest extends BackendConformanceSuite {
+    @Override
+    protected ComputeBackend backend() {
+        return CpuBackend.instance();
+    }
+
+    @Override
+    protected BufferAllocator<?> openMemory() {
+        return MlTesting.device("cpu-device");
+    }
+}
