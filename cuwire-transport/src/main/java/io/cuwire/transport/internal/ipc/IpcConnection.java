@@ -81,6 +81,8 @@ final class IpcConnection implements Connection {
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long HOST_CHUNK_BYTES = 1L << 30;
+    /** How long {@code receive} polls before it parks: a reply that comes within it skips a thread wake-up. */
+    private static final long RECEIVE_SPIN_NANOS = 30_000;
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final Object END = new Object();
 
@@ -540,9 +542,16 @@ final class IpcConnection implements Connection {
             if (closed && failure == null) {
                 throw closedError();
             }
-            Object item;
+            Object item = received.poll();
+            for (long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS; item == null
+                    && System.nanoTime() - spinUntil < 0; item = received.poll()) {
+                Thread.onSpinWait();
+            }
             try {
-                item = timeout == null ? received.take() : received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                if (item == null) {
+                    item = timeout == null ? received.take()
+                            : received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new TransportException("interrupted while receiving on " + name, e);
