@@ -3,6 +3,7 @@ package io.cuwire.cli;
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
+import io.cuwire.transport.bench.TransferBench;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -28,8 +29,9 @@ public final class Main {
 
     static {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
-        COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth",
-                Main::bench));
+        COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth;"
+                + " 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes 1KiB,1MiB,"
+                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes", Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
 
@@ -73,9 +75,12 @@ public final class Main {
     }
 
     private static int bench(List<String> args, PrintStream out, PrintStream err) {
+        if (!args.isEmpty() && args.getFirst().equals("transfer")) {
+            return transfer(args.subList(1, args.size()), out, err);
+        }
         if (args.isEmpty() || !args.getFirst().equals("copy")) {
-            err.println("cuwire bench: which benchmark? one of: copy (serialization runs through the ./cuwire "
-                    + "launcher: ./cuwire bench serialization)");
+            err.println("cuwire bench: which benchmark? one of: copy, transfer (serialization runs through the "
+                    + "./cuwire launcher: ./cuwire bench serialization)");
             return USAGE;
         }
         CopyBenchmark.Options options;
@@ -91,6 +96,22 @@ public final class Main {
         }
         CopyBenchmark.run(options, out);
         return OK;
+    }
+
+    private static int transfer(List<String> args, PrintStream out, PrintStream err) {
+        TransferBench.Options options;
+        try {
+            options = TransferBench.Options.parse(args.toArray(String[]::new));
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire bench transfer: " + e.getMessage());
+            return USAGE;
+        }
+        try {
+            return TransferBench.run(options, out) == 0 ? OK : FAILED;
+        } catch (Exception e) {
+            err.println("cuwire bench transfer: " + e);
+            return FAILED;
+        }
     }
 
     private static int usage(PrintStream out) {

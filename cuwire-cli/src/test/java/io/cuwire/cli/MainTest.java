@@ -65,6 +65,12 @@ class MainTest {
         r = run("bench", "copy", "--size", "lots");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().startsWith("cuwire bench copy: "), r.err());
+        r = run("bench", "transfer", "--sizes", "lots");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench transfer: size 'lots'"), r.err());
+        r = run("bench", "transfer", "--transports", "carrier-pigeon");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().contains("unknown transport 'carrier-pigeon'"), r.err());
     }
 
     @Test

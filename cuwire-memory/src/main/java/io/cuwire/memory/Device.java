@@ -57,6 +57,17 @@ public abstract class Device {
      */
     public abstract DeviceBuffer openHandle(IpcHandle handle);
 
+    /**
+     * A handle of the whole allocation that holds {@code buffer}: offset 0, length the allocation's size. An importer
+     * maps the allocation once ({@link #openHandle}) and reaches this and every later buffer in it by
+     * {@link #allocationOffset}, instead of opening a handle per buffer. Equal allocations give equal handles; a new
+     * allocation (even at a freed one's address) gives a new handle.
+     */
+    public abstract IpcHandle exportAllocation(DeviceBuffer buffer);
+
+    /** Where {@code buffer} starts within the allocation of {@link #exportAllocation}. */
+    public abstract long allocationOffset(DeviceBuffer buffer);
+
     /** A root allocator of this device's memory. */
     public final BufferAllocator<DeviceBuffer> newAllocator(String name, long limit) {
         return BufferAllocator.root(name, limit, memory());

@@ -55,7 +55,7 @@ public record Capabilities(int formatVersion, long pid, String hostId, List<Devi
             devices.add(new DeviceInfo(d.platform(), d.ordinal(), d.name()));
         }
         return new Capabilities(Serialized.FORMAT_VERSION, ProcessHandle.current().pid(), localHostId(), devices,
-                List.of(Transports.TCP, Transports.IN_PROCESS), false, families);
+                List.of(Transports.TCP, Transports.IN_PROCESS, Transports.IPC), false, families);
     }
 
     /** Whether {@code other} runs on the same host (same host name, same boot). */

@@ -1,6 +1,7 @@
 package io.cuwire.transport;
 
 import io.cuwire.transport.internal.inproc.InProcessTransport;
+import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.tcp.TcpTransport;
 
 /** The transports of this module, by name or by address scheme. */
@@ -9,6 +10,8 @@ public final class Transports {
     public static final String TCP = "tcp";
     /** The in-process transport's name and scheme. */
     public static final String IN_PROCESS = "inproc";
+    /** The CUDA IPC transport's name and scheme. */
+    public static final String IPC = "ipc";
 
     private Transports() {
     }
@@ -23,6 +26,14 @@ public final class Transports {
         return InProcessTransport.INSTANCE;
     }
 
+    /**
+     * CUDA IPC between processes of one host on the same device platform: control and host frames over TCP, device
+     * frames copied device to device through cached IPC mappings of the sender's allocations.
+     */
+    public static Transport ipc() {
+        return IpcTransport.INSTANCE;
+    }
+
     /** The transport whose scheme starts {@code address} ({@code tcp://…}, {@code inproc://…}). */
     public static Transport forAddress(String address) {
         int colon = address.indexOf("://");
@@ -30,8 +41,9 @@ public final class Transports {
         return switch (scheme) {
             case TCP -> tcp();
             case IN_PROCESS -> inProcess();
+            case IPC -> ipc();
             default -> throw new TransportException("no transport for address '" + address
-                    + "' (expected: tcp://host:port or inproc://name)");
+                    + "' (expected: tcp://host:port, ipc://host:port or inproc://name)");
         };
     }
 }

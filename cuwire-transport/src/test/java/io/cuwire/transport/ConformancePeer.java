@@ -26,6 +26,8 @@ import java.util.concurrent.locks.LockSupport;
  *   <tr><td>{@code stall}</td><td>connects and never reads</td></tr>
  *   <tr><td>{@code connect}</td><td>only connects; prints {@code refused <exception>} if the handshake fails</td></tr>
  *   <tr><td>{@code send bytes}</td><td>sends one message with a host frame of {@code bytes}</td></tr>
+ *   <tr><td>{@code resend bytes times}</td><td>sends one device buffer {@code times} times, refilled each time
+ *       (a pattern seeded by the message's number)</td></tr>
  *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
  *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
  *       thread: closes at once)</td></tr>
@@ -66,6 +68,9 @@ public final class ConformancePeer {
         TransportConfig config = cb.build();
         Transport transport = Transports.forAddress(address);
         int code;
+        if (mode.equals("send-and-die") && address.startsWith(Transports.IPC + "://")) {
+            return sendHeaderAndDie(address, config, dev, Long.parseLong(args[3]), ownProcess);
+        }
         if (mode.equals("connect")) {
             try (Connection c = transport.connect(address, config)) {
                 out.println("connected, families " + c.families());
@@ -81,6 +86,7 @@ public final class ConformancePeer {
                     case "sink" -> sink(c, Long.parseLong(args[3]), out);
                     case "stall" -> stall(c);
                     case "send" -> send(c, host, Long.parseLong(args[3]));
+                    case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
                     default -> throw new IllegalArgumentException("unknown mode " + mode);
@@ -145,6 +151,17 @@ public final class ConformancePeer {
         return 0;
     }
 
+    private static int resend(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, int times) {
+        try (DeviceBuffer frame = dev.allocate(bytes)) {
+            for (int i = 0; i < times; i++) {
+                TestMessages.fill(frame, TestMessages.pattern((int) bytes, i));
+                c.send(TestMessages.message("r" + i, List.<Buffer>of(frame.slice(0, bytes)))).join();
+            }
+            awaitClose(c);
+        }
+        return 0;
+    }
+
     private static int sendAndDie(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess) {
         if (!ownProcess) {
             throw new IllegalArgumentException("send-and-die needs a process of its own");
@@ -162,9 +179,64 @@ public final class ConformancePeer {
             c.close();
             return 0;
         }
-        long start = CopyEngine.totals().bytes(CopyDirection.H2D);
-        dieWhen(() -> CopyEngine.totals().bytes(CopyDirection.H2D) - start >= bytes);
+        long start = deviceBound();
+        dieWhen(() -> deviceBound() - start >= bytes);
         c.receive().close();
+        return 5;
+    }
+
+    /** Bytes copied into device memory so far: staged from the host (TCP) or device to device (IPC). */
+    private static long deviceBound() {
+        var totals = CopyEngine.totals();
+        return totals.bytes(CopyDirection.H2D) + totals.bytes(CopyDirection.D2D) + totals.bytes(CopyDirection.PEER);
+    }
+
+    /**
+     * Over CUDA IPC a sender's part of a message is one small record, so "dies in the middle of a message" means
+     * dying after the record's header: this speaks the wire by hand (handshake, message type, header) and halts.
+     */
+    private static int sendHeaderAndDie(String address, TransportConfig config, BufferAllocator<DeviceBuffer> dev,
+            long bytes, boolean ownProcess) throws java.io.IOException {
+        if (!ownProcess) {
+            throw new IllegalArgumentException("send-and-die needs a process of its own");
+        }
+        String hostPort = address.substring((Transports.IPC + "://").length());
+        int colon = hostPort.lastIndexOf(':');
+        try (DeviceBuffer frame = dev.allocate(bytes);
+                java.net.Socket socket = new java.net.Socket(hostPort.substring(0, colon),
+                        Integer.parseInt(hostPort.substring(colon + 1)))) {
+            java.io.DataOutputStream out = new java.io.DataOutputStream(socket.getOutputStream());
+            java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
+            io.cuwire.transport.internal.Handshake.run(new io.cuwire.transport.internal.RecordChannel() {
+                @Override
+                public void writeRecord(byte[] record) {
+                    try {
+                        out.writeInt(record.length);
+                        out.write(record);
+                        out.flush();
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }
+
+                @Override
+                public byte[] readRecord(int maxBytes, long deadlineNanos) {
+                    try {
+                        byte[] r = new byte[in.readInt()];
+                        in.readFully(r);
+                        return r;
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }
+            }, config, true);
+            byte[] header = TestMessages.message("doomed", List.<Buffer>of(frame)).header();
+            out.writeByte(1);
+            out.writeInt(header.length);
+            out.write(header);
+            out.flush();
+            Runtime.getRuntime().halt(77);
+        }
         return 5;
     }
 

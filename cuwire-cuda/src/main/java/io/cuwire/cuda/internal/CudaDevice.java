@@ -45,6 +45,7 @@ public final class CudaDevice extends Device {
     private final Map<Integer, Boolean> canAccessPeer = new ConcurrentHashMap<>();
     private final Set<Integer> peersEnabled = ConcurrentHashMap.newKeySet();
     private final Set<Integer> peersChecked = ConcurrentHashMap.newKeySet();
+    private final Map<Long, IpcHandle> exported = new ConcurrentHashMap<>();
     private volatile CudaPlatform platform;
     private volatile MemorySegment context;
     private MemorySegment staging;
@@ -222,6 +223,51 @@ public final class CudaDevice extends Device {
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
         return new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, ptr - base + buffer.rootOffset(),
                 buffer.byteSize());
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The handle's bytes are as {@link #exportHandle}'s. Handles of the pool's blocks are kept per block (the
+     * pool forgets one when it frees the block), so exporting a recycled block again makes no driver call.
+     */
+    @Override
+    public IpcHandle exportAllocation(DeviceBuffer buffer) {
+        if (buffer.device() != this) {
+            throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
+        }
+        long ptr = buffer.allocation(CudaAllocation.class).pointer();
+        IpcHandle cached = exported.get(ptr);
+        if (cached != null) {
+            return cached;
+        }
+        makeCurrent();
+        long base = Driver.allocationBase(ptr);
+        long size = Driver.allocationSize(base);
+        byte[] ipc = Driver.ipcGetMemHandle(base);
+        byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
+        byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
+        System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
+        IpcHandle handle = new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, 0, size);
+        if (base == ptr && pool.isBlock(ptr)) {
+            exported.put(ptr, handle);
+        }
+        return handle;
+    }
+
+    @Override
+    public long allocationOffset(DeviceBuffer buffer) {
+        long ptr = buffer.allocation(CudaAllocation.class).pointer();
+        if (exported.containsKey(ptr)) {
+            return buffer.rootOffset();
+        }
+        makeCurrent();
+        return ptr - Driver.allocationBase(ptr) + buffer.rootOffset();
+    }
+
+    /** Forgets the exported handle of a block the pool is about to free. */
+    void forgetExport(long ptr) {
+        exported.remove(ptr);
     }
 
     /**

@@ -8,6 +8,7 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.MemoryResource;
 import java.util.Deque;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicLong;
@@ -37,6 +38,7 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
     private final AtomicLong hits = new AtomicLong();
     private final AtomicLong driverAllocations = new AtomicLong();
     private final AtomicLong driverFrees = new AtomicLong();
+    private final Set<Long> driverBlocks = ConcurrentHashMap.newKeySet();
 
     CudaMemoryPool(CudaDevice device) {
         this.device = device;
@@ -107,7 +109,7 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
         CudaException failure;
         try {
             driverAllocations.incrementAndGet();
-            return Driver.memAlloc(size);
+            return block(Driver.memAlloc(size));
         } catch (CudaException e) {
             if (e.result() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
                 throw e;
@@ -119,7 +121,7 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
             device.makeCurrent();
             try {
                 driverAllocations.incrementAndGet();
-                return Driver.memAlloc(size);
+                return block(Driver.memAlloc(size));
             } catch (CudaException e) {
                 if (e.result() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
                     throw e;
@@ -138,6 +140,16 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
                 + " this pool, " + released + " cached bytes freed before retrying", failure);
     }
 
+    private long block(long ptr) {
+        driverBlocks.add(ptr);
+        return ptr;
+    }
+
+    /** Whether {@code ptr} is the start of one of this pool's blocks (a whole {@code cuMemAlloc} allocation). */
+    boolean isBlock(long ptr) {
+        return driverBlocks.contains(ptr);
+    }
+
     /** Frees every cached block; returns the bytes freed. */
     public long trim() {
         long released = 0;
@@ -153,6 +165,8 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
                     current = true;
                 }
                 driverFrees.incrementAndGet();
+                device.forgetExport(ptr);
+                driverBlocks.remove(ptr);
                 Driver.memFree(ptr);
                 released += size;
             }

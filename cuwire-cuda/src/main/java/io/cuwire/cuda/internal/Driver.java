@@ -45,6 +45,7 @@ public final class Driver {
     static final int CU_EVENT_DEFAULT = 0x0;
     static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
     static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+    static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
     static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
     static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 
@@ -434,6 +435,19 @@ public final class Driver {
         int rc = invoke(() -> (int) Api.MEM_FREE_HOST.invokeExact(ptr));
         if (rc != CUDA_SUCCESS) {
             throw error("cuMemFreeHost(0x" + Long.toHexString(ptr.address()) + ")", rc);
+        }
+    }
+
+    /** {@code cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_RANGE_SIZE)}: the size of ptr's allocation. */
+    static long allocationSize(long ptr) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            int rc = invoke(() -> (int) Api.POINTER_GET_ATTRIBUTE.invokeExact(out,
+                    CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr));
+            if (rc != CUDA_SUCCESS) {
+                throw error("cuPointerGetAttribute(RANGE_SIZE, 0x" + Long.toHexString(ptr) + ")", rc);
+            }
+            return out.get(JAVA_LONG, 0);
         }
     }
 

@@ -92,6 +92,27 @@ final class EmulatedDevice extends Device {
     }
 
     @Override
+    public IpcHandle exportAllocation(DeviceBuffer buffer) {
+        if (buffer.device() != this) {
+            throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
+        }
+        EmulatedAllocation a = buffer.allocation(EmulatedAllocation.class);
+        long size;
+        try {
+            size = Files.size(a.file());
+        } catch (IOException e) {
+            throw new MemoryException("cannot export " + buffer.describe() + ": " + e, e);
+        }
+        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), a.file().toString().getBytes(StandardCharsets.UTF_8),
+                0, size);
+    }
+
+    @Override
+    public long allocationOffset(DeviceBuffer buffer) {
+        return buffer.allocation(EmulatedAllocation.class).fileOffset() + buffer.rootOffset();
+    }
+
+    @Override
     public DeviceBuffer openHandle(IpcHandle handle) {
         if (!EmulatedPlatform.NAME.equals(handle.platform())) {
             throw new IllegalArgumentException(handle + " was not made by the emulated platform");

@@ -2,14 +2,17 @@ package io.cuwire.transport.internal.tcp;
 
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -22,8 +25,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
  * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}.
  */
-final class SocketIo implements AutoCloseable {
-    static final long NO_DEADLINE = Long.MAX_VALUE;
+public final class SocketIo implements AutoCloseable {
+    public static final long NO_DEADLINE = Long.MAX_VALUE;
 
     private static final int READ_BUFFER_BYTES = 256 << 10;
 
@@ -35,7 +38,7 @@ final class SocketIo implements AutoCloseable {
     private final ByteBuffer scratch = ByteBuffer.allocate(8);
     private volatile boolean closed;
 
-    SocketIo(SocketChannel channel, String peer) throws IOException {
+    public SocketIo(SocketChannel channel, String peer) throws IOException {
         this.channel = channel;
         this.peer = peer;
         channel.configureBlocking(false);
@@ -45,18 +48,45 @@ final class SocketIo implements AutoCloseable {
         channel.register(writeSelector, SelectionKey.OP_WRITE);
     }
 
-    String peer() {
+    public String peer() {
         return peer;
+    }
+
+    /**
+     * The handshake's records over this socket: each an int32 length and its bytes, read with the handshake timeout
+     * as the stall timeout and refused beyond {@code maxRecord} bytes.
+     */
+    public RecordChannel handshakeChannel(Duration handshakeTimeout, int maxRecord) {
+        long stall = handshakeTimeout.toNanos();
+        return new RecordChannel() {
+            @Override
+            public void writeRecord(byte[] record) {
+                ByteBuffer length = ByteBuffer.allocate(4).putInt(0, record.length);
+                write(new ByteBuffer[] {length, ByteBuffer.wrap(record)}, stall, System.nanoTime() + stall);
+            }
+
+            @Override
+            public byte[] readRecord(int maxBytes, long deadlineNanos) {
+                int length = readInt(stall, deadlineNanos);
+                if (length < 0 || length > Math.min(maxBytes, maxRecord)) {
+                    throw new ProtocolException("peer " + peer + " sent a handshake record of " + length
+                            + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
+                }
+                byte[] record = new byte[length];
+                readFully(ByteBuffer.wrap(record), stall, deadlineNanos);
+                return record;
+            }
+        };
     }
 
     // ---- writing
 
-    void write(ByteBuffer buffer, long stallNanos, long deadlineNanos) {
+    public void write(ByteBuffer buffer, long stallNanos, long deadlineNanos) {
         write(new ByteBuffer[] {buffer}, stallNanos, deadlineNanos);
     }
 
     /** Writes every remaining byte of {@code buffers} (a gathering write where the system allows). */
-    void write(ByteBuffer[] buffers, long stallNanos, long deadlineNanos) {
+    public void write(ByteBuffer[] buffers, long stallNanos, long deadlineNanos) {
         int first = 0;
         long stallAt = System.nanoTime() + stallNanos;
         while (true) {
@@ -88,7 +118,7 @@ final class SocketIo implements AutoCloseable {
      * @return {@code false} if nothing arrived by then (nothing consumed)
      * @throws PeerClosedException if the peer closed the connection
      */
-    boolean awaitData(long deadlineNanos) {
+    public boolean awaitData(long deadlineNanos) {
         if (in.hasRemaining()) {
             return true;
         }
@@ -113,20 +143,26 @@ final class SocketIo implements AutoCloseable {
         }
     }
 
-    byte readByte(long stallNanos, long deadlineNanos) {
+    public byte readByte(long stallNanos, long deadlineNanos) {
         scratch.clear().limit(1);
         readFully(scratch, stallNanos, deadlineNanos);
         return scratch.get(0);
     }
 
-    int readInt(long stallNanos, long deadlineNanos) {
+    public int readInt(long stallNanos, long deadlineNanos) {
         scratch.clear().limit(4);
         readFully(scratch, stallNanos, deadlineNanos);
         return scratch.getInt(0);
     }
 
+    public long readLong(long stallNanos, long deadlineNanos) {
+        scratch.clear().limit(8);
+        readFully(scratch, stallNanos, deadlineNanos);
+        return scratch.getLong(0);
+    }
+
     /** Fills {@code dst} from the connection. */
-    void readFully(ByteBuffer dst, long stallNanos, long deadlineNanos) {
+    public void readFully(ByteBuffer dst, long stallNanos, long deadlineNanos) {
         long stallAt = System.nanoTime() + stallNanos;
         while (dst.hasRemaining()) {
             if (in.hasRemaining()) {
@@ -204,7 +240,7 @@ final class SocketIo implements AutoCloseable {
         return new PeerClosedException(what + " " + peer + " failed: " + e.getMessage(), e);
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         return closed;
     }
 

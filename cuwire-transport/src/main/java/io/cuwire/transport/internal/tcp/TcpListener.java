@@ -17,16 +17,32 @@ import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-/** A listening TCP socket; each accepted socket runs the server side of the handshake in {@link #accept}. */
-final class TcpListener implements Listener {
+/**
+ * A listening TCP socket; each accepted socket runs the server side of the handshake in {@link #accept}. Transports
+ * that carry their control messages over TCP (CUDA IPC) listen with it too, making their own connections.
+ */
+public final class TcpListener implements Listener {
+    /** Makes the connection of an accepted socket, running the server side of the handshake. */
+    @FunctionalInterface
+    public interface Accepted {
+        Connection open(SocketChannel channel, TransportConfig config);
+    }
+
     private final ServerSocketChannel server;
+    private final Accepted accepted;
     private final Selector selector;
     private final TransportConfig config;
     private final String address;
     private volatile boolean closed;
 
     TcpListener(InetSocketAddress bind, TransportConfig config) {
+        this(Transports.TCP, bind, config, (channel, c) -> new TcpConnection(channel, c, false));
+    }
+
+    /** Listens at {@code bind}; its address reads {@code scheme://host:port}. */
+    public TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Accepted accepted) {
         this.config = config;
+        this.accepted = accepted;
         try {
             server = ServerSocketChannel.open();
             server.bind(bind);
@@ -38,7 +54,7 @@ final class TcpListener implements Listener {
         }
         InetSocketAddress bound = (InetSocketAddress) server.socket().getLocalSocketAddress();
         String host = bound.getAddress().isAnyLocalAddress() ? "127.0.0.1" : bound.getAddress().getHostAddress();
-        this.address = Transports.TCP + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":"
+        this.address = scheme + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":"
                 + bound.getPort();
     }
 
@@ -83,7 +99,7 @@ final class TcpListener implements Listener {
                 throw new TransportException("accepting at " + address + " failed: " + e.getMessage(), e);
             }
         }
-        return new TcpConnection(channel, config, false);
+        return accepted.open(channel, config);
     }
 
     @Override

@@ -17,8 +17,6 @@ import java.nio.channels.SocketChannel;
 public final class TcpTransport implements Transport {
     public static final TcpTransport INSTANCE = new TcpTransport();
 
-    private static final String PREFIX = Transports.TCP + "://";
-
     private TcpTransport() {
     }
 
@@ -34,7 +32,12 @@ public final class TcpTransport implements Transport {
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        InetSocketAddress target = parse(address);
+        return new TcpConnection(open(Transports.TCP, address, config), config, true);
+    }
+
+    /** A connected, configured socket to {@code scheme://host:port}. */
+    public static SocketChannel open(String scheme, String address, TransportConfig config) {
+        InetSocketAddress target = parse(scheme, address);
         SocketChannel channel = null;
         try {
             channel = SocketChannel.open();
@@ -49,7 +52,7 @@ public final class TcpTransport implements Transport {
             closeQuietly(channel);
             throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
         }
-        return new TcpConnection(channel, config, true);
+        return channel;
     }
 
     static void configure(SocketChannel channel) throws IOException {
@@ -67,13 +70,21 @@ public final class TcpTransport implements Transport {
     }
 
     static InetSocketAddress parse(String address) {
-        if (!address.startsWith(PREFIX)) {
-            throw new TransportException("not a TCP address: '" + address + "' (expected: " + PREFIX + "host:port)");
+        return parse(Transports.TCP, address);
+    }
+
+    /** The socket address of {@code scheme://host:port}. */
+    public static InetSocketAddress parse(String scheme, String address) {
+        String prefix = scheme + "://";
+        if (!address.startsWith(prefix)) {
+            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
+                    + "host:port)");
         }
-        String rest = address.substring(PREFIX.length());
+        String rest = address.substring(prefix.length());
         int colon = rest.lastIndexOf(':');
         if (colon <= 0) {
-            throw new TransportException("not a TCP address: '" + address + "' (expected: " + PREFIX + "host:port)");
+            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
+                    + "host:port)");
         }
         String host = rest.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {
@@ -82,7 +93,7 @@ public final class TcpTransport implements Transport {
         try {
             return new InetSocketAddress(host, Integer.parseInt(rest.substring(colon + 1)));
         } catch (IllegalArgumentException e) {
-            throw new TransportException("not a TCP address: '" + address + "': " + e.getMessage(), e);
+            throw new TransportException("not a " + scheme + " address: '" + address + "': " + e.getMessage(), e);
         }
     }
 }

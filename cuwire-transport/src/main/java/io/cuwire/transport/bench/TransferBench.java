@@ -1,0 +1,717 @@
+package io.cuwire.transport.bench;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DType;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.HostMemoryPool;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.memory.TransferScope;
+import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.Transports;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.zip.CRC32;
+
+/**
+ * {@code cuwire bench transfer}: a model moved from one process to another, per transport, family and size.
+ *
+ * <p>The bench process (the sender, on device 0) starts a receiver JVM (same java, same class path; on device 1 when
+ * there are two) that listens on TCP, CUDA IPC and a raw socket. Per case the sender serializes a model-shaped object
+ * ({@link Model}: hyper-parameters in the header, a {@code float32} coefficient array of the case's size and a small
+ * intercept on the device) with the family, sends it, and the receiver decodes it onto its device and acknowledges
+ * at once; the time from serializing to the acknowledgement is one transfer. Outside the timing the receiver then
+ * checks the content (a CRC of sampled windows of every array, copied to the host) and reports it with the bytes
+ * its side copied between host and device; the sender compares the CRC with its own. The first transfer is the cold
+ * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
+ * ceiling of the path measured in the same run: a peer copy device 0 → 1 in one process (ipc), a plain socket
+ * transfer between the two processes (tcp, ucx), a memory copy (inproc). For IPC a round trip of a 1 KiB device
+ * frame is timed too. Lines start with {@code RESULT}; a CSV goes to {@code --out}.
+ */
+public final class TransferBench {
+    private static final byte[] SECRET = "cuwire-transfer-bench-secret-0123456789".getBytes(StandardCharsets.US_ASCII);
+    private static final long CRC_WINDOW = 64 << 10;
+    private static final int RTT_WARMUP = 200;
+    private static final int RTT_ROUNDS = 2000;
+    private static final long JAVA_MAX_BYTES = 1L << 30;
+
+    private TransferBench() {
+    }
+
+    /** The model that travels: an estimator's hyper-parameters and fitted arrays. */
+    public static final class Model implements Serializable {
+        private static final long serialVersionUID = 1L;
+        String solver = "lbfgs";
+        double tol = 1e-4;
+        int nFeatures;
+        NdArray coef;
+        NdArray intercept;
+    }
+
+    /**
+     * What to run.
+     *
+     * @param transports {@code inproc}, {@code tcp}, {@code ucx}, {@code ipc}
+     * @param families {@code cuda}, {@code host}, {@code java}
+     * @param sizes bytes of the model's arrays per case
+     * @param repeat timed transfers per case after the cold one
+     * @param out directory for the CSV, or {@code null}
+     */
+    public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, Path out) {
+        /** Parses {@code --transports a,b --families a,b --sizes 1KiB,1MiB --repeat N --out DIR}. */
+        public static Options parse(String... args) {
+            List<String> transports = List.of("inproc", "tcp", "ucx", "ipc");
+            List<Family> families = List.of(Family.CUDA, Family.HOST, Family.JAVA);
+            List<Long> sizes = List.of(1L << 10, 1L << 20, 64L << 20, 1L << 30);
+            int repeat = 10;
+            Path out = Path.of("bench", "results");
+            for (int i = 0; i < args.length; i++) {
+                String flag = args[i];
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(flag + " needs a value");
+                }
+                String v = args[++i];
+                switch (flag) {
+                    case "--transports" -> {
+                        transports = List.of(v.split(","));
+                        for (String t : transports) {
+                            if (!List.of("inproc", "tcp", "ucx", "ipc").contains(t)) {
+                                throw new IllegalArgumentException("unknown transport '" + t
+                                        + "' (expected: inproc, tcp, ucx, ipc)");
+                            }
+                        }
+                    }
+                    case "--families" -> {
+                        List<Family> fs = new ArrayList<>();
+                        for (String f : v.split(",")) {
+                            fs.add(switch (f) {
+                                case "cuda" -> Family.CUDA;
+                                case "host" -> Family.HOST;
+                                case "java" -> Family.JAVA;
+                                default -> throw new IllegalArgumentException("unknown family '" + f
+                                        + "' (expected: cuda, host, java)");
+                            });
+                        }
+                        families = fs;
+                    }
+                    case "--sizes" -> {
+                        List<Long> ss = new ArrayList<>();
+                        for (String s : v.split(",")) {
+                            ss.add(parseSize(s));
+                        }
+                        sizes = ss;
+                    }
+                    case "--repeat" -> {
+                        repeat = Integer.parseInt(v);
+                        if (repeat < 1) {
+                            throw new IllegalArgumentException("--repeat " + v + " (expected: >= 1)");
+                        }
+                    }
+                    case "--out" -> out = Path.of(v);
+                    default -> throw new IllegalArgumentException("unknown option " + flag);
+                }
+            }
+            return new Options(transports, families, sizes, repeat, out);
+        }
+    }
+
+    /** {@code 1KiB}, {@code 64MiB}, {@code 1GiB}, {@code 4096}: bytes, a multiple of 8. */
+    static long parseSize(String s) {
+        String t = s.trim();
+        long unit = 1;
+        for (String[] u : new String[][] {{"KiB", "1024"}, {"MiB", "1048576"}, {"GiB", "1073741824"}}) {
+            if (t.endsWith(u[0])) {
+                unit = Long.parseLong(u[1]);
+                t = t.substring(0, t.length() - u[0].length());
+            }
+        }
+        long bytes;
+        try {
+            bytes = Math.multiplyExact(Long.parseLong(t), unit);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("size '" + s + "' (expected: e.g. 1KiB, 64MiB, 1GiB or bytes)", e);
+        }
+        if (bytes < 8 || bytes % 8 != 0) {
+            throw new IllegalArgumentException("size '" + s + "' (expected: a multiple of 8 bytes, at least 8)");
+        }
+        return bytes;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--serve")) {
+            serve(Integer.parseInt(args[1]), Long.parseLong(args[2]));
+            return;
+        }
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("cuwire bench transfer: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        System.exit(run(options, System.out));
+    }
+
+    // ---------------------------------------------------------------- the sender
+
+    /** One case's result. */
+    record Result(String transport, Family family, long size, double medianMs, double coldMs, double rawMs,
+            long d2hBytes, long h2dBytes, boolean checked) {
+        double gbps() {
+            return size / (medianMs * 1e6);
+        }
+
+        double vsRaw() {
+            return rawMs / medianMs;
+        }
+    }
+
+    /** Runs the benchmark, printing to {@code out}; the exit code (1 if a content check failed). */
+    public static int run(Options options, PrintStream out) throws Exception {
+        List<Device> devices = Devices.all();
+        Device sender = devices.getFirst();
+        int receiverOrdinal = devices.size() >= 2 ? 1 : 0;
+        long maxSize = options.sizes().stream().mapToLong(Long::longValue).max().orElse(1024);
+        out.printf(Locale.ROOT, "cuwire bench transfer: platform %s, sender on device %d (%s), receiver on device %d,"
+                + " sizes %s, repeat %d%n", Devices.platform(), sender.ordinal(), sender.name(), receiverOrdinal,
+                options.sizes(), options.repeat());
+        List<Result> results = new ArrayList<>();
+        List<String> extra = new ArrayList<>();
+        boolean allChecked = true;
+        try (Side side = new Side(sender, maxSize)) {
+            Child child = null;
+            try {
+                for (String transport : options.transports()) {
+                    Connection c;
+                    Thread inproc = null;
+                    Listener inprocListener = null;
+                    switch (transport) {
+                        case "ucx" -> {
+                            out.println("SKIP transport=ucx reason=\"the UCX transport is not part of this build\"");
+                            continue;
+                        }
+                        case "inproc" -> {
+                            inprocListener = Transports.inProcess().listen("inproc://transfer-bench-"
+                                    + ProcessHandle.current().pid(), side.config);
+                            Listener l = inprocListener;
+                            CompletableFuture<Connection> accepted = new CompletableFuture<>();
+                            inproc = Thread.ofPlatform().name("transfer-bench-receiver").start(() -> {
+                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize);
+                                        Connection rc = l.accept()) {
+                                    accepted.complete(rc);
+                                    receiver.serveConnection(rc);
+                                } catch (RuntimeException e) {
+                                    accepted.completeExceptionally(e);
+                                }
+                            });
+                            c = Transports.inProcess().connect(inprocListener.address(), side.config);
+                            accepted.get();
+                        }
+                        default -> {
+                            if (child == null) {
+                                child = Child.start(receiverOrdinal, maxSize);
+                            }
+                            String address = transport.equals("tcp") ? child.tcpAddress : child.ipcAddress;
+                            try {
+                                c = Transports.forAddress(address).connect(address, side.config);
+                            } catch (TransportException e) {
+                                out.println("SKIP transport=" + transport + " reason=\"" + e.getMessage() + "\"");
+                                continue;
+                            }
+                        }
+                    }
+                    try (Connection conn = c) {
+                        for (long size : options.sizes()) {
+                            double rawMs = raw(transport, size, side, child, devices, receiverOrdinal,
+                                    options.repeat());
+                            for (Family family : options.families()) {
+                                if (family == Family.JAVA && size > JAVA_MAX_BYTES) {
+                                    out.println("SKIP transport=" + transport + " family=java size=" + size
+                                            + " reason=\"JDK serialization holds the model in one byte[] (< 2 GiB)\"");
+                                    continue;
+                                }
+                                Result r = transfer(conn, transport, family, size, options.repeat(), side, rawMs);
+                                results.add(r);
+                                allChecked &= r.checked();
+                                out.printf(Locale.ROOT, "RESULT transport=%s family=%s size=%d median_ms=%.4f "
+                                        + "gbps=%.3f d2h_bytes=%d h2d_bytes=%d vs_raw=%.3f cold_ms=%.3f "
+                                        + "raw_gbps=%.3f checked=%s%n", transport, family.wireName(), size,
+                                        r.medianMs(), r.gbps(), r.d2hBytes(), r.h2dBytes(), r.vsRaw(), r.coldMs(),
+                                        size / (rawMs * 1e6), r.checked() ? "ok" : "MISMATCH");
+                            }
+                        }
+                        if (transport.equals("ipc")) {
+                            double rttUs = roundTrip(conn, side);
+                            String line = String.format(Locale.ROOT, "RESULT transport=ipc family=cuda size=1024 "
+                                    + "rtt_us=%.1f", rttUs);
+                            out.println(line);
+                            extra.add("ipc,cuda,1024,rtt_us," + String.format(Locale.ROOT, "%.1f", rttUs));
+                        }
+                        conn.send(control("bye", List.of())).join();
+                    } finally {
+                        if (inproc != null) {
+                            inproc.join(Duration.ofSeconds(30));
+                            inprocListener.close();
+                        }
+                    }
+                }
+            } finally {
+                if (child != null) {
+                    child.close();
+                }
+            }
+        }
+        if (options.out() != null) {
+            Path csv = writeCsv(options.out(), results, extra);
+            out.println("wrote " + csv);
+        }
+        return allChecked ? 0 : 1;
+    }
+
+    private static Result transfer(Connection c, String transport, Family family, long size, int repeat, Side side,
+            double rawMs) {
+        double[] ms = new double[repeat];
+        double coldMs = 0;
+        long d2h = 0;
+        long h2d = 0;
+        boolean checked = true;
+        try (ModelOnDevice model = new ModelOnDevice(side.model(size))) {
+            long expected = crc(model.model());
+            for (int i = 0; i <= repeat; i++) {
+                CompletableFuture<?> sent;
+                long t0;
+                long t1;
+                long sendD2h;
+                long sendH2d;
+                Serialized s;
+                try (TransferScope scope = CopyEngine.openScope("bench send")) {
+                    t0 = System.nanoTime();
+                    s = side.registry.serialize(model.model(), family);
+                    sent = c.send(Message.of(s));
+                    try (ReceivedMessage ack = c.receive()) {
+                        expectRoot(ack, "ack");
+                    }
+                    t1 = System.nanoTime();
+                    sendD2h = scope.bytes(CopyDirection.D2H);
+                    sendH2d = scope.bytes(CopyDirection.H2D);
+                }
+                sent.join();
+                s.close();
+                String[] report;
+                try (ReceivedMessage crc = c.receive()) {
+                    report = ((String) crc.value().root()).split(" ");
+                }
+                if (!report[0].equals("crc") || Long.parseLong(report[1]) != expected) {
+                    checked = false;
+                }
+                if (i == 0) {
+                    coldMs = (t1 - t0) / 1e6;
+                } else {
+                    ms[i - 1] = (t1 - t0) / 1e6;
+                    // In one process the sender's scope already saw the receiver's copies (scopes are process-wide).
+                    boolean oneProcess = transport.equals("inproc");
+                    d2h = sendD2h + (oneProcess ? 0 : Long.parseLong(report[3]));
+                    h2d = sendH2d + (oneProcess ? 0 : Long.parseLong(report[2]));
+                }
+            }
+        }
+        return new Result(transport, family, size, median(ms), coldMs, rawMs, d2h, h2d, checked);
+    }
+
+    private static double roundTrip(Connection c, Side side) {
+        try (DeviceBuffer frame = side.device.allocate(1024)) {
+            Message ping = control("rtt", List.of(frame));
+            double[] us = new double[RTT_ROUNDS];
+            for (int i = 0; i < RTT_WARMUP + RTT_ROUNDS; i++) {
+                long t0 = System.nanoTime();
+                CompletableFuture<?> sent = c.send(ping);
+                try (ReceivedMessage pong = c.receive()) {
+                    expectRoot(pong, "rtt");
+                }
+                long t1 = System.nanoTime();
+                sent.join();
+                if (i >= RTT_WARMUP) {
+                    us[i - RTT_WARMUP] = (t1 - t0) / 1e3;
+                }
+            }
+            return median(us);
+        }
+    }
+
+    /** The raw ceiling of {@code transport}'s path for {@code size} bytes, in ms (median). */
+    private static double raw(String transport, long size, Side side, Child child, List<Device> devices,
+            int receiverOrdinal, int repeat) throws IOException {
+        double[] ms = new double[repeat];
+        switch (transport) {
+            case "tcp", "ucx" -> {
+                for (int i = 0; i <= repeat; i++) {
+                    double t = child.rawTransfer(side.rawSource, size);
+                    if (i > 0) {
+                        ms[i - 1] = t;
+                    }
+                }
+            }
+            case "ipc", "inproc" -> {
+                try (BufferAllocator<DeviceBuffer> target = devices.get(transport.equals("ipc") ? receiverOrdinal
+                        : 0).newAllocator("bench-raw", BufferAllocator.UNLIMITED);
+                        DeviceBuffer src = side.device.allocate(size); DeviceBuffer dst = target.allocate(size)) {
+                    for (int i = 0; i <= repeat; i++) {
+                        long t0 = System.nanoTime();
+                        CopyEngine.copy(src, dst);
+                        long t1 = System.nanoTime();
+                        if (i > 0) {
+                            ms[i - 1] = (t1 - t0) / 1e6;
+                        }
+                    }
+                }
+            }
+            default -> throw new IllegalArgumentException(transport);
+        }
+        return median(ms);
+    }
+
+    private static void expectRoot(ReceivedMessage m, String root) {
+        if (!root.equals(m.value().root())) {
+            throw new IllegalStateException("expected a '" + root + "' message, got " + m.value().root());
+        }
+    }
+
+    private static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    private static Path writeCsv(Path dir, List<Result> results, List<String> extra) throws IOException {
+        Files.createDirectories(dir);
+        Path csv = dir.resolve("transfer-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern(
+                "yyyyMMdd-HHmmss")) + ".csv");
+        StringBuilder b = new StringBuilder("transport,family,size,median_ms,gbps,d2h_bytes,h2d_bytes,vs_raw,cold_ms,"
+                + "raw_ms,checked\n");
+        for (Result r : results) {
+            b.append(String.format(Locale.ROOT, "%s,%s,%d,%.4f,%.3f,%d,%d,%.3f,%.3f,%.4f,%s%n", r.transport(),
+                    r.family().wireName(), r.size(), r.medianMs(), r.gbps(), r.d2hBytes(), r.h2dBytes(), r.vsRaw(),
+                    r.coldMs(), r.rawMs(), r.checked()));
+        }
+        for (String e : extra) {
+            b.append("# ").append(e).append('\n');
+        }
+        Files.writeString(csv, b.toString(), StandardCharsets.UTF_8);
+        return csv;
+    }
+
+    // ---------------------------------------------------------------- both sides
+
+    /** A CRC of sampled windows (start, middle, end) of every array of {@code m}, read through the copy engine. */
+    static long crc(Model m) {
+        CRC32 crc = new CRC32();
+        for (NdArray a : new NdArray[] {m.coef, m.intercept}) {
+            long n = a.byteSize();
+            long w = Math.min(CRC_WINDOW, n);
+            byte[] window = new byte[(int) w];
+            for (long off : new long[] {0, (n - w) / 2 / 8 * 8, n - w}) {
+                CopyEngine.copyToSegment(a.buffer(), a.byteOffset() + off, MemorySegment.ofArray(window));
+                crc.update(window);
+            }
+        }
+        crc.update(m.solver.getBytes(StandardCharsets.UTF_8));
+        crc.update(m.nFeatures);
+        return crc.getValue();
+    }
+
+    private static Message control(String root, List<? extends Buffer> frames) {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("v", (long) Serialized.FORMAT_VERSION);
+        top.put("root", root);
+        List<Object> descriptors = new ArrayList<>();
+        for (Buffer b : frames) {
+            descriptors.add(List.of((long) b.kind().ordinal(), (long) b.deviceOrdinal(), b.byteSize()));
+        }
+        top.put("frames", descriptors);
+        return Message.of(new MsgpackWriter(64).value(top).toByteArray(), frames);
+    }
+
+    /** A model on a device, closed with its arrays. */
+    private record ModelOnDevice(Model model) implements AutoCloseable {
+        @Override
+        public void close() {
+            model.coef.close();
+            model.intercept.close();
+        }
+    }
+
+    /** One side's memory, registry and configuration. */
+    private static final class Side implements AutoCloseable {
+        final BufferAllocator<DeviceBuffer> device;
+        final HostMemoryPool hostPool;
+        final BufferAllocator<HostBuffer> host;
+        final TypeRegistry registry;
+        final TransportConfig config;
+        final DecodeTarget target;
+        final MemorySegment rawSource;
+        final Arena arena = Arena.ofShared();
+        final DeviceBuffer reply;
+
+        Side(Device d, long maxSize) {
+            device = d.newAllocator("bench-device-" + d.ordinal(), BufferAllocator.UNLIMITED);
+            hostPool = new HostMemoryPool(d.pinnedMemory(), 4 * maxSize + (64 << 20));
+            host = BufferAllocator.root("bench-host", BufferAllocator.UNLIMITED, hostPool);
+            registry = new TypeRegistry(Limits.DEFAULT, 64 << 10, host)
+                    .registerGeneric(Model.class, Family.CUDA, Family.HOST)
+                    .register(Model.class, "bench.Model")
+                    .allowJava(Model.class);
+            config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+                    .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
+            target = new DecodeTarget(device, host, Limits.DEFAULT);
+            rawSource = arena.allocate(Math.max(maxSize, 8), 64);
+            rawSource.fill((byte) 3);
+            reply = device.allocate(1024);
+        }
+
+        /** A model whose coefficient array holds {@code bytes} of a repeatable pattern. */
+        Model model(long bytes) {
+            Model m = new Model();
+            m.nFeatures = (int) Math.min(Integer.MAX_VALUE, bytes / 4);
+            m.coef = NdArray.empty(device, DType.FLOAT32, Order.C, bytes / 4);
+            m.intercept = NdArray.fromArray(device, new double[] {0.25});
+            long chunk = Math.min(bytes, 16L << 20);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment pattern = a.allocate(chunk, 64);
+                for (long i = 0; i < chunk; i += 8) {
+                    pattern.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
+                }
+                for (long off = 0; off < bytes; off += chunk) {
+                    long n = Math.min(chunk, bytes - off);
+                    CopyEngine.copyFromSegment(pattern.asSlice(0, n), m.coef.buffer(), off);
+                }
+            }
+            return m;
+        }
+
+        /** The receiver's loop on one connection, until the sender says bye or goes. */
+        void serveConnection(Connection c) {
+            Message ack = control("ack", List.of());
+            Message pong = control("rtt", List.of(reply));
+            while (true) {
+                ReceivedMessage m;
+                try {
+                    m = c.receive();
+                } catch (TransportException e) {
+                    return;
+                }
+                Object root = m.value().root();
+                if ("bye".equals(root)) {
+                    m.close();
+                    return;
+                }
+                if ("rtt".equals(root)) {
+                    m.close();
+                    c.send(pong).join();
+                    continue;
+                }
+                Model model;
+                long h2d;
+                long d2h;
+                try (TransferScope scope = CopyEngine.openScope("bench receive"); m) {
+                    model = registry.deserialize(m.value(), Model.class, target);
+                    c.send(ack).join();
+                    h2d = scope.bytes(CopyDirection.H2D) + m.metrics().hostToDeviceBytes();
+                    d2h = scope.bytes(CopyDirection.D2H) + m.metrics().deviceToHostBytes();
+                }
+                long crc;
+                try (ModelOnDevice owned = new ModelOnDevice(model)) {
+                    crc = crc(owned.model());
+                }
+                c.send(control("crc " + crc + " " + h2d + " " + d2h, List.of())).join();
+            }
+        }
+
+        @Override
+        public void close() {
+            reply.close();
+            arena.close();
+            device.close();
+            host.close();
+            hostPool.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- the receiver process
+
+    /** The receiver JVM and its raw socket. */
+    private static final class Child implements AutoCloseable {
+        final Process process;
+        final String tcpAddress;
+        final String ipcAddress;
+        final SocketChannel raw;
+
+        private Child(Process process, String tcpAddress, String ipcAddress, SocketChannel raw) {
+            this.process = process;
+            this.tcpAddress = tcpAddress;
+            this.ipcAddress = ipcAddress;
+            this.raw = raw;
+        }
+
+        static Child start(int ordinal, long maxSize) throws IOException {
+            List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                    "--enable-native-access=ALL-UNNAMED"));
+            for (String key : System.getProperties().stringPropertyNames()) {
+                if (key.startsWith("cuwire.")) {
+                    cmd.add("-D" + key + "=" + System.getProperty(key));
+                }
+            }
+            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), TransferBench.class.getName(),
+                    "--serve", Integer.toString(ordinal), Long.toString(maxSize)));
+            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = in.readLine();
+            if (line == null || !line.startsWith("READY ")) {
+                p.destroyForcibly();
+                throw new IOException("the receiver JVM did not start: " + line);
+            }
+            String[] parts = line.split(" ");
+            SocketChannel raw = SocketChannel.open(new InetSocketAddress("127.0.0.1", Integer.parseInt(parts[3])));
+            raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            return new Child(p, parts[1], parts[2], raw);
+        }
+
+        /** Sends {@code bytes} of {@code source} over the raw socket and waits for the one-byte reply; ms. */
+        double rawTransfer(MemorySegment source, long bytes) throws IOException {
+            long t0 = System.nanoTime();
+            ByteBuffer length = ByteBuffer.allocate(8).putLong(0, bytes);
+            while (length.hasRemaining()) {
+                raw.write(length);
+            }
+            for (long off = 0; off < bytes; off += 1L << 30) {
+                ByteBuffer bb = source.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                while (bb.hasRemaining()) {
+                    raw.write(bb);
+                }
+            }
+            ByteBuffer ack = ByteBuffer.allocate(1);
+            while (ack.hasRemaining()) {
+                if (raw.read(ack) < 0) {
+                    throw new IOException("the receiver closed its raw socket");
+                }
+            }
+            return (System.nanoTime() - t0) / 1e6;
+        }
+
+        @Override
+        public void close() throws IOException {
+            raw.close();
+            try {
+                if (!process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    /** The receiver JVM: listens on TCP, IPC and a raw socket, serves each connection on a thread of its own. */
+    private static void serve(int ordinal, long maxSize) throws Exception {
+        Device d = Devices.get(ordinal);
+        try (Side side = new Side(d, maxSize);
+                ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+                Arena arena = Arena.ofShared()) {
+            Listener tcp = Transports.tcp().listen("tcp://127.0.0.1:0", side.config);
+            Listener ipc = Transports.ipc().listen("ipc://127.0.0.1:0", side.config);
+            MemorySegment rawTarget = arena.allocate(Math.max(maxSize, 8), 64);
+            rawTarget.fill((byte) 0);
+            System.out.println("READY " + tcp.address() + " " + ipc.address() + " "
+                    + ((InetSocketAddress) rawServer.getLocalAddress()).getPort());
+            System.out.flush();
+            List<Thread> threads = new ArrayList<>();
+            for (Listener l : List.of(tcp, ipc)) {
+                threads.add(Thread.ofPlatform().daemon().start(() -> {
+                    while (true) {
+                        try (Connection c = l.accept()) {
+                            side.serveConnection(c);
+                        } catch (TransportException e) {
+                            if (!e.getClass().getSimpleName().equals("ConnectionClosedException")) {
+                                System.err.println("transfer bench receiver: " + e.getMessage());
+                            }
+                            return;
+                        }
+                    }
+                }));
+            }
+            try (SocketChannel raw = rawServer.accept()) {
+                raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                ByteBuffer length = ByteBuffer.allocate(8);
+                ByteBuffer ack = ByteBuffer.allocate(1);
+                while (true) {
+                    length.clear();
+                    while (length.hasRemaining()) {
+                        if (raw.read(length) < 0) {
+                            return;
+                        }
+                    }
+                    long bytes = length.getLong(0);
+                    for (long off = 0; off < bytes; off += 1L << 30) {
+                        ByteBuffer bb = rawTarget.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                        while (bb.hasRemaining()) {
+                            if (raw.read(bb) < 0) {
+                                throw new UncheckedIOException(new IOException("sender closed mid-transfer"));
+                            }
+                        }
+                    }
+                    ack.clear();
+                    raw.write(ack);
+                }
+            } finally {
+                tcp.close();
+                ipc.close();
+                for (Thread t : threads) {
+                    t.join(Duration.ofSeconds(10));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,684 @@
+package io.cuwire.transport.internal.ipc;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.IpcHandle;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.FrameDescriptor;
+import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.serialize.SerializationException;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.transport.Capabilities;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.tcp.SocketIo;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One CUDA IPC connection: a TCP socket carries the handshake, every message's header and host frames, and a
+ * reference per device frame; the receiver copies each device frame out of the sender's memory through a cached
+ * mapping ({@link MappingCache}) into a frame of its own, then tells the sender the message was consumed.
+ *
+ * <h2>Wire</h2>
+ * <pre>
+ *   message:  [1][header length: int32][header][frame 0]...   host or pinned frame: its bytes;
+ *             device frame: [handle length: int16][handle][exporter's device: int32][allocation bytes: int64]
+ *                           [offset in the allocation: int64]
+ *   consumed: [2]   one per message with device frames, in order: the sender's memory is free again
+ * </pre>
+ *
+ * <h2>Threads</h2>
+ * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
+ * messages — allocates the frames from {@link TransportConfig#receiveInto()}, reads host frames, copies device
+ * frames ({@link CopyEngine#copy}: device to device or peer, never through the host), acknowledges — and queues
+ * them for {@link #receive}. It reads ahead of the application by at most {@value #HOST_READ_AHEAD} bytes of host
+ * frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when consumed).
+ * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
+ * record then has left when {@code send} returns), else on a writer thread.
+ *
+ * <h2>Sends complete</h2>
+ * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
+ * memory); when written, for one without.
+ */
+final class IpcConnection implements Connection {
+    static final byte TYPE_MESSAGE = 1;
+    static final byte TYPE_CONSUMED = 2;
+    static final long HOST_READ_AHEAD = 4 << 20;
+    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
+    private static final int MAX_HANDLE_BYTES = 4096;
+    private static final long INLINE_HOST_BYTES = 256 << 10;
+    private static final long COALESCE_FRAME_BYTES = 64 << 10;
+    private static final long HOST_CHUNK_BYTES = 1L << 30;
+    /** How long {@code receive} polls before it parks: a reply that comes within it skips a thread wake-up. */
+    private static final long RECEIVE_SPIN_NANOS = 30_000;
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Object END = new Object();
+
+    /** A message being sent; completed or failed exactly once. */
+    private final class Outgoing {
+        final Message message;
+        final byte[] header;
+        final long bytes;
+        final boolean hasDeviceFrames;
+        final boolean inline;
+        final long startNanos = System.nanoTime();
+        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
+        final AtomicBoolean done = new AtomicBoolean();
+        MessageRecorder recorder;
+
+        Outgoing(Message message) {
+            this.message = message;
+            this.header = message.header();
+            this.bytes = message.totalBytes();
+            long hostBytes = 0;
+            boolean device = false;
+            for (Buffer b : message.frames()) {
+                if (b instanceof DeviceBuffer) {
+                    device = true;
+                } else {
+                    hostBytes += b.byteSize();
+                }
+            }
+            this.hasDeviceFrames = device;
+            this.inline = hostBytes <= INLINE_HOST_BYTES;
+        }
+
+        void complete() {
+            if (done.compareAndSet(false, true)) {
+                List<MemoryKind> kinds = new ArrayList<>();
+                List<Long> lengths = new ArrayList<>();
+                for (Buffer b : message.frames()) {
+                    kinds.add(b.kind());
+                    lengths.add(b.byteSize());
+                }
+                MessageMetrics metrics = recorder.finish(header.length, kinds, lengths);
+                inFlight.release(bytes);
+                future.complete(metrics);
+            }
+        }
+
+        void fail(TransportException e) {
+            if (done.compareAndSet(false, true)) {
+                if (recorder != null) {
+                    recorder.close();
+                }
+                inFlight.release(bytes);
+                future.completeExceptionally(e);
+            }
+        }
+    }
+
+    private final SocketIo io;
+    private final TransportConfig config;
+    private final String name;
+    private final long ioTimeoutNanos;
+    private final InFlight inFlight;
+    private final Handshake.Result handshake;
+    private final Optional<ProcessHandle> peerProcess;
+    private final MappingCache mappings;
+    private final ReentrantLock writeLock = new ReentrantLock();
+    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
+    private final AtomicInteger queued = new AtomicInteger();
+    private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
+    private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
+    private final Object readAhead = new Object();
+    private final ReentrantLock receiveLock = new ReentrantLock();
+    private final AtomicBoolean failureDelivered = new AtomicBoolean();
+    private long queuedHostBytes;
+    private final Thread reader;
+    private final Thread writer;
+    private volatile TransportException failure;
+    private volatile boolean closed;
+
+    /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
+    IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
+            long maxMappedBytes) {
+        this.config = config;
+        this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.inFlight = new InFlight(config.maxBytesInFlight());
+        String peer;
+        try {
+            peer = String.valueOf(channel.getRemoteAddress());
+            this.io = new SocketIo(channel, peer);
+        } catch (IOException e) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // nothing more to free
+            }
+            throw new TransportException("cannot use the socket: " + e.getMessage(), e);
+        }
+        this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        try {
+            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
+                    config, client);
+            checkUsable(handshake.peer(), peer);
+        } catch (RuntimeException e) {
+            io.close();
+            if (e instanceof TransportException t) {
+                throw t;
+            }
+            throw new TransportException("handshake with " + peer + " failed: " + e, e);
+        }
+        this.peerProcess = ProcessHandle.of(handshake.peer().pid());
+        this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
+        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+        this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
+    }
+
+    /** Refuses a peer with which device memory can't be shared, saying why. */
+    static void checkUsable(Capabilities peer, String address) {
+        String local = Capabilities.localHostId();
+        String why = null;
+        if (!peer.hostId().equals(local)) {
+            why = "it runs on host '" + peer.hostId() + "', this process on '" + local
+                    + "' (IPC shares device memory between processes of one host)";
+        } else if (peer.pid() == ProcessHandle.current().pid()) {
+            why = "it is this same process (CUDA does not open its own handles; use inproc://)";
+        } else {
+            TreeSet<String> theirs = new TreeSet<>();
+            for (Capabilities.DeviceInfo d : peer.devices()) {
+                theirs.add(d.platform());
+            }
+            String mine = Devices.platform();
+            if (!theirs.equals(new TreeSet<>(List.of(mine)))) {
+                why = "its devices are on platform(s) " + theirs + ", this process's on [" + mine + "] (IPC needs"
+                        + " both sides on the same device platform)";
+            }
+        }
+        if (why != null) {
+            throw new TransportException("cannot use CUDA IPC with peer " + address + " (pid " + peer.pid() + "): "
+                    + why + "; connect over tcp:// or ucx:// instead");
+        }
+    }
+
+    @Override
+    public String transport() {
+        return Transports.IPC;
+    }
+
+    @Override
+    public Capabilities peer() {
+        return handshake.peer();
+    }
+
+    @Override
+    public List<Family> families() {
+        return handshake.families();
+    }
+
+    /** The receiver's mapping cache counters: how often allocations of the peer were opened, reused, closed. */
+    MappingCache.Stats mappingStats() {
+        return mappings.stats();
+    }
+
+    // ---- sending
+
+    @Override
+    public CompletableFuture<MessageMetrics> send(Message message) {
+        checkOpen();
+        Outgoing out = new Outgoing(message);
+        try {
+            if (!inFlight.acquire(out.bytes)) {
+                checkOpen();
+                throw new ConnectionClosedException(name + " closed while sending");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while waiting to send on " + name, e);
+        }
+        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
+            try {
+                if (queued.get() == 0) {
+                    writeOrFail(out);
+                    return out.future;
+                }
+            } finally {
+                writeLock.unlock();
+            }
+        }
+        queued.incrementAndGet();
+        queue.add(out);
+        if (closed) {
+            failQueued();
+        }
+        return out.future;
+    }
+
+    private void writeLoop() {
+        try {
+            while (!closed) {
+                Outgoing out;
+                try {
+                    out = queue.take();
+                } catch (InterruptedException e) {
+                    break;
+                }
+                writeLock.lock();
+                try {
+                    if (closed) {
+                        out.fail(closedError());
+                        break;
+                    }
+                    writeOrFail(out);
+                } finally {
+                    queued.decrementAndGet();
+                    writeLock.unlock();
+                }
+            }
+        } finally {
+            failQueued();
+        }
+    }
+
+    /** Writes one message; the caller holds the write lock. */
+    private void writeOrFail(Outgoing out) {
+        if (closed) {
+            out.fail(closedError());
+            return;
+        }
+        out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IPC, out.startNanos, true);
+        if (out.hasDeviceFrames) {
+            awaitingConsumed.add(out);
+        }
+        try {
+            write(out);
+        } catch (RuntimeException e) {
+            TransportException t = translate(e, "sending to");
+            out.fail(t);
+            shutdown(t);
+            return;
+        }
+        if (!out.hasDeviceFrames) {
+            out.complete();
+        }
+    }
+
+    private void write(Outgoing out) {
+        List<ByteBuffer> gather = new ArrayList<>();
+        gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
+        gather.add(ByteBuffer.wrap(out.header));
+        for (Buffer frame : out.message.frames()) {
+            if (frame instanceof DeviceBuffer d) {
+                gather.add(reference(d));
+            } else if (frame.byteSize() <= COALESCE_FRAME_BYTES) {
+                gather.add(((HostBuffer) frame).segment().asByteBuffer());
+            } else {
+                flush(gather);
+                MemorySegment segment = ((HostBuffer) frame).segment();
+                for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
+                    long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
+                    io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                }
+            }
+        }
+        flush(gather);
+    }
+
+    /** A device frame's reference: its allocation's handle (cached by the device) and where in it the frame lies. */
+    private ByteBuffer reference(DeviceBuffer frame) {
+        Device device = frame.device();
+        IpcHandle allocation = device.exportAllocation(frame);
+        long offset = device.allocationOffset(frame);
+        byte[] handle = allocation.handle();
+        return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length).put(handle)
+                .putInt(allocation.deviceOrdinal()).putLong(allocation.length()).putLong(offset).flip();
+    }
+
+    private void flush(List<ByteBuffer> gather) {
+        if (!gather.isEmpty()) {
+            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            gather.clear();
+        }
+    }
+
+    private void failQueued() {
+        Outgoing out;
+        while ((out = queue.poll()) != null) {
+            out.fail(closedError());
+        }
+    }
+
+    // ---- reading
+
+    private void readLoop() {
+        try {
+            while (!closed) {
+                if (!io.awaitData(SocketIo.NO_DEADLINE)) {
+                    continue;
+                }
+                byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                if (type == TYPE_CONSUMED) {
+                    Outgoing out = awaitingConsumed.poll();
+                    if (out == null) {
+                        throw new ProtocolException("peer " + io.peer() + " acknowledged a message never sent");
+                    }
+                    out.complete();
+                } else if (type == TYPE_MESSAGE) {
+                    awaitReadAhead();
+                    ReceivedMessage m = readMessage();
+                    long hostBytes = m.metrics().hostFrameBytes() + m.metrics().pinnedFrameBytes();
+                    synchronized (readAhead) {
+                        queuedHostBytes += hostBytes;
+                    }
+                    received.add(m);
+                } else {
+                    throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
+                            + ": not the cuwire IPC protocol");
+                }
+            }
+        } catch (RuntimeException e) {
+            shutdown(translate(e, "receiving from"));
+        } finally {
+            received.add(END);
+        }
+    }
+
+    private void awaitReadAhead() {
+        synchronized (readAhead) {
+            while (!closed && queuedHostBytes >= HOST_READ_AHEAD) {
+                try {
+                    readAhead.wait(100);
+                } catch (InterruptedException e) {
+                    throw new ConnectionClosedException(name + " was interrupted", e);
+                }
+            }
+        }
+        if (closed) {
+            throw closedError();
+        }
+    }
+
+    private ReceivedMessage readMessage() {
+        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.IPC,
+                System.nanoTime(), true);
+        List<Buffer> frames = new ArrayList<>();
+        try {
+            int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
+                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
+                        + " bytes", new LimitExceededException("header of " + headerLength
+                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
+            }
+            byte[] headerBytes = new byte[headerLength];
+            io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            Serialized.Header header;
+            try {
+                header = Serialized.parseHeader(headerBytes, config.limits());
+            } catch (SerializationException e) {
+                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
+            }
+            for (FrameDescriptor d : header.frames()) {
+                Buffer b;
+                try {
+                    b = config.receiveInto().allocate(d);
+                } catch (RuntimeException e) {
+                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
+                            + "message from " + io.peer() + ": " + e.getMessage(), e);
+                }
+                frames.add(b);
+                if (b.byteSize() != d.length() || (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
+                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
+                }
+            }
+            List<MemoryKind> kinds = new ArrayList<>(frames.size());
+            List<Long> lengths = new ArrayList<>(frames.size());
+            boolean device = false;
+            for (Buffer frame : frames) {
+                kinds.add(frame.kind());
+                lengths.add(frame.byteSize());
+                if (frame instanceof HostBuffer h) {
+                    MemorySegment segment = h.segment();
+                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
+                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
+                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                    }
+                } else {
+                    device = true;
+                    copyIn((DeviceBuffer) frame);
+                }
+            }
+            if (device) {
+                if (peerProcess.isPresent() && !peerProcess.get().isAlive()) {
+                    throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
+                            + ") died while its device frames were being copied");
+                }
+                writeLock.lock();
+                try {
+                    io.write(ByteBuffer.wrap(new byte[] {TYPE_CONSUMED}), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                } finally {
+                    writeLock.unlock();
+                }
+            }
+            Serialized value = Serialized.received(header, frames);
+            return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
+        } catch (RuntimeException e) {
+            recorder.close();
+            for (Buffer b : frames) {
+                if (b.isOpen()) {
+                    b.close();
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Reads a device frame's reference and copies the frame out of the peer's memory into {@code frame}. */
+    private void copyIn(DeviceBuffer frame) {
+        int handleLength = Short.toUnsignedInt(readShort());
+        if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
+            throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
+        }
+        byte[] handle = new byte[handleLength];
+        io.readFully(ByteBuffer.wrap(handle), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        int ordinal = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        long allocationBytes = io.readLong(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        long offset = io.readLong(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        IpcHandle allocation;
+        try {
+            allocation = new IpcHandle(frame.device().platform(), ordinal, handle, 0, allocationBytes);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
+        }
+        MappingCache.Lease lease;
+        try {
+            lease = mappings.acquire(allocation, offset, frame.byteSize(), frame.device());
+        } catch (IndexOutOfBoundsException e) {
+            throw new ProtocolException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
+                    + e.getMessage(), e);
+        }
+        try (lease) {
+            CopyEngine.copy(lease.buffer(), frame);
+        }
+    }
+
+    private short readShort() {
+        ByteBuffer b = ByteBuffer.allocate(2);
+        io.readFully(b, ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        return b.getShort(0);
+    }
+
+    @Override
+    public ReceivedMessage receive() {
+        return receive(null);
+    }
+
+    @Override
+    public ReceivedMessage receive(Duration timeout) {
+        receiveLock.lock();
+        try {
+            if (closed && failure == null) {
+                throw closedError();
+            }
+            Object item = received.poll();
+            for (long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS; item == null
+                    && System.nanoTime() - spinUntil < 0; item = received.poll()) {
+                Thread.onSpinWait();
+            }
+            try {
+                if (item == null) {
+                    item = timeout == null ? received.take()
+                            : received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TransportException("interrupted while receiving on " + name, e);
+            }
+            if (item == null) {
+                throw new TransportTimeoutException("no message from " + io.peer() + " within " + timeout);
+            }
+            if (item == END) {
+                received.add(END);
+                TransportException f = failure;
+                if (f != null && failureDelivered.compareAndSet(false, true)) {
+                    throw f;
+                }
+                throw closedError();
+            }
+            ReceivedMessage m = (ReceivedMessage) item;
+            synchronized (readAhead) {
+                queuedHostBytes -= m.metrics().hostFrameBytes() + m.metrics().pinnedFrameBytes();
+                readAhead.notifyAll();
+            }
+            return m;
+        } finally {
+            receiveLock.unlock();
+        }
+    }
+
+    // ---- state
+
+    private void checkOpen() {
+        TransportException f = failure;
+        if (f != null) {
+            throw copyOf(f);
+        }
+        if (closed) {
+            throw closedError();
+        }
+    }
+
+    private TransportException closedError() {
+        TransportException f = failure;
+        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
+    }
+
+    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
+    private TransportException copyOf(TransportException f) {
+        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
+        return switch (f) {
+            case PeerClosedException _ -> new PeerClosedException(msg, f);
+            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case ProtocolException _ -> new ProtocolException(msg, f);
+            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
+            default -> new TransportException(msg, f);
+        };
+    }
+
+    private TransportException translate(RuntimeException e, String what) {
+        if (e instanceof TransportException t) {
+            TransportException f = failure;
+            if (f != null && t instanceof ConnectionClosedException) {
+                return copyOf(f);
+            }
+            return t;
+        }
+        if (closed) {
+            return closedError();
+        }
+        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
+    }
+
+    /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
+    private void shutdown(TransportException cause) {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            if (!(cause instanceof ConnectionClosedException)) {
+                failure = cause;
+            }
+            closed = true;
+        }
+        inFlight.close();
+        io.close();
+        failQueued();
+        Outgoing out;
+        while ((out = awaitingConsumed.poll()) != null) {
+            out.fail(closedError());
+        }
+        writer.interrupt();
+        synchronized (readAhead) {
+            readAhead.notifyAll();
+        }
+    }
+
+    @Override
+    public long bytesInFlight() {
+        return inFlight.used();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !closed;
+    }
+
+    @Override
+    public void close() {
+        shutdown(new ConnectionClosedException(name + " closed"));
+        for (Thread t : new Thread[] {writer, reader}) {
+            if (Thread.currentThread() != t) {
+                try {
+                    t.join(TimeUnit.SECONDS.toMillis(10));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+        Object item;
+        while ((item = received.poll()) != null) {
+            if (item instanceof ReceivedMessage m) {
+                m.close();
+            }
+        }
+        received.add(END);
+        mappings.close();
+    }
+
+    @Override
+    public String toString() {
+        return "IpcConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + ", " + mappings + "]";
+    }
+}

@@ -1,0 +1,73 @@
+package io.cuwire.transport.internal.ipc;
+
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.Transport;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.tcp.TcpListener;
+import io.cuwire.transport.internal.tcp.TcpTransport;
+
+/**
+ * CUDA IPC between two processes of one host ({@code ipc://host:port}): control messages and host frames over TCP,
+ * device frames copied by the receiver straight out of the sender's device memory through cached IPC mappings. See
+ * {@link IpcConnection} for the wire and {@link MappingCache} for the mappings.
+ *
+ * <p>Why a mapping cache and not a staging ring: opening a handle costs 2–12 ms, so either choice opens nothing per
+ * transfer once warm. A pre-opened ring in the receiver's memory costs the sender a device copy into the ring per
+ * chunk and a round trip per slot, and holds the ring's memory for the connection's life; cached mappings copy
+ * once, frame to frame at the link's speed, and cost an open per allocation the first time (the cold transfer).
+ * With a pooled sender (the CUDA pool recycles whole blocks) the same allocations come back, so the cache stays
+ * warm. A ring remains the alternative where a sender's allocations never repeat.
+ */
+public final class IpcTransport implements Transport {
+    /** Mappings a connection's cache keeps by default. */
+    public static final int DEFAULT_MAX_MAPPINGS = 256;
+    /** Bytes of mappings a connection's cache keeps by default. */
+    public static final long DEFAULT_MAX_MAPPED_BYTES = 64L << 30;
+
+    public static final IpcTransport INSTANCE = new IpcTransport(DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPED_BYTES);
+
+    private final int maxMappings;
+    private final long maxMappedBytes;
+
+    /** A transport whose connections each cache at most {@code maxMappings} mappings of {@code maxMappedBytes}. */
+    public IpcTransport(int maxMappings, long maxMappedBytes) {
+        if (maxMappings < 1 || maxMappedBytes < 1) {
+            throw new IllegalArgumentException("maxMappings: " + maxMappings + ", maxMappedBytes: " + maxMappedBytes
+                    + " (expected: >= 1 each)");
+        }
+        this.maxMappings = maxMappings;
+        this.maxMappedBytes = maxMappedBytes;
+    }
+
+    /**
+     * The counters of {@code connection}'s mapping cache (how often the peer's allocations were opened, reused,
+     * closed): for tests and benchmarks.
+     *
+     * @throws IllegalArgumentException if it is not an IPC connection
+     */
+    public static MappingCache.Stats mappingStats(Connection connection) {
+        if (connection instanceof IpcConnection c) {
+            return c.mappingStats();
+        }
+        throw new IllegalArgumentException(connection + " is not a CUDA IPC connection");
+    }
+
+    @Override
+    public String name() {
+        return Transports.IPC;
+    }
+
+    @Override
+    public Listener listen(String address, TransportConfig config) {
+        return new TcpListener(Transports.IPC, TcpTransport.parse(Transports.IPC, address), config,
+                (channel, c) -> new IpcConnection(channel, c, false, maxMappings, maxMappedBytes));
+    }
+
+    @Override
+    public Connection connect(String address, TransportConfig config) {
+        return new IpcConnection(TcpTransport.open(Transports.IPC, address, config), config, true, maxMappings,
+                maxMappedBytes);
+    }
+}
