@@ -2,6 +2,7 @@ package io.cuwire.transport;
 
 import io.cuwire.transport.internal.inproc.InProcessTransport;
 import io.cuwire.transport.internal.tcp.TcpTransport;
+import io.cuwire.transport.internal.ucx.UcxTransport;
 
 /** The transports of this module, by name or by address scheme. */
 public final class Transports {
@@ -9,6 +10,8 @@ public final class Transports {
     public static final String TCP = "tcp";
     /** The in-process transport's name and scheme. */
     public static final String IN_PROCESS = "inproc";
+    /** The UCX transport's name and scheme. */
+    public static final String UCX = "ucx";
 
     private Transports() {
     }
@@ -23,15 +26,24 @@ public final class Transports {
         return InProcessTransport.INSTANCE;
     }
 
-    /** The transport whose scheme starts {@code address} ({@code tcp://…}, {@code inproc://…}). */
+    /**
+     * UCX through JUCX over the system's UCX ({@code libucx0}); device frames direct when that UCX carries CUDA
+     * memory, staged otherwise. Its connections throw {@link TransportUnavailableException} where UCX is missing.
+     */
+    public static Transport ucx() {
+        return UcxTransport.INSTANCE;
+    }
+
+    /** The transport whose scheme starts {@code address} ({@code tcp://…}, {@code ucx://…}, {@code inproc://…}). */
     public static Transport forAddress(String address) {
         int colon = address.indexOf("://");
         String scheme = colon < 0 ? "" : address.substring(0, colon);
         return switch (scheme) {
             case TCP -> tcp();
             case IN_PROCESS -> inProcess();
+            case UCX -> ucx();
             default -> throw new TransportException("no transport for address '" + address
-                    + "' (expected: tcp://host:port or inproc://name)");
+                    + "' (expected: tcp://host:port, ucx://host:port or inproc://name)");
         };
     }
 }
