@@ -24,11 +24,19 @@ import org.openucx.jucx.ucs.UcsConstants;
  * {@value #NET_DEVICES_PROPERTY}, default {@value #DEFAULT_NET_DEVICES} — loopback, for processes of one host
  * (transfers between two processes of one VM over its {@code eth0} lane were seen to hang); set it to the RDMA or
  * Ethernet devices of a cluster, or {@code all}.
+ *
+ * <p>Endpoints ask UCX for peer failure handling only when the system property {@value #PEER_ERRORS_PROPERTY} is
+ * {@code true}: with it UCX reports a dead peer itself, but UCX 1.13 then keeps to transports that can detect one —
+ * between two processes of one host that is TCP over loopback instead of shared memory and CMA (measured: roughly
+ * half the throughput). Without it a dead peer is noticed by the connection's bootstrap socket, and the worker is
+ * destroyed with its requests.
  */
 final class Ucx {
     /** System property naming UCX's network devices ({@code UCX_NET_DEVICES}). */
     static final String NET_DEVICES_PROPERTY = "cuwire.ucx.netDevices";
     static final String DEFAULT_NET_DEVICES = "lo";
+    /** System property: {@code true} to have UCX handle peer failures on each endpoint. */
+    static final String PEER_ERRORS_PROPERTY = "cuwire.ucx.peerErrorHandling";
 
     private static Ucx instance;
     private static TransportUnavailableException unavailable;
@@ -36,10 +44,12 @@ final class Ucx {
     private final UcpContext context;
     private final boolean carriesCuda;
     private final String netDevices;
+    private final boolean peerErrorHandling;
 
     private Ucx(UcpContext context, String netDevices) {
         this.context = context;
         this.netDevices = netDevices;
+        this.peerErrorHandling = Boolean.getBoolean(PEER_ERRORS_PROPERTY);
         this.carriesCuda = UcsConstants.MEMORY_TYPE.isMemTypeSupported(context.getMemoryTypesMask(),
                 UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA);
     }
@@ -93,6 +103,11 @@ final class Ucx {
 
     String netDevices() {
         return netDevices;
+    }
+
+    /** Whether endpoints ask UCX to handle peer failures (see the class comment). */
+    boolean peerErrorHandling() {
+        return peerErrorHandling;
     }
 
     /**

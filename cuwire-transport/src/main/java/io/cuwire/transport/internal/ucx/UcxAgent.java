@@ -111,6 +111,7 @@ final class UcxAgent implements AutoCloseable {
     }
 
     private final String name;
+    private final boolean peerErrorHandling;
     private final Queue<Command> commands = new ConcurrentLinkedQueue<>();
     private final Thread thread;
     private final CompletableFuture<ByteBuffer> started = new CompletableFuture<>();
@@ -129,6 +130,7 @@ final class UcxAgent implements AutoCloseable {
     /** Starts the agent's thread, which creates the worker in {@code ucx}'s context. */
     UcxAgent(Ucx ucx, String name) {
         this.name = name;
+        this.peerErrorHandling = ucx.peerErrorHandling();
         this.thread = Thread.ofPlatform().daemon().name("cuwire-" + name + "-ucx").start(() -> run(ucx));
     }
 
@@ -156,9 +158,13 @@ final class UcxAgent implements AutoCloseable {
         CompletableFuture<Void> done = new CompletableFuture<>();
         submit(done, () -> {
             ByteBuffer direct = ByteBuffer.allocateDirect(peerAddress.remaining()).put(peerAddress.duplicate()).flip();
-            endpoint = worker.newEndpoint(new UcpEndpointParams().setUcpAddress(direct).setName(name)
-                    .setPeerErrorHandlingMode()
-                    .setErrorHandler((ep, status, message) -> this.onEndpointError.run()));
+            UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(direct).setName(name);
+            if (peerErrorHandling) {
+                params.setPeerErrorHandlingMode().setErrorHandler((ep, status, message) -> {
+                    onEndpointError.run();
+                });
+            }
+            endpoint = worker.newEndpoint(params);
             done.complete(null);
         });
         return done;
