@@ -21,8 +21,9 @@ import java.util.Objects;
  * @param hostId the identity of its host: host name plus the kernel's boot id, so that two processes can tell
  *     whether they share a host (and could share memory)
  * @param devices its devices
- * @param transports the transports it speaks ({@code tcp}, {@code inproc}; later {@code ucx}, {@code cuda-ipc})
- * @param ucxCarriesCuda whether its UCX build moves CUDA memory directly ({@code false} until UCX is wired in)
+ * @param transports the transports it speaks ({@code tcp}, {@code inproc}, {@code ipc}, {@code ucx})
+ * @param ucxCarriesCuda whether its UCX build moves CUDA memory directly (told by UCX connections; {@code false}
+ *     elsewhere)
  * @param families its serializer family chain, in order of preference
  */
 public record Capabilities(int formatVersion, long pid, String hostId, List<DeviceInfo> devices,
@@ -56,6 +57,15 @@ public record Capabilities(int formatVersion, long pid, String hostId, List<Devi
         }
         return new Capabilities(Serialized.FORMAT_VERSION, ProcessHandle.current().pid(), localHostId(), devices,
                 List.of(Transports.TCP, Transports.IN_PROCESS, Transports.IPC), false, families);
+    }
+
+    /** These capabilities as a UCX connection tells them: {@code ucx} among the transports, and its CUDA support. */
+    public Capabilities withUcx(boolean carriesCuda) {
+        List<String> all = new ArrayList<>(transports);
+        if (!all.contains(Transports.UCX)) {
+            all.add(Transports.UCX);
+        }
+        return new Capabilities(formatVersion, pid, hostId, devices, all, carriesCuda, families);
     }
 
     /** Whether {@code other} runs on the same host (same host name, same boot). */

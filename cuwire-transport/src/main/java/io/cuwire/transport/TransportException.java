@@ -7,7 +7,8 @@ package io.cuwire.transport;
  *   <li>{@link ProtocolException}: bytes that are not the protocol, or more than the limits;</li>
  *   <li>{@link PeerClosedException}: the peer went away (closed, died, reset the connection);</li>
  *   <li>{@link TransportTimeoutException}: nothing moved for the configured timeout;</li>
- *   <li>{@link ConnectionClosedException}: this side closed the connection while the operation was pending.</li>
+ *   <li>{@link ConnectionClosedException}: this side closed the connection while the operation was pending;</li>
+ *   <li>{@link TransportUnavailableException}: the transport's native library is not installed here.</li>
  * </ul>
  * Other causes (a receiver that cannot allocate a frame, an interrupted caller) are plain
  * {@code TransportException}s with the cause attached. After any of these but a timeout of

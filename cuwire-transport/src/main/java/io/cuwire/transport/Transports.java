@@ -3,6 +3,7 @@ package io.cuwire.transport;
 import io.cuwire.transport.internal.inproc.InProcessTransport;
 import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.tcp.TcpTransport;
+import io.cuwire.transport.internal.ucx.UcxTransport;
 
 /** The transports of this module, by name or by address scheme. */
 public final class Transports {
@@ -12,6 +13,8 @@ public final class Transports {
     public static final String IN_PROCESS = "inproc";
     /** The CUDA IPC transport's name and scheme. */
     public static final String IPC = "ipc";
+    /** The UCX transport's name and scheme. */
+    public static final String UCX = "ucx";
 
     private Transports() {
     }
@@ -34,7 +37,18 @@ public final class Transports {
         return IpcTransport.INSTANCE;
     }
 
-    /** The transport whose scheme starts {@code address} ({@code tcp://…}, {@code inproc://…}). */
+    /**
+     * UCX through JUCX over the system's UCX ({@code libucx0}); device frames direct when that UCX carries CUDA
+     * memory, staged otherwise. Its connections throw {@link TransportUnavailableException} where UCX is missing.
+     */
+    public static Transport ucx() {
+        return UcxTransport.INSTANCE;
+    }
+
+    /**
+     * The transport whose scheme starts {@code address} ({@code tcp://…}, {@code ipc://…}, {@code ucx://…},
+     * {@code inproc://…}).
+     */
     public static Transport forAddress(String address) {
         int colon = address.indexOf("://");
         String scheme = colon < 0 ? "" : address.substring(0, colon);
@@ -42,8 +56,9 @@ public final class Transports {
             case TCP -> tcp();
             case IN_PROCESS -> inProcess();
             case IPC -> ipc();
+            case UCX -> ucx();
             default -> throw new TransportException("no transport for address '" + address
-                    + "' (expected: tcp://host:port, ipc://host:port or inproc://name)");
+                    + "' (expected: tcp://host:port, ipc://host:port, ucx://host:port or inproc://name)");
         };
     }
 }

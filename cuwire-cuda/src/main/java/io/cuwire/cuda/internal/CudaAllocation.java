@@ -1,6 +1,7 @@
 package io.cuwire.cuda.internal;
 
 import io.cuwire.memory.spi.DeviceAllocation;
+import java.util.OptionalLong;
 
 /**
  * CUDA device memory behind a {@link io.cuwire.memory.DeviceBuffer}: {@code byteSize} bytes at device pointer
@@ -10,6 +11,11 @@ import io.cuwire.memory.spi.DeviceAllocation;
  * @param byteSize the bytes usable from {@code pointer}
  */
 public record CudaAllocation(long pointer, long byteSize) implements DeviceAllocation {
+    @Override
+    public OptionalLong nativeAddress() {
+        return OptionalLong.of(pointer);
+    }
+
     @Override
     public String toString() {
         return "CudaAllocation[0x" + Long.toHexString(pointer) + ", " + byteSize + " bytes]";

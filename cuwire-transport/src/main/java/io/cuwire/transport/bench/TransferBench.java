@@ -229,10 +229,6 @@ public final class TransferBench {
                     Thread inproc = null;
                     Listener inprocListener = null;
                     switch (transport) {
-                        case "ucx" -> {
-                            out.println("SKIP transport=ucx reason=\"the UCX transport is not part of this build\"");
-                            continue;
-                        }
                         case "inproc" -> {
                             inprocListener = Transports.inProcess().listen("inproc://transfer-bench-"
                                     + ProcessHandle.current().pid(), side.config);
@@ -254,7 +250,16 @@ public final class TransferBench {
                             if (child == null) {
                                 child = Child.start(receiverOrdinal, maxSize);
                             }
-                            String address = transport.equals("tcp") ? child.tcpAddress : child.ipcAddress;
+                            String address = switch (transport) {
+                                case "tcp" -> child.tcpAddress;
+                                case "ipc" -> child.ipcAddress;
+                                default -> child.ucxAddress;
+                            };
+                            if (address == null) {
+                                out.println("SKIP transport=" + transport + " reason=\"the receiver could not "
+                                        + "listen on " + transport + " (its stderr says why)\"");
+                                continue;
+                            }
                             try {
                                 c = Transports.forAddress(address).connect(address, side.config);
                             } catch (TransportException e) {
@@ -586,12 +591,14 @@ public final class TransferBench {
         final Process process;
         final String tcpAddress;
         final String ipcAddress;
+        final String ucxAddress;
         final SocketChannel raw;
 
-        private Child(Process process, String tcpAddress, String ipcAddress, SocketChannel raw) {
+        private Child(Process process, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
             this.process = process;
             this.tcpAddress = tcpAddress;
             this.ipcAddress = ipcAddress;
+            this.ucxAddress = ucxAddress;
             this.raw = raw;
         }
 
@@ -615,7 +622,7 @@ public final class TransferBench {
             String[] parts = line.split(" ");
             SocketChannel raw = SocketChannel.open(new InetSocketAddress("127.0.0.1", Integer.parseInt(parts[3])));
             raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            return new Child(p, parts[1], parts[2], raw);
+            return new Child(p, parts[1], parts[2], parts.length > 4 && !parts[4].equals("-") ? parts[4] : null, raw);
         }
 
         /** Sends {@code bytes} of {@code source} over the raw socket and waits for the one-byte reply; ms. */
@@ -662,13 +669,24 @@ public final class TransferBench {
                 Arena arena = Arena.ofShared()) {
             Listener tcp = Transports.tcp().listen("tcp://127.0.0.1:0", side.config);
             Listener ipc = Transports.ipc().listen("ipc://127.0.0.1:0", side.config);
+            Listener ucx = null;
+            try {
+                ucx = Transports.ucx().listen("ucx://127.0.0.1:0", side.config);
+            } catch (TransportException e) {
+                System.err.println("transfer bench receiver: no ucx: " + e.getMessage());
+            }
             MemorySegment rawTarget = arena.allocate(Math.max(maxSize, 8), 64);
             rawTarget.fill((byte) 0);
             System.out.println("READY " + tcp.address() + " " + ipc.address() + " "
-                    + ((InetSocketAddress) rawServer.getLocalAddress()).getPort());
+                    + ((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
+                    + (ucx == null ? "-" : ucx.address()));
             System.out.flush();
             List<Thread> threads = new ArrayList<>();
-            for (Listener l : List.of(tcp, ipc)) {
+            List<Listener> listeners = new ArrayList<>(List.of(tcp, ipc));
+            if (ucx != null) {
+                listeners.add(ucx);
+            }
+            for (Listener l : listeners) {
                 threads.add(Thread.ofPlatform().daemon().start(() -> {
                     while (true) {
                         try (Connection c = l.accept()) {
@@ -706,8 +724,9 @@ public final class TransferBench {
                     raw.write(ack);
                 }
             } finally {
-                tcp.close();
-                ipc.close();
+                for (Listener l : listeners) {
+                    l.close();
+                }
                 for (Thread t : threads) {
                     t.join(Duration.ofSeconds(10));
                 }

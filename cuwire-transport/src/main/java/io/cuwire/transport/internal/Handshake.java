@@ -62,6 +62,11 @@ public final class Handshake {
 
     /** Runs this side of the handshake within the configured handshake timeout. */
     public static Result run(RecordChannel channel, TransportConfig config, boolean client) {
+        return run(channel, config, client, Capabilities.local(config.families()));
+    }
+
+    /** Runs this side of the handshake, telling the peer {@code local} as this side's capabilities. */
+    public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local) {
         long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
         String role = client ? "client" : "server";
         String peerRole = client ? "server" : "client";
@@ -110,7 +115,7 @@ public final class Handshake {
             throw new AuthenticationException("this side has no secret to check the peer's proof with");
         }
 
-        channel.writeRecord(encode(Capabilities.local(config.families())));
+        channel.writeRecord(encode(local));
         Capabilities peer = decode(parse(channel.readRecord(MAX_CAPABILITIES, deadline), "capabilities"));
         if (peer.formatVersion() != Serialized.FORMAT_VERSION) {
             throw new ProtocolException("peer writes header format version " + peer.formatVersion()

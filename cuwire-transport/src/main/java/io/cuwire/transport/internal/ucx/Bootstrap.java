@@ -1,0 +1,124 @@
+package io.cuwire.transport.internal.ucx;
+
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.internal.RecordChannel;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The small TCP socket beside a UCX connection. It carries what UCX cannot before it is connected — the handshake
+ * and the two workers' addresses — and then stays open as the connection's life line: a clean close sends a
+ * {@code bye} with the number of messages the closing side completed, so the other side can still take those; the
+ * socket's end without a {@code bye} means the peer died. Records are a 4-byte length and the bytes, as over the TCP
+ * transport. Reads come from one thread at a time, writes from one thread at a time; {@link #close} from any.
+ */
+final class Bootstrap implements RecordChannel, AutoCloseable {
+    private static final int MAX_RECORD = 64 << 10;
+    private static final byte BYE = 2;
+
+    private final Socket socket;
+    private final DataInputStream in;
+    private final DataOutputStream out;
+    private final String peer;
+
+    Bootstrap(Socket socket) throws IOException {
+        this.socket = socket;
+        socket.setTcpNoDelay(true);
+        this.in = new DataInputStream(socket.getInputStream());
+        this.out = new DataOutputStream(socket.getOutputStream());
+        this.peer = String.valueOf(socket.getRemoteSocketAddress());
+    }
+
+    String peer() {
+        return peer;
+    }
+
+    @Override
+    public synchronized void writeRecord(byte[] record) {
+        try {
+            out.writeInt(record.length);
+            out.write(record);
+            out.flush();
+        } catch (IOException e) {
+            throw new PeerClosedException("writing to " + peer + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public byte[] readRecord(int maxBytes, long deadlineNanos) {
+        try {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                throw new TransportTimeoutException("no record from " + peer + " in time");
+            }
+            socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(left))));
+            int length = in.readInt();
+            if (length < 0 || length > Math.min(maxBytes, MAX_RECORD)) {
+                throw new ProtocolException("peer " + peer + " sent a handshake record of " + length
+                        + " bytes (expected: 0.." + Math.min(maxBytes, MAX_RECORD) + "): not a cuwire transport");
+            }
+            byte[] record = new byte[length];
+            in.readFully(record);
+            return record;
+        } catch (SocketTimeoutException e) {
+            throw new TransportTimeoutException("no record from " + peer + " in time", e);
+        } catch (EOFException e) {
+            throw new PeerClosedException("peer " + peer + " closed the connection", e);
+        } catch (IOException e) {
+            throw new PeerClosedException("reading from " + peer + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** Tells the peer this side closes, having completed {@code completedMessages} messages. */
+    void writeBye(long completedMessages) {
+        byte[] r = new byte[9];
+        r[0] = BYE;
+        for (int i = 0; i < 8; i++) {
+            r[1 + i] = (byte) (completedMessages >>> (56 - 8 * i));
+        }
+        writeRecord(r);
+    }
+
+    /**
+     * Waits, with no time limit, for the peer's {@code bye}.
+     *
+     * @return the number of messages the peer completed, or -1 if the socket ended (or broke) without one
+     */
+    long awaitBye() {
+        try {
+            socket.setSoTimeout(0);
+            int length = in.readInt();
+            if (length != 9) {
+                return -1;
+            }
+            byte[] r = new byte[9];
+            in.readFully(r);
+            if (r[0] != BYE) {
+                return -1;
+            }
+            long n = 0;
+            for (int i = 0; i < 8; i++) {
+                n = (n << 8) | (r[1 + i] & 0xff);
+            }
+            return n;
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // nothing more to free
+        }
+    }
+}

@@ -1,0 +1,168 @@
+package io.cuwire.transport.internal.ucx;
+
+import io.cuwire.transport.TransportUnavailableException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.Locale;
+import org.openucx.jucx.ucp.UcpContext;
+import org.openucx.jucx.ucp.UcpParams;
+import org.openucx.jucx.ucs.UcsConstants;
+
+/**
+ * This process's UCX: JUCX's native part loaded once over the system UCX ({@code libucp.so.0}, package
+ * {@code libucx0}) and one UCP context with the tag feature, shared by every UCX connection (each has a worker of its
+ * own). Made on first use; a process where it cannot load gets the same {@link TransportUnavailableException} from
+ * every call.
+ *
+ * <p>Before the native part loads, {@code UCX_ERROR_SIGNALS} is cleared in the process environment (through libc's
+ * {@code setenv}, since UCX reads its global options from the environment when its library loads and a JVM cannot
+ * change its own environment otherwise): UCX must not take SIGSEGV, SIGBUS, SIGILL or SIGFPE, which the JVM uses
+ * itself. The network devices ({@code NET_DEVICES}) are passed to the context as configuration: the system property
+ * {@value #NET_DEVICES_PROPERTY}, default {@value #DEFAULT_NET_DEVICES} — loopback, for processes of one host
+ * (transfers between two processes of one VM over its {@code eth0} lane were seen to hang); set it to the RDMA or
+ * Ethernet devices of a cluster, or {@code all}.
+ *
+ * <p>Endpoints ask UCX for peer failure handling only when the system property {@value #PEER_ERRORS_PROPERTY} is
+ * {@code true}: with it UCX reports a dead peer itself, but UCX 1.13 then keeps to transports that can detect one —
+ * between two processes of one host that is TCP over loopback instead of shared memory and CMA (measured: roughly
+ * half the throughput). Without it a dead peer is noticed by the connection's bootstrap socket, and the worker is
+ * destroyed with its requests.
+ */
+final class Ucx {
+    /** System property naming UCX's network devices ({@code UCX_NET_DEVICES}). */
+    static final String NET_DEVICES_PROPERTY = "cuwire.ucx.netDevices";
+    static final String DEFAULT_NET_DEVICES = "lo";
+    /** System property: {@code true} to have UCX handle peer failures on each endpoint. */
+    static final String PEER_ERRORS_PROPERTY = "cuwire.ucx.peerErrorHandling";
+
+    private static Ucx instance;
+    private static TransportUnavailableException unavailable;
+
+    private final UcpContext context;
+    private final boolean carriesCuda;
+    private final String netDevices;
+    private final boolean peerErrorHandling;
+
+    private Ucx(UcpContext context, String netDevices) {
+        this.context = context;
+        this.netDevices = netDevices;
+        this.peerErrorHandling = Boolean.getBoolean(PEER_ERRORS_PROPERTY);
+        this.carriesCuda = UcsConstants.MEMORY_TYPE.isMemTypeSupported(context.getMemoryTypesMask(),
+                UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA);
+    }
+
+    /**
+     * The process's UCX, loading it on first use.
+     *
+     * @throws TransportUnavailableException if JUCX or the system UCX cannot be loaded
+     */
+    static synchronized Ucx get() {
+        if (instance != null) {
+            return instance;
+        }
+        if (unavailable != null) {
+            throw new TransportUnavailableException(unavailable.getMessage(), unavailable);
+        }
+        String devices = System.getProperty(NET_DEVICES_PROPERTY, DEFAULT_NET_DEVICES);
+        try {
+            clearErrorSignals();
+            UcpParams params = new UcpParams().requestTagFeature().setConfig("NET_DEVICES", devices);
+            instance = new Ucx(new UcpContext(params), devices);
+            return instance;
+        } catch (LinkageError e) {
+            unavailable = new TransportUnavailableException(unavailableMessage(e), e);
+            throw unavailable;
+        } catch (RuntimeException e) {
+            unavailable = new TransportUnavailableException("UCX not available: cannot create a UCP context "
+                    + "(NET_DEVICES=" + devices + "): " + e.getMessage(), e);
+            throw unavailable;
+        }
+    }
+
+    /** Whether UCX can be used in this process (loading it if not yet done). */
+    static boolean available() {
+        try {
+            get();
+            return true;
+        } catch (TransportUnavailableException e) {
+            return false;
+        }
+    }
+
+    UcpContext context() {
+        return context;
+    }
+
+    /** Whether this UCX build moves CUDA memory itself (the context reports the CUDA memory type). */
+    boolean carriesCuda() {
+        return carriesCuda;
+    }
+
+    String netDevices() {
+        return netDevices;
+    }
+
+    /** Whether endpoints ask UCX to handle peer failures (see the class comment). */
+    boolean peerErrorHandling() {
+        return peerErrorHandling;
+    }
+
+    /**
+     * What to tell a user whose UCX did not load, from the {@link LinkageError} that JUCX's loading threw: names the
+     * missing piece (the system library or the JUCX jar) and what to install.
+     */
+    static String unavailableMessage(Throwable error) {
+        StringBuilder details = new StringBuilder();
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t.getMessage() != null) {
+                details.append(details.isEmpty() ? "" : "; ").append(t.getMessage());
+            }
+        }
+        String detail = details.toString();
+        String lower = detail.toLowerCase(Locale.ROOT);
+        if (lower.contains("org/openucx") || lower.contains("org.openucx")) {
+            return "UCX not available: the JUCX classes (org.openucx:jucx) are not on the class path (" + detail + ")";
+        }
+        String library = "libucp.so.0";
+        for (String lib : new String[] {"libucp.so", "libuct.so", "libucs.so", "libucm.so"}) {
+            int at = detail.indexOf(lib);
+            if (at >= 0) {
+                int end = at + lib.length();
+                while (end < detail.length() && (Character.isDigit(detail.charAt(end)) || detail.charAt(end) == '.')) {
+                    end++;
+                }
+                library = detail.substring(at, end).replaceAll("\\.$", "");
+                break;
+            }
+        }
+        if (lower.contains("cannot open shared object file") || lower.contains("no such file")) {
+            return "UCX not available: " + library + " not found; install libucx0 (UCX 1.13 or later) (" + detail
+                    + ")";
+        }
+        return "UCX not available: " + library + " could not be loaded; install libucx0 (UCX 1.13 or later) ("
+                + detail + ")";
+    }
+
+    /** Clears {@code UCX_ERROR_SIGNALS} in the native environment, before UCX's library reads it. */
+    @SuppressWarnings("restricted") // one call of libc's setenv
+    private static void clearErrorSignals() {
+        Linker linker = Linker.nativeLinker();
+        MethodHandle setenv = linker.downcallHandle(linker.defaultLookup().find("setenv").orElseThrow(
+                () -> new TransportUnavailableException("UCX not available: libc has no setenv")),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_INT));
+        try (Arena arena = Arena.ofConfined()) {
+            int rc = (int) setenv.invokeExact(arena.allocateFrom("UCX_ERROR_SIGNALS"), arena.allocateFrom(""), 1);
+            if (rc != 0) {
+                throw new TransportUnavailableException("UCX not available: setenv(UCX_ERROR_SIGNALS) failed");
+            }
+        } catch (TransportUnavailableException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("setenv downcall failed", t);
+        }
+    }
+}

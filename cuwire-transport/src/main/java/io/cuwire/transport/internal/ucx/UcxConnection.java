@@ -1,0 +1,842 @@
+package io.cuwire.transport.internal.ucx;
+
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.spi.DeviceAllocation;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.FrameDescriptor;
+import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.serialize.SerializationException;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.transport.AuthenticationException;
+import io.cuwire.transport.Capabilities;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.MessageRecorder;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import org.openucx.jucx.ucp.UcpTagMessage;
+
+/**
+ * One UCX connection: a worker of its own driven by a {@link UcxAgent}, one endpoint to the peer's worker, and the
+ * {@link Bootstrap} socket that carried the handshake and the worker addresses and now tells a clean close from a
+ * death.
+ *
+ * <h2>Wire</h2>
+ * Message {@code n} is a run of tag-matched UCX messages, tag {@code n << 28 | part}:
+ * <pre>
+ *   part 0:  [type: 1 byte = 1][device chunk: int32][header length: int32][header][small host frames]
+ *   part 1…: the other frames in order, each cut into parts: host frames in 64 MiB parts, device frames in parts of
+ *            the device chunk (the sender's staging chunk)
+ * </pre>
+ * A host frame of at most 64 KiB goes into part 0 while part 0's frames stay within 1 MiB (the same rule on both
+ * sides, from the header's descriptors). The receiver probes for part 0, refuses a length beyond its header limit
+ * before allocating anything, checks the header against its limits, allocates the frames, then posts the receives.
+ * Every request names its memory type: host for host frames and staging, CUDA for device frames only when this
+ * side's UCX carries CUDA memory and the frame's memory has a device address; otherwise device frames go through a
+ * pinned {@link UcxStaging} ring. Each side chooses for itself: the wire is the same.
+ *
+ * <h2>Threads</h2>
+ * The agent's thread makes every UCX call; a sender thread stages device frames, hands parts to the agent and
+ * completes send futures in order of completion; the receiving caller's thread does its own receive; a watcher waits
+ * on the bootstrap socket for the peer's {@code bye} or death.
+ *
+ * <h2>Timeouts</h2>
+ * Every wait for a UCX request inside a message is bounded by the I/O timeout; on the sending side, outstanding parts
+ * that make no progress for that long break the connection too.
+ */
+final class UcxConnection implements Connection {
+    static final byte TYPE_MESSAGE = 1;
+    static final int PART_BITS = 28;
+    static final long MAX_PARTS = 1L << PART_BITS;
+    static final long HOST_PART_BYTES = 64L << 20;
+    static final int MAX_DEVICE_CHUNK = 256 << 20;
+    static final long COALESCE_FRAME_BYTES = 64 << 10;
+    static final long COALESCE_TOTAL_BYTES = 1 << 20;
+    static final int PREAMBLE_BYTES = 9;
+    private static final int MAX_ADDRESS_BYTES = 64 << 10;
+    private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1500);
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    /** A message to send; completed or failed exactly once. */
+    private final class Outgoing {
+        final Message message;
+        final long bytes;
+        final long startNanos = System.nanoTime();
+        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
+        final AtomicBoolean done = new AtomicBoolean();
+        long seq = -1;
+        MessageRecorder recorder;
+
+        Outgoing(Message message) {
+            this.message = message;
+            this.bytes = message.totalBytes();
+        }
+
+        void complete(MessageMetrics metrics) {
+            if (done.compareAndSet(false, true)) {
+                inFlight.release(bytes);
+                completed(seq);
+                future.complete(metrics);
+            }
+        }
+
+        void fail(TransportException e) {
+            if (done.compareAndSet(false, true)) {
+                if (recorder != null) {
+                    recorder.close();
+                }
+                inFlight.release(bytes);
+                future.completeExceptionally(e);
+            }
+        }
+    }
+
+    private final Ucx ucx;
+    private final Bootstrap bootstrap;
+    private final UcxAgent agent;
+    private final TransportConfig config;
+    private final String name;
+    private final long ioTimeoutNanos;
+    private final InFlight inFlight;
+    private final Handshake.Result handshake;
+    private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
+    private final Thread sender;
+    private final ReentrantLock receiveLock = new ReentrantLock();
+    private final Map<Device, UcxStaging> sendRings = new HashMap<>();
+    private final Map<Device, UcxStaging> receiveRings = new HashMap<>();
+    private final Object state = new Object();
+    // sender thread only
+    private long nextSendSeq;
+    // guarded by state
+    private long completedPrefix;
+    private final TreeSet<Long> completedAhead = new TreeSet<>();
+    private long received;
+    private long peerCompleted = -1;
+    private volatile TransportException failure;
+    private volatile boolean closed;
+
+    /** Runs the handshake and connects UCX over {@code socket}; closes everything if that fails. */
+    UcxConnection(Ucx ucx, Socket socket, TransportConfig config, boolean client) {
+        this.ucx = ucx;
+        this.config = config;
+        this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.inFlight = new InFlight(config.maxBytesInFlight());
+        this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        try {
+            this.bootstrap = new Bootstrap(socket);
+        } catch (IOException e) {
+            closeQuietly(socket);
+            throw new TransportException("cannot use the socket: " + e.getMessage(), e);
+        }
+        UcxAgent made = null;
+        try {
+            long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
+            this.handshake = Handshake.run(bootstrap, config, client,
+                    Capabilities.local(config.families()).withUcx(ucx.carriesCuda()));
+            made = new UcxAgent(ucx, name);
+            ByteBuffer address = made.workerAddress(Math.max(1, deadline - System.nanoTime()));
+            byte[] mine = new byte[address.remaining()];
+            address.duplicate().get(mine);
+            bootstrap.writeRecord(mine);
+            byte[] theirs = bootstrap.readRecord(MAX_ADDRESS_BYTES, deadline);
+            made.connect(ByteBuffer.wrap(theirs), () -> { }).get(Math.max(1, deadline - System.nanoTime()),
+                    TimeUnit.NANOSECONDS);
+        } catch (RuntimeException | InterruptedException | ExecutionException | TimeoutException e) {
+            if (made != null) {
+                made.close(0);
+            }
+            bootstrap.close();
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
+                throw (TransportException) e;
+            }
+            if (e instanceof TransportException t) {
+                throw t;
+            }
+            if (e instanceof TimeoutException) {
+                throw new TransportTimeoutException("connecting UCX with " + bootstrap.peer() + " took longer "
+                        + "than " + config.handshakeTimeout(), e);
+            }
+            Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+            throw new TransportException("connecting UCX with " + bootstrap.peer() + " failed: " + cause, cause);
+        }
+        this.agent = made;
+        this.sender = Thread.ofPlatform().daemon().name("cuwire-" + name + "-sender").start(this::sendLoop);
+        Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
+    }
+
+    private static void closeQuietly(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // nothing more to free
+        }
+    }
+
+    static long tag(long seq, long part) {
+        return (seq << PART_BITS) | part;
+    }
+
+    @Override
+    public String transport() {
+        return Transports.UCX;
+    }
+
+    @Override
+    public Capabilities peer() {
+        return handshake.peer();
+    }
+
+    @Override
+    public List<Family> families() {
+        return handshake.families();
+    }
+
+    // ---- sending
+
+    @Override
+    public CompletableFuture<MessageMetrics> send(Message message) {
+        checkUsable();
+        Outgoing out = new Outgoing(message);
+        try {
+            if (!inFlight.acquire(out.bytes)) {
+                checkUsable();
+                throw new ConnectionClosedException(name + " closed while sending");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while waiting to send on " + name, e);
+        }
+        senderQueue.add(() -> write(out));
+        if (closed) {
+            out.fail(closedError());
+        }
+        return out.future;
+    }
+
+    private void sendLoop() {
+        try {
+            while (!closed) {
+                Runnable task;
+                try {
+                    task = senderQueue.take();
+                } catch (InterruptedException e) {
+                    break;
+                }
+                task.run();
+            }
+        } finally {
+            Runnable task;
+            while ((task = senderQueue.poll()) != null) {
+                task.run();
+            }
+            agent.close(LINGER_NANOS);
+            for (UcxStaging ring : sendRings.values()) {
+                closeRing(ring);
+            }
+            sendRings.clear();
+        }
+    }
+
+    /** Hands a message's parts to the agent; runs on the sender thread. */
+    private void write(Outgoing out) {
+        if (closed || failure != null) {
+            out.fail(closedError());
+            return;
+        }
+        try {
+            List<Buffer> frames = out.message.frames();
+            int chunk = config.stagingChunkBytes();
+            List<Boolean> inline = coalesced(kinds(frames), lengths(frames));
+            long parts = 1;
+            long inlineBytes = 0;
+            for (int i = 0; i < frames.size(); i++) {
+                Buffer f = frames.get(i);
+                if (inline.get(i)) {
+                    inlineBytes += f.byteSize();
+                } else {
+                    parts += partsOf(f.kind(), f.byteSize(), chunk);
+                }
+            }
+            if (parts > MAX_PARTS) {
+                throw new TransportException("a message of " + parts + " UCX parts is more than " + MAX_PARTS
+                        + ": raise the staging chunk");
+            }
+            out.seq = nextSendSeq++;
+            out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.UCX, out.startNanos,
+                    true);
+            byte[] header = out.message.header();
+            ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
+                    + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
+            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(header.length).put(header);
+            MemorySegment pre = MemorySegment.ofBuffer(preamble.clear());
+            long at = PREAMBLE_BYTES + header.length;
+            for (int i = 0; i < frames.size(); i++) {
+                if (inline.get(i)) {
+                    HostBuffer h = (HostBuffer) frames.get(i);
+                    MemorySegment.copy(h.segment(), 0, pre, at, h.byteSize());
+                    at += h.byteSize();
+                }
+            }
+            List<CompletableFuture<Void>> requests = new ArrayList<>();
+            requests.add(agent.send(pre.address(), pre.byteSize(), tag(out.seq, 0), UcxAgent.HOST));
+            long part = 1;
+            for (int i = 0; i < frames.size(); i++) {
+                Buffer f = frames.get(i);
+                if (inline.get(i)) {
+                    continue;
+                }
+                if (f instanceof HostBuffer h) {
+                    MemorySegment s = h.segment();
+                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
+                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                        requests.add(agent.send(s.address() + off, n, tag(out.seq, part++), UcxAgent.HOST));
+                    }
+                } else {
+                    DeviceBuffer d = (DeviceBuffer) f;
+                    OptionalLong direct = directAddress(d);
+                    if (direct.isPresent()) {
+                        for (long off = 0; off < d.byteSize(); off += chunk) {
+                            long n = Math.min(chunk, d.byteSize() - off);
+                            requests.add(agent.send(direct.getAsLong() + off, n, tag(out.seq, part++),
+                                    UcxAgent.CUDA));
+                        }
+                    } else {
+                        sendRings.computeIfAbsent(d.device(), dev -> newRing(dev, chunk)).send(d, agent,
+                                tag(out.seq, part), this::await);
+                        part += UcxStaging.chunks(d.byteSize(), chunk);
+                    }
+                }
+            }
+            List<MemoryKind> kinds = kinds(frames);
+            List<Long> lengths = lengths(frames);
+            CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+                if (e != null) {
+                    Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                            ? e.getCause() : e;
+                    TransportException t = translate(c, "sending to");
+                    out.fail(t);
+                    shutdownAsync(t);
+                } else {
+                    senderQueue.add(() -> out.complete(out.recorder.finish(header.length, kinds, lengths)));
+                }
+                // keeps the preamble's memory alive until UCX is done with it
+                preamble.limit();
+            });
+            watchStall(out, requests);
+        } catch (RuntimeException e) {
+            TransportException t = translate(e, "sending to");
+            out.fail(t);
+            shutdown(t);
+        }
+    }
+
+    /** Breaks the connection if the message's parts stall for longer than the I/O timeout. */
+    private void watchStall(Outgoing out, List<CompletableFuture<Void>> requests) {
+        CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).orTimeout(
+                Math.max(ioTimeoutNanos, ioTimeoutNanos * requests.size()), TimeUnit.NANOSECONDS)
+                .exceptionally(e -> {
+                    if (e instanceof TimeoutException && !out.done.get()) {
+                        TransportTimeoutException t = new TransportTimeoutException("sending to "
+                                + bootstrap.peer() + " stalled: " + requests.size() + " UCX parts not done in "
+                                + TimeUnit.NANOSECONDS.toMillis(ioTimeoutNanos * requests.size()) + " ms");
+                        out.fail(t);
+                        shutdownAsync(t);
+                    }
+                    return null;
+                });
+    }
+
+    private UcxStaging newRing(Device device, int chunk) {
+        return new UcxStaging(device, chunk, config.stagingSlots(), name + "-staging-" + device);
+    }
+
+    /** The device address to hand UCX directly, when this side's UCX carries CUDA and the memory has one. */
+    private OptionalLong directAddress(DeviceBuffer d) {
+        if (!ucx.carriesCuda()) {
+            return OptionalLong.empty();
+        }
+        OptionalLong base = d.allocation(DeviceAllocation.class).nativeAddress();
+        return base.isPresent() ? OptionalLong.of(base.getAsLong() + d.rootOffset()) : base;
+    }
+
+    /** Counts message {@code seq} complete; the prefix of completed messages is what a {@code bye} tells. */
+    private void completed(long seq) {
+        synchronized (state) {
+            if (seq == completedPrefix) {
+                completedPrefix++;
+                while (completedAhead.remove(completedPrefix)) {
+                    completedPrefix++;
+                }
+            } else {
+                completedAhead.add(seq);
+            }
+        }
+    }
+
+    static long partsOf(MemoryKind kind, long length, int chunk) {
+        long unit = kind == MemoryKind.DEVICE ? chunk : HOST_PART_BYTES;
+        return (length + unit - 1) / unit;
+    }
+
+    /** Which frames travel inside part 0: the same rule on both sides. */
+    static List<Boolean> coalesced(List<MemoryKind> kinds, List<Long> lengths) {
+        List<Boolean> inline = new ArrayList<>(kinds.size());
+        long total = 0;
+        for (int i = 0; i < kinds.size(); i++) {
+            long n = lengths.get(i);
+            boolean in = kinds.get(i) != MemoryKind.DEVICE && n <= COALESCE_FRAME_BYTES
+                    && total + n <= COALESCE_TOTAL_BYTES;
+            if (in) {
+                total += n;
+            }
+            inline.add(in);
+        }
+        return inline;
+    }
+
+    private static List<MemoryKind> kinds(List<? extends Buffer> frames) {
+        List<MemoryKind> k = new ArrayList<>(frames.size());
+        for (Buffer b : frames) {
+            k.add(b.kind());
+        }
+        return k;
+    }
+
+    private static List<Long> lengths(List<? extends Buffer> frames) {
+        List<Long> l = new ArrayList<>(frames.size());
+        for (Buffer b : frames) {
+            l.add(b.byteSize());
+        }
+        return l;
+    }
+
+    // ---- receiving
+
+    @Override
+    public ReceivedMessage receive() {
+        return receive(null);
+    }
+
+    @Override
+    public ReceivedMessage receive(Duration timeout) {
+        receiveLock.lock();
+        try {
+            checkUsable();
+            long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
+            UcpTagMessage first = awaitFirstPart(timeout, deadline);
+            return readMessage(first);
+        } finally {
+            receiveLock.unlock();
+        }
+    }
+
+    /** Waits for part 0 of the next message; a timeout before it leaves the connection usable. */
+    private UcpTagMessage awaitFirstPart(Duration timeout, long deadline) {
+        boolean drained;
+        synchronized (state) {
+            drained = peerCompleted >= 0 && received >= peerCompleted;
+        }
+        if (drained) {
+            PeerClosedException e = new PeerClosedException("peer " + bootstrap.peer() + " closed the connection");
+            shutdown(e);
+            throw e;
+        }
+        CompletableFuture<UcpTagMessage> probe = agent.probe(tag(received, 0));
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (timeout != null && left <= 0) {
+                agent.cancelProbe(probe, new TransportTimeoutException("no message from " + bootstrap.peer()
+                        + " within " + timeout)).exceptionally(x -> null).join();
+            }
+            try {
+                return probe.get(timeout == null ? 50_000_000L : Math.max(1, Math.min(left, 50_000_000L)),
+                        TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                continue;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                agent.cancelProbe(probe, new TransportException("interrupted")).exceptionally(x -> null).join();
+                throw new TransportException("interrupted while receiving on " + name, e);
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof TransportTimeoutException t) {
+                    throw t;
+                }
+                TransportException t = translate(e.getCause(), "receiving from");
+                shutdown(t);
+                throw t;
+            }
+        }
+    }
+
+    private ReceivedMessage readMessage(UcpTagMessage first) {
+        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.UCX,
+                System.nanoTime(), true);
+        List<Buffer> frames = new ArrayList<>();
+        try {
+            long length = first.getRecvLength();
+            long max = PREAMBLE_BYTES + config.limits().maxHeaderBytes() + COALESCE_TOTAL_BYTES;
+            if (length < PREAMBLE_BYTES || length > max) {
+                throw new ProtocolException("peer " + bootstrap.peer() + " sent a first part of " + length
+                        + " bytes", new LimitExceededException("first part of " + length + " bytes exceeds the "
+                        + "limit of " + max + " (header limit plus 1 MiB of small frames)"));
+            }
+            ByteBuffer preamble = ByteBuffer.allocateDirect((int) length);
+            MemorySegment pre = MemorySegment.ofBuffer(preamble);
+            await(agent.receive(first, pre.address(), length, UcxAgent.HOST));
+            if (preamble.get(0) != TYPE_MESSAGE) {
+                throw new ProtocolException("peer " + bootstrap.peer() + " sent a message of type "
+                        + (preamble.get(0) & 0xff) + ": not the cuwire protocol");
+            }
+            int chunk = preamble.getInt(1);
+            int headerLength = preamble.getInt(5);
+            if (chunk < 4096 || chunk > MAX_DEVICE_CHUNK) {
+                throw new ProtocolException("peer announced a device chunk of " + chunk + " bytes (expected: 4096.."
+                        + MAX_DEVICE_CHUNK + ")");
+            }
+            if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES) {
+                throw new ProtocolException("peer declared a header of " + headerLength + " bytes in a first part "
+                        + "of " + length);
+            }
+            byte[] headerBytes = new byte[headerLength];
+            preamble.get(PREAMBLE_BYTES, headerBytes);
+            Serialized.Header header;
+            try {
+                header = Serialized.parseHeader(headerBytes, config.limits());
+            } catch (SerializationException e) {
+                throw new ProtocolException("refused a message from " + bootstrap.peer() + ": " + e.getMessage(), e);
+            }
+            List<MemoryKind> kinds = new ArrayList<>();
+            List<Long> lengths = new ArrayList<>();
+            for (FrameDescriptor d : header.frames()) {
+                kinds.add(d.kind());
+                lengths.add(d.length());
+            }
+            List<Boolean> inline = coalesced(kinds, lengths);
+            long inlineBytes = 0;
+            long parts = 1;
+            for (int i = 0; i < kinds.size(); i++) {
+                if (inline.get(i)) {
+                    inlineBytes += lengths.get(i);
+                } else {
+                    parts += partsOf(kinds.get(i), lengths.get(i), chunk);
+                }
+            }
+            if (length != PREAMBLE_BYTES + headerLength + inlineBytes || parts > MAX_PARTS) {
+                throw new ProtocolException("peer's first part of " + length + " bytes does not match its header ("
+                        + headerLength + " header bytes, " + inlineBytes + " bytes of small frames, " + parts
+                        + " parts)");
+            }
+            for (FrameDescriptor d : header.frames()) {
+                Buffer b;
+                try {
+                    b = config.receiveInto().allocate(d);
+                } catch (RuntimeException e) {
+                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
+                            + "message from " + bootstrap.peer() + ": " + e.getMessage(), e);
+                }
+                frames.add(b);
+                if (b.byteSize() != d.length()) {
+                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
+                }
+            }
+            long seq = received;
+            long at = PREAMBLE_BYTES + headerLength;
+            long part = 1;
+            List<CompletableFuture<Void>> hostParts = new ArrayList<>();
+            List<Runnable> deviceFrames = new ArrayList<>();
+            for (int i = 0; i < frames.size(); i++) {
+                Buffer b = frames.get(i);
+                if (inline.get(i)) {
+                    MemorySegment.copy(pre, at, ((HostBuffer) b).segment(), 0, b.byteSize());
+                    at += b.byteSize();
+                    continue;
+                }
+                if (b instanceof HostBuffer h) {
+                    MemorySegment s = h.segment();
+                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
+                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                        hostParts.add(agent.receive(s.address() + off, n, tag(seq, part++), UcxAgent.HOST));
+                    }
+                } else {
+                    DeviceBuffer d = (DeviceBuffer) b;
+                    long firstPart = part;
+                    part += UcxStaging.chunks(d.byteSize(), chunk);
+                    deviceFrames.add(() -> receiveDevice(d, seq, firstPart, chunk));
+                }
+            }
+            for (Runnable r : deviceFrames) {
+                r.run();
+            }
+            for (CompletableFuture<Void> r : hostParts) {
+                await(r);
+            }
+            Serialized value = Serialized.received(header, frames);
+            MessageMetrics metrics = recorder.finish(headerLength, kinds, lengths);
+            synchronized (state) {
+                received++;
+            }
+            return new ReceivedMessage(value, metrics);
+        } catch (RuntimeException e) {
+            recorder.close();
+            TransportException t = translate(e, "receiving from");
+            shutdown(t);
+            for (Buffer b : frames) {
+                if (b.isOpen()) {
+                    b.close();
+                }
+            }
+            closeReceiveRings();
+            throw t;
+        }
+    }
+
+    private void receiveDevice(DeviceBuffer d, long seq, long firstPart, int chunk) {
+        OptionalLong direct = directAddress(d);
+        if (direct.isPresent()) {
+            List<CompletableFuture<Void>> requests = new ArrayList<>();
+            for (long off = 0, p = firstPart; off < d.byteSize(); off += chunk, p++) {
+                long n = Math.min(chunk, d.byteSize() - off);
+                requests.add(agent.receive(direct.getAsLong() + off, n, tag(seq, p), UcxAgent.CUDA));
+            }
+            for (CompletableFuture<Void> r : requests) {
+                await(r);
+            }
+            return;
+        }
+        UcxStaging ring = receiveRings.get(d.device());
+        if (ring != null && ring.chunk() != chunk) {
+            closeRing(ring);
+            ring = null;
+        }
+        if (ring == null) {
+            ring = newRing(d.device(), chunk);
+            receiveRings.put(d.device(), ring);
+        }
+        ring.receive(d, agent, tag(seq, firstPart), this::await);
+    }
+
+    /** Waits for a UCX request, at most the I/O timeout; throws its failure as a transport exception. */
+    private void await(CompletableFuture<Void> request) {
+        try {
+            request.get(ioTimeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new TransportTimeoutException("UCX transfer with " + bootstrap.peer() + " stalled: no progress "
+                    + "for " + TimeUnit.NANOSECONDS.toMillis(ioTimeoutNanos) + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while waiting for UCX on " + name, e);
+        } catch (ExecutionException e) {
+            throw translate(e.getCause(), "transferring with");
+        }
+    }
+
+    /** Frees the receive staging; the caller holds the receive lock and the agent is stopped. */
+    private void closeReceiveRings() {
+        if (!agent.isTerminated()) {
+            return;
+        }
+        for (UcxStaging ring : receiveRings.values()) {
+            closeRing(ring);
+        }
+        receiveRings.clear();
+    }
+
+    // ---- the peer's life line
+
+    private void watch() {
+        long n = bootstrap.awaitBye();
+        if (closed) {
+            return;
+        }
+        if (n < 0) {
+            shutdown(new PeerClosedException("peer " + bootstrap.peer() + " went away (its socket closed without "
+                    + "a bye)"));
+            return;
+        }
+        boolean drained;
+        synchronized (state) {
+            peerCompleted = n;
+            drained = received >= n;
+        }
+        if (drained) {
+            shutdown(new PeerClosedException("peer " + bootstrap.peer() + " closed the connection"));
+        }
+    }
+
+    // ---- state
+
+    private void checkUsable() {
+        TransportException f = failure;
+        if (f != null) {
+            throw copyOf(f);
+        }
+        if (closed) {
+            throw closedError();
+        }
+    }
+
+    private TransportException closedError() {
+        TransportException f = failure;
+        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + bootstrap.peer()
+                + " is closed");
+    }
+
+    private TransportException copyOf(TransportException f) {
+        String msg = name + " to " + bootstrap.peer() + " is broken: " + f.getMessage();
+        return switch (f) {
+            case PeerClosedException _ -> new PeerClosedException(msg, f);
+            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case ProtocolException _ -> new ProtocolException(msg, f);
+            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
+            default -> new TransportException(msg, f);
+        };
+    }
+
+    private TransportException translate(Throwable e, String what) {
+        TransportException f = failure;
+        if (e instanceof TransportException t) {
+            if (f != null && t instanceof ConnectionClosedException) {
+                return copyOf(f);
+            }
+            return t;
+        }
+        if (f != null) {
+            return copyOf(f);
+        }
+        if (closed) {
+            return closedError();
+        }
+        if (e instanceof UcxAgent.RequestFailure r) {
+            if (r.truncated()) {
+                return new ProtocolException("peer " + bootstrap.peer() + " sent a UCX message longer than "
+                        + "announced: " + r.getMessage(), r);
+            }
+            return new PeerClosedException(what + " " + bootstrap.peer() + " failed in UCX: " + r.getMessage(), r);
+        }
+        if (e instanceof UcxAgent.AgentClosed) {
+            return closedError();
+        }
+        return new TransportException(what + " " + bootstrap.peer() + " failed: " + e, e);
+    }
+
+    private void shutdownAsync(TransportException cause) {
+        Thread.ofVirtual().name("cuwire-" + name + "-shutdown").start(() -> shutdown(cause));
+    }
+
+    /**
+     * Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException): stops
+     * the agent (its worker then touches no memory), tells a clean close to the peer, closes the socket.
+     */
+    private void shutdown(TransportException cause) {
+        boolean local = cause instanceof ConnectionClosedException;
+        synchronized (this) {
+            if (closed) {
+                agent.close(LINGER_NANOS);
+                return;
+            }
+            if (!local) {
+                failure = cause;
+            }
+            closed = true;
+        }
+        inFlight.close();
+        agent.close(LINGER_NANOS);
+        if (local) {
+            long done;
+            synchronized (state) {
+                done = completedPrefix;
+            }
+            try {
+                bootstrap.writeBye(done);
+            } catch (TransportException ignored) {
+                // the peer is gone already
+            }
+        }
+        bootstrap.close();
+        senderQueue.add(() -> { });
+    }
+
+    @Override
+    public long bytesInFlight() {
+        return inFlight.used();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return !closed;
+    }
+
+    @Override
+    public void close() {
+        shutdown(new ConnectionClosedException(name + " closed"));
+        if (Thread.currentThread() != sender) {
+            try {
+                sender.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        boolean locked = false;
+        try {
+            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (locked) {
+            try {
+                closeReceiveRings();
+            } finally {
+                receiveLock.unlock();
+            }
+        }
+    }
+
+    private static void closeRing(UcxStaging ring) {
+        try {
+            ring.close();
+        } catch (RuntimeException ignored) {
+            // a failed copy was already reported to the send or receive it belonged to
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "UcxConnection[" + name + " to " + bootstrap.peer() + (closed ? ", closed" : "") + "]";
+    }
+}

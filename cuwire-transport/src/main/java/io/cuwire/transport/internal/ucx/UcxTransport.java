@@ -1,0 +1,110 @@
+package io.cuwire.transport.internal.ucx;
+
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.Transport;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.Transports;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+
+/**
+ * UCX through JUCX ({@code ucx://host:port}); see {@link UcxConnection} for the wire.
+ *
+ * <p>Connections are set up over a small TCP socket at {@code host:port} rather than through a {@code UcpListener}:
+ * the handshake (proof of the secret, capabilities) runs there before any UCX resource is made for the peer, the
+ * two sides then swap their UCX worker addresses on it, and afterwards it tells a clean close from a death. A
+ * {@code UcpListener} would need UCX's sockaddr connection managers (TCP or RDMA-CM) and an active-message or stream
+ * channel for the handshake; on UCX 1.13 the active-message path with JUCX 1.16's default memory types fails, and a
+ * socket keeps the handshake identical to the TCP transport's.
+ */
+public final class UcxTransport implements Transport {
+    public static final UcxTransport INSTANCE = new UcxTransport();
+
+    private static final String PREFIX = Transports.UCX + "://";
+
+    private UcxTransport() {
+    }
+
+    /** Whether UCX loads in this process (it is loaded on first use). */
+    public static boolean available() {
+        return Ucx.available();
+    }
+
+    /** Whether this process's UCX moves CUDA memory itself (its context reports the CUDA memory type). */
+    public static boolean carriesCuda() {
+        return Ucx.get().carriesCuda();
+    }
+
+    /** Why UCX does not load here, or {@code null} when it does. */
+    public static String unavailableReason() {
+        try {
+            Ucx.get();
+            return null;
+        } catch (TransportException e) {
+            return e.getMessage();
+        }
+    }
+
+    @Override
+    public String name() {
+        return Transports.UCX;
+    }
+
+    @Override
+    public Listener listen(String address, TransportConfig config) {
+        InetSocketAddress bind = parse(address);
+        return new UcxListener(Ucx.get(), bind, config);
+    }
+
+    @Override
+    public Connection connect(String address, TransportConfig config) {
+        InetSocketAddress target = parse(address);
+        Ucx ucx = Ucx.get();
+        Socket socket = new Socket();
+        try {
+            socket.connect(target, (int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()));
+        } catch (SocketTimeoutException e) {
+            closeQuietly(socket);
+            throw new TransportTimeoutException("connecting to " + address + " took longer than "
+                    + config.connectTimeout(), e);
+        } catch (IOException e) {
+            closeQuietly(socket);
+            throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
+        }
+        return new UcxConnection(ucx, socket, config, true);
+    }
+
+    static void closeQuietly(java.io.Closeable c) {
+        try {
+            c.close();
+        } catch (IOException ignored) {
+            // nothing more to free
+        }
+    }
+
+    static InetSocketAddress parse(String address) {
+        String expected = " (expected: " + PREFIX + "host:port)";
+        if (!address.startsWith(PREFIX)) {
+            throw new TransportException("not a UCX address: '" + address + "'" + expected);
+        }
+        String rest = address.substring(PREFIX.length());
+        int colon = rest.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new TransportException("not a UCX address: '" + address + "'" + expected);
+        }
+        String host = rest.substring(0, colon);
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        try {
+            return new InetSocketAddress(host, Integer.parseInt(rest.substring(colon + 1)));
+        } catch (IllegalArgumentException e) {
+            throw new TransportException("not a UCX address: '" + address + "': " + e.getMessage(), e);
+        }
+    }
+}

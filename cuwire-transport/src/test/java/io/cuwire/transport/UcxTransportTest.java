@@ -1,0 +1,117 @@
+package io.cuwire.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.cuwire.transport.internal.ucx.UcxTransport;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The conformance suite over UCX with the peer in a second JVM (skipped, with the reason, only where UCX does not
+ * load), plus what is UCX's own: garbage on the bootstrap socket, the capabilities a UCX connection tells, and the
+ * error that names the missing library.
+ */
+class UcxTransportTest extends TransportConformanceSuite {
+    @BeforeAll
+    static void ucxLoads() {
+        assumeTrue(UcxTransport.available(), () -> "UCX does not load here: " + UcxTransport.unavailableReason());
+    }
+
+    @Override
+    protected Transport transport() {
+        return Transports.ucx();
+    }
+
+    @Override
+    protected String listenAddress() {
+        return "ucx://127.0.0.1:0";
+    }
+
+    @Override
+    protected boolean peerInOwnProcess() {
+        return true;
+    }
+
+    @Override
+    protected boolean stagesDeviceFrames() {
+        return !UcxTransport.carriesCuda();
+    }
+
+    @Override
+    protected Peer startPeer(String... args) throws IOException {
+        return ChildJvmPeer.start(args);
+    }
+
+    @Test
+    void shouldTellUcxAndItsCudaSupportInTheCapabilities() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        assertEquals(Transports.UCX, c.transport());
+        assertTrue(c.peer().transports().contains(Transports.UCX), c.peer().toString());
+        assertEquals(UcxTransport.carriesCuda(), c.peer().ucxCarriesCuda());
+        c.close();
+        assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
+    }
+
+    @Test
+    void shouldRefuseGarbageInsteadOfAHandshake() throws Exception {
+        Listener listener = listen(config().build());
+        String a = listener.address().substring("ucx://".length());
+        int colon = a.lastIndexOf(':');
+        try (Socket raw = new Socket()) {
+            raw.connect(new InetSocketAddress(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1))));
+            DataOutputStream out = new DataOutputStream(raw.getOutputStream());
+            out.write("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThrows(ProtocolException.class, () -> listener.accept(Duration.ofSeconds(10)));
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes());
+    }
+
+    @Test
+    void shouldNameTheMissingLibraryWhenUcxCannotLoad(@TempDir Path dir) throws Exception {
+        // an empty libucp.so.0 found first on the library path: the dynamic loader refuses it, as it would a
+        // missing one
+        Files.write(dir.resolve("libucp.so.0"), new byte[0]);
+        try (ChildJvmPeer child = ChildJvmPeer.start(TryUcx.class, Map.of("LD_LIBRARY_PATH", dir.toString()))) {
+            assertEquals(0, child.await(Duration.ofSeconds(30)), child::output);
+            String out = child.output();
+            assertTrue(out.contains("TransportUnavailableException: UCX not available: libucp.so.0"), out);
+            assertTrue(out.contains("install libucx0"), out);
+        }
+    }
+
+    /** Connects over UCX in a process where it may not load; prints what it got. */
+    static final class TryUcx {
+        private TryUcx() {
+        }
+
+        public static void main(String[] args) {
+            for (int i = 0; i < 2; i++) {
+                try {
+                    Transports.forAddress("ucx://127.0.0.1:1").listen("ucx://127.0.0.1:0", TransportConfig.builder()
+                            .allowUnauthenticated(true).receiveInto(d -> null).build()).close();
+                    System.out.println("UCX loaded");
+                } catch (TransportException e) {
+                    System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());
+                }
+            }
+            System.out.println(List.of("done"));
+        }
+    }
+}

@@ -1,0 +1,192 @@
+package io.cuwire.transport.bench;
+
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.HostMemory;
+import io.cuwire.memory.HostMemoryPool;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.Transports;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Loopback throughput between two processes: a raw blocking socket (write a buffer, read it into a touched buffer,
+ * acknowledge one byte) against the UCX transport (one message of one host frame, received into pooled, touched
+ * memory, acknowledged by an empty message), as {@link TcpBench} does for TCP. UCX keeps to its default network
+ * devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two processes of one host it picks its
+ * shared-memory transports for the bytes. The median of the repeats after one warm-up each is reported.
+ *
+ * <pre>java -cp … io.cuwire.transport.bench.UcxBench [bytes=536870912] [repeats=5]</pre>
+ */
+public final class UcxBench {
+    private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+
+    private UcxBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("receiver")) {
+            receiver(Long.parseLong(args[1]));
+            return;
+        }
+        long bytes = args.length > 0 ? Long.parseLong(args[0]) : 512L << 20;
+        int repeats = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                UcxBench.class.getName(), "receiver", Long.toString(bytes)));
+        Process child = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(),
+                StandardCharsets.UTF_8));
+        String[] ports = fromChild.readLine().split(" ");
+        int rawPort = Integer.parseInt(ports[0]);
+        String transportAddress = ports[1];
+
+        BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-send", BufferAllocator.UNLIMITED);
+        BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
+        HostBuffer frame = host.allocate(bytes);
+        frame.segment().fill((byte) 7);
+        List<Double> raw = new ArrayList<>();
+        List<Double> ucx = new ArrayList<>();
+        MessageMetrics last = null;
+        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
+                .build();
+        try (SocketChannel rawChannel = SocketChannel.open(new InetSocketAddress("127.0.0.1", rawPort));
+                Connection c = Transports.ucx().connect(transportAddress, config)) {
+            rawChannel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            ByteBuffer ack = ByteBuffer.allocate(1);
+            Message message = Message.of(header(bytes), List.of(frame));
+            for (int i = 0; i <= repeats; i++) {
+                long t0 = System.nanoTime();
+                MemorySegment s = frame.segment();
+                for (long off = 0; off < bytes; off += 1L << 30) {
+                    ByteBuffer bb = s.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                    while (bb.hasRemaining()) {
+                        rawChannel.write(bb);
+                    }
+                }
+                ack.clear();
+                while (ack.hasRemaining()) {
+                    if (rawChannel.read(ack) < 0) {
+                        throw new IOException("receiver closed");
+                    }
+                }
+                long t1 = System.nanoTime();
+                last = c.send(message).join();
+                try (ReceivedMessage done = c.receive()) {
+                    if (!"ack".equals(done.value().root())) {
+                        throw new IllegalStateException("unexpected " + done.value().root());
+                    }
+                }
+                long t2 = System.nanoTime();
+                if (i > 0) {
+                    raw.add(bytes / (double) (t1 - t0));
+                    ucx.add(bytes / (double) (t2 - t1));
+                }
+                System.out.printf(Locale.ROOT, "%s raw %.3f GB/s, ucx %.3f GB/s%n", i == 0 ? "warm-up" : "run "
+                        + i, bytes / (double) (t1 - t0), bytes / (double) (t2 - t1));
+            }
+        }
+        frame.close();
+        host.close();
+        device.close();
+        child.waitFor();
+        double r = median(raw);
+        double t = median(ucx);
+        System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, UCX transport median "
+                + "%.3f GB/s, ratio %.2f%n", bytes, repeats, r, t, t / r);
+        System.out.println("last send metrics: " + last);
+    }
+
+    private static double median(List<Double> values) {
+        double[] v = values.stream().mapToDouble(Double::doubleValue).toArray();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    private static byte[] header(long frameBytes) {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("v", (long) Serialized.FORMAT_VERSION);
+        top.put("root", "payload");
+        top.put("frames", List.of(List.of(0L, -1L, frameBytes)));
+        return new MsgpackWriter(64).value(top).toByteArray();
+    }
+
+    private static void receiver(long bytes) throws Exception {
+        HostMemoryPool pool = new HostMemoryPool(HostMemory.resource(), 2 * bytes);
+        BufferAllocator<HostBuffer> host = BufferAllocator.root("bench-recv", BufferAllocator.UNLIMITED, pool);
+        BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-recv-device",
+                BufferAllocator.UNLIMITED);
+        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
+                .build();
+        try (Arena arena = Arena.ofShared();
+                ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
+                Listener listener = Transports.ucx().listen("ucx://127.0.0.1:0", config)) {
+            MemorySegment rawTarget = arena.allocate(bytes, 64);
+            rawTarget.fill((byte) 0);
+            System.out.println(((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
+                    + listener.address());
+            System.out.flush();
+            try (SocketChannel raw = rawServer.accept(); Connection c = listener.accept()) {
+                raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                ByteBuffer ack = ByteBuffer.allocate(1);
+                Message ackMessage = Message.of(ackHeader(), List.of());
+                while (true) {
+                    long got = 0;
+                    for (long off = 0; off < bytes; off += 1L << 30) {
+                        ByteBuffer bb = rawTarget.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                        while (bb.hasRemaining()) {
+                            int n = raw.read(bb);
+                            if (n < 0) {
+                                return;
+                            }
+                            got += n;
+                        }
+                    }
+                    ack.clear();
+                    raw.write(ack);
+                    try (ReceivedMessage m = c.receive()) {
+                        if (m.value().frames().get(0).length() != got) {
+                            throw new IllegalStateException("short message");
+                        }
+                    }
+                    c.send(ackMessage).join();
+                }
+            }
+        } finally {
+            pool.close();
+        }
+    }
+
+    private static byte[] ackHeader() {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("v", (long) Serialized.FORMAT_VERSION);
+        top.put("root", "ack");
+        top.put("frames", List.of());
+        return new MsgpackWriter(32).value(top).toByteArray();
+    }
+}

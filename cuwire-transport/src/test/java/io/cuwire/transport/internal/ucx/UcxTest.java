@@ -1,0 +1,44 @@
+package io.cuwire.transport.internal.ucx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.cuwire.memory.MemoryKind;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class UcxTest {
+    @Test
+    void shouldNameTheMissingSystemLibraryAndThePackage() {
+        UnsatisfiedLinkError e = new UnsatisfiedLinkError("Native code library failed to load: libjucx_amd64.so. "
+                + "/tmp/jucx/libjucx_amd64.so: libucp.so.0: cannot open shared object file: No such file or "
+                + "directory");
+        String m = Ucx.unavailableMessage(new ExceptionInInitializerError(e));
+        assertTrue(m.startsWith("UCX not available: libucp.so.0 not found; install libucx0"), m);
+        assertTrue(m.contains("cannot open shared object file"), m);
+    }
+
+    @Test
+    void shouldNameTheJucxJarWhenItsClassesAreMissing() {
+        String m = Ucx.unavailableMessage(new NoClassDefFoundError("org/openucx/jucx/ucp/UcpParams"));
+        assertTrue(m.startsWith("UCX not available: the JUCX classes (org.openucx:jucx) are not on the class path"),
+                m);
+    }
+
+    @Test
+    void shouldSayALibraryThatIsThereCouldNotBeLoaded() {
+        String m = Ucx.unavailableMessage(new UnsatisfiedLinkError("/x/libuct.so.0: file too short"));
+        assertTrue(m.startsWith("UCX not available: libuct.so.0 could not be loaded; install libucx0"), m);
+    }
+
+    @Test
+    void shouldPutSmallHostFramesIntoTheFirstPartOnBothSidesAlike() {
+        List<Boolean> inline = UcxConnection.coalesced(
+                List.of(MemoryKind.HOST, MemoryKind.DEVICE, MemoryKind.PINNED, MemoryKind.HOST, MemoryKind.HOST),
+                List.of(100L, 10L, 64L << 10, (64L << 10) + 1, 0L));
+        assertEquals(List.of(true, false, true, false, true), inline);
+        assertEquals(3, UcxConnection.partsOf(MemoryKind.DEVICE, (8L << 20) + 1, 4 << 20));
+        assertEquals(2, UcxConnection.partsOf(MemoryKind.HOST, (64L << 20) + 1, 4 << 20));
+        assertEquals((5L << 28) | 7, UcxConnection.tag(5, 7));
+    }
+}
