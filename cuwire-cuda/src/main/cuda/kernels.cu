@@ -2,6 +2,7 @@
 // io.cuwire.cuda.Kernels through cuLaunchKernel. Every entry point is extern "C" (unmangled names) and takes
 // its element count as a 64-bit integer; grid-stride loops let any grid size cover any n.
 
+#include <math_constants.h>
 #include <stdint.h>
 
 #define GRID_STRIDE_LOOP(i, n) \
@@ -120,3 +121,6 @@ __global__ void argmin_rows_f64(int64_t rows, int64_t cols, const double* __rest
 }
 
 }  // extern "C"
+
+// The compute backend of cuwire-ml (io.cuwire.cuda.MlKernels).
+#include "ml_kernels.cuh"

@@ -58,7 +58,9 @@ public abstract class BackendConformanceSuite {
 
     @AfterEach
     void closeAll() {
-        mem.close();
+        if (mem != null) {
+            mem.close();
+        }
     }
 
     private NdArray rand(SplittableRandom r, DType dtype, long... shape) {

@@ -24,14 +24,17 @@ class ComputeBackendsTest {
 
     @BeforeEach
     void open() {
+        MlTesting.assumeEmulatedDevices();
         device = MlTesting.device("backends-device");
         host = MlTesting.host("backends-host");
     }
 
     @AfterEach
     void close() {
-        device.close();
-        host.close();
+        if (device != null) {
+            device.close();
+            host.close();
+        }
     }
 
     @Test

@@ -11,6 +11,7 @@ class CpuBackendDeviceTest extends BackendConformanceSuite {
 
     @Override
     protected BufferAllocator<?> openMemory() {
+        MlTesting.assumeEmulatedDevices();
         return MlTesting.device("cpu-device");
     }
 }

@@ -19,13 +19,24 @@ import io.cuwire.serialize.TypeRegistry;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.junit.jupiter.api.Assumptions;
 
 /** Shared helpers of the ml tests: memory, synthetic data, partitions and serialization round trips. */
 public final class MlTesting {
     private MlTesting() {
     }
 
-    /** An allocator of emulated-device memory (device 0). */
+    /**
+     * Skips the calling test unless the process's devices are emulated: where a GPU is present (and cuwire-cuda,
+     * which cuwire-ml depends on, is on the class path), {@link Devices} picks CUDA, and tests of the CPU backend on
+     * emulated-device memory do not apply.
+     */
+    public static void assumeEmulatedDevices() {
+        Assumptions.assumeTrue(Devices.platform().equals("emulated"),
+                () -> "the devices are " + Devices.platform() + ", not emulated");
+    }
+
+    /** An allocator of device memory (device 0): emulated, or CUDA where a GPU is present. */
     public static BufferAllocator<DeviceBuffer> device(String name) {
         return Devices.get(0).newAllocator(name, BufferAllocator.UNLIMITED);
     }

@@ -102,24 +102,50 @@ public final class KernelModules {
         if (work <= 0) {
             return;
         }
+        launchBlocks(stream, name, grid(work), args);
+    }
+
+    /** The blocks {@link #launch} uses for {@code work} items: one item a thread, at most {@value #MAX_GRID}. */
+    public static int grid(long work) {
+        return (int) Math.max(1, Math.min(MAX_GRID, (work + BLOCK - 1) / BLOCK));
+    }
+
+    /**
+     * Launches kernel {@code name} on {@code stream} as exactly {@code blocks} blocks of {@value #BLOCK} threads, for
+     * kernels whose results are per block (reductions). Arguments as for {@link #launch}.
+     */
+    public static void launchBlocks(CudaStream stream, String name, int blocks, Object... args) {
+        if (blocks < 1 || blocks > MAX_GRID) {
+            throw new IllegalArgumentException("kernel " + name + " blocks: " + blocks + " (expected: 1 <= blocks <= "
+                    + MAX_GRID + ")");
+        }
         CudaDevice device = stream.cudaDevice();
         MemorySegment function = function(device, name);
-        int grid = (int) Math.min(MAX_GRID, (work + BLOCK - 1) / BLOCK);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(ADDRESS, args.length);
-            for (int i = 0; i < args.length; i++) {
-                MemorySegment value = switch (args[i]) {
-                    case Long v -> arena.allocateFrom(JAVA_LONG, v);
-                    case Integer v -> arena.allocateFrom(JAVA_INT, v);
-                    case Float v -> arena.allocateFrom(JAVA_FLOAT, v);
-                    case Double v -> arena.allocateFrom(JAVA_DOUBLE, v);
-                    default -> throw new IllegalArgumentException("kernel " + name + " argument " + i + ": "
-                            + args[i].getClass().getName() + " (expected: Long, Integer, Float or Double)");
-                };
-                params.setAtIndex(ADDRESS, i, value);
-            }
+            MemorySegment params = parameters(arena, name, args);
             device.makeCurrent();
-            Driver.launchKernel(function, name, grid, BLOCK, 0, stream.handle(), params);
+            Driver.launchKernel(function, name, blocks, BLOCK, 0, stream.handle(), params);
         }
+    }
+
+    /**
+     * The {@code kernelParams} array of {@code cuLaunchKernel}: one pointer per argument, to a copy of the argument
+     * of its C size (8 bytes for {@link Long} and {@link Double}, 4 for {@link Integer} and {@link Float}).
+     */
+    static MemorySegment parameters(Arena arena, String name, Object... args) {
+        MemorySegment params = arena.allocate(ADDRESS, Math.max(1, args.length));
+        for (int i = 0; i < args.length; i++) {
+            MemorySegment value = switch (args[i]) {
+                case Long v -> arena.allocateFrom(JAVA_LONG, v);
+                case Integer v -> arena.allocateFrom(JAVA_INT, v);
+                case Float v -> arena.allocateFrom(JAVA_FLOAT, v);
+                case Double v -> arena.allocateFrom(JAVA_DOUBLE, v);
+                case null -> throw new IllegalArgumentException("kernel " + name + " argument " + i + ": null");
+                default -> throw new IllegalArgumentException("kernel " + name + " argument " + i + ": "
+                        + args[i].getClass().getName() + " (expected: Long, Integer, Float or Double)");
+            };
+            params.setAtIndex(ADDRESS, i, value);
+        }
+        return params;
     }
 }

@@ -1,0 +1,659 @@
+// The kernels of cuwire-ml's CUDA compute backend, included into kernels.cu (one fatbin, one loader) and launched
+// from io.cuwire.cuda.MlKernels. Conventions, as in kernels.cu: extern "C" entry points, 64-bit counts and indices,
+// grid-stride loops (any grid covers any n). Launches use blocks of ML_BLOCK threads (KernelModules.BLOCK); the
+// block reductions rely on it. Arithmetic is done in double precision whatever the element type, so that a float32
+// result is the double result rounded once, as on cuwire's CPU backend; only the cuBLAS products, the float32
+// atomics and the float32 sum of tree outputs beyond 8 classes accumulate in float32.
+//
+// Arguments that may alias (in and out of map, softmax, cross-entropy) are not __restrict__. Kernels that validate
+// values report the smallest failing position with atomicMin into an unsigned 64-bit error word that the host
+// filled with INT64_MAX before the launch.
+
+#define ML_BLOCK 256
+#define ML_FOREST_CHUNK 8
+
+namespace {
+
+enum MlUnary { ML_EXP = 0, ML_LOG = 1, ML_SQRT = 2, ML_SIGMOID = 3 };
+enum MlBinary { ML_ADD = 0, ML_SUB = 1, ML_MUL = 2, ML_DIV = 3 };
+enum MlReduce { ML_SUM = 0, ML_MIN = 1, ML_MAX = 2 };
+
+__device__ __forceinline__ double ml_sigmoid(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+__device__ __forceinline__ double ml_unary(int32_t op, double x) {
+    switch (op) {
+        case ML_EXP: return exp(x);
+        case ML_LOG: return log(x);
+        case ML_SQRT: return sqrt(x);
+        default: return ml_sigmoid(x);
+    }
+}
+
+__device__ __forceinline__ double ml_binary(int32_t op, double a, double b) {
+    switch (op) {
+        case ML_ADD: return a + b;
+        case ML_SUB: return a - b;
+        case ML_MUL: return a * b;
+        default: return a / b;
+    }
+}
+
+// Java's Math.min / Math.max (NaN wins; -0.0 is below 0.0) and the sum.
+__device__ __forceinline__ double ml_combine(int32_t op, double a, double b) {
+    if (op == ML_SUM) {
+        return a + b;
+    }
+    if (a != a) {
+        return a;
+    }
+    if (b != b) {
+        return b;
+    }
+    if (a == b) {
+        bool negA = signbit(a);
+        return (op == ML_MIN) == negA ? a : b;
+    }
+    if (op == ML_MIN) {
+        return b < a ? b : a;
+    }
+    return b > a ? b : a;
+}
+
+__device__ __forceinline__ double ml_identity(int32_t op) {
+    return op == ML_SUM ? 0.0 : (op == ML_MIN ? CUDART_INF : -CUDART_INF);
+}
+
+// Java's Double.compare: -0.0 below 0.0, NaN above everything and equal to itself.
+__device__ __forceinline__ int ml_compare(double a, double b) {
+    if (a < b) {
+        return -1;
+    }
+    if (a > b) {
+        return 1;
+    }
+    bool nanA = a != a;
+    bool nanB = b != b;
+    if (nanA || nanB) {
+        return nanA == nanB ? 0 : (nanA ? 1 : -1);
+    }
+    bool negA = signbit(a);
+    bool negB = signbit(b);
+    return negA == negB ? 0 : (negA ? -1 : 1);
+}
+
+__device__ __forceinline__ void ml_report(unsigned long long* error, int64_t position) {
+    atomicMin(error, (unsigned long long) position);
+}
+
+// Combines v over the block (blockDim.x == ML_BLOCK); thread 0 writes the result to *out.
+__device__ __forceinline__ void ml_block_reduce(int32_t op, double v, double* out) {
+    __shared__ double partial[ML_BLOCK];
+    partial[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int stride = ML_BLOCK / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) {
+            partial[threadIdx.x] = ml_combine(op, partial[threadIdx.x], partial[threadIdx.x + stride]);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        *out = partial[0];
+    }
+}
+
+template <typename T>
+__device__ void ml_map(int64_t n, int32_t op, const T* in, T* out) {
+    GRID_STRIDE_LOOP(i, n) {
+        out[i] = (T) ml_unary(op, (double) in[i]);
+    }
+}
+
+template <typename T>
+__device__ void ml_broadcast_rows(int64_t n, int64_t cols, int32_t op, T* a, const T* v) {
+    GRID_STRIDE_LOOP(i, n) {
+        a[i] = (T) ml_binary(op, (double) a[i], (double) v[i % cols]);
+    }
+}
+
+template <typename T>
+__device__ void ml_softmax_rows(int64_t rows, int64_t cols, const T* in, T* out) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* x = in + r * cols;
+        T* y = out + r * cols;
+        double max = -CUDART_INF;
+        for (int64_t j = 0; j < cols; j++) {
+            max = fmax(max, (double) x[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            sum += exp((double) x[j] - max);
+        }
+        for (int64_t j = 0; j < cols; j++) {
+            y[j] = (T) (exp((double) x[j] - max) / sum);
+        }
+    }
+}
+
+template <typename T>
+__device__ void ml_reduce(int64_t n, int32_t op, const T* a, double* partial) {
+    double acc = ml_identity(op);
+    GRID_STRIDE_LOOP(i, n) {
+        acc = ml_combine(op, acc, (double) a[i]);
+    }
+    ml_block_reduce(op, acc, partial + blockIdx.x);
+}
+
+template <typename T>
+__device__ void ml_dot(int64_t n, const T* x, const T* y, double* partial) {
+    double acc = 0;
+    GRID_STRIDE_LOOP(i, n) {
+        acc += (double) x[i] * (double) y[i];
+    }
+    ml_block_reduce(ML_SUM, acc, partial + blockIdx.x);
+}
+
+template <typename I>
+__device__ void ml_count_equal(int64_t n, const I* a, const I* b, double* partial) {
+    double acc = 0;
+    GRID_STRIDE_LOOP(i, n) {
+        if (a[i] == b[i]) {
+            acc += 1;
+        }
+    }
+    ml_block_reduce(ML_SUM, acc, partial + blockIdx.x);
+}
+
+template <typename T>
+__device__ void ml_arg_rows(int64_t rows, int64_t cols, int32_t largest, const T* a, int32_t* index, T* best) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* x = a + r * cols;
+        int64_t arg = 0;
+        T v = x[0];
+        for (int64_t j = 1; j < cols; j++) {
+            if (largest ? x[j] > v : x[j] < v) {
+                v = x[j];
+                arg = j;
+            }
+        }
+        index[r] = (int32_t) arg;
+        if (best != nullptr) {
+            best[r] = v;
+        }
+    }
+}
+
+// Binary (cols == 1: sigmoid, labels 0 or 1) or multinomial (softmax) cross-entropy of each row into rowLoss,
+// its gradient in the logits into grad (may be z).
+template <typename T>
+__device__ void ml_cross_entropy(int64_t rows, int64_t cols, const T* z, const int32_t* labels, T* grad,
+                                 double* rowLoss, unsigned long long* error) {
+    int64_t classes = cols > 2 ? cols : 2;
+    GRID_STRIDE_LOOP(r, rows) {
+        int32_t y = labels[r];
+        if (y < 0 || y >= classes) {
+            ml_report(error, r);
+            rowLoss[r] = 0;
+            continue;
+        }
+        if (cols == 1) {
+            double zi = (double) z[r];
+            rowLoss[r] = fmax(zi, 0.0) - y * zi + log1p(exp(-fabs(zi)));
+            grad[r] = (T) (ml_sigmoid(zi) - y);
+        } else {
+            const T* zr = z + r * cols;
+            T* gr = grad + r * cols;
+            double max = -CUDART_INF;
+            for (int64_t j = 0; j < cols; j++) {
+                max = fmax(max, (double) zr[j]);
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < cols; j++) {
+                sum += exp((double) zr[j] - max);
+            }
+            double lse = max + log(sum);
+            rowLoss[r] = lse - (double) zr[y];
+            for (int64_t j = 0; j < cols; j++) {
+                double g = exp((double) zr[j] - lse);
+                gr[j] = (T) (j == y ? g - 1 : g);
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ void ml_row_sq_norms(int64_t rows, int64_t cols, const T* x, T* norms) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* xr = x + r * cols;
+        double acc = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            double e = (double) xr[j];
+            acc += e * e;
+        }
+        norms[r] = (T) acc;
+    }
+}
+
+// out[i, j] = max(0, out[i, j] + xn[i] + yn[j]) for an n x m out holding -2 x.y (NaN stays NaN).
+template <typename T>
+__device__ void ml_add_norms_clamp(int64_t n, int64_t m, T* out, const T* xn, const T* yn) {
+    GRID_STRIDE_LOOP(t, n * m) {
+        int64_t i = t / m;
+        int64_t j = t - i * m;
+        double v = (double) out[t] + (double) xn[i] + (double) yn[j];
+        out[t] = (T) (v < 0 ? 0.0 : v);
+    }
+}
+
+// out row i = src row index[i], rows of `words` words of W.
+template <typename W>
+__device__ void ml_gather_rows(int64_t count, int64_t words, int64_t srcRows, const void* index, int32_t index64,
+                               const W* src, W* out, unsigned long long* error) {
+    GRID_STRIDE_LOOP(t, count * words) {
+        int64_t i = t / words;
+        int64_t w = t - i * words;
+        int64_t row = index64 ? ((const int64_t*) index)[i] : (int64_t) ((const int32_t*) index)[i];
+        if (row < 0 || row >= srcRows) {
+            if (w == 0) {
+                ml_report(error, i);
+            }
+            continue;
+        }
+        out[t] = src[row * words + w];
+    }
+}
+
+template <typename T>
+__device__ void ml_scatter_add_rows(int64_t n, int64_t cols, int64_t k, const T* src, const int32_t* index, T* out,
+                                    unsigned long long* error) {
+    GRID_STRIDE_LOOP(t, n * cols) {
+        int64_t i = t / cols;
+        int64_t j = t - i * cols;
+        int32_t c = index[i];
+        if (c < 0 || c >= k) {
+            if (j == 0) {
+                ml_report(error, i);
+            }
+            continue;
+        }
+        atomicAdd(out + (int64_t) c * cols + j, src[t]);
+    }
+}
+
+template <typename T>
+__device__ void ml_bincount(int64_t n, int64_t k, const int32_t* index, T* out, unsigned long long* error) {
+    GRID_STRIDE_LOOP(i, n) {
+        int32_t c = index[i];
+        if (c < 0 || c >= k) {
+            ml_report(error, i);
+            continue;
+        }
+        atomicAdd(out + c, (T) 1);
+    }
+}
+
+// One thread per row: out row r (classes wide) = the counts of the k labels of row r.
+template <typename T>
+__device__ void ml_count_rows(int64_t rows, int64_t k, int64_t classes, const int32_t* labels, T* out,
+                              unsigned long long* error) {
+    GRID_STRIDE_LOOP(r, rows) {
+        T* o = out + r * classes;
+        for (int64_t c = 0; c < classes; c++) {
+            o[c] = (T) 0;
+        }
+        const int32_t* l = labels + r * k;
+        for (int64_t j = 0; j < k; j++) {
+            int32_t c = l[j];
+            if (c < 0 || c >= classes) {
+                ml_report(error, r * k + j);
+                continue;
+            }
+            o[c] += (T) 1;
+        }
+    }
+}
+
+// One thread per row: the k smallest values of the row, ascending, equal values by column, by insertion into the
+// output row itself (exactly the CPU backend's selection).
+template <typename T>
+__device__ void ml_smallest_k(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const T* values,
+                              T* outValues, int64_t* outIds) {
+    if (k <= 0) {
+        return;
+    }
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* v = values + r * cols;
+        T* bv = outValues + r * k;
+        int64_t* bi = outIds + r * k;
+        int64_t count = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            T x = v[j];
+            if (count == k && ml_compare((double) x, (double) bv[k - 1]) >= 0) {
+                continue;
+            }
+            int64_t p = count < k ? count++ : k - 1;
+            while (p > 0 && ml_compare((double) bv[p - 1], (double) x) > 0) {
+                bv[p] = bv[p - 1];
+                bi[p] = bi[p - 1];
+                p--;
+            }
+            bv[p] = x;
+            bi[p] = j + idOffset;
+        }
+    }
+}
+
+// One thread per row: the k smallest of two ascending lists, a first on equal distances.
+template <typename T, typename I>
+__device__ void ml_merge_neighbors(int64_t rows, int64_t ka, int64_t kb, int64_t k, const T* da, const I* ia,
+                                   const T* db, const I* ib, T* od, I* oi) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* ra = da + r * ka;
+        const I* rai = ia + r * ka;
+        const T* rb = db + r * kb;
+        const I* rbi = ib + r * kb;
+        T* ro = od + r * k;
+        I* roi = oi + r * k;
+        int64_t a = 0;
+        int64_t b = 0;
+        for (int64_t q = 0; q < k; q++) {
+            bool takeA = b >= kb || (a < ka && ml_compare((double) ra[a], (double) rb[b]) <= 0);
+            if (takeA) {
+                ro[q] = ra[a];
+                roi[q] = rai[a];
+                a++;
+            } else {
+                ro[q] = rb[b];
+                roi[q] = rbi[b];
+                b++;
+            }
+        }
+    }
+}
+
+// One thread per row walks every tree of a cuwire.forest/1 blob (see io.cuwire.ml.ForestLayout): 48-byte header,
+// (trees + 1) x {int64 first node, int64 first leaf}, nodes of 16 bytes {int32 feature, int32 child, float64
+// threshold}, leaves x outputs float64 values. The outputs are summed in double, ML_FOREST_CHUNK at a time (one
+// walk per tree and chunk), then scaled by 1 / trees. A walk that leaves its tree reports the row.
+template <typename T>
+__device__ void ml_predict_forest(int64_t rows, int32_t trees, int32_t features, int32_t outputs, int64_t nodes,
+                                  int64_t leaves, const unsigned char* blob, const T* x, T* out,
+                                  unsigned long long* error) {
+    const int64_t* table = (const int64_t*) (blob + 48);
+    const unsigned char* nodeBase = blob + 48 + 16 * ((int64_t) trees + 1);
+    const double* values = (const double*) (nodeBase + 16 * nodes);
+    double inv = trees == 0 ? 0.0 : 1.0 / trees;
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* xr = x + r * features;
+        T* o = out + r * outputs;
+        bool bad = false;
+        for (int32_t c0 = 0; c0 < outputs && !bad; c0 += ML_FOREST_CHUNK) {
+            int32_t width = outputs - c0 < ML_FOREST_CHUNK ? outputs - c0 : ML_FOREST_CHUNK;
+            double acc[ML_FOREST_CHUNK];
+#pragma unroll
+            for (int c = 0; c < ML_FOREST_CHUNK; c++) {
+                acc[c] = 0;
+            }
+            for (int32_t t = 0; t < trees && !bad; t++) {
+                int64_t first = table[2 * t];
+                int64_t firstLeaf = table[2 * t + 1];
+                int64_t size = table[2 * t + 2] - first;
+                if (first < 0 || size <= 0 || first > nodes - size) {
+                    bad = true;
+                    break;
+                }
+                const unsigned char* tree = nodeBase + 16 * first;
+                int64_t at = 0;
+                int64_t steps = 0;
+                int32_t feature = *(const int32_t*) tree;
+                while (feature >= 0) {
+                    int32_t child = *(const int32_t*) (tree + 16 * at + 4);
+                    double threshold = *(const double*) (tree + 16 * at + 8);
+                    if (feature >= features || child < 0 || child >= size - 1 || ++steps > size) {
+                        bad = true;
+                        break;
+                    }
+                    at = (double) xr[feature] <= threshold ? child : child + 1;
+                    feature = *(const int32_t*) (tree + 16 * at);
+                }
+                if (bad) {
+                    break;
+                }
+                int64_t leaf = firstLeaf + *(const int32_t*) (tree + 16 * at + 4);
+                if (leaf < 0 || leaf >= leaves) {
+                    bad = true;
+                    break;
+                }
+                const double* v = values + leaf * outputs + c0;
+                for (int c = 0; c < width; c++) {
+                    acc[c] += v[c];
+                }
+            }
+            for (int c = 0; c < width; c++) {
+                o[c0 + c] = (T) (acc[c] * inv);
+            }
+        }
+        if (bad) {
+            ml_report(error, r);
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- fill (float fills are fill_f32 / fill_f64)
+
+__global__ void ml_fill_i32(int64_t n, int32_t value, int32_t* y) {
+    GRID_STRIDE_LOOP(i, n) {
+        y[i] = value;
+    }
+}
+
+__global__ void ml_fill_i64(int64_t n, int64_t value, int64_t* y) {
+    GRID_STRIDE_LOOP(i, n) {
+        y[i] = value;
+    }
+}
+
+// ---------------------------------------------------------------- element-wise
+
+__global__ void ml_map_f32(int64_t n, int32_t op, const float* in, float* out) {
+    ml_map(n, op, in, out);
+}
+
+__global__ void ml_map_f64(int64_t n, int32_t op, const double* in, double* out) {
+    ml_map(n, op, in, out);
+}
+
+__global__ void ml_broadcast_rows_f32(int64_t n, int64_t cols, int32_t op, float* a, const float* v) {
+    ml_broadcast_rows(n, cols, op, a, v);
+}
+
+__global__ void ml_broadcast_rows_f64(int64_t n, int64_t cols, int32_t op, double* a, const double* v) {
+    ml_broadcast_rows(n, cols, op, a, v);
+}
+
+__global__ void ml_softmax_rows_f32(int64_t rows, int64_t cols, const float* in, float* out) {
+    ml_softmax_rows(rows, cols, in, out);
+}
+
+__global__ void ml_softmax_rows_f64(int64_t rows, int64_t cols, const double* in, double* out) {
+    ml_softmax_rows(rows, cols, in, out);
+}
+
+// ---------------------------------------------------------------- reductions: partial[blockIdx.x] per block
+
+__global__ void ml_reduce_f32(int64_t n, int32_t op, const float* a, double* partial) {
+    ml_reduce(n, op, a, partial);
+}
+
+__global__ void ml_reduce_f64(int64_t n, int32_t op, const double* a, double* partial) {
+    ml_reduce(n, op, a, partial);
+}
+
+__global__ void ml_reduce_i32(int64_t n, int32_t op, const int32_t* a, double* partial) {
+    ml_reduce(n, op, a, partial);
+}
+
+__global__ void ml_reduce_i64(int64_t n, int32_t op, const int64_t* a, double* partial) {
+    ml_reduce(n, op, a, partial);
+}
+
+__global__ void ml_dot_f32(int64_t n, const float* x, const float* y, double* partial) {
+    ml_dot(n, x, y, partial);
+}
+
+__global__ void ml_dot_f64(int64_t n, const double* x, const double* y, double* partial) {
+    ml_dot(n, x, y, partial);
+}
+
+__global__ void ml_count_equal_i32(int64_t n, const int32_t* a, const int32_t* b, double* partial) {
+    ml_count_equal(n, a, b, partial);
+}
+
+__global__ void ml_count_equal_i64(int64_t n, const int64_t* a, const int64_t* b, double* partial) {
+    ml_count_equal(n, a, b, partial);
+}
+
+__global__ void ml_arg_rows_f32(int64_t rows, int64_t cols, int32_t largest, const float* a, int32_t* index,
+                                float* best) {
+    ml_arg_rows(rows, cols, largest, a, index, best);
+}
+
+__global__ void ml_arg_rows_f64(int64_t rows, int64_t cols, int32_t largest, const double* a, int32_t* index,
+                                double* best) {
+    ml_arg_rows(rows, cols, largest, a, index, best);
+}
+
+// ---------------------------------------------------------------- fused
+
+__global__ void ml_cross_entropy_f32(int64_t rows, int64_t cols, const float* z, const int32_t* labels,
+                                     float* grad, double* rowLoss, unsigned long long* error) {
+    ml_cross_entropy(rows, cols, z, labels, grad, rowLoss, error);
+}
+
+__global__ void ml_cross_entropy_f64(int64_t rows, int64_t cols, const double* z, const int32_t* labels,
+                                     double* grad, double* rowLoss, unsigned long long* error) {
+    ml_cross_entropy(rows, cols, z, labels, grad, rowLoss, error);
+}
+
+__global__ void ml_row_sq_norms_f32(int64_t rows, int64_t cols, const float* x, float* norms) {
+    ml_row_sq_norms(rows, cols, x, norms);
+}
+
+__global__ void ml_row_sq_norms_f64(int64_t rows, int64_t cols, const double* x, double* norms) {
+    ml_row_sq_norms(rows, cols, x, norms);
+}
+
+__global__ void ml_add_norms_clamp_f32(int64_t n, int64_t m, float* out, const float* xn, const float* yn) {
+    ml_add_norms_clamp(n, m, out, xn, yn);
+}
+
+__global__ void ml_add_norms_clamp_f64(int64_t n, int64_t m, double* out, const double* xn, const double* yn) {
+    ml_add_norms_clamp(n, m, out, xn, yn);
+}
+
+// ---------------------------------------------------------------- indexing
+
+__global__ void ml_gather_rows_w8(int64_t count, int64_t words, int64_t srcRows, const void* index, int32_t index64,
+                                  const uint64_t* src, uint64_t* out, unsigned long long* error) {
+    ml_gather_rows(count, words, srcRows, index, index64, src, out, error);
+}
+
+__global__ void ml_gather_rows_w4(int64_t count, int64_t words, int64_t srcRows, const void* index, int32_t index64,
+                                  const uint32_t* src, uint32_t* out, unsigned long long* error) {
+    ml_gather_rows(count, words, srcRows, index, index64, src, out, error);
+}
+
+__global__ void ml_gather_rows_w1(int64_t count, int64_t words, int64_t srcRows, const void* index, int32_t index64,
+                                  const uint8_t* src, uint8_t* out, unsigned long long* error) {
+    ml_gather_rows(count, words, srcRows, index, index64, src, out, error);
+}
+
+__global__ void ml_scatter_add_rows_f32(int64_t n, int64_t cols, int64_t k, const float* src, const int32_t* index,
+                                       float* out, unsigned long long* error) {
+    ml_scatter_add_rows(n, cols, k, src, index, out, error);
+}
+
+__global__ void ml_scatter_add_rows_f64(int64_t n, int64_t cols, int64_t k, const double* src,
+                                       const int32_t* index, double* out, unsigned long long* error) {
+    ml_scatter_add_rows(n, cols, k, src, index, out, error);
+}
+
+__global__ void ml_bincount_f32(int64_t n, int64_t k, const int32_t* index, float* out, unsigned long long* error) {
+    ml_bincount(n, k, index, out, error);
+}
+
+__global__ void ml_bincount_f64(int64_t n, int64_t k, const int32_t* index, double* out,
+                                unsigned long long* error) {
+    ml_bincount(n, k, index, out, error);
+}
+
+__global__ void ml_count_rows_f32(int64_t rows, int64_t k, int64_t classes, const int32_t* labels, float* out,
+                                  unsigned long long* error) {
+    ml_count_rows(rows, k, classes, labels, out, error);
+}
+
+__global__ void ml_count_rows_f64(int64_t rows, int64_t k, int64_t classes, const int32_t* labels, double* out,
+                                  unsigned long long* error) {
+    ml_count_rows(rows, k, classes, labels, out, error);
+}
+
+// ---------------------------------------------------------------- neighbors
+
+__global__ void ml_smallest_k_f32(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const float* values,
+                                  float* outValues, int64_t* outIds) {
+    ml_smallest_k(rows, cols, k, idOffset, values, outValues, outIds);
+}
+
+__global__ void ml_smallest_k_f64(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const double* values,
+                                  double* outValues, int64_t* outIds) {
+    ml_smallest_k(rows, cols, k, idOffset, values, outValues, outIds);
+}
+
+__global__ void ml_merge_neighbors_f32_i32(int64_t rows, int64_t ka, int64_t kb, int64_t k, const float* da,
+                                           const int32_t* ia, const float* db, const int32_t* ib, float* od,
+                                           int32_t* oi) {
+    ml_merge_neighbors(rows, ka, kb, k, da, ia, db, ib, od, oi);
+}
+
+__global__ void ml_merge_neighbors_f32_i64(int64_t rows, int64_t ka, int64_t kb, int64_t k, const float* da,
+                                           const int64_t* ia, const float* db, const int64_t* ib, float* od,
+                                           int64_t* oi) {
+    ml_merge_neighbors(rows, ka, kb, k, da, ia, db, ib, od, oi);
+}
+
+__global__ void ml_merge_neighbors_f64_i32(int64_t rows, int64_t ka, int64_t kb, int64_t k, const double* da,
+                                           const int32_t* ia, const double* db, const int32_t* ib, double* od,
+                                           int32_t* oi) {
+    ml_merge_neighbors(rows, ka, kb, k, da, ia, db, ib, od, oi);
+}
+
+__global__ void ml_merge_neighbors_f64_i64(int64_t rows, int64_t ka, int64_t kb, int64_t k, const double* da,
+                                           const int64_t* ia, const double* db, const int64_t* ib, double* od,
+                                           int64_t* oi) {
+    ml_merge_neighbors(rows, ka, kb, k, da, ia, db, ib, od, oi);
+}
+
+// ---------------------------------------------------------------- forests
+
+__global__ void ml_predict_forest_f32(int64_t rows, int32_t trees, int32_t features, int32_t outputs, int64_t nodes,
+                                      int64_t leaves, const unsigned char* blob, const float* x, float* out,
+                                      unsigned long long* error) {
+    ml_predict_forest(rows, trees, features, outputs, nodes, leaves, blob, x, out, error);
+}
+
+__global__ void ml_predict_forest_f64(int64_t rows, int32_t trees, int32_t features, int32_t outputs, int64_t nodes,
+                                      int64_t leaves, const unsigned char* blob, const double* x, double* out,
+                                      unsigned long long* error) {
+    ml_predict_forest(rows, trees, features, outputs, nodes, leaves, blob, x, out, error);
+}
+
+}  // extern "C"

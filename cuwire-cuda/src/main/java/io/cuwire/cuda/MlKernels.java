@@ -1,0 +1,513 @@
+package io.cuwire.cuda;
+
+import io.cuwire.cuda.internal.CudaStream;
+import io.cuwire.cuda.internal.KernelModules;
+import io.cuwire.memory.DType;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Stream;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda/ml_kernels.cuh}, in the same fatbin as
+ * {@link Kernels}): element-wise functions, row-wise softmax, selection and counting, reductions, the fused
+ * cross-entropy, the parts of squared distances that are not a product, gathers and atomic scatters, per-row top-k
+ * and merges, and the forest walk. The semantics of each are those of {@code io.cuwire.ml.CpuBackend}; the kernels
+ * compute in double precision whatever the element type, so a float32 result is the double result rounded once.
+ *
+ * <p>As for {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns; results are there
+ * after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays are dense and
+ * row-major, each buffer starting at its first element (pass a {@link DeviceBuffer#slice} for an offset); counts are
+ * elements, not bytes. Buffers are checked before anything is enqueued: on the stream's device, large enough, aligned
+ * to their elements. Floating operands are {@link DType#FLOAT32} or {@link DType#FLOAT64}, labels int32.
+ *
+ * <p>Scalar results go to a one-element float64 {@code result} buffer, computed in two passes through a
+ * {@code scratch} buffer of at least {@link #SCRATCH_BYTES}. Kernels that check values (labels in range, indices
+ * in bounds, a forest walk that stays in its tree) write the smallest failing position into an int64 {@code error}
+ * buffer, which they first set to {@link #NO_ERROR}; the caller reads it after synchronizing and reports. Work on
+ * valid positions still happens. Thread-safe.
+ */
+public final class MlKernels {
+    /** Blocks of the first pass of a reduction: the partial results the {@code scratch} buffer holds. */
+    public static final int REDUCE_BLOCKS = 1024;
+    /** The least size of the {@code scratch} buffer of a reduction. */
+    public static final long SCRATCH_BYTES = 8L * REDUCE_BLOCKS;
+    /** What an {@code error} buffer holds when every value was valid. */
+    public static final long NO_ERROR = Long.MAX_VALUE;
+
+    /** The C parameter kinds of a kernel, checked at every launch and against the CUDA source by a test. */
+    enum Param {
+        I32(Integer.class), I64(Long.class), PTR(Long.class), F32(Float.class), F64(Double.class);
+
+        private final Class<?> javaType;
+
+        Param(Class<?> javaType) {
+            this.javaType = javaType;
+        }
+
+        Class<?> javaType() {
+            return javaType;
+        }
+    }
+
+    private static final Map<String, Param[]> SIGNATURES = signatures();
+
+    /** An element-wise function of {@link #map}. */
+    public enum Function {
+        EXP, LOG, SQRT, SIGMOID
+    }
+
+    /** An operator of {@link #broadcastRows}: {@code a[i, j] = a[i, j] op v[j]}. */
+    public enum Operator {
+        ADD, SUB, MUL, DIV
+    }
+
+    /** A reduction of {@link #reduce}: Java's {@code +}, {@code Math.min}, {@code Math.max} (NaN propagates). */
+    public enum Reduction {
+        SUM, MIN, MAX
+    }
+
+    private MlKernels() {
+    }
+
+    private static Map<String, Param[]> signatures() {
+        Map<String, Param[]> m = new LinkedHashMap<>();
+        Param i32 = Param.I32;
+        Param i64 = Param.I64;
+        Param ptr = Param.PTR;
+        m.put("ml_fill_i32", new Param[] {i64, i32, ptr});
+        m.put("ml_fill_i64", new Param[] {i64, i64, ptr});
+        for (String t : new String[] {"f32", "f64"}) {
+            m.put("ml_map_" + t, new Param[] {i64, i32, ptr, ptr});
+            m.put("ml_broadcast_rows_" + t, new Param[] {i64, i64, i32, ptr, ptr});
+            m.put("ml_softmax_rows_" + t, new Param[] {i64, i64, ptr, ptr});
+            m.put("ml_dot_" + t, new Param[] {i64, ptr, ptr, ptr});
+            m.put("ml_arg_rows_" + t, new Param[] {i64, i64, i32, ptr, ptr, ptr});
+            m.put("ml_cross_entropy_" + t, new Param[] {i64, i64, ptr, ptr, ptr, ptr, ptr});
+            m.put("ml_row_sq_norms_" + t, new Param[] {i64, i64, ptr, ptr});
+            m.put("ml_add_norms_clamp_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
+            m.put("ml_scatter_add_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr, ptr});
+            m.put("ml_bincount_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
+            m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
+            m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
+            m.put("ml_merge_neighbors_" + t + "_i32", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
+            m.put("ml_merge_neighbors_" + t + "_i64", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
+            m.put("ml_predict_forest_" + t, new Param[] {i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr});
+        }
+        for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
+            m.put("ml_reduce_" + t, new Param[] {i64, i32, ptr, ptr});
+        }
+        m.put("ml_count_equal_i32", new Param[] {i64, ptr, ptr, ptr});
+        m.put("ml_count_equal_i64", new Param[] {i64, ptr, ptr, ptr});
+        for (String w : new String[] {"w8", "w4", "w1"}) {
+            m.put("ml_gather_rows_" + w, new Param[] {i64, i64, i64, ptr, i32, ptr, ptr, ptr});
+        }
+        return m;
+    }
+
+    /** The declared parameter kinds of every kernel launched here, by name. */
+    static Map<String, Param[]> kernelSignatures() {
+        return SIGNATURES;
+    }
+
+    /** Checks {@code args} against the declared signature of {@code name}. */
+    static void checkArguments(String name, Object... args) {
+        Param[] params = SIGNATURES.get(name);
+        if (params == null) {
+            throw new IllegalStateException("kernel " + name + " has no declared signature");
+        }
+        if (params.length != args.length) {
+            throw new IllegalStateException("kernel " + name + ": " + args.length + " arguments (expected: "
+                    + params.length + ", " + Arrays.toString(params) + ")");
+        }
+        for (int i = 0; i < params.length; i++) {
+            if (args[i] == null || args[i].getClass() != params[i].javaType()) {
+                throw new IllegalStateException("kernel " + name + " argument " + i + ": "
+                        + (args[i] == null ? "null" : args[i].getClass().getSimpleName()) + " (expected: "
+                        + params[i].javaType().getSimpleName() + " for " + params[i] + ")");
+            }
+        }
+    }
+
+    private static void launch(CudaStream s, String name, long work, Object... args) {
+        checkArguments(name, args);
+        KernelModules.launch(s, name, work, args);
+    }
+
+    private static void launchBlocks(CudaStream s, String name, int blocks, Object... args) {
+        checkArguments(name, args);
+        KernelModules.launchBlocks(s, name, blocks, args);
+    }
+
+    // ---------------------------------------------------------------- element-wise
+
+    /** {@code y[i] = value} for {@code i < n}, for float32, float64, int32 (an int value) or int64. */
+    public static void fill(Stream stream, DType dtype, DeviceBuffer y, long n, double value) {
+        switch (dtype) {
+            case FLOAT32 -> Kernels.fillF32(stream, y, n, (float) value);
+            case FLOAT64 -> Kernels.fillF64(stream, y, n, value);
+            case INT32 -> {
+                CudaStream s = CudaStream.of(stream);
+                long py = Kernels.array(s, "y", y, n, Integer.BYTES);
+                launch(s, "ml_fill_i32", n, n, (int) value, py);
+            }
+            case INT64 -> fillLong(stream, y, n, (long) value);
+            default -> throw new IllegalArgumentException("fill: dtype " + dtype.wireName()
+                    + " (expected: float32, float64, int32 or int64)");
+        }
+    }
+
+    private static void fillLong(Stream stream, DeviceBuffer y, long n, long value) {
+        CudaStream s = CudaStream.of(stream);
+        long py = Kernels.array(s, "y", y, n, Long.BYTES);
+        launch(s, "ml_fill_i64", n, n, value, py);
+    }
+
+    /** Sets the int64 {@code error} buffer to {@link #NO_ERROR}. */
+    public static void resetError(Stream stream, DeviceBuffer error) {
+        fillLong(stream, error, 1, NO_ERROR);
+    }
+
+    /** {@code out[i] = f(in[i])} for {@code i < n}; {@code out} may be {@code in}. */
+    public static void map(Stream stream, DType dtype, Function f, DeviceBuffer in, DeviceBuffer out, long n) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("map", dtype);
+        long pi = Kernels.array(s, "in", in, n, es);
+        long po = Kernels.array(s, "out", out, n, es);
+        launch(s, "ml_map_" + suffix(dtype), n, n, f.ordinal(), pi, po);
+    }
+
+    /** {@code a[i, j] = a[i, j] op v[j]} for a {@code rows x cols} matrix and a vector of {@code cols}. */
+    public static void broadcastRows(Stream stream, DType dtype, Operator op, DeviceBuffer a, DeviceBuffer v, long rows,
+            long cols) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("broadcastRows", dtype);
+        long n = Math.multiplyExact(rows, cols);
+        long pa = Kernels.array(s, "a", a, n, es);
+        long pv = Kernels.array(s, "v", v, cols, es);
+        launch(s, "ml_broadcast_rows_" + suffix(dtype), n, n, cols, op.ordinal(), pa, pv);
+    }
+
+    /** {@code out[i, :] = softmax(in[i, :])}, the row maximum subtracted; one thread a row; out may be in. */
+    public static void softmaxRows(Stream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows,
+            long cols) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("softmaxRows", dtype);
+        long n = Math.multiplyExact(rows, cols);
+        long pi = Kernels.array(s, "in", in, n, es);
+        long po = Kernels.array(s, "out", out, n, es);
+        launch(s, "ml_softmax_rows_" + suffix(dtype), rows, rows, cols, pi, po);
+    }
+
+    // ---------------------------------------------------------------- reductions
+
+    /**
+     * {@code r} over the {@code n} elements of {@code a} (float32, float64, int32 or int64), accumulated in float64,
+     * into {@code result} (one float64): the identity (0, +inf, -inf) when {@code n} is 0.
+     */
+    public static void reduce(Stream stream, DType dtype, Reduction r, DeviceBuffer a, long n, DeviceBuffer scratch,
+            DeviceBuffer result) {
+        CudaStream s = CudaStream.of(stream);
+        if (dtype != DType.FLOAT32 && dtype != DType.FLOAT64 && !dtype.isIndex()) {
+            throw new IllegalArgumentException("reduce: dtype " + dtype.wireName()
+                    + " (expected: float32, float64, int32 or int64)");
+        }
+        long pa = Kernels.array(s, "a", a, n, dtype.byteSize());
+        twoPass(s, "ml_reduce_" + suffix(dtype), r.ordinal(), n, scratch, result, pa);
+    }
+
+    /** The sum of {@code x[i] * y[i]} for {@code i < n}, accumulated in float64, into {@code result} (float64). */
+    public static void dot(Stream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n, DeviceBuffer scratch,
+            DeviceBuffer result) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("dot", dtype);
+        long px = Kernels.array(s, "x", x, n, es);
+        long py = Kernels.array(s, "y", y, n, es);
+        twoPass(s, "ml_dot_" + suffix(dtype), -1, n, scratch, result, px, py);
+    }
+
+    /** How many of the {@code n} elements of int32 or int64 {@code a} and {@code b} are equal, as a float64. */
+    public static void countEqual(Stream stream, DType dtype, DeviceBuffer a, DeviceBuffer b, long n,
+            DeviceBuffer scratch, DeviceBuffer result) {
+        CudaStream s = CudaStream.of(stream);
+        if (!dtype.isIndex()) {
+            throw new IllegalArgumentException("countEqual: dtype " + dtype.wireName() + " (expected: int32 or int64)");
+        }
+        long pa = Kernels.array(s, "a", a, n, dtype.byteSize());
+        long pb = Kernels.array(s, "b", b, n, dtype.byteSize());
+        twoPass(s, "ml_count_equal_" + suffix(dtype), -1, n, scratch, result, pa, pb);
+    }
+
+    /**
+     * Pass one: {@code blocks} partial results of kernel {@code name} ({@code n}, [{@code op},] operands...,
+     * partial) into scratch; pass two: their {@code op} (a sum when {@code op < 0}) in one block into result.
+     */
+    private static void twoPass(CudaStream s, String name, int op, long n, DeviceBuffer scratch, DeviceBuffer result,
+            long... operands) {
+        long ps = Kernels.array(s, "scratch", scratch, REDUCE_BLOCKS, Double.BYTES);
+        long pr = Kernels.array(s, "result", result, 1, Double.BYTES);
+        int blocks = Math.min(REDUCE_BLOCKS, KernelModules.grid(n));
+        Object[] args = new Object[operands.length + (op < 0 ? 2 : 3)];
+        int i = 0;
+        args[i++] = n;
+        if (op >= 0) {
+            args[i++] = op;
+        }
+        for (long p : operands) {
+            args[i++] = p;
+        }
+        args[i] = ps;
+        launchBlocks(s, name, blocks, args);
+        launchBlocks(s, "ml_reduce_f64", 1, (long) blocks, Math.max(op, 0), ps, pr);
+    }
+
+    /**
+     * For each row of {@code a} ({@code rows x cols}, {@code cols >= 1}): the column of its smallest (or with
+     * {@code largest}, its largest) element, the first of equals, into {@code index} (int32), and that element into
+     * {@code best} unless it is {@code null}.
+     */
+    public static void argRows(Stream stream, DType dtype, boolean largest, DeviceBuffer a, long rows, long cols,
+            DeviceBuffer index, DeviceBuffer best) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("argRows", dtype);
+        if (cols < 1 && rows > 0) {
+            throw new IllegalArgumentException("argRows: cols " + cols + " (expected: >= 1)");
+        }
+        long pa = Kernels.array(s, "a", a, Math.multiplyExact(rows, cols), es);
+        long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
+        long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
+        launch(s, "ml_arg_rows_" + suffix(dtype), rows, rows, cols, largest ? 1 : 0, pa, pi, pb);
+    }
+
+    // ---------------------------------------------------------------- fused
+
+    /**
+     * Cross-entropy of {@code logits} ({@code rows x cols}) against int32 {@code labels}: each row's loss into
+     * {@code rowLoss} (float64, {@code rows}), the gradient in the logits into {@code grad} (may be {@code logits}).
+     * One column is the binary model (sigmoid; labels 0 or 1), several the multinomial one (softmax; labels below
+     * {@code cols}). A label out of range: its row in {@code error}, its loss 0, its gradient row untouched.
+     */
+    public static void crossEntropy(Stream stream, DType dtype, DeviceBuffer logits, DeviceBuffer labels,
+            DeviceBuffer grad, long rows, long cols, DeviceBuffer rowLoss, DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("crossEntropy", dtype);
+        long n = Math.multiplyExact(rows, cols);
+        long pz = Kernels.array(s, "logits", logits, n, es);
+        long pl = Kernels.array(s, "labels", labels, rows, Integer.BYTES);
+        long pg = Kernels.array(s, "grad", grad, n, es);
+        long pr = Kernels.array(s, "rowLoss", rowLoss, rows, Double.BYTES);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        resetError(stream, error);
+        launch(s, "ml_cross_entropy_" + suffix(dtype), rows, rows, cols, pz, pl, pg, pr, pe);
+    }
+
+    /** {@code norms[i]} = the squared Euclidean norm of row {@code i} of {@code x} ({@code rows x cols}). */
+    public static void rowSquaredNorms(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+            DeviceBuffer norms) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("rowSquaredNorms", dtype);
+        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, cols), es);
+        long pn = Kernels.array(s, "norms", norms, rows, es);
+        launch(s, "ml_row_sq_norms_" + suffix(dtype), rows, rows, cols, px, pn);
+    }
+
+    /**
+     * {@code out[i, j] = max(0, out[i, j] + xNorms[i] + yNorms[j])} for an {@code n x m} {@code out}: the last step
+     * of squared distances after {@code out = -2 x y^T}. NaN stays NaN.
+     */
+    public static void addNormsAndClamp(Stream stream, DType dtype, DeviceBuffer out, long n, long m,
+            DeviceBuffer xNorms, DeviceBuffer yNorms) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("addNormsAndClamp", dtype);
+        long work = Math.multiplyExact(n, m);
+        long po = Kernels.array(s, "out", out, work, es);
+        long px = Kernels.array(s, "xNorms", xNorms, n, es);
+        long py = Kernels.array(s, "yNorms", yNorms, m, es);
+        launch(s, "ml_add_norms_clamp_" + suffix(dtype), work, n, m, po, px, py);
+    }
+
+    // ---------------------------------------------------------------- indexing
+
+    /**
+     * {@code out} row {@code i} = {@code src} row {@code index[i]} for {@code i < count}, rows of {@code rowBytes}
+     * bytes of any type; {@code index} is int32 or int64. An index outside {@code [0, srcRows)}: its position in
+     * {@code error}, its out row untouched.
+     */
+    public static void gatherRows(Stream stream, DeviceBuffer src, long srcRows, long rowBytes, DeviceBuffer index,
+            DType indexType, long count, DeviceBuffer out, DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        if (!indexType.isIndex()) {
+            throw new IllegalArgumentException("gatherRows: index dtype " + indexType.wireName()
+                    + " (expected: int32 or int64)");
+        }
+        long ps = Kernels.array(s, "src", src, Math.multiplyExact(srcRows, rowBytes), 1);
+        long pi = Kernels.array(s, "index", index, count, indexType.byteSize());
+        long po = Kernels.array(s, "out", out, Math.multiplyExact(count, rowBytes), 1);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        int word = wordSize(rowBytes, ps, po);
+        long words = rowBytes / word;
+        resetError(stream, error);
+        launch(s, "ml_gather_rows_w" + word, Math.multiplyExact(count, words), count, words, srcRows, pi,
+                indexType == DType.INT64 ? 1 : 0, ps, po, pe);
+    }
+
+    /** The widest of 8, 4 and 1 bytes that divides the row size and both addresses. */
+    static int wordSize(long rowBytes, long src, long out) {
+        for (int w : new int[] {8, 4}) {
+            if (rowBytes % w == 0 && src % w == 0 && out % w == 0) {
+                return w;
+            }
+        }
+        return 1;
+    }
+
+    /**
+     * Adds row {@code i} of {@code src} ({@code n x cols}) into row {@code index[i]} of {@code out} ({@code k x cols})
+     * with atomic adds (the order of the additions varies). A label outside {@code [0, k)}: its position in
+     * {@code error}, nothing added for it.
+     */
+    public static void scatterAddRows(Stream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
+            long cols, DeviceBuffer out, long k, DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("scatterAddRows", dtype);
+        long work = Math.multiplyExact(n, cols);
+        long ps = Kernels.array(s, "src", src, work, es);
+        long pi = Kernels.array(s, "index", index, n, Integer.BYTES);
+        long po = Kernels.array(s, "out", out, Math.multiplyExact(k, cols), es);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        resetError(stream, error);
+        launch(s, "ml_scatter_add_rows_" + suffix(dtype), work, n, cols, k, ps, pi, po, pe);
+    }
+
+    /** Adds 1 to {@code out[index[i]]} for {@code i < n}; {@code out} has {@code k} elements. Errors as above. */
+    public static void bincount(Stream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
+            DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("bincount", dtype);
+        long pi = Kernels.array(s, "index", index, n, Integer.BYTES);
+        long po = Kernels.array(s, "out", out, k, es);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        resetError(stream, error);
+        launch(s, "ml_bincount_" + suffix(dtype), n, n, k, pi, po, pe);
+    }
+
+    /**
+     * {@code out[i, c]} ({@code rows x classes}) = how many of the {@code k} labels of row {@code i} of
+     * {@code labels} equal {@code c}. A label outside {@code [0, classes)}: its flat position {@code i * k + j} in
+     * {@code error}.
+     */
+    public static void countRows(Stream stream, DType dtype, DeviceBuffer labels, long rows, long k, DeviceBuffer out,
+            long classes, DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("countRows", dtype);
+        long pl = Kernels.array(s, "labels", labels, Math.multiplyExact(rows, k), Integer.BYTES);
+        long po = Kernels.array(s, "out", out, Math.multiplyExact(rows, classes), es);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        resetError(stream, error);
+        launch(s, "ml_count_rows_" + suffix(dtype), rows, rows, k, classes, pl, po, pe);
+    }
+
+    // ---------------------------------------------------------------- neighbors
+
+    /**
+     * The {@code k <= cols} smallest elements of each row of {@code values} ({@code rows x cols}), ascending in
+     * {@link Double#compare} order, equal values by column, into {@code outValues} ({@code rows x k}), and their
+     * columns plus {@code idOffset} into int64 {@code outIds}. One thread a row, O(cols k).
+     */
+    public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
+            long idOffset, DeviceBuffer outValues, DeviceBuffer outIds) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("smallestK", dtype);
+        if (k < 0 || k > cols) {
+            throw new IllegalArgumentException("smallestK: k " + k + " (expected: 0 <= k <= " + cols + ")");
+        }
+        long pv = Kernels.array(s, "values", values, Math.multiplyExact(rows, cols), es);
+        long po = Kernels.array(s, "outValues", outValues, Math.multiplyExact(rows, k), es);
+        long pi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), Long.BYTES);
+        launch(s, "ml_smallest_k_" + suffix(dtype), rows, rows, cols, k, idOffset, pv, po, pi);
+    }
+
+    /**
+     * The {@code k <= ka + kb} smallest of two ascending lists per row ({@code distA}, {@code idsA}: {@code rows x ka};
+     * {@code distB}, {@code idsB}: {@code rows x kb}), ascending, {@code a} first on equal distances; the ids (int32
+     * or int64) travel along.
+     */
+    public static void mergeNeighbors(Stream stream, DType dtype, DType idType, DeviceBuffer distA, DeviceBuffer idsA,
+            long ka, DeviceBuffer distB, DeviceBuffer idsB, long kb, long rows, DeviceBuffer outDist,
+            DeviceBuffer outIds, long k) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("mergeNeighbors", dtype);
+        if (!idType.isIndex()) {
+            throw new IllegalArgumentException("mergeNeighbors: id dtype " + idType.wireName()
+                    + " (expected: int32 or int64)");
+        }
+        if (k < 0 || ka < 0 || kb < 0 || k > ka + kb) {
+            throw new IllegalArgumentException("mergeNeighbors: k " + k + " (expected: 0 <= k <= " + ka + " + " + kb
+                    + ")");
+        }
+        int is = idType.byteSize();
+        long pda = Kernels.array(s, "distA", distA, Math.multiplyExact(rows, ka), es);
+        long pia = Kernels.array(s, "idsA", idsA, Math.multiplyExact(rows, ka), is);
+        long pdb = Kernels.array(s, "distB", distB, Math.multiplyExact(rows, kb), es);
+        long pib = Kernels.array(s, "idsB", idsB, Math.multiplyExact(rows, kb), is);
+        long pod = Kernels.array(s, "outDist", outDist, Math.multiplyExact(rows, k), es);
+        long poi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), is);
+        launch(s, "ml_merge_neighbors_" + suffix(dtype) + "_" + suffix(idType), rows, rows, ka, kb, k, pda, pia, pdb,
+                pib, pod, poi);
+    }
+
+    // ---------------------------------------------------------------- forests
+
+    /** The bytes of a {@code cuwire.forest/1} blob with these counts. */
+    public static long forestBytes(int trees, int outputs, long nodes, long leaves) {
+        return Math.addExact(Math.addExact(48 + 16L * (trees + 1L), Math.multiplyExact(16L, nodes)),
+                Math.multiplyExact(8L * outputs, leaves));
+    }
+
+    /**
+     * Walks the {@code cuwire.forest/1} blob in {@code forest} (its counts as given; see
+     * {@code io.cuwire.ml.ForestLayout}) for each of the {@code rows} rows of {@code x} ({@code rows x features}),
+     * writing the mean over trees of the leaf values into {@code out} ({@code rows x outputs}). A row whose walk
+     * leaves its tree (a malformed blob): its number in {@code error}.
+     */
+    public static void predictForest(Stream stream, DType dtype, DeviceBuffer forest, int trees, int features,
+            int outputs, long nodes, long leaves, DeviceBuffer x, long rows, DeviceBuffer out, DeviceBuffer error) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("predictForest", dtype);
+        if (trees < 0 || features < 0 || outputs < 1 || nodes < 0 || leaves < 0) {
+            throw new IllegalArgumentException("predictForest: trees " + trees + ", features " + features
+                    + ", outputs " + outputs + ", nodes " + nodes + ", leaves " + leaves
+                    + " (expected: counts >= 0, outputs >= 1)");
+        }
+        long pf = Kernels.array(s, "forest", forest, forestBytes(trees, outputs, nodes, leaves), 1);
+        if (pf % Long.BYTES != 0) {
+            throw new IllegalArgumentException("forest: " + forest.describe() + " is not aligned to 8 bytes");
+        }
+        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, features), es);
+        long po = Kernels.array(s, "out", out, Math.multiplyExact(rows, outputs), es);
+        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        resetError(stream, error);
+        launch(s, "ml_predict_forest_" + suffix(dtype), rows, rows, trees, features, outputs, nodes, leaves, pf, px,
+                po, pe);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private static int floating(String op, DType dtype) {
+        if (dtype != DType.FLOAT32 && dtype != DType.FLOAT64) {
+            throw new IllegalArgumentException(op + ": dtype " + dtype.wireName() + " (expected: float32 or float64)");
+        }
+        return dtype.byteSize();
+    }
+
+    static String suffix(DType dtype) {
+        return switch (dtype) {
+            case FLOAT32 -> "f32";
+            case FLOAT64 -> "f64";
+            case INT32 -> "i32";
+            case INT64 -> "i64";
+            default -> throw new IllegalArgumentException("no kernels for dtype " + dtype.wireName());
+        };
+    }
+}
