@@ -1,0 +1,440 @@
+package io.cuwire.cluster;
+
+import io.cuwire.cluster.internal.Endpoint;
+import io.cuwire.cluster.internal.RemoteWorker;
+import io.cuwire.cluster.internal.Reply;
+import io.cuwire.cluster.internal.Request;
+import io.cuwire.cluster.internal.Values;
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DType;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.serialize.UnserializableException;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.WeakHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The client of a {@link LocalCluster}: puts data on workers, runs registered tasks there, brings results back and
+ * broadcasts models.
+ *
+ * <h2>Values and ownership</h2>
+ * Values sent ({@link #scatter}, task arguments, models) are serialized through the cluster's type registry: device
+ * arrays travel as device frames, so partitions and models stay on the devices. The caller keeps what it sent open
+ * until the call's future completes. Values that come back ({@link #gather}, {@link #call}) are new objects in the
+ * client's memory, owned by the caller. Values on the workers live until {@link #free}.
+ *
+ * <h2>Models</h2>
+ * {@link #broadcast} gives each model object one id for the client's lifetime and a version that goes up when the
+ * model's serialized form changed since its last broadcast: a refit replaces the fitted arrays, which changes it.
+ * The check compares the model's header and the identity of its array buffers, so writing into a broadcast model's
+ * arrays in place is not seen: broadcast a new model object (or refit) instead. Workers cache models by
+ * {@code (id, version)} and drop older versions; broadcasting an unchanged model sends only its identity.
+ *
+ * <h2>Failures</h2>
+ * Every future fails with a {@link ClusterException}: {@link WorkerLostException} when the worker is gone (at once
+ * for a worker already lost), {@link UnknownTaskException} or {@link RemoteTaskException} when the worker refused
+ * or failed the request. Thread-safe.
+ */
+public final class Client {
+    private final List<RemoteWorker> workers;
+    private final TypeRegistry registry;
+    private final BufferAllocator<DeviceBuffer> memory;
+    private final AtomicLong nextRequest = new AtomicLong(1);
+    private final AtomicLong nextModel = new AtomicLong(1);
+    private final Map<Object, Tracked> models = new WeakHashMap<>();
+
+    /** A model's identity, last version and what it looked like then. */
+    private static final class Tracked {
+        final long id;
+        long version;
+        byte[] header;
+        List<WeakReference<Buffer>> buffers = List.of();
+        final Set<Integer> holders = new HashSet<>();
+
+        Tracked(long id) {
+            this.id = id;
+        }
+    }
+
+    Client(List<RemoteWorker> workers, TypeRegistry registry, BufferAllocator<DeviceBuffer> memory) {
+        this.workers = List.copyOf(workers);
+        this.registry = registry;
+        this.memory = memory;
+    }
+
+    /**
+     * The client's device memory: where values that come back and the merged estimators live (device 0 of this
+     * process). Never closed by the cluster, so that gathered values outlive it.
+     */
+    public BufferAllocator<DeviceBuffer> memory() {
+        return memory;
+    }
+
+    /** The number of workers. */
+    public int workers() {
+        return workers.size();
+    }
+
+    /** Whether worker {@code worker} is alive as far as the client knows. */
+    public boolean isAlive(int worker) {
+        return remote(worker).isAlive();
+    }
+
+    private RemoteWorker remote(int worker) {
+        if (worker < 0 || worker >= workers.size()) {
+            throw new IllegalArgumentException("worker: " + worker + " (expected: 0 <= worker < " + workers.size()
+                    + ")");
+        }
+        return workers.get(worker);
+    }
+
+    /** Sends a request to a worker; the reply's value, or the typed failure. */
+    CompletableFuture<Object> request(int worker, String op, String name, List<Object> args, Family... chain) {
+        RemoteWorker w = remote(worker);
+        if (w.lost() != null) {
+            return w.failed();
+        }
+        Request r = new Request(nextRequest.getAndIncrement(), op, name, args);
+        return w.endpoint().call(r, chain).thenApply(Client::valueOf);
+    }
+
+    private static Object valueOf(Reply reply) {
+        return switch (reply.status()) {
+            case Reply.OK -> reply.value();
+            case Reply.UNKNOWN_TASK -> throw new UnknownTaskException(reply.error());
+            default -> throw new RemoteTaskException(String.valueOf(reply.errorType()), reply.error());
+        };
+    }
+
+    // ---------------------------------------------------------------- data
+
+    /**
+     * Puts partition {@code i} on worker {@code i mod workers} and waits until all are stored.
+     *
+     * @return the refs, in the order of {@code partitions}
+     */
+    public List<ObjectRef> scatter(List<?> partitions) {
+        List<CompletableFuture<ObjectRef>> futures = new ArrayList<>();
+        for (int i = 0; i < partitions.size(); i++) {
+            futures.add(put(i % workers.size(), partitions.get(i)));
+        }
+        return joinAll(futures);
+    }
+
+    /** Stores {@code value} on worker {@code worker}. */
+    public CompletableFuture<ObjectRef> put(int worker, Object value) {
+        List<Object> args = new ArrayList<>(1);
+        args.add(value);
+        return request(worker, "put", null, args).thenApply(ObjectRef.class::cast);
+    }
+
+    /**
+     * Runs {@code task} on {@code worker} with {@code args} and keeps its result there.
+     *
+     * @param args values, {@link ObjectRef}s (of any worker: fetched worker to worker) and {@link ModelHandle}s
+     */
+    public <R> CompletableFuture<ObjectRef> submit(int worker, TaskType<R> task, Object... args) {
+        return request(worker, "run", task.name(), Arrays.asList(args)).thenApply(ObjectRef.class::cast);
+    }
+
+    /** Runs {@code task} on {@code worker} with {@code args} and brings its result back; nothing is stored. */
+    public <R> CompletableFuture<R> call(int worker, TaskType<R> task, Object... args) {
+        return request(worker, "call", task.name(), Arrays.asList(args)).thenApply(task.resultType()::cast);
+    }
+
+    /** The value {@code ref} names, copied to the client. */
+    public CompletableFuture<Object> fetch(ObjectRef ref) {
+        return request(ref.worker(), "get", null, List.of(ref));
+    }
+
+    /** The values {@code refs} name, in order; waits for all. */
+    public List<Object> gather(List<ObjectRef> refs) {
+        List<CompletableFuture<Object>> futures = new ArrayList<>();
+        for (ObjectRef r : refs) {
+            futures.add(fetch(r));
+        }
+        return joinAll(futures);
+    }
+
+    /** Like {@link #gather(List)}, checked against {@code type}. */
+    public <T> List<T> gather(List<ObjectRef> refs, Class<T> type) {
+        List<T> out = new ArrayList<>();
+        for (Object o : gather(refs)) {
+            out.add(type.cast(o));
+        }
+        return out;
+    }
+
+    /** Frees the values on their workers (closing their memory there); waits for the live workers. */
+    public void free(List<ObjectRef> refs) {
+        Map<Integer, List<Object>> byWorker = new java.util.TreeMap<>();
+        for (ObjectRef r : refs) {
+            byWorker.computeIfAbsent(r.worker(), w -> new ArrayList<>()).add(r.id());
+        }
+        List<CompletableFuture<Object>> futures = new ArrayList<>();
+        byWorker.forEach((w, ids) -> {
+            if (remote(w).lost() == null) {
+                futures.add(request(w, "free", null, List.of(ids)));
+            }
+        });
+        joinAll(futures);
+    }
+
+    // ---------------------------------------------------------------- models
+
+    /** Broadcasts {@code model} to every live worker with the default options. */
+    public ModelHandle broadcast(Object model) {
+        return broadcast(model, BroadcastOptions.DEFAULT).handle();
+    }
+
+    /**
+     * Broadcasts {@code model} to every live worker: serialized once; a worker that holds this version gets only its
+     * identity; the others get the frames, from the client in turn or down a chain of workers.
+     */
+    public BroadcastResult broadcast(Object model, BroadcastOptions options) {
+        Objects.requireNonNull(model, "model");
+        long start = System.nanoTime();
+        Tracked t;
+        synchronized (models) {
+            t = models.computeIfAbsent(model, m -> new Tracked(nextModel.getAndIncrement()));
+        }
+        synchronized (t) {
+            track(t, model, options.family());
+            ModelHandle handle = new ModelHandle(t.id, t.version);
+            List<Integer> need = new ArrayList<>();
+            List<Integer> live = new ArrayList<>();
+            for (RemoteWorker w : workers) {
+                if (w.lost() == null) {
+                    live.add(w.index());
+                }
+            }
+            int hits = 0;
+            List<CompletableFuture<Object>> checks = new ArrayList<>();
+            List<Integer> checked = new ArrayList<>();
+            for (int w : live) {
+                if (t.holders.contains(w)) {
+                    List<Object> args = new ArrayList<>(List.of(t.id, t.version));
+                    args.add(null);
+                    checks.add(request(w, "model", null, args).handle((v, e) -> e == null ? Boolean.TRUE : null));
+                    checked.add(w);
+                } else {
+                    need.add(w);
+                }
+            }
+            for (int i = 0; i < checks.size(); i++) {
+                if (checks.get(i).join() == Boolean.TRUE) {
+                    hits++;
+                } else {
+                    need.add(checked.get(i));
+                }
+            }
+            BroadcastOptions.Strategy strategy = options.strategyFor(need.size());
+            long bytes = 0;
+            if (!need.isEmpty()) {
+                bytes = strategy == BroadcastOptions.Strategy.CHAIN ? chain(t, model, options, need)
+                        : eachInTurn(t, model, options, need);
+                t.holders.addAll(need);
+            }
+            return new BroadcastResult(handle, need.size(), hits, strategy, bytes, System.nanoTime() - start);
+        }
+    }
+
+    /** Compares the model with its last broadcast; a change makes a new version that no worker holds. */
+    private void track(Tracked t, Object model, Family family) {
+        Serialized probe;
+        try {
+            probe = registry.serialize(model, Family.CUDA);
+        } catch (UnserializableException e) {
+            probe = registry.serialize(model, chainOf(family));
+        }
+        try (Serialized s = probe) {
+            byte[] header = s.encodeHeader();
+            List<Buffer> buffers = new ArrayList<>();
+            for (Frame f : s.frames()) {
+                buffers.add(f.buffer());
+            }
+            boolean same = t.header != null && Arrays.equals(header, t.header) && buffers.size() == t.buffers.size();
+            for (int i = 0; same && i < buffers.size(); i++) {
+                Buffer b = buffers.get(i);
+                same = !s.frames().get(i).owned() && t.buffers.get(i).get() == b && b.isOpen();
+            }
+            if (!same) {
+                t.version++;
+                t.header = header;
+                List<WeakReference<Buffer>> refs = new ArrayList<>();
+                for (Buffer b : buffers) {
+                    refs.add(new WeakReference<>(b));
+                }
+                t.buffers = refs;
+                t.holders.clear();
+            }
+        }
+    }
+
+    private static Family[] chainOf(Family family) {
+        return family == Family.JAVA ? new Family[] {Family.JAVA, Family.HOST} : new Family[] {family};
+    }
+
+    private long eachInTurn(Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
+        long bid = nextRequest.getAndIncrement();
+        List<Object> args = new ArrayList<>(List.of(t.id, t.version));
+        args.add(model);
+        List<CompletableFuture<Reply>> acks = new ArrayList<>();
+        long bytes = 0;
+        try (Serialized s = registry.serialize(new Request(bid, "model", null, args), chainOf(options.family()))) {
+            Message message = Message.of(s);
+            List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+            for (int w : need) {
+                Endpoint e = remote(w).endpoint();
+                acks.add(e.expect(bid));
+                CompletableFuture<MessageMetrics> sent = e.sendMessage(message);
+                sends.add(sent);
+                sent.exceptionally(x -> null).join();
+            }
+            for (CompletableFuture<MessageMetrics> f : sends) {
+                MessageMetrics m = f.exceptionally(x -> null).join();
+                bytes += m == null ? 0 : m.totalBytes();
+            }
+            awaitAcks(acks);
+        }
+        return bytes;
+    }
+
+    private long chain(Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
+        long bid = nextRequest.getAndIncrement();
+        List<CompletableFuture<Reply>> acks = new ArrayList<>();
+        for (int w : need) {
+            acks.add(remote(w).endpoint().expect(bid));
+        }
+        Endpoint first = remote(need.getFirst()).endpoint();
+        List<Object> rest = new ArrayList<>();
+        for (int w : need.subList(1, need.size())) {
+            rest.add((long) w);
+        }
+        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+        List<NdArray> views = new ArrayList<>();
+        try (Serialized s = registry.serialize(model, chainOf(options.family()))) {
+            sends.add(first.send(new Request(bid, "bcast-begin", null, List.of(t.id, t.version, s.encodeHeader(),
+                    rest))));
+            for (int i = 0; i < s.frames().size(); i++) {
+                Buffer b = s.frames().get(i).buffer();
+                for (long off = 0; off < b.byteSize(); off += options.chunkBytes()) {
+                    long len = Math.min(options.chunkBytes(), b.byteSize() - off);
+                    NdArray view = NdArray.view(b, off, DType.UINT8, Order.C, len);
+                    views.add(view);
+                    sends.add(first.send(new Request(bid, "bcast-chunk", null, List.of((long) i, off, view)),
+                            Family.CUDA));
+                }
+            }
+            long bytes = 0;
+            for (CompletableFuture<MessageMetrics> f : sends) {
+                MessageMetrics m = f.exceptionally(x -> null).join();
+                bytes += m == null ? 0 : m.totalBytes();
+            }
+            awaitAcks(acks);
+            return bytes;
+        } finally {
+            for (NdArray v : views) {
+                v.close();
+            }
+        }
+    }
+
+    private static void awaitAcks(List<CompletableFuture<Reply>> acks) {
+        for (CompletableFuture<Reply> a : acks) {
+            valueOf(unwrap(a));
+        }
+    }
+
+    private static Reply unwrap(CompletableFuture<Reply> f) {
+        try {
+            return f.join();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
+    }
+
+    // ---------------------------------------------------------------- stats
+
+    /** What the client sent to and received from all workers so far. */
+    public WireStats wireStats() {
+        long m = 0;
+        long f = 0;
+        long h = 0;
+        long fb = 0;
+        long r = 0;
+        for (RemoteWorker w : workers) {
+            Endpoint.WireCounts c = w.endpoint().counts();
+            m += c.messages();
+            f += c.frames();
+            h += c.headerBytes();
+            fb += c.frameBytes();
+            r += c.bytesReceived();
+        }
+        return new WireStats(m, f, h, fb, r);
+    }
+
+    /** Each live worker's copy counters and memory. */
+    public List<WorkerStats> workerStats() {
+        List<CompletableFuture<Object>> futures = new ArrayList<>();
+        List<Integer> live = new ArrayList<>();
+        for (RemoteWorker w : workers) {
+            if (w.lost() == null) {
+                futures.add(request(w.index(), "stats", null, List.of()));
+                live.add(w.index());
+            }
+        }
+        List<Object> values = joinAll(futures);
+        List<WorkerStats> out = new ArrayList<>();
+        for (int i = 0; i < values.size(); i++) {
+            List<?> v = (List<?>) values.get(i);
+            out.add(new WorkerStats(live.get(i), (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
+                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8)));
+        }
+        return out;
+    }
+
+    /**
+     * Waits for every future; the first failure is thrown (unwrapped) after all have settled, and the values of
+     * the others are closed.
+     */
+    static <T> List<T> joinAll(List<CompletableFuture<T>> futures) {
+        List<T> out = new ArrayList<>(futures.size());
+        RuntimeException failure = null;
+        for (CompletableFuture<T> f : futures) {
+            try {
+                out.add(f.join());
+            } catch (CompletionException e) {
+                RuntimeException r = e.getCause() instanceof RuntimeException re ? re : e;
+                if (failure == null) {
+                    failure = r;
+                } else if (failure != r) {
+                    failure.addSuppressed(r);
+                }
+            }
+        }
+        if (failure != null) {
+            Values.close(out);
+            throw failure;
+        }
+        return out;
+    }
+}

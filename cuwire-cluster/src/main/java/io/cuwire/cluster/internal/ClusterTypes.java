@@ -1,0 +1,23 @@
+package io.cuwire.cluster.internal;
+
+import io.cuwire.cluster.ModelHandle;
+import io.cuwire.cluster.ObjectRef;
+import io.cuwire.ml.MlTypes;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.TypeRegistry;
+
+/** The registry client and workers share: the ml types plus the cluster's control messages and handles. */
+public final class ClusterTypes {
+    private ClusterTypes() {
+    }
+
+    /** A new registry holding every type that travels in the cluster. */
+    public static TypeRegistry registry() {
+        TypeRegistry r = MlTypes.register(new TypeRegistry());
+        for (Class<?> type : new Class<?>[] {Request.class, Reply.class, ObjectRef.class, ModelHandle.class}) {
+            r.registerGeneric(type, Family.CUDA, Family.HOST);
+            r.register(type);
+        }
+        return r;
+    }
+}

@@ -1,0 +1,246 @@
+package io.cuwire.cluster.internal;
+
+import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.ReceivedMessage;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * Requests and replies over one {@link Connection}: a reader thread decodes every incoming message, completes the
+ * pending call a {@link Reply} answers and hands each {@link Request} to the handler. Sends are asynchronous; the
+ * serialized value of a send is closed when the transport is done with its frames.
+ *
+ * <p>Failure: when receiving fails (peer gone, protocol error) or {@link #fail} is called, every pending call fails
+ * with the exception {@code failure} makes of the cause, the connection closes, and {@code onBroken} runs once.
+ * Later calls fail at once the same way. Thread-safe.
+ */
+public final class Endpoint implements AutoCloseable {
+    /** Gets the requests arriving on an endpoint; runs on its reader thread (hand long work elsewhere). */
+    @FunctionalInterface
+    public interface Handler {
+        void onRequest(Endpoint from, Request request);
+    }
+
+    private final String name;
+    private final Connection connection;
+    private final TypeRegistry registry;
+    private final DecodeTarget target;
+    private final Handler handler;
+    private final Function<Throwable, RuntimeException> failure;
+    private final Consumer<Throwable> onBroken;
+    private final Map<Long, CompletableFuture<Reply>> pending = new ConcurrentHashMap<>();
+    private final AtomicBoolean broken = new AtomicBoolean();
+    private volatile RuntimeException brokenCause;
+    private final AtomicLong messagesSent = new AtomicLong();
+    private final AtomicLong headerBytesSent = new AtomicLong();
+    private final AtomicLong frameBytesSent = new AtomicLong();
+    private final AtomicLong framesSent = new AtomicLong();
+    private final AtomicLong bytesReceived = new AtomicLong();
+
+    public Endpoint(String name, Connection connection, TypeRegistry registry, DecodeTarget target, Handler handler,
+            Function<Throwable, RuntimeException> failure, Consumer<Throwable> onBroken) {
+        this.name = name;
+        this.connection = connection;
+        this.registry = registry;
+        this.target = target;
+        this.handler = handler;
+        this.failure = failure;
+        this.onBroken = onBroken;
+    }
+
+    /** Starts the reader thread; returns this. */
+    public Endpoint start() {
+        Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
+        return this;
+    }
+
+    /** The connection's name for messages. */
+    public String name() {
+        return name;
+    }
+
+    /** The underlying connection. */
+    public Connection connection() {
+        return connection;
+    }
+
+    private void readLoop() {
+        while (!broken.get()) {
+            Object value;
+            try (ReceivedMessage m = connection.receive()) {
+                bytesReceived.addAndGet(m.metrics().totalBytes());
+                try {
+                    value = registry.deserialize(m.value(), target);
+                } catch (RuntimeException e) {
+                    answerUndecodable(m.value(), e);
+                    continue;
+                }
+            } catch (RuntimeException e) {
+                fail(e);
+                return;
+            }
+            switch (value) {
+                case Reply r -> {
+                    CompletableFuture<Reply> f = pending.remove(r.id());
+                    if (f != null) {
+                        f.complete(r);
+                    } else {
+                        Values.close(r.value());
+                    }
+                }
+                case Request r -> {
+                    try {
+                        handler.onRequest(this, r);
+                    } catch (RuntimeException e) {
+                        Values.close(r.args());
+                        reply(Reply.failed(r.id(), e));
+                    }
+                }
+                default -> Values.close(value);
+            }
+        }
+    }
+
+    /** A request whose arguments did not decode (an unregistered type, a limit): answered with the error. */
+    private void answerUndecodable(Serialized value, RuntimeException e) {
+        if (value.root() instanceof Map<?, ?> root && "cuwire.cluster.Request".equals(root.get("t"))
+                && root.get("d") instanceof Map<?, ?> d && d.get("id") instanceof Long id) {
+            reply(Reply.failed(id, e));
+        }
+    }
+
+    /** Sends {@code request} and returns the future of its reply (failed with the endpoint's failure if broken). */
+    public CompletableFuture<Reply> call(Request request, Family... chain) {
+        CompletableFuture<Reply> f = expect(request.id());
+        if (f.isDone()) {
+            return f;
+        }
+        send(request, chain).exceptionally(e -> {
+            CompletableFuture<Reply> p = pending.remove(request.id());
+            if (p != null) {
+                p.completeExceptionally(failure.apply(e));
+            }
+            return null;
+        });
+        return f;
+    }
+
+    /** The future of a reply with {@code id} that something else causes (a broadcast forwarded to this peer). */
+    public CompletableFuture<Reply> expect(long id) {
+        CompletableFuture<Reply> f = new CompletableFuture<>();
+        if (broken.get()) {
+            f.completeExceptionally(brokenCause);
+            return f;
+        }
+        pending.put(id, f);
+        if (broken.get() && pending.remove(id) != null) {
+            f.completeExceptionally(brokenCause);
+        }
+        return f;
+    }
+
+    /** Forgets a pending reply (a request that was never sent). */
+    public void forget(long id) {
+        pending.remove(id);
+    }
+
+    /** Sends a reply (errors are the failure of this endpoint and dropped). */
+    public void reply(Reply reply) {
+        send(reply).exceptionally(e -> null);
+    }
+
+    /**
+     * Serializes {@code value} with {@code chain} (the connection's agreed chain when empty) and sends it; the
+     * serialized value is closed when the send completes.
+     */
+    public CompletableFuture<MessageMetrics> send(Object value, Family... chain) {
+        Family[] families = chain.length == 0 ? connection.families().toArray(Family[]::new) : chain;
+        Serialized s;
+        try {
+            s = registry.serialize(value, families);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        CompletableFuture<MessageMetrics> f = sendMessage(Message.of(s));
+        f.whenComplete((m, e) -> s.close());
+        return f;
+    }
+
+    /** Sends a message built elsewhere; the caller keeps its frames open until the future completes. */
+    public CompletableFuture<MessageMetrics> sendMessage(Message message) {
+        if (broken.get()) {
+            return CompletableFuture.failedFuture(brokenCause);
+        }
+        CompletableFuture<MessageMetrics> f;
+        try {
+            f = connection.send(message);
+        } catch (RuntimeException e) {
+            fail(e);
+            return CompletableFuture.failedFuture(failure.apply(e));
+        }
+        return f.whenComplete((m, e) -> {
+            if (m != null) {
+                messagesSent.incrementAndGet();
+                headerBytesSent.addAndGet(m.headerBytes());
+                frameBytesSent.addAndGet(m.frameBytes());
+                framesSent.addAndGet(m.frames());
+            }
+        });
+    }
+
+    /** Breaks the endpoint: fails every pending call with {@code failure(cause)} and closes the connection. */
+    public void fail(Throwable cause) {
+        if (!broken.compareAndSet(false, true)) {
+            return;
+        }
+        brokenCause = failure.apply(cause);
+        connection.close();
+        onBroken.accept(cause);
+        for (Long id : pending.keySet()) {
+            CompletableFuture<Reply> f = pending.remove(id);
+            if (f != null) {
+                f.completeExceptionally(brokenCause);
+            }
+        }
+    }
+
+    /** Whether the endpoint is still usable. */
+    public boolean isOpen() {
+        return !broken.get();
+    }
+
+    /** What this endpoint sent and received so far. */
+    public WireCounts counts() {
+        return new WireCounts(messagesSent.get(), framesSent.get(), headerBytesSent.get(), frameBytesSent.get(),
+                bytesReceived.get());
+    }
+
+    /**
+     * Counters of one endpoint.
+     *
+     * @param messages messages sent
+     * @param frames frames sent
+     * @param headerBytes header bytes sent
+     * @param frameBytes frame bytes sent
+     * @param bytesReceived header and frame bytes received
+     */
+    public record WireCounts(long messages, long frames, long headerBytes, long frameBytes, long bytesReceived) {
+    }
+
+    /** Closes: pending calls fail as if the peer had gone. */
+    @Override
+    public void close() {
+        fail(new io.cuwire.transport.ConnectionClosedException(name + " closed"));
+    }
+}

@@ -1,0 +1,144 @@
+package io.cuwire.cluster.internal;
+
+import io.cuwire.cluster.WorkerLostException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The client's view of one worker process: its process, connection and liveness. A worker is lost once — when its
+ * process exits, its connection breaks or a heartbeat goes unanswered — and stays lost: its endpoint fails every
+ * pending and later call with {@link WorkerLostException}. Thread-safe.
+ */
+public final class RemoteWorker {
+    private static final int TAIL_LINES = 40;
+
+    private final int index;
+    private final int deviceOrdinal;
+    private final Process process;
+    private final Deque<String> tail = new ArrayDeque<>();
+    private volatile String address;
+    private volatile Endpoint endpoint;
+    private volatile WorkerLostException lost;
+    private volatile boolean closing;
+
+    public RemoteWorker(int index, int deviceOrdinal, Process process) {
+        this.index = index;
+        this.deviceOrdinal = deviceOrdinal;
+        this.process = process;
+    }
+
+    public int index() {
+        return index;
+    }
+
+    public int deviceOrdinal() {
+        return deviceOrdinal;
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    public String address() {
+        return address;
+    }
+
+    public void address(String value) {
+        this.address = value;
+    }
+
+    public Endpoint endpoint() {
+        return endpoint;
+    }
+
+    public void endpoint(Endpoint value) {
+        this.endpoint = value;
+    }
+
+    /** Keeps the last lines the worker printed, for error messages. */
+    public void output(String line) {
+        synchronized (tail) {
+            if (tail.size() == TAIL_LINES) {
+                tail.removeFirst();
+            }
+            tail.addLast(line);
+        }
+    }
+
+    /** The last lines the worker printed. */
+    public String outputTail() {
+        synchronized (tail) {
+            return tail.isEmpty() ? "(no output)" : String.join("\n", tail);
+        }
+    }
+
+    /** The exception of a lost worker, or {@code null} while it lives. */
+    public WorkerLostException lost() {
+        return lost;
+    }
+
+    /** Whether the worker is alive as far as the client knows. */
+    public boolean isAlive() {
+        return lost == null && process.isAlive();
+    }
+
+    /** The exception to fail calls with after {@code cause}. */
+    public WorkerLostException lostException(Throwable cause) {
+        WorkerLostException l = lost;
+        if (l != null) {
+            return l;
+        }
+        String why = closing ? "the cluster is closing" : !process.isAlive()
+                ? "its process exited with code " + exitCode() : String.valueOf(cause);
+        return new WorkerLostException(index, why + "; last output:\n" + outputTail(), cause);
+    }
+
+    private String exitCode() {
+        try {
+            return String.valueOf(process.exitValue());
+        } catch (IllegalThreadStateException e) {
+            return "(running)";
+        }
+    }
+
+    /** Declares the worker lost (once): fails its calls and kills its process. */
+    public void markLost(Throwable cause) {
+        synchronized (this) {
+            if (lost != null) {
+                return;
+            }
+            lost = lostException(cause);
+        }
+        Endpoint e = endpoint;
+        if (e != null) {
+            e.fail(cause);
+        }
+        process.destroyForcibly();
+    }
+
+    /** Marks the worker as being shut down on purpose. */
+    public void closing() {
+        closing = true;
+    }
+
+    /** Waits for the process to exit, destroying it after {@code timeout}. */
+    public void awaitExit(Duration timeout) {
+        try {
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A future that fails with this worker's loss. */
+    public <T> CompletableFuture<T> failed() {
+        return CompletableFuture.failedFuture(lost != null ? lost : lostException(null));
+    }
+}

@@ -1,0 +1,498 @@
+package io.cuwire.cluster.internal;
+
+import io.cuwire.cluster.ClusterException;
+import io.cuwire.cluster.ModelHandle;
+import io.cuwire.cluster.ObjectRef;
+import io.cuwire.cluster.TaskContext;
+import io.cuwire.cluster.TaskRegistry;
+import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.Device;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.TransferStats;
+import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.FrameDescriptor;
+import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.Listener;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.TransportException;
+import io.cuwire.transport.Transports;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A worker process: one device, an object store, a model cache and the tasks of its {@link TaskRegistry}, serving
+ * the client and its peers over one listener.
+ *
+ * <h2>Start</h2>
+ * {@code Worker index deviceOrdinal listenAddress}; the cluster secret (hex) is the first line of standard input. It
+ * listens, prints {@value #LISTENING} and the bound address on one line of standard output, and takes the first
+ * connection as the client's. When the client's connection breaks, the worker exits: no orphans.
+ *
+ * <h2>Operations</h2>
+ * <table>
+ *   <caption>Requests a worker answers</caption>
+ *   <tr><td>{@code ping}</td><td>answers at once on the reader thread (heartbeat)</td></tr>
+ *   <tr><td>{@code peers [addresses]}</td><td>the listening addresses of all workers, by index</td></tr>
+ *   <tr><td>{@code put [value]}</td><td>stores the value; answers its {@link ObjectRef}</td></tr>
+ *   <tr><td>{@code get [ref]}</td><td>answers the stored value (client gather, or a peer's fetch)</td></tr>
+ *   <tr><td>{@code free [ids]}</td><td>closes and forgets stored values</td></tr>
+ *   <tr><td>{@code run name args}</td><td>runs a task, stores its result, answers the ref</td></tr>
+ *   <tr><td>{@code call name args}</td><td>runs a task and answers its result, storing nothing</td></tr>
+ *   <tr><td>{@code model [id, version, value or nil]}</td><td>caches a model; with nil, answers whether it has
+ *       it ({@code missing} if not)</td></tr>
+ *   <tr><td>{@code bcast-begin}, {@code bcast-chunk}</td><td>a model arriving in chunks down a chain of workers:
+ *       each chunk is forwarded to the next worker as it arrives, and copied into place</td></tr>
+ *   <tr><td>{@code stats}</td><td>copy counters and memory in use</td></tr>
+ *   <tr><td>{@code shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
+ * </table>
+ */
+public final class Worker implements Endpoint.Handler {
+    /** The first word of the line a worker prints when it listens. */
+    public static final String LISTENING = "cuwire-worker-listening";
+
+    private final int index;
+    private final int ordinal;
+    private final BufferAllocator<DeviceBuffer> device;
+    private final BufferAllocator<HostBuffer> host;
+    private final TypeRegistry registry = ClusterTypes.registry();
+    private final TaskRegistry tasks = TaskRegistry.standard();
+    private final DecodeTarget target;
+    private final TransportConfig config;
+    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    private final Map<Long, Object> store = new ConcurrentHashMap<>();
+    private final AtomicLong nextId = new AtomicLong(1);
+    private final AtomicLong nextRequest = new AtomicLong(1);
+    private final Map<Long, CachedModel> models = new ConcurrentHashMap<>();
+    private final Map<Long, Assembly> assemblies = new ConcurrentHashMap<>();
+    private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
+    private volatile List<String> peerAddresses = List.of();
+    private volatile Endpoint client;
+
+    private Worker(int index, int ordinal, byte[] secret) {
+        this.index = index;
+        this.ordinal = ordinal;
+        Device d = Devices.get(ordinal);
+        this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
+        this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
+        this.target = new DecodeTarget(device, host, Limits.DEFAULT);
+        this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device)).build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        int index = Integer.parseInt(args[0]);
+        int ordinal = Integer.parseInt(args[1]);
+        String address = args[2];
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        String line = in.readLine();
+        if (line == null) {
+            System.err.println("cuwire worker " + index + ": no cluster secret on standard input");
+            System.exit(2);
+        }
+        Worker w = new Worker(index, ordinal, HexFormat.of().parseHex(line.strip()));
+        w.serve(address, System.out);
+    }
+
+    private void serve(String address, PrintStream out) {
+        Listener listener = Transports.forAddress(address).listen(address, config);
+        out.println(LISTENING + " " + listener.address());
+        out.flush();
+        boolean first = true;
+        while (true) {
+            Connection c;
+            try {
+                c = listener.accept();
+            } catch (TransportException e) {
+                if (first) {
+                    System.err.println("cuwire worker " + index + ": " + e);
+                    continue;
+                }
+                System.err.println("cuwire worker " + index + ": refused a peer: " + e);
+                continue;
+            }
+            if (first) {
+                first = false;
+                client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
+                        e -> new ClusterException("client connection broken", e), e -> shutdown(0)).start();
+            } else {
+                new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                        e -> new ClusterException("peer connection broken", e), e -> { }).start();
+            }
+        }
+    }
+
+    @Override
+    public void onRequest(Endpoint from, Request r) {
+        List<Object> a = r.args();
+        switch (r.op()) {
+            case "ping" -> from.reply(Reply.ok(r.id(), null));
+            case "peers" -> {
+                List<String> list = new ArrayList<>();
+                for (Object o : (List<?>) a.getFirst()) {
+                    list.add((String) o);
+                }
+                peerAddresses = List.copyOf(list);
+                from.reply(Reply.ok(r.id(), null));
+            }
+            case "put" -> {
+                long id = nextId.getAndIncrement();
+                store.put(id, a.getFirst());
+                from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
+            }
+            case "get" -> {
+                ObjectRef ref = (ObjectRef) a.getFirst();
+                Object v = store.get(ref.id());
+                from.reply(v == null && !store.containsKey(ref.id())
+                        ? Reply.failed(r.id(), new ClusterException("no object " + ref + " on worker " + index
+                                + " (freed, or never stored)"))
+                        : Reply.ok(r.id(), v));
+            }
+            case "free" -> {
+                for (Object o : (List<?>) a.getFirst()) {
+                    Values.close(store.remove((Long) o));
+                }
+                from.reply(Reply.ok(r.id(), null));
+            }
+            case "run", "call" -> {
+                io.cuwire.cluster.Task task;
+                try {
+                    task = tasks.get(r.name());
+                } catch (RuntimeException e) {
+                    Values.close(a);
+                    from.reply(Reply.failed(r.id(), e));
+                    return;
+                }
+                executor.execute(() -> runTask(from, r, task));
+            }
+            case "model" -> cacheModel(from, r);
+            case "bcast-begin" -> beginBroadcast(r);
+            case "bcast-chunk" -> chunk(r);
+            case "stats" -> from.reply(Reply.ok(r.id(), stats()));
+            case "shutdown" -> {
+                from.send(Reply.ok(r.id(), null)).whenComplete((m, e) -> shutdown(0));
+            }
+            default -> {
+                Values.close(a);
+                from.reply(Reply.failed(r.id(), new ClusterException("unknown operation '" + r.op() + "'")));
+            }
+        }
+    }
+
+    private void runTask(Endpoint from, Request r, io.cuwire.cluster.Task task) {
+        List<Object> owned = new ArrayList<>();
+        List<CachedModel> used = new ArrayList<>();
+        Object result = null;
+        try {
+            List<Object> args = new ArrayList<>(r.args().size());
+            for (Object o : r.args()) {
+                args.add(resolve(o, owned, used));
+            }
+            result = task.run(new TaskContext(index, ordinal, device, host), args);
+        } catch (RuntimeException | Error e) {
+            Values.close(owned);
+            release(used);
+            from.reply(Reply.failed(r.id(), e));
+            return;
+        }
+        Values.close(owned);
+        release(used);
+        if (r.op().equals("run")) {
+            long id = nextId.getAndIncrement();
+            store.put(id, result);
+            from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
+        } else {
+            Object value = result;
+            from.send(Reply.ok(r.id(), value)).whenComplete((m, e) -> Values.close(value));
+        }
+    }
+
+    /** A task argument as the task sees it; what the worker must close afterwards goes into {@code owned}. */
+    private Object resolve(Object arg, List<Object> owned, List<CachedModel> used) {
+        switch (arg) {
+            case ObjectRef ref when ref.worker() == index -> {
+                Object v = store.get(ref.id());
+                if (v == null) {
+                    throw new ClusterException("no object " + ref + " on worker " + index + " (freed?)");
+                }
+                return v;
+            }
+            case ObjectRef ref -> {
+                Object v = fetch(ref);
+                owned.add(v);
+                return v;
+            }
+            case ModelHandle h -> {
+                CachedModel m = models.get(h.id());
+                if (m == null || m.version != h.version()) {
+                    throw new ClusterException(h + " is not in worker " + index + "'s cache (cached: "
+                            + (m == null ? "none" : "v" + m.version) + ")");
+                }
+                m.users.incrementAndGet();
+                used.add(m);
+                return m.value;
+            }
+            default -> {
+                owned.add(arg);
+                return arg;
+            }
+        }
+    }
+
+    /** Fetches a value from the worker that holds it, worker to worker. */
+    private Object fetch(ObjectRef ref) {
+        Endpoint peer = peer(ref.worker());
+        Reply reply = peer.call(new Request(nextRequest.getAndIncrement(), "get", null, List.of(ref))).join();
+        if (!Reply.OK.equals(reply.status())) {
+            throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": " + reply.errorType()
+                    + ": " + reply.error());
+        }
+        return reply.value();
+    }
+
+    private Endpoint peer(int other) {
+        Endpoint e = peers.get(other);
+        if (e != null && e.isOpen()) {
+            return e;
+        }
+        synchronized (peers) {
+            e = peers.get(other);
+            if (e == null || !e.isOpen()) {
+                List<String> addresses = peerAddresses;
+                if (other < 0 || other >= addresses.size()) {
+                    throw new ClusterException("worker " + index + " knows no worker " + other + " (peers: "
+                            + addresses.size() + ")");
+                }
+                String address = addresses.get(other);
+                Connection c = Transports.forAddress(address).connect(address, config);
+                e = new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
+                        t -> new ClusterException("connection to worker " + other + " broken", t), t -> { }).start();
+                peers.put(other, e);
+            }
+            return e;
+        }
+    }
+
+    // ---------------------------------------------------------------- model cache
+
+    /** A cached model and the tasks using it; a retired version is closed once no task uses it. */
+    private static final class CachedModel {
+        final long version;
+        final Object value;
+        final AtomicInteger users = new AtomicInteger();
+        volatile boolean retired;
+
+        CachedModel(long version, Object value) {
+            this.version = version;
+            this.value = value;
+        }
+
+        void release() {
+            if (users.decrementAndGet() == 0 && retired) {
+                closeOnce();
+            }
+        }
+
+        private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic
+                .AtomicBoolean();
+
+        void retire() {
+            retired = true;
+            if (users.get() == 0) {
+                closeOnce();
+            }
+        }
+
+        void closeOnce() {
+            if (closed.compareAndSet(false, true)) {
+                Values.close(value);
+            }
+        }
+    }
+
+    private static void release(List<CachedModel> used) {
+        for (CachedModel m : used) {
+            m.release();
+        }
+    }
+
+    private void cacheModel(Endpoint from, Request r) {
+        long id = (Long) r.args().get(0);
+        long version = (Long) r.args().get(1);
+        Object value = r.args().get(2);
+        if (value == null) {
+            CachedModel m = models.get(id);
+            from.reply(m != null && m.version == version ? Reply.ok(r.id(), null)
+                    : new Reply(r.id(), Reply.MISSING, null, null, null));
+            return;
+        }
+        put(id, version, value);
+        from.reply(Reply.ok(r.id(), null));
+    }
+
+    private void put(long id, long version, Object value) {
+        CachedModel old = models.put(id, new CachedModel(version, value));
+        if (old != null) {
+            old.retire();
+        }
+    }
+
+    // ---------------------------------------------------------------- chained broadcast
+
+    /** A model arriving in chunks: its header, one buffer per frame, and where the chain goes on. */
+    private final class Assembly {
+        final long bid;
+        final long id;
+        final long version;
+        final Serialized.Header header;
+        final List<Buffer> frames = new ArrayList<>();
+        final Endpoint next;
+        long missing;
+
+        Assembly(long bid, long id, long version, byte[] headerBytes, Endpoint next) {
+            this.bid = bid;
+            this.id = id;
+            this.version = version;
+            this.header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
+            this.next = next;
+            try {
+                for (FrameDescriptor d : header.frames()) {
+                    frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
+                    missing += d.length();
+                }
+            } catch (RuntimeException e) {
+                Values.close(frames);
+                throw e;
+            }
+        }
+    }
+
+    private void beginBroadcast(Request r) {
+        List<Object> a = r.args();
+        long id = (Long) a.get(0);
+        long version = (Long) a.get(1);
+        byte[] headerBytes = (byte[]) a.get(2);
+        List<Long> chain = new ArrayList<>();
+        for (Object o : (List<?>) a.get(3)) {
+            chain.add((Long) o);
+        }
+        Endpoint next = null;
+        try {
+            if (!chain.isEmpty()) {
+                next = peer(chain.getFirst().intValue());
+                next.send(new Request(r.id(), "bcast-begin", null, List.of(id, version, headerBytes,
+                        new ArrayList<Object>(chain.subList(1, chain.size())))));
+            }
+            Assembly asm = new Assembly(r.id(), id, version, headerBytes, next);
+            assemblies.put(r.id(), asm);
+            if (asm.missing == 0) {
+                finishBroadcast(asm);
+            }
+        } catch (RuntimeException e) {
+            client.reply(Reply.failed(r.id(), e));
+        }
+    }
+
+    private void chunk(Request r) {
+        List<Object> a = r.args();
+        Assembly asm = assemblies.get(r.id());
+        NdArray chunk = (NdArray) a.get(2);
+        if (asm == null) {
+            chunk.close();
+            return;
+        }
+        int frame = ((Long) a.get(0)).intValue();
+        long offset = (Long) a.get(1);
+        try {
+            java.util.concurrent.CompletableFuture<?> forwarded = asm.next == null
+                    ? java.util.concurrent.CompletableFuture.completedFuture(null)
+                    : asm.next.send(new Request(r.id(), "bcast-chunk", null, List.of((long) frame, offset, chunk)));
+            CopyEngine.copy(chunk.buffer(), 0, asm.frames.get(frame), offset, chunk.byteSize());
+            forwarded.whenComplete((m, e) -> chunk.close());
+            asm.missing -= chunk.byteSize();
+            if (asm.missing == 0) {
+                finishBroadcast(asm);
+            }
+        } catch (RuntimeException e) {
+            assemblies.remove(r.id());
+            Values.close(asm.frames);
+            client.reply(Reply.failed(r.id(), e));
+        }
+    }
+
+    private void finishBroadcast(Assembly asm) {
+        assemblies.remove(asm.bid);
+        try (Serialized s = Serialized.received(asm.header, asm.frames)) {
+            put(asm.id, asm.version, registry.deserialize(s, target));
+            client.reply(Reply.ok(asm.bid, null));
+        } catch (RuntimeException e) {
+            client.reply(Reply.failed(asm.bid, e));
+        }
+    }
+
+    // ---------------------------------------------------------------- stats and shutdown
+
+    private List<Object> stats() {
+        TransferStats t = CopyEngine.totals();
+        List<Object> out = new ArrayList<>();
+        for (CopyDirection d : CopyDirection.values()) {
+            out.add(t.bytes(d));
+        }
+        out.add(device.allocatedBytes());
+        out.add(host.allocatedBytes());
+        out.add((long) store.size());
+        out.add((long) models.size());
+        return out;
+    }
+
+    private void shutdown(int code) {
+        Thread.ofPlatform().start(() -> {
+            executor.shutdownNow();
+            for (Object v : store.values()) {
+                Values.close(v);
+            }
+            store.clear();
+            for (CachedModel m : models.values()) {
+                m.closeOnce();
+            }
+            models.clear();
+            for (Assembly a : assemblies.values()) {
+                Values.close(a.frames);
+            }
+            for (Endpoint p : peers.values()) {
+                p.close();
+            }
+            int exit = code;
+            try {
+                device.close();
+                host.close();
+            } catch (RuntimeException e) {
+                System.err.println("cuwire worker " + index + ": " + e.getMessage());
+                exit = 3;
+            }
+            System.out.flush();
+            System.err.flush();
+            Runtime.getRuntime().halt(exit);
+        });
+    }
+}

@@ -1,0 +1,40 @@
+package io.cuwire.cluster;
+
+import io.cuwire.memory.NdArray;
+import io.cuwire.ml.ComputeBackends;
+import io.cuwire.ml.cluster.KMeans;
+
+/** Tasks the cluster tests use, on the workers' class path through {@link TaskProvider}. */
+public final class TestTasks implements TaskProvider {
+    /** {@code (X, Double factor)}: a new array {@code factor * X} on the worker's device. */
+    static final TaskType<NdArray> SCALE = TaskType.of("test.scale", NdArray.class);
+    /** {@code (Long millis)}: sleeps, returns nil. */
+    static final TaskType<Object> SLEEP = TaskType.of("test.sleep", Object.class);
+    /** {@code (KMeans)}: a copy of the centers of a (cached) model. */
+    static final TaskType<NdArray> CENTERS = TaskType.of("test.centers", NdArray.class);
+    /** {@code ()}: the worker's device ordinal. */
+    static final TaskType<Long> DEVICE = TaskType.of("test.device", Long.class);
+
+    public TestTasks() {
+    }
+
+    @Override
+    public void register(TaskRegistry registry) {
+        registry.register(SCALE, (c, a) -> {
+            NdArray x = (NdArray) a.get(0);
+            NdArray out = x.copyTo(c.device());
+            ComputeBackends.forArray(out).scale((Double) a.get(1), out);
+            return out;
+        });
+        registry.register(SLEEP, (c, a) -> {
+            try {
+                Thread.sleep((Long) a.get(0));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
+        registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
+        registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
+    }
+}
