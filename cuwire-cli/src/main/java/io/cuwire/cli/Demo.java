@@ -143,9 +143,13 @@ final class Demo {
             job(cluster.size());
         }
         printTable();
-        Plot.write(rows, options.plot(), "cuwire demo: " + client.workers() + " workers, " + Devices.platform()
-                + ", " + options.transport());
-        out.println("plot: " + options.plot().toAbsolutePath());
+        if (ModuleLayer.boot().findModule("java.desktop").isPresent()) {
+            Plot.write(rows, options.plot(), "cuwire demo: " + client.workers() + " workers, " + Devices.platform()
+                    + ", " + options.transport());
+            out.println("plot: " + options.plot().toAbsolutePath());
+        } else {
+            out.println("plot: skipped, this Java runtime has no java.desktop (the GPU bundle's leaves it out)");
+        }
         out.printf(Locale.ROOT, "done in %.1f s%n", (System.nanoTime() - start) / 1e9);
     }
 
