@@ -305,7 +305,7 @@ public final class LocalCluster implements AutoCloseable {
 
         private static String listenAddress(String scheme, int index) {
             return switch (scheme) {
-                case "tcp", "ucx" -> scheme + "://127.0.0.1:0";
+                case "tcp", "ucx", "ipc" -> scheme + "://127.0.0.1:0";
                 default -> scheme + "://cuwire-" + ProcessHandle.current().pid() + "-" + index;
             };
         }
