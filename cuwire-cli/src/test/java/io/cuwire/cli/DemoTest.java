@@ -1,8 +1,10 @@
 package io.cuwire.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -17,26 +19,34 @@ import org.junit.jupiter.api.io.TempDir;
 class DemoTest {
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void shouldRunTheMainJobOnTwoWorkersAndPrintTheTableAndWriteThePlot(@TempDir Path dir) throws Exception {
-        Path plot = dir.resolve("out/demo.png");
+    void shouldRunTheMainJobCheckEveryPathAndWriteTheReport(@TempDir Path dir) throws Exception {
+        Path report = dir.resolve("out/report");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int code;
         try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
                 PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
             code = Main.run(new String[] {"demo", "--workers", "2", "--rows", "4000", "--features", "8",
-                "--model-rows", "1000", "--plot", plot.toString()}, o, e);
+                "--trees", "4", "--transports", "tcp,ipc", "--report", report.toString()}, o, e);
         }
         String text = out.toString(StandardCharsets.UTF_8);
         assertEquals(Main.OK, code, err.toString(StandardCharsets.UTF_8) + text);
-        for (String row : List.of("scatter X and y", "fit LinearRegression", "fit KMeans",
-                "broadcast 0.0 MiB model, cuda, chain", "broadcast 0.0 MiB model, host, each in turn",
-                "broadcast it again, unchanged (cache)", "predict LinearRegression on every partition")) {
-            assertTrue(text.contains(row), row + " missing in:\n" + text);
+        for (String line : List.of("... starting a local cluster over tcp", "... starting a local cluster over ipc",
+                "... broadcasting RandomForestClassifier over ipc with the host family", "java family: not offered",
+                "LinearRegression:", "KMeans:", "RandomForestClassifier:", "all checks MATCH")) {
+            assertTrue(text.contains(line), line + " missing in:\n" + text);
         }
-        assertTrue(text.contains("broadcast again: 2 cache hits, 0 workers sent frames"), text);
-        byte[] png = Files.readAllBytes(plot);
-        assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G');
+        for (String model : List.of("LinearRegression", "KMeans", "RandomForestClassifier")) {
+            for (String path : List.of("tcp / cuda", "tcp / host", "ipc / cuda", "ipc / host")) {
+                assertTrue(text.lines().anyMatch(l -> l.startsWith("  " + path) && l.contains(" MATCH (")),
+                        path + " row missing in:\n" + text);
+            }
+        }
+        assertFalse(text.contains("MISMATCH"), text);
+        String html = Files.readString(report.resolve("index.html"));
+        assertTrue(text.contains("report: " + report.resolve("index.html").toAbsolutePath()), text);
+        assertTrue(html.startsWith("<!DOCTYPE html>") && html.contains("<svg") && html.contains("ipc / host")
+                && html.contains("RandomForestClassifier") && !html.contains("MISMATCH"), html);
     }
 
     @Test
@@ -47,5 +57,19 @@ class DemoTest {
             assertEquals(Main.USAGE, Main.run(new String[] {"demo", "--frobnicate", "1"}, System.out, e));
         }
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown option --frobnicate"));
+    }
+
+    @Test
+    @Timeout(value = 10, unit = TimeUnit.SECONDS)
+    void shouldRefuseAWorkerWithoutASecretOrWithAShortOne() {
+        for (String secret : new String[] {null, "0011"}) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+                assertEquals(Main.USAGE, WorkerCommand.run(List.of("--device", "0"), secret,
+                        new ByteArrayInputStream(new byte[0]), System.out, e));
+            }
+            String text = err.toString(StandardCharsets.UTF_8);
+            assertTrue(text.contains(secret == null ? "no cluster secret" : "has 2 bytes"), text);
+        }
     }
 }

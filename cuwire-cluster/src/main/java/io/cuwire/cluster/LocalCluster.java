@@ -97,14 +97,24 @@ public final class LocalCluster implements AutoCloseable {
         return transport;
     }
 
-    /** The device ordinal worker {@code worker} is bound to (in its own process). */
+    /** The device ordinal worker {@code worker} is bound to (in its own process); -1 for a worker connected to. */
     public int deviceOf(int worker) {
         return workers.get(worker).deviceOrdinal();
     }
 
-    /** The process of worker {@code worker}, e.g. to watch or (in tests) to kill it. */
+    /**
+     * The process of worker {@code worker}, e.g. to watch or (in tests) to kill it.
+     *
+     * @throws IllegalStateException for a worker started by hand ({@link Builder#connect}): this cluster did not
+     *     start it
+     */
     public ProcessHandle processOf(int worker) {
-        return workers.get(worker).process().toHandle();
+        Process p = workers.get(worker).process();
+        if (p == null) {
+            throw new IllegalStateException("worker " + worker + " was started by hand; the cluster has no process "
+                    + "of it");
+        }
+        return p.toHandle();
     }
 
     private void beat() {
@@ -165,6 +175,7 @@ public final class LocalCluster implements AutoCloseable {
         private Duration heartbeatTimeout = Duration.ofSeconds(10);
         private Duration shutdownTimeout = Duration.ofSeconds(10);
         private PrintStream workerOutput;
+        private List<String> connect;
 
         private Builder() {
         }
@@ -219,6 +230,20 @@ public final class LocalCluster implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Connects to workers started by hand ({@code cuwire worker}) instead of starting worker JVMs: worker
+         * {@code i} listens at {@code addresses[i]} and must have been started with index {@code i}, the same
+         * transport scheme, and this builder's {@link #secret}, which is then required. {@link #workers} and
+         * {@link #transport} are ignored (the scheme is the addresses'). Closing the cluster shuts the workers down.
+         */
+        public Builder connect(List<String> addresses) {
+            if (addresses.isEmpty()) {
+                throw new IllegalArgumentException("connect: no addresses");
+            }
+            this.connect = List.copyOf(addresses);
+            return this;
+        }
+
         /** Copies each line the workers print to {@code out}, prefixed with the worker; default: kept quietly. */
         public Builder workerOutput(PrintStream out) {
             this.workerOutput = out;
@@ -234,14 +259,27 @@ public final class LocalCluster implements AutoCloseable {
             String platform = Devices.platform();
             int devices = Devices.all().size();
             int n = workers > 0 ? workers : platform.equals("emulated") ? 2 : devices;
+            if (connect != null && secret == null) {
+                throw new IllegalArgumentException("connect: needs the workers' secret (Builder.secret)");
+            }
             byte[] key = secret != null ? secret.clone() : randomSecret();
             List<RemoteWorker> started = new ArrayList<>();
             try {
-                String scheme = scheme(transport);
-                for (int i = 0; i < n; i++) {
-                    started.add(launch(i, i % devices, platform, scheme, key));
+                String scheme;
+                if (connect != null) {
+                    scheme = connect.getFirst().substring(0, Math.max(0, connect.getFirst().indexOf("://")));
+                    for (int i = 0; i < connect.size(); i++) {
+                        RemoteWorker w = new RemoteWorker(i, -1, null);
+                        w.address(connect.get(i));
+                        started.add(w);
+                    }
+                } else {
+                    scheme = scheme(transport);
+                    for (int i = 0; i < n; i++) {
+                        started.add(launch(i, i % devices, platform, scheme, key));
+                    }
+                    awaitAddresses(started);
                 }
-                awaitAddresses(started);
                 TypeRegistry registry = ClusterTypes.registry();
                 BufferAllocator<DeviceBuffer> dev = Devices.get(0).newAllocator("cuwire-client-device",
                         BufferAllocator.UNLIMITED);
@@ -256,7 +294,9 @@ public final class LocalCluster implements AutoCloseable {
                             (from, r) -> from.reply(io.cuwire.cluster.internal.Reply.failed(r.id(),
                                     new ClusterException("the client takes no requests"))),
                             w::lostException, w::markLost).start());
-                    w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));
+                    if (w.process() != null) {
+                        w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));
+                    }
                 }
                 Client client = new Client(started, registry, dev);
                 List<Object> addresses = new ArrayList<>();
@@ -272,7 +312,11 @@ public final class LocalCluster implements AutoCloseable {
             } catch (RuntimeException e) {
                 for (RemoteWorker w : started) {
                     w.closing();
-                    w.process().destroyForcibly();
+                    if (w.process() != null) {
+                        w.process().destroyForcibly();
+                    } else if (w.endpoint() != null) {
+                        w.endpoint().close();
+                    }
                 }
                 if (e instanceof ClusterException) {
                     throw e;

@@ -10,7 +10,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The client's view of one worker process: its process, connection and liveness. A worker is lost once — when its
  * process exits, its connection breaks or a heartbeat goes unanswered — and stays lost: its endpoint fails every
- * pending and later call with {@link WorkerLostException}. Thread-safe.
+ * pending and later call with {@link WorkerLostException}. A worker started by hand and connected to has no process
+ * here ({@code null}): it is lost when its connection breaks or a heartbeat goes unanswered. Thread-safe.
  */
 public final class RemoteWorker {
     private static final int TAIL_LINES = 40;
@@ -38,6 +39,7 @@ public final class RemoteWorker {
         return deviceOrdinal;
     }
 
+    /** The worker's process, or {@code null} for a worker started by hand. */
     public Process process() {
         return process;
     }
@@ -82,7 +84,7 @@ public final class RemoteWorker {
 
     /** Whether the worker is alive as far as the client knows. */
     public boolean isAlive() {
-        return lost == null && process.isAlive();
+        return lost == null && (process == null || process.isAlive());
     }
 
     /** The exception to fail calls with after {@code cause}. */
@@ -91,7 +93,7 @@ public final class RemoteWorker {
         if (l != null) {
             return l;
         }
-        String why = closing ? "the cluster is closing" : !process.isAlive()
+        String why = closing ? "the cluster is closing" : process != null && !process.isAlive()
                 ? "its process exited with code " + exitCode() : String.valueOf(cause);
         return new WorkerLostException(index, why + "; last output:\n" + outputTail(), cause);
     }
@@ -116,7 +118,9 @@ public final class RemoteWorker {
         if (e != null) {
             e.fail(cause);
         }
-        process.destroyForcibly();
+        if (process != null) {
+            process.destroyForcibly();
+        }
     }
 
     /** Marks the worker as being shut down on purpose. */
@@ -126,6 +130,9 @@ public final class RemoteWorker {
 
     /** Waits for the process to exit, destroying it after {@code timeout}. */
     public void awaitExit(Duration timeout) {
+        if (process == null) {
+            return;
+        }
         try {
             if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();

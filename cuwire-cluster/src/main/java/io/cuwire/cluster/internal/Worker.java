@@ -110,8 +110,16 @@ public final class Worker implements Endpoint.Handler {
             System.err.println("cuwire worker " + index + ": no cluster secret on standard input");
             System.exit(2);
         }
-        Worker w = new Worker(index, ordinal, HexFormat.of().parseHex(line.strip()));
-        w.serve(address, System.out);
+        serve(index, ordinal, address, HexFormat.of().parseHex(line.strip()), System.out);
+    }
+
+    /**
+     * Runs a worker in this JVM: listens on {@code address}, prints {@value #LISTENING} and the bound address to
+     * {@code out}, serves its client, and halts the JVM when the client's connection breaks or it asks to shut down.
+     * Never returns normally.
+     */
+    public static void serve(int index, int ordinal, String address, byte[] secret, PrintStream out) {
+        new Worker(index, ordinal, secret).serve(address, out);
     }
 
     private void serve(String address, PrintStream out) {

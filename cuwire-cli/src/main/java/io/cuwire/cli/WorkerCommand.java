@@ -1,0 +1,89 @@
+package io.cuwire.cli;
+
+import io.cuwire.cluster.StandaloneWorker;
+import io.cuwire.memory.Devices;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.List;
+
+/**
+ * {@code cuwire worker}: starts a cluster worker by hand, for clusters assembled on one host. The secret (hex, at
+ * least 16 bytes) comes from {@code CUWIRE_SECRET} or else the first line of standard input, never the command line.
+ */
+final class WorkerCommand {
+    static final String SECRET_VARIABLE = "CUWIRE_SECRET";
+
+    private WorkerCommand() {
+    }
+
+    static int run(List<String> args, PrintStream out, PrintStream err) {
+        return run(args, System.getenv(SECRET_VARIABLE), System.in, out, err);
+    }
+
+    static int run(List<String> args, String secretVariable, InputStream in, PrintStream out, PrintStream err) {
+        String listen = "tcp://127.0.0.1:0";
+        int device = 0;
+        int index = 0;
+        try {
+            for (int i = 0; i < args.size(); i++) {
+                String a = args.get(i);
+                if (i + 1 >= args.size()) {
+                    throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
+                }
+                String v = args.get(++i);
+                switch (a) {
+                    case "--listen" -> listen = v;
+                    case "--device" -> device = nonNegative(a, v);
+                    case "--index" -> index = nonNegative(a, v);
+                    default -> throw new IllegalArgumentException("unknown option " + a + " (expected: --listen "
+                            + "ADDRESS, --device N, --index N)");
+                }
+            }
+            if (device >= Devices.all().size()) {
+                throw new IllegalArgumentException("--device " + device + ": this host has " + Devices.all().size()
+                        + " device(s) on platform " + Devices.platform());
+            }
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire worker: " + e.getMessage());
+            return Main.USAGE;
+        }
+        byte[] secret;
+        try {
+            String hex = secretVariable;
+            if (hex == null || hex.isBlank()) {
+                hex = new BufferedReader(new InputStreamReader(in, StandardCharsets.US_ASCII)).readLine();
+            }
+            if (hex == null || hex.isBlank()) {
+                throw new IllegalArgumentException("no cluster secret: set " + SECRET_VARIABLE + " or write it (hex)"
+                        + " on standard input");
+            }
+            secret = HexFormat.of().parseHex(hex.strip());
+            if (secret.length < 16) {
+                throw new IllegalArgumentException("the cluster secret has " + secret.length + " bytes (expected: "
+                        + ">= 16, as hex)");
+            }
+        } catch (IOException | IllegalArgumentException e) {
+            err.println("cuwire worker: " + e.getMessage());
+            return Main.USAGE;
+        }
+        StandaloneWorker.serve(index, device, listen, secret, out);
+        return Main.OK;
+    }
+
+    private static int nonNegative(String option, String value) {
+        try {
+            int n = Integer.parseInt(value);
+            if (n >= 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + " " + value + " (expected: a whole number >= 0)");
+    }
+}
