@@ -3,6 +3,7 @@ package io.cuwire.cli;
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
+import io.cuwire.ml.bench.EstimatorBench;
 import io.cuwire.transport.bench.TransferBench;
 import java.io.PrintStream;
 import java.util.Arrays;
@@ -37,7 +38,9 @@ public final class Main {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth;"
                 + " 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes 1KiB,1MiB,"
-                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes", Main::bench));
+                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes; 'bench estimators [--rows N] "
+                + "[--cols D] [--repeat R]': fit and predict time per estimator on device 0, checked against the CPU",
+                Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
 
@@ -84,9 +87,12 @@ public final class Main {
         if (!args.isEmpty() && args.getFirst().equals("transfer")) {
             return transfer(args.subList(1, args.size()), out, err);
         }
+        if (!args.isEmpty() && args.getFirst().equals("estimators")) {
+            return estimators(args.subList(1, args.size()), out, err);
+        }
         if (args.isEmpty() || !args.getFirst().equals("copy")) {
-            err.println("cuwire bench: which benchmark? one of: copy, transfer (serialization runs through the "
-                    + "./cuwire launcher: ./cuwire bench serialization)");
+            err.println("cuwire bench: which benchmark? one of: copy, transfer, estimators (serialization runs "
+                    + "through the ./cuwire launcher: ./cuwire bench serialization)");
             return USAGE;
         }
         CopyBenchmark.Options options;
@@ -118,6 +124,18 @@ public final class Main {
             err.println("cuwire bench transfer: " + e);
             return FAILED;
         }
+    }
+
+    private static int estimators(List<String> args, PrintStream out, PrintStream err) {
+        EstimatorBench.Options options;
+        try {
+            options = EstimatorBench.Options.parse(args.toArray(String[]::new));
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire bench estimators: " + e.getMessage());
+            return USAGE;
+        }
+        List<EstimatorBench.Result> results = EstimatorBench.run(options, out);
+        return results.stream().allMatch(EstimatorBench.Result::matchesReference) ? OK : FAILED;
     }
 
     private static int usage(PrintStream out) {

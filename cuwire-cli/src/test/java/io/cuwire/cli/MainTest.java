@@ -74,6 +74,19 @@ class MainTest {
     }
 
     @Test
+    void shouldRunTheEstimatorBenchmarkAtTinySizes() {
+        Result r = run("bench", "estimators", "--rows", "64", "--cols", "3", "--repeat", "1");
+        assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
+        String[] lines = r.out().strip().split("\n");
+        assertEquals(10, lines.length, r.out());
+        assertTrue(lines[3].matches("RESULT estimator=KMeans backend=\\w+ fit_ms=[0-9.]+ predict_ms=[0-9.]+ rows=64 "
+                + "matches_reference=true"), lines[3]);
+        r = run("bench", "estimators", "--rows", "lots");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench estimators: --rows lots is not a number"), r.err());
+    }
+
+    @Test
     void shouldRefuseTheCopyBenchmarkWithoutAGpuAndSayWhy() {
         org.junit.jupiter.api.Assumptions.assumeFalse(io.cuwire.cuda.Cuda.isAvailable(), "a GPU is here");
         Result r = run("bench", "copy", "--size", "1m");

@@ -265,13 +265,67 @@ public abstract class Estimator implements AutoCloseable {
         }
     }
 
-    /** Checks a matrix to fit on: at least one row and one feature. */
+    /** Checks a matrix to fit on: at least one row and one feature, every element finite. */
     protected static void checkTraining(String op, NdArray x) {
         checkMatrix(op, "X", x);
         if (x.dim(0) == 0 || x.dim(1) == 0) {
             throw new IllegalArgumentException(op + ": X has shape (" + x.dim(0) + ", " + x.dim(1)
                     + ") (expected: at least one sample and one feature)");
         }
+        checkFinite(op, "X", x);
+    }
+
+    /**
+     * Checks that every element of floating array {@code a} (named {@code what}) is finite. The pass over the data
+     * is one {@link Reduction#SUM} where the data lives: any NaN or infinity makes the sum non-finite. Only then are
+     * the elements copied to the host, in pieces, to name the first bad one; a sum that merely overflowed (every
+     * element finite) passes.
+     *
+     * @throws IllegalArgumentException naming {@code op}, {@code what}, the value and its position
+     */
+    protected static void checkFinite(String op, String what, NdArray a) {
+        if (a.size() == 0 || Double.isFinite(backend(a).reduce(Reduction.SUM, a))) {
+            return;
+        }
+        int piece = 1 << 16;
+        double[] buf = new double[piece];
+        float[] fbuf = a.dtype() == DType.FLOAT32 ? new float[piece] : null;
+        for (long first = 0; first < a.size(); first += piece) {
+            int count = (int) Math.min(piece, a.size() - first);
+            if (fbuf != null) {
+                a.copyStorageTo(first, fbuf, 0, count);
+                for (int i = 0; i < count; i++) {
+                    buf[i] = fbuf[i];
+                }
+            } else {
+                a.copyStorageTo(first, buf, 0, count);
+            }
+            for (int i = 0; i < count; i++) {
+                if (!Double.isFinite(buf[i])) {
+                    long at = first + i;
+                    String where = a.rank() == 2 ? "(" + at / a.dim(1) + ", " + at % a.dim(1) + ")"
+                            : "(" + at + ",)";
+                    throw new IllegalArgumentException(op + ": " + what + " holds " + buf[i] + " at " + where
+                            + " (expected: finite values)");
+                }
+            }
+        }
+    }
+
+    /** Checks that {@code a} (named {@code what}) lives where the fitted state {@code model} does. */
+    protected static void checkPlace(String op, String what, NdArray a, NdArray model) {
+        String at = ComputeBackend.placeOf(a);
+        String modelAt = ComputeBackend.placeOf(model);
+        if (!at.equals(modelAt)) {
+            throw new IllegalArgumentException(op + ": " + what + " is on " + at + " but the model is on " + modelAt
+                    + " (expected: the data where the model was fitted; copy one to the other)");
+        }
+    }
+
+    /** Checks a matrix to predict on: the features, dtype and place of the fitted state {@code model}. */
+    protected static void checkInput(String op, NdArray x, long features, DType dtype, NdArray model) {
+        checkInput(op, x, features, dtype);
+        checkPlace(op, "X", x, model);
     }
 
     /** Checks a matrix to predict on: {@code features} columns, the dtype of the fitted state. */
@@ -299,6 +353,8 @@ public abstract class Estimator implements AutoCloseable {
             throw new IllegalArgumentException(op + ": y has dtype " + y.dtype().wireName() + " (expected: "
                     + x.dtype().wireName() + ", the dtype of X)");
         }
+        checkSamePlace(op, y, x);
+        checkFinite(op, "y", y);
     }
 
     /** Checks class labels: an int32 vector of {@code rows} elements. */
@@ -312,6 +368,16 @@ public abstract class Estimator implements AutoCloseable {
         if (y.dtype() != DType.INT32) {
             throw new IllegalArgumentException(op + ": y has dtype " + y.dtype().wireName()
                     + " (expected: int32 class indices)");
+        }
+        checkSamePlace(op, y, x);
+    }
+
+    private static void checkSamePlace(String op, NdArray y, NdArray x) {
+        String at = ComputeBackend.placeOf(y);
+        String xAt = ComputeBackend.placeOf(x);
+        if (!at.equals(xAt)) {
+            throw new IllegalArgumentException(op + ": y is on " + at + " but X is on " + xAt
+                    + " (expected: y where X is)");
         }
     }
 

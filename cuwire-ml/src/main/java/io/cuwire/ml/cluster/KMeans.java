@@ -140,6 +140,7 @@ public final class KMeans extends Estimator {
     /** Fits on {@code x} from centers chosen by {@link #init}; returns this. */
     public KMeans fit(NdArray x) {
         checkTraining("KMeans.fit", x);
+        checkClusters(x);
         try (Candidates c = partialInit(x, seed); NdArray start = initialCenters(List.of(c))) {
             return fit(x, start);
         }
@@ -148,6 +149,7 @@ public final class KMeans extends Estimator {
     /** Fits on {@code x} from the given first centers (k x d, not taken over); returns this. */
     public KMeans fit(NdArray x, NdArray initialCenters) {
         checkTraining("KMeans.fit", x);
+        checkClusters(x);
         try (Lloyd lloyd = lloyd(initialCenters)) {
             while (!lloyd.done()) {
                 try (Step s = partialStep(x, lloyd.centers())) {
@@ -158,10 +160,17 @@ public final class KMeans extends Estimator {
         }
     }
 
+    private void checkClusters(NdArray x) {
+        if (nClusters > x.dim(0)) {
+            throw new IllegalArgumentException("KMeans.fit: nClusters = " + nClusters + " is more than the "
+                    + x.dim(0) + " rows of X (expected: nClusters <= rows)");
+        }
+    }
+
     /** The index of the nearest center of each row (int32, n). */
     public NdArray predict(NdArray x) {
         checkFitted();
-        checkInput("KMeans.predict", x, clusterCenters.dim(1), clusterCenters.dtype());
+        checkInput("KMeans.predict", x, clusterCenters.dim(1), clusterCenters.dtype(), clusterCenters);
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         NdArray labels = NdArray.empty(mem, DType.INT32, Order.C, x.dim(0));
@@ -183,7 +192,7 @@ public final class KMeans extends Estimator {
     /** The Euclidean distance of each row to each center (n x k). */
     public NdArray transform(NdArray x) {
         checkFitted();
-        checkInput("KMeans.transform", x, clusterCenters.dim(1), clusterCenters.dtype());
+        checkInput("KMeans.transform", x, clusterCenters.dim(1), clusterCenters.dtype(), clusterCenters);
         ComputeBackend b = backend(x);
         NdArray d = NdArray.empty(memoryFor(x), x.dtype(), Order.C, x.dim(0), nClusters());
         try {
@@ -199,7 +208,7 @@ public final class KMeans extends Estimator {
     /** Minus the sum of squared distances of the rows of {@code x} to their nearest center (higher is better). */
     public double score(NdArray x) {
         checkFitted();
-        checkInput("KMeans.score", x, clusterCenters.dim(1), clusterCenters.dtype());
+        checkInput("KMeans.score", x, clusterCenters.dim(1), clusterCenters.dtype(), clusterCenters);
         try (Step s = partialStep(x, clusterCenters)) {
             return -s.inertia();
         }
@@ -247,7 +256,7 @@ public final class KMeans extends Estimator {
     public Step partialStep(NdArray x, NdArray centers) {
         String op = "KMeans.partialStep";
         checkMatrix(op, "X", x);
-        checkInput(op, x, centers.dim(1), centers.dtype());
+        checkInput(op, x, centers.dim(1), centers.dtype(), centers);
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         long n = x.dim(0);

@@ -243,7 +243,7 @@ public final class PCA extends Estimator {
     /** The projection of {@code x} on the components (n x k), whitened if asked. */
     public NdArray transform(NdArray x) {
         checkFitted();
-        checkInput("PCA.transform", x, mean.dim(0), mean.dtype());
+        checkInput("PCA.transform", x, mean.dim(0), mean.dtype(), mean);
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         long k = components.dim(0);
@@ -267,7 +267,7 @@ public final class PCA extends Estimator {
     /** Maps projections (n x k) back to the data space (n x d). */
     public NdArray inverseTransform(NdArray t) {
         checkFitted();
-        checkInput("PCA.inverseTransform", t, components.dim(0), mean.dtype());
+        checkInput("PCA.inverseTransform", t, components.dim(0), mean.dtype(), mean);
         ComputeBackend b = backend(t);
         BufferAllocator<?> mem = memoryFor(t);
         NdArray out = NdArray.empty(mem, t.dtype(), Order.C, t.dim(0), mean.dim(0));

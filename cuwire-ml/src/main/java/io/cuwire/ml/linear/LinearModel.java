@@ -178,7 +178,7 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
     @Override
     public NdArray predict(NdArray x) {
         checkFitted();
-        checkInput(getClass().getSimpleName() + ".predict", x, coef.dim(0), coef.dtype());
+        checkInput(getClass().getSimpleName() + ".predict", x, coef.dim(0), coef.dtype(), coef);
         ComputeBackend b = backend(x);
         NdArray out = NdArray.empty(memoryFor(x), x.dtype(), Order.C, x.dim(0));
         try {

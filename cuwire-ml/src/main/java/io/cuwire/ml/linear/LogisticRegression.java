@@ -171,14 +171,14 @@ public final class LogisticRegression extends Estimator implements Classifier {
     /** The logits (n x 1 for two classes, n x classes for more). */
     public NdArray decisionFunction(NdArray x) {
         checkFitted();
-        checkInput("LogisticRegression.decisionFunction", x, coef.dim(1), coef.dtype());
+        checkInput("LogisticRegression.decisionFunction", x, coef.dim(1), coef.dtype(), coef);
         return logits(backend(x), memoryFor(x), x, coef, intercept);
     }
 
     @Override
     public NdArray predict(NdArray x) {
         checkFitted();
-        checkInput("LogisticRegression.predict", x, coef.dim(1), coef.dtype());
+        checkInput("LogisticRegression.predict", x, coef.dim(1), coef.dtype(), coef);
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         NdArray labels = NdArray.empty(mem, DType.INT32, Order.C, x.dim(0));
@@ -194,7 +194,7 @@ public final class LogisticRegression extends Estimator implements Classifier {
     @Override
     public NdArray predictProba(NdArray x) {
         checkFitted();
-        checkInput("LogisticRegression.predictProba", x, coef.dim(1), coef.dtype());
+        checkInput("LogisticRegression.predictProba", x, coef.dim(1), coef.dtype(), coef);
         ComputeBackend b = backend(x);
         NdArray z = classLogits(b, memoryFor(x), x);
         try {
@@ -260,7 +260,7 @@ public final class LogisticRegression extends Estimator implements Classifier {
         String op = "LogisticRegression.partialGradient";
         checkMatrix(op, "X", x);
         checkLabels(op, y, x);
-        checkInput(op, x, coef.dim(1), coef.dtype());
+        checkInput(op, x, coef.dim(1), coef.dtype(), coef);
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         NdArray gw = NdArray.empty(mem, x.dtype(), Order.C, coef.dim(0), coef.dim(1));

@@ -214,7 +214,8 @@ public final class MultinomialNB extends Estimator implements Classifier {
     /** The joint log likelihood {@code log P(class) + sum_j x_j log P(feature j | class)} (n x k). */
     public NdArray jointLogLikelihood(NdArray x) {
         checkFitted();
-        checkInput("MultinomialNB.jointLogLikelihood", x, featureLogProb.dim(1), featureLogProb.dtype());
+        checkInput("MultinomialNB.jointLogLikelihood", x, featureLogProb.dim(1), featureLogProb.dtype(),
+                featureLogProb);
         ComputeBackend b = backend(x);
         NdArray jll = NdArray.empty(memoryFor(x), x.dtype(), Order.C, x.dim(0), featureLogProb.dim(0));
         try {

@@ -58,6 +58,10 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
         String op = "KNeighborsClassifier.fit";
         checkTraining(op, x);
         checkLabels(op, y, x);
+        if (nNeighbors > x.dim(0)) {
+            throw new IllegalArgumentException(op + ": nNeighbors = " + nNeighbors + " is more than the " + x.dim(0)
+                    + " rows of X (expected: nNeighbors <= rows)");
+        }
         int k = classes(op, y, nClasses);
         store(x);
         fitY = y.copyTo(memoryFor(x));

@@ -68,7 +68,7 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
     public Neighbors partialKneighbors(NdArray q, int k, long idOffset) {
         String op = getClass().getSimpleName() + ".partialKneighbors";
         checkFitted();
-        checkInput(op, q, fitX.dim(1), fitX.dtype());
+        checkInput(op, q, fitX.dim(1), fitX.dtype(), fitX);
         if (k < 1) {
             throw new IllegalArgumentException(op + ": k = " + k + " (expected: >= 1)");
         }
