@@ -501,11 +501,14 @@ final class IpcConnection implements Connection {
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
         }
+        // The rest of the reference in one read: [handle][device: int32][allocation bytes: int64][offset: int64].
+        ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
+        io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         byte[] handle = new byte[handleLength];
-        io.readFully(ByteBuffer.wrap(handle), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-        int ordinal = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-        long allocationBytes = io.readLong(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-        long offset = io.readLong(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        rest.get(0, handle);
+        int ordinal = rest.getInt(handleLength);
+        long allocationBytes = rest.getLong(handleLength + 4);
+        long offset = rest.getLong(handleLength + 4 + 8);
         IpcHandle allocation;
         try {
             allocation = new IpcHandle(frame.device().platform(), ordinal, handle, 0, allocationBytes);
@@ -525,9 +528,8 @@ final class IpcConnection implements Connection {
     }
 
     private short readShort() {
-        ByteBuffer b = ByteBuffer.allocate(2);
-        io.readFully(b, ioTimeoutNanos, SocketIo.NO_DEADLINE);
-        return b.getShort(0);
+        return (short) ((io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) & 0xff) << 8
+                | io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) & 0xff);
     }
 
     @Override
