@@ -40,12 +40,21 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class InProcessConnection implements Connection {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
+    /**
+     * How long {@code receive} spins before it parks: a message that comes within it skips a thread wake-up. Only
+     * with cores to spare (as for ipc): on 2 cores the spinner competes with the sender, the JIT and the GC, and the
+     * 1-message ping-pong turned bimodal (4 or 70 µs, against 10 µs without). The spin watches {@link #arrivals},
+     * not the queue: polling the queue would take its lock over and over against the sender that wants to add.
+     */
+    private static final long RECEIVE_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 30_000 : 0;
 
     private final TransportConfig config;
     private final String address;
     private final InFlight inFlight;
     private final LinkedBlockingQueue<byte[]> handshakeIn = new LinkedBlockingQueue<>();
     private final LinkedBlockingDeque<Object> inbound = new LinkedBlockingDeque<>();
+    /** Counts additions to {@link #inbound}: a lock-free hint for the receive spin. */
+    private final AtomicInteger arrivals = new AtomicInteger();
     private final Set<Envelope> outstanding = ConcurrentHashMap.newKeySet();
     private final Object receiveLock = new Object();
     private InProcessConnection peer;
@@ -227,6 +236,7 @@ final class InProcessConnection implements Connection {
             return false;
         }
         inbound.add(env);
+        arrivals.incrementAndGet();
         return true;
     }
 
@@ -238,9 +248,19 @@ final class InProcessConnection implements Connection {
     @Override
     public ReceivedMessage receive(Duration timeout) {
         synchronized (receiveLock) {
-            Object next;
+            int seen = arrivals.get();
+            Object next = inbound.pollFirst();
+            if (next == null && RECEIVE_SPIN_NANOS > 0) {
+                long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS;
+                while (arrivals.get() == seen && System.nanoTime() - spinUntil < 0) {
+                    Thread.onSpinWait();
+                }
+                next = inbound.pollFirst();
+            }
             try {
-                next = timeout == null ? inbound.take() : inbound.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                if (next == null) {
+                    next = timeout == null ? inbound.take() : inbound.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new TransportException("interrupted while receiving from " + address, e);
@@ -294,6 +314,7 @@ final class InProcessConnection implements Connection {
         p.inFlight.close();
         p.handshakeIn.add(EOF);
         p.inbound.add(CLOSED);
+        p.arrivals.incrementAndGet();
         Object o;
         while ((o = inbound.pollFirst()) != null) {
             if (o instanceof InProcessConnection.Envelope env) {

@@ -61,6 +61,8 @@ final class TcpConnection implements Connection {
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
     private static final long HOST_CHUNK_BYTES = 1L << 30;
+    /** Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits. */
+    private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message waiting to be written; completed or failed exactly once. */
@@ -68,6 +70,7 @@ final class TcpConnection implements Connection {
         final Message message;
         final byte[] header;
         final long bytes;
+        final boolean inline;
         final long startNanos = System.nanoTime();
         final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
         final AtomicBoolean done = new AtomicBoolean();
@@ -76,6 +79,13 @@ final class TcpConnection implements Connection {
             this.message = message;
             this.header = message == null ? null : message.header();
             this.bytes = message == null ? 0 : message.totalBytes();
+            boolean hostOnly = message != null;
+            if (message != null) {
+                for (Buffer b : message.frames()) {
+                    hostOnly &= b instanceof HostBuffer;
+                }
+            }
+            this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
         }
 
         void complete(MessageMetrics metrics) {
@@ -99,6 +109,8 @@ final class TcpConnection implements Connection {
     private final long ioTimeoutNanos;
     private final InFlight inFlight;
     private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
+    private final AtomicInteger queued = new AtomicInteger();
+    private final ReentrantLock writeLock = new ReentrantLock();
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, StagingRing> sendRings = new HashMap<>();
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
@@ -197,6 +209,18 @@ final class TcpConnection implements Connection {
             Thread.currentThread().interrupt();
             throw new TransportException("interrupted while waiting to send on " + name, e);
         }
+        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
+            // Nothing is queued ahead: write here and skip the hand-off to the writer thread (and its wake-up).
+            try {
+                if (queued.get() == 0) {
+                    writeOrFail(out);
+                    return out.future;
+                }
+            } finally {
+                writeLock.unlock();
+            }
+        }
+        queued.incrementAndGet();
         queue.add(out);
         if (closed) {
             failQueued();
@@ -213,16 +237,20 @@ final class TcpConnection implements Connection {
                 } catch (InterruptedException e) {
                     break;
                 }
-                if (closed || out == stop) {
+                if (out == stop) {
                     out.fail(closedError());
                     break;
                 }
+                writeLock.lock();
                 try {
-                    out.complete(write(out));
-                } catch (RuntimeException e) {
-                    TransportException t = translate(e, "sending to");
-                    out.fail(t);
-                    shutdown(t);
+                    if (closed) {
+                        out.fail(closedError());
+                        break;
+                    }
+                    writeOrFail(out);
+                } finally {
+                    queued.decrementAndGet();
+                    writeLock.unlock();
                 }
             }
         } finally {
@@ -231,6 +259,21 @@ final class TcpConnection implements Connection {
                 closeRing(ring);
             }
             sendRings.clear();
+        }
+    }
+
+    /** Writes one message and completes it, or fails it and the connection; the caller holds the write lock. */
+    private void writeOrFail(Outgoing out) {
+        if (closed) {
+            out.fail(closedError());
+            return;
+        }
+        try {
+            out.complete(write(out));
+        } catch (RuntimeException e) {
+            TransportException t = translate(e, "sending to");
+            out.fail(t);
+            shutdown(t);
         }
     }
 
