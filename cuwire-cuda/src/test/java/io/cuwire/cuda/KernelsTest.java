@@ -5,6 +5,7 @@ import static io.cuwire.cuda.CudaTestSupport.downloadDoubles;
 import static io.cuwire.cuda.CudaTestSupport.downloadFloats;
 import static io.cuwire.cuda.CudaTestSupport.downloadInts;
 import static io.cuwire.cuda.CudaTestSupport.upload;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -198,9 +199,12 @@ class KernelsTest {
 
     @Test
     void shouldDoNothingForZeroElements() {
-        try (DeviceBuffer y = memory.allocate(0)) {
+        try (DeviceBuffer y = memory.allocate(4 * Float.BYTES)) {
+            io.cuwire.memory.CopyEngine.copyFromSegment(java.lang.foreign.MemorySegment.ofArray(
+                    new float[] {7f, 7f, 7f, 7f}), y, 0);
             Kernels.fillF32(stream, y, 0, 1f);
             stream.synchronize();
+            assertArrayEquals(new float[] {7f, 7f, 7f, 7f}, downloadFloats(y, 4), "no element was written");
         }
     }
 }
