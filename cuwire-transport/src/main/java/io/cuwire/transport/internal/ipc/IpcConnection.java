@@ -26,7 +26,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
@@ -129,7 +129,7 @@ final class IpcConnection implements Connection {
                     lengths.add(b.byteSize());
                 }
                 MessageMetrics metrics = recorder.finish(header.length, kinds, lengths);
-                inFlight.release(bytes);
+                state.release(bytes);
                 future.complete(metrics);
             }
         }
@@ -139,7 +139,7 @@ final class IpcConnection implements Connection {
                 if (recorder != null) {
                     recorder.close();
                 }
-                inFlight.release(bytes);
+                state.release(bytes);
                 future.completeExceptionally(e);
             }
         }
@@ -149,7 +149,7 @@ final class IpcConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
+    private final ConnectionState state;
     private final Handshake.Result handshake;
     private final Optional<ProcessHandle> peerProcess;
     private final MappingCache mappings;
@@ -164,15 +164,12 @@ final class IpcConnection implements Connection {
     private long queuedHostBytes;
     private final Thread reader;
     private final Thread writer;
-    private volatile TransportException failure;
-    private volatile boolean closed;
 
     /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
     IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
             long maxMappedBytes) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -186,6 +183,7 @@ final class IpcConnection implements Connection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         try {
             this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
                     config, client);
@@ -253,17 +251,9 @@ final class IpcConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkOpen();
+        state.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkOpen();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
+        state.acquire(out.bytes);
         if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
             try {
                 if (queued.get() == 0) {
@@ -276,7 +266,7 @@ final class IpcConnection implements Connection {
         }
         queued.incrementAndGet();
         queue.add(out);
-        if (closed) {
+        if (state.isClosed()) {
             failQueued();
         }
         return out.future;
@@ -284,7 +274,7 @@ final class IpcConnection implements Connection {
 
     private void writeLoop() {
         try {
-            while (!closed) {
+            while (!state.isClosed()) {
                 Outgoing out;
                 try {
                     out = queue.take();
@@ -293,8 +283,8 @@ final class IpcConnection implements Connection {
                 }
                 writeLock.lock();
                 try {
-                    if (closed) {
-                        out.fail(closedError());
+                    if (state.isClosed()) {
+                        out.fail(state.closedError());
                         break;
                     }
                     writeOrFail(out);
@@ -310,8 +300,8 @@ final class IpcConnection implements Connection {
 
     /** Writes one message; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (closed) {
-            out.fail(closedError());
+        if (state.isClosed()) {
+            out.fail(state.closedError());
             return;
         }
         out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IPC, out.startNanos, true);
@@ -321,7 +311,7 @@ final class IpcConnection implements Connection {
         try {
             write(out);
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
+            TransportException t = state.translate(e, "sending to");
             out.fail(t);
             shutdown(t);
             return;
@@ -372,7 +362,7 @@ final class IpcConnection implements Connection {
     private void failQueued() {
         Outgoing out;
         while ((out = queue.poll()) != null) {
-            out.fail(closedError());
+            out.fail(state.closedError());
         }
     }
 
@@ -380,7 +370,7 @@ final class IpcConnection implements Connection {
 
     private void readLoop() {
         try {
-            while (!closed) {
+            while (!state.isClosed()) {
                 if (!io.awaitData(SocketIo.NO_DEADLINE)) {
                     continue;
                 }
@@ -405,7 +395,7 @@ final class IpcConnection implements Connection {
                 }
             }
         } catch (RuntimeException e) {
-            shutdown(translate(e, "receiving from"));
+            shutdown(state.translate(e, "receiving from"));
         } finally {
             received.add(END);
         }
@@ -413,7 +403,7 @@ final class IpcConnection implements Connection {
 
     private void awaitReadAhead() {
         synchronized (readAhead) {
-            while (!closed && queuedHostBytes >= HOST_READ_AHEAD) {
+            while (!state.isClosed() && queuedHostBytes >= HOST_READ_AHEAD) {
                 try {
                     readAhead.wait(100);
                 } catch (InterruptedException e) {
@@ -421,8 +411,8 @@ final class IpcConnection implements Connection {
                 }
             }
         }
-        if (closed) {
-            throw closedError();
+        if (state.isClosed()) {
+            throw state.closedError();
         }
     }
 
@@ -546,8 +536,8 @@ final class IpcConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            if (closed && failure == null) {
-                throw closedError();
+            if (state.isClosed() && state.failure() == null) {
+                throw state.closedError();
             }
             Object item = received.poll();
             for (long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS; item == null
@@ -568,11 +558,11 @@ final class IpcConnection implements Connection {
             }
             if (item == END) {
                 received.add(END);
-                TransportException f = failure;
+                TransportException f = state.failure();
                 if (f != null && failureDelivered.compareAndSet(false, true)) {
                     throw f;
                 }
-                throw closedError();
+                throw state.closedError();
             }
             ReceivedMessage m = (ReceivedMessage) item;
             synchronized (readAhead) {
@@ -587,64 +577,16 @@ final class IpcConnection implements Connection {
 
     // ---- state
 
-    private void checkOpen() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
-    }
-
-    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
-    private TransportException translate(RuntimeException e, String what) {
-        if (e instanceof TransportException t) {
-            TransportException f = failure;
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (closed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
-    }
-
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            if (!(cause instanceof ConnectionClosedException)) {
-                failure = cause;
-            }
-            closed = true;
+        if (!state.close(cause)) {
+            return;
         }
-        inFlight.close();
         io.close();
         failQueued();
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
-            out.fail(closedError());
+            out.fail(state.closedError());
         }
         writer.interrupt();
         synchronized (readAhead) {
@@ -654,26 +596,19 @@ final class IpcConnection implements Connection {
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return state.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !state.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        for (Thread t : new Thread[] {writer, reader}) {
-            if (Thread.currentThread() != t) {
-                try {
-                    t.join(TimeUnit.SECONDS.toMillis(10));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
+        ConnectionState.awaitEnd(writer);
+        ConnectionState.awaitEnd(reader);
         Object item;
         while ((item = received.poll()) != null) {
             if (item instanceof ReceivedMessage m) {
@@ -686,6 +621,7 @@ final class IpcConnection implements Connection {
 
     @Override
     public String toString() {
-        return "IpcConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + ", " + mappings + "]";
+        return "IpcConnection[" + name + " to " + io.peer() + (state.isClosed() ? ", closed" : "") + ", " + mappings
+                + "]";
     }
 }

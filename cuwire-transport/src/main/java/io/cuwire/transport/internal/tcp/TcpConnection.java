@@ -16,7 +16,6 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
-import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
@@ -24,7 +23,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
@@ -38,7 +37,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
@@ -90,14 +88,14 @@ final class TcpConnection implements Connection {
 
         void complete(MessageMetrics metrics) {
             if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
+                state.release(bytes);
                 future.complete(metrics);
             }
         }
 
         void fail(TransportException e) {
             if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
+                state.release(bytes);
                 future.completeExceptionally(e);
             }
         }
@@ -107,7 +105,7 @@ final class TcpConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
+    private final ConnectionState state;
     private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
     private final AtomicInteger queued = new AtomicInteger();
     private final ReentrantLock writeLock = new ReentrantLock();
@@ -117,14 +115,11 @@ final class TcpConnection implements Connection {
     private final Handshake.Result handshake;
     private final Thread writer;
     private final Outgoing stop = new Outgoing(null);
-    private volatile TransportException failure;
-    private volatile boolean closed;
 
     /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
     TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -134,6 +129,7 @@ final class TcpConnection implements Connection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         try {
             this.handshake = Handshake.run(handshakeChannel(), config, client);
         } catch (RuntimeException e) {
@@ -198,17 +194,9 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkUsable();
+        state.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkUsable();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
+        state.acquire(out.bytes);
         if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
             // Nothing is queued ahead: write here and skip the hand-off to the writer thread (and its wake-up).
             try {
@@ -222,7 +210,7 @@ final class TcpConnection implements Connection {
         }
         queued.incrementAndGet();
         queue.add(out);
-        if (closed) {
+        if (state.isClosed()) {
             failQueued();
         }
         return out.future;
@@ -230,7 +218,7 @@ final class TcpConnection implements Connection {
 
     private void writeLoop() {
         try {
-            while (!closed) {
+            while (!state.isClosed()) {
                 Outgoing out;
                 try {
                     out = queue.take();
@@ -238,13 +226,13 @@ final class TcpConnection implements Connection {
                     break;
                 }
                 if (out == stop) {
-                    out.fail(closedError());
+                    out.fail(state.closedError());
                     break;
                 }
                 writeLock.lock();
                 try {
-                    if (closed) {
-                        out.fail(closedError());
+                    if (state.isClosed()) {
+                        out.fail(state.closedError());
                         break;
                     }
                     writeOrFail(out);
@@ -264,14 +252,14 @@ final class TcpConnection implements Connection {
 
     /** Writes one message and completes it, or fails it and the connection; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (closed) {
-            out.fail(closedError());
+        if (state.isClosed()) {
+            out.fail(state.closedError());
             return;
         }
         try {
             out.complete(write(out));
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
+            TransportException t = state.translate(e, "sending to");
             out.fail(t);
             shutdown(t);
         }
@@ -329,7 +317,7 @@ final class TcpConnection implements Connection {
     private void failQueued() {
         Outgoing out;
         while ((out = queue.poll()) != null) {
-            out.fail(closedError());
+            out.fail(state.closedError());
         }
     }
 
@@ -344,13 +332,13 @@ final class TcpConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            checkUsable();
+            state.checkUsable();
             long deadline = timeout == null ? SocketIo.NO_DEADLINE : System.nanoTime() + timeout.toNanos();
             boolean began;
             try {
                 began = io.awaitData(deadline);
             } catch (RuntimeException e) {
-                TransportException t = translate(e, "receiving from");
+                TransportException t = state.translate(e, "receiving from");
                 shutdown(t);
                 throw t;
             }
@@ -425,7 +413,7 @@ final class TcpConnection implements Connection {
                     b.close();
                 }
             }
-            TransportException t = translate(e, "receiving from");
+            TransportException t = state.translate(e, "receiving from");
             shutdown(t);
             closeReceiveRings();
             throw t;
@@ -442,59 +430,11 @@ final class TcpConnection implements Connection {
 
     // ---- state
 
-    private void checkUsable() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
-    }
-
-    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
-    private TransportException translate(RuntimeException e, String what) {
-        if (e instanceof TransportException t) {
-            TransportException f = failure;
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (closed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
-    }
-
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            if (!(cause instanceof ConnectionClosedException)) {
-                failure = cause;
-            }
-            closed = true;
+        if (!state.close(cause)) {
+            return;
         }
-        inFlight.close();
         io.close();
         failQueued();
         queue.add(stop);
@@ -502,37 +442,19 @@ final class TcpConnection implements Connection {
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return state.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !state.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        if (Thread.currentThread() != writer) {
-            try {
-                writer.join(TimeUnit.SECONDS.toMillis(10));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        boolean locked = false;
-        try {
-            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (locked) {
-            try {
-                closeReceiveRings();
-            } finally {
-                receiveLock.unlock();
-            }
-        }
+        ConnectionState.awaitEnd(writer);
+        ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }
 
     private static void closeRing(StagingRing ring) {
@@ -545,6 +467,6 @@ final class TcpConnection implements Connection {
 
     @Override
     public String toString() {
-        return "TcpConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + "]";
+        return "TcpConnection[" + name + " to " + io.peer() + (state.isClosed() ? ", closed" : "") + "]";
     }
 }

@@ -25,7 +25,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -107,7 +107,7 @@ final class UcxConnection implements Connection {
 
         void complete(MessageMetrics metrics) {
             if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
+                connection.release(bytes);
                 completed(seq);
                 future.complete(metrics);
             }
@@ -118,7 +118,7 @@ final class UcxConnection implements Connection {
                 if (recorder != null) {
                     recorder.close();
                 }
-                inFlight.release(bytes);
+                connection.release(bytes);
                 future.completeExceptionally(e);
             }
         }
@@ -130,7 +130,7 @@ final class UcxConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
+    private final ConnectionState connection;
     private final Handshake.Result handshake;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     private final Thread sender;
@@ -145,15 +145,12 @@ final class UcxConnection implements Connection {
     private final TreeSet<Long> completedAhead = new TreeSet<>();
     private long received;
     private long peerCompleted = -1;
-    private volatile TransportException failure;
-    private volatile boolean closed;
 
     /** Runs the handshake and connects UCX over {@code socket}; closes everything if that fails. */
     UcxConnection(Ucx ucx, Socket socket, TransportConfig config, boolean client) {
         this.ucx = ucx;
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
             this.bootstrap = new Bootstrap(socket);
@@ -161,6 +158,7 @@ final class UcxConnection implements Connection {
             closeQuietly(socket);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
+        this.connection = new ConnectionState(name, bootstrap.peer(), config.maxBytesInFlight());
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
@@ -231,27 +229,19 @@ final class UcxConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkUsable();
+        connection.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkUsable();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
+        connection.acquire(out.bytes);
         senderQueue.add(() -> write(out));
-        if (closed) {
-            out.fail(closedError());
+        if (connection.isClosed()) {
+            out.fail(connection.closedError());
         }
         return out.future;
     }
 
     private void sendLoop() {
         try {
-            while (!closed) {
+            while (!connection.isClosed()) {
                 Runnable task;
                 try {
                     task = senderQueue.take();
@@ -275,8 +265,8 @@ final class UcxConnection implements Connection {
 
     /** Hands a message's parts to the agent; runs on the sender thread. */
     private void write(Outgoing out) {
-        if (closed || failure != null) {
-            out.fail(closedError());
+        if (connection.isClosed() || connection.failure() != null) {
+            out.fail(connection.closedError());
             return;
         }
         try {
@@ -457,7 +447,7 @@ final class UcxConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            checkUsable();
+            connection.checkUsable();
             long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
             UcpTagMessage first = awaitFirstPart(timeout, deadline);
             return readMessage(first);
@@ -681,7 +671,7 @@ final class UcxConnection implements Connection {
 
     private void watch() {
         long n = bootstrap.awaitBye();
-        if (closed) {
+        if (connection.isClosed()) {
             return;
         }
         if (n < 0) {
@@ -701,58 +691,16 @@ final class UcxConnection implements Connection {
 
     // ---- state
 
-    private void checkUsable() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + bootstrap.peer()
-                + " is closed");
-    }
-
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + bootstrap.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
+    /** {@link ConnectionState#translate} with UCX's own request failures. */
     private TransportException translate(Throwable e, String what) {
-        TransportException f = failure;
-        if (e instanceof TransportException t) {
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (f != null) {
-            return copyOf(f);
-        }
-        if (closed) {
-            return closedError();
-        }
-        if (e instanceof UcxAgent.RequestFailure r) {
-            if (r.truncated()) {
-                return new ProtocolException("peer " + bootstrap.peer() + " sent a UCX message longer than "
-                        + "announced: " + r.getMessage(), r);
-            }
-            return new PeerClosedException(what + " " + bootstrap.peer() + " failed in UCX: " + r.getMessage(), r);
-        }
-        if (e instanceof UcxAgent.AgentClosed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + bootstrap.peer() + " failed: " + e, e);
+        return connection.translate(e, what, x -> switch (x) {
+            case UcxAgent.RequestFailure r when r.truncated() -> new ProtocolException("peer " + bootstrap.peer()
+                    + " sent a UCX message longer than announced: " + r.getMessage(), r);
+            case UcxAgent.RequestFailure r -> new PeerClosedException(what + " " + bootstrap.peer()
+                    + " failed in UCX: " + r.getMessage(), r);
+            case UcxAgent.AgentClosed _ -> connection.closedError();
+            default -> null;
+        });
     }
 
     private void shutdownAsync(TransportException cause) {
@@ -765,17 +713,10 @@ final class UcxConnection implements Connection {
      */
     private void shutdown(TransportException cause) {
         boolean local = cause instanceof ConnectionClosedException;
-        synchronized (this) {
-            if (closed) {
-                agent.close(LINGER_NANOS);
-                return;
-            }
-            if (!local) {
-                failure = cause;
-            }
-            closed = true;
+        if (!connection.close(cause)) {
+            agent.close(LINGER_NANOS);
+            return;
         }
-        inFlight.close();
         agent.close(LINGER_NANOS);
         if (local) {
             long done;
@@ -794,37 +735,19 @@ final class UcxConnection implements Connection {
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return connection.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !connection.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        if (Thread.currentThread() != sender) {
-            try {
-                sender.join(TimeUnit.SECONDS.toMillis(10));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        boolean locked = false;
-        try {
-            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (locked) {
-            try {
-                closeReceiveRings();
-            } finally {
-                receiveLock.unlock();
-            }
-        }
+        ConnectionState.awaitEnd(sender);
+        ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }
 
     private static void closeRing(UcxStaging ring) {
@@ -837,6 +760,7 @@ final class UcxConnection implements Connection {
 
     @Override
     public String toString() {
-        return "UcxConnection[" + name + " to " + bootstrap.peer() + (closed ? ", closed" : "") + "]";
+        return "UcxConnection[" + name + " to " + bootstrap.peer() + (connection.isClosed() ? ", closed" : "")
+                + "]";
     }
 }
