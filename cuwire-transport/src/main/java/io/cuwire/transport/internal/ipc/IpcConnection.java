@@ -28,6 +28,7 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -92,21 +93,16 @@ final class IpcConnection implements Connection {
     private static final Object END = new Object();
 
     /** A message being sent; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
         final byte[] header;
-        final long bytes;
         final boolean hasDeviceFrames;
         final boolean inline;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
-        MessageRecorder recorder;
 
         Outgoing(Message message) {
+            super(state, message.totalBytes());
             this.message = message;
             this.header = message.header();
-            this.bytes = message.totalBytes();
             long hostBytes = 0;
             boolean device = false;
             for (Buffer b : message.frames()) {
@@ -121,27 +117,15 @@ final class IpcConnection implements Connection {
         }
 
         void complete() {
-            if (done.compareAndSet(false, true)) {
+            complete(() -> {
                 List<MemoryKind> kinds = new ArrayList<>();
                 List<Long> lengths = new ArrayList<>();
                 for (Buffer b : message.frames()) {
                     kinds.add(b.kind());
                     lengths.add(b.byteSize());
                 }
-                MessageMetrics metrics = recorder.finish(header.length, kinds, lengths);
-                state.release(bytes);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                if (recorder != null) {
-                    recorder.close();
-                }
-                state.release(bytes);
-                future.completeExceptionally(e);
-            }
+                return recorder().finish(header.length, kinds, lengths);
+            });
         }
     }
 
@@ -304,7 +288,7 @@ final class IpcConnection implements Connection {
             out.fail(state.closedError());
             return;
         }
-        out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IPC, out.startNanos, true);
+        out.record(Transports.IPC);
         if (out.hasDeviceFrames) {
             awaitingConsumed.add(out);
         }

@@ -25,6 +25,7 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -37,7 +38,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -64,19 +64,15 @@ final class TcpConnection implements Connection {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message waiting to be written; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
         final byte[] header;
-        final long bytes;
         final boolean inline;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
 
         Outgoing(Message message) {
+            super(state, message == null ? 0 : message.totalBytes());
             this.message = message;
             this.header = message == null ? null : message.header();
-            this.bytes = message == null ? 0 : message.totalBytes();
             boolean hostOnly = message != null;
             if (message != null) {
                 for (Buffer b : message.frames()) {
@@ -84,20 +80,6 @@ final class TcpConnection implements Connection {
                 }
             }
             this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
-        }
-
-        void complete(MessageMetrics metrics) {
-            if (done.compareAndSet(false, true)) {
-                state.release(bytes);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                state.release(bytes);
-                future.completeExceptionally(e);
-            }
         }
     }
 
@@ -114,7 +96,7 @@ final class TcpConnection implements Connection {
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
     private final Handshake.Result handshake;
     private final Thread writer;
-    private final Outgoing stop = new Outgoing(null);
+    private final Outgoing stop;
 
     /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
     TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
@@ -130,6 +112,7 @@ final class TcpConnection implements Connection {
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
+        this.stop = new Outgoing(null);
         try {
             this.handshake = Handshake.run(handshakeChannel(), config, client);
         } catch (RuntimeException e) {

@@ -27,6 +27,7 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.PendingSend;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -44,7 +45,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.openucx.jucx.ucp.UcpTagMessage;
@@ -91,36 +91,18 @@ final class UcxConnection implements Connection {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message to send; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
-        final long bytes;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
         long seq = -1;
-        MessageRecorder recorder;
 
         Outgoing(Message message) {
+            super(connection, message.totalBytes());
             this.message = message;
-            this.bytes = message.totalBytes();
         }
 
-        void complete(MessageMetrics metrics) {
-            if (done.compareAndSet(false, true)) {
-                connection.release(bytes);
-                completed(seq);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                if (recorder != null) {
-                    recorder.close();
-                }
-                connection.release(bytes);
-                future.completeExceptionally(e);
-            }
+        @Override
+        protected void onCompleted() {
+            completed(seq);
         }
     }
 
@@ -288,8 +270,7 @@ final class UcxConnection implements Connection {
                         + ": raise the staging chunk");
             }
             out.seq = nextSendSeq++;
-            out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.UCX, out.startNanos,
-                    true);
+            out.record(Transports.UCX);
             byte[] header = out.message.header();
             ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
                     + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
@@ -343,7 +324,7 @@ final class UcxConnection implements Connection {
                     out.fail(t);
                     shutdownAsync(t);
                 } else {
-                    senderQueue.add(() -> out.complete(out.recorder.finish(header.length, kinds, lengths)));
+                    senderQueue.add(() -> out.complete(out.recorder().finish(header.length, kinds, lengths)));
                 }
                 // keeps the preamble's memory alive until UCX is done with it
                 preamble.limit();
@@ -361,7 +342,7 @@ final class UcxConnection implements Connection {
         CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).orTimeout(
                 Math.max(ioTimeoutNanos, ioTimeoutNanos * requests.size()), TimeUnit.NANOSECONDS)
                 .exceptionally(e -> {
-                    if (e instanceof TimeoutException && !out.done.get()) {
+                    if (e instanceof TimeoutException && !out.isDone()) {
                         TransportTimeoutException t = new TransportTimeoutException("sending to "
                                 + bootstrap.peer() + " stalled: " + requests.size() + " UCX parts not done in "
                                 + TimeUnit.NANOSECONDS.toMillis(ioTimeoutNanos * requests.size()) + " ms");
