@@ -28,6 +28,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
+import io.cuwire.transport.internal.PinnedSlots;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -310,7 +311,7 @@ final class UcxConnection implements Connection {
                     } else {
                         sendRings.computeIfAbsent(d.device(), dev -> newRing(dev, chunk)).send(d, agent,
                                 tag(out.seq, part), this::await);
-                        part += UcxStaging.chunks(d.byteSize(), chunk);
+                        part += PinnedSlots.chunks(d.byteSize(), chunk);
                     }
                 }
             }
@@ -567,7 +568,7 @@ final class UcxConnection implements Connection {
                 } else {
                     DeviceBuffer d = (DeviceBuffer) b;
                     long firstPart = part;
-                    part += UcxStaging.chunks(d.byteSize(), chunk);
+                    part += PinnedSlots.chunks(d.byteSize(), chunk);
                     deviceFrames.add(() -> receiveDevice(d, seq, firstPart, chunk));
                 }
             }
