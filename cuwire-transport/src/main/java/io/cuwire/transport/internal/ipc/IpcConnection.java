@@ -29,6 +29,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
+import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -137,9 +138,6 @@ final class IpcConnection implements Connection {
     private final Handshake.Result handshake;
     private final Optional<ProcessHandle> peerProcess;
     private final MappingCache mappings;
-    private final ReentrantLock writeLock = new ReentrantLock();
-    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
-    private final AtomicInteger queued = new AtomicInteger();
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private final Object readAhead = new Object();
@@ -147,7 +145,7 @@ final class IpcConnection implements Connection {
     private final AtomicBoolean failureDelivered = new AtomicBoolean();
     private long queuedHostBytes;
     private final Thread reader;
-    private final Thread writer;
+    private final SendQueue<Outgoing> sends;
 
     /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
     IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
@@ -181,7 +179,7 @@ final class IpcConnection implements Connection {
         }
         this.peerProcess = ProcessHandle.of(handshake.peer().pid());
         this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
-        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+        this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });
         this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
     }
 
@@ -238,56 +236,11 @@ final class IpcConnection implements Connection {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
-        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
-            try {
-                if (queued.get() == 0) {
-                    writeOrFail(out);
-                    return out.future;
-                }
-            } finally {
-                writeLock.unlock();
-            }
-        }
-        queued.incrementAndGet();
-        queue.add(out);
-        if (state.isClosed()) {
-            failQueued();
-        }
-        return out.future;
-    }
-
-    private void writeLoop() {
-        try {
-            while (!state.isClosed()) {
-                Outgoing out;
-                try {
-                    out = queue.take();
-                } catch (InterruptedException e) {
-                    break;
-                }
-                writeLock.lock();
-                try {
-                    if (state.isClosed()) {
-                        out.fail(state.closedError());
-                        break;
-                    }
-                    writeOrFail(out);
-                } finally {
-                    queued.decrementAndGet();
-                    writeLock.unlock();
-                }
-            }
-        } finally {
-            failQueued();
-        }
+        return sends.submit(out, out.inline);
     }
 
     /** Writes one message; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (state.isClosed()) {
-            out.fail(state.closedError());
-            return;
-        }
         out.record(Transports.IPC);
         if (out.hasDeviceFrames) {
             awaitingConsumed.add(out);
@@ -340,13 +293,6 @@ final class IpcConnection implements Connection {
         if (!gather.isEmpty()) {
             io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
             gather.clear();
-        }
-    }
-
-    private void failQueued() {
-        Outgoing out;
-        while ((out = queue.poll()) != null) {
-            out.fail(state.closedError());
         }
     }
 
@@ -454,11 +400,11 @@ final class IpcConnection implements Connection {
                     throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
                             + ") died while its device frames were being copied");
                 }
-                writeLock.lock();
+                sends.lock().lock();
                 try {
                     io.write(ByteBuffer.wrap(new byte[] {TYPE_CONSUMED}), ioTimeoutNanos, SocketIo.NO_DEADLINE);
                 } finally {
-                    writeLock.unlock();
+                    sends.lock().unlock();
                 }
             }
             Serialized value = Serialized.received(header, frames);
@@ -567,12 +513,11 @@ final class IpcConnection implements Connection {
             return;
         }
         io.close();
-        failQueued();
+        sends.close();
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
             out.fail(state.closedError());
         }
-        writer.interrupt();
         synchronized (readAhead) {
             readAhead.notifyAll();
         }
@@ -591,7 +536,7 @@ final class IpcConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        ConnectionState.awaitEnd(writer);
+        sends.awaitEnd();
         ConnectionState.awaitEnd(reader);
         Object item;
         while ((item = received.poll()) != null) {

@@ -27,6 +27,7 @@ import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.SendQueue;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -37,7 +38,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -70,14 +70,12 @@ final class TcpConnection implements Connection {
         final boolean inline;
 
         Outgoing(Message message) {
-            super(state, message == null ? 0 : message.totalBytes());
+            super(state, message.totalBytes());
             this.message = message;
-            this.header = message == null ? null : message.header();
-            boolean hostOnly = message != null;
-            if (message != null) {
-                for (Buffer b : message.frames()) {
-                    hostOnly &= b instanceof HostBuffer;
-                }
+            this.header = message.header();
+            boolean hostOnly = true;
+            for (Buffer b : message.frames()) {
+                hostOnly &= b instanceof HostBuffer;
             }
             this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
         }
@@ -88,15 +86,11 @@ final class TcpConnection implements Connection {
     private final String name;
     private final long ioTimeoutNanos;
     private final ConnectionState state;
-    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
-    private final AtomicInteger queued = new AtomicInteger();
-    private final ReentrantLock writeLock = new ReentrantLock();
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, StagingRing> sendRings = new HashMap<>();
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
     private final Handshake.Result handshake;
-    private final Thread writer;
-    private final Outgoing stop;
+    private final SendQueue<Outgoing> sends;
 
     /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
     TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
@@ -112,7 +106,6 @@ final class TcpConnection implements Connection {
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
-        this.stop = new Outgoing(null);
         try {
             this.handshake = Handshake.run(handshakeChannel(), config, client);
         } catch (RuntimeException e) {
@@ -123,7 +116,7 @@ final class TcpConnection implements Connection {
             throw e instanceof TransportException t ? t
                     : new TransportException("handshake with " + peer + " failed: " + e, e);
         }
-        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+        this.sends = new SendQueue<>(name, state, this::writeOrFail, this::closeSendRings);
     }
 
     private static void closeQuietly(SocketChannel channel) {
@@ -180,65 +173,19 @@ final class TcpConnection implements Connection {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
-        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
-            // Nothing is queued ahead: write here and skip the hand-off to the writer thread (and its wake-up).
-            try {
-                if (queued.get() == 0) {
-                    writeOrFail(out);
-                    return out.future;
-                }
-            } finally {
-                writeLock.unlock();
-            }
-        }
-        queued.incrementAndGet();
-        queue.add(out);
-        if (state.isClosed()) {
-            failQueued();
-        }
-        return out.future;
+        return sends.submit(out, out.inline);
     }
 
-    private void writeLoop() {
-        try {
-            while (!state.isClosed()) {
-                Outgoing out;
-                try {
-                    out = queue.take();
-                } catch (InterruptedException e) {
-                    break;
-                }
-                if (out == stop) {
-                    out.fail(state.closedError());
-                    break;
-                }
-                writeLock.lock();
-                try {
-                    if (state.isClosed()) {
-                        out.fail(state.closedError());
-                        break;
-                    }
-                    writeOrFail(out);
-                } finally {
-                    queued.decrementAndGet();
-                    writeLock.unlock();
-                }
-            }
-        } finally {
-            failQueued();
-            for (StagingRing ring : sendRings.values()) {
-                closeRing(ring);
-            }
-            sendRings.clear();
+    /** Frees the send staging; runs on the writer thread when it ends. */
+    private void closeSendRings() {
+        for (StagingRing ring : sendRings.values()) {
+            closeRing(ring);
         }
+        sendRings.clear();
     }
 
     /** Writes one message and completes it, or fails it and the connection; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (state.isClosed()) {
-            out.fail(state.closedError());
-            return;
-        }
         try {
             out.complete(write(out));
         } catch (RuntimeException e) {
@@ -295,13 +242,6 @@ final class TcpConnection implements Connection {
     private StagingRing newRing(Device device) {
         return new StagingRing(device, config.stagingChunkBytes(), config.stagingSlots(),
                 name + "-staging-" + device);
-    }
-
-    private void failQueued() {
-        Outgoing out;
-        while ((out = queue.poll()) != null) {
-            out.fail(state.closedError());
-        }
     }
 
     // ---- receiving
@@ -419,8 +359,7 @@ final class TcpConnection implements Connection {
             return;
         }
         io.close();
-        failQueued();
-        queue.add(stop);
+        sends.close();
     }
 
     @Override
@@ -436,7 +375,7 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        ConnectionState.awaitEnd(writer);
+        sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }
 
