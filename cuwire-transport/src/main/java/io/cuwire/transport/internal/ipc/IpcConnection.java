@@ -9,9 +9,6 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.FrameDescriptor;
-import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -27,12 +24,12 @@ import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -82,7 +79,6 @@ final class IpcConnection implements Connection {
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
-    private static final long HOST_CHUNK_BYTES = 1L << 30;
     /**
      * How long {@code receive} polls before it parks: a reply that comes within it skips a thread wake-up. Only
      * with cores to spare: the message is made by this connection's reader thread while the peer's threads run too,
@@ -118,15 +114,8 @@ final class IpcConnection implements Connection {
         }
 
         void complete() {
-            complete(() -> {
-                List<MemoryKind> kinds = new ArrayList<>();
-                List<Long> lengths = new ArrayList<>();
-                for (Buffer b : message.frames()) {
-                    kinds.add(b.kind());
-                    lengths.add(b.byteSize());
-                }
-                return recorder().finish(header.length, kinds, lengths);
-            });
+            complete(() -> recorder().finish(header.length, Frames.kinds(message.frames()),
+                    Frames.lengths(message.frames())));
         }
     }
 
@@ -269,11 +258,7 @@ final class IpcConnection implements Connection {
                 gather.add(((HostBuffer) frame).segment().asByteBuffer());
             } else {
                 flush(gather);
-                MemorySegment segment = ((HostBuffer) frame).segment();
-                for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                    long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                    io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                }
+                io.write(((HostBuffer) frame).segment(), ioTimeoutNanos);
             }
         }
         flush(gather);
@@ -352,32 +337,11 @@ final class IpcConnection implements Connection {
         List<Buffer> frames = new ArrayList<>();
         try {
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
-                        + " bytes", new LimitExceededException("header of " + headerLength
-                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
-            }
+            Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
-            }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + io.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length() || (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Frames.allocate(header, config, io.peer(), true, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
             boolean device = false;
@@ -385,11 +349,7 @@ final class IpcConnection implements Connection {
                 kinds.add(frame.kind());
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.readFully(h.segment(), ioTimeoutNanos);
                 } else {
                     device = true;
                     copyIn((DeviceBuffer) frame);
@@ -411,11 +371,7 @@ final class IpcConnection implements Connection {
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
+            Frames.closeOpen(frames);
             throw e;
         }
     }

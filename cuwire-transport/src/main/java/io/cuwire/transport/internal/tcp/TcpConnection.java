@@ -6,9 +6,6 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.FrameDescriptor;
-import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
@@ -24,12 +21,11 @@ import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
-import io.cuwire.transport.internal.RecordChannel;
 import io.cuwire.transport.internal.SendQueue;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -58,7 +54,6 @@ final class TcpConnection implements Connection {
     private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
-    private static final long HOST_CHUNK_BYTES = 1L << 30;
     /** Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits. */
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final AtomicInteger IDS = new AtomicInteger();
@@ -107,7 +102,8 @@ final class TcpConnection implements Connection {
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         try {
-            this.handshake = Handshake.run(handshakeChannel(), config, client);
+            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
+                    config, client);
         } catch (RuntimeException e) {
             io.close();
             if (e instanceof AuthenticationException || e instanceof ProtocolException) {
@@ -125,30 +121,6 @@ final class TcpConnection implements Connection {
         } catch (IOException ignored) {
             // nothing more to free
         }
-    }
-
-    private RecordChannel handshakeChannel() {
-        return new RecordChannel() {
-            @Override
-            public void writeRecord(byte[] record) {
-                ByteBuffer length = ByteBuffer.allocate(4).putInt(0, record.length);
-                io.write(new ByteBuffer[] {length, ByteBuffer.wrap(record)}, ioTimeoutNanos,
-                        System.nanoTime() + config.handshakeTimeout().toNanos());
-            }
-
-            @Override
-            public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                long stall = config.handshakeTimeout().toNanos();
-                int length = io.readInt(stall, deadlineNanos);
-                if (length < 0 || length > Math.min(maxBytes, MAX_HANDSHAKE_RECORD)) {
-                    throw new ProtocolException("peer " + io.peer() + " sent a handshake record of " + length
-                            + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
-                }
-                byte[] record = new byte[length];
-                io.readFully(ByteBuffer.wrap(record), stall, deadlineNanos);
-                return record;
-            }
-        };
     }
 
     @Override
@@ -217,11 +189,7 @@ final class TcpConnection implements Connection {
                 flush(gather);
                 gathered = 0;
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.write(h.segment(), ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     sendRings.computeIfAbsent(d.device(), this::newRing).send(d, io, ioTimeoutNanos);
@@ -285,43 +253,18 @@ final class TcpConnection implements Connection {
                         + ": not the cuwire protocol");
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
-                        + " bytes", new LimitExceededException("header of " + headerLength
-                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
-            }
+            Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
-            }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + io.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length()) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Frames.allocate(header, config, io.peer(), false, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
             for (Buffer frame : frames) {
                 kinds.add(frame.kind());
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.readFully(h.segment(), ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     receiveRings.computeIfAbsent(d.device(), this::newRing).receive(io, d, ioTimeoutNanos);
@@ -331,11 +274,7 @@ final class TcpConnection implements Connection {
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
+            Frames.closeOpen(frames);
             TransportException t = state.translate(e, "receiving from");
             shutdown(t);
             closeReceiveRings();

@@ -9,7 +9,6 @@ import io.cuwire.memory.spi.DeviceAllocation;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
@@ -26,6 +25,7 @@ import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
@@ -255,7 +255,7 @@ final class UcxConnection implements Connection {
         try {
             List<Buffer> frames = out.message.frames();
             int chunk = config.stagingChunkBytes();
-            List<Boolean> inline = coalesced(kinds(frames), lengths(frames));
+            List<Boolean> inline = coalesced(Frames.kinds(frames), Frames.lengths(frames));
             long parts = 1;
             long inlineBytes = 0;
             for (int i = 0; i < frames.size(); i++) {
@@ -315,8 +315,8 @@ final class UcxConnection implements Connection {
                     }
                 }
             }
-            List<MemoryKind> kinds = kinds(frames);
-            List<Long> lengths = lengths(frames);
+            List<MemoryKind> kinds = Frames.kinds(frames);
+            List<Long> lengths = Frames.lengths(frames);
             CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
                 if (e != null) {
                     Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
@@ -400,22 +400,6 @@ final class UcxConnection implements Connection {
             inline.add(in);
         }
         return inline;
-    }
-
-    private static List<MemoryKind> kinds(List<? extends Buffer> frames) {
-        List<MemoryKind> k = new ArrayList<>(frames.size());
-        for (Buffer b : frames) {
-            k.add(b.kind());
-        }
-        return k;
-    }
-
-    private static List<Long> lengths(List<? extends Buffer> frames) {
-        List<Long> l = new ArrayList<>(frames.size());
-        for (Buffer b : frames) {
-            l.add(b.byteSize());
-        }
-        return l;
     }
 
     // ---- receiving
@@ -507,12 +491,7 @@ final class UcxConnection implements Connection {
             }
             byte[] headerBytes = new byte[headerLength];
             preamble.get(PREAMBLE_BYTES, headerBytes);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + bootstrap.peer() + ": " + e.getMessage(), e);
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer());
             List<MemoryKind> kinds = new ArrayList<>();
             List<Long> lengths = new ArrayList<>();
             for (FrameDescriptor d : header.frames()) {
@@ -534,19 +513,7 @@ final class UcxConnection implements Connection {
                         + headerLength + " header bytes, " + inlineBytes + " bytes of small frames, " + parts
                         + " parts)");
             }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + bootstrap.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length()) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Frames.allocate(header, config, bootstrap.peer(), false, frames);
             long seq = received;
             long at = PREAMBLE_BYTES + headerLength;
             long part = 1;
@@ -588,11 +555,7 @@ final class UcxConnection implements Connection {
             recorder.close();
             TransportException t = translate(e, "receiving from");
             shutdown(t);
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
+            Frames.closeOpen(frames);
             closeReceiveRings();
             throw t;
         }
