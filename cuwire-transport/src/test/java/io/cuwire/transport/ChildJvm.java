@@ -7,11 +7,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A {@link TransportConformanceSuite.Peer} in a child JVM: this JVM's java binary and class path, the
- * {@code cuwire.*} system properties passed on (so both processes pick the same device platform), output to a log.
+ * A {@link TransportConformanceSuite.Peer} ({@link ConformancePeer} or another main class) in a child JVM: this JVM's
+ * java binary and class path, the {@code cuwire.*} system properties passed on (so both processes pick the same
+ * device platform), output to a log file.
  */
 final class ChildJvm implements TransportConformanceSuite.Peer {
     private final Process process;
@@ -24,6 +26,11 @@ final class ChildJvm implements TransportConformanceSuite.Peer {
 
     /** Starts {@code mainClass} with {@code args}. */
     static ChildJvm start(Class<?> mainClass, String... args) throws IOException {
+        return start(mainClass, Map.of(), args);
+    }
+
+    /** Starts {@code mainClass} with {@code args} and extra environment variables {@code env}. */
+    static ChildJvm start(Class<?> mainClass, Map<String, String> env, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
@@ -39,8 +46,9 @@ final class ChildJvm implements TransportConformanceSuite.Peer {
         cmd.add(mainClass.getName());
         cmd.addAll(List.of(args));
         Path log = Files.createTempFile("cuwire-peer", ".log");
-        return new ChildJvm(new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start(),
-                log);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().putAll(env);
+        return new ChildJvm(pb.start(), log);
     }
 
     @Override

@@ -15,10 +15,7 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -50,46 +47,7 @@ class TcpTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElseThrow());
-        cmd.add("--enable-native-access=ALL-UNNAMED");
-        cmd.add("-XX:TieredStopAtLevel=1");
-        cmd.add("-XX:+UseSerialGC");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(ConformancePeer.class.getName());
-        cmd.addAll(List.of(args));
-        Path log = Files.createTempFile("cuwire-peer", ".log");
-        Process process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new Peer() {
-            @Override
-            public int await(Duration timeout) throws Exception {
-                if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                    throw new AssertionError("peer did not finish in " + timeout + ":\n" + output());
-                }
-                return process.exitValue();
-            }
-
-            @Override
-            public String output() {
-                try {
-                    return Files.readString(log, StandardCharsets.UTF_8);
-                } catch (IOException e) {
-                    return "(no output: " + e + ")";
-                }
-            }
-
-            @Override
-            public void close() {
-                process.destroyForcibly();
-                try {
-                    process.waitFor(10, TimeUnit.SECONDS);
-                    Files.deleteIfExists(log);
-                } catch (InterruptedException | IOException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        };
+        return ChildJvm.start(ConformancePeer.class, args);
     }
 
     /** A raw socket that speaks exactly what a test tells it to. */

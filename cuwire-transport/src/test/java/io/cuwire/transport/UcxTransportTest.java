@@ -53,7 +53,7 @@ class UcxTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvmPeer.start(args);
+        return ChildJvm.start(ConformancePeer.class, args);
     }
 
     @Test
@@ -88,7 +88,7 @@ class UcxTransportTest extends TransportConformanceSuite {
         // an empty libucp.so.0 found first on the library path: the dynamic loader refuses it, as it would a
         // missing one
         Files.write(dir.resolve("libucp.so.0"), new byte[0]);
-        try (ChildJvmPeer child = ChildJvmPeer.start(TryUcx.class, Map.of("LD_LIBRARY_PATH", dir.toString()))) {
+        try (ChildJvm child = ChildJvm.start(TryUcx.class, Map.of("LD_LIBRARY_PATH", dir.toString()))) {
             assertEquals(0, child.await(Duration.ofSeconds(30)), child::output);
             String out = child.output();
             assertTrue(out.contains("TransportUnavailableException: UCX not available: libucp.so.0"), out);

@@ -3,7 +3,6 @@ package io.cuwire.transport.internal.inproc;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -17,6 +16,7 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
@@ -279,11 +279,11 @@ final class InProcessConnection implements Connection {
                     Transports.IN_PROCESS, env.sentNanos, false);
             Serialized.Header header;
             try {
-                header = Serialized.parseHeader(env.header, config.limits());
-            } catch (SerializationException e) {
+                header = Frames.parseHeader(env.header, config, address);
+            } catch (ProtocolException e) {
                 env.drop();
                 close();
-                throw new ProtocolException("refused a message from " + address + ": " + e.getMessage(), e);
+                throw e;
             }
             Serialized value = Serialized.received(header, env.loans);
             return new ReceivedMessage(value, recorder.finish(env.header.length, env.kinds, env.lengths));

@@ -9,9 +9,6 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.FrameDescriptor;
-import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -26,11 +23,13 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.PendingSend;
+import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -80,7 +79,6 @@ final class IpcConnection implements Connection {
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
-    private static final long HOST_CHUNK_BYTES = 1L << 30;
     /**
      * How long {@code receive} polls before it parks: a reply that comes within it skips a thread wake-up. Only
      * with cores to spare: the message is made by this connection's reader thread while the peer's threads run too,
@@ -92,21 +90,16 @@ final class IpcConnection implements Connection {
     private static final Object END = new Object();
 
     /** A message being sent; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
         final byte[] header;
-        final long bytes;
         final boolean hasDeviceFrames;
         final boolean inline;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
-        MessageRecorder recorder;
 
         Outgoing(Message message) {
+            super(state, message.totalBytes());
             this.message = message;
             this.header = message.header();
-            this.bytes = message.totalBytes();
             long hostBytes = 0;
             boolean device = false;
             for (Buffer b : message.frames()) {
@@ -121,27 +114,8 @@ final class IpcConnection implements Connection {
         }
 
         void complete() {
-            if (done.compareAndSet(false, true)) {
-                List<MemoryKind> kinds = new ArrayList<>();
-                List<Long> lengths = new ArrayList<>();
-                for (Buffer b : message.frames()) {
-                    kinds.add(b.kind());
-                    lengths.add(b.byteSize());
-                }
-                MessageMetrics metrics = recorder.finish(header.length, kinds, lengths);
-                inFlight.release(bytes);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                if (recorder != null) {
-                    recorder.close();
-                }
-                inFlight.release(bytes);
-                future.completeExceptionally(e);
-            }
+            complete(() -> recorder().finish(header.length, Frames.kinds(message.frames()),
+                    Frames.lengths(message.frames())));
         }
     }
 
@@ -149,13 +123,10 @@ final class IpcConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
+    private final ConnectionState state;
     private final Handshake.Result handshake;
     private final Optional<ProcessHandle> peerProcess;
     private final MappingCache mappings;
-    private final ReentrantLock writeLock = new ReentrantLock();
-    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
-    private final AtomicInteger queued = new AtomicInteger();
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
     private final Object readAhead = new Object();
@@ -163,16 +134,13 @@ final class IpcConnection implements Connection {
     private final AtomicBoolean failureDelivered = new AtomicBoolean();
     private long queuedHostBytes;
     private final Thread reader;
-    private final Thread writer;
-    private volatile TransportException failure;
-    private volatile boolean closed;
+    private final SendQueue<Outgoing> sends;
 
     /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
     IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
             long maxMappedBytes) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -186,6 +154,7 @@ final class IpcConnection implements Connection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         try {
             this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
                     config, client);
@@ -199,7 +168,7 @@ final class IpcConnection implements Connection {
         }
         this.peerProcess = ProcessHandle.of(handshake.peer().pid());
         this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
-        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+        this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });
         this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
     }
 
@@ -253,75 +222,22 @@ final class IpcConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkOpen();
+        state.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkOpen();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
-        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
-            try {
-                if (queued.get() == 0) {
-                    writeOrFail(out);
-                    return out.future;
-                }
-            } finally {
-                writeLock.unlock();
-            }
-        }
-        queued.incrementAndGet();
-        queue.add(out);
-        if (closed) {
-            failQueued();
-        }
-        return out.future;
-    }
-
-    private void writeLoop() {
-        try {
-            while (!closed) {
-                Outgoing out;
-                try {
-                    out = queue.take();
-                } catch (InterruptedException e) {
-                    break;
-                }
-                writeLock.lock();
-                try {
-                    if (closed) {
-                        out.fail(closedError());
-                        break;
-                    }
-                    writeOrFail(out);
-                } finally {
-                    queued.decrementAndGet();
-                    writeLock.unlock();
-                }
-            }
-        } finally {
-            failQueued();
-        }
+        state.acquire(out.bytes);
+        return sends.submit(out, out.inline);
     }
 
     /** Writes one message; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (closed) {
-            out.fail(closedError());
-            return;
-        }
-        out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IPC, out.startNanos, true);
+        out.record(Transports.IPC);
         if (out.hasDeviceFrames) {
             awaitingConsumed.add(out);
         }
         try {
             write(out);
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
+            TransportException t = state.translate(e, "sending to");
             out.fail(t);
             shutdown(t);
             return;
@@ -342,11 +258,7 @@ final class IpcConnection implements Connection {
                 gather.add(((HostBuffer) frame).segment().asByteBuffer());
             } else {
                 flush(gather);
-                MemorySegment segment = ((HostBuffer) frame).segment();
-                for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                    long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                    io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                }
+                io.write(((HostBuffer) frame).segment(), ioTimeoutNanos);
             }
         }
         flush(gather);
@@ -369,18 +281,11 @@ final class IpcConnection implements Connection {
         }
     }
 
-    private void failQueued() {
-        Outgoing out;
-        while ((out = queue.poll()) != null) {
-            out.fail(closedError());
-        }
-    }
-
     // ---- reading
 
     private void readLoop() {
         try {
-            while (!closed) {
+            while (!state.isClosed()) {
                 if (!io.awaitData(SocketIo.NO_DEADLINE)) {
                     continue;
                 }
@@ -405,7 +310,7 @@ final class IpcConnection implements Connection {
                 }
             }
         } catch (RuntimeException e) {
-            shutdown(translate(e, "receiving from"));
+            shutdown(state.translate(e, "receiving from"));
         } finally {
             received.add(END);
         }
@@ -413,7 +318,7 @@ final class IpcConnection implements Connection {
 
     private void awaitReadAhead() {
         synchronized (readAhead) {
-            while (!closed && queuedHostBytes >= HOST_READ_AHEAD) {
+            while (!state.isClosed() && queuedHostBytes >= HOST_READ_AHEAD) {
                 try {
                     readAhead.wait(100);
                 } catch (InterruptedException e) {
@@ -421,8 +326,8 @@ final class IpcConnection implements Connection {
                 }
             }
         }
-        if (closed) {
-            throw closedError();
+        if (state.isClosed()) {
+            throw state.closedError();
         }
     }
 
@@ -432,32 +337,11 @@ final class IpcConnection implements Connection {
         List<Buffer> frames = new ArrayList<>();
         try {
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
-                        + " bytes", new LimitExceededException("header of " + headerLength
-                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
-            }
+            Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
-            }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + io.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length() || (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Frames.allocate(header, config, io.peer(), true, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
             boolean device = false;
@@ -465,11 +349,7 @@ final class IpcConnection implements Connection {
                 kinds.add(frame.kind());
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.readFully(h.segment(), ioTimeoutNanos);
                 } else {
                     device = true;
                     copyIn((DeviceBuffer) frame);
@@ -480,22 +360,18 @@ final class IpcConnection implements Connection {
                     throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
                             + ") died while its device frames were being copied");
                 }
-                writeLock.lock();
+                sends.lock().lock();
                 try {
                     io.write(ByteBuffer.wrap(new byte[] {TYPE_CONSUMED}), ioTimeoutNanos, SocketIo.NO_DEADLINE);
                 } finally {
-                    writeLock.unlock();
+                    sends.lock().unlock();
                 }
             }
             Serialized value = Serialized.received(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
+            Frames.closeOpen(frames);
             throw e;
         }
     }
@@ -546,8 +422,8 @@ final class IpcConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            if (closed && failure == null) {
-                throw closedError();
+            if (state.isClosed() && state.failure() == null) {
+                throw state.closedError();
             }
             Object item = received.poll();
             for (long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS; item == null
@@ -568,11 +444,11 @@ final class IpcConnection implements Connection {
             }
             if (item == END) {
                 received.add(END);
-                TransportException f = failure;
+                TransportException f = state.failure();
                 if (f != null && failureDelivered.compareAndSet(false, true)) {
                     throw f;
                 }
-                throw closedError();
+                throw state.closedError();
             }
             ReceivedMessage m = (ReceivedMessage) item;
             synchronized (readAhead) {
@@ -587,66 +463,17 @@ final class IpcConnection implements Connection {
 
     // ---- state
 
-    private void checkOpen() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
-    }
-
-    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
-    private TransportException translate(RuntimeException e, String what) {
-        if (e instanceof TransportException t) {
-            TransportException f = failure;
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (closed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
-    }
-
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            if (!(cause instanceof ConnectionClosedException)) {
-                failure = cause;
-            }
-            closed = true;
+        if (!state.close(cause)) {
+            return;
         }
-        inFlight.close();
         io.close();
-        failQueued();
+        sends.close();
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
-            out.fail(closedError());
+            out.fail(state.closedError());
         }
-        writer.interrupt();
         synchronized (readAhead) {
             readAhead.notifyAll();
         }
@@ -654,26 +481,19 @@ final class IpcConnection implements Connection {
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return state.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !state.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        for (Thread t : new Thread[] {writer, reader}) {
-            if (Thread.currentThread() != t) {
-                try {
-                    t.join(TimeUnit.SECONDS.toMillis(10));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
+        sends.awaitEnd();
+        ConnectionState.awaitEnd(reader);
         Object item;
         while ((item = received.poll()) != null) {
             if (item instanceof ReceivedMessage m) {
@@ -686,6 +506,7 @@ final class IpcConnection implements Connection {
 
     @Override
     public String toString() {
-        return "IpcConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + ", " + mappings + "]";
+        return "IpcConnection[" + name + " to " + io.peer() + (state.isClosed() ? ", closed" : "") + ", " + mappings
+                + "]";
     }
 }

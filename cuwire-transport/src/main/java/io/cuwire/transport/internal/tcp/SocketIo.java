@@ -7,6 +7,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
@@ -27,6 +28,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class SocketIo implements AutoCloseable {
     public static final long NO_DEADLINE = Long.MAX_VALUE;
+    /** The most bytes one NIO call moves of a memory segment (a ByteBuffer holds at most 2 GiB). */
+    private static final long SEGMENT_CHUNK_BYTES = 1L << 30;
 
     private static final int READ_BUFFER_BYTES = 256 << 10;
 
@@ -80,6 +83,14 @@ public final class SocketIo implements AutoCloseable {
     }
 
     // ---- writing
+
+    /** Writes all of {@code src}, a gigabyte at a time, with no deadline. */
+    public void write(MemorySegment src, long stallNanos) {
+        for (long off = 0; off < src.byteSize(); off += SEGMENT_CHUNK_BYTES) {
+            long n = Math.min(SEGMENT_CHUNK_BYTES, src.byteSize() - off);
+            write(src.asSlice(off, n).asByteBuffer(), stallNanos, NO_DEADLINE);
+        }
+    }
 
     public void write(ByteBuffer buffer, long stallNanos, long deadlineNanos) {
         write(new ByteBuffer[] {buffer}, stallNanos, deadlineNanos);
@@ -159,6 +170,14 @@ public final class SocketIo implements AutoCloseable {
         scratch.clear().limit(8);
         readFully(scratch, stallNanos, deadlineNanos);
         return scratch.getLong(0);
+    }
+
+    /** Fills all of {@code dst} from the connection, a gigabyte at a time, with no deadline. */
+    public void readFully(MemorySegment dst, long stallNanos) {
+        for (long off = 0; off < dst.byteSize(); off += SEGMENT_CHUNK_BYTES) {
+            long n = Math.min(SEGMENT_CHUNK_BYTES, dst.byteSize() - off);
+            readFully(dst.asSlice(off, n).asByteBuffer(), stallNanos, NO_DEADLINE);
+        }
     }
 
     /** Fills {@code dst} from the connection. */

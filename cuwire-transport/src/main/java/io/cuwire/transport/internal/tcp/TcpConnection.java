@@ -6,9 +6,6 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.FrameDescriptor;
-import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
@@ -16,7 +13,6 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
-import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
@@ -24,11 +20,12 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
-import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.PendingSend;
+import io.cuwire.transport.internal.SendQueue;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -37,9 +34,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -60,46 +54,25 @@ final class TcpConnection implements Connection {
     private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
-    private static final long HOST_CHUNK_BYTES = 1L << 30;
     /** Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits. */
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message waiting to be written; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
         final byte[] header;
-        final long bytes;
         final boolean inline;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
 
         Outgoing(Message message) {
+            super(state, message.totalBytes());
             this.message = message;
-            this.header = message == null ? null : message.header();
-            this.bytes = message == null ? 0 : message.totalBytes();
-            boolean hostOnly = message != null;
-            if (message != null) {
-                for (Buffer b : message.frames()) {
-                    hostOnly &= b instanceof HostBuffer;
-                }
+            this.header = message.header();
+            boolean hostOnly = true;
+            for (Buffer b : message.frames()) {
+                hostOnly &= b instanceof HostBuffer;
             }
             this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
-        }
-
-        void complete(MessageMetrics metrics) {
-            if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
-                future.completeExceptionally(e);
-            }
         }
     }
 
@@ -107,24 +80,17 @@ final class TcpConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
-    private final LinkedBlockingQueue<Outgoing> queue = new LinkedBlockingQueue<>();
-    private final AtomicInteger queued = new AtomicInteger();
-    private final ReentrantLock writeLock = new ReentrantLock();
+    private final ConnectionState state;
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, StagingRing> sendRings = new HashMap<>();
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
     private final Handshake.Result handshake;
-    private final Thread writer;
-    private final Outgoing stop = new Outgoing(null);
-    private volatile TransportException failure;
-    private volatile boolean closed;
+    private final SendQueue<Outgoing> sends;
 
     /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
     TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -134,8 +100,10 @@ final class TcpConnection implements Connection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         try {
-            this.handshake = Handshake.run(handshakeChannel(), config, client);
+            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
+                    config, client);
         } catch (RuntimeException e) {
             io.close();
             if (e instanceof AuthenticationException || e instanceof ProtocolException) {
@@ -144,7 +112,7 @@ final class TcpConnection implements Connection {
             throw e instanceof TransportException t ? t
                     : new TransportException("handshake with " + peer + " failed: " + e, e);
         }
-        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(this::writeLoop);
+        this.sends = new SendQueue<>(name, state, this::writeOrFail, this::closeSendRings);
     }
 
     private static void closeQuietly(SocketChannel channel) {
@@ -153,30 +121,6 @@ final class TcpConnection implements Connection {
         } catch (IOException ignored) {
             // nothing more to free
         }
-    }
-
-    private RecordChannel handshakeChannel() {
-        return new RecordChannel() {
-            @Override
-            public void writeRecord(byte[] record) {
-                ByteBuffer length = ByteBuffer.allocate(4).putInt(0, record.length);
-                io.write(new ByteBuffer[] {length, ByteBuffer.wrap(record)}, ioTimeoutNanos,
-                        System.nanoTime() + config.handshakeTimeout().toNanos());
-            }
-
-            @Override
-            public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                long stall = config.handshakeTimeout().toNanos();
-                int length = io.readInt(stall, deadlineNanos);
-                if (length < 0 || length > Math.min(maxBytes, MAX_HANDSHAKE_RECORD)) {
-                    throw new ProtocolException("peer " + io.peer() + " sent a handshake record of " + length
-                            + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
-                }
-                byte[] record = new byte[length];
-                io.readFully(ByteBuffer.wrap(record), stall, deadlineNanos);
-                return record;
-            }
-        };
     }
 
     @Override
@@ -198,80 +142,26 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkUsable();
+        state.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkUsable();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
-        if (out.inline && queued.get() == 0 && writeLock.tryLock()) {
-            // Nothing is queued ahead: write here and skip the hand-off to the writer thread (and its wake-up).
-            try {
-                if (queued.get() == 0) {
-                    writeOrFail(out);
-                    return out.future;
-                }
-            } finally {
-                writeLock.unlock();
-            }
-        }
-        queued.incrementAndGet();
-        queue.add(out);
-        if (closed) {
-            failQueued();
-        }
-        return out.future;
+        state.acquire(out.bytes);
+        return sends.submit(out, out.inline);
     }
 
-    private void writeLoop() {
-        try {
-            while (!closed) {
-                Outgoing out;
-                try {
-                    out = queue.take();
-                } catch (InterruptedException e) {
-                    break;
-                }
-                if (out == stop) {
-                    out.fail(closedError());
-                    break;
-                }
-                writeLock.lock();
-                try {
-                    if (closed) {
-                        out.fail(closedError());
-                        break;
-                    }
-                    writeOrFail(out);
-                } finally {
-                    queued.decrementAndGet();
-                    writeLock.unlock();
-                }
-            }
-        } finally {
-            failQueued();
-            for (StagingRing ring : sendRings.values()) {
-                closeRing(ring);
-            }
-            sendRings.clear();
+    /** Frees the send staging; runs on the writer thread when it ends. */
+    private void closeSendRings() {
+        for (StagingRing ring : sendRings.values()) {
+            closeRing(ring);
         }
+        sendRings.clear();
     }
 
     /** Writes one message and completes it, or fails it and the connection; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
-        if (closed) {
-            out.fail(closedError());
-            return;
-        }
         try {
             out.complete(write(out));
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
+            TransportException t = state.translate(e, "sending to");
             out.fail(t);
             shutdown(t);
         }
@@ -299,11 +189,7 @@ final class TcpConnection implements Connection {
                 flush(gather);
                 gathered = 0;
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.write(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.write(h.segment(), ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     sendRings.computeIfAbsent(d.device(), this::newRing).send(d, io, ioTimeoutNanos);
@@ -326,13 +212,6 @@ final class TcpConnection implements Connection {
                 name + "-staging-" + device);
     }
 
-    private void failQueued() {
-        Outgoing out;
-        while ((out = queue.poll()) != null) {
-            out.fail(closedError());
-        }
-    }
-
     // ---- receiving
 
     @Override
@@ -344,13 +223,13 @@ final class TcpConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            checkUsable();
+            state.checkUsable();
             long deadline = timeout == null ? SocketIo.NO_DEADLINE : System.nanoTime() + timeout.toNanos();
             boolean began;
             try {
                 began = io.awaitData(deadline);
             } catch (RuntimeException e) {
-                TransportException t = translate(e, "receiving from");
+                TransportException t = state.translate(e, "receiving from");
                 shutdown(t);
                 throw t;
             }
@@ -374,43 +253,18 @@ final class TcpConnection implements Connection {
                         + ": not the cuwire protocol");
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-                throw new ProtocolException("peer " + io.peer() + " declared a header of " + headerLength
-                        + " bytes", new LimitExceededException("header of " + headerLength
-                        + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
-            }
+            Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + io.peer() + ": " + e.getMessage(), e);
-            }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + io.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length()) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Frames.allocate(header, config, io.peer(), false, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
             for (Buffer frame : frames) {
                 kinds.add(frame.kind());
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h) {
-                    MemorySegment segment = h.segment();
-                    for (long off = 0; off < segment.byteSize(); off += HOST_CHUNK_BYTES) {
-                        long n = Math.min(HOST_CHUNK_BYTES, segment.byteSize() - off);
-                        io.readFully(segment.asSlice(off, n).asByteBuffer(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                    }
+                    io.readFully(h.segment(), ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     receiveRings.computeIfAbsent(d.device(), this::newRing).receive(io, d, ioTimeoutNanos);
@@ -420,12 +274,8 @@ final class TcpConnection implements Connection {
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
-            TransportException t = translate(e, "receiving from");
+            Frames.closeOpen(frames);
+            TransportException t = state.translate(e, "receiving from");
             shutdown(t);
             closeReceiveRings();
             throw t;
@@ -442,97 +292,30 @@ final class TcpConnection implements Connection {
 
     // ---- state
 
-    private void checkUsable() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + io.peer() + " is closed");
-    }
-
-    /** A new exception of the same type as {@code f}, so each caller gets its own stack. */
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + io.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
-    private TransportException translate(RuntimeException e, String what) {
-        if (e instanceof TransportException t) {
-            TransportException f = failure;
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (closed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + io.peer() + " failed: " + e, e);
-    }
-
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            if (!(cause instanceof ConnectionClosedException)) {
-                failure = cause;
-            }
-            closed = true;
+        if (!state.close(cause)) {
+            return;
         }
-        inFlight.close();
         io.close();
-        failQueued();
-        queue.add(stop);
+        sends.close();
     }
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return state.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !state.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        if (Thread.currentThread() != writer) {
-            try {
-                writer.join(TimeUnit.SECONDS.toMillis(10));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        boolean locked = false;
-        try {
-            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (locked) {
-            try {
-                closeReceiveRings();
-            } finally {
-                receiveLock.unlock();
-            }
-        }
+        sends.awaitEnd();
+        ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }
 
     private static void closeRing(StagingRing ring) {
@@ -545,6 +328,6 @@ final class TcpConnection implements Connection {
 
     @Override
     public String toString() {
-        return "TcpConnection[" + name + " to " + io.peer() + (closed ? ", closed" : "") + "]";
+        return "TcpConnection[" + name + " to " + io.peer() + (state.isClosed() ? ", closed" : "") + "]";
     }
 }

@@ -19,7 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A listening TCP socket; each accepted socket runs the server side of the handshake in {@link #accept}. Transports
- * that carry their control messages over TCP (CUDA IPC) listen with it too, making their own connections.
+ * that carry their control messages over TCP (CUDA IPC) or bootstrap over it (UCX) listen with it too, making their
+ * own connections.
  */
 public final class TcpListener implements Listener {
     /** Makes the connection of an accepted socket, running the server side of the handshake. */

@@ -9,7 +9,6 @@ import io.cuwire.memory.spi.DeviceAllocation;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
@@ -25,8 +24,11 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.InFlight;
+import io.cuwire.transport.internal.ConnectionState;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
+import io.cuwire.transport.internal.PendingSend;
+import io.cuwire.transport.internal.PinnedSlots;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -44,7 +46,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.openucx.jucx.ucp.UcpTagMessage;
@@ -91,36 +92,18 @@ final class UcxConnection implements Connection {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message to send; completed or failed exactly once. */
-    private final class Outgoing {
+    private final class Outgoing extends PendingSend {
         final Message message;
-        final long bytes;
-        final long startNanos = System.nanoTime();
-        final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
-        final AtomicBoolean done = new AtomicBoolean();
         long seq = -1;
-        MessageRecorder recorder;
 
         Outgoing(Message message) {
+            super(connection, message.totalBytes());
             this.message = message;
-            this.bytes = message.totalBytes();
         }
 
-        void complete(MessageMetrics metrics) {
-            if (done.compareAndSet(false, true)) {
-                inFlight.release(bytes);
-                completed(seq);
-                future.complete(metrics);
-            }
-        }
-
-        void fail(TransportException e) {
-            if (done.compareAndSet(false, true)) {
-                if (recorder != null) {
-                    recorder.close();
-                }
-                inFlight.release(bytes);
-                future.completeExceptionally(e);
-            }
+        @Override
+        protected void onCompleted() {
+            completed(seq);
         }
     }
 
@@ -130,7 +113,7 @@ final class UcxConnection implements Connection {
     private final TransportConfig config;
     private final String name;
     private final long ioTimeoutNanos;
-    private final InFlight inFlight;
+    private final ConnectionState connection;
     private final Handshake.Result handshake;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     private final Thread sender;
@@ -145,15 +128,12 @@ final class UcxConnection implements Connection {
     private final TreeSet<Long> completedAhead = new TreeSet<>();
     private long received;
     private long peerCompleted = -1;
-    private volatile TransportException failure;
-    private volatile boolean closed;
 
     /** Runs the handshake and connects UCX over {@code socket}; closes everything if that fails. */
     UcxConnection(Ucx ucx, Socket socket, TransportConfig config, boolean client) {
         this.ucx = ucx;
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
-        this.inFlight = new InFlight(config.maxBytesInFlight());
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
             this.bootstrap = new Bootstrap(socket);
@@ -161,6 +141,7 @@ final class UcxConnection implements Connection {
             closeQuietly(socket);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
+        this.connection = new ConnectionState(name, bootstrap.peer(), config.maxBytesInFlight());
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
@@ -231,27 +212,19 @@ final class UcxConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
-        checkUsable();
+        connection.checkUsable();
         Outgoing out = new Outgoing(message);
-        try {
-            if (!inFlight.acquire(out.bytes)) {
-                checkUsable();
-                throw new ConnectionClosedException(name + " closed while sending");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while waiting to send on " + name, e);
-        }
+        connection.acquire(out.bytes);
         senderQueue.add(() -> write(out));
-        if (closed) {
-            out.fail(closedError());
+        if (connection.isClosed()) {
+            out.fail(connection.closedError());
         }
         return out.future;
     }
 
     private void sendLoop() {
         try {
-            while (!closed) {
+            while (!connection.isClosed()) {
                 Runnable task;
                 try {
                     task = senderQueue.take();
@@ -275,14 +248,14 @@ final class UcxConnection implements Connection {
 
     /** Hands a message's parts to the agent; runs on the sender thread. */
     private void write(Outgoing out) {
-        if (closed || failure != null) {
-            out.fail(closedError());
+        if (connection.isClosed() || connection.failure() != null) {
+            out.fail(connection.closedError());
             return;
         }
         try {
             List<Buffer> frames = out.message.frames();
             int chunk = config.stagingChunkBytes();
-            List<Boolean> inline = coalesced(kinds(frames), lengths(frames));
+            List<Boolean> inline = coalesced(Frames.kinds(frames), Frames.lengths(frames));
             long parts = 1;
             long inlineBytes = 0;
             for (int i = 0; i < frames.size(); i++) {
@@ -298,8 +271,7 @@ final class UcxConnection implements Connection {
                         + ": raise the staging chunk");
             }
             out.seq = nextSendSeq++;
-            out.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.UCX, out.startNanos,
-                    true);
+            out.record(Transports.UCX);
             byte[] header = out.message.header();
             ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
                     + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
@@ -339,12 +311,12 @@ final class UcxConnection implements Connection {
                     } else {
                         sendRings.computeIfAbsent(d.device(), dev -> newRing(dev, chunk)).send(d, agent,
                                 tag(out.seq, part), this::await);
-                        part += UcxStaging.chunks(d.byteSize(), chunk);
+                        part += PinnedSlots.chunks(d.byteSize(), chunk);
                     }
                 }
             }
-            List<MemoryKind> kinds = kinds(frames);
-            List<Long> lengths = lengths(frames);
+            List<MemoryKind> kinds = Frames.kinds(frames);
+            List<Long> lengths = Frames.lengths(frames);
             CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
                 if (e != null) {
                     Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
@@ -353,7 +325,7 @@ final class UcxConnection implements Connection {
                     out.fail(t);
                     shutdownAsync(t);
                 } else {
-                    senderQueue.add(() -> out.complete(out.recorder.finish(header.length, kinds, lengths)));
+                    senderQueue.add(() -> out.complete(out.recorder().finish(header.length, kinds, lengths)));
                 }
                 // keeps the preamble's memory alive until UCX is done with it
                 preamble.limit();
@@ -371,7 +343,7 @@ final class UcxConnection implements Connection {
         CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).orTimeout(
                 Math.max(ioTimeoutNanos, ioTimeoutNanos * requests.size()), TimeUnit.NANOSECONDS)
                 .exceptionally(e -> {
-                    if (e instanceof TimeoutException && !out.done.get()) {
+                    if (e instanceof TimeoutException && !out.isDone()) {
                         TransportTimeoutException t = new TransportTimeoutException("sending to "
                                 + bootstrap.peer() + " stalled: " + requests.size() + " UCX parts not done in "
                                 + TimeUnit.NANOSECONDS.toMillis(ioTimeoutNanos * requests.size()) + " ms");
@@ -430,22 +402,6 @@ final class UcxConnection implements Connection {
         return inline;
     }
 
-    private static List<MemoryKind> kinds(List<? extends Buffer> frames) {
-        List<MemoryKind> k = new ArrayList<>(frames.size());
-        for (Buffer b : frames) {
-            k.add(b.kind());
-        }
-        return k;
-    }
-
-    private static List<Long> lengths(List<? extends Buffer> frames) {
-        List<Long> l = new ArrayList<>(frames.size());
-        for (Buffer b : frames) {
-            l.add(b.byteSize());
-        }
-        return l;
-    }
-
     // ---- receiving
 
     @Override
@@ -457,7 +413,7 @@ final class UcxConnection implements Connection {
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
-            checkUsable();
+            connection.checkUsable();
             long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
             UcpTagMessage first = awaitFirstPart(timeout, deadline);
             return readMessage(first);
@@ -535,12 +491,7 @@ final class UcxConnection implements Connection {
             }
             byte[] headerBytes = new byte[headerLength];
             preamble.get(PREAMBLE_BYTES, headerBytes);
-            Serialized.Header header;
-            try {
-                header = Serialized.parseHeader(headerBytes, config.limits());
-            } catch (SerializationException e) {
-                throw new ProtocolException("refused a message from " + bootstrap.peer() + ": " + e.getMessage(), e);
-            }
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer());
             List<MemoryKind> kinds = new ArrayList<>();
             List<Long> lengths = new ArrayList<>();
             for (FrameDescriptor d : header.frames()) {
@@ -562,19 +513,7 @@ final class UcxConnection implements Connection {
                         + headerLength + " header bytes, " + inlineBytes + " bytes of small frames, " + parts
                         + " parts)");
             }
-            for (FrameDescriptor d : header.frames()) {
-                Buffer b;
-                try {
-                    b = config.receiveInto().allocate(d);
-                } catch (RuntimeException e) {
-                    throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                            + "message from " + bootstrap.peer() + ": " + e.getMessage(), e);
-                }
-                frames.add(b);
-                if (b.byteSize() != d.length()) {
-                    throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-                }
-            }
+            Frames.allocate(header, config, bootstrap.peer(), false, frames);
             long seq = received;
             long at = PREAMBLE_BYTES + headerLength;
             long part = 1;
@@ -596,7 +535,7 @@ final class UcxConnection implements Connection {
                 } else {
                     DeviceBuffer d = (DeviceBuffer) b;
                     long firstPart = part;
-                    part += UcxStaging.chunks(d.byteSize(), chunk);
+                    part += PinnedSlots.chunks(d.byteSize(), chunk);
                     deviceFrames.add(() -> receiveDevice(d, seq, firstPart, chunk));
                 }
             }
@@ -616,11 +555,7 @@ final class UcxConnection implements Connection {
             recorder.close();
             TransportException t = translate(e, "receiving from");
             shutdown(t);
-            for (Buffer b : frames) {
-                if (b.isOpen()) {
-                    b.close();
-                }
-            }
+            Frames.closeOpen(frames);
             closeReceiveRings();
             throw t;
         }
@@ -681,7 +616,7 @@ final class UcxConnection implements Connection {
 
     private void watch() {
         long n = bootstrap.awaitBye();
-        if (closed) {
+        if (connection.isClosed()) {
             return;
         }
         if (n < 0) {
@@ -701,58 +636,16 @@ final class UcxConnection implements Connection {
 
     // ---- state
 
-    private void checkUsable() {
-        TransportException f = failure;
-        if (f != null) {
-            throw copyOf(f);
-        }
-        if (closed) {
-            throw closedError();
-        }
-    }
-
-    private TransportException closedError() {
-        TransportException f = failure;
-        return f != null ? copyOf(f) : new ConnectionClosedException(name + " to " + bootstrap.peer()
-                + " is closed");
-    }
-
-    private TransportException copyOf(TransportException f) {
-        String msg = name + " to " + bootstrap.peer() + " is broken: " + f.getMessage();
-        return switch (f) {
-            case PeerClosedException _ -> new PeerClosedException(msg, f);
-            case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
-            case ProtocolException _ -> new ProtocolException(msg, f);
-            case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
-            default -> new TransportException(msg, f);
-        };
-    }
-
+    /** {@link ConnectionState#translate} with UCX's own request failures. */
     private TransportException translate(Throwable e, String what) {
-        TransportException f = failure;
-        if (e instanceof TransportException t) {
-            if (f != null && t instanceof ConnectionClosedException) {
-                return copyOf(f);
-            }
-            return t;
-        }
-        if (f != null) {
-            return copyOf(f);
-        }
-        if (closed) {
-            return closedError();
-        }
-        if (e instanceof UcxAgent.RequestFailure r) {
-            if (r.truncated()) {
-                return new ProtocolException("peer " + bootstrap.peer() + " sent a UCX message longer than "
-                        + "announced: " + r.getMessage(), r);
-            }
-            return new PeerClosedException(what + " " + bootstrap.peer() + " failed in UCX: " + r.getMessage(), r);
-        }
-        if (e instanceof UcxAgent.AgentClosed) {
-            return closedError();
-        }
-        return new TransportException(what + " " + bootstrap.peer() + " failed: " + e, e);
+        return connection.translate(e, what, x -> switch (x) {
+            case UcxAgent.RequestFailure r when r.truncated() -> new ProtocolException("peer " + bootstrap.peer()
+                    + " sent a UCX message longer than announced: " + r.getMessage(), r);
+            case UcxAgent.RequestFailure r -> new PeerClosedException(what + " " + bootstrap.peer()
+                    + " failed in UCX: " + r.getMessage(), r);
+            case UcxAgent.AgentClosed _ -> connection.closedError();
+            default -> null;
+        });
     }
 
     private void shutdownAsync(TransportException cause) {
@@ -765,17 +658,10 @@ final class UcxConnection implements Connection {
      */
     private void shutdown(TransportException cause) {
         boolean local = cause instanceof ConnectionClosedException;
-        synchronized (this) {
-            if (closed) {
-                agent.close(LINGER_NANOS);
-                return;
-            }
-            if (!local) {
-                failure = cause;
-            }
-            closed = true;
+        if (!connection.close(cause)) {
+            agent.close(LINGER_NANOS);
+            return;
         }
-        inFlight.close();
         agent.close(LINGER_NANOS);
         if (local) {
             long done;
@@ -794,37 +680,19 @@ final class UcxConnection implements Connection {
 
     @Override
     public long bytesInFlight() {
-        return inFlight.used();
+        return connection.bytesInFlight();
     }
 
     @Override
     public boolean isOpen() {
-        return !closed;
+        return !connection.isClosed();
     }
 
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        if (Thread.currentThread() != sender) {
-            try {
-                sender.join(TimeUnit.SECONDS.toMillis(10));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        boolean locked = false;
-        try {
-            locked = receiveLock.tryLock(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (locked) {
-            try {
-                closeReceiveRings();
-            } finally {
-                receiveLock.unlock();
-            }
-        }
+        ConnectionState.awaitEnd(sender);
+        ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }
 
     private static void closeRing(UcxStaging ring) {
@@ -837,6 +705,7 @@ final class UcxConnection implements Connection {
 
     @Override
     public String toString() {
-        return "UcxConnection[" + name + " to " + bootstrap.peer() + (closed ? ", closed" : "") + "]";
+        return "UcxConnection[" + name + " to " + bootstrap.peer() + (connection.isClosed() ? ", closed" : "")
+                + "]";
     }
 }

@@ -7,6 +7,7 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.tcp.TcpListener;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -58,7 +59,9 @@ public final class UcxTransport implements Transport {
     @Override
     public Listener listen(String address, TransportConfig config) {
         InetSocketAddress bind = parse(address);
-        return new UcxListener(Ucx.get(), bind, config);
+        Ucx ucx = Ucx.get();
+        return new TcpListener(Transports.UCX, bind, config,
+                (channel, c) -> new UcxConnection(ucx, channel.socket(), c, false));
     }
 
     @Override

@@ -36,28 +36,59 @@ import java.util.Map;
 
 /**
  * Loopback throughput between two processes: a raw blocking socket (write a buffer, read it into a touched buffer,
- * acknowledge one byte) against the TCP transport (one message of one host frame, received into pooled, touched
+ * acknowledge one byte) against a transport, TCP or UCX (one message of one host frame, received into pooled, touched
  * memory, acknowledged by an empty message). Each transfer is timed from the start of the send to the arrival of
- * the acknowledgement; the median of the repeats after one warm-up each is reported.
+ * the acknowledgement; the median of the repeats after one warm-up each is reported. UCX keeps to its default
+ * network devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two processes of one host it
+ * picks its shared-memory transports for the bytes.
  *
- * <pre>java -cp … io.cuwire.transport.bench.TcpBench [bytes=536870912] [repeats=5]</pre>
+ * <pre>java -cp … io.cuwire.transport.bench.SocketVsTransportBench tcp|ucx [bytes=536870912] [repeats=5]</pre>
  */
-public final class TcpBench {
+public final class SocketVsTransportBench {
     private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
 
-    private TcpBench() {
+    /** The transports compared, with the labels of their output lines. */
+    private enum Kind {
+        TCP(Transports.TCP, "transport", "TCP"),
+        UCX(Transports.UCX, "ucx", "UCX");
+
+        final String scheme;
+        final String runLabel;
+        final String summaryLabel;
+
+        Kind(String scheme, String runLabel, String summaryLabel) {
+            this.scheme = scheme;
+            this.runLabel = runLabel;
+            this.summaryLabel = summaryLabel;
+        }
+
+        static Kind of(String scheme) {
+            for (Kind k : values()) {
+                if (k.scheme.equals(scheme)) {
+                    return k;
+                }
+            }
+            throw new IllegalArgumentException("transport must be tcp or ucx, not " + scheme);
+        }
+    }
+
+    private SocketVsTransportBench() {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length > 0 && args[0].equals("receiver")) {
-            receiver(Long.parseLong(args[1]));
+        if (args.length == 0) {
+            throw new IllegalArgumentException("usage: SocketVsTransportBench tcp|ucx [bytes] [repeats]");
+        }
+        Kind kind = Kind.of(args[0]);
+        if (args.length > 1 && args[1].equals("receiver")) {
+            receiver(kind, Long.parseLong(args[2]));
             return;
         }
-        long bytes = args.length > 0 ? Long.parseLong(args[0]) : 512L << 20;
-        int repeats = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        long bytes = args.length > 1 ? Long.parseLong(args[1]) : 512L << 20;
+        int repeats = args.length > 2 ? Integer.parseInt(args[2]) : 5;
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                TcpBench.class.getName(), "receiver", Long.toString(bytes)));
+                SocketVsTransportBench.class.getName(), kind.scheme, "receiver", Long.toString(bytes)));
         Process child = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(),
                 StandardCharsets.UTF_8));
@@ -70,12 +101,12 @@ public final class TcpBench {
         HostBuffer frame = host.allocate(bytes);
         frame.segment().fill((byte) 7);
         List<Double> raw = new ArrayList<>();
-        List<Double> tcp = new ArrayList<>();
+        List<Double> transport = new ArrayList<>();
         MessageMetrics last = null;
         TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
                 .build();
         try (SocketChannel rawChannel = SocketChannel.open(new InetSocketAddress("127.0.0.1", rawPort));
-                Connection c = Transports.tcp().connect(transportAddress, config)) {
+                Connection c = Transports.forAddress(transportAddress).connect(transportAddress, config)) {
             rawChannel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             ByteBuffer ack = ByteBuffer.allocate(1);
             Message message = Message.of(header(bytes), List.of(frame));
@@ -104,10 +135,10 @@ public final class TcpBench {
                 long t2 = System.nanoTime();
                 if (i > 0) {
                     raw.add(bytes / (double) (t1 - t0));
-                    tcp.add(bytes / (double) (t2 - t1));
+                    transport.add(bytes / (double) (t2 - t1));
                 }
-                System.out.printf(Locale.ROOT, "%s raw %.3f GB/s, transport %.3f GB/s%n", i == 0 ? "warm-up" : "run "
-                        + i, bytes / (double) (t1 - t0), bytes / (double) (t2 - t1));
+                System.out.printf(Locale.ROOT, "%s raw %.3f GB/s, %s %.3f GB/s%n", i == 0 ? "warm-up" : "run "
+                        + i, bytes / (double) (t1 - t0), kind.runLabel, bytes / (double) (t2 - t1));
             }
         }
         frame.close();
@@ -115,9 +146,9 @@ public final class TcpBench {
         device.close();
         child.waitFor();
         double r = median(raw);
-        double t = median(tcp);
-        System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, TCP transport median "
-                + "%.3f GB/s, ratio %.2f%n", bytes, repeats, r, t, t / r);
+        double t = median(transport);
+        System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, %s transport "
+                + "median %.3f GB/s, ratio %.2f%n", bytes, repeats, r, kind.summaryLabel, t, t / r);
         System.out.println("last send metrics: " + last);
     }
 
@@ -135,7 +166,7 @@ public final class TcpBench {
         return new MsgpackWriter(64).value(top).toByteArray();
     }
 
-    private static void receiver(long bytes) throws Exception {
+    private static void receiver(Kind kind, long bytes) throws Exception {
         HostMemoryPool pool = new HostMemoryPool(HostMemory.resource(), 2 * bytes);
         BufferAllocator<HostBuffer> host = BufferAllocator.root("bench-recv", BufferAllocator.UNLIMITED, pool);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-recv-device",
@@ -144,7 +175,8 @@ public final class TcpBench {
                 .build();
         try (Arena arena = Arena.ofShared();
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-                Listener listener = Transports.tcp().listen("tcp://127.0.0.1:0", config)) {
+                Listener listener = Transports.forAddress(kind.scheme + "://127.0.0.1:0")
+                        .listen(kind.scheme + "://127.0.0.1:0", config)) {
             MemorySegment rawTarget = arena.allocate(bytes, 64);
             rawTarget.fill((byte) 0);
             System.out.println(((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
