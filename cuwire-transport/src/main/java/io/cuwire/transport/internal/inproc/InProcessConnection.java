@@ -309,6 +309,12 @@ final class InProcessConnection implements Connection {
             closed = true;
         }
         inFlight.close();
+        // Fail this side's sends first: once the peer learns of the close it drops what it holds, and a dropped
+        // send would otherwise complete with the peer's PeerClosedException instead of this close's error.
+        for (Envelope env : List.copyOf(outstanding)) {
+            env.fail(new ConnectionClosedException("connection to " + address + " closed with the message in "
+                    + "flight"));
+        }
         InProcessConnection p = peer;
         p.peerClosed = true;
         p.inFlight.close();
@@ -322,10 +328,6 @@ final class InProcessConnection implements Connection {
             }
         }
         inbound.add(CLOSED);
-        for (Envelope env : List.copyOf(outstanding)) {
-            env.fail(new ConnectionClosedException("connection to " + address + " closed with the message in "
-                    + "flight"));
-        }
     }
 
     @Override
