@@ -3,7 +3,10 @@ package io.cuwire.memory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-/** Ordinary host memory outside the Java heap: one confined-free shared arena per buffer, 64-byte aligned. */
+/**
+ * Ordinary host memory outside the Java heap: one shared arena per buffer (closed by the buffer's close, after which
+ * its segment can no longer be used), 64-byte aligned and zeroed, so its pages are touched when it is handed out.
+ */
 public final class HostMemory implements MemoryResource<HostBuffer> {
     /** Alignment of every host buffer: a cache line, enough for any element type and vector loads. */
     public static final long ALIGNMENT = 64;

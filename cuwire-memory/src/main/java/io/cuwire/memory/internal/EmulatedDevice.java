@@ -191,11 +191,12 @@ final class EmulatedDevice extends Device {
         @Override
         public DeviceBuffer allocate(long bytes) {
             long now = allocated.addAndGet(bytes);
-            if (now > totalMemory || bytes > freeSpace()) {
+            long space = now > totalMemory ? -1 : freeSpace();
+            if (now > totalMemory || bytes > space) {
                 allocated.addAndGet(-bytes);
                 throw new AllocationLimitException("emulated device " + ordinal() + " cannot allocate " + bytes
-                        + " bytes: " + (now - bytes) + " of " + totalMemory + " allocated, " + freeSpace()
-                        + " bytes free in " + platform.directory());
+                        + " bytes: " + (now - bytes) + " of " + totalMemory + " allocated" + (space < 0 ? ""
+                        : ", " + space + " bytes free in " + platform.directory()));
             }
             Path file = platform.newFile(ordinal());
             Arena arena = Arena.ofShared();
