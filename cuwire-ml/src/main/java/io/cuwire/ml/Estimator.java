@@ -1,6 +1,7 @@
 package io.cuwire.ml;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
@@ -212,26 +213,19 @@ public abstract class Estimator implements AutoCloseable {
      */
     @Override
     public void close() {
-        RuntimeException failure = null;
+        List<AutoCloseable> state = new ArrayList<>();
         for (Field f : STATE.get(getClass())) {
             try {
                 Object v = f.get(this);
                 if (v != null) {
                     f.set(this, null);
-                    ((AutoCloseable) v).close();
+                    state.add((AutoCloseable) v);
                 }
-            } catch (Exception e) {
-                RuntimeException r = e instanceof RuntimeException re ? re : new IllegalStateException(e);
-                if (failure == null) {
-                    failure = r;
-                } else {
-                    failure.addSuppressed(r);
-                }
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException("cannot release " + f + ": " + e, e);
             }
         }
-        if (failure != null) {
-            throw failure;
-        }
+        Closeables.closeAll(state);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.ipc;
 
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.IpcHandle;
@@ -191,28 +192,19 @@ public final class MappingCache implements AutoCloseable {
             return;
         }
         closed = true;
-        RuntimeException failure = null;
+        List<DeviceBuffer> idle = new ArrayList<>();
         for (Mapping m : mappings.values()) {
             m.removed = true;
             if (m.leases > 0) {
                 retired.add(m);
-                continue;
-            }
-            try {
-                closeMapping(m.buffer);
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
+            } else {
+                idle.add(m.buffer);
             }
         }
         mappings.clear();
         mappedBytes = 0;
-        if (failure != null) {
-            throw failure;
-        }
+        closes += idle.size();
+        Closeables.closeAll(idle);
     }
 
     @Override
