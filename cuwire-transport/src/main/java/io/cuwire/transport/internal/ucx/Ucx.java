@@ -23,7 +23,9 @@ import org.openucx.jucx.ucs.UcsConstants;
  * itself. The network devices ({@code NET_DEVICES}) are passed to the context as configuration: the system property
  * {@value #NET_DEVICES_PROPERTY}, default {@value #DEFAULT_NET_DEVICES} — loopback, for processes of one host
  * (transfers between two processes of one VM over its {@code eth0} lane were seen to hang); set it to the RDMA or
- * Ethernet devices of a cluster, or {@code all}.
+ * Ethernet devices of a cluster, or {@code all}. The transports ({@code TLS}) come from the system property
+ * {@value #TRANSPORTS_PROPERTY}, else from {@code UCX_TLS}, else are {@value #DEFAULT_TRANSPORTS} (see
+ * {@link #DEFAULT_TRANSPORTS}).
  *
  * <p>Endpoints ask UCX for peer failure handling only when the system property {@value #PEER_ERRORS_PROPERTY} is
  * {@code true}: with it UCX reports a dead peer itself, but UCX 1.13 then keeps to transports that can detect one —
@@ -35,6 +37,14 @@ final class Ucx {
     /** System property naming UCX's network devices ({@code UCX_NET_DEVICES}). */
     static final String NET_DEVICES_PROPERTY = "cuwire.ucx.netDevices";
     static final String DEFAULT_NET_DEVICES = "lo";
+    /** System property naming the UCX transports to use ({@code UCX_TLS}). */
+    static final String TRANSPORTS_PROPERTY = "cuwire.ucx.transports";
+    /**
+     * UCX's transports when neither {@value #TRANSPORTS_PROPERTY} nor {@code UCX_TLS} says: all but System V shared
+     * memory ({@code sysv}), whose {@code shmat} of a peer's FIFO was seen to fail with "Invalid argument" between
+     * two JVMs of one host (UCX 1.13, a CI run); POSIX shared memory ({@code posix}) serves instead.
+     */
+    static final String DEFAULT_TRANSPORTS = "^sysv";
     /** System property: {@code true} to have UCX handle peer failures on each endpoint. */
     static final String PEER_ERRORS_PROPERTY = "cuwire.ucx.peerErrorHandling";
 
@@ -67,9 +77,13 @@ final class Ucx {
             throw new TransportUnavailableException(unavailable.getMessage(), unavailable);
         }
         String devices = System.getProperty(NET_DEVICES_PROPERTY, DEFAULT_NET_DEVICES);
+        String transports = transports(System.getProperty(TRANSPORTS_PROPERTY), System.getenv("UCX_TLS"));
         try {
             clearErrorSignals();
             UcpParams params = new UcpParams().requestTagFeature().setConfig("NET_DEVICES", devices);
+            if (transports != null) {
+                params.setConfig("TLS", transports);
+            }
             instance = new Ucx(new UcpContext(params), devices);
             return instance;
         } catch (LinkageError e) {
@@ -77,9 +91,21 @@ final class Ucx {
             throw unavailable;
         } catch (RuntimeException e) {
             unavailable = new TransportUnavailableException("UCX not available: cannot create a UCP context "
-                    + "(NET_DEVICES=" + devices + "): " + e.getMessage(), e);
+                    + "(NET_DEVICES=" + devices + (transports == null ? "" : ", TLS=" + transports) + "): "
+                    + e.getMessage(), e);
             throw unavailable;
         }
+    }
+
+    /**
+     * The transports to pass to the context as {@code TLS}: the system property when set, else none (UCX reads
+     * {@code UCX_TLS} itself) when the environment sets {@code UCX_TLS}, else {@value #DEFAULT_TRANSPORTS}.
+     */
+    static String transports(String property, String environment) {
+        if (property != null && !property.isBlank()) {
+            return property.strip();
+        }
+        return environment != null ? null : DEFAULT_TRANSPORTS;
     }
 
     /** Whether UCX can be used in this process (loading it if not yet done). */

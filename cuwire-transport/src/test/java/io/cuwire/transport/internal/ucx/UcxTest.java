@@ -32,6 +32,14 @@ class UcxTest {
     }
 
     @Test
+    void shouldLeaveOutSysvUnlessThePropertyOrTheEnvironmentNamesTheTransports() {
+        assertEquals("^sysv", Ucx.transports(null, null));
+        assertEquals("^sysv", Ucx.transports(" ", null));
+        assertEquals(null, Ucx.transports(null, "tcp"));
+        assertEquals("posix,cma", Ucx.transports(" posix,cma ", "tcp"));
+    }
+
+    @Test
     void shouldPutSmallHostFramesIntoTheFirstPartOnBothSidesAlike() {
         List<Boolean> inline = UcxConnection.coalesced(
                 List.of(MemoryKind.HOST, MemoryKind.DEVICE, MemoryKind.PINNED, MemoryKind.HOST, MemoryKind.HOST),
