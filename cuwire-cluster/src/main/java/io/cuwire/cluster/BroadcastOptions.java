@@ -8,8 +8,8 @@ import java.util.Objects;
  *
  * @param family the serializer family of the model's arrays: {@code cuda} keeps device arrays device frames,
  *     {@code host} copies them to host frames once at the client and rebuilds them on each worker's device
- * @param strategy each worker in turn from the client, or down a chain of workers
- * @param chunkBytes the size of the pieces a chain forwards (at least 4 KiB)
+ * @param strategy each worker in turn from the client, or down a chain or tree of workers
+ * @param chunkBytes the size of the pieces a chain or tree forwards (at least 4 KiB)
  */
 public record BroadcastOptions(Family family, Strategy strategy, long chunkBytes) {
     /** How the model's bytes reach the workers. */
@@ -20,7 +20,14 @@ public record BroadcastOptions(Family family, Strategy strategy, long chunkBytes
          * The client sends the model in chunks to the first worker, which forwards each chunk to the next as it
          * arrives, and so on: the client's link carries the model once, whatever the number of workers.
          */
-        CHAIN
+        CHAIN,
+        /**
+         * Like the chain, down a binary tree: the client sends to the first worker, and worker {@code i} (in the
+         * order of the workers that need the model) forwards each chunk to workers {@code 2i+1} and {@code 2i+2} as
+         * it arrives. The client's link carries the model once; the last worker is {@code log2(n)} hops away instead
+         * of {@code n - 1}, and each worker's link carries it at most twice.
+         */
+        TREE
     }
 
     /** Device frames, a chain for more than two workers, 4 MiB chunks. */

@@ -9,6 +9,7 @@ import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.DType;
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.serialize.Family;
@@ -57,6 +58,7 @@ public final class Client {
     private final List<RemoteWorker> workers;
     private final TypeRegistry registry;
     private final BufferAllocator<DeviceBuffer> memory;
+    private final BufferAllocator<HostBuffer> hostMemory;
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final AtomicLong nextModel = new AtomicLong(1);
     private final Map<Object, Tracked> models = new WeakHashMap<>();
@@ -74,10 +76,12 @@ public final class Client {
         }
     }
 
-    Client(List<RemoteWorker> workers, TypeRegistry registry, BufferAllocator<DeviceBuffer> memory) {
+    Client(List<RemoteWorker> workers, TypeRegistry registry, BufferAllocator<DeviceBuffer> memory,
+            BufferAllocator<HostBuffer> hostMemory) {
         this.workers = List.copyOf(workers);
         this.registry = registry;
         this.memory = memory;
+        this.hostMemory = hostMemory;
     }
 
     /**
@@ -86,6 +90,11 @@ public final class Client {
      */
     public BufferAllocator<DeviceBuffer> memory() {
         return memory;
+    }
+
+    /** Host bytes the client holds: frames received into host memory, not yet freed. */
+    long hostBytes() {
+        return hostMemory.allocatedBytes();
     }
 
     /** The number of workers. */
@@ -207,7 +216,10 @@ public final class Client {
 
     /**
      * Broadcasts {@code model} to every live worker: serialized once; a worker that holds this version gets only its
-     * identity; the others get the frames, from the client in turn or down a chain of workers.
+     * identity; the others get the frames, from the client in turn or down a chain or tree of workers.
+     *
+     * @throws WorkerLostException if a worker was lost on the way (naming it, and which workers hold the model);
+     *     the other workers got the model or nothing, and hold no memory for it
      */
     public BroadcastResult broadcast(Object model, BroadcastOptions options) {
         Objects.requireNonNull(model, "model");
@@ -249,9 +261,14 @@ public final class Client {
             BroadcastOptions.Strategy strategy = options.strategyFor(need.size());
             long bytes = 0;
             if (!need.isEmpty()) {
-                bytes = strategy == BroadcastOptions.Strategy.CHAIN ? chain(t, model, options, need)
-                        : eachInTurn(t, model, options, need);
-                t.holders.addAll(need);
+                long bid = nextRequest.getAndIncrement();
+                List<CompletableFuture<Reply>> acks = new ArrayList<>();
+                for (int w : need) {
+                    acks.add(remote(w).endpoint().expect(bid));
+                }
+                bytes = strategy == BroadcastOptions.Strategy.EACH_IN_TURN ? eachInTurn(bid, t, model, options, need)
+                        : forward(bid, t, model, options, need, acks, strategy);
+                settle(t, need, acks);
             }
             return new BroadcastResult(handle, need.size(), hits, strategy, bytes, System.nanoTime() - start);
         }
@@ -293,47 +310,61 @@ public final class Client {
         return family == Family.JAVA ? new Family[] {Family.JAVA, Family.HOST} : new Family[] {family};
     }
 
-    private long eachInTurn(Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
-        long bid = nextRequest.getAndIncrement();
+    private long eachInTurn(long bid, Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
         List<Object> args = new ArrayList<>(List.of(t.id, t.version));
         args.add(model);
-        List<CompletableFuture<Reply>> acks = new ArrayList<>();
         long bytes = 0;
         try (Serialized s = registry.serialize(new Request(bid, "model", null, args), chainOf(options.family()))) {
             Message message = Message.of(s);
-            List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
             for (int w : need) {
                 Endpoint e = remote(w).endpoint();
-                acks.add(e.expect(bid));
-                CompletableFuture<MessageMetrics> sent = e.sendMessage(message);
-                sends.add(sent);
-                sent.exceptionally(x -> null).join();
-            }
-            for (CompletableFuture<MessageMetrics> f : sends) {
-                MessageMetrics m = f.exceptionally(x -> null).join();
+                MessageMetrics m = e.sendMessage(message).handle((sent, x) -> {
+                    if (x != null) {
+                        e.failExpected(bid, x);
+                    }
+                    return sent;
+                }).join();
                 bytes += m == null ? 0 : m.totalBytes();
             }
-            awaitAcks(acks);
         }
         return bytes;
     }
 
-    private long chain(Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
-        long bid = nextRequest.getAndIncrement();
-        List<CompletableFuture<Reply>> acks = new ArrayList<>();
-        for (int w : need) {
-            acks.add(remote(w).endpoint().expect(bid));
+    /**
+     * Sends the model in chunks to the first worker of {@code need}, which forwards each chunk as it arrives down a
+     * chain ({@code need} in order) or a binary tree (worker {@code i}'s children are {@code 2i+1} and {@code 2i+2}).
+     * When a worker fails, or reports a child it could not reach, the workers below it are told to drop their copy,
+     * so that every acknowledgement comes.
+     */
+    private long forward(long bid, Tracked t, Object model, BroadcastOptions options, List<Integer> need,
+            List<CompletableFuture<Reply>> acks, BroadcastOptions.Strategy strategy) {
+        int[] parent = new int[need.size()];
+        for (int i = 0; i < parent.length; i++) {
+            parent[i] = i == 0 ? -1 : strategy == BroadcastOptions.Strategy.CHAIN ? i - 1 : (i - 1) / 2;
+        }
+        for (int i = 0; i < parent.length; i++) {
+            int node = i;
+            acks.get(i).whenComplete((r, e) -> {
+                if (e != null || !Reply.OK.equals(r.status())) {
+                    abortBelow(bid, t, need, parent, node, "worker " + need.get(node) + " above it failed");
+                } else if (r.value() instanceof List<?> unreached) {
+                    for (Object w : unreached) {
+                        int child = need.indexOf(((Long) w).intValue());
+                        if (child >= 0) {
+                            abort(bid, t, need.get(child), "worker " + need.get(node) + " could not reach it");
+                            abortBelow(bid, t, need, parent, child, "worker " + need.get(node) + " could not reach "
+                                    + "worker " + need.get(child));
+                        }
+                    }
+                }
+            });
         }
         Endpoint first = remote(need.getFirst()).endpoint();
-        List<Object> rest = new ArrayList<>();
-        for (int w : need.subList(1, need.size())) {
-            rest.add((long) w);
-        }
         List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
         List<NdArray> views = new ArrayList<>();
         try (Serialized s = registry.serialize(model, chainOf(options.family()))) {
             sends.add(first.send(new Request(bid, "bcast-begin", null, List.of(t.id, t.version, s.encodeHeader(),
-                    rest))));
+                    subtree(need, parent, 0)))));
             for (int i = 0; i < s.frames().size(); i++) {
                 Buffer b = s.frames().get(i).buffer();
                 for (long off = 0; off < b.byteSize(); off += options.chunkBytes()) {
@@ -346,10 +377,14 @@ public final class Client {
             }
             long bytes = 0;
             for (CompletableFuture<MessageMetrics> f : sends) {
-                MessageMetrics m = f.exceptionally(x -> null).join();
+                MessageMetrics m = f.handle((sent, x) -> {
+                    if (x != null) {
+                        first.failExpected(bid, x);
+                    }
+                    return sent;
+                }).join();
                 bytes += m == null ? 0 : m.totalBytes();
             }
-            awaitAcks(acks);
             return bytes;
         } finally {
             for (NdArray v : views) {
@@ -358,10 +393,65 @@ public final class Client {
         }
     }
 
-    private static void awaitAcks(List<CompletableFuture<Reply>> acks) {
-        for (CompletableFuture<Reply> a : acks) {
-            valueOf(unwrap(a));
+    /** The workers below {@code node}, as the {@code [worker, children]} pairs a worker forwards to. */
+    private static List<Object> subtree(List<Integer> need, int[] parent, int node) {
+        List<Object> children = new ArrayList<>();
+        for (int c = 0; c < parent.length; c++) {
+            if (parent[c] == node) {
+                children.add(List.of((long) need.get(c), subtree(need, parent, c)));
+            }
         }
+        return children;
+    }
+
+    private void abortBelow(long bid, Tracked t, List<Integer> need, int[] parent, int node, String why) {
+        for (int c = 0; c < parent.length; c++) {
+            if (parent[c] == node) {
+                abort(bid, t, need.get(c), why);
+                abortBelow(bid, t, need, parent, c, why);
+            }
+        }
+    }
+
+    /** Tells {@code worker} to drop broadcast {@code bid}; it answers the broadcast's own acknowledgement. */
+    private void abort(long bid, Tracked t, int worker, String why) {
+        Endpoint e = remote(worker).endpoint();
+        e.send(new Request(nextRequest.getAndIncrement(), "bcast-abort", null, List.of(bid, t.id, t.version, why)))
+                .exceptionally(x -> {
+                    e.failExpected(bid, x);
+                    return null;
+                });
+    }
+
+    /**
+     * Waits for every acknowledgement; the workers that acknowledged hold the model. A failure is thrown after all
+     * settled: a lost worker first, as a {@link WorkerLostException} naming it and which workers hold the model.
+     */
+    private void settle(Tracked t, List<Integer> need, List<CompletableFuture<Reply>> acks) {
+        WorkerLostException lost = null;
+        List<RuntimeException> failures = new ArrayList<>();
+        List<Integer> without = new ArrayList<>();
+        for (int i = 0; i < acks.size(); i++) {
+            try {
+                valueOf(unwrap(acks.get(i)));
+                t.holders.add(need.get(i));
+            } catch (RuntimeException e) {
+                without.add(need.get(i));
+                if (lost == null && e instanceof WorkerLostException l) {
+                    lost = l;
+                } else {
+                    failures.add(e);
+                }
+            }
+        }
+        if (lost == null && failures.isEmpty()) {
+            return;
+        }
+        RuntimeException thrown = lost != null ? new WorkerLostException(lost.worker(), "during the broadcast of "
+                + "model " + t.id + " v" + t.version + "; workers " + new java.util.TreeSet<>(t.holders) + " hold it, "
+                + without + " do not", lost) : failures.removeFirst();
+        failures.forEach(thrown::addSuppressed);
+        throw thrown;
     }
 
     private static Reply unwrap(CompletableFuture<Reply> f) {
@@ -394,22 +484,22 @@ public final class Client {
 
     /** Each live worker's copy counters and memory. */
     public List<WorkerStats> workerStats() {
-        List<CompletableFuture<Object>> futures = new ArrayList<>();
-        List<Integer> live = new ArrayList<>();
+        List<CompletableFuture<WorkerStats>> futures = new ArrayList<>();
         for (RemoteWorker w : workers) {
             if (w.lost() == null) {
-                futures.add(request(w.index(), "stats", null, List.of()));
-                live.add(w.index());
+                futures.add(workerStats(w.index()));
             }
         }
-        List<Object> values = joinAll(futures);
-        List<WorkerStats> out = new ArrayList<>();
-        for (int i = 0; i < values.size(); i++) {
-            List<?> v = (List<?>) values.get(i);
-            out.add(new WorkerStats(live.get(i), (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
-                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8)));
-        }
-        return out;
+        return joinAll(futures);
+    }
+
+    /** Worker {@code worker}'s copy counters and memory. */
+    public CompletableFuture<WorkerStats> workerStats(int worker) {
+        return request(worker, "stats", null, List.of()).thenApply(o -> {
+            List<?> v = (List<?>) o;
+            return new WorkerStats(worker, (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
+                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8));
+        });
     }
 
     /**

@@ -298,7 +298,7 @@ public final class LocalCluster implements AutoCloseable {
                         w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));
                     }
                 }
-                Client client = new Client(started, registry, dev);
+                Client client = new Client(started, registry, dev, host);
                 List<Object> addresses = new ArrayList<>();
                 for (RemoteWorker w : started) {
                     addresses.add(w.address());

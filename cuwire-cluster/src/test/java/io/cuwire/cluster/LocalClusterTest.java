@@ -162,18 +162,22 @@ class LocalClusterTest {
     }
 
     @Test
-    void shouldChainABroadcastInChunksWithTheSameContentOnEveryWorker() {
+    void shouldForwardABroadcastInChunksDownAChainOrTreeWithTheSameContentOnEveryWorker() {
         SplittableRandom r = new SplittableRandom(3);
-        for (Family family : new Family[] {Family.CUDA, Family.HOST}) {
-            try (NdArray x = matrix(r, 400, 64); KMeans model = new KMeans().nClusters(64).maxIter(2).seed(5)) {
-                model.fit(x);
-                BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(family)
-                        .strategy(BroadcastOptions.Strategy.CHAIN).chunkBytes(4096));
-                assertEquals(BroadcastOptions.Strategy.CHAIN, b.strategy());
-                assertEquals(2, b.sent());
-                for (int w = 0; w < 2; w++) {
-                    try (NdArray centers = client.call(w, TestTasks.CENTERS, b.handle()).join()) {
-                        assertTrue(model.clusterCenters().contentEquals(centers), family + ", worker " + w);
+        for (BroadcastOptions.Strategy strategy : List.of(BroadcastOptions.Strategy.CHAIN,
+                BroadcastOptions.Strategy.TREE)) {
+            for (Family family : new Family[] {Family.CUDA, Family.HOST}) {
+                try (NdArray x = matrix(r, 400, 64); KMeans model = new KMeans().nClusters(64).maxIter(2).seed(5)) {
+                    model.fit(x);
+                    BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(family)
+                            .strategy(strategy).chunkBytes(4096));
+                    assertEquals(strategy, b.strategy());
+                    assertEquals(2, b.sent());
+                    for (int w = 0; w < 2; w++) {
+                        try (NdArray centers = client.call(w, TestTasks.CENTERS, b.handle()).join()) {
+                            assertTrue(model.clusterCenters().contentEquals(centers), strategy + ", " + family
+                                    + ", worker " + w);
+                        }
                     }
                 }
             }

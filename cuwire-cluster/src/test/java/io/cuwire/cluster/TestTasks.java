@@ -3,6 +3,7 @@ package io.cuwire.cluster;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.cluster.KMeans;
+import io.cuwire.ml.neighbors.NearestNeighbors;
 
 /** Tasks the cluster tests use, on the workers' class path through {@link TaskProvider}. */
 public final class TestTasks implements TaskProvider {
@@ -12,6 +13,8 @@ public final class TestTasks implements TaskProvider {
     static final TaskType<Object> SLEEP = TaskType.of("test.sleep", Object.class);
     /** {@code (KMeans)}: a copy of the centers of a (cached) model. */
     static final TaskType<NdArray> CENTERS = TaskType.of("test.centers", NdArray.class);
+    /** {@code (NearestNeighbors)}: a copy of the training rows of a (cached) model. */
+    static final TaskType<NdArray> FIT_X = TaskType.of("test.fitx", NdArray.class);
     /** {@code ()}: the worker's device ordinal. */
     static final TaskType<Long> DEVICE = TaskType.of("test.device", Long.class);
 
@@ -35,6 +38,7 @@ public final class TestTasks implements TaskProvider {
             return null;
         });
         registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
+        registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
     }
 }

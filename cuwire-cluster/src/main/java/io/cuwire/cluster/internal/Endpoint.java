@@ -150,6 +150,14 @@ public final class Endpoint implements AutoCloseable {
         return f;
     }
 
+    /** Fails the pending reply {@code id}, if any, as a failed send of its request would ({@code failure(cause)}). */
+    public void failExpected(long id, Throwable cause) {
+        CompletableFuture<Reply> p = pending.remove(id);
+        if (p != null) {
+            p.completeExceptionally(failure.apply(cause));
+        }
+    }
+
     /** Forgets a pending reply (a request that was never sent). */
     public void forget(long id) {
         pending.remove(id);

@@ -12,11 +12,14 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
 import io.cuwire.memory.TransferStats;
 import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
@@ -32,9 +35,12 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -62,8 +68,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <tr><td>{@code call name args}</td><td>runs a task and answers its result, storing nothing</td></tr>
  *   <tr><td>{@code model [id, version, value or nil]}</td><td>caches a model; with nil, answers whether it has
  *       it ({@code missing} if not)</td></tr>
- *   <tr><td>{@code bcast-begin}, {@code bcast-chunk}</td><td>a model arriving in chunks down a chain of workers:
- *       each chunk is forwarded to the next worker as it arrives, and copied into place</td></tr>
+ *   <tr><td>{@code bcast-begin}, {@code bcast-chunk}</td><td>a model arriving in chunks down a chain or tree of
+ *       workers: each chunk is copied into place and that slice forwarded to the children as it arrives; the
+ *       acknowledgement names children that could not be reached</td></tr>
+ *   <tr><td>{@code bcast-abort}</td><td>drops a model still arriving (a worker above failed)</td></tr>
  *   <tr><td>{@code stats}</td><td>copy counters and memory in use</td></tr>
  *   <tr><td>{@code shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
  * </table>
@@ -86,6 +94,9 @@ public final class Worker implements Endpoint.Handler {
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final Map<Long, CachedModel> models = new ConcurrentHashMap<>();
     private final Map<Long, Assembly> assemblies = new ConcurrentHashMap<>();
+    /** Broadcasts dropped before they began here, and those being decoded; guarded by {@code assemblies}. */
+    private final Set<Long> aborted = new HashSet<>();
+    private final Set<Long> finishing = new HashSet<>();
     private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
     private volatile List<String> peerAddresses = List.of();
     private volatile Endpoint client;
@@ -196,6 +207,7 @@ public final class Worker implements Endpoint.Handler {
             case "model" -> cacheModel(from, r);
             case "bcast-begin" -> beginBroadcast(r);
             case "bcast-chunk" -> chunk(r);
+            case "bcast-abort" -> abortBroadcast(r);
             case "stats" -> from.reply(Reply.ok(r.id(), stats()));
             case "shutdown" -> {
                 from.send(Reply.ok(r.id(), null)).whenComplete((m, e) -> shutdown(0));
@@ -365,24 +377,29 @@ public final class Worker implements Endpoint.Handler {
         }
     }
 
-    // ---------------------------------------------------------------- chained broadcast
+    // ---------------------------------------------------------------- forwarded broadcast (chain, tree)
 
-    /** A model arriving in chunks: its header, one buffer per frame, and where the chain goes on. */
+    /**
+     * A model arriving in chunks: its header, one buffer per frame (the model's own memory once complete), the
+     * workers it is forwarded to, and the forwards still in flight. Guarded by its own lock.
+     */
     private final class Assembly {
         final long bid;
         final long id;
         final long version;
         final Serialized.Header header;
         final List<Buffer> frames = new ArrayList<>();
-        final Endpoint next;
+        final List<Child> children;
+        final List<CompletableFuture<?>> forwards = new ArrayList<>();
         long missing;
+        boolean done;
 
-        Assembly(long bid, long id, long version, byte[] headerBytes, Endpoint next) {
+        Assembly(long bid, long id, long version, byte[] headerBytes, List<Child> children) {
             this.bid = bid;
             this.id = id;
             this.version = version;
             this.header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
-            this.next = next;
+            this.children = children;
             try {
                 for (FrameDescriptor d : header.frames()) {
                     frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
@@ -393,69 +410,177 @@ public final class Worker implements Endpoint.Handler {
                 throw e;
             }
         }
+
+        /** Frees the frames once no forward reads them any more. */
+        void discard() {
+            CompletableFuture.allOf(forwards.toArray(CompletableFuture[]::new))
+                    .whenComplete((v, e) -> Values.close(frames));
+        }
     }
 
+    /** A worker this one forwards to, its own subtree, and whether forwarding to it broke. */
+    private static final class Child {
+        final long worker;
+        final List<Object> subtree;
+        Endpoint endpoint;
+        volatile boolean broken;
+
+        Child(long worker, List<Object> subtree) {
+            this.worker = worker;
+            this.subtree = subtree;
+        }
+    }
+
+    /**
+     * {@code bcast-begin [id, version, header, children]}: {@code children} is a list of {@code [worker,
+     * children]} pairs, the tree below this worker (one child each for a chain). The begin goes on to each child at
+     * once; a child that cannot be reached is reported in this worker's acknowledgement.
+     */
     private void beginBroadcast(Request r) {
         List<Object> a = r.args();
         long id = (Long) a.get(0);
         long version = (Long) a.get(1);
         byte[] headerBytes = (byte[]) a.get(2);
-        List<Long> chain = new ArrayList<>();
+        List<Child> children = new ArrayList<>();
         for (Object o : (List<?>) a.get(3)) {
-            chain.add((Long) o);
+            List<?> pair = (List<?>) o;
+            children.add(new Child((Long) pair.get(0), new ArrayList<>((List<?>) pair.get(1))));
         }
-        Endpoint next = null;
-        try {
-            if (!chain.isEmpty()) {
-                next = peer(chain.getFirst().intValue());
-                next.send(new Request(r.id(), "bcast-begin", null, List.of(id, version, headerBytes,
-                        new ArrayList<Object>(chain.subList(1, chain.size())))));
+        Assembly asm;
+        synchronized (assemblies) {
+            if (aborted.remove(r.id())) {
+                return;
             }
-            Assembly asm = new Assembly(r.id(), id, version, headerBytes, next);
+            try {
+                asm = new Assembly(r.id(), id, version, headerBytes, children);
+            } catch (RuntimeException e) {
+                client.reply(Reply.failed(r.id(), e));
+                return;
+            }
             assemblies.put(r.id(), asm);
-            if (asm.missing == 0) {
-                finishBroadcast(asm);
+        }
+        for (Child c : children) {
+            try {
+                c.endpoint = peer((int) c.worker);
+                c.endpoint.send(new Request(r.id(), "bcast-begin", null, List.of(id, version, headerBytes,
+                        c.subtree))).whenComplete((m, e) -> c.broken |= e != null);
+            } catch (RuntimeException e) {
+                c.broken = true;
             }
-        } catch (RuntimeException e) {
-            client.reply(Reply.failed(r.id(), e));
+        }
+        synchronized (asm) {
+            maybeFinish(asm);
         }
     }
 
+    /**
+     * {@code bcast-chunk [frame, offset, bytes]}: copied into place, then that slice of the model's own frame goes
+     * on to each child (the received chunk is freed at once, and the children see one allocation per frame).
+     */
     private void chunk(Request r) {
         List<Object> a = r.args();
         Assembly asm = assemblies.get(r.id());
-        NdArray chunk = (NdArray) a.get(2);
-        if (asm == null) {
-            chunk.close();
-            return;
-        }
-        int frame = ((Long) a.get(0)).intValue();
-        long offset = (Long) a.get(1);
-        try {
-            java.util.concurrent.CompletableFuture<?> forwarded = asm.next == null
-                    ? java.util.concurrent.CompletableFuture.completedFuture(null)
-                    : asm.next.send(new Request(r.id(), "bcast-chunk", null, List.of((long) frame, offset, chunk)));
-            CopyEngine.copy(chunk.buffer(), 0, asm.frames.get(frame), offset, chunk.byteSize());
-            forwarded.whenComplete((m, e) -> chunk.close());
-            asm.missing -= chunk.byteSize();
-            if (asm.missing == 0) {
-                finishBroadcast(asm);
+        try (NdArray chunk = (NdArray) a.get(2)) {
+            if (asm == null) {
+                return;
             }
-        } catch (RuntimeException e) {
-            assemblies.remove(r.id());
-            Values.close(asm.frames);
-            client.reply(Reply.failed(r.id(), e));
+            int frame = ((Long) a.get(0)).intValue();
+            long offset = (Long) a.get(1);
+            synchronized (asm) {
+                if (asm.done) {
+                    return;
+                }
+                try {
+                    Buffer target = asm.frames.get(frame);
+                    CopyEngine.copy(chunk.buffer(), 0, target, offset, chunk.byteSize());
+                    for (Child c : asm.children) {
+                        if (!c.broken) {
+                            NdArray slice = NdArray.view(target, offset, DType.UINT8, Order.C, chunk.byteSize());
+                            CompletableFuture<?> f = c.endpoint.send(new Request(r.id(), "bcast-chunk", null,
+                                    List.of((long) frame, offset, slice)), Family.CUDA);
+                            asm.forwards.add(f.whenComplete((m, e) -> {
+                                slice.close();
+                                c.broken |= e != null;
+                            }));
+                        }
+                    }
+                    asm.missing -= chunk.byteSize();
+                    maybeFinish(asm);
+                } catch (RuntimeException e) {
+                    asm.done = true;
+                    assemblies.remove(r.id());
+                    asm.discard();
+                    client.reply(Reply.failed(r.id(), e));
+                }
+            }
         }
     }
 
-    private void finishBroadcast(Assembly asm) {
-        assemblies.remove(asm.bid);
-        try (Serialized s = Serialized.received(asm.header, asm.frames)) {
-            put(asm.id, asm.version, registry.deserialize(s, target));
-            client.reply(Reply.ok(asm.bid, null));
-        } catch (RuntimeException e) {
-            client.reply(Reply.failed(asm.bid, e));
+    /** Once every byte is in place and every forward settled: the model goes to the cache and the client hears. */
+    private void maybeFinish(Assembly asm) {
+        if (asm.missing != 0 || asm.done) {
+            return;
         }
+        asm.done = true;
+        CompletableFuture.allOf(asm.forwards.toArray(CompletableFuture[]::new)).whenCompleteAsync((v, e) -> {
+            synchronized (assemblies) {
+                if (assemblies.remove(asm.bid) == null) {
+                    return;
+                }
+                finishing.add(asm.bid);
+            }
+            List<Object> unreached = new ArrayList<>();
+            for (Child c : asm.children) {
+                if (c.broken) {
+                    unreached.add(c.worker);
+                }
+            }
+            try (Serialized s = Serialized.received(asm.header, asm.frames)) {
+                put(asm.id, asm.version, registry.deserialize(s, target));
+                client.reply(Reply.ok(asm.bid, unreached));
+            } catch (RuntimeException x) {
+                client.reply(Reply.failed(asm.bid, x));
+            } finally {
+                synchronized (assemblies) {
+                    finishing.remove(asm.bid);
+                }
+            }
+        }, executor);
+    }
+
+    /**
+     * {@code bcast-abort [bid, id, version, why]}: the client gave up on this worker's copy (a worker above it in the
+     * tree failed). Answers the broadcast's own id: ok if the model is already here, else failed; a begin that
+     * arrives later is dropped.
+     */
+    private void abortBroadcast(Request r) {
+        long bid = (Long) r.args().get(0);
+        long id = (Long) r.args().get(1);
+        long version = (Long) r.args().get(2);
+        String why = (String) r.args().get(3);
+        Assembly asm;
+        synchronized (assemblies) {
+            asm = assemblies.remove(bid);
+            if (asm == null) {
+                if (finishing.contains(bid)) {
+                    return;
+                }
+                CachedModel m = models.get(id);
+                if (m != null && m.version == version) {
+                    client.reply(Reply.ok(bid, List.of()));
+                    return;
+                }
+                aborted.add(bid);
+            }
+        }
+        if (asm != null) {
+            synchronized (asm) {
+                asm.done = true;
+                asm.discard();
+            }
+        }
+        client.reply(Reply.failed(bid, new ClusterException("worker " + index + " dropped the broadcast of model "
+                + id + " v" + version + ": " + why)));
     }
 
     // ---------------------------------------------------------------- stats and shutdown
@@ -485,7 +610,7 @@ public final class Worker implements Endpoint.Handler {
             }
             models.clear();
             for (Assembly a : assemblies.values()) {
-                Values.close(a.frames);
+                a.discard();
             }
             for (Endpoint p : peers.values()) {
                 p.close();
