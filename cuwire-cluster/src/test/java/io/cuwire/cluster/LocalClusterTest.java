@@ -12,9 +12,13 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.Classifier;
+import io.cuwire.ml.Estimator;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.ml.Regressor;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
+import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
@@ -180,6 +184,51 @@ class LocalClusterTest {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    @Test
+    void shouldBroadcastEstimatorsThroughJdkSerializationWithTheJavaFamily() {
+        SplittableRandom r = new SplittableRandom(8);
+        int n = 300;
+        try (NdArray x = matrix(r, n, 4); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, n), n)) {
+            int[] labels = new int[n];
+            double[] xv = values(x);
+            for (int i = 0; i < n; i++) {
+                labels[i] = xv[4 * i] > 0 ? 1 : 0;
+            }
+            List<ObjectRef> parts = client.scatter(List.of(x, x));
+            try (NdArray classes = MlTesting.labels(mem, labels)) {
+                for (BroadcastOptions.Strategy s : BroadcastOptions.Strategy.values()) {
+                    try (LinearRegression linear = new LinearRegression().fit(x, y);
+                            KMeans kmeans = new KMeans().nClusters(3).seed(1).fit(x);
+                            RandomForestClassifier forest = new RandomForestClassifier().nEstimators(4).seed(2)
+                                    .fit(x, classes)) {
+                        for (Estimator model : List.<Estimator>of(linear, kmeans, forest)) {
+                            WireStats before = client.wireStats();
+                            BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(Family.JAVA)
+                                    .strategy(s));
+                            assertEquals(2, b.sent());
+                            assertTrue(s != BroadcastOptions.Strategy.EACH_IN_TURN
+                                    || client.wireStats().minus(before).frames() <= 2, "one JDK stream per worker");
+                            List<ObjectRef> predicted = Distributed.predict(client, b.handle(), parts);
+                            List<NdArray> p = client.gather(predicted, NdArray.class);
+                            try (NdArray expected = model instanceof Regressor reg ? reg.predict(x)
+                                    : model instanceof Classifier c ? c.predict(x) : kmeans.predict(x)) {
+                                for (NdArray got : p) {
+                                    assertTrue(expected.contentEquals(got), model.getClass().getSimpleName() + ", "
+                                            + s);
+                                }
+                            } finally {
+                                MlTesting.closeAll(p);
+                                client.free(predicted);
+                            }
+                        }
+                    }
+                }
+            } finally {
+                client.free(parts);
             }
         }
     }

@@ -5,6 +5,8 @@ import io.cuwire.memory.Closeables;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
+import java.io.Serial;
+import java.io.Serializable;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
@@ -43,7 +45,10 @@ import java.util.Objects;
  * returned by {@code predict} and {@code transform} belong to the caller. Estimators are not thread-safe while
  * fitting; a fitted estimator may predict from several threads.
  */
-public abstract class Estimator implements AutoCloseable {
+public abstract class Estimator implements AutoCloseable, Serializable {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     private static final ClassValue<List<Field>> PARAMS = new ClassValue<>() {
         @Override
         protected List<Field> computeValue(Class<?> type) {

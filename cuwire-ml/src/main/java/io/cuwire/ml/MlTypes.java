@@ -15,7 +15,10 @@ import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import java.lang.reflect.Field;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Registers the estimators and their partial statistics with a {@link TypeRegistry}: the generic field-walking
@@ -35,6 +38,29 @@ public final class MlTypes {
             RandomForestClassifier.class, RandomForestRegressor.class);
 
     private MlTypes() {
+    }
+
+    /**
+     * Puts every estimator on {@code registry}'s {@code java} allow-list, with the classes its JDK serial form names
+     * (its superclasses up to {@link Estimator}, the enums of its parameters), so that the {@code java} family can
+     * carry estimators; returns {@code registry}. Partial statistics stay off it.
+     */
+    public static TypeRegistry allowJava(TypeRegistry registry) {
+        Set<Class<?>> allowed = new LinkedHashSet<>();
+        for (Class<?> type : TYPES) {
+            if (!Estimator.class.isAssignableFrom(type)) {
+                continue;
+            }
+            for (Class<?> c = type; c != Object.class; c = c.getSuperclass()) {
+                allowed.add(c);
+                for (Field f : c.getDeclaredFields()) {
+                    if (f.getType().isEnum()) {
+                        allowed.add(f.getType());
+                    }
+                }
+            }
+        }
+        return registry.allowJava(allowed.toArray(Class<?>[]::new));
     }
 
     /** Registers the types; returns {@code registry}. */

@@ -28,13 +28,14 @@ final class JavaFamily {
      * Always readable: boxed values, strings, the plain collections, arrays of these and of primitives, and
      * {@link NdArray}: its serial form (a private nested class of it: dtype and order names, shape, bytes) and the
      * array that form resolves to (the filter checks a {@code readResolve} result too; an {@code NdArray} itself never
-     * appears in a stream, its {@code readObject} refuses).
+     * appears in a stream, its {@code readObject} refuses); {@link OpaqueBlob} the same way.
      */
     private static final Set<String> BASE = Set.of("java.lang.String", "java.lang.Number", "java.lang.Integer",
             "java.lang.Long", "java.lang.Double", "java.lang.Float", "java.lang.Short", "java.lang.Byte",
             "java.lang.Character", "java.lang.Boolean", "java.lang.Enum", "java.util.ArrayList", "java.util.HashMap",
             "java.util.LinkedHashMap", "java.util.HashSet", "java.util.LinkedHashSet", "[B", "[S", "[C", "[I", "[J",
-            "[F", "[D", "[Z", "io.cuwire.memory.NdArray$SerialForm", "io.cuwire.memory.NdArray");
+            "[F", "[D", "[Z", "io.cuwire.memory.NdArray$SerialForm", "io.cuwire.memory.NdArray",
+            "io.cuwire.serialize.OpaqueBlob$SerialForm", "io.cuwire.serialize.OpaqueBlob");
 
     private static final int INLINE_BYTES = 64 * 1024;
 

@@ -1,7 +1,18 @@
 package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.serialize.msgpack.MsgpackReader;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
+import java.io.InvalidObjectException;
+import java.io.ObjectInputStream;
+import java.io.ObjectStreamException;
+import java.io.Serial;
+import java.io.Serializable;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,8 +27,15 @@ import java.util.Objects;
  * <p>Ownership: {@link #adopt} takes the buffer (closing the blob closes it); {@link #view} does not. Metadata holds
  * header values only (null, booleans, longs, doubles, strings, byte arrays, lists and string-keyed maps of these) and
  * is copied. Closing twice is an error. Immutable apart from closing; thread-safe.
+ *
+ * <p>JDK serialization (the {@code java} family's last resort) writes a serial form — the format, the metadata as
+ * msgpack and the bytes as an {@link NdArray} of {@code uint8}, copied to the heap as {@link NdArray} does — and
+ * reads it back as a blob that owns new memory of the reading thread's {@link NdArray#readTarget}.
  */
-public final class OpaqueBlob implements AutoCloseable {
+public final class OpaqueBlob implements AutoCloseable, Serializable {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     private final String format;
     private final Map<String, Object> metadata;
     private final Buffer bytes;
@@ -123,5 +141,57 @@ public final class OpaqueBlob implements AutoCloseable {
     @Override
     public String toString() {
         return "OpaqueBlob[" + format + ", " + bytes.describe() + "]";
+    }
+
+    @Serial
+    private Object writeReplace() throws ObjectStreamException {
+        return new SerialForm(format, new MsgpackWriter(256).value(metadata).toByteArray(),
+                NdArray.view(buffer(), 0, DType.UINT8, Order.C, bytes.byteSize()));
+    }
+
+    @Serial
+    private void readObject(ObjectInputStream in) throws InvalidObjectException {
+        throw new InvalidObjectException("an OpaqueBlob is read through its serial form only");
+    }
+
+    /** What JDK serialization keeps of a blob; read back, the array's new memory moves into a new blob. */
+    private static final class SerialForm implements Serializable {
+        @Serial
+        private static final long serialVersionUID = 1L;
+
+        private final String format;
+        private final byte[] metadata;
+        private final NdArray bytes;
+
+        SerialForm(String format, byte[] metadata, NdArray bytes) {
+            this.format = format;
+            this.metadata = metadata;
+            this.bytes = bytes;
+        }
+
+        @Serial
+        private Object readResolve() throws ObjectStreamException {
+            try {
+                Object m = new MsgpackReader(metadata, 0, metadata.length, Limits.DEFAULT.maxDepth(), 1 << 16)
+                        .readValue();
+                @SuppressWarnings("unchecked")
+                Map<String, Object> map = (Map<String, Object>) m;
+                // The array's memory came from the read target; the blob gets its own buffer of that allocator.
+                Buffer own = bytes.buffer().allocator().allocate(bytes.byteSize());
+                try {
+                    CopyEngine.copy(bytes.buffer(), own);
+                    return adopt(format, map, own);
+                } catch (RuntimeException e) {
+                    own.close();
+                    throw e;
+                }
+            } catch (RuntimeException e) {
+                InvalidObjectException x = new InvalidObjectException("OpaqueBlob serial form is malformed: " + e);
+                x.initCause(e);
+                throw x;
+            } finally {
+                bytes.close();
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ import io.cuwire.ml.Reduction;
 import io.cuwire.ml.UnaryOp;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -38,6 +39,9 @@ import java.util.SplittableRandom;
  */
 @WireType("cuwire.ml.KMeans")
 public final class KMeans extends Estimator {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** How to choose the first centers. */
     public enum Init {
         /** Greedy k-means++ candidates per partition, reduced by weighted k-means++ (k-means|| with one round). */

@@ -12,6 +12,7 @@ import io.cuwire.ml.UnaryOp;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.internal.HostMath;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -22,6 +23,9 @@ import java.util.List;
  */
 @WireType("cuwire.ml.PCA")
 public final class PCA extends Estimator {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** Components to keep; 0 keeps {@code min(samples, features)}. */
     @Param
     int nComponents;

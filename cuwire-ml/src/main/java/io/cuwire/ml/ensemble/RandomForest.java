@@ -10,6 +10,7 @@ import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.Param;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
+import java.io.Serial;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,6 +34,9 @@ import java.util.SplittableRandom;
  * device); a GPU tree builder is not part of this module.
  */
 public abstract sealed class RandomForest extends Estimator permits RandomForestClassifier, RandomForestRegressor {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The number of trees in the whole forest. */
     @Param
     int nEstimators = 100;

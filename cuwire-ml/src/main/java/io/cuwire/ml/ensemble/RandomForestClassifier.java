@@ -9,6 +9,7 @@ import io.cuwire.ml.Param;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -18,6 +19,9 @@ import java.util.List;
  */
 @WireType("cuwire.ml.RandomForestClassifier")
 public final class RandomForestClassifier extends RandomForest implements Classifier {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The number of classes, or 0 to count them from the labels; partitions need it set. */
     @Param
     int nClasses;

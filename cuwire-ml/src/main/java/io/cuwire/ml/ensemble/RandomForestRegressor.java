@@ -6,6 +6,7 @@ import io.cuwire.ml.Regressor;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -14,6 +15,9 @@ import java.util.List;
  */
 @WireType("cuwire.ml.RandomForestRegressor")
 public final class RandomForestRegressor extends RandomForest implements Regressor {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** A forest of 100 trees trying every feature per split. */
     public RandomForestRegressor() {
         maxFeatures = 1.0;

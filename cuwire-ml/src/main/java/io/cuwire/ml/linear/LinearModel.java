@@ -12,6 +12,7 @@ import io.cuwire.ml.Reduction;
 import io.cuwire.ml.Regressor;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.internal.HostMath;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -20,6 +21,9 @@ import java.util.List;
  * {@link #partial} computes them for one partition and {@link #merge} solves from all of them.
  */
 public abstract sealed class LinearModel extends Estimator implements Regressor permits LinearRegression, Ridge {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** Whether to fit an intercept (the data are centered); without one the model passes through the origin. */
     @Param
     boolean fitIntercept = true;

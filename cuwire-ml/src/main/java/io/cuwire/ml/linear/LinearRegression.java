@@ -2,6 +2,7 @@ package io.cuwire.ml.linear;
 
 import io.cuwire.memory.NdArray;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -10,6 +11,9 @@ import java.util.List;
  */
 @WireType("cuwire.ml.LinearRegression")
 public final class LinearRegression extends LinearModel {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** A model with an intercept. */
     public LinearRegression() {
     }

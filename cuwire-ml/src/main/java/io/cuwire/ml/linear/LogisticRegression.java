@@ -14,6 +14,7 @@ import io.cuwire.ml.Partial;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.internal.Lbfgs;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -34,6 +35,9 @@ import java.util.Objects;
  */
 @WireType("cuwire.ml.LogisticRegression")
 public final class LogisticRegression extends Estimator implements Classifier {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The penalty on the coefficients. */
     public enum Penalty {
         /** {@code ||W||² / (2 C)}. */

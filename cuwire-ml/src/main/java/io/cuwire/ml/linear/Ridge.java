@@ -3,11 +3,15 @@ package io.cuwire.ml.linear;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Param;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /** Least squares with an L2 penalty {@code alpha ||w||²} on the coefficients (scikit-learn's {@code Ridge}). */
 @WireType("cuwire.ml.Ridge")
 public final class Ridge extends LinearModel {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The penalty's strength, {@code >= 0}. */
     @Param
     double alpha = 1.0;

@@ -13,6 +13,7 @@ import io.cuwire.ml.Partial;
 import io.cuwire.ml.Reduction;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 import java.util.List;
 
 /**
@@ -23,6 +24,9 @@ import java.util.List;
  */
 @WireType("cuwire.ml.MultinomialNB")
 public final class MultinomialNB extends Estimator implements Classifier {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The additive smoothing, {@code >= 0}. */
     @Param
     double alpha = 1.0;

@@ -8,6 +8,7 @@ import io.cuwire.ml.Classifier;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.Param;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 
 /**
  * Classification by a uniform vote of the {@code k} nearest training rows (scikit-learn's and cuML's
@@ -17,6 +18,9 @@ import io.cuwire.serialize.WireType;
  */
 @WireType("cuwire.ml.KNeighborsClassifier")
 public final class KNeighborsClassifier extends NeighborsBase implements Classifier {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** The number of classes, or 0 to count them from the labels. */
     @Param
     int nClasses;

@@ -2,10 +2,14 @@ package io.cuwire.ml.neighbors;
 
 import io.cuwire.memory.NdArray;
 import io.cuwire.serialize.WireType;
+import java.io.Serial;
 
 /** Unsupervised brute-force nearest neighbors (scikit-learn's and cuML's {@code NearestNeighbors}). */
 @WireType("cuwire.ml.NearestNeighbors")
 public final class NearestNeighbors extends NeighborsBase {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** Finds 5 neighbors by default. */
     public NearestNeighbors() {
     }

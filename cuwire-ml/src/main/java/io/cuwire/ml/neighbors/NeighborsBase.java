@@ -8,6 +8,7 @@ import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.Param;
 import io.cuwire.ml.UnaryOp;
+import java.io.Serial;
 
 /**
  * Brute-force nearest neighbors in Euclidean distance, as cuML's {@code brute} algorithm: the squared distances of a
@@ -16,6 +17,9 @@ import io.cuwire.ml.UnaryOp;
  * all partitions is their merge ({@link Neighbors#merge}).
  */
 public abstract sealed class NeighborsBase extends Estimator permits NearestNeighbors, KNeighborsClassifier {
+    @Serial
+    private static final long serialVersionUID = 1L;
+
     /** Distance matrix elements computed at once: queries are taken in blocks of this many divided by the rows. */
     private static final long BLOCK_ELEMENTS = 1L << 22;
 
