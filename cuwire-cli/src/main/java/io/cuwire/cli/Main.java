@@ -1,5 +1,6 @@
 package io.cuwire.cli;
 
+import io.cuwire.cluster.bench.ModelBroadcastBench;
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
@@ -38,8 +39,11 @@ public final class Main {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth;"
                 + " 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes 1KiB,1MiB,"
-                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes; 'bench estimators [--rows N] "
-                + "[--cols D] [--repeat R]': fit and predict time per estimator on device 0, checked against the CPU",
+                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes; 'bench broadcast [--size "
+                + "1GiB] [--repeat N] [--out DIR] [--java true|false]': a cluster broadcast to a worker on device 1 "
+                + "over ipc (cuda family) against the raw peer copy, and over tcp with the java family; 'bench "
+                + "estimators [--rows N] [--cols D] [--repeat R]': fit and predict time per estimator on device 0, "
+                + "checked against the CPU",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
@@ -87,12 +91,15 @@ public final class Main {
         if (!args.isEmpty() && args.getFirst().equals("transfer")) {
             return transfer(args.subList(1, args.size()), out, err);
         }
+        if (!args.isEmpty() && args.getFirst().equals("broadcast")) {
+            return broadcast(args.subList(1, args.size()), out, err);
+        }
         if (!args.isEmpty() && args.getFirst().equals("estimators")) {
             return estimators(args.subList(1, args.size()), out, err);
         }
         if (args.isEmpty() || !args.getFirst().equals("copy")) {
-            err.println("cuwire bench: which benchmark? one of: copy, transfer, estimators (serialization runs "
-                    + "through the ./cuwire launcher: ./cuwire bench serialization)");
+            err.println("cuwire bench: which benchmark? one of: copy, transfer, broadcast, estimators (serialization "
+                    + "runs through the ./cuwire launcher: ./cuwire bench serialization)");
             return USAGE;
         }
         CopyBenchmark.Options options;
@@ -122,6 +129,22 @@ public final class Main {
             return TransferBench.run(options, out) == 0 ? OK : FAILED;
         } catch (Exception e) {
             err.println("cuwire bench transfer: " + e);
+            return FAILED;
+        }
+    }
+
+    private static int broadcast(List<String> args, PrintStream out, PrintStream err) {
+        ModelBroadcastBench.Options options;
+        try {
+            options = ModelBroadcastBench.Options.parse(args.toArray(String[]::new));
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire bench broadcast: " + e.getMessage());
+            return USAGE;
+        }
+        try {
+            return ModelBroadcastBench.run(options, out) == 0 ? OK : FAILED;
+        } catch (Exception e) {
+            err.println("cuwire bench broadcast: " + e);
             return FAILED;
         }
     }

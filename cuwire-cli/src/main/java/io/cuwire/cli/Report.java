@@ -70,7 +70,8 @@ final class Report {
         h.append("<li>D2H, H2D: bytes the copy engines of the client and all workers moved between device and host "
                 + "memory during the broadcast. cuda keeps device arrays device frames (over tcp they are staged "
                 + "through host bounce buffers); host copies them to host frames once at the client and rebuilds them "
-                + "on each worker's device.</li>\n</ul>\n</body></html>\n");
+                + "on each worker's device; java copies them to the heap inside one JDK serialization stream.</li>\n"
+                + "</ul>\n</body></html>\n");
         Path file = dir.resolve("index.html");
         Files.writeString(file, h, StandardCharsets.UTF_8);
         return file;

@@ -32,12 +32,15 @@ class DemoTest {
         String text = out.toString(StandardCharsets.UTF_8);
         assertEquals(Main.OK, code, err.toString(StandardCharsets.UTF_8) + text);
         for (String line : List.of("... starting a local cluster over tcp", "... starting a local cluster over ipc",
-                "... broadcasting RandomForestClassifier over ipc with the host family", "java family: not offered",
-                "LinearRegression:", "KMeans:", "RandomForestClassifier:", "all checks MATCH")) {
+                "... broadcasting RandomForestClassifier over ipc with the host family",
+                "... broadcasting RandomForestClassifier over ipc with the java family",
+                "java family: JDK serialization", "LinearRegression:", "KMeans:", "RandomForestClassifier:",
+                "all checks MATCH")) {
             assertTrue(text.contains(line), line + " missing in:\n" + text);
         }
         for (String model : List.of("LinearRegression", "KMeans", "RandomForestClassifier")) {
-            for (String path : List.of("tcp / cuda", "tcp / host", "ipc / cuda", "ipc / host")) {
+            for (String path : List.of("tcp / cuda", "tcp / host", "tcp / java", "ipc / cuda", "ipc / host",
+                    "ipc / java")) {
                 assertTrue(text.lines().anyMatch(l -> l.startsWith("  " + path) && l.contains(" MATCH (")),
                         path + " row missing in:\n" + text);
             }

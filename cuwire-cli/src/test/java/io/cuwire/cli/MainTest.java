@@ -6,7 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 class MainTest {
     /** One in-process run of the command line: exit code and what went to stdout and stderr. */
@@ -84,6 +89,31 @@ class MainTest {
         r = run("bench", "estimators", "--rows", "lots");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().startsWith("cuwire bench estimators: --rows lots is not a number"), r.err());
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void shouldRunTheBroadcastBenchmarkAtATinySizeAndWriteItsTables(@TempDir Path dir) throws Exception {
+        Result r = run("bench", "broadcast", "--size", "1MiB", "--repeat", "2", "--out", dir.toString());
+        assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
+        for (String phase : new String[] {"raw", "cold", "warm", "unchanged"}) {
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=ipc family=cuda size=1048576 phase="
+                    + phase + " median_ms=[0-9.]+ .*checked=ok\n.*"), phase + " missing in:\n" + r.out());
+        }
+        assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=ipc family=cuda size=1048576 phase=warm "
+                + "median_ms=[0-9.]+ min_ms=[0-9.]+ max_ms=[0-9.]+ gbps=[0-9.]+ host_bytes=0 vs_raw=[0-9.]+ "
+                + "checked=ok\n.*"), "the cuda family moves nothing through the host:\n" + r.out());
+        for (String phase : new String[] {"cold", "warm"}) {
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=tcp family=java size=1048576 phase="
+                    + phase + " median_ms=[0-9.]+ .* java_vs_cuda=[0-9.]+ checked=ok\n.*"), phase + ":\n" + r.out());
+        }
+        assertTrue(r.out().contains(" checked=ok\nwrote "), r.out());
+        try (var files = Files.list(dir)) {
+            assertEquals(2, files.filter(f -> f.getFileName().toString().matches("broadcast-.*\\.(csv|md)")).count());
+        }
+        r = run("bench", "broadcast", "--size", "1000");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench broadcast: --size 1000 (expected: a multiple of 256"), r.err());
     }
 
     @Test

@@ -176,6 +176,7 @@ public final class LocalCluster implements AutoCloseable {
         private Duration shutdownTimeout = Duration.ofSeconds(10);
         private PrintStream workerOutput;
         private List<String> connect;
+        private int[] devices;
 
         private Builder() {
         }
@@ -208,6 +209,18 @@ public final class LocalCluster implements AutoCloseable {
         /** More options for the worker JVMs (e.g. {@code -Xmx2g}), after the defaults. */
         public Builder jvmOptions(List<String> options) {
             this.jvmOptions.addAll(options);
+            return this;
+        }
+
+        /**
+         * The device ordinals the workers bind, in turn: worker {@code i} on {@code ordinals[i mod length]}; default
+         * every device of this host, worker {@code i} on device {@code i mod devices}.
+         */
+        public Builder devices(int... ordinals) {
+            if (ordinals.length == 0) {
+                throw new IllegalArgumentException("devices: none given");
+            }
+            this.devices = ordinals.clone();
             return this;
         }
 
@@ -276,7 +289,9 @@ public final class LocalCluster implements AutoCloseable {
                 } else {
                     scheme = scheme(transport);
                     for (int i = 0; i < n; i++) {
-                        started.add(launch(i, i % devices, platform, scheme, key));
+                        int ordinal = this.devices != null ? this.devices[i % this.devices.length] : i % devices;
+                        Devices.get(ordinal);
+                        started.add(launch(i, ordinal, platform, scheme, key));
                     }
                     awaitAddresses(started);
                 }

@@ -158,7 +158,7 @@ public final class TransferBench {
     }
 
     /** {@code 1KiB}, {@code 64MiB}, {@code 1GiB}, {@code 4096}: bytes, a multiple of 8. */
-    static long parseSize(String s) {
+    public static long parseSize(String s) {
         String t = s.trim();
         long unit = 1;
         for (String[] u : new String[][] {{"KiB", "1024"}, {"MiB", "1048576"}, {"GiB", "1073741824"}}) {
@@ -400,22 +400,33 @@ public final class TransferBench {
                 }
             }
             case "ipc", "inproc" -> {
-                try (BufferAllocator<DeviceBuffer> target = devices.get(transport.equals("ipc") ? receiverOrdinal
-                        : 0).newAllocator("bench-raw", BufferAllocator.UNLIMITED);
-                        DeviceBuffer src = side.device.allocate(size); DeviceBuffer dst = target.allocate(size)) {
-                    for (int i = 0; i <= repeat; i++) {
-                        long t0 = System.nanoTime();
-                        CopyEngine.copy(src, dst);
-                        long t1 = System.nanoTime();
-                        if (i > 0) {
-                            ms[i - 1] = (t1 - t0) / 1e6;
-                        }
-                    }
-                }
+                return median(copyMs(side.device, devices.get(transport.equals("ipc") ? receiverOrdinal : 0), size,
+                        repeat));
             }
             default -> throw new IllegalArgumentException(transport);
         }
         return median(ms);
+    }
+
+    /**
+     * The raw ceiling of a device-to-device path: the times, in ms, of {@code repeat} copies of {@code size} bytes
+     * by the copy engine from {@code from}'s memory to a buffer on {@code to} (a peer copy between two GPUs, with
+     * peer access as the platform sets it up), after one untimed copy.
+     */
+    public static double[] copyMs(BufferAllocator<DeviceBuffer> from, Device to, long size, int repeat) {
+        double[] ms = new double[repeat];
+        try (BufferAllocator<DeviceBuffer> target = to.newAllocator("bench-raw", BufferAllocator.UNLIMITED);
+                DeviceBuffer src = from.allocate(size); DeviceBuffer dst = target.allocate(size)) {
+            for (int i = 0; i <= repeat; i++) {
+                long t0 = System.nanoTime();
+                CopyEngine.copy(src, dst);
+                long t1 = System.nanoTime();
+                if (i > 0) {
+                    ms[i - 1] = (t1 - t0) / 1e6;
+                }
+            }
+        }
+        return ms;
     }
 
     private static void expectRoot(ReceivedMessage m, String root) {
@@ -424,7 +435,8 @@ public final class TransferBench {
         }
     }
 
-    private static double median(double[] values) {
+    /** The median of {@code values} (the mean of the middle two for an even count). */
+    public static double median(double[] values) {
         double[] v = values.clone();
         Arrays.sort(v);
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
