@@ -39,11 +39,11 @@ public final class Main {
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth;"
                 + " 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes 1KiB,1MiB,"
-                + "64MiB,1GiB] [--repeat N] [--out DIR]': a model between two processes; 'bench broadcast [--size "
-                + "1GiB] [--repeat N] [--out DIR] [--java true|false]': a cluster broadcast to a worker on device 1 "
-                + "over ipc (cuda family) against the raw peer copy, and over tcp with the java family; 'bench "
-                + "estimators [--rows N] [--cols D] [--repeat R]': fit and predict time per estimator on device 0, "
-                + "checked against the CPU",
+                + "64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; 'bench "
+                + "broadcast [--size 1GiB] [--repeat N] [--out DIR] [--java true|false]': a cluster broadcast to a "
+                + "worker on device 1 over ipc (cuda family) against the raw peer copy, and over tcp with the java "
+                + "family; 'bench estimators [--rows N] [--cols D] [--repeat R]': fit and predict time per estimator "
+                + "on device 0, checked against the CPU",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }

@@ -69,13 +69,22 @@ import java.util.zip.CRC32;
  * ceiling of the path measured in the same run: a peer copy device 0 → 1 in one process (ipc), a plain socket
  * transfer between the two processes (tcp, ucx), a memory copy (inproc). For IPC a round trip of a 1 KiB device
  * frame is timed too. Lines start with {@code RESULT}; a CSV goes to {@code --out}.
+ *
+ * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
+ * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
+ * first measurement with 30 repeats found 1.5 ms per 1 KiB message over IPC, one after 500 found 0.46 ms), and after
+ * each case's cold transfer {@value #CASE_WARMUP} more of the case's size run untimed before the timed ones.
  */
 public final class TransferBench {
     private static final byte[] SECRET = "cuwire-transfer-bench-secret-0123456789".getBytes(StandardCharsets.US_ASCII);
     private static final long CRC_WINDOW = 64 << 10;
-    private static final int RTT_WARMUP = 200;
+    private static final int RTT_WARMUP = 2000;
+    /** Untimed transfers of a case's own size after its cold one. */
+    static final int CASE_WARMUP = 3;
     private static final int RTT_ROUNDS = 2000;
     private static final long JAVA_MAX_BYTES = 1L << 30;
+    /** Untimed 1 KiB transfers per transport and family before its cases, unless {@code --warmup} says. */
+    static final int DEFAULT_WARMUP = 500;
 
     private TransferBench() {
     }
@@ -97,15 +106,20 @@ public final class TransferBench {
      * @param families {@code cuda}, {@code host}, {@code java}
      * @param sizes bytes of the model's arrays per case
      * @param repeat timed transfers per case after the cold one
+     * @param warmup untimed 1 KiB transfers per transport and family before its cases
      * @param out directory for the CSV, or {@code null}
      */
-    public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, Path out) {
-        /** Parses {@code --transports a,b --families a,b --sizes 1KiB,1MiB --repeat N --out DIR}. */
+    public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, int warmup,
+            Path out) {
+        /**
+         * Parses {@code --transports a,b --families a,b --sizes 1KiB,1MiB --repeat N --warmup N --out DIR}.
+         */
         public static Options parse(String... args) {
             List<String> transports = List.of("inproc", "tcp", "ucx", "ipc");
             List<Family> families = List.of(Family.CUDA, Family.HOST, Family.JAVA);
             List<Long> sizes = List.of(1L << 10, 1L << 20, 64L << 20, 1L << 30);
             int repeat = 10;
+            int warmup = DEFAULT_WARMUP;
             Path out = Path.of("bench", "results");
             for (int i = 0; i < args.length; i++) {
                 String flag = args[i];
@@ -149,11 +163,17 @@ public final class TransferBench {
                             throw new IllegalArgumentException("--repeat " + v + " (expected: >= 1)");
                         }
                     }
+                    case "--warmup" -> {
+                        warmup = Integer.parseInt(v);
+                        if (warmup < 0) {
+                            throw new IllegalArgumentException("--warmup " + v + " (expected: >= 0)");
+                        }
+                    }
                     case "--out" -> out = Path.of(v);
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
-            return new Options(transports, families, sizes, repeat, out);
+            return new Options(transports, families, sizes, repeat, warmup, out);
         }
     }
 
@@ -269,6 +289,12 @@ public final class TransferBench {
                         }
                     }
                     try (Connection conn = c) {
+                        for (Family family : options.families()) {
+                            if (options.warmup() > 0) {
+                                allChecked &= transfer(conn, transport, family, 1024, options.warmup(), side, 1)
+                                        .checked();
+                            }
+                        }
                         for (long size : options.sizes()) {
                             double rawMs = raw(transport, size, side, child, devices, receiverOrdinal,
                                     options.repeat());
@@ -323,9 +349,10 @@ public final class TransferBench {
         long d2h = 0;
         long h2d = 0;
         boolean checked = true;
+        int warm = Math.min(CASE_WARMUP, repeat);
         try (ModelOnDevice model = new ModelOnDevice(side.model(size))) {
             long expected = crc(model.model());
-            for (int i = 0; i <= repeat; i++) {
+            for (int i = 0; i <= warm + repeat; i++) {
                 CompletableFuture<?> sent;
                 long t0;
                 long t1;
@@ -354,8 +381,8 @@ public final class TransferBench {
                 }
                 if (i == 0) {
                     coldMs = (t1 - t0) / 1e6;
-                } else {
-                    ms[i - 1] = (t1 - t0) / 1e6;
+                } else if (i > warm) {
+                    ms[i - warm - 1] = (t1 - t0) / 1e6;
                     // In one process the sender's scope already saw the receiver's copies (scopes are process-wide).
                     boolean oneProcess = transport.equals("inproc");
                     d2h = sendD2h + (oneProcess ? 0 : Long.parseLong(report[3]));

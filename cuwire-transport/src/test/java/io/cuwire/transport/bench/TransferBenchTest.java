@@ -27,7 +27,7 @@ class TransferBenchTest {
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
             code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,tcp,ucx,ipc",
-                    "--sizes", "1KiB,1MiB", "--repeat", "3", "--out", dir.toString()), out);
+                    "--sizes", "1KiB,1MiB", "--repeat", "3", "--warmup", "2", "--out", dir.toString()), out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, output);

@@ -21,6 +21,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.Spin;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,14 +41,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class InProcessConnection implements Connection {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
-    /**
-     * How long {@code receive} spins before it parks: a message that comes within it skips a thread wake-up. Only
-     * with cores to spare (as for ipc): on 2 cores the spinner competes with the sender, the JIT and the GC, and the
-     * 1-message ping-pong turned bimodal (4 or 70 µs, against 10 µs without). The spin watches {@link #arrivals},
-     * not the queue: polling the queue would take its lock over and over against the sender that wants to add.
-     */
-    private static final long RECEIVE_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 30_000 : 0;
-
     private final TransportConfig config;
     private final String address;
     private final InFlight inFlight;
@@ -250,8 +243,8 @@ final class InProcessConnection implements Connection {
         synchronized (receiveLock) {
             int seen = arrivals.get();
             Object next = inbound.pollFirst();
-            if (next == null && RECEIVE_SPIN_NANOS > 0) {
-                long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS;
+            if (next == null && Spin.NANOS > 0) {
+                long spinUntil = System.nanoTime() + Spin.NANOS;
                 while (arrivals.get() == seen && System.nanoTime() - spinUntil < 0) {
                     Thread.onSpinWait();
                 }

@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal.ipc;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
@@ -8,6 +9,7 @@ import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.Stream;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
@@ -28,14 +30,16 @@ import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
+import io.cuwire.transport.internal.Spin;
 import io.cuwire.transport.internal.tcp.SocketIo;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Optional;
+import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -60,9 +64,13 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Threads</h2>
  * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
- * messages — allocates the frames from {@link TransportConfig#receiveInto()}, reads host frames, copies device
- * frames ({@link CopyEngine#copy}: device to device or peer, never through the host), acknowledges — and queues
- * them for {@link #receive}. It reads ahead of the application by at most {@value #HOST_READ_AHEAD} bytes of host
+ * messages — allocates the frames from {@link TransportConfig#receiveInto()}, reads host frames, enqueues the copy
+ * of each device frame on a stream of the device that maps the sender's memory ({@link CopyEngine#copyAsync}: device
+ * to device or peer, never through the host; a frame of {@value #SPLIT_BYTES} bytes or more is split over as many
+ * streams as the system property {@value #COPY_STREAMS_PROPERTY} says, default {@value #DEFAULT_COPY_STREAMS}),
+ * waits for all of them at once, checks that the sender is still alive ({@link PeerProcess}), queues the message
+ * for {@link #receive} and then writes {@code consumed}. Waiting threads spin briefly before they block
+ * ({@link Spin}). The reader reads ahead of the application by at most {@value #HOST_READ_AHEAD} bytes of host
  * frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when consumed).
  * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
  * record then has left when {@code send} returns), else on a writer thread.
@@ -79,13 +87,13 @@ final class IpcConnection implements Connection {
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
-    /**
-     * How long {@code receive} polls before it parks: a reply that comes within it skips a thread wake-up. Only
-     * with cores to spare: the message is made by this connection's reader thread while the peer's threads run too,
-     * and with fewer than 4 cores the spinning receiver takes the core they need (2 cores: 1-message ping-pong
-     * 100 µs with the spin, 43 µs without).
-     */
-    private static final long RECEIVE_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 30_000 : 0;
+    /** System property: how many streams carry the copy of one large device frame. */
+    static final String COPY_STREAMS_PROPERTY = "cuwire.ipc.copyStreams";
+    static final int DEFAULT_COPY_STREAMS = 1;
+    /** Frames from this size on are split over the copy streams. */
+    static final long SPLIT_BYTES = 64L << 20;
+    private static final int COPY_STREAMS = Math.max(1, Integer.getInteger(COPY_STREAMS_PROPERTY,
+            DEFAULT_COPY_STREAMS));
     private static final AtomicInteger IDS = new AtomicInteger();
     private static final Object END = new Object();
 
@@ -125,7 +133,11 @@ final class IpcConnection implements Connection {
     private final long ioTimeoutNanos;
     private final ConnectionState state;
     private final Handshake.Result handshake;
-    private final Optional<ProcessHandle> peerProcess;
+    private final PeerProcess peerProcess;
+    /** The reader's copy streams per device that maps the sender's memory; closed after the reader ended. */
+    private final Map<Device, Stream[]> copyStreams = new HashMap<>();
+    /** Counts additions to {@link #received}: a lock-free hint for the receive spin. */
+    private final AtomicInteger arrivals = new AtomicInteger();
     private final MappingCache mappings;
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
@@ -166,7 +178,7 @@ final class IpcConnection implements Connection {
             }
             throw new TransportException("handshake with " + peer + " failed: " + e, e);
         }
-        this.peerProcess = ProcessHandle.of(handshake.peer().pid());
+        this.peerProcess = new PeerProcess(handshake.peer().pid());
         this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
         this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });
         this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
@@ -286,7 +298,7 @@ final class IpcConnection implements Connection {
     private void readLoop() {
         try {
             while (!state.isClosed()) {
-                if (!io.awaitData(SocketIo.NO_DEADLINE)) {
+                if (!io.awaitData(SocketIo.NO_DEADLINE, Spin.NANOS)) {
                     continue;
                 }
                 byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
@@ -298,12 +310,29 @@ final class IpcConnection implements Connection {
                     out.complete();
                 } else if (type == TYPE_MESSAGE) {
                     awaitReadAhead();
-                    ReceivedMessage m = readMessage();
+                    IpcReceiveEvent event = new IpcReceiveEvent();
+                    ReceivedMessage m = readMessage(event);
                     long hostBytes = m.metrics().hostFrameBytes() + m.metrics().pinnedFrameBytes();
                     synchronized (readAhead) {
                         queuedHostBytes += hostBytes;
                     }
                     received.add(m);
+                    arrivals.incrementAndGet();
+                    if (event.deviceFrames > 0) {
+                        // After the hand-over: the application wakes while this thread tells the sender.
+                        long t = event.isEnabled() ? System.nanoTime() : 0;
+                        sends.lock().lock();
+                        try {
+                            io.write(ByteBuffer.wrap(new byte[] {TYPE_CONSUMED}), ioTimeoutNanos,
+                                    SocketIo.NO_DEADLINE);
+                        } finally {
+                            sends.lock().unlock();
+                        }
+                        if (event.isEnabled()) {
+                            event.consumedNanos = System.nanoTime() - t;
+                            event.commit();
+                        }
+                    }
                 } else {
                     throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                             + ": not the cuwire IPC protocol");
@@ -331,10 +360,15 @@ final class IpcConnection implements Connection {
         }
     }
 
-    private ReceivedMessage readMessage() {
+    /** Reads one message and copies its device frames in; fills {@code event}'s phases when it is enabled. */
+    private ReceivedMessage readMessage(IpcReceiveEvent event) {
         MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.IPC,
                 System.nanoTime(), true);
+        boolean timed = event.isEnabled();
+        long start = timed ? System.nanoTime() : 0;
         List<Buffer> frames = new ArrayList<>();
+        List<MappingCache.Lease> leases = new ArrayList<>();
+        List<Stream> used = new ArrayList<>(2);
         try {
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
@@ -344,45 +378,80 @@ final class IpcConnection implements Connection {
             Frames.allocate(header, config, io.peer(), true, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
-            boolean device = false;
+            long mappingNanos = 0;
+            long enqueueNanos = 0;
             for (Buffer frame : frames) {
                 kinds.add(frame.kind());
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h) {
                     io.readFully(h.segment(), ioTimeoutNanos);
                 } else {
-                    device = true;
-                    copyIn((DeviceBuffer) frame);
+                    DeviceBuffer target = (DeviceBuffer) frame;
+                    Reference reference = readReference(target.device());
+                    long t0 = timed ? System.nanoTime() : 0;
+                    MappingCache.Lease lease = lease(reference, target);
+                    leases.add(lease);
+                    long t1 = timed ? System.nanoTime() : 0;
+                    enqueueCopy(lease.buffer(), target, used);
+                    if (timed) {
+                        long t2 = System.nanoTime();
+                        mappingNanos += t1 - t0;
+                        enqueueNanos += t2 - t1;
+                    }
                 }
             }
-            if (device) {
-                if (peerProcess.isPresent() && !peerProcess.get().isAlive()) {
+            if (!leases.isEmpty()) {
+                long t3 = timed ? System.nanoTime() : 0;
+                for (Stream stream : used) {
+                    stream.synchronize();
+                }
+                long t4 = timed ? System.nanoTime() : 0;
+                if (!peerProcess.isAlive()) {
                     throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
                             + ") died while its device frames were being copied");
                 }
-                sends.lock().lock();
-                try {
-                    io.write(ByteBuffer.wrap(new byte[] {TYPE_CONSUMED}), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                } finally {
-                    sends.lock().unlock();
+                event.deviceFrames = leases.size();
+                if (timed) {
+                    event.headerNanos = t3 - start - mappingNanos - enqueueNanos;
+                    event.mappingNanos = mappingNanos;
+                    event.copyNanos = enqueueNanos + t4 - t3;
+                    event.livenessNanos = System.nanoTime() - t4;
                 }
             }
             Serialized value = Serialized.received(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
+            // The copies may still run into the frames: wait for them before the frames go back to their pools.
+            for (Stream stream : used) {
+                try {
+                    stream.synchronize();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
             Frames.closeOpen(frames);
             throw e;
+        } finally {
+            for (MappingCache.Lease lease : leases) {
+                lease.close();
+            }
         }
     }
 
-    /** Reads a device frame's reference and copies the frame out of the peer's memory into {@code frame}. */
-    private void copyIn(DeviceBuffer frame) {
+    /** A device frame's reference: the sender's allocation holding it and where in that allocation it lies. */
+    private record Reference(IpcHandle allocation, long offset) {
+    }
+
+    /**
+     * Reads a device frame's reference: {@code [handle length: int16][handle][exporter's device: int32]
+     * [allocation bytes: int64][offset in the allocation: int64]}; {@code device} receives the frame.
+     */
+    private Reference readReference(Device device) {
         int handleLength = Short.toUnsignedInt(readShort());
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
         }
-        // The rest of the reference in one read: [handle][device: int32][allocation bytes: int64][offset: int64].
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         byte[] handle = new byte[handleLength];
@@ -390,21 +459,45 @@ final class IpcConnection implements Connection {
         int ordinal = rest.getInt(handleLength);
         long allocationBytes = rest.getLong(handleLength + 4);
         long offset = rest.getLong(handleLength + 4 + 8);
-        IpcHandle allocation;
         try {
-            allocation = new IpcHandle(frame.device().platform(), ordinal, handle, 0, allocationBytes);
+            return new Reference(new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes), offset);
         } catch (IllegalArgumentException e) {
             throw new ProtocolException("peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
         }
-        MappingCache.Lease lease;
+    }
+
+    /** A lease on the mapping of the reference's allocation, for {@code frame}'s bytes at its offset. */
+    private MappingCache.Lease lease(Reference reference, DeviceBuffer frame) {
         try {
-            lease = mappings.acquire(allocation, offset, frame.byteSize(), frame.device());
+            return mappings.acquire(reference.allocation(), reference.offset(), frame.byteSize(), frame.device());
         } catch (IndexOutOfBoundsException e) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
                     + e.getMessage(), e);
         }
-        try (lease) {
-            CopyEngine.copy(lease.buffer(), frame);
+    }
+
+    /**
+     * Enqueues the copy of {@code source} (the sender's bytes, mapped) into {@code frame} on the copy streams of the
+     * source's device, adding the streams it used to {@code used}.
+     */
+    private void enqueueCopy(DeviceBuffer source, DeviceBuffer frame, List<Stream> used) {
+        Stream[] streams = copyStreams.computeIfAbsent(source.device(), d -> new Stream[COPY_STREAMS]);
+        long bytes = frame.byteSize();
+        int parts = bytes >= SPLIT_BYTES ? streams.length : 1;
+        long part = (bytes / parts + 255) / 256 * 256;
+        for (int p = 0; p < parts; p++) {
+            long offset = p * part;
+            long length = Math.min(part, bytes - offset);
+            if (length <= 0) {
+                break;
+            }
+            if (streams[p] == null) {
+                streams[p] = source.device().newStream();
+            }
+            CopyEngine.copyAsync(source, offset, frame, offset, length, streams[p]);
+            if (!used.contains(streams[p])) {
+                used.add(streams[p]);
+            }
         }
     }
 
@@ -425,10 +518,14 @@ final class IpcConnection implements Connection {
             if (state.isClosed() && state.failure() == null) {
                 throw state.closedError();
             }
+            int seen = arrivals.get();
             Object item = received.poll();
-            for (long spinUntil = System.nanoTime() + RECEIVE_SPIN_NANOS; item == null
-                    && System.nanoTime() - spinUntil < 0; item = received.poll()) {
-                Thread.onSpinWait();
+            if (item == null && Spin.NANOS > 0) {
+                long spinUntil = System.nanoTime() + Spin.NANOS;
+                while (arrivals.get() == seen && System.nanoTime() - spinUntil < 0) {
+                    Thread.onSpinWait();
+                }
+                item = received.poll();
             }
             try {
                 if (item == null) {
@@ -501,6 +598,16 @@ final class IpcConnection implements Connection {
             }
         }
         received.add(END);
+        List<AutoCloseable> streams = new ArrayList<>();
+        for (Stream[] perDevice : copyStreams.values()) {
+            for (Stream stream : perDevice) {
+                if (stream != null) {
+                    streams.add(stream);
+                }
+            }
+        }
+        copyStreams.clear();
+        Closeables.closeAll(streams);
         mappings.close();
     }
 

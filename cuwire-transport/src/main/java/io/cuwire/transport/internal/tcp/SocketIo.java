@@ -130,11 +130,20 @@ public final class SocketIo implements AutoCloseable {
      * @throws PeerClosedException if the peer closed the connection
      */
     public boolean awaitData(long deadlineNanos) {
+        return awaitData(deadlineNanos, 0);
+    }
+
+    /**
+     * As {@link #awaitData(long)}, but first reads without blocking for up to {@code spinNanos}: bytes that come
+     * within it skip the selector's thread wake-up.
+     */
+    public boolean awaitData(long deadlineNanos, long spinNanos) {
         if (in.hasRemaining()) {
             return true;
         }
         in.clear();
         try {
+            long spinUntil = spinNanos > 0 ? System.nanoTime() + spinNanos : 0;
             while (true) {
                 int n = readOnce(in);
                 if (n > 0) {
@@ -142,6 +151,10 @@ public final class SocketIo implements AutoCloseable {
                 }
                 if (n < 0) {
                     throw new PeerClosedException("peer " + peer + " closed the connection");
+                }
+                if (spinNanos > 0 && System.nanoTime() - spinUntil < 0) {
+                    Thread.onSpinWait();
+                    continue;
                 }
                 long left = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : deadlineNanos - System.nanoTime();
                 if (left <= 0) {

@@ -1,0 +1,21 @@
+package io.cuwire.transport.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class SpinTest {
+    @Test
+    void shouldSpinOnlyWithCoresToSpareUnlessThePropertySays() {
+        assertEquals(0, Spin.nanos(null, 2));
+        assertEquals(30_000, Spin.nanos(null, 4));
+        assertEquals(100_000, Spin.nanos(null, 32));
+        assertEquals(0, Spin.nanos("0", 32));
+        assertEquals(250_000, Spin.nanos(" 250 ", 2));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Spin.nanos("-1", 8));
+        assertTrue(e.getMessage().contains(Spin.PROPERTY), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Spin.nanos("fast", 8));
+    }
+}
