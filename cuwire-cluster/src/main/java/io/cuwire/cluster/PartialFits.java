@@ -6,15 +6,14 @@ import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
-import io.cuwire.ml.decomposition.PcaStats;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearModel;
-import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
 import io.cuwire.serialize.OpaqueBlob;
 import java.util.List;
+import java.util.function.Function;
 import java.util.function.IntFunction;
 
 /**
@@ -53,13 +52,10 @@ public final class PartialFits {
 
     /** Least squares ({@code LinearRegression}, {@code Ridge}). */
     public static <M extends LinearModel> M fit(Partitions p, M model) {
-        List<LinearStats> parts = p.run(MlTasks.LINEAR_PARTIAL, i -> List.of(model, Part.X, Part.Y));
-        try {
+        return merged(p.run(MlTasks.LINEAR_PARTIAL, i -> List.of(model, Part.X, Part.Y)), parts -> {
             model.merge(parts);
             return model;
-        } finally {
-            Values.close(parts);
-        }
+        });
     }
 
     /** K-means: candidates from every partition, reduced on the driver, then Lloyd rounds over the partitions. */
@@ -122,39 +118,28 @@ public final class PartialFits {
 
     /** PCA from every partition's mean and scatter. */
     public static PCA fit(Partitions p, PCA model) {
-        List<PcaStats> parts = p.run(MlTasks.PCA_PARTIAL, i -> List.of(model, Part.X));
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return merged(p.run(MlTasks.PCA_PARTIAL, i -> List.of(model, Part.X)), model::merge);
     }
 
     /** Multinomial naive Bayes from every partition's counts. */
     public static MultinomialNB fit(Partitions p, MultinomialNB model) {
-        List<MultinomialNB.Counts> parts = p.run(MlTasks.NB_PARTIAL, i -> List.of(model, Part.X, Part.Y));
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return merged(p.run(MlTasks.NB_PARTIAL, i -> List.of(model, Part.X, Part.Y)), model::merge);
     }
 
     /** A random-forest classifier: each partition grows its share of the trees; the driver concatenates them. */
     public static RandomForestClassifier fit(Partitions p, RandomForestClassifier model) {
-        List<OpaqueBlob> parts = forest(p, model);
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return merged(forest(p, model), model::merge);
     }
 
     /** A random-forest regressor, like the classifier. */
     public static RandomForestRegressor fit(Partitions p, RandomForestRegressor model) {
-        List<OpaqueBlob> parts = forest(p, model);
+        return merged(forest(p, model), model::merge);
+    }
+
+    /** {@code merge} of {@code parts}, which are closed afterwards. */
+    private static <P, M> M merged(List<P> parts, Function<List<P>, M> merge) {
         try {
-            return model.merge(parts);
+            return merge.apply(parts);
         } finally {
             Values.close(parts);
         }

@@ -17,15 +17,17 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import scala.Tuple2;
 
 /** A model broadcast as a handle on a two-executor local cluster: fetched once per executor, then released. */
 @ExtendWith(SparkCluster.class)
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class ModelBroadcastTest {
     /** What a task reports: the executor it ran on and the sum of the model's elements it read. */
-    record Seen(String executor, double sum) implements java.io.Serializable {
+    record Seen(String executor, double sum) {
     }
 
+    /** Each task's {@link Seen} (a tuple on the way: Spark's Kryo does not take records). */
     static List<Seen> readEverywhere(JavaSparkContext jsc, ModelRef<NdArray> ref, int tasks) {
         List<Integer> parts = new ArrayList<>();
         for (int i = 0; i < tasks; i++) {
@@ -39,9 +41,9 @@ class ModelBroadcastTest {
                 }
                 return s;
             });
-            return new Seen(TaskContext.get() == null ? "driver" : org.apache.spark.SparkEnv.get().executorId(),
+            return new Tuple2<>(TaskContext.get() == null ? "driver" : org.apache.spark.SparkEnv.get().executorId(),
                     sum);
-        }).collect();
+        }).collect().stream().map(t -> new Seen(t._1(), t._2())).toList();
     }
 
     @Test

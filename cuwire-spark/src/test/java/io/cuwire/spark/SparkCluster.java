@@ -7,8 +7,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * One Spark application for every test class of the run: {@code local-cluster[2,1,1024]}, two executor JVMs on the
- * emulated device, with the cuwire plugin; started by the first class that needs it (about 40 s on two cores) and
- * stopped when the run ends. Executors take the test class path, so no Spark distribution is needed.
+ * emulated device, with the cuwire plugin and Kryo as Spark's serializer (the system property
+ * {@code cuwire.spark.executorMemoryMb} changes the executors' memory, for the benchmark); started by the first
+ * class that needs it (10–40 s on two cores) and stopped when the run ends. Executors take the test class path, so
+ * no Spark distribution is needed.
  */
 public final class SparkCluster implements BeforeAllCallback {
     /** The executors of the shared application. */
@@ -28,7 +30,10 @@ public final class SparkCluster implements BeforeAllCallback {
         if (session == null) {
             session = SparkSession.builder()
                     .appName("cuwire-spark-tests")
-                    .master("local-cluster[" + EXECUTORS + ",1,1024]")
+                    .master("local-cluster[" + EXECUTORS + ",1," + Integer.getInteger("cuwire.spark.executorMemoryMb",
+                            1024) + "]")
+                    .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+                    .config("spark.kryoserializer.buffer.max", "1g")
                     .config("spark.plugins", CuwirePlugin.class.getName())
                     .config("spark.executor.extraClassPath", System.getProperty("java.class.path"))
                     .config("spark.executor.extraJavaOptions", "--enable-native-access=ALL-UNNAMED")
