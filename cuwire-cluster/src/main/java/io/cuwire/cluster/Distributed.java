@@ -1,20 +1,17 @@
 package io.cuwire.cluster;
 
 import io.cuwire.cluster.internal.Values;
-import io.cuwire.memory.DType;
+import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
-import io.cuwire.ml.decomposition.PcaStats;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearModel;
-import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
-import io.cuwire.serialize.OpaqueBlob;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -36,123 +33,72 @@ public final class Distributed {
 
     /** Least squares ({@code LinearRegression}, {@code Ridge}) over the partitions. */
     public static <M extends LinearModel> M fit(Client client, M model, List<ObjectRef> x, List<ObjectRef> y) {
-        List<LinearStats> parts = partials(x, i -> client.call(x.get(i).worker(), MlTasks.LINEAR_PARTIAL, model,
-                x.get(i), y.get(i)));
-        try {
-            model.merge(parts);
-            return model;
-        } finally {
-            Values.close(parts);
-        }
+        return PartialFits.fit(on(client, x, y), model);
     }
 
     /** K-means: candidates from every partition, reduced on the client, then Lloyd rounds over the partitions. */
     public static KMeans fit(Client client, KMeans model, List<ObjectRef> x) {
-        long seed = (Long) model.params().get("seed");
-        List<KMeans.Candidates> candidates = partials(x, i -> client.call(x.get(i).worker(), MlTasks.KMEANS_INIT,
-                model, x.get(i), seed + 1_000_003L * i));
-        try (NdArray start = model.initialCenters(candidates)) {
-            Values.close(candidates);
-            candidates = List.of();
-            return fit(client, model, x, start);
-        } finally {
-            Values.close(candidates);
-        }
+        return PartialFits.fit(on(client, x, null), model);
     }
 
     /** K-means from the given first centers: each round sends the centers to every partition. */
     public static KMeans fit(Client client, KMeans model, List<ObjectRef> x, NdArray initialCenters) {
-        try (KMeans.Lloyd lloyd = model.lloyd(initialCenters)) {
-            while (!lloyd.done()) {
-                NdArray centers = lloyd.centers();
-                List<KMeans.Step> steps = partials(x, i -> client.call(x.get(i).worker(), MlTasks.KMEANS_STEP,
-                        model, x.get(i), centers));
-                try {
-                    lloyd.update(steps);
-                } finally {
-                    Values.close(steps);
-                }
-            }
-            return lloyd.finish();
-        }
+        return PartialFits.fit(on(client, x, null), model, initialCenters);
     }
 
     /** Logistic regression: L-BFGS on the client, each iteration's point sent to every partition for gradients. */
     public static LogisticRegression fit(Client client, LogisticRegression model, List<ObjectRef> x,
             List<ObjectRef> y) {
-        long[] shape = client.call(x.getFirst().worker(), MlTasks.SHAPE, x.getFirst()).join();
-        int classes = (Integer) model.params().get("nClasses");
-        if (classes <= 0) {
-            double max = 0;
-            for (Double m : partials(y, i -> client.call(y.get(i).worker(), MlTasks.MAX, y.get(i)))) {
-                max = Math.max(max, m);
-            }
-            classes = (int) max + 1;
-        }
-        DType dtype = DType.byName(client.call(x.getFirst().worker(), MlTasks.DTYPE, x.getFirst()).join());
-        try (LogisticRegression.Solver s = model.solver((int) shape[1], classes, dtype, client.memory())) {
-            while (!s.done()) {
-                NdArray coef = s.coef();
-                NdArray intercept = s.intercept();
-                List<LogisticRegression.Gradient> g = partials(x, i -> client.call(x.get(i).worker(),
-                        MlTasks.LOGREG_GRADIENT, model, x.get(i), y.get(i), coef, intercept));
-                try {
-                    s.update(g);
-                } finally {
-                    Values.close(g);
-                }
-            }
-            return s.finish();
-        }
+        return PartialFits.fit(on(client, x, y), model);
     }
 
     /** PCA from every partition's mean and scatter. */
     public static PCA fit(Client client, PCA model, List<ObjectRef> x) {
-        List<PcaStats> parts = partials(x, i -> client.call(x.get(i).worker(), MlTasks.PCA_PARTIAL, model,
-                x.get(i)));
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return PartialFits.fit(on(client, x, null), model);
     }
 
     /** Multinomial naive Bayes from every partition's counts. */
     public static MultinomialNB fit(Client client, MultinomialNB model, List<ObjectRef> x, List<ObjectRef> y) {
-        List<MultinomialNB.Counts> parts = partials(x, i -> client.call(x.get(i).worker(), MlTasks.NB_PARTIAL,
-                model, x.get(i), y.get(i)));
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return PartialFits.fit(on(client, x, y), model);
     }
 
     /** A random-forest classifier: each partition grows its share of the trees; the client concatenates them. */
     public static RandomForestClassifier fit(Client client, RandomForestClassifier model, List<ObjectRef> x,
             List<ObjectRef> y) {
-        List<OpaqueBlob> parts = forest(client, model, x, y);
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return PartialFits.fit(on(client, x, y), model);
     }
 
     /** A random-forest regressor, like the classifier. */
     public static RandomForestRegressor fit(Client client, RandomForestRegressor model, List<ObjectRef> x,
             List<ObjectRef> y) {
-        List<OpaqueBlob> parts = forest(client, model, x, y);
-        try {
-            return model.merge(parts);
-        } finally {
-            Values.close(parts);
-        }
+        return PartialFits.fit(on(client, x, y), model);
     }
 
-    private static List<OpaqueBlob> forest(Client client, Object model, List<ObjectRef> x, List<ObjectRef> y) {
-        return partials(x, i -> client.call(x.get(i).worker(), MlTasks.FOREST_PARTIAL, model, x.get(i), y.get(i),
-                (long) i, (long) x.size()));
+    /**
+     * The partitions {@code x} (with {@code y}, or none) on the workers that hold them: partition {@code i}'s task
+     * runs on the worker of {@code x.get(i)}, with {@link PartialFits.Part}s replaced by the refs.
+     */
+    private static PartialFits.Partitions on(Client client, List<ObjectRef> x, List<ObjectRef> y) {
+        return new PartialFits.Partitions() {
+            @Override
+            public int count() {
+                return x.size();
+            }
+
+            @Override
+            public <T> List<T> run(TaskType<T> task, IntFunction<List<Object>> args) {
+                return partials(x, i -> {
+                    List<Object> a = new ArrayList<>(args.apply(i));
+                    a.replaceAll(o -> o == PartialFits.Part.X ? x.get(i) : o == PartialFits.Part.Y ? y.get(i) : o);
+                    return client.call(x.get(i).worker(), task, a.toArray());
+                });
+            }
+
+            @Override
+            public BufferAllocator<?> memory() {
+                return client.memory();
+            }
+        };
     }
 
     /**

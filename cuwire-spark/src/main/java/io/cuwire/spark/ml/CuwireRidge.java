@@ -1,0 +1,53 @@
+package io.cuwire.spark.ml;
+
+import io.cuwire.ml.linear.Ridge;
+import org.apache.spark.ml.param.BooleanParam;
+import org.apache.spark.ml.param.DoubleParam;
+import org.apache.spark.ml.util.DefaultParamsReader;
+import org.apache.spark.ml.util.Identifiable;
+import org.apache.spark.ml.util.MLReader;
+
+/** Least squares with an L2 penalty: cuwire's {@code Ridge} as a Spark ML estimator. */
+public final class CuwireRidge extends CuwireEstimator<Ridge> {
+    private final BooleanParam fitIntercept;
+    private final DoubleParam alpha;
+
+    /** A stage with a fresh uid. */
+    public CuwireRidge() {
+        this(Identifiable.randomUID("cuwireRidge"));
+    }
+
+    /** A stage with {@code uid} (Spark's copy and load use it). */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction
+    public CuwireRidge(String uid) {
+        super(uid);
+        this.fitIntercept = new BooleanParam(this, "fitIntercept", "whether to fit an intercept");
+        this.alpha = new DoubleParam(this, "alpha", "L2 penalty strength");
+        cuwireDefaults();
+    }
+
+    @Override
+    protected Ridge newEstimator() {
+        return new Ridge();
+    }
+
+    /** The cuwire estimator's fitIntercept: whether to fit an intercept. */
+    public BooleanParam fitIntercept() {
+        return fitIntercept;
+    }
+
+    /** The cuwire estimator's alpha: L2 penalty strength. */
+    public DoubleParam alpha() {
+        return alpha;
+    }
+
+    /** The reader of saved stages. */
+    public static MLReader<CuwireRidge> read() {
+        return new DefaultParamsReader<>();
+    }
+
+    /** Loads a saved stage. */
+    public static CuwireRidge load(String path) {
+        return read().load(path);
+    }
+}
