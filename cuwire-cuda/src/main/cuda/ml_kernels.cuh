@@ -208,6 +208,18 @@ __device__ __forceinline__ double ml_group_sum(double v, int32_t lanes) {
     return v;
 }
 
+// Loads the elements j0, j0 + lanes, ... (ML_ROW_UNROLL of them) of a row into v, zeros past cols: all the loads are
+// issued before any is used.
+template <typename T>
+__device__ __forceinline__ void ml_load_row_chunk(const T* __restrict__ row, int64_t j0, int32_t lanes, int64_t cols,
+                                                  T (&v)[ML_ROW_UNROLL]) {
+#pragma unroll
+    for (int u = 0; u < ML_ROW_UNROLL; u++) {
+        int64_t j = j0 + (int64_t) u * lanes;
+        v[u] = j < cols ? row[j] : (T) 0;
+    }
+}
+
 // y[r] = alpha * (row r of a) . x + beta * y[r] (y ignored when beta is 0), for a row-major rows x cols a: one row
 // group per row, products summed in double.
 template <typename T>
@@ -224,11 +236,7 @@ __device__ void ml_gemv_rows(int64_t rows, int64_t cols, int32_t lanes, double a
             const T* ar = a + r * cols;
             for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
                 T v[ML_ROW_UNROLL];
-#pragma unroll
-                for (int u = 0; u < ML_ROW_UNROLL; u++) {
-                    int64_t j = j0 + (int64_t) u * lanes;
-                    v[u] = j < cols ? ar[j] : (T) 0;
-                }
+                ml_load_row_chunk(ar, j0, lanes, cols, v);
 #pragma unroll
                 for (int u = 0; u < ML_ROW_UNROLL; u++) {
                     int64_t j = j0 + (int64_t) u * lanes;
@@ -276,11 +284,7 @@ __device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t l
             const T* xr = x + r * cols;
             for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
                 T v[ML_ROW_UNROLL];
-#pragma unroll
-                for (int u = 0; u < ML_ROW_UNROLL; u++) {
-                    int64_t j = j0 + (int64_t) u * lanes;
-                    v[u] = j < cols ? xr[j] : (T) 0;
-                }
+                ml_load_row_chunk(xr, j0, lanes, cols, v);
 #pragma unroll
                 for (int u = 0; u < ML_ROW_UNROLL; u++) {
                     int64_t j = j0 + (int64_t) u * lanes;

@@ -297,10 +297,7 @@ public abstract class ComputeBackend {
         floatingMatrix(op, "x", x);
         sameDtype(op, "y", y, "x", x);
         matrix(op, "y", y);
-        if (y.dim(1) != x.dim(1)) {
-            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
-                    + ", the columns of x) in " + y);
-        }
+        sameColumns(op, y, x);
         sameDtype(op, "out", out, "x", x);
         shape(op, "out", out, "rows of x x rows of y", x.dim(0), y.dim(0));
         doSquaredDistances(x, y, out);
@@ -319,10 +316,7 @@ public abstract class ComputeBackend {
         floatingMatrix(op, "x", x);
         sameDtype(op, "y", y, "x", x);
         matrix(op, "y", y);
-        if (y.dim(1) != x.dim(1)) {
-            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
-                    + ", the columns of x) in " + y);
-        }
+        sameColumns(op, y, x);
         if (y.dim(0) == 0 && x.dim(0) > 0) {
             throw new IllegalArgumentException(op + ": y has no rows: " + y);
         }
@@ -626,6 +620,13 @@ public abstract class ComputeBackend {
         } else if (a.rank() != 1) {
             throw new IllegalArgumentException(op + ": " + name + " has rank " + a.rank() + " (expected: 1 or 2) in "
                     + a);
+        }
+    }
+
+    private static void sameColumns(String op, NdArray y, NdArray x) {
+        if (y.dim(1) != x.dim(1)) {
+            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
+                    + ", the columns of x) in " + y);
         }
     }
 

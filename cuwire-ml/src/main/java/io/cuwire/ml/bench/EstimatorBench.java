@@ -32,6 +32,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 
@@ -66,9 +67,10 @@ import java.util.stream.Collectors;
  * the estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host,
  * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs. Neighbor queries
  * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
- * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split, on the
- * first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines say so): the trees are grown on the host
- * whatever the backend (in parallel), so their fit times differ by the copies only.
+ * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
+ * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
+ * say so): the trees are grown on the host whatever the backend (in parallel), so their fit times differ by the
+ * copies only.
  */
 public final class EstimatorBench {
     static final int QUERIES = 1000;
@@ -138,32 +140,14 @@ public final class EstimatorBench {
          * {@code device,cpu}, no files.
          */
         public static Options parse(String... args) {
-            long rows = 100_000;
-            int cols = 32;
-            int repeat = 3;
-            List<Backend> backends = List.of(Backend.DEVICE, Backend.CPU);
-            Path out = null;
-            String expected = " (expected: --rows N, --cols D, --repeat R, --backends device,cpu, --out DIR)";
-            for (int i = 0; i < args.length; i++) {
-                String a = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("unknown or incomplete option '" + a + "'" + expected);
-                }
-                String v = args[++i];
-                try {
-                    switch (a) {
-                        case "--rows" -> rows = Long.parseLong(v);
-                        case "--cols" -> cols = Integer.parseInt(v);
-                        case "--repeat" -> repeat = Integer.parseInt(v);
-                        case "--backends" -> backends = Arrays.stream(v.split(",", -1)).map(String::strip)
-                                .map(Backend::parse).toList();
-                        case "--out" -> out = Path.of(v);
-                        default -> throw new IllegalArgumentException("unknown option '" + a + "'" + expected);
-                    }
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException(a + " " + v + " is not a number", e);
-                }
-            }
+            Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
+                    + "--out DIR", "--rows", "--cols", "--repeat", "--backends", "--out");
+            long rows = BenchArgs.longOption(o, "--rows", 100_000);
+            int cols = BenchArgs.intOption(o, "--cols", 32);
+            int repeat = BenchArgs.intOption(o, "--repeat", 3);
+            List<Backend> backends = Arrays.stream(o.getOrDefault("--backends", "device,cpu").split(",", -1))
+                    .map(String::strip).map(Backend::parse).toList();
+            Path out = o.containsKey("--out") ? Path.of(o.get("--out")) : null;
             return new Options(rows, cols, repeat, backends, out);
         }
     }
@@ -494,7 +478,7 @@ public final class EstimatorBench {
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                Measured m = new Measured(model, predicted, median(fits), median(predicts));
+                Measured m = new Measured(model, predicted, BenchArgs.median(fits), BenchArgs.median(predicts));
                 model = null;
                 predicted = null;
                 return m;
@@ -520,11 +504,6 @@ public final class EstimatorBench {
         }
     }
 
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 
     private static List<Bench> benches() {
         List<Bench> all = new ArrayList<>();
@@ -566,7 +545,7 @@ public final class EstimatorBench {
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.accuracy(d.labels(), dp)
                         - Metrics.accuracy(h.labels(), hp)) <= 0.05, FOREST_ROWS));
         all.add(new Bench("RandomForestRegressor",
-                u -> new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH).seed(7)
+                u -> new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH).maxFeatures(0).seed(7)
                         .fit(u.x(), u.y()),
                 (e, u) -> ((RandomForestRegressor) e).predict(u.x()),
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.r2(d.y(), dp) - Metrics.r2(h.y(), hp)) <= 0.05,

@@ -14,10 +14,11 @@ import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.linear.LinearRegression;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.Map;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 
 /**
@@ -101,31 +102,13 @@ public final class RooflineBench {
          * fitted on at most 1,000,000 rows, 10 runs.
          */
         public static Options parse(String... args) {
-            long rows = 10_000_000;
-            int cols = 64;
-            int clusters = 8;
-            long fitRows = -1;
-            int repeat = 10;
-            String expected = " (expected: --rows N, --cols D, --clusters K, --fit-rows N, --repeat R)";
-            for (int i = 0; i < args.length; i++) {
-                String a = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("unknown or incomplete option '" + a + "'" + expected);
-                }
-                String v = args[++i];
-                try {
-                    switch (a) {
-                        case "--rows" -> rows = Long.parseLong(v);
-                        case "--cols" -> cols = Integer.parseInt(v);
-                        case "--clusters" -> clusters = Integer.parseInt(v);
-                        case "--fit-rows" -> fitRows = Long.parseLong(v);
-                        case "--repeat" -> repeat = Integer.parseInt(v);
-                        default -> throw new IllegalArgumentException("unknown option '" + a + "'" + expected);
-                    }
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException(a + " " + v + " is not a number", e);
-                }
-            }
+            Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --clusters K, --fit-rows N, "
+                    + "--repeat R", "--rows", "--cols", "--clusters", "--fit-rows", "--repeat");
+            long rows = BenchArgs.longOption(o, "--rows", 10_000_000);
+            int cols = BenchArgs.intOption(o, "--cols", 64);
+            int clusters = BenchArgs.intOption(o, "--clusters", 8);
+            long fitRows = BenchArgs.longOption(o, "--fit-rows", -1);
+            int repeat = BenchArgs.intOption(o, "--repeat", 10);
             return new Options(rows, cols, clusters, fitRows < 0 ? Math.min(rows, FIT_ROWS) : fitRows, repeat);
         }
     }
@@ -253,46 +236,39 @@ public final class RooflineBench {
 
     // ---------------------------------------------------------------- timing
 
-    /** The median time of a synchronous device-to-device copy of X's bytes, in ms. */
+    /** The median time of a synchronous device-to-device copy of X's bytes, in ms, after one warm-up. */
     private static double copyMs(BufferAllocator<DeviceBuffer> mem, NdArray x, int repeat) {
         try (NdArray target = NdArray.empty(mem, DType.FLOAT32, Order.C, x.shape())) {
-            double[] ms = new double[repeat];
-            for (int i = -1; i < repeat; i++) {
-                long t0 = System.nanoTime();
+            return medianMs(1, repeat, () -> {
                 CopyEngine.copy(x.buffer(), 0, target.buffer(), 0, x.byteSize());
-                long t1 = System.nanoTime();
-                if (i >= 0) {
-                    ms[i] = (t1 - t0) / 1e6;
-                }
-            }
-            return median(ms);
+                return () -> { };
+            });
         }
     }
 
-    /** A prediction to time: returns its result, which stays on the device. */
-    private interface Predict {
-        NdArray run();
+    /** Something to time; returns what to do after the clock stopped (close the result). */
+    private interface Timed {
+        Runnable run();
     }
 
-    /** The median time of {@code predict} over {@code repeat} runs after two warm-ups; results closed untimed. */
-    private static double predictMs(int repeat, Predict predict) {
+    /** The median time of {@code timed} over {@code repeat} runs after {@code warmups}, in ms. */
+    private static double medianMs(int warmups, int repeat, Timed timed) {
         double[] ms = new double[repeat];
-        for (int i = -2; i < repeat; i++) {
+        for (int i = -warmups; i < repeat; i++) {
             long t0 = System.nanoTime();
-            NdArray result = predict.run();
+            Runnable after = timed.run();
             long t1 = System.nanoTime();
-            result.close();
+            after.run();
             if (i >= 0) {
                 ms[i] = (t1 - t0) / 1e6;
             }
         }
-        return median(ms);
+        return BenchArgs.median(ms);
     }
 
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    /** The median time of {@code predict}, which leaves its result on the device, after two warm-ups, in ms. */
+    private static double predictMs(int repeat, Supplier<NdArray> predict) {
+        return medianMs(2, repeat, () -> predict.get()::close);
     }
 
     // ---------------------------------------------------------------- checks
