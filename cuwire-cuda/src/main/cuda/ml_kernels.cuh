@@ -11,6 +11,10 @@
 
 #define ML_BLOCK 256
 #define ML_FOREST_CHUNK 8
+// Row-group kernels (gemv rows, nearest rows): the elements of a row each lane loads before it computes.
+#define ML_ROW_UNROLL 8
+// Nearest rows: the centers (as doubles) a block holds in shared memory, k x cols at most.
+#define ML_NEAREST_SHARED 4096
 
 namespace {
 
@@ -184,6 +188,136 @@ __device__ void ml_arg_rows(int64_t rows, int64_t cols, int32_t largest, const T
         index[r] = (int32_t) arg;
         if (best != nullptr) {
             best[r] = v;
+        }
+    }
+}
+
+// Row groups: `lanes` consecutive threads of one warp (a power of two, at most 32) share a row; lane l reads the
+// row's elements l, l + lanes, ... ML_ROW_UNROLL loads at a time, all issued before they are used, so that enough
+// bytes are in flight to keep the memory busy, and a warp reads 32 / lanes rows of contiguous sectors at once. The
+// loop over rows is warp-uniform (every lane of a warp runs while the warp's first row is in range, lanes past the
+// last row add zeros), so the shuffles of ml_group_sum always see the whole warp: rows are visited as
+//     for (r = thread / lanes, first = (thread & ~31) / lanes; first < rows; r += step, first += step)
+// with step = threads / lanes (lanes divides the block, so every warp is whole).
+
+// The sum of v over the `lanes` lanes of a row group (every lane gets it).
+__device__ __forceinline__ double ml_group_sum(double v, int32_t lanes) {
+    for (int32_t offset = lanes >> 1; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    }
+    return v;
+}
+
+// Loads the elements j0, j0 + lanes, ... (ML_ROW_UNROLL of them) of a row into v, zeros past cols: all the loads are
+// issued before any is used.
+template <typename T>
+__device__ __forceinline__ void ml_load_row_chunk(const T* __restrict__ row, int64_t j0, int32_t lanes, int64_t cols,
+                                                  T (&v)[ML_ROW_UNROLL]) {
+#pragma unroll
+    for (int u = 0; u < ML_ROW_UNROLL; u++) {
+        int64_t j = j0 + (int64_t) u * lanes;
+        v[u] = j < cols ? row[j] : (T) 0;
+    }
+}
+
+// y[r] = alpha * (row r of a) . x + beta * y[r] (y ignored when beta is 0), for a row-major rows x cols a: one row
+// group per row, products summed in double.
+template <typename T>
+__device__ void ml_gemv_rows(int64_t rows, int64_t cols, int32_t lanes, double alpha, const T* __restrict__ a,
+                             const T* __restrict__ x, double beta, T* __restrict__ y) {
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
+         r += step, first += step) {
+        bool valid = r < rows;
+        double acc = 0;
+        if (valid) {
+            const T* ar = a + r * cols;
+            for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
+                T v[ML_ROW_UNROLL];
+                ml_load_row_chunk(ar, j0, lanes, cols, v);
+#pragma unroll
+                for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                    int64_t j = j0 + (int64_t) u * lanes;
+                    if (j < cols) {
+                        acc += (double) v[u] * (double) x[j];
+                    }
+                }
+            }
+        }
+        acc = ml_group_sum(acc, lanes);
+        if (valid && lane == 0) {
+            double out = alpha * acc;
+            if (beta != 0) {
+                out += beta * (double) y[r];
+            }
+            y[r] = (T) out;
+        }
+    }
+}
+
+// For each row of x (rows x cols): index[r] = the nearest of the k rows of c (k x cols, k <= KMAX,
+// k * cols <= ML_NEAREST_SHARED) by squared Euclidean distance, the first of equals, and best[r] that distance
+// (unless best is null). Reads x once: the centers sit in shared memory as doubles, each lane keeps the partial
+// sums of its columns for every center, a row group adds them up. Sums in double.
+template <int KMAX, typename T>
+__device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const T* __restrict__ x,
+                                const T* __restrict__ c, int32_t* __restrict__ index, T* __restrict__ best) {
+    __shared__ double centers[ML_NEAREST_SHARED];
+    for (int64_t i = threadIdx.x; i < k * cols; i += blockDim.x) {
+        centers[i] = (double) c[i];
+    }
+    __syncthreads();
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
+         r += step, first += step) {
+        bool valid = r < rows;
+        double acc[KMAX];
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            acc[q] = 0;
+        }
+        if (valid) {
+            const T* xr = x + r * cols;
+            for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
+                T v[ML_ROW_UNROLL];
+                ml_load_row_chunk(xr, j0, lanes, cols, v);
+#pragma unroll
+                for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                    int64_t j = j0 + (int64_t) u * lanes;
+                    if (j < cols) {
+                        double e = (double) v[u];
+#pragma unroll
+                        for (int q = 0; q < KMAX; q++) {
+                            if (q < k) {
+                                double diff = e - centers[q * cols + j];
+                                acc[q] += diff * diff;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        int32_t arg = 0;
+        double nearest = 0;
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            if (q < k) {
+                double s = ml_group_sum(acc[q], lanes);
+                if (q == 0 || s < nearest) {
+                    nearest = s;
+                    arg = q;
+                }
+            }
+        }
+        if (valid && lane == 0) {
+            index[r] = arg;
+            if (best != nullptr) {
+                best[r] = (T) nearest;
+            }
         }
     }
 }
@@ -558,6 +692,38 @@ __global__ void ml_add_norms_clamp_f32(int64_t n, int64_t m, float* out, const f
 
 __global__ void ml_add_norms_clamp_f64(int64_t n, int64_t m, double* out, const double* xn, const double* yn) {
     ml_add_norms_clamp(n, m, out, xn, yn);
+}
+
+// ---------------------------------------------------------------- row groups (launched with rows x lanes threads)
+
+__global__ void ml_gemv_rows_f32(int64_t rows, int64_t cols, int32_t lanes, double alpha, const float* a,
+                                 const float* x, double beta, float* y) {
+    ml_gemv_rows(rows, cols, lanes, alpha, a, x, beta, y);
+}
+
+__global__ void ml_gemv_rows_f64(int64_t rows, int64_t cols, int32_t lanes, double alpha, const double* a,
+                                 const double* x, double beta, double* y) {
+    ml_gemv_rows(rows, cols, lanes, alpha, a, x, beta, y);
+}
+
+__global__ void ml_nearest_rows_k8_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                       const float* c, int32_t* index, float* best) {
+    ml_nearest_rows<8>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__global__ void ml_nearest_rows_k8_f64(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const double* x,
+                                       const double* c, int32_t* index, double* best) {
+    ml_nearest_rows<8>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__global__ void ml_nearest_rows_k32_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                        const float* c, int32_t* index, float* best) {
+    ml_nearest_rows<32>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__global__ void ml_nearest_rows_k32_f64(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const double* x,
+                                        const double* c, int32_t* index, double* best) {
+    ml_nearest_rows<32>(rows, cols, k, lanes, x, c, index, best);
 }
 
 // ---------------------------------------------------------------- indexing

@@ -5,8 +5,10 @@ import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
 import io.cuwire.ml.bench.EstimatorBench;
+import io.cuwire.ml.bench.RooflineBench;
 import io.cuwire.transport.bench.TransferBench;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,8 +44,10 @@ public final class Main {
                 + "64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; 'bench "
                 + "broadcast [--size 1GiB] [--repeat N] [--out DIR] [--java true|false]': a cluster broadcast to a "
                 + "worker on device 1 over ipc (cuda family) against the raw peer copy, and over tcp with the java "
-                + "family; 'bench estimators [--rows N] [--cols D] [--repeat R]': fit and predict time per estimator "
-                + "on device 0, checked against the CPU",
+                + "family; 'bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--out DIR]': "
+                + "fit and predict time per estimator on device 0 and the CPU, checked against the CPU; 'bench "
+                + "roofline [--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]': LinearRegression and "
+                + "KMeans predict against the device copy bandwidth",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
@@ -97,9 +101,12 @@ public final class Main {
         if (!args.isEmpty() && args.getFirst().equals("estimators")) {
             return estimators(args.subList(1, args.size()), out, err);
         }
+        if (!args.isEmpty() && args.getFirst().equals("roofline")) {
+            return roofline(args.subList(1, args.size()), out, err);
+        }
         if (args.isEmpty() || !args.getFirst().equals("copy")) {
-            err.println("cuwire bench: which benchmark? one of: copy, transfer, broadcast, estimators (serialization "
-                    + "runs through the ./cuwire launcher: ./cuwire bench serialization)");
+            err.println("cuwire bench: which benchmark? one of: copy, transfer, broadcast, estimators, roofline "
+                    + "(serialization runs through the ./cuwire launcher: ./cuwire bench serialization)");
             return USAGE;
         }
         CopyBenchmark.Options options;
@@ -157,8 +164,26 @@ public final class Main {
             err.println("cuwire bench estimators: " + e.getMessage());
             return USAGE;
         }
-        List<EstimatorBench.Result> results = EstimatorBench.run(options, out);
+        List<EstimatorBench.Result> results;
+        try {
+            results = EstimatorBench.run(options, out);
+        } catch (IllegalArgumentException | UncheckedIOException e) {
+            err.println("cuwire bench estimators: " + e.getMessage());
+            return FAILED;
+        }
         return results.stream().allMatch(EstimatorBench.Result::matchesReference) ? OK : FAILED;
+    }
+
+    private static int roofline(List<String> args, PrintStream out, PrintStream err) {
+        RooflineBench.Options options;
+        try {
+            options = RooflineBench.Options.parse(args.toArray(String[]::new));
+        } catch (IllegalArgumentException e) {
+            err.println("cuwire bench roofline: " + e.getMessage());
+            return USAGE;
+        }
+        RooflineBench.Result[] results = RooflineBench.run(options, out);
+        return Arrays.stream(results).allMatch(RooflineBench.Result::matchesCpu) ? OK : FAILED;
     }
 
     private static int usage(PrintStream out) {

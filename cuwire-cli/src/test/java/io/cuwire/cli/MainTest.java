@@ -83,9 +83,11 @@ class MainTest {
         Result r = run("bench", "estimators", "--rows", "64", "--cols", "3", "--repeat", "1");
         assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
         String[] lines = r.out().strip().split("\n");
-        assertEquals(10, lines.length, r.out());
-        assertTrue(lines[3].matches("RESULT estimator=KMeans backend=\\w+ fit_ms=[0-9.]+ predict_ms=[0-9.]+ rows=64 "
-                + "matches_reference=true"), lines[3]);
+        assertEquals(21, lines.length, r.out());
+        assertTrue(lines[7].matches("RESULT estimator=KMeans backend=cpu fit_ms=[0-9.]+ predict_ms=[0-9.]+ rows=64 "
+                + "matches_reference=true"), lines[7]);
+        assertTrue(lines[8].matches("RESULT estimator=KMeans backend=\\w+ fit_ms=[0-9.]+ predict_ms=[0-9.]+ rows=64 "
+                + "matches_reference=true"), lines[8]);
         r = run("bench", "estimators", "--rows", "lots");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().startsWith("cuwire bench estimators: --rows lots is not a number"), r.err());
@@ -114,6 +116,20 @@ class MainTest {
         r = run("bench", "broadcast", "--size", "1000");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().startsWith("cuwire bench broadcast: --size 1000 (expected: a multiple of 256"), r.err());
+    }
+
+    @Test
+    void shouldRunTheRooflineBenchmarkAtTinySizes() {
+        Result r = run("bench", "roofline", "--rows", "2000", "--cols", "8", "--repeat", "1");
+        assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
+        String[] lines = r.out().strip().split("\n");
+        assertEquals(5, lines.length, r.out());
+        assertTrue(lines[4].startsWith("RESULT bench=roofline estimator=KMeans rows=2000 cols=8 predict_ms="),
+                lines[4]);
+        assertTrue(lines[4].endsWith(" matches_cpu=true"), lines[4]);
+        r = run("bench", "roofline", "--clusters", "0");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("cuwire bench roofline: --clusters 0 (expected: >= 1)", r.err().strip());
     }
 
     @Test

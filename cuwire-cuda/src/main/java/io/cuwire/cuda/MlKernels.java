@@ -35,6 +35,12 @@ public final class MlKernels {
     public static final long SCRATCH_BYTES = 8L * REDUCE_BLOCKS;
     /** What an {@code error} buffer holds when every value was valid. */
     public static final long NO_ERROR = Long.MAX_VALUE;
+    /** The most centers {@link #nearestRows} takes. */
+    public static final int NEAREST_MAX_CENTERS = 32;
+    /** The most center elements ({@code k x cols}) {@link #nearestRows} takes: what a block holds as doubles. */
+    public static final long NEAREST_MAX_ELEMENTS = 4096;
+    /** Elements of a row each lane of a row group loads at a time ({@code ML_ROW_UNROLL}). */
+    static final int ROW_UNROLL = 8;
 
     /** The C parameter kinds of a kernel, checked at every launch and against the CUDA source by a test. */
     enum Param {
@@ -76,6 +82,7 @@ public final class MlKernels {
         Param i32 = Param.I32;
         Param i64 = Param.I64;
         Param ptr = Param.PTR;
+        Param f64 = Param.F64;
         m.put("ml_fill_i32", new Param[] {i64, i32, ptr});
         m.put("ml_fill_i64", new Param[] {i64, i64, ptr});
         for (String t : new String[] {"f32", "f64"}) {
@@ -94,6 +101,9 @@ public final class MlKernels {
             m.put("ml_merge_neighbors_" + t + "_i32", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
             m.put("ml_merge_neighbors_" + t + "_i64", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
             m.put("ml_predict_forest_" + t, new Param[] {i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr});
+            m.put("ml_gemv_rows_" + t, new Param[] {i64, i64, i32, f64, ptr, ptr, f64, ptr});
+            m.put("ml_nearest_rows_k8_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+            m.put("ml_nearest_rows_k32_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
         }
         for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
             m.put("ml_reduce_" + t, new Param[] {i64, i32, ptr, ptr});
@@ -455,6 +465,68 @@ public final class MlKernels {
         long poi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), is);
         launch(s, "ml_merge_neighbors_" + suffix(dtype) + "_" + suffix(idType), rows, rows, ka, kb, k, pda, pia, pdb,
                 pib, pod, poi);
+    }
+
+    // ---------------------------------------------------------------- row groups
+
+    /**
+     * The threads that share one row of {@code cols} elements in the row-group kernels ({@link #gemvRows},
+     * {@link #nearestRows}): the least power of two that gives each at most {@value #ROW_UNROLL} elements, at most a
+     * warp (32).
+     */
+    static int rowLanes(long cols) {
+        long want = (cols + ROW_UNROLL - 1) / ROW_UNROLL;
+        int lanes = 1;
+        while (lanes < 32 && lanes < want) {
+            lanes <<= 1;
+        }
+        return lanes;
+    }
+
+    /**
+     * {@code y[r] = alpha * a[r, :] . x + beta * y[r]} for a row-major {@code rows x cols} {@code a} (the old
+     * {@code y} ignored when {@code beta} is 0): a matrix-vector product that reads {@code a} once, a few threads per
+     * row ({@link #rowLanes}), products summed in float64.
+     */
+    public static void gemvRows(Stream stream, DType dtype, DeviceBuffer a, long rows, long cols, DeviceBuffer x,
+            double alpha, double beta, DeviceBuffer y) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("gemvRows", dtype);
+        long pa = Kernels.array(s, "a", a, Math.multiplyExact(rows, cols), es);
+        long px = Kernels.array(s, "x", x, cols, es);
+        long py = Kernels.array(s, "y", y, rows, es);
+        int lanes = rowLanes(cols);
+        launch(s, "ml_gemv_rows_" + suffix(dtype), Math.multiplyExact(rows, (long) lanes), rows, cols, lanes, alpha,
+                pa, px, beta, py);
+    }
+
+    /**
+     * For each row of {@code x} ({@code rows x cols}): the nearest of the {@code k} rows of {@code centers}
+     * ({@code k x cols}) by squared Euclidean distance, the first of equals, into {@code index} (int32), and that
+     * squared distance into {@code best} unless it is {@code null}. Reads {@code x} once; distances are summed in
+     * float64. Takes {@code 1 <= k <=} {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=}
+     * {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
+     */
+    public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+            DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best) {
+        CudaStream s = CudaStream.of(stream);
+        int es = floating("nearestRows", dtype);
+        if (!nearestRowsFits(k, cols)) {
+            throw new IllegalArgumentException("nearestRows: " + k + " centers of " + cols + " columns (expected: 1 <="
+                    + " k <= " + NEAREST_MAX_CENTERS + " and k x cols <= " + NEAREST_MAX_ELEMENTS + ")");
+        }
+        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, cols), es);
+        long pc = Kernels.array(s, "centers", centers, k * cols, es);
+        long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
+        long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
+        int lanes = rowLanes(cols);
+        String name = "ml_nearest_rows_k" + (k <= 8 ? 8 : NEAREST_MAX_CENTERS) + "_" + suffix(dtype);
+        launch(s, name, Math.multiplyExact(rows, (long) lanes), rows, cols, k, lanes, px, pc, pi, pb);
+    }
+
+    /** Whether {@link #nearestRows} takes {@code k} centers of {@code cols} columns. */
+    public static boolean nearestRowsFits(long k, long cols) {
+        return k >= 1 && k <= NEAREST_MAX_CENTERS && cols >= 0 && k * cols <= NEAREST_MAX_ELEMENTS;
     }
 
     // ---------------------------------------------------------------- forests

@@ -70,6 +70,21 @@ class MlKernelsSignatureTest {
     }
 
     @Test
+    void rowGroupsShouldGiveEachLaneAtMostEightElementsOfARowWithinOneWarp() {
+        assertEquals(1, MlKernels.rowLanes(0));
+        assertEquals(1, MlKernels.rowLanes(8));
+        assertEquals(2, MlKernels.rowLanes(9));
+        assertEquals(8, MlKernels.rowLanes(64));
+        assertEquals(16, MlKernels.rowLanes(100));
+        assertEquals(32, MlKernels.rowLanes(256));
+        assertEquals(32, MlKernels.rowLanes(1_000_000));
+        assertTrue(MlKernels.nearestRowsFits(8, 64));
+        assertTrue(MlKernels.nearestRowsFits(32, 128));
+        assertTrue(!MlKernels.nearestRowsFits(33, 2) && !MlKernels.nearestRowsFits(8, 513)
+                && !MlKernels.nearestRowsFits(0, 4));
+    }
+
+    @Test
     void shouldRefuseArgumentsThatDoNotMatchTheSignature() {
         MlKernels.checkArguments("ml_map_f32", 10L, 0, 1L, 2L);
         IllegalStateException e = assertThrows(IllegalStateException.class,

@@ -24,6 +24,9 @@ import java.util.Objects;
  *       {@code scal}, {@code dot} (row-major operands as the transposed column-major problem)</td></tr>
  *   <tr><td>{@link #squaredDistances}</td><td>KMeans, neighbors</td><td>row norms kernel, cuBLAS {@code gemm},
  *       broadcast-add-and-clamp kernel ({@code ||x||² − 2 x·y + ||y||²}, as cuML does)</td></tr>
+ *   <tr><td>{@link #nearestRows}</td><td>KMeans predict</td><td>one fused kernel reading {@code x} once (distances
+ *       to a few centers held in shared memory, then their argmin); many centers: {@link #squaredDistances} and
+ *       {@link #argminRows}</td></tr>
  *   <tr><td>{@link #fill}, {@link #map}, {@link #broadcastRows}, {@link #softmaxRows}</td>
  *       <td>intercepts, centering, whitening, probabilities</td><td>element-wise kernels</td></tr>
  *   <tr><td>{@link #reduce}, {@link #columnSums}, {@link #countEqual}, {@link #argminRows},
@@ -294,13 +297,36 @@ public abstract class ComputeBackend {
         floatingMatrix(op, "x", x);
         sameDtype(op, "y", y, "x", x);
         matrix(op, "y", y);
-        if (y.dim(1) != x.dim(1)) {
-            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
-                    + ", the columns of x) in " + y);
-        }
+        sameColumns(op, y, x);
         sameDtype(op, "out", out, "x", x);
         shape(op, "out", out, "rows of x x rows of y", x.dim(0), y.dim(0));
         doSquaredDistances(x, y, out);
+    }
+
+    /**
+     * {@code index[i]} = the row of {@code y} (m x d, {@code m >= 1}) nearest to row {@code i} of {@code x} (n x d)
+     * by squared Euclidean distance {@code sum_j (x[i, j] - y[c, j])²} (the first of equals), and {@code min[i]} that
+     * squared distance when {@code min} is not {@code null}: {@link #squaredDistances} then {@link #argminRows}
+     * without the n x m matrix.
+     */
+    public final void nearestRows(NdArray x, NdArray y, NdArray index, NdArray min) {
+        String op = "nearestRows";
+        operands(op, min == null ? "x,y,index" : "x,y,index,min", min == null ? new NdArray[] {x, y, index}
+                : new NdArray[] {x, y, index, min});
+        floatingMatrix(op, "x", x);
+        sameDtype(op, "y", y, "x", x);
+        matrix(op, "y", y);
+        sameColumns(op, y, x);
+        if (y.dim(0) == 0 && x.dim(0) > 0) {
+            throw new IllegalArgumentException(op + ": y has no rows: " + y);
+        }
+        labels(op, "index", index);
+        shape(op, "index", index, "the rows of x", x.dim(0));
+        if (min != null) {
+            sameDtype(op, "min", min, "x", x);
+            shape(op, "min", min, "the rows of x", x.dim(0));
+        }
+        doNearestRows(x, y, index, min);
     }
 
     // ---------------------------------------------------------------- indexing
@@ -505,6 +531,8 @@ public abstract class ComputeBackend {
 
     protected abstract void doSquaredDistances(NdArray x, NdArray y, NdArray out);
 
+    protected abstract void doNearestRows(NdArray x, NdArray y, NdArray index, NdArray min);
+
     protected abstract void doGatherRows(NdArray src, NdArray index, NdArray out);
 
     protected abstract void doScatterAddRows(NdArray src, NdArray index, NdArray out);
@@ -592,6 +620,13 @@ public abstract class ComputeBackend {
         } else if (a.rank() != 1) {
             throw new IllegalArgumentException(op + ": " + name + " has rank " + a.rank() + " (expected: 1 or 2) in "
                     + a);
+        }
+    }
+
+    private static void sameColumns(String op, NdArray y, NdArray x) {
+        if (y.dim(1) != x.dim(1)) {
+            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
+                    + ", the columns of x) in " + y);
         }
     }
 

@@ -375,6 +375,42 @@ public final class CpuBackend extends ComputeBackend {
         HostArrays.write(out, g);
     }
 
+    @Override
+    protected void doNearestRows(NdArray x, NdArray y, NdArray index, NdArray min) {
+        int n = (int) x.dim(0);
+        int m = (int) y.dim(0);
+        int d = (int) x.dim(1);
+        double[] xv = HostArrays.doubles(x);
+        double[] yv = HostArrays.doubles(y);
+        int[] idx = new int[n];
+        double[] best = new double[n];
+        IntStream rows = IntStream.range(0, n);
+        if ((long) n * m * d >= PARALLEL_WORK && n > 1) {
+            rows = rows.parallel();
+        }
+        rows.forEach(i -> {
+            int arg = 0;
+            double nearest = 0;
+            for (int c = 0; c < m; c++) {
+                double s = 0;
+                for (int j = 0; j < d; j++) {
+                    double diff = xv[i * d + j] - yv[c * d + j];
+                    s += diff * diff;
+                }
+                if (c == 0 || s < nearest) {
+                    nearest = s;
+                    arg = c;
+                }
+            }
+            idx[i] = arg;
+            best[i] = nearest;
+        });
+        HostArrays.write(index, idx);
+        if (min != null) {
+            HostArrays.write(min, best);
+        }
+    }
+
     private static double[] rowSquaredNorms(double[] v, int rows, int cols) {
         double[] s = new double[rows];
         for (int i = 0; i < rows; i++) {

@@ -181,6 +181,108 @@ public abstract class BackendConformanceSuite {
         }
     }
 
+    /**
+     * Row-major products over many rows and widths: every thread count per row of a row-group kernel (1 to 32), a
+     * row count that leaves a warp partly past the end, and rows wider than a device backend's kernel takes.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void gemvShouldMatchTheReferenceOverManyRowsAndWidths(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int[][] shapes = {{1000, 1}, {1001, 5}, {999, 9}, {1003, 64}, {517, 100}, {260, 257}, {33, 4100}};
+        for (int[] shape : shapes) {
+            int rows = shape[0];
+            int cols = shape[1];
+            double alpha = r.nextDouble(-2, 2);
+            double beta = rows % 2 == 0 ? 0 : r.nextDouble(-1, 1);
+            try (NdArray a = rand(r, dt, rows, cols); NdArray x = rand(r, dt, cols);
+                    NdArray y = beta == 0 ? array(mem, dt, nans(rows), rows) : rand(r, dt, rows)) {
+                double[] av = values(a);
+                double[] xv = values(x);
+                double[] yv = values(y);
+                double[] want = new double[rows];
+                for (int i = 0; i < rows; i++) {
+                    double s = 0;
+                    for (int j = 0; j < cols; j++) {
+                        s += av[i * cols + j] * xv[j];
+                    }
+                    want[i] = alpha * s + (beta == 0 ? 0 : beta * yv[i]);
+                }
+                backend.gemv(false, alpha, a, x, beta, y);
+                assertClose("gemv " + rows + " x " + cols + " beta=" + beta, dt, 2 * cols + 1, want, values(y));
+            }
+        }
+    }
+
+    private static double[] nans(int n) {
+        double[] v = new double[n];
+        Arrays.fill(v, Double.NaN);
+        return v;
+    }
+
+    /**
+     * Nearest rows against the direct double-precision distances, over the widths and center counts a device
+     * backend fuses (up to 32 centers of at most 4096 elements) and beyond them: the chosen row's distance is the
+     * smallest within the tolerance (rounding may pick either of two nearly equal distances), the reported minimum
+     * matches it, and of two identical centers the first is chosen (checked where the fused path computes the
+     * distances directly: a product through GEMM may round two identical columns differently).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void nearestRowsShouldPickTheNearestRowWithItsDistance(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int[][] cases = {{1001, 1, 1}, {1000, 3, 2}, {999, 17, 8}, {1003, 64, 8}, {517, 100, 9}, {300, 40, 32},
+            {301, 5, 40}, {200, 130, 32}};
+        for (int[] c : cases) {
+            int n = c[0];
+            int d = c[1];
+            int k = c[2];
+            double[] yv = uniform(r, k * d);
+            boolean twin = k >= 4 && k <= 32 && k * d <= 4096;
+            if (twin) {
+                System.arraycopy(yv, d, yv, 3 * d, d);
+            }
+            try (NdArray x = rand(r, dt, n, d); NdArray y = array(mem, dt, yv, k, d);
+                    NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, n); NdArray min = zeros(dt, n)) {
+                double[] xv = values(x);
+                double[] ys = values(y);
+                backend.nearestRows(x, y, index, min);
+                int[] got = index.toIntArray();
+                double[] gotMin = values(min);
+                double[] want = new double[n];
+                double[] chosen = new double[n];
+                for (int i = 0; i < n; i++) {
+                    want[i] = Double.POSITIVE_INFINITY;
+                    for (int q = 0; q < k; q++) {
+                        double s = 0;
+                        for (int j = 0; j < d; j++) {
+                            double diff = xv[i * d + j] - ys[q * d + j];
+                            s += diff * diff;
+                        }
+                        want[i] = Math.min(want[i], s);
+                        if (q == got[i]) {
+                            chosen[i] = s;
+                        }
+                    }
+                    assertTrue(got[i] >= 0 && got[i] < k && !(twin && got[i] == 3),
+                            "nearestRows " + n + " x " + d + ", " + k + " centers: row " + i + " chose " + got[i]);
+                }
+                String what = "nearestRows " + n + " x " + d + ", " + k + " centers";
+                assertClose(what + ": distance of the chosen row", dt, 4 * d, want, chosen);
+                assertClose(what + ": min", dt, 4 * d, want, gotMin);
+            }
+        }
+        try (NdArray x = rand(r, dt, 5, 3); NdArray y = rand(r, dt, 2, 3);
+                NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, 5)) {
+            backend.nearestRows(x, y, index, null);
+            for (int i : index.toIntArray()) {
+                assertTrue(i == 0 || i == 1, "nearestRows without min: " + i);
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
     void elementWiseOperationsShouldMatchTheReference(String type, TestInfo info) {

@@ -2,6 +2,7 @@ package io.cuwire.ml.bench;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
+import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
@@ -22,23 +23,39 @@ import io.cuwire.ml.naivebayes.MultinomialNB;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.stream.Collectors;
 
 /**
- * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R]}: per estimator, the median fit and predict
- * time on device 0 ({@link Devices#get}: a GPU where one is present, else the emulated device) and whether the
- * fitted model matches the reference, one line each:
+ * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--out DIR]}: per
+ * estimator and backend, the median fit and predict time on the same synthetic data and whether the fitted model
+ * matches the reference, one line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
+ * With {@code --out DIR} it also writes {@code DIR/estimators.md} (the backends side by side, with the CPU-to-device
+ * time ratio) and {@code DIR/estimators.csv} (one row per line above).
+ *
+ * <h2>Backends</h2>
+ * {@code device} is device 0 ({@link Devices#get}): a GPU where one is present (the CUDA backend, printed
+ * {@code backend=cuda}), else the emulated device (the CPU backend staging every operand through the copy engine,
+ * printed {@code backend=emulated}); {@code cuda} is the same but refuses to run without a CUDA device 0;
+ * {@code cpu} is the CPU backend on host memory, all of its arithmetic in doubles, large products on the common
+ * fork-join pool.
  *
  * <h2>What "matches the reference" means</h2>
  * scikit-learn is not at hand at arbitrary sizes, so the reference is the same estimator fitted on the same
- * synthetic float64 data by the CPU backend on host memory; the model fitted on the device must agree with it within
- * the tolerances of {@code SklearnReferenceTest} (which ties the CPU backend to scikit-learn on fixed data sets):
+ * synthetic float64 data by the CPU backend on host memory (the {@code cpu} run itself when it is one of the
+ * backends, so its own line matches by definition); another backend's model must agree with it within the
+ * tolerances of {@code SklearnReferenceTest} (which ties the CPU backend to scikit-learn on fixed data sets):
  * linear models relative 1e-9 (coefficients, intercept, predictions); logistic regression probabilities absolute
  * 1e-4; KMeans (from the same start) labels exact, centers relative 1e-9; PCA explained variance and components
  * (up to sign) relative 1e-8; naive Bayes counts exact, probabilities relative 1e-9; neighbors indices exact,
@@ -46,20 +63,44 @@ import java.util.SplittableRandom;
  * is {@code max |a - ref| / max |ref|}.
  *
  * <h2>Timing</h2>
- * Data is generated on the host and uploaded once, outside the timings. A fit ends when the estimator returns; a
- * predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host, so that asynchronous
- * device work is inside the time. Each is the median of {@code repeat} runs. Neighbor queries and predictions are
- * on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow {@value #TREES} trees of
- * depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split.
+ * Data is generated on the host and uploaded once per estimator and backend, outside the timings. A fit ends when
+ * the estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host,
+ * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs. Neighbor queries
+ * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
+ * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
+ * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
+ * say so): the trees are grown on the host whatever the backend (in parallel), so their fit times differ by the
+ * copies only.
  */
 public final class EstimatorBench {
     static final int QUERIES = 1000;
     static final int TREES = 8;
     static final int DEPTH = 10;
+    static final int FOREST_ROWS = 50_000;
     private static final int CLASSES = 3;
     private static final int CLUSTERS = 8;
 
     private EstimatorBench() {
+    }
+
+    /** A backend to run on: where the data live. */
+    public enum Backend {
+        /** Device 0, whatever it is (CUDA where present, else the emulated device). */
+        DEVICE,
+        /** Device 0, which must be a CUDA device. */
+        CUDA,
+        /** The CPU backend on host memory. */
+        CPU;
+
+        static Backend parse(String name) {
+            for (Backend b : values()) {
+                if (b.name().toLowerCase(Locale.ROOT).equals(name)) {
+                    return b;
+                }
+            }
+            throw new IllegalArgumentException("--backends: unknown backend '" + name + "' (expected: device, cuda "
+                    + "or cpu)");
+        }
     }
 
     /**
@@ -68,8 +109,10 @@ public final class EstimatorBench {
      * @param rows samples of each synthetic data set
      * @param cols features
      * @param repeat runs per measured time (the median is reported)
+     * @param backends where to run, in order (at most one device backend)
+     * @param out the directory for the table files, or {@code null} for none
      */
-    public record Options(long rows, int cols, int repeat) {
+    public record Options(long rows, int cols, int repeat, List<Backend> backends, Path out) {
         /** Checks the ranges. */
         public Options {
             if (rows < CLUSTERS || rows > Integer.MAX_VALUE) {
@@ -83,33 +126,29 @@ public final class EstimatorBench {
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
             }
+            backends = List.copyOf(backends);
+            if (backends.isEmpty() || backends.size() != backends.stream().distinct().count()
+                    || backends.stream().filter(b -> b != Backend.CPU).count() > 1) {
+                throw new IllegalArgumentException("--backends " + backends.stream().map(b -> b.name()
+                        .toLowerCase(Locale.ROOT)).toList() + " (expected: one or more of device or cuda, and cpu, "
+                        + "each once)");
+            }
         }
 
-        /** Parses {@code --rows N --cols D --repeat R}; defaults 100000 x 32, 3 runs. */
+        /**
+         * Parses {@code --rows N --cols D --repeat R --backends B,B --out DIR}; defaults 100000 x 32, 3 runs, backends
+         * {@code device,cpu}, no files.
+         */
         public static Options parse(String... args) {
-            long rows = 100_000;
-            int cols = 32;
-            int repeat = 3;
-            for (int i = 0; i < args.length; i++) {
-                String a = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("unknown or incomplete option '" + a + "' (expected: --rows N, "
-                            + "--cols D, --repeat R)");
-                }
-                String v = args[++i];
-                try {
-                    switch (a) {
-                        case "--rows" -> rows = Long.parseLong(v);
-                        case "--cols" -> cols = Integer.parseInt(v);
-                        case "--repeat" -> repeat = Integer.parseInt(v);
-                        default -> throw new IllegalArgumentException("unknown option '" + a + "' (expected: --rows "
-                                + "N, --cols D, --repeat R)");
-                    }
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException(a + " " + v + " is not a number", e);
-                }
-            }
-            return new Options(rows, cols, repeat);
+            Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
+                    + "--out DIR", "--rows", "--cols", "--repeat", "--backends", "--out");
+            long rows = BenchArgs.longOption(o, "--rows", 100_000);
+            int cols = BenchArgs.intOption(o, "--cols", 32);
+            int repeat = BenchArgs.intOption(o, "--repeat", 3);
+            List<Backend> backends = Arrays.stream(o.getOrDefault("--backends", "device,cpu").split(",", -1))
+                    .map(String::strip).map(Backend::parse).toList();
+            Path out = o.containsKey("--out") ? Path.of(o.get("--out")) : null;
+            return new Options(rows, cols, repeat, backends, out);
         }
     }
 
@@ -135,24 +174,135 @@ public final class EstimatorBench {
         System.exit(run(options, System.out).stream().allMatch(Result::matchesReference) ? 0 : 1);
     }
 
-    /** Runs every estimator, printing a RESULT line as each finishes; returns the results. */
+    /**
+     * Runs every estimator on every backend (the CPU first when it is one of them: it is the reference), printing a
+     * RESULT line as each finishes and writing the table files when asked; returns the results.
+     *
+     * @throws IllegalArgumentException if {@code cuda} is asked for and device 0 is not a CUDA device
+     * @throws UncheckedIOException if the table files cannot be written
+     */
     public static List<Result> run(Options o, PrintStream out) {
+        boolean onDevice = o.backends().stream().anyMatch(b -> b != Backend.CPU);
+        Device device = onDevice ? Devices.get(0) : null;
+        if (o.backends().contains(Backend.CUDA) && !device.platform().equals("cuda")) {
+            throw new IllegalArgumentException("--backends cuda: device 0 is " + device.platform() + " "
+                    + device.name() + ", not a CUDA device");
+        }
+        List<Backend> order = new ArrayList<>(o.backends());
+        if (order.remove(Backend.CPU)) {
+            order.addFirst(Backend.CPU);
+        }
+        String settings = settings(o, device);
+        out.println("INFO bench=estimators " + settings);
         Data data = Data.make(o, new SplittableRandom(20240611L));
         List<Result> results = new ArrayList<>();
-        try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-estimators",
-                BufferAllocator.UNLIMITED);
+        try (BufferAllocator<DeviceBuffer> onGpu = onDevice ? device.newAllocator("bench-estimators",
+                BufferAllocator.UNLIMITED) : null;
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-estimators-host",
                         BufferAllocator.UNLIMITED)) {
             for (Bench b : benches()) {
-                try (Uploaded d = data.upload(device); Uploaded h = data.upload(host)) {
-                    Result r = b.run(o, d, h);
-                    results.add(r);
-                    out.println(r.line());
-                    out.flush();
+                int rows = b.rows(o);
+                try (Uploaded h = data.upload(host, rows)) {
+                    Measured reference = null;
+                    try {
+                        for (Backend backend : order) {
+                            Result r;
+                            if (backend == Backend.CPU) {
+                                reference = b.measure(o, h);
+                                r = reference.result(b.name(), "cpu", rows, true);
+                            } else {
+                                try (Uploaded d = data.upload(onGpu, rows); Measured m = b.measure(o, d)) {
+                                    if (reference == null) {
+                                        reference = b.reference(h);
+                                    }
+                                    boolean matches = b.agree().agree(m.model(), m.predicted(), reference.model(),
+                                            reference.predicted(), d, h);
+                                    String label = device.platform().equals("emulated") ? "emulated"
+                                            : ComputeBackends.forArray(d.x()).name();
+                                    r = m.result(b.name(), label, rows, matches);
+                                }
+                            }
+                            results.add(r);
+                            out.println(r.line());
+                            out.flush();
+                        }
+                    } finally {
+                        if (reference != null) {
+                            reference.close();
+                        }
+                    }
                 }
             }
         }
+        if (o.out() != null) {
+            writeTables(o.out(), settings, results);
+        }
         return results;
+    }
+
+    private static String settings(Options o, Device device) {
+        return String.format(Locale.ROOT, "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors_queries=%d "
+                + "forest_trees=%d forest_depth=%d forest_rows=%d", o.rows(), o.cols(), o.repeat(), o.backends()
+                .stream().map(b -> b.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
+                device == null ? "none" : device.platform() + device.ordinal() + " (" + device.name() + ")",
+                Math.min(o.rows(), QUERIES), TREES, DEPTH, Math.min(o.rows(), FOREST_ROWS));
+    }
+
+    // ---------------------------------------------------------------- tables
+
+    /** Writes {@code estimators.csv} (one row per result) and {@code estimators.md} (backends side by side). */
+    static void writeTables(Path dir, String settings, List<Result> results) {
+        List<String> backends = results.stream().map(Result::backend).distinct().toList();
+        List<String> estimators = results.stream().map(Result::estimator).distinct().toList();
+        StringBuilder csv = new StringBuilder("estimator,backend,rows,fit_ms,predict_ms,matches_reference\n");
+        for (Result r : results) {
+            csv.append(String.format(Locale.ROOT, "%s,%s,%d,%.3f,%.3f,%s%n", r.estimator(), r.backend(), r.rows(),
+                    r.fitMs(), r.predictMs(), r.matchesReference()));
+        }
+        StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`").append(settings).append("`\n\n")
+                .append("Median times in ms. The cpu backend is the reference (its rows match by definition); forests "
+                        + "are grown on the host whatever the backend.\n\n| estimator | rows |");
+        StringBuilder rule = new StringBuilder("\n|---|---:|");
+        for (String b : backends) {
+            md.append(' ').append(b).append(" fit | ").append(b).append(" predict |");
+            rule.append("---:|---:|");
+        }
+        String device = backends.stream().filter(b -> !b.equals("cpu")).findFirst().orElse(null);
+        boolean ratios = device != null && backends.contains("cpu");
+        if (ratios) {
+            md.append(" fit cpu/").append(device).append(" | predict cpu/").append(device).append(" |");
+            rule.append("---:|---:|");
+        }
+        md.append(" matches reference |").append(rule).append("---|\n");
+        for (String e : estimators) {
+            md.append("| ").append(e).append(" | ").append(results.stream().filter(r -> r.estimator().equals(e))
+                    .findFirst().orElseThrow().rows()).append(" |");
+            boolean matches = true;
+            for (String b : backends) {
+                Result r = find(results, e, b);
+                md.append(r == null ? " | |" : String.format(Locale.ROOT, " %.3f | %.3f |", r.fitMs(), r.predictMs()));
+                matches &= r == null || r.matchesReference();
+            }
+            if (ratios) {
+                Result c = find(results, e, "cpu");
+                Result g = find(results, e, device);
+                md.append(c == null || g == null ? " | |" : String.format(Locale.ROOT, " %.1f | %.1f |",
+                        c.fitMs() / g.fitMs(), c.predictMs() / g.predictMs()));
+            }
+            md.append(' ').append(matches).append(" |\n");
+        }
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve("estimators.csv"), csv);
+            Files.writeString(dir.resolve("estimators.md"), md);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the tables to " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static Result find(List<Result> results, String estimator, String backend) {
+        return results.stream().filter(r -> r.estimator().equals(estimator) && r.backend().equals(backend))
+                .findFirst().orElse(null);
     }
 
     // ---------------------------------------------------------------- data
@@ -214,17 +364,20 @@ public final class EstimatorBench {
             return new Data(n, d, Math.min(n, QUERIES), x, y, labels, blobs, init, counts, scaled);
         }
 
-        Uploaded upload(BufferAllocator<?> mem) {
+        /** The first {@code rows} rows of every data set (the start and the queries whole), in {@code mem}. */
+        Uploaded upload(BufferAllocator<?> mem, int rows) {
+            int m = rows * d;
+            int qr = Math.min(q, rows);
             List<NdArray> made = new ArrayList<>();
             try {
-                NdArray ax = add(made, HostArrays.upload(mem, DType.FLOAT64, x, n, d));
-                NdArray ay = add(made, HostArrays.upload(mem, DType.FLOAT64, y, n));
-                NdArray al = add(made, NdArray.fromArray(mem, labels, n));
-                NdArray ab = add(made, HostArrays.upload(mem, DType.FLOAT64, blobs, n, d));
+                NdArray ax = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(x, m), rows, d));
+                NdArray ay = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(y, rows), rows));
+                NdArray al = add(made, NdArray.fromArray(mem, Arrays.copyOf(labels, rows), rows));
+                NdArray ab = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(blobs, m), rows, d));
                 NdArray ai = add(made, HostArrays.upload(mem, DType.FLOAT64, init, CLUSTERS, d));
-                NdArray ac = add(made, HostArrays.upload(mem, DType.FLOAT64, counts, n, d));
-                NdArray as = add(made, HostArrays.upload(mem, DType.FLOAT64, scaled, n, d));
-                NdArray aq = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(x, q * d), q, d));
+                NdArray ac = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(counts, m), rows, d));
+                NdArray as = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(scaled, m), rows, d));
+                NdArray aq = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(x, qr * d), qr, d));
                 return new Uploaded(ax, ay, al, ab, ai, ac, as, aq);
             } catch (RuntimeException | Error e) {
                 made.forEach(NdArray::close);
@@ -271,8 +424,36 @@ public final class EstimatorBench {
                 Uploaded h);
     }
 
-    private record Bench(String name, Fit fit, Predict predict, Agree agree) {
-        Result run(Options o, Uploaded d, Uploaded h) {
+    /** A fitted model, its prediction and their median times; closing releases both. */
+    private record Measured(Estimator model, NdArray predicted, double fitMs, double predictMs)
+            implements AutoCloseable {
+        Result result(String estimator, String backend, long rows, boolean matches) {
+            return new Result(estimator, backend, fitMs, predictMs, rows, matches);
+        }
+
+        @Override
+        public void close() {
+            try {
+                predicted.close();
+            } finally {
+                model.close();
+            }
+        }
+    }
+
+    /** An estimator to measure, on the first {@code maxRows} rows of the data (0: all). */
+    private record Bench(String name, Fit fit, Predict predict, Agree agree, int maxRows) {
+        Bench(String name, Fit fit, Predict predict, Agree agree) {
+            this(name, fit, predict, agree, 0);
+        }
+
+        /** The rows it runs on. */
+        int rows(Options o) {
+            return (int) (maxRows == 0 ? o.rows() : Math.min(o.rows(), maxRows));
+        }
+
+        /** Fits and predicts {@code repeat} times each on one place's data; keeps the last model and prediction. */
+        Measured measure(Options o, Uploaded u) {
             double[] fits = new double[o.repeat()];
             double[] predicts = new double[o.repeat()];
             Estimator model = null;
@@ -283,7 +464,7 @@ public final class EstimatorBench {
                         model.close();
                     }
                     long t0 = System.nanoTime();
-                    model = fit.fit(d);
+                    model = fit.fit(u);
                     long t1 = System.nanoTime();
                     fits[i] = (t1 - t0) / 1e6;
                 }
@@ -292,17 +473,15 @@ public final class EstimatorBench {
                         predicted.close();
                     }
                     long t0 = System.nanoTime();
-                    predicted = predict.predict(model, d);
+                    predicted = predict.predict(model, u);
                     ComputeBackends.forArray(predicted).reduce(Reduction.SUM, predicted);
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                boolean matches;
-                try (Estimator ref = fit.fit(h); NdArray refPredicted = predict.predict(ref, h)) {
-                    matches = agree.agree(model, predicted, ref, refPredicted, d, h);
-                }
-                return new Result(name, ComputeBackends.forArray(d.x()).name(), median(fits), median(predicts),
-                        o.rows(), matches);
+                Measured m = new Measured(model, predicted, BenchArgs.median(fits), BenchArgs.median(predicts));
+                model = null;
+                predicted = null;
+                return m;
             } finally {
                 if (predicted != null) {
                     predicted.close();
@@ -312,13 +491,19 @@ public final class EstimatorBench {
                 }
             }
         }
+
+        /** The reference, untimed: fitted and predicted once on host data. */
+        Measured reference(Uploaded h) {
+            Estimator model = fit.fit(h);
+            try {
+                return new Measured(model, predict.predict(model, h), 0, 0);
+            } catch (RuntimeException | Error e) {
+                model.close();
+                throw e;
+            }
+        }
     }
 
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
 
     private static List<Bench> benches() {
         List<Bench> all = new ArrayList<>();
@@ -358,12 +543,13 @@ public final class EstimatorBench {
                 u -> new RandomForestClassifier().nEstimators(TREES).maxDepth(DEPTH).seed(7).fit(u.x(), u.labels()),
                 (e, u) -> ((RandomForestClassifier) e).predict(u.x()),
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.accuracy(d.labels(), dp)
-                        - Metrics.accuracy(h.labels(), hp)) <= 0.05));
+                        - Metrics.accuracy(h.labels(), hp)) <= 0.05, FOREST_ROWS));
         all.add(new Bench("RandomForestRegressor",
-                u -> new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH).seed(7)
+                u -> new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH).maxFeatures(0).seed(7)
                         .fit(u.x(), u.y()),
                 (e, u) -> ((RandomForestRegressor) e).predict(u.x()),
-                (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.r2(d.y(), dp) - Metrics.r2(h.y(), hp)) <= 0.05));
+                (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.r2(d.y(), dp) - Metrics.r2(h.y(), hp)) <= 0.05,
+                FOREST_ROWS));
         return all;
     }
 

@@ -178,9 +178,8 @@ public final class KMeans extends Estimator {
         ComputeBackend b = backend(x);
         BufferAllocator<?> mem = memoryFor(x);
         NdArray labels = NdArray.empty(mem, DType.INT32, Order.C, x.dim(0));
-        try (NdArray d = NdArray.empty(mem, x.dtype(), Order.C, x.dim(0), nClusters())) {
-            b.squaredDistances(x, clusterCenters, d);
-            b.argminRows(d, labels, null);
+        try {
+            b.nearestRows(x, clusterCenters, labels, null);
             return labels;
         } catch (RuntimeException | Error e) {
             labels.close();
@@ -267,12 +266,10 @@ public final class KMeans extends Estimator {
         long k = centers.dim(0);
         NdArray sums = NdArray.zeros(mem, x.dtype(), Order.C, k, x.dim(1));
         NdArray counts = null;
-        try (NdArray d = NdArray.empty(mem, x.dtype(), Order.C, n, k);
-                NdArray labels = NdArray.empty(mem, DType.INT32, Order.C, n);
+        try (NdArray labels = NdArray.empty(mem, DType.INT32, Order.C, n);
                 NdArray mins = NdArray.empty(mem, x.dtype(), Order.C, n)) {
             counts = NdArray.zeros(mem, DType.FLOAT64, Order.C, k);
-            b.squaredDistances(x, centers, d);
-            b.argminRows(d, labels, mins);
+            b.nearestRows(x, centers, labels, mins);
             double inertia = b.reduce(Reduction.SUM, mins);
             b.scatterAddRows(x, labels, sums);
             b.bincount(labels, counts);

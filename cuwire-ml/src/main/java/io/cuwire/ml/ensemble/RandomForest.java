@@ -15,6 +15,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 
 /**
  * A random forest of CART trees: {@link RandomForestClassifier} and {@link RandomForestRegressor}.
@@ -31,7 +32,8 @@ import java.util.SplittableRandom;
  * seed {@code seed + t}, so a forest depends only on the data each tree saw.
  *
  * <p>Trees are grown on the host from a copy of the partition (counted by the copy engine when it lives on a
- * device); a GPU tree builder is not part of this module.
+ * device), several at once on the common fork-join pool; each tree depends only on its seed and the data, so the
+ * forest is the same whatever the parallelism. A GPU tree builder is not part of this module.
  */
 public abstract sealed class RandomForest extends Estimator permits RandomForestClassifier, RandomForestRegressor {
     @Serial
@@ -129,15 +131,14 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         Cart.Params params = new Cart.Params(maxDepth, minSamplesSplit, minSamplesLeaf, Math.min(features, d));
         int first = (int) ((long) nEstimators * index / count);
         int last = (int) ((long) nEstimators * (index + 1) / count);
-        List<ForestLayout.Tree> trees = new ArrayList<>();
-        for (int t = first; t < last; t++) {
+        List<ForestLayout.Tree> trees = IntStream.range(first, last).parallel().mapToObj(t -> {
             SplittableRandom random = new SplittableRandom(seed + t);
             int[] rows = new int[n];
             for (int i = 0; i < n; i++) {
                 rows[i] = bootstrap ? random.nextInt(n) : i;
             }
-            trees.add(Cart.grow(xv, d, target, classes, rows, params, random));
-        }
+            return Cart.grow(xv, d, target, classes, rows, params, random);
+        }).toList();
         return upload(memoryFor(x), trees, d, classes);
     }
 

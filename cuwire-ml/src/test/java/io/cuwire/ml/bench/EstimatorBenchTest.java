@@ -5,37 +5,71 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class EstimatorBenchTest {
     @Test
-    void tinyRunShouldPrintAMatchingResultLinePerEstimator() {
+    void tinyRunShouldPrintAMatchingResultLinePerEstimatorAndBackendAndWriteTheTables(@TempDir Path dir)
+            throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         List<EstimatorBench.Result> results;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-            results = EstimatorBench.run(EstimatorBench.Options.parse("--rows", "300", "--cols", "5", "--repeat", "1"),
-                    out);
+            results = EstimatorBench.run(EstimatorBench.Options.parse("--rows", "300", "--cols", "5", "--repeat", "1",
+                    "--out", dir.toString()), out);
         }
-        assertEquals(10, results.size());
+        assertEquals(20, results.size());
         String[] lines = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
-        assertEquals(10, lines.length);
-        for (String line : lines) {
-            assertTrue(line.matches("RESULT estimator=\\w+ backend=\\w+ fit_ms=[0-9.]+ predict_ms=[0-9.]+ rows=300 "
-                    + "matches_reference=true"), line);
+        assertEquals(21, lines.length);
+        assertTrue(lines[0].startsWith("INFO bench=estimators rows=300 cols=5 repeat=1 backends=device,cpu "),
+                lines[0]);
+        for (int i = 1; i < lines.length; i++) {
+            String backend = i % 2 == 1 ? "cpu" : "\\w+";
+            assertTrue(lines[i].matches("RESULT estimator=\\w+ backend=" + backend + " fit_ms=[0-9.]+ "
+                    + "predict_ms=[0-9.]+ rows=300 matches_reference=true"), lines[i]);
+        }
+        List<String> csv = Files.readAllLines(dir.resolve("estimators.csv"));
+        assertEquals("estimator,backend,rows,fit_ms,predict_ms,matches_reference", csv.getFirst());
+        assertEquals(21, csv.size());
+        List<String> md = Files.readAllLines(dir.resolve("estimators.md"));
+        assertTrue(md.stream().anyMatch(l -> l.startsWith("| estimator | rows | cpu fit | cpu predict | ")),
+                md.toString());
+        assertTrue(md.stream().anyMatch(l -> l.startsWith("| RandomForestRegressor | 300 | ") && l.endsWith(" true |")),
+                md.toString());
+    }
+
+    @Test
+    void shouldRunOneBackendAlone() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            List<EstimatorBench.Result> results = EstimatorBench.run(EstimatorBench.Options.parse("--rows", "64",
+                    "--cols", "3", "--repeat", "1", "--backends", "device"), out);
+            assertEquals(10, results.size());
+            assertTrue(results.stream().allMatch(EstimatorBench.Result::matchesReference), results.toString());
+            assertTrue(results.stream().noneMatch(r -> r.backend().equals("cpu")), results.toString());
         }
     }
 
     @Test
     void shouldRefuseUnknownOptionsAndBadSizes() {
-        assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R)",
-                assertThrows(IllegalArgumentException.class,
+        assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R, --backends device,cpu, "
+                + "--out DIR)", assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--size", "4")).getMessage());
         assertEquals("--rows 2 (expected: 8 .. 2147483647)", assertThrows(IllegalArgumentException.class,
                 () -> EstimatorBench.Options.parse("--rows", "2")).getMessage());
         assertEquals("--rows x is not a number", assertThrows(IllegalArgumentException.class,
                 () -> EstimatorBench.Options.parse("--rows", "x")).getMessage());
+        assertEquals("--backends: unknown backend 'tpu' (expected: device, cuda or cpu)",
+                assertThrows(IllegalArgumentException.class,
+                        () -> EstimatorBench.Options.parse("--backends", "cpu,tpu")).getMessage());
+        assertEquals("--backends [device, cuda] (expected: one or more of device or cuda, and cpu, each once)",
+                assertThrows(IllegalArgumentException.class,
+                        () -> EstimatorBench.Options.parse("--backends", "device,cuda")).getMessage());
     }
 }

@@ -11,6 +11,7 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
 import io.cuwire.memory.Stream;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
@@ -34,12 +35,18 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Values the kernels find invalid (labels or indices out of range) are reported after the kernel ran, with the
  * CPU backend's exception and message, naming the first failing position; the outputs are then partly written (the
- * CPU backend writes none). Sums of products and reductions are accumulated in double precision by the kernels; the
- * cuBLAS products accumulate in the operands' precision; {@link #scatterAddRows} and {@link #bincount} add atomically,
+ * CPU backend writes none). Sums of products and reductions are accumulated in double precision by the kernels
+ * (row-major matrix-vector products up to {@value #GEMV_ROWS_MAX_COLS} columns among them); cuBLAS, which runs the
+ * other products, accumulates in the operands' precision; {@link #scatterAddRows} and {@link #bincount} add atomically,
  * in no fixed order. Thread-safe: work from several threads shares the stream, and each caller waits for it.
  */
 public final class CudaBackend extends ComputeBackend {
     private static final long ALIGN = 256;
+    /**
+     * Row-major {@code a x} products with at most this many columns run as {@link MlKernels#gemvRows} (a few threads
+     * per row, reading {@code a} once at full bandwidth, summing in float64); wider rows go to cuBLAS.
+     */
+    static final long GEMV_ROWS_MAX_COLS = 4096;
 
     private final Device device;
     private final Stream stream;
@@ -208,6 +215,8 @@ public final class CudaBackend extends ComputeBackend {
         }
         if (x.size() == 0) {
             scaleOrZero(beta, y);
+        } else if (!transA && a.dim(1) <= GEMV_ROWS_MAX_COLS) {
+            MlKernels.gemvRows(stream, a.dtype(), dev(a), a.dim(0), a.dim(1), dev(x), alpha, beta, dev(y));
         } else {
             gemvRowMajor(transA, alpha, a.dtype(), dev(a), a.dim(0), a.dim(1), dev(x), beta, dev(y));
         }
@@ -426,6 +435,30 @@ public final class CudaBackend extends ComputeBackend {
             MlKernels.rowSquaredNorms(stream, dt, dev(y), m, d, yn);
             gemmRowMajor(false, true, -2, x, y, 0, out, n, m, d);
             MlKernels.addNormsAndClamp(stream, dt, dev(out), n, m, xn, yn);
+        }
+    }
+
+    @Override
+    protected void doNearestRows(NdArray x, NdArray y, NdArray index, NdArray min) {
+        long n = x.dim(0);
+        long m = y.dim(0);
+        long d = x.dim(1);
+        if (n == 0) {
+            return;
+        }
+        if (MlKernels.nearestRowsFits(m, d)) {
+            MlKernels.nearestRows(stream, x.dtype(), dev(x), n, d, dev(y), m, dev(index),
+                    min == null ? null : dev(min));
+            sync();
+            return;
+        }
+        long bytes = Math.multiplyExact(Math.multiplyExact(n, m), (long) x.dtype().byteSize());
+        try (Scratch s = new Scratch(bytes)) {
+            try (NdArray distances = NdArray.view(s.take(bytes), 0, x.dtype(), Order.C, n, m)) {
+                doSquaredDistances(x, y, distances);
+                MlKernels.argRows(stream, x.dtype(), false, dev(distances), n, m, dev(index),
+                        min == null ? null : dev(min));
+            }
         }
     }
 

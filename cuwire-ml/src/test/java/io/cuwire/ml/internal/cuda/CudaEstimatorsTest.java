@@ -129,6 +129,43 @@ class CudaEstimatorsTest {
         }
     }
 
+    /**
+     * KMeans predict over wide rows and a row count that leaves a warp partly past the end, for each way the CUDA
+     * backend finds the nearest center: the fused kernel for up to 8 and up to 32 centers, GEMM and argmin beyond.
+     * The blobs are far apart, so the labels must be equal.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {8, 20, 40})
+    void kMeansPredictShouldLabelWideRowsAsTheCpuDoes(int k, TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int n = 20_011;
+        int d = 64;
+        double[] centers = new double[k * d];
+        for (int i = 0; i < centers.length; i++) {
+            centers[i] = r.nextDouble(-10, 10);
+        }
+        double[] x = new double[n * d];
+        for (int i = 0; i < n; i++) {
+            int c = i % k;
+            for (int j = 0; j < d; j++) {
+                x[i * d + j] = centers[c * d + j] + gaussian(r);
+            }
+        }
+        for (DType dt : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
+            try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
+                    NdArray ig = array(gpu, dt, centers, k, d); NdArray ih = array(host, dt, centers, k, d);
+                    KMeans onGpu = new KMeans().nClusters(k).maxIter(3).fit(xg, ig);
+                    KMeans onCpu = new KMeans().nClusters(k).maxIter(3).fit(xh, ih);
+                    NdArray lg = onGpu.predict(xg); NdArray lh = onCpu.predict(xh)) {
+                int[] want = lh.toIntArray();
+                assertArrayEquals(want, lg.toIntArray(), "labels " + dt.wireName() + ", " + k + " centers");
+                for (int i = 0; i < n; i++) {
+                    assertEquals(i % k, want[i], "the CPU's label of row " + i);
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
     void linearRegressionShouldFitTheSameCoefficientsOnTheGpu(String type, TestInfo info) {

@@ -1,0 +1,61 @@
+package io.cuwire.ml.bench;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** What the benchmarks' command lines and timings share: {@code --name value} options and medians. */
+final class BenchArgs {
+    private BenchArgs() {
+    }
+
+    /**
+     * The options of {@code args} ({@code --name value} pairs) by name, the last of a repeated one winning.
+     *
+     * @param expected what the message of a refusal names as expected, e.g. {@code "--rows N, --cols D"}
+     * @throws IllegalArgumentException for a name not among {@code known} or without a value
+     */
+    static Map<String, String> options(String[] args, String expected, String... known) {
+        List<String> names = Arrays.asList(known);
+        Map<String, String> out = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i += 2) {
+            String a = args[i];
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("unknown or incomplete option '" + a + "' (expected: " + expected
+                        + ")");
+            }
+            if (!names.contains(a)) {
+                throw new IllegalArgumentException("unknown option '" + a + "' (expected: " + expected + ")");
+            }
+            out.put(a, args[i + 1]);
+        }
+        return out;
+    }
+
+    /** Option {@code name} as a long, or {@code otherwise} when absent. */
+    static long longOption(Map<String, String> options, String name, long otherwise) {
+        String v = options.get(name);
+        try {
+            return v == null ? otherwise : Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " " + v + " is not a number", e);
+        }
+    }
+
+    /** Option {@code name} as an int, or {@code otherwise} when absent. */
+    static int intOption(Map<String, String> options, String name, int otherwise) {
+        long v = longOption(options, name, otherwise);
+        if (v != (int) v) {
+            throw new IllegalArgumentException(name + " " + v + " is out of range");
+        }
+        return (int) v;
+    }
+
+    /** The median of {@code v} (the mean of the middle two for an even count). */
+    static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+}
