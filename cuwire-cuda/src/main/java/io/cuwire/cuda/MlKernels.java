@@ -105,6 +105,8 @@ public final class MlKernels {
             m.put("ml_nearest_rows_k8_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
             m.put("ml_nearest_rows_k32_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
         }
+        m.put("ml_nearest_rows_v4_k8_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+        m.put("ml_nearest_rows_v4_k32_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
         for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
             m.put("ml_reduce_" + t, new Param[] {i64, i32, ptr, ptr});
         }
@@ -504,7 +506,8 @@ public final class MlKernels {
      * For each row of {@code x} ({@code rows x cols}): the nearest of the {@code k} rows of {@code centers}
      * ({@code k x cols}) by squared Euclidean distance, the first of equals, into {@code index} (int32), and that
      * squared distance into {@code best} unless it is {@code null}. Reads {@code x} once; distances are summed in
-     * float64. Takes {@code 1 <= k <=} {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=}
+     * float64 (for float32 rows of a multiple of 4 elements, each run of 8 elements is summed in float32 first, then
+     * added in float64). Takes {@code 1 <= k <=} {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=}
      * {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
      */
     public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
@@ -520,7 +523,9 @@ public final class MlKernels {
         long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
         long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
         int lanes = rowLanes(cols);
-        String name = "ml_nearest_rows_k" + (k <= 8 ? 8 : NEAREST_MAX_CENTERS) + "_" + suffix(dtype);
+        // float32 rows of a multiple of 4 elements from a 16-byte aligned start: runs of 8 through float4 loads.
+        String variant = dtype == DType.FLOAT32 && cols % 4 == 0 && px % 16 == 0 ? "v4_" : "";
+        String name = "ml_nearest_rows_" + variant + "k" + (k <= 8 ? 8 : NEAREST_MAX_CENTERS) + "_" + suffix(dtype);
         launch(s, name, Math.multiplyExact(rows, (long) lanes), rows, cols, k, lanes, px, pc, pi, pb);
     }
 

@@ -234,7 +234,7 @@ public abstract class BackendConformanceSuite {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] cases = {{1001, 1, 1}, {1000, 3, 2}, {999, 17, 8}, {1003, 64, 8}, {517, 100, 9}, {300, 40, 32},
-            {301, 5, 40}, {200, 130, 32}};
+            {301, 5, 40}, {200, 130, 32}, {777, 12, 3}, {513, 4, 5}};
         for (int[] c : cases) {
             int n = c[0];
             int d = c[1];
