@@ -96,7 +96,8 @@ class MainTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void shouldRunTheBroadcastBenchmarkAtATinySizeAndWriteItsTables(@TempDir Path dir) throws Exception {
-        Result r = run("bench", "broadcast", "--size", "1MiB", "--repeat", "2", "--out", dir.toString());
+        Result r = run("bench", "broadcast", "--size", "1MiB", "--repeat", "2", "--warmup", "4", "--out",
+                dir.toString());
         assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
         for (String phase : new String[] {"raw", "cold", "warm", "unchanged"}) {
             assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=ipc family=cuda size=1048576 phase="

@@ -46,6 +46,11 @@ import java.util.SplittableRandom;
  * the same bytes device 0 → worker's device ({@link TransferBench#copyMs}). Outside the timing, the worker's copy is
  * checked: each of a few rows of the model, as a query, finds itself as its nearest row there.
  *
+ * <p>Before anything is timed, {@code --warmup} broadcasts of a small model (16 KiB, new and unchanged versions
+ * alternating) run untimed over the same cluster, so that "warm" means JIT-compiled too: a JVM runs a method's first
+ * thousands of calls in the interpreter or lower compiler tiers (the transfer benchmark measured 1.5 ms per 1 KiB IPC
+ * message after 30 messages, 0.2 ms after 500).
+ *
  * <p>Lines start with {@code RESULT}; {@code vs_raw} is the broadcast's time over the raw copy's (the target: at
  * most 1.15), {@code java_vs_cuda} the java family's warm time over the cuda family's (the target: at least 50). A
  * CSV and a markdown table go to {@code --out}.
@@ -54,6 +59,9 @@ public final class ModelBroadcastBench {
     private static final int COLS = 64;
     private static final int JAVA_MAX_REPEAT = 3;
     private static final int CHECK_ROWS = 4;
+    /** Untimed small broadcasts before the timed ones, unless {@code --warmup} says. */
+    static final int DEFAULT_WARMUP = 1000;
+    private static final long WARMUP_BYTES = 16 << 10;
 
     private ModelBroadcastBench() {
     }
@@ -65,12 +73,14 @@ public final class ModelBroadcastBench {
      * @param repeat warm broadcasts per case (and raw copies)
      * @param out directory for the CSV and markdown, or {@code null}
      * @param java whether to run the {@code java} family over TCP
+     * @param warmup untimed broadcasts of a small model before the timed ones
      */
-    public record Options(long size, int repeat, Path out, boolean java) {
-        /** Parses {@code --size 1GiB --repeat N --out DIR --java true|false}. */
+    public record Options(long size, int repeat, Path out, boolean java, int warmup) {
+        /** Parses {@code --size 1GiB --repeat N --out DIR --java true|false --warmup N}. */
         public static Options parse(String... args) {
             long size = 1L << 30;
             int repeat = 5;
+            int warmup = DEFAULT_WARMUP;
             Path out = Path.of("bench", "results");
             boolean java = true;
             for (int i = 0; i < args.length; i++) {
@@ -95,10 +105,16 @@ public final class ModelBroadcastBench {
                     }
                     case "--out" -> out = Path.of(v);
                     case "--java" -> java = Boolean.parseBoolean(v);
+                    case "--warmup" -> {
+                        warmup = Integer.parseInt(v);
+                        if (warmup < 0) {
+                            throw new IllegalArgumentException("--warmup " + v + " (expected: >= 0)");
+                        }
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
-            return new Options(size, repeat, out, java);
+            return new Options(size, repeat, out, java, warmup);
         }
     }
 
@@ -144,6 +160,7 @@ public final class ModelBroadcastBench {
         LocalCluster.Builder ipc = LocalCluster.builder().workers(1).devices(workerDevice).transport("ipc");
         try (LocalCluster cluster = ipc.start()) {
             Client client = cluster.client();
+            warmUp(client, options.warmup());
             try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
                 double[] copies = TransferBench.copyMs(client.memory(), Devices.get(workerDevice), size,
                         options.repeat());
@@ -266,6 +283,18 @@ public final class ModelBroadcastBench {
     }
 
     /** {@code size} bytes of random float32 rows (64 columns) on the client's device, filled in 16 MiB pieces. */
+    /** {@code count} untimed broadcasts of a small model, new and unchanged versions alternating. */
+    private static void warmUp(Client client, int count) {
+        try (NdArray x = rows(client, WARMUP_BYTES); NearestNeighbors model = new NearestNeighbors().fit(x)) {
+            for (int i = 0; i < count; i++) {
+                if (i % 2 == 0) {
+                    model.fit(x);
+                }
+                client.broadcast(model, BroadcastOptions.DEFAULT.family(Family.CUDA));
+            }
+        }
+    }
+
     private static NdArray rows(Client client, long size) {
         NdArray x = NdArray.empty(client.memory(), DType.FLOAT32, Order.C, size / (COLS * 4), COLS);
         SplittableRandom random = new SplittableRandom(42);
