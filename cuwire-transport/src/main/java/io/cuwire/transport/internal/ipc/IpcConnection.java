@@ -69,9 +69,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * to device or peer, never through the host; a frame of {@value #SPLIT_BYTES} bytes or more is split over as many
  * streams as the system property {@value #COPY_STREAMS_PROPERTY} says, default {@value #DEFAULT_COPY_STREAMS}),
  * waits for all of them at once, checks that the sender is still alive ({@link PeerProcess}), queues the message
- * for {@link #receive} and then writes {@code consumed}. Waiting threads spin briefly before they block
- * ({@link Spin}). The reader reads ahead of the application by at most {@value #HOST_READ_AHEAD} bytes of host
- * frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when consumed).
+ * for {@link #receive} and then writes {@code consumed}. Waiting threads spin briefly before they block, and for as
+ * long as a transfer they wait for is in progress — the reader copying a message in, or the peer copying one of
+ * this side's out ({@link Spin}). The reader reads ahead of the application by at most {@value #HOST_READ_AHEAD}
+ * bytes of host frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when
+ * consumed).
  * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
  * record then has left when {@code send} returns), else on a writer thread.
  *
@@ -138,6 +140,10 @@ final class IpcConnection implements Connection {
     private final Map<Device, Stream[]> copyStreams = new HashMap<>();
     /** Counts additions to {@link #received}: a lock-free hint for the receive spin. */
     private final AtomicInteger arrivals = new AtomicInteger();
+    /** Whether the reader is copying a message's device frames in (so a receiver should keep spinning). */
+    private volatile boolean copying;
+    /** When the reader last read a record ({@link System#nanoTime()}): a reply often follows a consumed record. */
+    private volatile long lastRecordNanos = System.nanoTime();
     private final MappingCache mappings;
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
@@ -298,10 +304,11 @@ final class IpcConnection implements Connection {
     private void readLoop() {
         try {
             while (!state.isClosed()) {
-                if (!io.awaitData(SocketIo.NO_DEADLINE, Spin.NANOS)) {
+                if (!io.awaitData(SocketIo.NO_DEADLINE, Spin.NANOS, this::awaitingPeer)) {
                     continue;
                 }
                 byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                lastRecordNanos = System.nanoTime();
                 if (type == TYPE_CONSUMED) {
                     Outgoing out = awaitingConsumed.poll();
                     if (out == null) {
@@ -318,6 +325,7 @@ final class IpcConnection implements Connection {
                     }
                     received.add(m);
                     arrivals.incrementAndGet();
+                    copying = false;
                     if (event.deviceFrames > 0) {
                         // After the hand-over: the application wakes while this thread tells the sender.
                         long t = event.isEnabled() ? System.nanoTime() : 0;
@@ -401,6 +409,7 @@ final class IpcConnection implements Connection {
                 }
             }
             if (!leases.isEmpty()) {
+                copying = true;
                 long t3 = timed ? System.nanoTime() : 0;
                 for (Stream stream : used) {
                     stream.synchronize();
@@ -421,6 +430,7 @@ final class IpcConnection implements Connection {
             Serialized value = Serialized.received(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
+            copying = false;
             recorder.close();
             // The copies may still run into the frames: wait for them before the frames go back to their pools.
             for (Stream stream : used) {
@@ -521,8 +531,14 @@ final class IpcConnection implements Connection {
             int seen = arrivals.get();
             Object item = received.poll();
             if (item == null && Spin.NANOS > 0) {
-                long spinUntil = System.nanoTime() + Spin.NANOS;
-                while (arrivals.get() == seen && System.nanoTime() - spinUntil < 0) {
+                long spinStart = System.nanoTime();
+                while (arrivals.get() == seen) {
+                    long now = System.nanoTime();
+                    long spun = now - spinStart;
+                    boolean busy = copying || awaitingPeer() || now - lastRecordNanos < Spin.NANOS;
+                    if (spun >= Spin.NANOS && !(spun < Spin.BUSY_MAX_NANOS && busy)) {
+                        break;
+                    }
                     Thread.onSpinWait();
                 }
                 item = received.poll();
@@ -556,6 +572,14 @@ final class IpcConnection implements Connection {
         } finally {
             receiveLock.unlock();
         }
+    }
+
+    /**
+     * Whether the peer is copying a message of this side out of its memory: its consumed record, and often a reply,
+     * will follow.
+     */
+    private boolean awaitingPeer() {
+        return !awaitingConsumed.isEmpty();
     }
 
     // ---- state

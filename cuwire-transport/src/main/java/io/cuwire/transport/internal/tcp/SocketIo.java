@@ -6,6 +6,7 @@ import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.Spin;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -15,6 +16,7 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
@@ -138,12 +140,21 @@ public final class SocketIo implements AutoCloseable {
      * within it skip the selector's thread wake-up.
      */
     public boolean awaitData(long deadlineNanos, long spinNanos) {
+        return awaitData(deadlineNanos, spinNanos, null);
+    }
+
+    /**
+     * As {@link #awaitData(long, long)}, and past the spin goes on reading without blocking while {@code busy} says
+     * that bytes are on their way (up to {@link Spin#BUSY_MAX_NANOS} in all): a reply the peer is known to be working
+     * on then skips the wake-up too. {@code busy} may be {@code null}.
+     */
+    public boolean awaitData(long deadlineNanos, long spinNanos, BooleanSupplier busy) {
         if (in.hasRemaining()) {
             return true;
         }
         in.clear();
         try {
-            long spinUntil = spinNanos > 0 ? System.nanoTime() + spinNanos : 0;
+            long spinStart = spinNanos > 0 ? System.nanoTime() : 0;
             while (true) {
                 int n = readOnce(in);
                 if (n > 0) {
@@ -152,9 +163,12 @@ public final class SocketIo implements AutoCloseable {
                 if (n < 0) {
                     throw new PeerClosedException("peer " + peer + " closed the connection");
                 }
-                if (spinNanos > 0 && System.nanoTime() - spinUntil < 0) {
-                    Thread.onSpinWait();
-                    continue;
+                if (spinNanos > 0) {
+                    long spun = System.nanoTime() - spinStart;
+                    if (spun < spinNanos || busy != null && spun < Spin.BUSY_MAX_NANOS && busy.getAsBoolean()) {
+                        Thread.onSpinWait();
+                        continue;
+                    }
                 }
                 long left = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : deadlineNanos - System.nanoTime();
                 if (left <= 0) {
