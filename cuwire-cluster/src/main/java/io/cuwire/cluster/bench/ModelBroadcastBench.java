@@ -282,7 +282,6 @@ public final class ModelBroadcastBench {
         }
     }
 
-    /** {@code size} bytes of random float32 rows (64 columns) on the client's device, filled in 16 MiB pieces. */
     /** {@code count} untimed broadcasts of a small model, new and unchanged versions alternating. */
     private static void warmUp(Client client, int count) {
         try (NdArray x = rows(client, WARMUP_BYTES); NearestNeighbors model = new NearestNeighbors().fit(x)) {
@@ -295,6 +294,7 @@ public final class ModelBroadcastBench {
         }
     }
 
+    /** {@code size} bytes of random float32 rows (64 columns) on the client's device, filled in 16 MiB pieces. */
     private static NdArray rows(Client client, long size) {
         NdArray x = NdArray.empty(client.memory(), DType.FLOAT32, Order.C, size / (COLS * 4), COLS);
         SplittableRandom random = new SplittableRandom(42);
