@@ -44,10 +44,10 @@ public final class Main {
                 + "64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; 'bench "
                 + "broadcast [--size 1GiB] [--repeat N] [--warmup N] [--out DIR] [--java true|false]': a cluster "
                 + "broadcast to a worker on device 1 over ipc (cuda family) against the raw peer copy, and over tcp "
-                + "with the java family; 'bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] "
-                + "[--out DIR]': fit and predict time per estimator on device 0 and the CPU, checked against the CPU; 'bench "
-                + "roofline [--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]': LinearRegression and "
-                + "KMeans predict against the device copy bandwidth",
+                + "with the java family; 'bench estimators [--rows N] [--cols D] [--repeat R] [--backends "
+                + "device,cpu] [--out DIR]': fit and predict time per estimator on device 0 and the CPU, checked "
+                + "against the CPU; 'bench roofline [--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]':"
+                + " LinearRegression and KMeans predict against the device copy bandwidth",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }
