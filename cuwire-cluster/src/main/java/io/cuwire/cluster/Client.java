@@ -19,6 +19,7 @@ import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.serialize.UnserializableException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.Spin;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -318,12 +319,12 @@ public final class Client {
             Message message = Message.of(s);
             for (int w : need) {
                 Endpoint e = remote(w).endpoint();
-                MessageMetrics m = e.sendMessage(message).handle((sent, x) -> {
+                MessageMetrics m = Spin.await(e.sendMessage(message).handle((sent, x) -> {
                     if (x != null) {
                         e.failExpected(bid, x);
                     }
                     return sent;
-                }).join();
+                }));
                 bytes += m == null ? 0 : m.totalBytes();
             }
         }
@@ -456,7 +457,7 @@ public final class Client {
 
     private static Reply unwrap(CompletableFuture<Reply> f) {
         try {
-            return f.join();
+            return Spin.await(f);
         } catch (CompletionException e) {
             throw e.getCause() instanceof RuntimeException r ? r : e;
         }

@@ -1,4 +1,6 @@
-package io.cuwire.transport.internal;
+package io.cuwire.transport;
+
+import java.util.concurrent.CompletableFuture;
 
 /**
  * How long a transport's threads spin for a message or for bytes before they block: one that comes within the spin
@@ -23,6 +25,21 @@ public final class Spin {
     public static final long NANOS = nanos(System.getProperty(PROPERTY), Runtime.getRuntime().availableProcessors());
 
     private Spin() {
+    }
+
+    /**
+     * Waits for {@code future} and returns its value as {@link CompletableFuture#join()} does, spinning on it first
+     * for up to {@value #BUSY_MAX_NANOS} ns where spinning is on ({@link #NANOS} above 0): for a caller that waits for
+     * a transfer in progress, such as a broadcast's acknowledgement, which then skips a thread wake-up.
+     */
+    public static <T> T await(CompletableFuture<T> future) {
+        if (NANOS > 0 && !future.isDone()) {
+            long start = System.nanoTime();
+            while (!future.isDone() && System.nanoTime() - start < BUSY_MAX_NANOS) {
+                Thread.onSpinWait();
+            }
+        }
+        return future.join();
     }
 
     /** The spin in nanoseconds for the property's value (or {@code null}) on a machine of {@code cores} cores. */

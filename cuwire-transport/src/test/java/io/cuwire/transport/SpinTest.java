@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal;
+package io.cuwire.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
