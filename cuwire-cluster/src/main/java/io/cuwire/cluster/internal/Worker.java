@@ -46,6 +46,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.Recording;
+import jdk.jfr.RecordingState;
 
 /**
  * A worker process: one device, an object store, a model cache and the tasks of its {@link TaskRegistry}, serving
@@ -625,7 +628,27 @@ public final class Worker implements Endpoint.Handler {
             }
             System.out.flush();
             System.err.flush();
+            stopRecordings();
             Runtime.getRuntime().halt(exit);
         });
+    }
+
+    /**
+     * Stops the JFR recordings that write to a file (e.g. {@code -XX:StartFlightRecording=filename=...} given to the
+     * worker JVMs), so that they reach their files: {@code halt} runs no shutdown hooks, JFR's dump among them.
+     */
+    private static void stopRecordings() {
+        if (!FlightRecorder.isInitialized()) {
+            return;
+        }
+        for (Recording r : FlightRecorder.getFlightRecorder().getRecordings()) {
+            if (r.getDestination() != null && r.getState() == RecordingState.RUNNING) {
+                try {
+                    r.stop();
+                } catch (RuntimeException e) {
+                    System.err.println("cuwire worker: JFR recording " + r.getName() + " not written: " + e);
+                }
+            }
+        }
     }
 }
