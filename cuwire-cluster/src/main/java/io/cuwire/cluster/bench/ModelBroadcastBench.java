@@ -47,9 +47,9 @@ import java.util.SplittableRandom;
  * checked: each of a few rows of the model, as a query, finds itself as its nearest row there.
  *
  * <p>Before anything is timed, {@code --warmup} broadcasts of a small model (16 KiB, new and unchanged versions
- * alternating) run untimed over the same cluster, so that "warm" means JIT-compiled too: a JVM runs a method's first
- * thousands of calls in the interpreter or lower compiler tiers (the transfer benchmark measured 1.5 ms per 1 KiB IPC
- * message after 30 messages, 0.2 ms after 500).
+ * alternating; default {@value #DEFAULT_WARMUP}) run untimed over the same cluster, so that "warm" means
+ * JIT-compiled too: a JVM runs a method's first thousands of calls in the interpreter or lower compiler tiers (the
+ * transfer benchmark measured 1.5 ms per 1 KiB IPC message after 30 messages, 0.2 ms after 500).
  *
  * <p>Lines start with {@code RESULT}; {@code vs_raw} is the broadcast's time over the raw copy's (the target: at
  * most 1.15), {@code java_vs_cuda} the java family's warm time over the cuda family's (the target: at least 50). A
@@ -60,7 +60,7 @@ public final class ModelBroadcastBench {
     private static final int JAVA_MAX_REPEAT = 3;
     private static final int CHECK_ROWS = 4;
     /** Untimed small broadcasts before the timed ones, unless {@code --warmup} says. */
-    static final int DEFAULT_WARMUP = 1000;
+    static final int DEFAULT_WARMUP = 5000;
     private static final long WARMUP_BYTES = 16 << 10;
 
     private ModelBroadcastBench() {

@@ -369,8 +369,12 @@ public final class Worker implements Endpoint.Handler {
                     : new Reply(r.id(), Reply.MISSING, null, null, null));
             return;
         }
-        put(id, version, value);
+        CachedModel old = models.put(id, new CachedModel(version, value));
         from.reply(Reply.ok(r.id(), null));
+        // The old version is released after the acknowledgement, off the broadcast's critical path.
+        if (old != null) {
+            old.retire();
+        }
     }
 
     private void put(long id, long version, Object value) {
