@@ -235,7 +235,10 @@ public final class Client {
             List<Integer> need = new ArrayList<>();
             List<Integer> live = new ArrayList<>();
             for (RemoteWorker w : workers) {
-                if (w.lost() == null) {
+                // isAlive, not only lost() == null: a worker whose process is gone may not be marked lost yet (a
+                // broadcast that lost it can end, on a report from the worker above it, before the client's own
+                // connection to it breaks), and must not be a link of the next broadcast.
+                if (w.isAlive()) {
                     live.add(w.index());
                 }
             }
