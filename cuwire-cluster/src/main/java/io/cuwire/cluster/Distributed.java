@@ -10,6 +10,7 @@ import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearModel;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
 import java.util.ArrayList;
@@ -70,6 +71,12 @@ public final class Distributed {
 
     /** A random-forest regressor, like the classifier. */
     public static RandomForestRegressor fit(Client client, RandomForestRegressor model, List<ObjectRef> x,
+            List<ObjectRef> y) {
+        return PartialFits.fit(on(client, x, y), model);
+    }
+
+    /** Nearest-neighbor classification: every partition's rows and labels, concatenated on the client. */
+    public static KNeighborsClassifier fit(Client client, KNeighborsClassifier model, List<ObjectRef> x,
             List<ObjectRef> y) {
         return PartialFits.fit(on(client, x, y), model);
     }

@@ -13,6 +13,7 @@ import io.cuwire.ml.linear.LinearModel;
 import io.cuwire.ml.linear.LinearStats;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
 import io.cuwire.serialize.OpaqueBlob;
@@ -41,6 +42,9 @@ public final class MlTasks {
             MultinomialNB.Counts.class);
     /** {@code (RandomForest, X, y, Long index, Long count)}: the trees of partition {@code index} as a blob. */
     public static final TaskType<OpaqueBlob> FOREST_PARTIAL = TaskType.of("ml.forest.partial", OpaqueBlob.class);
+    /** {@code (KNeighborsClassifier, X, y)}: copies of a partition's rows and labels. */
+    public static final TaskType<KNeighborsClassifier.Rows> KNN_PARTIAL = TaskType.of("ml.knn.partial",
+            KNeighborsClassifier.Rows.class);
     /** {@code (NearestNeighbors, X)}: the estimator fitted on the partition (keep it there with submit). */
     public static final TaskType<NearestNeighbors> NEIGHBORS_FIT = TaskType.of("ml.neighbors.fit",
             NearestNeighbors.class);
@@ -71,6 +75,7 @@ public final class MlTasks {
         r.register(NB_PARTIAL, (c, a) -> ((MultinomialNB) a.get(0)).partial(array(a, 1), array(a, 2)));
         r.register(FOREST_PARTIAL, (c, a) -> ((RandomForest) a.get(0)).partial(array(a, 1), array(a, 2),
                 ((Long) a.get(3)).intValue(), ((Long) a.get(4)).intValue()));
+        r.register(KNN_PARTIAL, (c, a) -> ((KNeighborsClassifier) a.get(0)).partial(array(a, 1), array(a, 2)));
         r.register(NEIGHBORS_FIT, (c, a) -> {
             NearestNeighbors template = (NearestNeighbors) a.get(0);
             NearestNeighbors nn = new NearestNeighbors();

@@ -4,6 +4,7 @@ import io.cuwire.cluster.internal.Values;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.Estimator;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
@@ -11,8 +12,10 @@ import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearModel;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.serialize.OpaqueBlob;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 import java.util.function.IntFunction;
 
@@ -20,7 +23,9 @@ import java.util.function.IntFunction;
  * The driver half of every estimator's partial/merge contract, over any set of {@link Partitions}: which
  * {@link MlTasks} run on each partition, with which arguments, and how the partials merge into one fitted estimator.
  * {@link Distributed} runs the tasks on cluster workers; {@code cuwire-spark} runs them in Spark executors. The
- * estimator passed in is fitted and returned; its fitted state lives in {@link Partitions#memory()}.
+ * estimator passed in is fitted and returned; its fitted state lives in {@link Partitions#memory()}. A classifier
+ * whose partitions must agree on the number of classes ({@code nClasses} 0) gets it set from the largest label of
+ * all partitions first, as a single-process fit would count it.
  */
 public final class PartialFits {
     /** Stand-ins, in a task's arguments, for the partition's own data. */
@@ -91,14 +96,7 @@ public final class PartialFits {
     /** Logistic regression: L-BFGS on the driver, each iteration's point sent to every partition for gradients. */
     public static LogisticRegression fit(Partitions p, LogisticRegression model) {
         long[] shape = p.run(MlTasks.SHAPE, i -> List.of(Part.X)).getFirst();
-        int classes = (Integer) model.params().get("nClasses");
-        if (classes <= 0) {
-            double max = 0;
-            for (Double m : p.run(MlTasks.MAX, i -> List.of(Part.Y))) {
-                max = Math.max(max, m);
-            }
-            classes = (int) max + 1;
-        }
+        int classes = classes(p, model);
         DType dtype = DType.byName(p.run(MlTasks.DTYPE, i -> List.of(Part.X)).getFirst());
         try (LogisticRegression.Solver s = model.solver((int) shape[1], classes, dtype, p.memory())) {
             while (!s.done()) {
@@ -123,17 +121,37 @@ public final class PartialFits {
 
     /** Multinomial naive Bayes from every partition's counts. */
     public static MultinomialNB fit(Partitions p, MultinomialNB model) {
+        model.setParams(Map.of("nClasses", classes(p, model)));
         return merged(p.run(MlTasks.NB_PARTIAL, i -> List.of(model, Part.X, Part.Y)), model::merge);
     }
 
     /** A random-forest classifier: each partition grows its share of the trees; the driver concatenates them. */
     public static RandomForestClassifier fit(Partitions p, RandomForestClassifier model) {
+        model.setParams(Map.of("nClasses", classes(p, model)));
         return merged(forest(p, model), model::merge);
+    }
+
+    /** Nearest-neighbor classification: every partition's rows and labels, concatenated on the driver. */
+    public static KNeighborsClassifier fit(Partitions p, KNeighborsClassifier model) {
+        return merged(p.run(MlTasks.KNN_PARTIAL, i -> List.of(model, Part.X, Part.Y)), model::merge);
     }
 
     /** A random-forest regressor, like the classifier. */
     public static RandomForestRegressor fit(Partitions p, RandomForestRegressor model) {
         return merged(forest(p, model), model::merge);
+    }
+
+    /** The model's {@code nClasses}, or when it is 0, one more than the largest label of all partitions. */
+    private static int classes(Partitions p, Estimator model) {
+        int declared = (Integer) model.params().get("nClasses");
+        if (declared > 0) {
+            return declared;
+        }
+        double max = 0;
+        for (Double m : p.run(MlTasks.MAX, i -> List.of(Part.Y))) {
+            max = Math.max(max, m);
+        }
+        return (int) max + 1;
     }
 
     /** {@code merge} of {@code parts}, which are closed afterwards. */

@@ -3,6 +3,7 @@ package io.cuwire.cluster;
 import static io.cuwire.ml.MlTesting.gaussian;
 import static io.cuwire.ml.MlTesting.maxAbsDiff;
 import static io.cuwire.ml.MlTesting.values;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -22,6 +23,8 @@ import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
+import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.serialize.Family;
 import java.util.ArrayList;
 import java.util.List;
@@ -323,6 +326,46 @@ class LocalClusterTest {
                     MlTesting.closeAll(xs);
                     MlTesting.closeAll(ys);
                 }
+            }
+        }
+    }
+
+    @Test
+    void distributedNaiveBayesAndNeighborsShouldCountClassesAPartitionLacksAndEqualTheSingleDeviceFit() {
+        SplittableRandom r = new SplittableRandom(8);
+        int n = 300;
+        int[] labels = new int[n];
+        double[] counts = new double[n * 4];
+        for (int i = 0; i < n; i++) {
+            labels[i] = i < 200 ? i % 2 : 2;
+            for (int j = 0; j < 4; j++) {
+                counts[i * 4 + j] = r.nextInt(5) + (j == labels[i] ? 4 : 0);
+            }
+        }
+        long[] cuts = {0, 100, 200, n};
+        try (NdArray x = MlTesting.array(mem, DType.FLOAT64, counts, n, 4); NdArray y = MlTesting.labels(mem, labels);
+                MultinomialNB nb = new MultinomialNB().fit(x, y);
+                KNeighborsClassifier knn = new KNeighborsClassifier().nNeighbors(3).fit(x, y)) {
+            List<NdArray> xs = MlTesting.split(x, cuts);
+            List<NdArray> ys = MlTesting.split(y, cuts);
+            List<ObjectRef> xr = client.scatter(xs);
+            List<ObjectRef> yr = client.scatter(ys);
+            try (MultinomialNB nbDistributed = Distributed.fit(client, new MultinomialNB(), xr, yr);
+                    KNeighborsClassifier knnDistributed = Distributed.fit(client,
+                            new KNeighborsClassifier().nNeighbors(3), xr, yr);
+                    NdArray nbWant = nb.predict(x); NdArray nbGot = nbDistributed.predict(x);
+                    NdArray knnWant = knn.predict(x); NdArray knnGot = knnDistributed.predict(x)) {
+                assertEquals(3, nbDistributed.classes(), "class 2 only in the last partition");
+                assertTrue(maxAbsDiff(values(nb.featureLogProb()), values(nbDistributed.featureLogProb())) < 1e-12);
+                assertArrayEquals(nbWant.toIntArray(), nbGot.toIntArray());
+                assertEquals(3, knnDistributed.classes());
+                assertTrue(knn.fitX().contentEquals(knnDistributed.fitX()));
+                assertArrayEquals(knnWant.toIntArray(), knnGot.toIntArray());
+            } finally {
+                client.free(xr);
+                client.free(yr);
+                MlTesting.closeAll(xs);
+                MlTesting.closeAll(ys);
             }
         }
     }

@@ -34,7 +34,7 @@ public final class MlTypes {
             PCA.class, PcaStats.class,
             LogisticRegression.class, LogisticRegression.Gradient.class,
             MultinomialNB.class, MultinomialNB.Counts.class,
-            NearestNeighbors.class, KNeighborsClassifier.class, Neighbors.class,
+            NearestNeighbors.class, KNeighborsClassifier.class, KNeighborsClassifier.Rows.class, Neighbors.class,
             RandomForestClassifier.class, RandomForestRegressor.class);
 
     private MlTypes() {

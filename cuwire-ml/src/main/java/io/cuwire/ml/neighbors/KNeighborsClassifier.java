@@ -1,20 +1,24 @@
 package io.cuwire.ml.neighbors;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.ml.Classifier;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.Param;
+import io.cuwire.ml.Partial;
 import io.cuwire.serialize.WireType;
 import java.io.Serial;
+import java.util.List;
 
 /**
  * Classification by a uniform vote of the {@code k} nearest training rows (scikit-learn's and cuML's
  * {@code KNeighborsClassifier}, brute force); ties go to the smallest class. Distributed, each partition answers with
  * its nearest neighbors' distances and class labels ({@link #partialNeighbors}); the vote runs on their merge
- * ({@link #predictFromNeighbors}).
+ * ({@link #predictFromNeighbors}). A distributed fit brings every partition's rows ({@link #partial}) to one place
+ * ({@link #merge}), for a model that predicts alone.
  */
 @WireType("cuwire.ml.KNeighborsClassifier")
 public final class KNeighborsClassifier extends NeighborsBase implements Classifier {
@@ -71,6 +75,91 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
         fitY = y.copyTo(memoryFor(x));
         classes = k;
         return this;
+    }
+
+    /**
+     * The training rows and labels of one partition, copies owned by the partial.
+     *
+     * @param x the rows (n x d)
+     * @param y their class labels (int32, n)
+     */
+    @WireType("cuwire.ml.KNeighborsClassifier.Rows")
+    public record Rows(NdArray x, NdArray y) implements Partial {
+        @Override
+        public void close() {
+            x.close();
+            y.close();
+        }
+    }
+
+    /** Copies of partition ({@code x}, {@code y}), checked, where {@code x} lives. */
+    public Rows partial(NdArray x, NdArray y) {
+        String op = "KNeighborsClassifier.partial";
+        checkTraining(op, x);
+        checkLabels(op, y, x);
+        BufferAllocator<?> mem = memoryFor(x);
+        NdArray xc = x.copyTo(mem);
+        try {
+            return new Rows(xc, y.copyTo(mem));
+        } catch (RuntimeException | Error e) {
+            xc.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Fits on the rows of every partition, concatenated in partition order, where the first partition's rows live
+     * (or in the allocator given); returns this.
+     */
+    public KNeighborsClassifier merge(List<Rows> parts) {
+        String op = "KNeighborsClassifier.merge";
+        if (parts.isEmpty()) {
+            throw new IllegalArgumentException(op + ": no partials");
+        }
+        NdArray first = parts.getFirst().x();
+        long n = 0;
+        for (Rows p : parts) {
+            if (p.x().dim(1) != first.dim(1) || p.x().dtype() != first.dtype()) {
+                throw new IllegalArgumentException(op + ": rows of shape " + shape(p.x()) + " " + p.x().dtype()
+                        .wireName() + " (expected: " + first.dim(1) + " features, " + first.dtype().wireName()
+                        + ", as the first)");
+            }
+            if (p.y().dtype() != DType.INT32 || p.y().rank() != 1 || p.y().dim(0) != p.x().dim(0)) {
+                throw new IllegalArgumentException(op + ": labels " + shape(p.y()) + " " + p.y().dtype().wireName()
+                        + " for " + p.x().dim(0) + " rows (expected: int32, one per row)");
+            }
+            n += p.x().dim(0);
+        }
+        if (nNeighbors > n) {
+            throw new IllegalArgumentException(op + ": nNeighbors = " + nNeighbors + " is more than the " + n
+                    + " rows of all partitions (expected: nNeighbors <= rows)");
+        }
+        BufferAllocator<?> mem = memoryFor(first);
+        NdArray x = NdArray.empty(mem, first.dtype(), Order.C, n, first.dim(1));
+        NdArray y = null;
+        try {
+            y = NdArray.empty(mem, DType.INT32, Order.C, n);
+            long xAt = 0;
+            long yAt = 0;
+            for (Rows p : parts) {
+                CopyEngine.copy(p.x().buffer(), 0, x.buffer(), xAt, p.x().byteSize());
+                CopyEngine.copy(p.y().buffer(), 0, y.buffer(), yAt, p.y().byteSize());
+                xAt += p.x().byteSize();
+                yAt += p.y().byteSize();
+            }
+            int k = classes(op, y, nClasses);
+            close();
+            fitX = x;
+            fitY = y;
+            classes = k;
+            return this;
+        } catch (RuntimeException | Error e) {
+            x.close();
+            if (y != null) {
+                y.close();
+            }
+            throw e;
+        }
     }
 
     /** The {@code min(k, rows)} nearest training rows of each query in this partition, with their class labels. */

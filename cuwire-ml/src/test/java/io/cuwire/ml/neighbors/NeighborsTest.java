@@ -6,6 +6,7 @@ import static io.cuwire.ml.MlTesting.uniform;
 import static io.cuwire.ml.MlTesting.values;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.BufferAllocator;
@@ -148,6 +149,39 @@ class NeighborsTest {
             try (Neighbors merged = Neighbors.merge(parts, 9); NdArray got = knn.predictFromNeighbors(merged)) {
                 assertArrayEquals(want.toIntArray(), got.toIntArray());
             }
+            MlTesting.closeAll(parts);
+            MlTesting.closeAll(xs);
+            MlTesting.closeAll(ys);
+        }
+    }
+
+    @Test
+    void classifierMergedFromPartitionRowsShouldEqualTheSingleFit(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int n = 300;
+        int d = 3;
+        int[] y = new int[n];
+        double[] train = classes(r, n, d, y);
+        try (NdArray x = array(device, DType.FLOAT64, train, n, d); NdArray labels = MlTesting.labels(device, y);
+                KNeighborsClassifier single = new KNeighborsClassifier().nNeighbors(7).fit(x, labels);
+                NdArray want = single.predict(x)) {
+            long[] cuts = MlTesting.cuts(n, 3, r);
+            List<NdArray> xs = MlTesting.split(x, cuts);
+            List<NdArray> ys = MlTesting.split(labels, cuts);
+            KNeighborsClassifier template = new KNeighborsClassifier().nNeighbors(7);
+            List<KNeighborsClassifier.Rows> parts = new ArrayList<>();
+            for (int p = 0; p < xs.size(); p++) {
+                parts.add(template.partial(xs.get(p), ys.get(p)));
+            }
+            try (KNeighborsClassifier merged = new KNeighborsClassifier().nNeighbors(7).merge(parts);
+                    NdArray got = merged.predict(x)) {
+                assertEquals(3, merged.classes());
+                assertTrue(single.fitX().contentEquals(merged.fitX()), "the rows, concatenated in partition order");
+                assertArrayEquals(want.toIntArray(), got.toIntArray());
+            }
+            KNeighborsClassifier tooMany = new KNeighborsClassifier().nNeighbors(n + 1);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> tooMany.merge(parts));
+            assertTrue(e.getMessage().contains("nNeighbors = " + (n + 1)), e.getMessage());
             MlTesting.closeAll(parts);
             MlTesting.closeAll(xs);
             MlTesting.closeAll(ys);

@@ -10,6 +10,7 @@ import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearModel;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.spark.internal.Node;
 import io.cuwire.spark.internal.SparkPartitions;
 import java.util.LinkedHashMap;
@@ -24,6 +25,8 @@ import org.apache.spark.sql.types.StructType;
  * A Spark ML estimator over a cuwire estimator of type {@code E}: {@link #fit} computes the estimator's partial
  * statistics in the executors (each partition's rows as arrays on the executor's device) and merges them on the
  * driver ({@link PartialFits}), giving a {@link CuwireModel} whose fitted state lives in the driver's device memory.
+ * Estimators without labels (k-means, PCA) ignore {@code labelCol}; PCA's model appends its own output column
+ * rather than {@code predictionCol}.
  * Spark {@code Param}s named like the cuwire estimator's parameters are passed on to it; their defaults are the
  * cuwire estimator's. Persisted with Spark ML's default params writer.
  *
@@ -145,6 +148,7 @@ public abstract class CuwireEstimator<E extends Estimator> extends org.apache.sp
                 case MultinomialNB m -> PartialFits.fit(p, m);
                 case RandomForestClassifier m -> PartialFits.fit(p, m);
                 case RandomForestRegressor m -> PartialFits.fit(p, m);
+                case KNeighborsClassifier m -> PartialFits.fit(p, m);
                 default -> throw new UnsupportedOperationException(e.getClass().getSimpleName()
                         + " has no distributed fit in cuwire-spark");
             };
@@ -154,14 +158,19 @@ public abstract class CuwireEstimator<E extends Estimator> extends org.apache.sp
         }
         CuwireModel model = new CuwireModel(uid, fitted);
         model.set(model.featuresCol(), getFeaturesCol());
-        model.set(model.predictionCol(), getPredictionCol());
+        model.set(model.appendedCol(), appendedCol());
         model.setParent(this);
         return model;
     }
 
+    /** The column the fitted model appends: {@link #predictionCol}, or a transforming stage's output column. */
+    protected String appendedCol() {
+        return getPredictionCol();
+    }
+
     @Override
     public StructType transformSchema(StructType schema) {
-        return CuwireModel.withPrediction(schema, getFeaturesCol(), getPredictionCol());
+        return CuwireModel.withOutput(schema, getFeaturesCol(), CuwireModel.Output.of(newEstimator()), appendedCol());
     }
 
     @Override

@@ -3,7 +3,9 @@ package io.cuwire.spark.ml;
 import io.cuwire.cluster.MlTasks;
 import io.cuwire.cluster.TaskRegistry;
 import io.cuwire.memory.NdArray;
+import io.cuwire.cluster.TaskType;
 import io.cuwire.ml.Estimator;
+import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
@@ -16,6 +18,7 @@ import io.cuwire.spark.internal.SparkPartitions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -24,6 +27,8 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.ml.Model;
+import org.apache.spark.ml.linalg.VectorUDT;
+import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
@@ -35,24 +40,74 @@ import org.apache.spark.ml.util.MLWriter;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * A fitted cuwire estimator as a Spark ML model. The fitted state lives in the driver's device memory;
- * {@link #transform} broadcasts it once as a handle ({@link CuwireSpark#broadcast}) and predicts in the executors,
- * each executor JVM fetching the frames once. {@link #close()} releases the broadcast (evicting the executors'
- * copies) and the fitted state. Saved with Spark ML persistence: the params as Spark's JSON metadata, the fitted
- * estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long offsets: models over 2 GiB work).
+ * {@link #transform} broadcasts it once as a handle ({@link CuwireSpark#broadcast}) and runs it in the executors,
+ * each executor JVM fetching the frames once: a predicting model appends a double column {@code predictionCol}, a
+ * transforming one (PCA) a column {@code outputCol} of ml vectors. {@link #close()} releases the broadcast
+ * (evicting the executors' copies) and the fitted state. Saved with Spark ML persistence: the params as Spark's
+ * JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long offsets:
+ * models over 2 GiB work).
  */
 public final class CuwireModel extends Model<CuwireModel> implements MLWritable, AutoCloseable {
     private static final int BATCH_ROWS = 8192;
     private static final TaskRegistry TASKS = TaskRegistry.standard();
 
+    /** What a model appends to each row: a prediction, or the transformed features. */
+    enum Output {
+        /** {@code predict}: a double per row, in {@code predictionCol}. */
+        PREDICTION(MlTasks.PREDICT, DataTypes.DoubleType),
+        /** {@code transform}: an ml vector per row, in {@code outputCol}. */
+        TRANSFORM(MlTasks.TRANSFORM, new VectorUDT());
+
+        private final TaskType<NdArray> task;
+        private final DataType type;
+
+        Output(TaskType<NdArray> task, DataType type) {
+            this.task = task;
+            this.type = type;
+        }
+
+        /** The output of {@code e}'s fitted models. */
+        static Output of(Estimator e) {
+            return e instanceof PCA ? TRANSFORM : PREDICTION;
+        }
+
+        /** The column type. */
+        DataType type() {
+            return type;
+        }
+
+        /** The column values of {@code result}, one per row: boxed doubles or dense vectors. */
+        Object[] values(NdArray result) {
+            double[] v = doubles(result);
+            if (this == PREDICTION) {
+                Object[] out = new Object[v.length];
+                for (int i = 0; i < v.length; i++) {
+                    out[i] = v[i];
+                }
+                return out;
+            }
+            int rows = (int) result.dim(0);
+            int cols = rows == 0 ? 0 : v.length / rows;
+            Object[] out = new Object[rows];
+            for (int i = 0; i < rows; i++) {
+                out[i] = Vectors.dense(Arrays.copyOfRange(v, i * cols, (i + 1) * cols));
+            }
+            return out;
+        }
+    }
+
     private final String uid;
     private final Param<String> featuresCol;
     private final Param<String> predictionCol;
+    private final Param<String> outputCol;
     private final Estimator fitted;
+    private final Output output;
     private ModelBroadcast<Estimator> broadcast;
 
     /** A model of the fitted cuwire estimator {@code fitted}, which it owns from now on. */
@@ -60,10 +115,13 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
     public CuwireModel(String uid, Estimator fitted) {
         this.uid = uid;
         this.fitted = fitted;
+        this.output = Output.of(fitted);
         this.featuresCol = new Param<>(this, "featuresCol", "features column: ml vectors or arrays of numbers");
-        this.predictionCol = new Param<>(this, "predictionCol", "prediction column");
+        this.predictionCol = new Param<>(this, "predictionCol", "prediction column, of a predicting model");
+        this.outputCol = new Param<>(this, "outputCol", "column of ml vectors, of a transforming model (PCA)");
         setDefault(featuresCol, "features");
         setDefault(predictionCol, "prediction");
+        setDefault(outputCol, "output");
     }
 
     @Override
@@ -79,12 +137,20 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return predictionCol;
     }
 
+    public Param<String> outputCol() {
+        return outputCol;
+    }
+
     public String getFeaturesCol() {
         return getOrDefault(featuresCol);
     }
 
     public String getPredictionCol() {
         return getOrDefault(predictionCol);
+    }
+
+    public String getOutputCol() {
+        return getOrDefault(outputCol);
     }
 
     public CuwireModel setFeaturesCol(String value) {
@@ -95,6 +161,16 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
     public CuwireModel setPredictionCol(String value) {
         set(predictionCol, value);
         return this;
+    }
+
+    public CuwireModel setOutputCol(String value) {
+        set(outputCol, value);
+        return this;
+    }
+
+    /** The param naming the column this model appends: {@link #predictionCol} or, for PCA, {@link #outputCol}. */
+    public Param<String> appendedCol() {
+        return output == Output.PREDICTION ? predictionCol : outputCol;
     }
 
     /** The fitted cuwire estimator, in the driver's memory (owned by this model: do not close it). */
@@ -114,26 +190,27 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
     public Dataset<Row> transform(Dataset<?> dataset) {
         StructType out = transformSchema(dataset.schema());
         ModelRef<Estimator> ref = ref();
+        Output o = output;
         int features = dataset.schema().fieldIndex(getFeaturesCol());
-        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> predict(ref, features, it));
+        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> apply(ref, o, features, it));
         return dataset.sparkSession().createDataFrame(rows, out);
     }
 
-    /** In an executor: the rows with their predictions appended, a batch of rows at a time. */
-    private static Iterator<Row> predict(ModelRef<Estimator> ref, int features, Iterator<Row> rows) {
+    /** In an executor: the rows with the model's output appended, a batch of rows at a time. */
+    private static Iterator<Row> apply(ModelRef<Estimator> ref, Output output, int features, Iterator<Row> rows) {
         List<Row> out = new ArrayList<>();
         List<Row> batch = new ArrayList<>();
         while (rows.hasNext()) {
             batch.add(rows.next());
             if (batch.size() == BATCH_ROWS || !rows.hasNext()) {
-                double[] predictions = predictBatch(ref, features, batch);
+                Object[] results = applyBatch(ref, output, features, batch);
                 for (int i = 0; i < batch.size(); i++) {
                     Row r = batch.get(i);
                     Object[] values = new Object[r.length() + 1];
                     for (int j = 0; j < r.length(); j++) {
                         values[j] = r.get(j);
                     }
-                    values[r.length()] = predictions[i];
+                    values[r.length()] = results[i];
                     out.add(RowFactory.create(values));
                 }
                 batch.clear();
@@ -142,7 +219,7 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return out.iterator();
     }
 
-    private static double[] predictBatch(ModelRef<Estimator> ref, int features, List<Row> batch) {
+    private static Object[] applyBatch(ModelRef<Estimator> ref, Output output, int features, List<Row> batch) {
         Node node = Node.current();
         double[][] x = new double[batch.size()][];
         for (int i = 0; i < x.length; i++) {
@@ -151,36 +228,41 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         try (NdArray input = NdArray.fromMatrix(node.deviceMemory(), x)) {
             io.cuwire.cluster.TaskContext ctx = new io.cuwire.cluster.TaskContext(0, node.device().ordinal(),
                     node.deviceMemory(), node.hostMemory());
-            try (NdArray p = ref.apply(m -> (NdArray) TASKS.get(MlTasks.PREDICT.name()).run(ctx, List.of(m, input)))) {
-                return switch (p.dtype()) {
-                    case FLOAT64 -> p.toDoubleArray();
-                    case FLOAT32 -> {
-                        float[] f = p.toFloatArray();
-                        double[] d = new double[f.length];
-                        for (int i = 0; i < f.length; i++) {
-                            d[i] = f[i];
-                        }
-                        yield d;
-                    }
-                    case INT32 -> java.util.Arrays.stream(p.toIntArray()).asDoubleStream().toArray();
-                    default -> java.util.Arrays.stream(p.toLongArray()).asDoubleStream().toArray();
-                };
+            try (NdArray p = ref.apply(m -> (NdArray) TASKS.get(output.task.name()).run(ctx, List.of(m, input)))) {
+                return output.values(p);
             }
         }
     }
 
-    /** {@code schema} with a double column {@code prediction}, after checking that {@code features} is there. */
-    static StructType withPrediction(StructType schema, String features, String prediction) {
+    /** The elements of a float or integer array as doubles. */
+    private static double[] doubles(NdArray p) {
+        return switch (p.dtype()) {
+            case FLOAT64 -> p.toDoubleArray();
+            case FLOAT32 -> {
+                float[] f = p.toFloatArray();
+                double[] d = new double[f.length];
+                for (int i = 0; i < f.length; i++) {
+                    d[i] = f[i];
+                }
+                yield d;
+            }
+            case INT32 -> Arrays.stream(p.toIntArray()).asDoubleStream().toArray();
+            default -> Arrays.stream(p.toLongArray()).asDoubleStream().toArray();
+        };
+    }
+
+    /** {@code schema} with {@code output}'s column {@code column}, after checking that {@code features} is there. */
+    static StructType withOutput(StructType schema, String features, Output output, String column) {
         schema.fieldIndex(features);
-        if (List.of(schema.fieldNames()).contains(prediction)) {
-            throw new IllegalArgumentException("column '" + prediction + "' exists already in " + schema);
+        if (List.of(schema.fieldNames()).contains(column)) {
+            throw new IllegalArgumentException("column '" + column + "' exists already in " + schema);
         }
-        return schema.add(prediction, DataTypes.DoubleType, false);
+        return schema.add(column, output.type(), false);
     }
 
     @Override
     public StructType transformSchema(StructType schema) {
-        return withPrediction(schema, getFeaturesCol(), getPredictionCol());
+        return withOutput(schema, getFeaturesCol(), output, getOrDefault(appendedCol()));
     }
 
     @Override

@@ -1,0 +1,56 @@
+package io.cuwire.spark.ml;
+
+import io.cuwire.ml.neighbors.KNeighborsClassifier;
+import org.apache.spark.ml.param.IntParam;
+import org.apache.spark.ml.util.DefaultParamsReader;
+import org.apache.spark.ml.util.Identifiable;
+import org.apache.spark.ml.util.MLReader;
+
+/**
+ * Classification by a vote of the {@code nNeighbors} nearest training rows: cuwire's {@code KNeighborsClassifier} in
+ * Spark ML. {@code fit} brings every partition's rows and labels to the driver's device memory (the model is the
+ * training set: it must fit there, and in each executor that predicts with it).
+ */
+public final class CuwireKNeighborsClassifier extends CuwireEstimator<KNeighborsClassifier> {
+    private final IntParam nNeighbors;
+    private final IntParam nClasses;
+
+    /** A stage with a fresh uid. */
+    public CuwireKNeighborsClassifier() {
+        this(Identifiable.randomUID("cuwireKNeighborsClassifier"));
+    }
+
+    /** A stage with {@code uid} (Spark's copy and load use it). */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction
+    public CuwireKNeighborsClassifier(String uid) {
+        super(uid);
+        this.nNeighbors = new IntParam(this, "nNeighbors", "neighbors that vote (k)");
+        this.nClasses = new IntParam(this, "nClasses", "classes (0: from the labels)");
+        cuwireDefaults();
+    }
+
+    @Override
+    protected KNeighborsClassifier newEstimator() {
+        return new KNeighborsClassifier();
+    }
+
+    /** The cuwire estimator's nNeighbors: neighbors that vote. */
+    public IntParam nNeighbors() {
+        return nNeighbors;
+    }
+
+    /** The cuwire estimator's nClasses: classes (0: from the labels). */
+    public IntParam nClasses() {
+        return nClasses;
+    }
+
+    /** The reader of saved stages. */
+    public static MLReader<CuwireKNeighborsClassifier> read() {
+        return new DefaultParamsReader<>();
+    }
+
+    /** Loads a saved stage. */
+    public static CuwireKNeighborsClassifier load(String path) {
+        return read().load(path);
+    }
+}

@@ -1,0 +1,64 @@
+package io.cuwire.spark.ml;
+
+import io.cuwire.ml.naivebayes.MultinomialNB;
+import org.apache.spark.ml.param.BooleanParam;
+import org.apache.spark.ml.param.DoubleParam;
+import org.apache.spark.ml.param.IntParam;
+import org.apache.spark.ml.util.DefaultParamsReader;
+import org.apache.spark.ml.util.Identifiable;
+import org.apache.spark.ml.util.MLReader;
+
+/**
+ * Naive Bayes for count features (class and feature counts from the partitions, summed on the driver): cuwire's
+ * {@code MultinomialNB} as a Spark ML estimator. Labels are class indices 0..k-1.
+ */
+public final class CuwireMultinomialNB extends CuwireEstimator<MultinomialNB> {
+    private final DoubleParam alpha;
+    private final BooleanParam fitPrior;
+    private final IntParam nClasses;
+
+    /** A stage with a fresh uid. */
+    public CuwireMultinomialNB() {
+        this(Identifiable.randomUID("cuwireMultinomialNB"));
+    }
+
+    /** A stage with {@code uid} (Spark's copy and load use it). */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction
+    public CuwireMultinomialNB(String uid) {
+        super(uid);
+        this.alpha = new DoubleParam(this, "alpha", "additive smoothing, >= 0");
+        this.fitPrior = new BooleanParam(this, "fitPrior", "whether to learn class priors (else uniform)");
+        this.nClasses = new IntParam(this, "nClasses", "classes (0: from the labels)");
+        cuwireDefaults();
+    }
+
+    @Override
+    protected MultinomialNB newEstimator() {
+        return new MultinomialNB();
+    }
+
+    /** The cuwire estimator's alpha: additive smoothing. */
+    public DoubleParam alpha() {
+        return alpha;
+    }
+
+    /** The cuwire estimator's fitPrior: whether to learn class priors. */
+    public BooleanParam fitPrior() {
+        return fitPrior;
+    }
+
+    /** The cuwire estimator's nClasses: classes (0: from the labels). */
+    public IntParam nClasses() {
+        return nClasses;
+    }
+
+    /** The reader of saved stages. */
+    public static MLReader<CuwireMultinomialNB> read() {
+        return new DefaultParamsReader<>();
+    }
+
+    /** Loads a saved stage. */
+    public static CuwireMultinomialNB load(String path) {
+        return read().load(path);
+    }
+}

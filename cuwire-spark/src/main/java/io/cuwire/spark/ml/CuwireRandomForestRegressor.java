@@ -1,0 +1,36 @@
+package io.cuwire.spark.ml;
+
+import io.cuwire.ml.ensemble.RandomForestRegressor;
+import org.apache.spark.ml.util.DefaultParamsReader;
+import org.apache.spark.ml.util.Identifiable;
+import org.apache.spark.ml.util.MLReader;
+
+/** A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} in Spark ML. */
+public final class CuwireRandomForestRegressor extends CuwireRandomForest<RandomForestRegressor> {
+    /** A stage with a fresh uid. */
+    public CuwireRandomForestRegressor() {
+        this(Identifiable.randomUID("cuwireRandomForestRegressor"));
+    }
+
+    /** A stage with {@code uid} (Spark's copy and load use it). */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction
+    public CuwireRandomForestRegressor(String uid) {
+        super(uid);
+        cuwireDefaults();
+    }
+
+    @Override
+    protected RandomForestRegressor newEstimator() {
+        return new RandomForestRegressor();
+    }
+
+    /** The reader of saved stages. */
+    public static MLReader<CuwireRandomForestRegressor> read() {
+        return new DefaultParamsReader<>();
+    }
+
+    /** Loads a saved stage. */
+    public static CuwireRandomForestRegressor load(String path) {
+        return read().load(path);
+    }
+}
