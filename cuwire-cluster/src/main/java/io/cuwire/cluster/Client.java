@@ -201,7 +201,7 @@ public final class Client {
         }
         List<CompletableFuture<Object>> futures = new ArrayList<>();
         byWorker.forEach((w, ids) -> {
-            if (remote(w).lost() == null) {
+            if (remote(w).isAlive()) {
                 futures.add(request(w, "free", null, List.of(ids)));
             }
         });
@@ -490,7 +490,7 @@ public final class Client {
     public List<WorkerStats> workerStats() {
         List<CompletableFuture<WorkerStats>> futures = new ArrayList<>();
         for (RemoteWorker w : workers) {
-            if (w.lost() == null) {
+            if (w.isAlive()) {
                 futures.add(workerStats(w.index()));
             }
         }
