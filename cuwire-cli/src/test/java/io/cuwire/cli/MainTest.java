@@ -1,6 +1,7 @@
 package io.cuwire.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -8,6 +9,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -99,24 +101,78 @@ class MainTest {
         Result r = run("bench", "broadcast", "--size", "1MiB", "--repeat", "2", "--warmup", "4", "--out",
                 dir.toString());
         assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
-        for (String phase : new String[] {"raw", "cold", "warm", "unchanged"}) {
-            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=ipc family=cuda size=1048576 phase="
-                    + phase + " median_ms=[0-9.]+ .*checked=ok\n.*"), phase + " missing in:\n" + r.out());
+        assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=1 strategy=none transport=ipc family=cuda "
+                + "size=1048576 phase=raw median_ms=[0-9.]+ .*checked=ok\n.*"), "raw missing in:\n" + r.out());
+        for (String phase : new String[] {"cold", "warm", "unchanged"}) {
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=1 strategy=each transport=ipc "
+                    + "family=cuda size=1048576 phase=" + phase + " median_ms=[0-9.]+ .*checked=ok\n.*"),
+                    phase + " missing in:\n" + r.out());
         }
-        assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=ipc family=cuda size=1048576 phase=warm "
-                + "median_ms=[0-9.]+ min_ms=[0-9.]+ max_ms=[0-9.]+ gbps=[0-9.]+ host_bytes=0 vs_raw=[0-9.]+ "
-                + "checked=ok\n.*"), "the cuda family moves nothing through the host:\n" + r.out());
+        assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=1 strategy=each transport=ipc family=cuda "
+                + "size=1048576 phase=warm median_ms=[0-9.]+ min_ms=[0-9.]+ max_ms=[0-9.]+ gbps=[0-9.]+ "
+                + "gbps_aggregate=[0-9.]+ host_bytes=0 sent=1 vs_raw=[0-9.]+ checked=ok\n.*"),
+                "the cuda family moves nothing through the host:\n" + r.out());
         for (String phase : new String[] {"cold", "warm"}) {
-            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast transport=tcp family=java size=1048576 phase="
-                    + phase + " median_ms=[0-9.]+ .* java_vs_cuda=[0-9.]+ checked=ok\n.*"), phase + ":\n" + r.out());
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=1 strategy=each transport=tcp "
+                    + "family=java size=1048576 phase=" + phase + " median_ms=[0-9.]+ .* java_vs_cuda=[0-9.]+ "
+                    + "checked=ok\n.*"), phase + ":\n" + r.out());
         }
-        assertTrue(r.out().contains(" checked=ok\nwrote "), r.out());
+        assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast size=1048576 summary cuda_ipc_warm_ms=[0-9.]+ "
+                + "raw_ms=[0-9.]+ vs_raw=[0-9.]+ within_1\\.15=(true|false) java_tcp_warm_ms=[0-9.]+ "
+                + "java_vs_cuda=[0-9.]+ at_least_50=(true|false) checked=ok\nwrote .*"), r.out());
         try (var files = Files.list(dir)) {
             assertEquals(2, files.filter(f -> f.getFileName().toString().matches("broadcast-.*\\.(csv|md)")).count());
         }
         r = run("bench", "broadcast", "--size", "1000");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().startsWith("cuwire bench broadcast: --size 1000 (expected: a multiple of 256"), r.err());
+        r = run("bench", "broadcast", "--strategies", "star");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench broadcast: --strategies: unknown strategy 'star'"), r.err());
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void shouldBroadcastToThreeWorkersByEachStrategyAndSendNothingForAnUnchangedModel(@TempDir Path dir)
+            throws Exception {
+        Result r = run("bench", "broadcast", "--workers", "3", "--sizes", "64KiB,256KiB", "--repeat", "2",
+                "--warmup", "6", "--out", dir.toString());
+        assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
+        assertTrue(r.out().contains(" 3 worker(s) on device(s) 1,1,1 (worker i on the i-th), sizes 65536,262144, "
+                + "strategies each,chain,tree,"), "two emulated devices: every worker on device 1:\n" + r.out());
+        for (String size : new String[] {"65536", "262144"}) {
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=3 strategy=none transport=ipc "
+                    + "family=cuda size=" + size + " phase=raw median_ms=[0-9.]+ .*checked=ok\n.*"), r.out());
+            for (String strategy : new String[] {"each", "chain", "tree"}) {
+                for (String phase : new String[] {"cold", "warm", "unchanged"}) {
+                    String sent = phase.equals("unchanged") ? "0" : "3";
+                    assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=3 strategy=" + strategy
+                            + " transport=ipc family=cuda size=" + size + " phase=" + phase + " median_ms=[0-9.]+ "
+                            + "min_ms=[0-9.]+ max_ms=[0-9.]+ gbps=[0-9.]+ gbps_aggregate=[0-9.]+ host_bytes=0 sent="
+                            + sent + " vs_raw=[0-9.]+ checked=ok\n.*"),
+                            strategy + " " + phase + " of " + size + " missing or wrong in:\n" + r.out());
+                }
+            }
+            assertTrue(r.out().matches("(?s).*\nRESULT bench=broadcast workers=3 size=" + size + " summary "
+                    + "raw_ms=[0-9.]+ each_vs_raw=[0-9.]+ best_pipelined=(chain|tree) pipelined_warm_ms=[0-9.]+ "
+                    + "pipelined_vs_raw=[0-9.]+ within_1\\.5=n/a unchanged_max_ms=[0-9.]+ "
+                    + "unchanged_under_1ms=(true|false) checked=ok\n.*"), "below 1 GiB there is no 1.5 target:\n"
+                    + r.out());
+        }
+        assertTrue(r.out().contains("SKIP bench=broadcast transport=tcp family=java reason=\"the java family runs "
+                + "with --workers 1 only"), r.out());
+        assertFalse(r.out().contains("family=java size="), "no java family case with three workers:\n" + r.out());
+        Path csv;
+        try (var files = Files.list(dir)) {
+            csv = files.filter(f -> f.getFileName().toString().matches("broadcast-.*\\.csv")).findFirst()
+                    .orElseThrow();
+        }
+        List<String> rows = Files.readAllLines(csv);
+        assertEquals("workers,strategy,transport,family,size,phase,median_ms,min_ms,max_ms,gbps,gbps_aggregate,"
+                + "vs_raw,java_vs_cuda,host_bytes,sent,checked", rows.getFirst());
+        assertEquals(2 * (1 + 3 * 3), rows.size() - 1, "per size a raw copy and three phases per strategy:\n" + rows);
+        assertEquals(6, rows.stream().filter(l -> l.matches("3,(each|chain|tree),ipc,cuda,\\d+,unchanged,.*,0,0,"
+                + "true")).count(), "unchanged: no bytes through the host, no worker sent frames:\n" + rows);
     }
 
     @Test
