@@ -39,17 +39,17 @@ public final class Main {
                 + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin)",
                 WorkerCommand::run));
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
-        COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy bandwidth;"
-                + " 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes 1KiB,1MiB,"
-                + "64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; 'bench "
-                + "broadcast [--workers N] [--sizes 1MiB,1GiB] [--strategies each,chain,tree] [--repeat N] [--warmup "
-                + "N] [--out DIR] [--java true|false]': a cluster broadcast from device 0 to N workers (devices 1..N)"
-                + " over ipc (cuda family), each in turn and pipelined, cold, warm and unchanged, against the raw peer"
-                + " copy, and with one worker over tcp with the java family; 'bench estimators [--rows N] [--cols D]"
-                + " [--repeat R] [--backends device,cpu] [--out DIR]': fit and predict time per estimator on device 0"
-                + " and the CPU, checked against the CPU; 'bench roofline [--rows N] [--cols D] [--clusters K] "
-                + "[--fit-rows N] [--repeat R]':"
-                + " LinearRegression and KMeans predict against the device copy bandwidth",
+        COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy "
+                + "bandwidth; 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes "
+                + "1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; "
+                + "'bench broadcast [--workers N] [--sizes 1MiB,1GiB] [--strategies each,chain,tree] [--chunk 4MiB] "
+                + "[--repeat N] [--warmup N] [--out DIR] [--java true|false]': a cluster broadcast from device 0 to "
+                + "N workers (devices 1..N) over ipc (cuda family), each in turn and pipelined, cold, warm and "
+                + "unchanged, against the raw peer copy, and with one worker over tcp with the java family; 'bench "
+                + "estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--out DIR]': fit and "
+                + "predict time per estimator on device 0 and the CPU, checked against the CPU; 'bench roofline "
+                + "[--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]': LinearRegression and KMeans "
+                + "predict against the device copy bandwidth",
                 Main::bench));
         COMMANDS.put("help", new Entry("this text", (args, out, err) -> usage(out)));
     }

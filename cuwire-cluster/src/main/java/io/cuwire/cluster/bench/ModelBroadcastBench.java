@@ -98,9 +98,10 @@ public final class ModelBroadcastBench {
      * @param out directory for the CSV and markdown, or {@code null}
      * @param java whether to run the {@code java} family over TCP (one worker only)
      * @param warmup untimed broadcasts of a small model before the timed ones
+     * @param chunkBytes the pieces a chain or tree forwards
      */
     public record Options(List<Long> sizes, int workers, List<BroadcastOptions.Strategy> strategies, int repeat,
-            Path out, boolean java, int warmup) {
+            Path out, boolean java, int warmup, long chunkBytes) {
         public Options {
             sizes = List.copyOf(sizes);
             strategies = List.copyOf(strategies);
@@ -108,8 +109,8 @@ public final class ModelBroadcastBench {
 
         /**
          * Parses {@code --workers N --sizes 1MiB,1GiB --strategies each,chain,tree --repeat N --out DIR --java
-         * true|false --warmup N}; {@code --size S} is {@code --sizes S}. Strategies default to {@code each} for one
-         * worker, {@code each,chain,tree} for more.
+         * true|false --warmup N --chunk 4MiB}; {@code --size S} is {@code --sizes S}. Strategies default to
+         * {@code each} for one worker, {@code each,chain,tree} for more.
          */
         public static Options parse(String... args) {
             List<Long> sizes = List.of(1L << 30);
@@ -117,6 +118,7 @@ public final class ModelBroadcastBench {
             List<BroadcastOptions.Strategy> strategies = null;
             int repeat = 5;
             int warmup = DEFAULT_WARMUP;
+            long chunkBytes = BroadcastOptions.DEFAULT.chunkBytes();
             Path out = Path.of("bench", "results");
             boolean java = true;
             for (int i = 0; i < args.length; i++) {
@@ -133,6 +135,12 @@ public final class ModelBroadcastBench {
                     case "--out" -> out = Path.of(v);
                     case "--java" -> java = Boolean.parseBoolean(v);
                     case "--warmup" -> warmup = atLeast(flag, v, 0);
+                    case "--chunk" -> {
+                        chunkBytes = TransferBench.parseSize(v);
+                        if (chunkBytes < 4096) {
+                            throw new IllegalArgumentException("--chunk " + v + " (expected: at least 4KiB)");
+                        }
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
@@ -140,7 +148,7 @@ public final class ModelBroadcastBench {
                 strategies = workers == 1 ? List.of(BroadcastOptions.Strategy.EACH_IN_TURN)
                         : List.of(BroadcastOptions.Strategy.values());
             }
-            return new Options(sizes, workers, strategies, repeat, out, java, warmup);
+            return new Options(sizes, workers, strategies, repeat, out, java, warmup, chunkBytes);
         }
 
         private static List<Long> sizes(String flag, String v) {
@@ -259,12 +267,13 @@ public final class ModelBroadcastBench {
         int[] devices = placement(n, Devices.all().size());
         String where = Arrays.stream(devices).mapToObj(Integer::toString).collect(Collectors.joining(","));
         out.printf(Locale.ROOT, "cuwire bench broadcast: platform %s, client on device 0 (%s), %d worker(s) on "
-                + "device(s) %s (worker i on the i-th), sizes %s, strategies %s, repeat %d; vs_raw = broadcast time "
-                + "(to the last worker's acknowledgement) / raw peer copy time device 0 -> %d, gbps_aggregate = "
-                + "workers x size / time; targets: %s%n", Devices.platform(), Devices.get(0).name(), n, where,
-                options.sizes().stream().map(String::valueOf).collect(Collectors.joining(",")),
+                + "device(s) %s (worker i on the i-th), sizes %s, strategies %s, repeat %d, chunks of %d bytes; "
+                + "vs_raw = broadcast time (to the last worker's acknowledgement) / raw peer copy time device 0 -> %d, "
+                + "gbps_aggregate = workers x size / time; targets: %s%n", Devices.platform(), Devices.get(0).name(),
+                n, where, options.sizes().stream().map(String::valueOf).collect(Collectors.joining(",")),
                 options.strategies().stream().map(ModelBroadcastBench::name).collect(Collectors.joining(",")),
-                options.repeat(), devices[0], n == 1 ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
+                options.repeat(), options.chunkBytes(), devices[0],
+                n == 1 ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
                         : "best pipelined warm <= 1.5 x raw from 1 GiB up, unchanged < 1 ms");
         List<Result> results = new ArrayList<>();
         try (LocalCluster cluster = LocalCluster.builder().workers(n).devices(devices).transport("ipc").start()) {
@@ -278,7 +287,8 @@ public final class ModelBroadcastBench {
                     results.add(print(out, n, new Result(size, "none", "ipc", Family.CUDA, "raw", raw, min(copies),
                             max(copies), 1, 0, 0, 1, true)));
                     for (BroadcastOptions.Strategy s : options.strategies()) {
-                        BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s);
+                        BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s)
+                                .chunkBytes(options.chunkBytes());
                         results.addAll(broadcasts(out, client, n, model, x, cuda, "ipc", options.repeat(), size,
                                 raw));
                     }

@@ -41,6 +41,8 @@ class ModelBroadcastBenchTest {
         assertEquals(List.of(16L << 20), o.sizes());
         assertEquals(List.of(Strategy.TREE, Strategy.EACH_IN_TURN), o.strategies());
         assertEquals("tree", ModelBroadcastBench.name(o.strategies().getFirst()));
+        assertEquals(4L << 20, o.chunkBytes(), "the cluster's default chunk");
+        assertEquals(64L << 20, ModelBroadcastBench.Options.parse("--chunk", "64MiB").chunkBytes());
     }
 
     @Test
@@ -57,5 +59,7 @@ class ModelBroadcastBenchTest {
                 () -> ModelBroadcastBench.Options.parse("--workers", "0")).getMessage());
         assertEquals("--workers many (expected: a number >= 1)", assertThrows(IllegalArgumentException.class,
                 () -> ModelBroadcastBench.Options.parse("--workers", "many")).getMessage());
+        assertEquals("--chunk 1KiB (expected: at least 4KiB)", assertThrows(IllegalArgumentException.class,
+                () -> ModelBroadcastBench.Options.parse("--chunk", "1KiB")).getMessage());
     }
 }
