@@ -9,6 +9,26 @@
     for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t) blockDim.x * gridDim.x)
 
+// For each row r of d (rows x cols, row-major): index[r] = the first column holding the row's minimum,
+// minimum[r] = that value. One thread per row.
+template <typename T>
+__device__ void argmin_rows(int64_t rows, int64_t cols, const T* __restrict__ d, int32_t* __restrict__ index,
+                            T* __restrict__ minimum) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* dr = d + r * cols;
+        int64_t best = 0;
+        T bestValue = dr[0];
+        for (int64_t k = 1; k < cols; k++) {
+            if (dr[k] < bestValue) {
+                bestValue = dr[k];
+                best = k;
+            }
+        }
+        index[r] = (int32_t) best;
+        minimum[r] = bestValue;
+    }
+}
+
 extern "C" {
 
 // y[i] = a * x[i] + y[i]
@@ -85,39 +105,15 @@ __global__ void sq_dist_rows_f64(int64_t rows, int64_t centers, int64_t dims, co
 }
 
 // For each row r of d (rows x cols, row-major): index[r] = the first column holding the row's minimum,
-// minimum[r] = that value. One thread per row.
+// minimum[r] = that value. One thread per row (argmin_rows, above the extern "C" block).
 __global__ void argmin_rows_f32(int64_t rows, int64_t cols, const float* __restrict__ d,
                                 int32_t* __restrict__ index, float* __restrict__ minimum) {
-    GRID_STRIDE_LOOP(r, rows) {
-        const float* dr = d + r * cols;
-        int64_t best = 0;
-        float bestValue = dr[0];
-        for (int64_t k = 1; k < cols; k++) {
-            if (dr[k] < bestValue) {
-                bestValue = dr[k];
-                best = k;
-            }
-        }
-        index[r] = (int32_t) best;
-        minimum[r] = bestValue;
-    }
+    argmin_rows(rows, cols, d, index, minimum);
 }
 
 __global__ void argmin_rows_f64(int64_t rows, int64_t cols, const double* __restrict__ d,
                                 int32_t* __restrict__ index, double* __restrict__ minimum) {
-    GRID_STRIDE_LOOP(r, rows) {
-        const double* dr = d + r * cols;
-        int64_t best = 0;
-        double bestValue = dr[0];
-        for (int64_t k = 1; k < cols; k++) {
-            if (dr[k] < bestValue) {
-                bestValue = dr[k];
-                best = k;
-            }
-        }
-        index[r] = (int32_t) best;
-        minimum[r] = bestValue;
-    }
+    argmin_rows(rows, cols, d, index, minimum);
 }
 
 }  // extern "C"

@@ -257,6 +257,32 @@ __device__ void ml_gemv_rows(int64_t rows, int64_t cols, int32_t lanes, double a
     }
 }
 
+// The end of a row of the nearest-rows kernels: sums each center's partial distances over the row group (every
+// lane takes part in the shuffles), picks the first smallest, and has the writer lane store it in index[r] and, unless
+// best is null, the distance in best[r].
+template <int KMAX, typename T>
+__device__ __forceinline__ void ml_store_nearest(const double (&acc)[KMAX], int64_t k, int32_t lanes, bool writer,
+                                                 int64_t r, int32_t* __restrict__ index, T* __restrict__ best) {
+    int32_t arg = 0;
+    double nearest = 0;
+#pragma unroll
+    for (int q = 0; q < KMAX; q++) {
+        if (q < k) {
+            double s = ml_group_sum(acc[q], lanes);
+            if (q == 0 || s < nearest) {
+                nearest = s;
+                arg = q;
+            }
+        }
+    }
+    if (writer) {
+        index[r] = arg;
+        if (best != nullptr) {
+            best[r] = (T) nearest;
+        }
+    }
+}
+
 // For each row of x (rows x cols): index[r] = the nearest of the k rows of c (k x cols, k <= KMAX,
 // k * cols <= ML_NEAREST_SHARED) by squared Euclidean distance, the first of equals, and best[r] that distance
 // (unless best is null). Reads x once: the centers sit in shared memory as doubles, each lane keeps the partial
@@ -301,24 +327,7 @@ __device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t l
                 }
             }
         }
-        int32_t arg = 0;
-        double nearest = 0;
-#pragma unroll
-        for (int q = 0; q < KMAX; q++) {
-            if (q < k) {
-                double s = ml_group_sum(acc[q], lanes);
-                if (q == 0 || s < nearest) {
-                    nearest = s;
-                    arg = q;
-                }
-            }
-        }
-        if (valid && lane == 0) {
-            index[r] = arg;
-            if (best != nullptr) {
-                best[r] = (T) nearest;
-            }
-        }
+        ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
     }
 }
 
@@ -390,24 +399,7 @@ __device__ void ml_nearest_rows_v4(int64_t rows, int64_t cols, int64_t k, int32_
                 }
             }
         }
-        int32_t arg = 0;
-        double nearest = 0;
-#pragma unroll
-        for (int q = 0; q < KMAX; q++) {
-            if (q < k) {
-                double s = ml_group_sum(acc[q], lanes);
-                if (q == 0 || s < nearest) {
-                    nearest = s;
-                    arg = q;
-                }
-            }
-        }
-        if (valid && lane == 0) {
-            index[r] = arg;
-            if (best != nullptr) {
-                best[r] = (float) nearest;
-            }
-        }
+        ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
     }
 }
 
