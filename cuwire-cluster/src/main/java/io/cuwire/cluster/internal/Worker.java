@@ -371,14 +371,14 @@ public final class Worker implements Endpoint.Handler {
         }
         CachedModel old = models.put(id, new CachedModel(version, value));
         from.reply(Reply.ok(r.id(), null));
-        // The old version is released after the acknowledgement, off the broadcast's critical path.
-        if (old != null) {
-            old.retire();
-        }
+        retire(old);
     }
 
-    private void put(long id, long version, Object value) {
-        CachedModel old = models.put(id, new CachedModel(version, value));
+    /**
+     * Releases a replaced version ({@code null}: none), after the acknowledgement of its successor so that it stays
+     * off the broadcast's critical path.
+     */
+    private static void retire(CachedModel old) {
         if (old != null) {
             old.retire();
         }
@@ -543,8 +543,9 @@ public final class Worker implements Endpoint.Handler {
                 }
             }
             try (Serialized s = Serialized.received(asm.header, asm.frames)) {
-                put(asm.id, asm.version, registry.deserialize(s, target));
+                CachedModel old = models.put(asm.id, new CachedModel(asm.version, registry.deserialize(s, target)));
                 client.reply(Reply.ok(asm.bid, unreached));
+                retire(old);
             } catch (RuntimeException x) {
                 client.reply(Reply.failed(asm.bid, x));
             } finally {
