@@ -1,6 +1,7 @@
 package io.cuwire.transport;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
 
 /**
  * How long a transport's threads spin for a message or for bytes before they block: one that comes within the spin
@@ -46,6 +47,15 @@ public final class Spin {
             }
         }
         return future.join();
+    }
+
+    /**
+     * Whether a thread that has spun {@code spunNanos} for something goes on spinning: within {@link #NANOS}, or,
+     * while {@code busy} says a transfer it waits for is in progress, within {@link #BUSY_MAX_NANOS}. Never when
+     * spinning is off. {@code busy} is asked only past the plain spin.
+     */
+    public static boolean keepSpinning(long spunNanos, BooleanSupplier busy) {
+        return NANOS > 0 && (spunNanos < NANOS || spunNanos < BUSY_MAX_NANOS && busy.getAsBoolean());
     }
 
     /** The spin in nanoseconds for the property's value (or {@code null}) on a machine of {@code cores} cores. */

@@ -18,4 +18,14 @@ class SpinTest {
         assertTrue(e.getMessage().contains(Spin.PROPERTY), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Spin.nanos("fast", 8));
     }
+
+    @Test
+    void shouldKeepSpinningPastTheSpinOnlyWhileBusyAndNeverPastTheBusyLimit() {
+        // The transport tests run with -Dcuwire.transport.spinMicros=20 (cuwire-transport's pom).
+        assertEquals(20_000, Spin.NANOS);
+        assertTrue(Spin.keepSpinning(0, () -> false));
+        assertTrue(!Spin.keepSpinning(Spin.NANOS, () -> false));
+        assertTrue(Spin.keepSpinning(Spin.NANOS, () -> true));
+        assertTrue(!Spin.keepSpinning(Spin.BUSY_MAX_NANOS, () -> true));
+    }
 }

@@ -243,9 +243,9 @@ final class InProcessConnection implements Connection {
         synchronized (receiveLock) {
             int seen = arrivals.get();
             Object next = inbound.pollFirst();
-            if (next == null && Spin.NANOS > 0) {
-                long spinUntil = System.nanoTime() + Spin.NANOS;
-                while (arrivals.get() == seen && System.nanoTime() - spinUntil < 0) {
+            if (next == null) {
+                long spinStart = System.nanoTime();
+                while (arrivals.get() == seen && Spin.keepSpinning(System.nanoTime() - spinStart, () -> false)) {
                     Thread.onSpinWait();
                 }
                 next = inbound.pollFirst();

@@ -299,7 +299,7 @@ final class IpcConnection implements Connection {
     private void readLoop() {
         try {
             while (!state.isClosed()) {
-                if (!io.awaitData(SocketIo.NO_DEADLINE, Spin.NANOS, this::awaitingPeer)) {
+                if (!io.awaitData(SocketIo.NO_DEADLINE, this::awaitingPeer)) {
                     continue;
                 }
                 byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
@@ -513,15 +513,9 @@ final class IpcConnection implements Connection {
             }
             int seen = arrivals.get();
             Object item = received.poll();
-            if (item == null && Spin.NANOS > 0) {
+            if (item == null) {
                 long spinStart = System.nanoTime();
-                while (arrivals.get() == seen) {
-                    long now = System.nanoTime();
-                    long spun = now - spinStart;
-                    boolean busy = copying || awaitingPeer() || now - lastRecordNanos < Spin.NANOS;
-                    if (spun >= Spin.NANOS && !(spun < Spin.BUSY_MAX_NANOS && busy)) {
-                        break;
-                    }
+                while (arrivals.get() == seen && Spin.keepSpinning(System.nanoTime() - spinStart, this::arriving)) {
                     Thread.onSpinWait();
                 }
                 item = received.poll();
@@ -564,6 +558,11 @@ final class IpcConnection implements Connection {
      */
     private boolean awaitingPeer() {
         return !awaitingConsumed.isEmpty() || System.nanoTime() - consumedNanos < Spin.REPLY_NANOS;
+    }
+
+    /** Whether a message is likely to arrive soon: being copied in, a reply expected, or a record just read. */
+    private boolean arriving() {
+        return copying || awaitingPeer() || System.nanoTime() - lastRecordNanos < Spin.NANOS;
     }
 
     // ---- state

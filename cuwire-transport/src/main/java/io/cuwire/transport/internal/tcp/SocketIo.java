@@ -132,29 +132,21 @@ public final class SocketIo implements AutoCloseable {
      * @throws PeerClosedException if the peer closed the connection
      */
     public boolean awaitData(long deadlineNanos) {
-        return awaitData(deadlineNanos, 0);
+        return awaitData(deadlineNanos, null);
     }
 
     /**
-     * As {@link #awaitData(long)}, but first reads without blocking for up to {@code spinNanos}: bytes that come
-     * within it skip the selector's thread wake-up.
+     * As {@link #awaitData(long)}, but first reads without blocking as long as {@link Spin#keepSpinning} says (with
+     * {@code busy} telling whether bytes are known to be on their way): bytes that come meanwhile skip the selector's
+     * thread wake-up. {@code busy} {@code null}: no spin.
      */
-    public boolean awaitData(long deadlineNanos, long spinNanos) {
-        return awaitData(deadlineNanos, spinNanos, null);
-    }
-
-    /**
-     * As {@link #awaitData(long, long)}, and past the spin goes on reading without blocking while {@code busy} says
-     * that bytes are on their way (up to {@link Spin#BUSY_MAX_NANOS} in all): a reply the peer is known to be working
-     * on then skips the wake-up too. {@code busy} may be {@code null}.
-     */
-    public boolean awaitData(long deadlineNanos, long spinNanos, BooleanSupplier busy) {
+    public boolean awaitData(long deadlineNanos, BooleanSupplier busy) {
         if (in.hasRemaining()) {
             return true;
         }
         in.clear();
         try {
-            long spinStart = spinNanos > 0 ? System.nanoTime() : 0;
+            long spinStart = busy != null ? System.nanoTime() : 0;
             while (true) {
                 int n = readOnce(in);
                 if (n > 0) {
@@ -163,12 +155,9 @@ public final class SocketIo implements AutoCloseable {
                 if (n < 0) {
                     throw new PeerClosedException("peer " + peer + " closed the connection");
                 }
-                if (spinNanos > 0) {
-                    long spun = System.nanoTime() - spinStart;
-                    if (spun < spinNanos || busy != null && spun < Spin.BUSY_MAX_NANOS && busy.getAsBoolean()) {
-                        Thread.onSpinWait();
-                        continue;
-                    }
+                if (busy != null && Spin.keepSpinning(System.nanoTime() - spinStart, busy)) {
+                    Thread.onSpinWait();
+                    continue;
                 }
                 long left = deadlineNanos == NO_DEADLINE ? Long.MAX_VALUE : deadlineNanos - System.nanoTime();
                 if (left <= 0) {
