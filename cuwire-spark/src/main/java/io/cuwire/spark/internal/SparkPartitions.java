@@ -158,15 +158,13 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
             }
             return r.iterator();
         }, false).collect();
+        byte[][] byPartition = new byte[count][];
+        for (Tuple2<Integer, byte[]> t : out) {
+            byPartition[t._1()] = t._2();
+        }
         List<T> results = new ArrayList<>();
         try {
-            for (int i = 0; i < count; i++) {
-                byte[] bytes = null;
-                for (Tuple2<Integer, byte[]> t : out) {
-                    if (t._1() == i) {
-                        bytes = t._2();
-                    }
-                }
+            for (byte[] bytes : byPartition) {
                 try (Serialized s = FrameStreams.fromBytes(bytes, node.frameAllocator(), node.hostMemory())) {
                     results.add(task.resultType().cast(node.registry().deserialize(s, node.target())));
                 }
