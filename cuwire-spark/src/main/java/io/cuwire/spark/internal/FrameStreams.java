@@ -22,6 +22,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.LongStream;
 
 /**
  * A {@link Serialized} value as a byte stream, for what must be bytes: files of saved models (through Hadoop's file
@@ -45,7 +46,7 @@ public final class FrameStreams {
         data.write(MAGIC);
         data.writeInt(header.length);
         data.write(header);
-        byte[] piece = new byte[(int) Math.min(PIECE, Math.max(1, maxFrame(value)))];
+        byte[] piece = piece(value.frames().stream().mapToLong(Frame::length));
         HostBuffer stage = null;
         try {
             for (Frame f : value.frames()) {
@@ -109,11 +110,7 @@ public final class FrameStreams {
         List<Buffer> frames = new ArrayList<>();
         HostBuffer stage = null;
         try {
-            long largest = 0;
-            for (FrameDescriptor d : header.frames()) {
-                largest = Math.max(largest, d.length());
-            }
-            byte[] piece = new byte[(int) Math.min(PIECE, Math.max(1, largest))];
+            byte[] piece = piece(header.frames().stream().mapToLong(FrameDescriptor::length));
             for (FrameDescriptor d : header.frames()) {
                 Buffer b = into.allocate(d);
                 frames.add(b);
@@ -161,11 +158,8 @@ public final class FrameStreams {
         }
     }
 
-    private static long maxFrame(Serialized value) {
-        long m = 0;
-        for (Frame f : value.frames()) {
-            m = Math.max(m, f.length());
-        }
-        return m;
+    /** The staging piece for frames of these lengths: the largest frame, at most {@link #PIECE}, at least 1. */
+    private static byte[] piece(LongStream frameLengths) {
+        return new byte[(int) Math.min(PIECE, Math.max(1, frameLengths.max().orElse(0)))];
     }
 }

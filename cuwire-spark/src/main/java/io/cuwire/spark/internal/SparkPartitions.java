@@ -137,8 +137,17 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
         Node node = Node.current();
         List<byte[]> encoded = new ArrayList<>();
         List<int[]> places = new ArrayList<>();
+        List<Object> previous = null;
         for (int i = 0; i < count; i++) {
             List<Object> a = new ArrayList<>(args.apply(i));
+            if (a.equals(previous)) {
+                // the same arguments as the last partition (a round's centers or coefficients): encoded once, and
+                // one shared array in the job's closure rather than a copy per partition
+                encoded.add(encoded.getLast());
+                places.add(places.getLast());
+                continue;
+            }
+            previous = new ArrayList<>(a);
             int x = a.indexOf(PartialFits.Part.X);
             int y = a.indexOf(PartialFits.Part.Y);
             a.replaceAll(o -> o instanceof PartialFits.Part ? null : o);
@@ -158,15 +167,13 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
             }
             return r.iterator();
         }, false).collect();
+        byte[][] byPartition = new byte[count][];
+        for (Tuple2<Integer, byte[]> t : out) {
+            byPartition[t._1()] = t._2();
+        }
         List<T> results = new ArrayList<>();
         try {
-            for (int i = 0; i < count; i++) {
-                byte[] bytes = null;
-                for (Tuple2<Integer, byte[]> t : out) {
-                    if (t._1() == i) {
-                        bytes = t._2();
-                    }
-                }
+            for (byte[] bytes : byPartition) {
                 try (Serialized s = FrameStreams.fromBytes(bytes, node.frameAllocator(), node.hostMemory())) {
                     results.add(task.resultType().cast(node.registry().deserialize(s, node.target())));
                 }

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -196,27 +197,43 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return dataset.sparkSession().createDataFrame(rows, out);
     }
 
-    /** In an executor: the rows with the model's output appended, a batch of rows at a time. */
+    /**
+     * In an executor: the rows with the model's output appended, a batch of rows at a time as Spark pulls them
+     * (one batch in memory, not the whole partition).
+     */
     private static Iterator<Row> apply(ModelRef<Estimator> ref, Output output, int features, Iterator<Row> rows) {
-        List<Row> out = new ArrayList<>();
-        List<Row> batch = new ArrayList<>();
-        while (rows.hasNext()) {
-            batch.add(rows.next());
-            if (batch.size() == BATCH_ROWS || !rows.hasNext()) {
-                Object[] results = applyBatch(ref, output, features, batch);
-                for (int i = 0; i < batch.size(); i++) {
-                    Row r = batch.get(i);
-                    Object[] values = new Object[r.length() + 1];
-                    for (int j = 0; j < r.length(); j++) {
-                        values[j] = r.get(j);
+        return new Iterator<>() {
+            private final List<Row> batch = new ArrayList<>();
+            private Object[] results = new Object[0];
+            private int next;
+
+            @Override
+            public boolean hasNext() {
+                if (next == batch.size()) {
+                    batch.clear();
+                    next = 0;
+                    while (batch.size() < BATCH_ROWS && rows.hasNext()) {
+                        batch.add(rows.next());
                     }
-                    values[r.length()] = results[i];
-                    out.add(RowFactory.create(values));
+                    results = batch.isEmpty() ? results : applyBatch(ref, output, features, batch);
                 }
-                batch.clear();
+                return next < batch.size();
             }
-        }
-        return out.iterator();
+
+            @Override
+            public Row next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException();
+                }
+                Row r = batch.get(next);
+                Object[] values = new Object[r.length() + 1];
+                for (int j = 0; j < r.length(); j++) {
+                    values[j] = r.get(j);
+                }
+                values[r.length()] = results[next++];
+                return RowFactory.create(values);
+            }
+        };
     }
 
     private static Object[] applyBatch(ModelRef<Estimator> ref, Output output, int features, List<Row> batch) {

@@ -24,7 +24,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Time to make one model of {@code cuwire.spark.bench} MiB available on both executors: the cuwire handle (frames
  * fetched over cuwire's TCP transport, the second executor from the first) against {@code sc.broadcast} of the same
  * values as a {@code double[]} with Kryo, in the same application, three rounds each, alternating. Each round ends
- * when a job of 8 tasks has read the model's size on the executors. Runs only when asked:
+ * when a job of 8 tasks has read the model's size on the executors; each round asserts that one executor fetched
+ * from the driver and the other from that executor. Runs only when asked:
  * <pre>
  * mvn -pl cuwire-spark -am verify -Dtest=SparkBroadcastBench -Dsurefire.failIfNoSpecifiedTests=false \
  *     -Dcuwire.spark.bench=512 -Dcuwire.spark.executorMemoryMb=3072
@@ -61,15 +62,18 @@ class SparkBroadcastBench {
                             + ref.apply(NdArray::byteSize)).collect();
                     double s = (System.nanoTime() - t0) / 1e9;
                     long fetched = 0;
+                    long fromDriver = 0;
                     StringBuilder copies = new StringBuilder();
                     for (NodeStats st : CuwireSpark.executorStats(true)) {
                         fetched += st.fetched();
+                        fromDriver += st.fetchedFromDriver();
                         copies.append(String.format(" | exec %s: from driver %d, from peers %d, H2D %.0f MiB, "
                                 + "D2H %.0f MiB, H2H %.0f MiB", st.executorId(), st.fetchedFromDriver(),
                                 st.fetchedFromPeers(), st.copied(CopyDirection.H2D) / 1048576.0,
                                 st.copied(CopyDirection.D2H) / 1048576.0, st.copied(CopyDirection.H2H) / 1048576.0));
                     }
                     assertEquals(2, fetched, "each executor fetched once: " + seen);
+                    assertEquals(1, fromDriver, "one executor fetched from the driver, the other from it: " + copies);
                     System.out.printf("round %d cuwire handle: %.3f s (%.2f GB/s per executor)%s%n", round, s,
                             mib * 1048576.0 / s / 1e9, copies);
                 }
