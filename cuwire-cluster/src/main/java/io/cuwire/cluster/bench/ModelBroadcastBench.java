@@ -580,18 +580,10 @@ public final class ModelBroadcastBench {
     }
 
     private static double min(double[] v) {
-        double m = Double.POSITIVE_INFINITY;
-        for (double d : v) {
-            m = Math.min(m, d);
-        }
-        return m;
+        return Arrays.stream(v).min().orElseThrow();
     }
 
     private static double max(double[] v) {
-        double m = Double.NEGATIVE_INFINITY;
-        for (double d : v) {
-            m = Math.max(m, d);
-        }
-        return m;
+        return Arrays.stream(v).max().orElseThrow();
     }
 }
