@@ -275,11 +275,14 @@ public abstract class BackendConformanceSuite {
             }
         }
         try (NdArray x = rand(r, dt, 5, 3); NdArray y = rand(r, dt, 2, 3);
-                NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, 5)) {
+                NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, 5);
+                NdArray withMin = NdArray.zeros(mem, DType.INT32, Order.C, 5); NdArray min = zeros(dt, 5)) {
             backend.nearestRows(x, y, index, null);
             for (int i : index.toIntArray()) {
                 assertTrue(i == 0 || i == 1, "nearestRows without min: " + i);
             }
+            backend.nearestRows(x, y, withMin, min);
+            assertArrayEquals(withMin.toIntArray(), index.toIntArray(), "nearestRows without min picks the same rows");
         }
     }
 

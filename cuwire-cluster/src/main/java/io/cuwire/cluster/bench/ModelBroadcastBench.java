@@ -129,12 +129,12 @@ public final class ModelBroadcastBench {
                 String v = args[++i];
                 switch (flag) {
                     case "--size", "--sizes" -> sizes = sizes(flag, v);
-                    case "--workers" -> workers = atLeast(flag, v, 1);
+                    case "--workers" -> workers = TransferBench.atLeast(flag, v, 1);
                     case "--strategies" -> strategies = strategies(v);
-                    case "--repeat" -> repeat = atLeast(flag, v, 1);
+                    case "--repeat" -> repeat = TransferBench.atLeast(flag, v, 1);
                     case "--out" -> out = Path.of(v);
                     case "--java" -> java = Boolean.parseBoolean(v);
-                    case "--warmup" -> warmup = atLeast(flag, v, 0);
+                    case "--warmup" -> warmup = TransferBench.atLeast(flag, v, 0);
                     case "--chunk" -> {
                         chunkBytes = TransferBench.parseSize(v);
                         if (chunkBytes < 4096) {
@@ -180,19 +180,6 @@ public final class ModelBroadcastBench {
                 strategies.add(strategy);
             }
             return strategies;
-        }
-
-        private static int atLeast(String flag, String v, int min) {
-            int n;
-            try {
-                n = Integer.parseInt(v);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(flag + " " + v + " (expected: a number >= " + min + ")", e);
-            }
-            if (n < min) {
-                throw new IllegalArgumentException(flag + " " + v + " (expected: >= " + min + ")");
-            }
-            return n;
         }
     }
 
@@ -593,18 +580,10 @@ public final class ModelBroadcastBench {
     }
 
     private static double min(double[] v) {
-        double m = Double.POSITIVE_INFINITY;
-        for (double d : v) {
-            m = Math.min(m, d);
-        }
-        return m;
+        return Arrays.stream(v).min().orElseThrow();
     }
 
     private static double max(double[] v) {
-        double m = Double.NEGATIVE_INFINITY;
-        for (double d : v) {
-            m = Math.max(m, d);
-        }
-        return m;
+        return Arrays.stream(v).max().orElseThrow();
     }
 }

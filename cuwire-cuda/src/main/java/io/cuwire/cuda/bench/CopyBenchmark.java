@@ -135,8 +135,7 @@ public final class CopyBenchmark {
             double[] sorted = gbps.clone();
             Arrays.sort(sorted);
             int n = sorted.length;
-            double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-            return new Result(name, size, median, sorted[0], sorted[n - 1], n);
+            return new Result(name, size, median(sorted), sorted[0], sorted[n - 1], n);
         }
 
         /** The printed line. */
@@ -150,6 +149,13 @@ public final class CopyBenchmark {
             return String.format(Locale.ROOT, "%s,%d,%.3f,%.3f,%.3f,%d", name, size, medianGbps, minGbps, maxGbps,
                     repeats);
         }
+    }
+
+    /** The median of {@code values} (the mean of the middle two for an even count); the benchmarks' median. */
+    public static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     public static void main(String[] args) {

@@ -5,7 +5,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** What the benchmarks' command lines and timings share: {@code --name value} options and medians. */
+/**
+ * What the benchmarks' command lines share: {@code --name value} options. Their medians are the copy benchmark's,
+ * {@link io.cuwire.cuda.bench.CopyBenchmark#median}.
+ */
 final class BenchArgs {
     private BenchArgs() {
     }
@@ -50,12 +53,5 @@ final class BenchArgs {
             throw new IllegalArgumentException(name + " " + v + " is out of range");
         }
         return (int) v;
-    }
-
-    /** The median of {@code v} (the mean of the middle two for an even count). */
-    static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 }

@@ -1,5 +1,6 @@
 package io.cuwire.ml.bench;
 
+import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
@@ -263,7 +264,7 @@ public final class RooflineBench {
                 ms[i] = (t1 - t0) / 1e6;
             }
         }
-        return BenchArgs.median(ms);
+        return CopyBenchmark.median(ms);
     }
 
     /** The median time of {@code predict}, which leaves its result on the device, after two warm-ups, in ms. */

@@ -157,24 +157,32 @@ public final class TransferBench {
                         }
                         sizes = ss;
                     }
-                    case "--repeat" -> {
-                        repeat = Integer.parseInt(v);
-                        if (repeat < 1) {
-                            throw new IllegalArgumentException("--repeat " + v + " (expected: >= 1)");
-                        }
-                    }
-                    case "--warmup" -> {
-                        warmup = Integer.parseInt(v);
-                        if (warmup < 0) {
-                            throw new IllegalArgumentException("--warmup " + v + " (expected: >= 0)");
-                        }
-                    }
+                    case "--repeat" -> repeat = atLeast(flag, v, 1);
+                    case "--warmup" -> warmup = atLeast(flag, v, 0);
                     case "--out" -> out = Path.of(v);
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
             return new Options(transports, families, sizes, repeat, warmup, out);
         }
+    }
+
+    /**
+     * The value {@code v} of option {@code flag} as an int of at least {@code min}.
+     *
+     * @throws IllegalArgumentException naming the flag and the value, if it is not a number or less than {@code min}
+     */
+    public static int atLeast(String flag, String v, int min) {
+        int n;
+        try {
+            n = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(flag + " " + v + " (expected: a number >= " + min + ")", e);
+        }
+        if (n < min) {
+            throw new IllegalArgumentException(flag + " " + v + " (expected: >= " + min + ")");
+        }
+        return n;
     }
 
     /** {@code 1KiB}, {@code 64MiB}, {@code 1GiB}, {@code 4096}: bytes, a multiple of 8. */

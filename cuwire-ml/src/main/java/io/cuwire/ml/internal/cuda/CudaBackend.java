@@ -456,8 +456,7 @@ public final class CudaBackend extends ComputeBackend {
         try (Scratch s = new Scratch(bytes)) {
             try (NdArray distances = NdArray.view(s.take(bytes), 0, x.dtype(), Order.C, n, m)) {
                 doSquaredDistances(x, y, distances);
-                MlKernels.argRows(stream, x.dtype(), false, dev(distances), n, m, dev(index),
-                        min == null ? null : dev(min));
+                doArgminRows(distances, index, min);
             }
         }
     }
