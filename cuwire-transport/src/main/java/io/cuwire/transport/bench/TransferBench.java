@@ -73,7 +73,9 @@ import java.util.zip.CRC32;
  * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
  * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
  * first measurement with 30 repeats found 1.5 ms per 1 KiB message over IPC, one after 500 found 0.46 ms), and after
- * each case's cold transfer {@value #CASE_WARMUP} more of the case's size run untimed before the timed ones.
+ * each case's cold transfer up to {@value #CASE_WARMUP} more of the case's size (at most {@code --repeat}) run untimed
+ * before the timed ones. The warm-up goes through the same transfer path, so it also makes its own cold transfer and
+ * case warm-up first.
  */
 public final class TransferBench {
     private static final byte[] SECRET = "cuwire-transfer-bench-secret-0123456789".getBytes(StandardCharsets.US_ASCII);
