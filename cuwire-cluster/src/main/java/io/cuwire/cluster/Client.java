@@ -235,9 +235,9 @@ public final class Client {
             List<Integer> need = new ArrayList<>();
             List<Integer> live = new ArrayList<>();
             for (RemoteWorker w : workers) {
-                // isAlive, not only lost() == null: a worker whose process is gone may not be marked lost yet (a
-                // broadcast that lost it can end, on a report from the worker above it, before the client's own
-                // connection to it breaks), and must not be a link of the next broadcast.
+                // isAlive, not only lost() == null: a worker whose connection broke or whose process is gone must
+                // not be a link of the next broadcast even before the client's reader marks it lost (a broadcast that
+                // lost it can end on a report from the worker above it).
                 if (w.isAlive()) {
                     live.add(w.index());
                 }

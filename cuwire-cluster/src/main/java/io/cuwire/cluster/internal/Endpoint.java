@@ -8,11 +8,13 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TransportException;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -21,8 +23,9 @@ import java.util.function.Function;
  * pending call a {@link Reply} answers and hands each {@link Request} to the handler. Sends are asynchronous; the
  * serialized value of a send is closed when the transport is done with its frames.
  *
- * <p>Failure: when receiving fails (peer gone, protocol error) or {@link #fail} is called, every pending call fails
- * with the exception {@code failure} makes of the cause, the connection closes, and {@code onBroken} runs once.
+ * <p>Failure: when receiving fails (peer gone, protocol error), a send fails in the transport or {@link #fail} is
+ * called, the endpoint breaks once: {@code onBroken} runs, the connection closes, and every pending call fails with
+ * the exception {@code failure} makes of the cause.
  * Later calls fail at once the same way. Thread-safe.
  */
 public final class Endpoint implements AutoCloseable {
@@ -40,8 +43,8 @@ public final class Endpoint implements AutoCloseable {
     private final Function<Throwable, RuntimeException> failure;
     private final Consumer<Throwable> onBroken;
     private final Map<Long, CompletableFuture<Reply>> pending = new ConcurrentHashMap<>();
-    private final AtomicBoolean broken = new AtomicBoolean();
-    private volatile RuntimeException brokenCause;
+    /** The failure every call fails with once the endpoint broke; {@code null} while it works. */
+    private final AtomicReference<RuntimeException> broken = new AtomicReference<>();
     private final AtomicLong messagesSent = new AtomicLong();
     private final AtomicLong headerBytesSent = new AtomicLong();
     private final AtomicLong frameBytesSent = new AtomicLong();
@@ -76,7 +79,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void readLoop() {
-        while (!broken.get()) {
+        while (broken.get() == null) {
             Object value;
             try (ReceivedMessage m = connection.receive()) {
                 bytesReceived.addAndGet(m.metrics().totalBytes());
@@ -139,13 +142,15 @@ public final class Endpoint implements AutoCloseable {
     /** The future of a reply with {@code id} that something else causes (a broadcast forwarded to this peer). */
     public CompletableFuture<Reply> expect(long id) {
         CompletableFuture<Reply> f = new CompletableFuture<>();
-        if (broken.get()) {
-            f.completeExceptionally(brokenCause);
+        RuntimeException failed = broken.get();
+        if (failed != null) {
+            f.completeExceptionally(failed);
             return f;
         }
         pending.put(id, f);
-        if (broken.get() && pending.remove(id) != null) {
-            f.completeExceptionally(brokenCause);
+        failed = broken.get();
+        if (failed != null && pending.remove(id) != null) {
+            f.completeExceptionally(failed);
         }
         return f;
     }
@@ -187,8 +192,9 @@ public final class Endpoint implements AutoCloseable {
 
     /** Sends a message built elsewhere; the caller keeps its frames open until the future completes. */
     public CompletableFuture<MessageMetrics> sendMessage(Message message) {
-        if (broken.get()) {
-            return CompletableFuture.failedFuture(brokenCause);
+        RuntimeException failed = broken.get();
+        if (failed != null) {
+            return CompletableFuture.failedFuture(failed);
         }
         CompletableFuture<MessageMetrics> f;
         try {
@@ -203,29 +209,37 @@ public final class Endpoint implements AutoCloseable {
                 headerBytesSent.addAndGet(m.headerBytes());
                 frameBytesSent.addAndGet(m.frameBytes());
                 framesSent.addAndGet(m.frames());
+            } else if (unwrap(e) instanceof TransportException t) {
+                fail(t);  // a send that failed in the transport broke the connection (Connection's contract)
             }
         });
     }
 
     /** Breaks the endpoint: fails every pending call with {@code failure(cause)} and closes the connection. */
     public void fail(Throwable cause) {
-        if (!broken.compareAndSet(false, true)) {
+        RuntimeException failed = failure.apply(cause);
+        if (!broken.compareAndSet(null, failed)) {
             return;
         }
-        brokenCause = failure.apply(cause);
-        connection.close();
+        // onBroken (a worker marked lost) runs before anything can observe the break: closing the connection fails
+        // its pending sends, whose handlers complete futures that callers wait on.
         onBroken.accept(cause);
+        connection.close();
         for (Long id : pending.keySet()) {
             CompletableFuture<Reply> f = pending.remove(id);
             if (f != null) {
-                f.completeExceptionally(brokenCause);
+                f.completeExceptionally(failed);
             }
         }
     }
 
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
     /** Whether the endpoint is still usable. */
     public boolean isOpen() {
-        return !broken.get();
+        return broken.get() == null;
     }
 
     /** What this endpoint sent and received so far. */

@@ -84,7 +84,8 @@ public final class RemoteWorker {
 
     /** Whether the worker is alive as far as the client knows. */
     public boolean isAlive() {
-        return lost == null && (process == null || process.isAlive());
+        Endpoint e = endpoint;
+        return lost == null && (e == null || e.isOpen()) && (process == null || process.isAlive());
     }
 
     /** The exception to fail calls with after {@code cause}. */
