@@ -1,6 +1,7 @@
 package io.cuwire.memory;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -15,9 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * ancestor's limit. A child's name is its path ({@code worker/recv}).
  *
  * <p>Closing: {@link #close()} with open buffers or open children throws {@link MemoryLeakException} naming the
- * allocator and the bytes. Set the system property {@value #TRACK_PROPERTY}{@code =true} to record a stack for
- * every allocation; the leak report then shows where each leaked buffer was allocated. Buffers released after
- * the allocator was closed still return their bytes. Closing twice is an error.
+ * allocator, the bytes and every open buffer (its own and its open children's). Set the system property
+ * {@value #TRACK_PROPERTY}{@code =true} to record a stack for every allocation; the leak report then shows where each
+ * leaked buffer was allocated; without it, the report names the property. Buffers released after the allocator was
+ * closed still return their bytes. Closing twice is an error.
  *
  * <p>Thread-safe.
  *
@@ -171,7 +173,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
      * Closes the allocator.
      *
      * @throws MemoryLeakException if buffers or children are still open; the message names this allocator, the
-     *     leaked bytes and each buffer (with its allocation stack when {@value #TRACK_PROPERTY} is set)
+     *     leaked bytes and each open buffer, this allocator's and its open children's (with its allocation stack
+     *     when {@value #TRACK_PROPERTY} is set, else naming that property)
      * @throws IllegalStateException if already closed
      */
     @Override
@@ -185,7 +188,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         for (BufferAllocator<B> child : children.keySet()) {
             openChildren.add("'" + child.name + "' (" + child.allocatedBytes() + " bytes)");
         }
-        Map<Buffer, Object> leaked = Map.copyOf(live);
+        Map<Buffer, Leak> leaked = new LinkedHashMap<>();
+        collectLive(leaked);
         if (leaked.isEmpty() && openChildren.isEmpty()) {
             return;
         }
@@ -195,18 +199,38 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         if (!openChildren.isEmpty()) {
             msg.append(" and open child allocator(s) ").append(String.join(", ", openChildren));
         }
-        for (Map.Entry<Buffer, Object> e : leaked.entrySet()) {
+        boolean withoutStack = false;
+        for (Map.Entry<Buffer, Leak> e : leaked.entrySet()) {
             msg.append("\n  leaked ").append(e.getKey().describe());
-            if (e.getValue() instanceof Throwable stack) {
+            if (e.getValue().allocator() != this) {
+                msg.append(" of '").append(e.getValue().allocator().name).append("'");
+            }
+            if (e.getValue().stack() instanceof Throwable stack) {
                 for (StackTraceElement frame : stack.getStackTrace()) {
                     msg.append("\n      at ").append(frame);
                 }
+            } else {
+                withoutStack = true;
             }
         }
-        if (!track && !leaked.isEmpty()) {
+        if (withoutStack) {
             msg.append("\n  (run with -D").append(TRACK_PROPERTY).append("=true to record allocation stacks)");
         }
         throw new MemoryLeakException(msg.toString(), leakedBytes);
+    }
+
+    /** An open buffer in a leak report: the allocator that handed it out and its stack (or {@link #NO_STACK}). */
+    private record Leak(BufferAllocator<?> allocator, Object stack) {
+    }
+
+    /** Adds the open buffers of this allocator and of its open descendants to {@code into}. */
+    private void collectLive(Map<Buffer, Leak> into) {
+        for (Map.Entry<Buffer, Object> e : Map.copyOf(live).entrySet()) {
+            into.put(e.getKey(), new Leak(this, e.getValue()));
+        }
+        for (BufferAllocator<B> child : children.keySet()) {
+            child.collectLive(into);
+        }
     }
 
     @Override

@@ -42,6 +42,28 @@ class AllocationTrackingTest {
     }
 
     @Test
+    void shouldReportTheBuffersOfOpenChildrenAndTheTrackingPropertyWhenAParentIsClosed() {
+        BufferAllocator<HostBuffer> parent = BufferAllocator.host("outer", BufferAllocator.UNLIMITED);
+        BufferAllocator<HostBuffer> child = parent.newChild("inner", BufferAllocator.UNLIMITED);
+        HostBuffer own = parent.allocate(1000);
+        HostBuffer childs = child.allocate(4321);
+
+        MemoryLeakException e = assertThrows(MemoryLeakException.class, parent::close);
+
+        assertEquals(5321, e.leakedBytes());
+        assertTrue(e.getMessage().startsWith("allocator 'outer' closed with 5321 bytes outstanding in 2 open buffer(s)"
+                + " and open child allocator(s) 'outer/inner' (4321 bytes)"), e.getMessage());
+        assertTrue(e.getMessage().contains("\n  leaked HOST[1000 bytes]\n"), e.getMessage());
+        assertTrue(e.getMessage().contains("\n  leaked HOST[4321 bytes] of 'outer/inner'\n"), e.getMessage());
+        assertTrue(e.getMessage().contains("-D" + BufferAllocator.TRACK_PROPERTY + "=true to record allocation stacks"),
+                e.getMessage());
+        own.close();
+        childs.close();
+        child.close();
+        assertEquals(0, parent.allocatedBytes());
+    }
+
+    @Test
     void shouldReturnReservedBytesWhenTheResourceFails() {
         MemoryResource<HostBuffer> failing = new MemoryResource<>() {
             @Override
