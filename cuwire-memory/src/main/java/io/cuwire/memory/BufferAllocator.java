@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Closing: {@link #close()} with open buffers or open children throws {@link MemoryLeakException} naming the
  * allocator, the bytes and every open buffer (its own and its open children's). Set the system property
  * {@value #TRACK_PROPERTY}{@code =true} to record a stack for every allocation; the leak report then shows where each
- * leaked buffer was allocated; without it, the report names the property. Buffers released after the allocator was
+ * leaked buffer was allocated. The report names the property either way. Buffers released after the allocator was
  * closed still return their bytes. Closing twice is an error.
  *
  * <p>Thread-safe.
@@ -173,8 +173,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
      * Closes the allocator.
      *
      * @throws MemoryLeakException if buffers or children are still open; the message names this allocator, the
-     *     leaked bytes and each open buffer, this allocator's and its open children's (with its allocation stack
-     *     when {@value #TRACK_PROPERTY} is set, else naming that property)
+     *     leaked bytes, each open buffer (this allocator's and its open children's, with its allocation stack when
+     *     {@value #TRACK_PROPERTY} is set) and, when there are open buffers, that property
      * @throws IllegalStateException if already closed
      */
     @Override
@@ -215,6 +215,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         }
         if (withoutStack) {
             msg.append("\n  (run with -D").append(TRACK_PROPERTY).append("=true to record allocation stacks)");
+        } else if (!leaked.isEmpty()) {
+            msg.append("\n  (allocation stacks recorded by -D").append(TRACK_PROPERTY).append("=true)");
         }
         throw new MemoryLeakException(msg.toString(), leakedBytes);
     }
