@@ -12,7 +12,11 @@ import io.cuwire.cuda.internal.CudaDeviceProvider;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.spi.DeviceUnavailableException;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -49,6 +53,56 @@ class CudaAvailabilityTest {
         assertEquals(Cuda.unavailableReason(), selection.passedOver().get("cuda"));
     }
 
+    /**
+     * Runs {@link DeviceSelectionChild} in a fresh JVM with no platform forced (nor any JVM options from the
+     * environment) and returns what it printed, standard error (the log) included.
+     */
+    private static String chooseInAFreshProcess() throws IOException, InterruptedException {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder builder = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), DeviceSelectionChild.class.getName())).redirectErrorStream(true);
+        builder.environment().remove("JAVA_TOOL_OPTIONS");
+        builder.environment().remove("JDK_JAVA_OPTIONS");
+        Process child = builder.start();
+        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child did not finish: " + output);
+        assertEquals(0, child.exitValue(), output);
+        return output;
+    }
+
+    /** The lines of {@code output} that log the platform choice. */
+    private static List<String> choiceLogLines(String output) {
+        return output.lines().filter(l -> l.contains("cuwire devices: platform ")).toList();
+    }
+
+    @Test
+    void shouldChooseTheEmulatedPlatformByItselfWithoutAGpuAndLogTheChoiceOnce() throws Exception {
+        assumeFalse(Cuda.isAvailable(), "CUDA is available here");
+
+        String output = chooseInAFreshProcess();
+
+        List<String> log = choiceLogLines(output);
+        assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
+        assertTrue(log.getFirst().contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="
+                + Cuda.unavailableReason() + "}"), output);
+        assertTrue(output.contains("CHOSEN emulated DEVICES 2 PASSED OVER {cuda=" + Cuda.unavailableReason() + "}"),
+                output);
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldChooseCudaByItselfOnAGpuHostAndLogTheChoiceOnce() throws Exception {
+        assumeCuda();
+
+        String output = chooseInAFreshProcess();
+
+        List<String> log = choiceLogLines(output);
+        assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
+        assertTrue(log.getFirst().endsWith("cuwire devices: platform cuda, " + Cuda.deviceCount() + " device(s)"),
+                output);
+        assertTrue(output.contains("CHOSEN cuda DEVICES " + Cuda.deviceCount() + " PASSED OVER {}"), output);
+    }
+
     @Test
     void shouldRegisterTheCudaProviderWithHigherPriorityThanTheEmulatedOne() {
         CudaDeviceProvider provider = new CudaDeviceProvider();
@@ -62,7 +116,8 @@ class CudaAvailabilityTest {
     void shouldOpenEveryVisibleGpuAsTheDefaultPlatform() {
         assumeCuda();
         String forced = System.getProperty(Devices.PLATFORM_PROPERTY);
-        // The GPU bundle forces cuda, the platform chosen anyway where a GPU is.
+        // The GPU bundle forces cuda, the platform chosen anyway where a GPU is; the choice without the property is
+        // shouldChooseCudaByItselfOnAGpuHostAndLogTheChoiceOnce's.
         assumeTrue(forced == null || forced.equals("cuda"), () -> "the platform is forced to " + forced);
 
         List<Device> devices = Cuda.devices();
