@@ -52,7 +52,7 @@ public final class KernelModules {
             synchronized (KernelModules.class) {
                 img = image;
                 if (img == null) {
-                    img = readImage();
+                    img = readImage(KernelModules.class.getClassLoader());
                     image = img;
                 }
             }
@@ -60,9 +60,14 @@ public final class KernelModules {
         return img;
     }
 
-    private static MemorySegment readImage() {
+    /**
+     * The fatbin from {@code loader}'s class path, in native memory that lives as long as the process.
+     *
+     * @throws CudaException with {@link #missingResourceMessage()} when the resource is not there
+     */
+    static MemorySegment readImage(ClassLoader loader) {
         byte[] bytes;
-        try (InputStream in = KernelModules.class.getClassLoader().getResourceAsStream(RESOURCE)) {
+        try (InputStream in = loader.getResourceAsStream(RESOURCE)) {
             if (in == null) {
                 throw new CudaException(missingResourceMessage(), null);
             }

@@ -1,10 +1,13 @@
 package io.cuwire.cuda.internal;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.cuda.CudaException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -19,6 +22,16 @@ class KernelModulesTest {
 
         assertTrue(message.contains("io/cuwire/cuda/kernels.fatbin"), message);
         assertTrue(message.contains("without nvcc"), message);
+    }
+
+    @Test
+    void shouldFailToLoadKernelsWithTheMissingResourceMessageWhenTheFatbinIsNotOnTheClassPath() {
+        ClassLoader withoutFatbin = new ClassLoader(null) { };  // the JDK's resources only, as a build without nvcc
+
+        CudaException e = assertThrows(CudaException.class, () -> KernelModules.readImage(withoutFatbin));
+
+        assertEquals(KernelModules.missingResourceMessage(), e.getMessage());
+        assertEquals(CudaException.NO_RESULT, e.result());
     }
 
     @Test
