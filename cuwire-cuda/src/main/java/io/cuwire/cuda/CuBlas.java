@@ -74,6 +74,11 @@ public final class CuBlas implements AutoCloseable {
         return stream;
     }
 
+    /** The address of the stream cuBLAS says this handle runs on ({@code cublasGetStream_v2}), for tests. */
+    long boundStreamAddress() {
+        return library.getStream(handle()).address();
+    }
+
     private MemorySegment handle() {
         if (handle == null) {
             throw new IllegalStateException("CuBlas on " + stream + " is closed");

@@ -4,10 +4,13 @@ import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
 import static io.cuwire.cuda.CudaTestSupport.downloadDoubles;
 import static io.cuwire.cuda.CudaTestSupport.downloadFloats;
 import static io.cuwire.cuda.CudaTestSupport.upload;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Stream;
@@ -50,6 +53,18 @@ class CuBlasTest {
         if (stream != null) {
             stream.close();
             memory.close();
+        }
+    }
+
+    @Test
+    void shouldTieEachHandleToItsOwnStream() {
+        long mine = CudaStream.of(stream).handle().address();
+        assertEquals(mine, blas.boundStreamAddress(), "the stream cuBLAS reports for the handle");
+        try (Stream other = Cuda.device(0).newStream(); CuBlas second = CuBlas.create(other)) {
+            long theirs = CudaStream.of(other).handle().address();
+            assertNotEquals(mine, theirs);
+            assertEquals(theirs, second.boundStreamAddress());
+            assertEquals(mine, blas.boundStreamAddress(), "creating a second handle changed the first's stream");
         }
     }
 

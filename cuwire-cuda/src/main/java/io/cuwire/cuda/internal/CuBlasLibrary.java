@@ -44,6 +44,7 @@ public final class CuBlasLibrary {
     private final MethodHandle create;
     private final MethodHandle destroy;
     private final MethodHandle setStream;
+    private final MethodHandle getStream;
     private final MethodHandle sgemm;
     private final MethodHandle dgemm;
     private final MethodHandle sgemv;
@@ -54,6 +55,7 @@ public final class CuBlasLibrary {
         this.create = bind(lib, "cublasCreate_v2", ADDRESS);
         this.destroy = bind(lib, "cublasDestroy_v2", ADDRESS);
         this.setStream = bind(lib, "cublasSetStream_v2", ADDRESS, ADDRESS);
+        this.getStream = bind(lib, "cublasGetStream_v2", ADDRESS, ADDRESS);
         this.sgemm = bind(lib, "cublasSgemm_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS,
                 JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
         this.dgemm = bind(lib, "cublasDgemm_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS,
@@ -209,6 +211,15 @@ public final class CuBlasLibrary {
     /** {@code cublasSetStream_v2}. */
     public void setStream(MemorySegment handle, MemorySegment stream) {
         call("cublasSetStream_v2", () -> (int) setStream.invokeExact(handle, stream));
+    }
+
+    /** {@code cublasGetStream_v2}: the stream the handle's routines run on. */
+    public MemorySegment getStream(MemorySegment handle) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            call("cublasGetStream_v2", () -> (int) getStream.invokeExact(handle, out));
+            return out.get(ADDRESS, 0);
+        }
     }
 
     /** {@code cublasSgemm_v2}: C = alpha op(A) op(B) + beta C, column-major, alpha and beta on the host. */
