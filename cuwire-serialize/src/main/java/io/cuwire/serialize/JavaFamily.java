@@ -5,7 +5,6 @@ import io.cuwire.memory.NdArray;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InvalidClassException;
 import java.io.ObjectInputFilter;
 import java.io.ObjectInputStream;
@@ -85,7 +84,7 @@ final class JavaFamily {
                     }
                 }
                 NdArray.ReadScope arrays = NdArray.readTarget(in.target().device());
-                try (ObjectInputStream ois = new AllowListStream(new ByteArrayInputStream(b), registry, in)) {
+                try (ObjectInputStream ois = new AllowListStream(b, registry, in)) {
                     return ois.readObject();
                 } catch (IOException | ClassNotFoundException e) {
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
@@ -99,10 +98,17 @@ final class JavaFamily {
     private static final class AllowListStream extends ObjectInputStream {
         private final TypeRegistry registry;
 
-        AllowListStream(InputStream in, TypeRegistry registry, ReadContext ctx) throws IOException {
-            super(in);
+        /**
+         * A stream over {@code stream} whose filter also bounds every array the stream makes by the stream's own
+         * length, so that a few bytes cannot declare gigabytes: a primitive array's elements are all in the stream,
+         * and an object array (a field's, or the table {@code ArrayList} and {@code HashMap} size before reading
+         * their elements) has at least one byte per element, or per two table slots.
+         */
+        AllowListStream(byte[] stream, TypeRegistry registry, ReadContext ctx) throws IOException {
+            super(new ByteArrayInputStream(stream));
             this.registry = registry;
             long maxBytes = ctx.target().limits().maxTotalFrameBytes();
+            long length = stream.length;
             setObjectInputFilter(info -> {
                 if (info.depth() > ctx.target().limits().maxDepth() || info.references() > 10_000_000
                         || info.arrayLength() > Integer.MAX_VALUE - 8 || info.streamBytes() > maxBytes) {
@@ -111,6 +117,11 @@ final class JavaFamily {
                 Class<?> c = info.serialClass();
                 if (c == null) {
                     return ObjectInputFilter.Status.UNDECIDED;
+                }
+                if (c.isArray() && info.arrayLength() > 0 && (c.getComponentType().isPrimitive()
+                        ? info.arrayLength() * elementBytes(c.getComponentType()) > length
+                        : info.arrayLength() > 2 * length + 16)) {
+                    return ObjectInputFilter.Status.REJECTED;
                 }
                 boolean array = c.isArray();
                 while (c.isArray()) {
@@ -124,6 +135,12 @@ final class JavaFamily {
                 return c.isPrimitive() || allowed(c.getName()) ? ObjectInputFilter.Status.ALLOWED
                         : ObjectInputFilter.Status.REJECTED;
             });
+        }
+
+        private static int elementBytes(Class<?> primitive) {
+            return primitive == long.class || primitive == double.class ? 8
+                    : primitive == int.class || primitive == float.class ? 4
+                    : primitive == short.class || primitive == char.class ? 2 : 1;
         }
 
         private boolean allowed(String name) {

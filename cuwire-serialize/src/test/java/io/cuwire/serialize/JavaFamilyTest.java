@@ -15,7 +15,9 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.TransferScope;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -115,6 +117,37 @@ class JavaFamilyTest {
         HostBuffer b = host.allocate(frame.length());
         CopyEngine.copy(frame.buffer(), b);
         return b;
+    }
+
+    @Test
+    void shouldRefuseAnArrayLongerThanTheStreamBeforeAllocatingIt() {
+        TypeRegistry registry = new TypeRegistry().allowJava(Models.Legacy.class);
+        Models.Legacy legacy = new Models.Legacy();
+        legacy.text = "t";
+        legacy.values = new int[] {0x11223344};
+        try (Serialized s = registry.serialize(legacy, Family.JAVA)) {
+            byte[] stream = (byte[]) ((Map<?, ?>) ((Map<?, ?>) s.root()).get("d")).get("b");
+            int element = indexOf(stream, new byte[] {0x11, 0x22, 0x33, 0x44});
+            assertTrue(element >= 4, "the stream holds the element");
+            // The int[]'s length, just before its one element: now 2^31 - 16 elements (8 GiB) in a stream of
+            // about 100 bytes.
+            stream[element - 4] = 0x7f;
+            stream[element - 3] = (byte) 0xff;
+            stream[element - 2] = (byte) 0xff;
+            stream[element - 1] = (byte) 0xf0;
+            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                    () -> registry.deserialize(s, target));
+            assertTrue(e.getMessage().contains("REJECTED"), e.getMessage());
+        }
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        for (int i = 0; i <= haystack.length - needle.length; i++) {
+            if (Arrays.equals(haystack, i, i + needle.length, needle, 0, needle.length)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Test
