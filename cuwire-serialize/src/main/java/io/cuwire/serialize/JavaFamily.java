@@ -10,13 +10,15 @@ import java.io.ObjectInputFilter;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.io.ObjectStreamClass;
+import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 
 /**
  * The {@code java} family: JDK serialization for allow-listed types only. A class name in the stream is checked
  * against the allow-list before it is resolved, so a stream naming anything else fails without loading it; an
- * {@link ObjectInputFilter} bounds depth, references and array sizes as well.
+ * {@link ObjectInputFilter} bounds depth, references and array sizes as well. The writer checks every class it
+ * describes against the same list, so a value the receiver would refuse fails at the sender.
  *
  * <p>{@link NdArray}s inside a JDK-serialized value travel as pickle carries GPU arrays: their serial form copies the
  * bytes to the heap inside the stream. While reading, {@link NdArray#readTarget} points at the decode target's
@@ -50,11 +52,18 @@ final class JavaFamily {
             @Override
             public void write(WriteContext out, Object value) {
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                try (ObjectOutputStream oos = new ObjectOutputStream(bytes)) {
+                AllowListOutput oos = null;
+                try {
+                    oos = new AllowListOutput(bytes, registry);
                     oos.writeObject(value);
+                    oos.close();
                 } catch (IOException | OutOfMemoryError e) {
+                    // The JDK writes a failure into the stream as an exception object, whose class the allow-list
+                    // refuses in turn: report the first class refused, not that.
+                    String why = oos != null && oos.refused != null ? oos.refused + " is " + NOT_ALLOWED
+                            : e.toString();
                     throw new UnserializableException("JDK serialization of " + value.getClass().getName()
-                            + " failed: " + e, out.path(), e);
+                            + " failed: " + why, out.path(), e);
                 }
                 byte[] b = bytes.toByteArray();
                 if (b.length < INLINE_BYTES) {
@@ -132,7 +141,7 @@ final class JavaFamily {
                     // filtered one by one as they are read.
                     return ObjectInputFilter.Status.ALLOWED;
                 }
-                return c.isPrimitive() || allowed(c.getName()) ? ObjectInputFilter.Status.ALLOWED
+                return c.isPrimitive() || allowed(registry, c.getName()) ? ObjectInputFilter.Status.ALLOWED
                         : ObjectInputFilter.Status.REJECTED;
             });
         }
@@ -143,24 +152,78 @@ final class JavaFamily {
                     : primitive == short.class || primitive == char.class ? 2 : 1;
         }
 
-        private boolean allowed(String name) {
-            String element = name;
-            while (element.startsWith("[")) {
-                element = element.substring(1);
+        @Override
+        protected Class<?> resolveClass(ObjectStreamClass desc) throws IOException, ClassNotFoundException {
+            if (!allowed(registry, desc.getName())) {
+                throw notAllowed(desc.getName());
             }
-            if (element.startsWith("L") && element.endsWith(";")) {
-                element = element.substring(1, element.length() - 1);
+            return super.resolveClass(desc);
+        }
+    }
+
+    /**
+     * Whether a stream may name the class {@code name} ({@link Class#getName()} form): a {@link #BASE} class, an
+     * allow-listed one, or an array of these or of a primitive type. A one-letter name is a primitive only as an
+     * array's element ({@code [I}); a class of the unnamed package called {@code I} is not.
+     */
+    private static boolean allowed(TypeRegistry registry, String name) {
+        if (BASE.contains(name)) {
+            return true;
+        }
+        int dims = 0;
+        while (dims < name.length() && name.charAt(dims) == '[') {
+            dims++;
+        }
+        String element = name.substring(dims);
+        if (dims > 0) {
+            if (element.length() == 1) {
+                return "BCDFIJSZ".indexOf(element.charAt(0)) >= 0;
             }
-            return BASE.contains(name) || BASE.contains(element) || registry.javaAllowed.contains(element)
-                    || element.length() == 1;
+            if (!element.startsWith("L") || !element.endsWith(";")) {
+                return false;
+            }
+            element = element.substring(1, element.length() - 1);
+        }
+        return BASE.contains(element) || registry.javaAllowed.contains(element);
+    }
+
+    private static final String NOT_ALLOWED = "not on the java family's allow-list (TypeRegistry.allowJava)";
+
+    private static InvalidClassException notAllowed(String name) {
+        return new InvalidClassException(name, NOT_ALLOWED);
+    }
+
+    /**
+     * The writing side of the allow-list: every class the stream describes (the value's, its fields', their
+     * superclasses', enums', arrays') is checked as the reader will check it, so a value holding a class the
+     * receiver would refuse fails here, at the sender, with the class named.
+     */
+    private static final class AllowListOutput extends ObjectOutputStream {
+        private final TypeRegistry registry;
+        private String refused;
+
+        AllowListOutput(OutputStream out, TypeRegistry registry) throws IOException {
+            super(out);
+            this.registry = registry;
         }
 
         @Override
-        protected Class<?> resolveClass(ObjectStreamClass desc) throws IOException, ClassNotFoundException {
-            if (!allowed(desc.getName())) {
-                throw new InvalidClassException(desc.getName(), "not on the java family's allow-list");
+        protected void annotateClass(Class<?> cl) throws IOException {
+            if (!allowed(registry, cl.getName())) {
+                throw refuse(cl);
             }
-            return super.resolveClass(desc);
+        }
+
+        @Override
+        protected void annotateProxyClass(Class<?> cl) throws IOException {
+            throw refuse(cl);
+        }
+
+        private InvalidClassException refuse(Class<?> cl) {
+            if (refused == null) {
+                refused = cl.getName();
+            }
+            return notAllowed(cl.getName());
         }
     }
 }

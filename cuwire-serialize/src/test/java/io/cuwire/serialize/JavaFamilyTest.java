@@ -15,6 +15,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.TransferScope;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -117,6 +118,22 @@ class JavaFamilyTest {
         HostBuffer b = host.allocate(frame.length());
         CopyEngine.copy(frame.buffer(), b);
         return b;
+    }
+
+    @Test
+    void shouldRefuseAtTheSenderAnAllowedValueHoldingAClassOffTheAllowList() {
+        TypeRegistry registry = new TypeRegistry().allowJava(Models.Holder.class);
+        Models.Holder holder = new Models.Holder();
+        holder.inner = List.of(new Models.NotAllowed());
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(holder, Family.CUDA, Family.JAVA));
+        assertTrue(e.getMessage().contains("java.util.CollSer is not on"), e.getMessage());
+        assertEquals("Holder", e.path());
+        holder.inner = new ArrayList<>(List.of(new Models.NotAllowed()));
+        e = assertThrows(UnserializableException.class, () -> registry.serialize(holder, Family.JAVA));
+        assertTrue(e.getMessage().contains(Models.NotAllowed.class.getName()), e.getMessage());
+        assertTrue(e.getMessage().contains("allow-list"), e.getMessage());
+        assertEquals(0, registry.hostAllocator().allocatedBytes());
     }
 
     @Test

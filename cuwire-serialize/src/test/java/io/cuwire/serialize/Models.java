@@ -89,6 +89,12 @@ final class Models {
         NdArray centers;
     }
 
+    /** An allow-listed Serializable type whose field may hold anything. */
+    static final class Holder implements Serializable {
+        private static final long serialVersionUID = 1L;
+        Object inner;
+    }
+
     /** A Serializable type that is never allowed. */
     static final class NotAllowed implements Serializable {
         private static final long serialVersionUID = 1L;
