@@ -107,10 +107,17 @@ public final class TypeRegistry {
     /**
      * Registers the generic field-walking serializer for {@code baseType} and all its subclasses in
      * {@code families}. Concrete subclasses still need names ({@link #register(Class)}).
+     *
+     * @throws IllegalArgumentException if {@code families} is empty or names {@code java}: that family is JDK
+     *     serialization of allow-listed types ({@link #allowJava}), never a field walk
      */
     public synchronized TypeRegistry registerGeneric(Class<?> baseType, Family... families) {
         if (families.length == 0) {
             throw new IllegalArgumentException("registerGeneric(" + baseType.getName() + ") names no family");
+        }
+        if (List.of(families).contains(Family.JAVA)) {
+            throw new IllegalArgumentException("registerGeneric(" + baseType.getName() + ") names the java family, "
+                    + "which is JDK serialization of allow-listed types only: use allowJava");
         }
         generics.add(new Generic(baseType, Set.of(families)));
         resolved.clear();

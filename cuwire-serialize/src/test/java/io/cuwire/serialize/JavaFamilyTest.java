@@ -48,6 +48,13 @@ class JavaFamilyTest {
         assertThrows(UnserializableException.class, () -> registry.serialize(legacy, Family.JAVA));
         registry.allowJava(Models.Legacy.class);
         assertThrows(UnserializableException.class, () -> registry.serialize(legacy, Family.CUDA, Family.HOST));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> registry.registerGeneric(Object.class, Family.CUDA, Family.JAVA));
+        assertTrue(e.getMessage().contains("allowJava"), e.getMessage());
+        UnserializableException none = assertThrows(UnserializableException.class,
+                () -> registry.serialize(new Models.NotAllowed(), Family.CUDA));
+        assertTrue(none.getMessage().contains("no family of [cuda]"), "the refused registration left no generic "
+                + "serializer behind: " + none.getMessage());
     }
 
     @Test
