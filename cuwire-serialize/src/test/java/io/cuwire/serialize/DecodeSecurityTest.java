@@ -11,6 +11,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -134,6 +135,18 @@ class DecodeSecurityTest {
         byte[] nested = header(deep, List.of());
         assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(nested,
                 new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
+    }
+
+    @Test
+    void shouldRefuseADuplicateMapKeyEvenAfterANil() {
+        // {"v": 1, "v": 1} and {"a": nil, "a": 1}: the second value must not silently replace the first.
+        byte[] twice = {(byte) 0x82, (byte) 0xa1, 'v', 0x01, (byte) 0xa1, 'v', 0x01};
+        byte[] afterNil = {(byte) 0x82, (byte) 0xa1, 'a', (byte) 0xc0, (byte) 0xa1, 'a', 0x01};
+        for (byte[] bytes : List.of(twice, afterNil)) {
+            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                    () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
+            assertTrue(e.getMessage().contains("duplicate map key"), e.getMessage());
+        }
     }
 
     @Test
