@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import java.lang.reflect.Array;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -165,28 +166,26 @@ final class Decoder {
                 return ids.get((int) id);
             }
             case "list":
-            case "set":
-            case "arr": {
+            case "set": {
                 List<?> items = listOf(m, "v");
                 int id = reserve();
                 List<Object> out = new ArrayList<>(items.size());
                 for (int i = 0; i < items.size(); i++) {
                     out.add(node(items.get(i), "[" + i + "]"));
                 }
-                Object value = switch (tag) {
-                    case "list" -> out;
-                    case "set" -> {
-                        Set<Object> set = new LinkedHashSet<>(out);
-                        if (set.size() != out.size()) {
-                            throw malformed("set with duplicate elements");
-                        }
-                        yield set;
+                Object value = out;
+                if (tag.equals("set")) {
+                    Set<Object> set = new LinkedHashSet<>(out);
+                    if (set.size() != out.size()) {
+                        throw malformed("set with duplicate elements");
                     }
-                    default -> out.toArray();
-                };
+                    value = set;
+                }
                 ids.set(id, value);
                 return value;
             }
+            case "arr":
+                return array(m);
             case "map": {
                 List<?> kv = listOf(m, "v");
                 if (kv.size() % 2 != 0) {
@@ -211,6 +210,30 @@ final class Decoder {
                 }
                 return object(tag, m);
         }
+    }
+
+    /** An object array, of the element type the header names ({@code "c"}), else of {@code Object}. */
+    private Object[] array(Map<?, ?> m) {
+        List<?> items = listOf(m, "v");
+        Class<?> component = Object.class;
+        if (m.containsKey("c")) {
+            if (!(m.get("c") instanceof String name)) {
+                throw malformed("array element type is not a name");
+            }
+            component = registry.componentType(name);
+        }
+        int id = reserve();
+        Object[] out = (Object[]) Array.newInstance(component, items.size());
+        for (int i = 0; i < out.length; i++) {
+            Object element = node(items.get(i), "[" + i + "]");
+            if (element != null && !component.isInstance(element)) {
+                throw malformed("element " + i + " of an array of " + component.getTypeName() + " is a "
+                        + element.getClass().getName());
+            }
+            out[i] = element;
+        }
+        ids.set(id, out);
+        return out;
     }
 
     private Object requireNonNull(Object o) {

@@ -156,6 +156,13 @@ final class Encoder {
                 throw new UnserializableException("cycle: " + value.getClass().getName()
                         + " contains itself; cuwire preserves shared references but refuses cycles", path());
             }
+            if (value instanceof Object[] array && array.getClass().getComponentType() != Object.class
+                    && registry.componentName(array.getClass().getComponentType()) == null) {
+                throw new UnserializableException("a second reference to one " + array.getClass().getTypeName()
+                        + ": its element type has no registered name, so the receiver would rebuild it as an "
+                        + "Object[] and could not share it; register " + array.getClass().getComponentType().getName()
+                        + " with TypeRegistry.register", path());
+            }
             Map<String, Object> ref = new LinkedHashMap<>(4);
             ref.put("t", "ref");
             ref.put("id", seen);
@@ -177,7 +184,14 @@ final class Encoder {
                     }
                     yield tagged("map", kv);
                 }
-                case Object[] array -> tagged("arr", elements(java.util.Arrays.asList(array)));
+                case Object[] array -> {
+                    Map<String, Object> m = tagged("arr", elements(java.util.Arrays.asList(array)));
+                    String component = registry.componentName(array.getClass().getComponentType());
+                    if (component != null) {
+                        m.put("c", component);
+                    }
+                    yield m;
+                }
                 default -> object(value);
             };
         } finally {

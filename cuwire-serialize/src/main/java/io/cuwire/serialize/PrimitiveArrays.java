@@ -29,6 +29,10 @@ final class PrimitiveArrays {
         int elementSize() {
             return elementSize;
         }
+
+        Class<?> type() {
+            return type;
+        }
     }
 
     static Kind kindOf(Class<?> arrayType) {

@@ -72,6 +72,27 @@ class DecodeSecurityTest {
     }
 
     @Test
+    void shouldRefuseArrayElementTypesThatAreUnknownOrDoNotHoldTheElements() {
+        Map<String, Object> unknown = new LinkedHashMap<>();
+        unknown.put("t", "arr");
+        unknown.put("v", List.of());
+        unknown.put("c", Models.class.getName() + "$Canary");
+        assertThrows(UnknownTypeException.class, () -> decode(header(unknown, List.of())));
+        Map<String, Object> wrong = new LinkedHashMap<>();
+        wrong.put("t", "arr");
+        wrong.put("v", List.of("not a point"));
+        wrong.put("c", "test.Point");
+        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                () -> decode(header(wrong, List.of())));
+        assertTrue(e.getMessage().contains("java.lang.String"), e.getMessage());
+        Map<String, Object> deep = new LinkedHashMap<>(wrong);
+        deep.put("v", List.of());
+        deep.put("c", "[".repeat(300) + "str");
+        assertThrows(MalformedHeaderException.class, () -> decode(header(deep, List.of())));
+        assertFalse(Models.Flag.canaryInitialized);
+    }
+
+    @Test
     void shouldRefuseNewerFormatAndTypeVersions() {
         Map<String, Object> top = new LinkedHashMap<>();
         top.put("v", 2L);

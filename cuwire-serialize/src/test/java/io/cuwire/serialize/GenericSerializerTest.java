@@ -153,9 +153,39 @@ class GenericSerializerTest {
         List<Object> shared = new ArrayList<>(List.of("s"));
         m.history.add(shared);
         m.extras.put("same", shared);
+        m.anything = m.points;
         m.state.inner = null;
         KMeans after = (KMeans) roundTrip(m, Family.CUDA);
         assertSame(after.history.get(after.history.size() - 1), after.extras.get("same"));
+        assertSame(after.points, after.anything, "an array of a registered type is one array, of its own type");
+    }
+
+    @Test
+    void shouldRebuildObjectArraysWithTheirElementTypes() {
+        List<Object> arrays = new ArrayList<>(List.of(new String[] {"a", null}, new Solver[] {Solver.LBFGS},
+                new Point[][] {{new Point(1, 2, "p")}}, new double[][] {{1.5}, {}}, new Long[] {7L},
+                new Object[] {"any"}));
+        List<?> after = (List<?>) roundTrip(arrays, Family.CUDA);
+        for (int i = 0; i < arrays.size(); i++) {
+            assertEquals(arrays.get(i).getClass(), after.get(i).getClass(), "element " + i);
+            assertArrayEquals((Object[]) arrays.get(i), (Object[]) after.get(i), "element " + i);
+        }
+    }
+
+    @Test
+    void shouldRefuseASharedArrayWhoseElementTypeHasNoName() {
+        KMeans m = sample();
+        Runnable[] tasks = new Runnable[1];
+        m.history.add(tasks);
+        m.anything = tasks;
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA));
+        assertTrue(e.getMessage().contains("java.lang.Runnable[]"), e.getMessage());
+        assertEquals("KMeans.anything", e.path());
+        m.anything = null;
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA);
+        assertInstanceOf(Object[].class, after.history.get(after.history.size() - 1),
+                "unshared, such an array travels and comes back as an Object[]");
     }
 
     @Test
