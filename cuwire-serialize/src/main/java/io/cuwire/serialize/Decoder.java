@@ -25,6 +25,7 @@ final class Decoder {
     private final Serialized serialized;
     private final DecodeTarget target;
     private final List<Object> ids = new ArrayList<>();
+    private final List<Object> primitiveArrays = new ArrayList<>();
     private final Deque<String> path = new ArrayDeque<>();
     private final List<Buffer> takenOwned = new ArrayList<>();
 
@@ -165,6 +166,13 @@ final class Decoder {
                 }
                 return ids.get((int) id);
             }
+            case "pref": {
+                long id = longOf(m, "id");
+                if (id < 0 || id >= primitiveArrays.size()) {
+                    throw malformed("reference to primitive array " + id + ", which is not an earlier one");
+                }
+                return primitiveArrays.get((int) id);
+            }
             case "list":
             case "set": {
                 List<?> items = listOf(m, "v");
@@ -206,7 +214,9 @@ final class Decoder {
             default:
                 PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(tag);
                 if (kind != null) {
-                    return primitiveArray(kind, m);
+                    Object array = primitiveArray(kind, m);
+                    primitiveArrays.add(array);
+                    return array;
                 }
                 return object(tag, m);
         }

@@ -21,6 +21,7 @@ final class Encoder {
     private final List<Frame> frames = new ArrayList<>();
     private final IdentityHashMap<Object, Long> ids = new IdentityHashMap<>();
     private final IdentityHashMap<Object, Boolean> onPath = new IdentityHashMap<>();
+    private final IdentityHashMap<Object, Long> primitiveIds = new IdentityHashMap<>();
     private final Deque<String> path = new ArrayDeque<>();
     private long nextId;
 
@@ -128,6 +129,16 @@ final class Encoder {
             }
             default -> {
                 if (value.getClass().isArray() && value.getClass().getComponentType().isPrimitive()) {
+                    // Numbered apart from the other shared values: headers written before primitive arrays were
+                    // shared keep their reference numbers.
+                    Long seen = primitiveIds.get(value);
+                    if (seen != null) {
+                        Map<String, Object> ref = new LinkedHashMap<>(4);
+                        ref.put("t", "pref");
+                        ref.put("id", seen);
+                        return ref;
+                    }
+                    primitiveIds.put(value, (long) primitiveIds.size());
                     return primitiveArray(value);
                 }
                 return tracked(value);

@@ -161,6 +161,21 @@ class GenericSerializerTest {
     }
 
     @Test
+    void shouldPreserveSharedPrimitiveArraysAndSendALargeOneOnce() {
+        KMeans m = sample();
+        m.anything = m.centers;
+        m.state.weights = new double[] {0.5};
+        m.extras.put("weights", m.state.weights);
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            assertEquals(1, s.frames().size(), "the shared 800 KB array is one frame");
+        }
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA);
+        assertSame(after.centers, after.anything);
+        assertArrayEquals(m.centers, after.centers);
+        assertSame(after.state.weights, after.extras.get("weights"));
+    }
+
+    @Test
     void shouldRebuildObjectArraysWithTheirElementTypes() {
         List<Object> arrays = new ArrayList<>(List.of(new String[] {"a", null}, new Solver[] {Solver.LBFGS},
                 new Point[][] {{new Point(1, 2, "p")}}, new double[][] {{1.5}, {}}, new Long[] {7L},
