@@ -22,7 +22,8 @@ import java.util.Set;
  *
  * <p>{@link NdArray}s inside a JDK-serialized value travel as pickle carries GPU arrays: their serial form copies the
  * bytes to the heap inside the stream. While reading, {@link NdArray#readTarget} points at the decode target's
- * device allocator, so they are rebuilt on the receiver's device, as the {@code host} family rebuilds them.
+ * device and host allocators, so arrays that were on a device are rebuilt on the receiver's device, as the
+ * {@code host} family rebuilds them, and host arrays stay host arrays.
  */
 final class JavaFamily {
     /**
@@ -92,7 +93,7 @@ final class JavaFamily {
                         f.buffer().close();
                     }
                 }
-                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device());
+                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device(), in.target().host());
                 try (ObjectInputStream ois = new AllowListStream(b, registry, in)) {
                     return ois.readObject();
                 } catch (IOException | ClassNotFoundException e) {
