@@ -28,6 +28,8 @@ final class Decoder {
     private final List<Object> primitiveArrays = new ArrayList<>();
     private final Deque<String> path = new ArrayDeque<>();
     private final List<Buffer> takenOwned = new ArrayList<>();
+    /** Indices of the frames taken so far, in order. */
+    private final List<Integer> takenIndices = new ArrayList<>();
 
     Decoder(TypeRegistry registry, Serialized serialized, DecodeTarget target) {
         this.registry = registry;
@@ -65,6 +67,7 @@ final class Decoder {
 
     Frame takeFrame(int index) {
         Frame f = serialized.take(index);
+        takenIndices.add(index);
         if (f.owned()) {
             takenOwned.add(f.buffer());
         }
@@ -328,12 +331,34 @@ final class Decoder {
         for (Map.Entry<?, ?> e : data.entrySet()) {
             fields.put((String) e.getKey(), e.getValue());
         }
+        long[] range = m.containsKey("frames") ? frameRange(m.get("frames")) : null;
         int id = reserve();
+        int takenBefore = takenIndices.size();
         Object value = serializer.read(new ReadContext(this, type, family, version, fields));
         if (value == null) {
             throw malformed("serializer of '" + name + "' returned null");
         }
+        if (range != null) {
+            // A reader may leave frames unused (a field an evolved type dropped), never use another value's.
+            for (int index : takenIndices.subList(takenBefore, takenIndices.size())) {
+                if (index < range[0] || index >= range[0] + range[1]) {
+                    throw malformed("'" + name + "' used frame " + index + ", outside its frames [" + range[0] + ", "
+                            + (range[0] + range[1]) + ")");
+                }
+            }
+        }
         ids.set(id, value);
         return value;
+    }
+
+    /** A sub-header's {@code [first, count]} frames, checked against the frames there are. */
+    private long[] frameRange(Object node) {
+        if (!(node instanceof List<?> r) || r.size() != 2 || !(r.get(0) instanceof Long first)
+                || !(r.get(1) instanceof Long count) || first < 0 || count < 1
+                || first > serialized.frames().size() - count) {
+            throw malformed("frame range " + node + " (expected: [first, count] within "
+                    + serialized.frames().size() + " frames)");
+        }
+        return new long[] {first, count};
     }
 }

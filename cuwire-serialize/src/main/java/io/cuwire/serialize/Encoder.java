@@ -232,6 +232,7 @@ final class Encoder {
                         + " serializer but no registered name; register it with TypeRegistry.register", path());
             }
             WriteContext ctx = new WriteContext(this, family);
+            int first = frames.size();
             serializer.write(ctx, value);
             Map<String, Object> m = new LinkedHashMap<>(8);
             m.put("t", name);
@@ -239,6 +240,10 @@ final class Encoder {
             int version = registry.versionOf(type);
             if (version != 0) {
                 m.put("tv", (long) version);
+            }
+            if (frames.size() > first) {
+                // The value's frames, its nested values' included, are contiguous: depth-first, in write order.
+                m.put("frames", List.of((long) first, (long) (frames.size() - first)));
             }
             m.put("d", ctx.data());
             return m;

@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.Buffer;
@@ -23,6 +24,7 @@ import io.cuwire.memory.TransferScope;
 import io.cuwire.memory.TransferStats;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -155,6 +157,36 @@ class ArrayFamiliesTest {
                     }
                     closeAll(back);
                 }
+            }
+        }
+        closeAll(f);
+    }
+
+    @Test
+    void shouldRecordEachSubHeadersFrameRangeAndRefuseAValueUsingAnotherValuesFrame(TestInfo info) {
+        SplittableRandom random = TestRandom.create(info);
+        Fitted f = fitted(random, senderDevice, 10 + random.nextInt(10));
+        try (Serialized s = registry.serialize(f, Family.CUDA)) {
+            // coef, intercept, history[0]: one frame each; support and extra: three each.
+            assertEquals(9, s.frames().size());
+            Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
+            Map<?, ?> root = (Map<?, ?>) header.root();
+            Map<?, ?> fields = (Map<?, ?>) root.get("d");
+            assertEquals(List.of(0L, 9L), root.get("frames"));
+            assertEquals(List.of(0L, 1L), ((Map<?, ?>) fields.get("coef")).get("frames"));
+            assertEquals(List.of(3L, 3L), ((Map<?, ?>) fields.get("support")).get("frames"));
+            assertEquals(List.of(6L, 3L), ((Map<?, ?>) fields.get("extra")).get("frames"));
+            @SuppressWarnings("unchecked")
+            Map<String, Object> support = (Map<String, Object>) fields.get("support");
+            support.put("frames", List.of(0L, 3L));
+            List<Buffer> received = new ArrayList<>();
+            for (FrameDescriptor d : header.frames()) {
+                received.add(receiverDevice.allocate(d.length()));
+            }
+            try (Serialized wire = Serialized.received(header, received)) {
+                MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> registry.deserialize(
+                        wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+                assertTrue(e.getMessage().contains("outside its frames [0, 3)"), e.getMessage());
             }
         }
         closeAll(f);
