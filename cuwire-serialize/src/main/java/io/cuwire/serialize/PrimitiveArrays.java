@@ -57,6 +57,7 @@ final class PrimitiveArrays {
         return java.lang.reflect.Array.getLength(array);
     }
 
+    /** The array's own memory; for a {@code boolean[]}, which has no segment view, a packed byte copy. */
     static MemorySegment segment(Object array) {
         return switch (array) {
             case byte[] a -> MemorySegment.ofArray(a);

@@ -58,8 +58,9 @@ public final class TypeRegistry {
      * A registry.
      *
      * @param limits bounds for encoding and decoding
-     * @param frameThreshold primitive arrays of at least this many bytes travel as zero-copy host frames, smaller
-     *     ones inline in the header
+     * @param frameThreshold primitive arrays of at least this many bytes travel as zero-copy host frames (a
+     *     {@code boolean[]} as a packed byte copy: the JVM offers no byte view of one), smaller ones inline in the
+     *     header
      * @param hostAllocator where {@code host}-family copies of device arrays are made
      */
     public TypeRegistry(Limits limits, long frameThreshold, BufferAllocator<HostBuffer> hostAllocator) {

@@ -148,6 +148,19 @@ class GenericSerializerTest {
     }
 
     @Test
+    void shouldPackALargeBooleanArrayIntoAFrameAndBack() {
+        boolean[] flags = new boolean[100_000];
+        for (int i = 0; i < flags.length; i += 3) {
+            flags[i] = true;
+        }
+        try (Serialized s = registry.serialize(flags, Family.CUDA)) {
+            assertEquals(1, s.frames().size());
+            assertEquals(flags.length, s.frames().get(0).length(), "one byte per element");
+        }
+        assertArrayEquals(flags, (boolean[]) roundTrip(flags, Family.CUDA));
+    }
+
+    @Test
     void shouldPreserveSharedReferences() {
         KMeans m = sample();
         List<Object> shared = new ArrayList<>(List.of("s"));
