@@ -13,14 +13,22 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.TestRandom;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.io.TempDir;
 
 class DecodeSecurityTest {
     private BufferAllocator<DeviceBuffer> device;
@@ -60,14 +68,43 @@ class DecodeSecurityTest {
         }
     }
 
+    /**
+     * A flight recording of class loads around the decode: the canary's name (a class nothing else refers to) must
+     * not appear, while a class loaded by name in the same recording must, which shows the recording would have seen
+     * it.
+     */
     @Test
-    void shouldRefuseAnUnregisteredNameBeforeLoadingItsClass() {
+    void shouldRefuseAnUnregisteredNameBeforeLoadingItsClass(@TempDir Path dir) throws Exception {
+        String canary = Models.class.getName() + "$Canary";
+        String control = Models.class.getName() + "$LoadControl";
         Map<String, Object> node = new LinkedHashMap<>();
-        node.put("t", Models.class.getName() + "$Canary");
+        node.put("t", canary);
         node.put("f", "cuda");
         node.put("d", Map.of());
-        UnknownTypeException e = assertThrows(UnknownTypeException.class, () -> decode(header(node, List.of())));
-        assertTrue(e.getMessage().contains("Canary"), e.getMessage());
+        Map<String, Object> inEnum = new LinkedHashMap<>();
+        inEnum.put("t", "enum");
+        inEnum.put("n", canary);
+        inEnum.put("v", "X");
+        Path file = dir.resolve("class-loads.jfr");
+        try (Recording recording = new Recording()) {
+            recording.enable("jdk.ClassLoad").withThreshold(Duration.ZERO);
+            recording.start();
+            for (Object root : List.of(node, inEnum, Map.of("t", "list", "v", List.of(1L, node)))) {
+                UnknownTypeException e = assertThrows(UnknownTypeException.class,
+                        () -> decode(header(root, List.of())));
+                assertTrue(e.getMessage().contains("Canary"), e.getMessage());
+            }
+            Class.forName(control, false, getClass().getClassLoader());
+            recording.stop();
+            recording.dump(file);
+        }
+        Set<String> loaded = new HashSet<>();
+        for (RecordedEvent event : RecordingFile.readAllEvents(file)) {
+            loaded.add(event.getClass("loadedClass").getName());
+        }
+        assertTrue(loaded.contains(control), "the recording saw the control class load: " + loaded.size()
+                + " loads recorded");
+        assertFalse(loaded.contains(canary), "the named class was never loaded");
         assertFalse(Models.Flag.canaryInitialized, "the named class was never initialized");
     }
 

@@ -106,6 +106,10 @@ final class Models {
         static final boolean LOADED = Flag.set();
     }
 
+    /** Loaded by name in the class-loading test, to show that its recording sees a load when one happens. */
+    static final class LoadControl {
+    }
+
     static final class Flag {
         static volatile boolean canaryInitialized;
 
