@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.NdArray;
 import java.lang.reflect.Array;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -16,7 +17,7 @@ import java.util.Set;
 /**
  * Rebuilds one value graph from a {@link Serialized}; one decoder per {@link TypeRegistry#deserialize} call. Header
  * nodes are untrusted: every shape is checked, type names resolve only through the registry, and any failure is a
- * {@link SerializationException}. On failure the frames it took are closed again.
+ * {@link SerializationException}. On failure the frames it took, and the memory its serializers made, are released.
  */
 final class Decoder {
     private static final Object PENDING = new Object();
@@ -27,7 +28,8 @@ final class Decoder {
     private final List<Object> ids = new ArrayList<>();
     private final List<Object> primitiveArrays = new ArrayList<>();
     private final Deque<String> path = new ArrayDeque<>();
-    private final List<Buffer> takenOwned = new ArrayList<>();
+    /** What this decode took or made that the value will own: released if the decode fails. */
+    private final List<AutoCloseable> owned = new ArrayList<>();
     /** Indices of the frames taken so far, in order. */
     private final List<Integer> takenIndices = new ArrayList<>();
 
@@ -41,11 +43,16 @@ final class Decoder {
         try {
             return node(serialized.root(), "root");
         } catch (RuntimeException | Error e) {
-            for (Buffer b : takenOwned) {
-                if (b.isOpen()) {
+            for (AutoCloseable resource : owned) {
+                boolean open = switch (resource) {
+                    case Buffer b -> b.isOpen();
+                    case NdArray a -> a.isOpen();
+                    default -> true;
+                };
+                if (open) {
                     try {
-                        b.close();
-                    } catch (RuntimeException suppressed) {
+                        resource.close();
+                    } catch (Exception suppressed) {
                         e.addSuppressed(suppressed);
                     }
                 }
@@ -69,9 +76,14 @@ final class Decoder {
         Frame f = serialized.take(index);
         takenIndices.add(index);
         if (f.owned()) {
-            takenOwned.add(f.buffer());
+            owned.add(f.buffer());
         }
         return f;
+    }
+
+    /** Memory a serializer made for the value (a frame rebuilt on the device, an array JDK serialization read). */
+    void own(AutoCloseable resource) {
+        owned.add(resource);
     }
 
     private MalformedHeaderException malformed(String what) {

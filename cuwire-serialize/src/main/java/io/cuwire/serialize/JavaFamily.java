@@ -107,6 +107,7 @@ final class JavaFamily {
 
     private static final class AllowListStream extends ObjectInputStream {
         private final TypeRegistry registry;
+        private final ReadContext ctx;
 
         /**
          * A stream over {@code stream} whose filter also bounds every array the stream makes by the stream's own
@@ -117,6 +118,8 @@ final class JavaFamily {
         AllowListStream(byte[] stream, TypeRegistry registry, ReadContext ctx) throws IOException {
             super(new ByteArrayInputStream(stream));
             this.registry = registry;
+            this.ctx = ctx;
+            enableResolveObject(true);
             long maxBytes = ctx.target().limits().maxTotalFrameBytes();
             long length = stream.length;
             setObjectInputFilter(info -> {
@@ -151,6 +154,17 @@ final class JavaFamily {
             return primitive == long.class || primitive == double.class ? 8
                     : primitive == int.class || primitive == float.class ? 4
                     : primitive == short.class || primitive == char.class ? 2 : 1;
+        }
+
+        /** Arrays and blobs the stream rebuilt belong to the decode until it succeeds: released if anything fails. */
+        @Override
+        protected Object resolveObject(Object obj) {
+            if (obj instanceof NdArray a) {
+                ctx.own(a);
+            } else if (obj instanceof OpaqueBlob b) {
+                ctx.own(b.buffer());
+            }
+            return obj;
         }
 
         @Override

@@ -193,6 +193,27 @@ class ArrayFamiliesTest {
     }
 
     @Test
+    void shouldReleaseADeviceArrayRebuiltFromAHostFrameWhenTheDecodeFailsLater() {
+        try (NdArray a = NdArray.fromArray(senderDevice, new float[] {1, 2, 3}, 3);
+                Serialized s = registry.serialize(new ArrayList<>(List.of(a, "next")), Family.HOST)) {
+            Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
+            @SuppressWarnings("unchecked")
+            List<Object> items = (List<Object>) ((Map<?, ?>) header.root()).get("v");
+            items.set(1, Map.of("t", "test.Unregistered", "f", "host", "d", Map.of()));
+            List<Buffer> received = new ArrayList<>();
+            for (FrameDescriptor d : header.frames()) {
+                received.add(receiverHost.allocate(d.length()));
+            }
+            try (Serialized wire = Serialized.received(header, received)) {
+                assertThrows(UnknownTypeException.class, () -> registry.deserialize(wire,
+                        new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+            }
+            assertEquals(0, receiverDevice.allocatedBytes(), "the array rebuilt on the device was released");
+            assertEquals(0, receiverHost.allocatedBytes(), "the host frame was released");
+        }
+    }
+
+    @Test
     void shouldCopyExactlyTheArrayBytesThroughTheHostInTheHostFamily(TestInfo info) {
         SplittableRandom random = TestRandom.create(info);
         Fitted f = fitted(random, senderDevice, 500 + random.nextInt(500));

@@ -175,6 +175,30 @@ class JavaFamilyTest {
     }
 
     @Test
+    void shouldReleaseTheArraysAStreamRebuiltWhenItFailsLater() {
+        TypeRegistry writer = new TypeRegistry().allowJava(Models.Holder.class, Models.NotAllowed.class);
+        TypeRegistry reader = new TypeRegistry().allowJava(Models.Holder.class);
+        Models.Holder holder = new Models.Holder();
+        try (NdArray a = NdArray.fromArray(device, new float[] {1, 2}, 2);
+                NdArray b = NdArray.fromArray(host, new long[] {3}, 1)) {
+            holder.inner = new ArrayList<>(List.of(a, b, new Models.NotAllowed()));
+            try (Serialized s = writer.serialize(holder, Family.JAVA);
+                    Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
+                            List.of())) {
+                BufferAllocator<DeviceBuffer> rxDevice = Devices.get(0).newAllocator("java-rx", 1 << 20);
+                BufferAllocator<HostBuffer> rxHost = BufferAllocator.host("java-rx-host", 1 << 20);
+                MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                        () -> reader.deserialize(wire, new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT)));
+                assertTrue(e.getMessage().contains("allow-list"), e.getMessage());
+                assertEquals(0, rxDevice.allocatedBytes(), "the device array read before the refusal was released");
+                assertEquals(0, rxHost.allocatedBytes(), "the host array read before the refusal was released");
+                rxDevice.close();
+                rxHost.close();
+            }
+        }
+    }
+
+    @Test
     void shouldRefuseAStreamNamingAClassOffTheAllowList() {
         TypeRegistry writer = new TypeRegistry().allowJava(Models.NotAllowed.class);
         TypeRegistry reader = new TypeRegistry().allowJava(Models.Legacy.class);
