@@ -12,6 +12,16 @@ import java.io.ObjectOutputStream;
 import java.io.ObjectStreamClass;
 import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -94,8 +104,10 @@ final class JavaFamily {
                     }
                 }
                 NdArray.ReadScope arrays = NdArray.readTarget(in.target().device(), in.target().host());
-                try (ObjectInputStream ois = new AllowListStream(b, registry, in)) {
-                    return ois.readObject();
+                try (AllowListStream ois = new AllowListStream(b, registry, in)) {
+                    Object value = ois.readObject();
+                    releaseUnreachable(value, ois.made);
+                    return value;
                 } catch (IOException | ClassNotFoundException e) {
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
                 } finally {
@@ -105,9 +117,80 @@ final class JavaFamily {
         };
     }
 
+    /**
+     * Closes the arrays and blobs a stream rebuilt that the value read does not hold: a stream may make objects and
+     * drop them (a corrupt or hostile one does), and dropped device or host memory would stay allocated. Walks the
+     * value's fields; where it meets a class it cannot look into, it closes nothing.
+     */
+    private static void releaseUnreachable(Object value, List<AutoCloseable> made) {
+        if (made.isEmpty()) {
+            return;
+        }
+        Set<Object> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        Deque<Object> todo = new ArrayDeque<>();
+        push(todo, value);
+        while (!todo.isEmpty()) {
+            Object v = todo.pop();
+            if (!seen.add(v)) {
+                continue;
+            }
+            Class<?> c = v.getClass();
+            if (v instanceof NdArray || v instanceof OpaqueBlob || v instanceof String || v instanceof Number
+                    || v instanceof Boolean || v instanceof Character || v instanceof Enum<?>
+                    || c.isArray() && c.getComponentType().isPrimitive()) {
+                continue;
+            }
+            if (v instanceof Object[] array) {
+                for (Object e : array) {
+                    push(todo, e);
+                }
+            } else if (v instanceof Map<?, ?> map) {
+                map.forEach((k, e) -> {
+                    push(todo, k);
+                    push(todo, e);
+                });
+            } else if (v instanceof Collection<?> collection) {
+                collection.forEach(e -> push(todo, e));
+            } else {
+                for (; c != null && c != Object.class; c = c.getSuperclass()) {
+                    for (Field f : c.getDeclaredFields()) {
+                        if (Modifier.isStatic(f.getModifiers()) || f.getType().isPrimitive()) {
+                            continue;
+                        }
+                        try {
+                            f.setAccessible(true);
+                            push(todo, f.get(v));
+                        } catch (ReflectiveOperationException | RuntimeException e) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        for (AutoCloseable m : made) {
+            if (!seen.contains(m)) {
+                try {
+                    if (!(m instanceof NdArray a) || a.isOpen()) {
+                        m.close();
+                    }
+                } catch (Exception e) {
+                    throw new MalformedHeaderException("releasing what a JDK stream dropped failed: " + e, e);
+                }
+            }
+        }
+    }
+
+    private static void push(Deque<Object> todo, Object o) {
+        if (o != null) {
+            todo.push(o);
+        }
+    }
+
     private static final class AllowListStream extends ObjectInputStream {
         private final TypeRegistry registry;
         private final ReadContext ctx;
+        /** The arrays and blobs the stream rebuilt, in order. */
+        private final List<AutoCloseable> made = new ArrayList<>();
 
         /**
          * A stream over {@code stream} whose filter also bounds every array the stream makes by the stream's own
@@ -161,8 +244,10 @@ final class JavaFamily {
         protected Object resolveObject(Object obj) {
             if (obj instanceof NdArray a) {
                 ctx.own(a);
+                made.add(a);
             } else if (obj instanceof OpaqueBlob b) {
                 ctx.own(b.buffer());
+                made.add(b);
             }
             return obj;
         }

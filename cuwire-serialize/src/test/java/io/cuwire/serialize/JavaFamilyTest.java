@@ -199,6 +199,25 @@ class JavaFamilyTest {
     }
 
     @Test
+    void shouldReleaseTheArraysAStreamReadButDropped() {
+        TypeRegistry registry = new TypeRegistry().allowJava(Models.Dropping.class, Models.Holder.class);
+        Models.Dropping dropping = new Models.Dropping();
+        BufferAllocator<DeviceBuffer> rxDevice = Devices.get(0).newAllocator("java-rx", 1 << 20);
+        BufferAllocator<HostBuffer> rxHost = BufferAllocator.host("java-rx-host", 1 << 20);
+        try (NdArray a = NdArray.fromArray(device, new float[] {1, 2}, 2)) {
+            dropping.array = a;
+            try (Serialized s = registry.serialize(dropping, Family.JAVA)) {
+                Models.Holder back = registry.deserialize(s, Models.Holder.class,
+                        new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT));
+                assertEquals("dropped", back.inner);
+                assertEquals(0, rxDevice.allocatedBytes(), "the array the value no longer holds was released");
+            }
+        }
+        rxDevice.close();
+        rxHost.close();
+    }
+
+    @Test
     void shouldRefuseAStreamNamingAClassOffTheAllowList() {
         TypeRegistry writer = new TypeRegistry().allowJava(Models.NotAllowed.class);
         TypeRegistry reader = new TypeRegistry().allowJava(Models.Legacy.class);

@@ -95,6 +95,18 @@ final class Models {
         Object inner;
     }
 
+    /** An allow-listed type whose serial form reads back as a {@link Holder} without its array. */
+    static final class Dropping implements Serializable {
+        private static final long serialVersionUID = 1L;
+        NdArray array;
+
+        private Object readResolve() {
+            Holder h = new Holder();
+            h.inner = "dropped";
+            return h;
+        }
+    }
+
     /** A Serializable type that is never allowed. */
     static final class NotAllowed implements Serializable {
         private static final long serialVersionUID = 1L;
