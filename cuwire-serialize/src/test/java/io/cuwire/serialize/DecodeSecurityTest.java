@@ -6,21 +6,30 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CsrMatrix;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.memory.SparseMatrix;
 import io.cuwire.memory.TestRandom;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
@@ -28,6 +37,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 class DecodeSecurityTest {
@@ -207,9 +217,12 @@ class DecodeSecurityTest {
         }
     }
 
-    @Test
-    void shouldAnswerMutatedAndRandomHeadersOnlyWithTypedErrors(TestInfo info) {
-        SplittableRandom random = TestRandom.create(info);
+    /**
+     * Valid headers to mutate: an estimator-like object in the {@code cuda} family with no frames; a list of a device
+     * array, a large primitive array, a sparse matrix, an opaque blob, an enum and records, in {@code cuda} and in
+     * {@code host}; and an allow-listed value in the {@code java} family (a JDK stream in the header).
+     */
+    private List<byte[]> fuzzSeeds(TypeRegistry registry) {
         Models.KMeans m = new Models.KMeans();
         m.name = "fuzz";
         m.counts = new long[] {1, 2};
@@ -218,11 +231,114 @@ class DecodeSecurityTest {
         m.state = new Models.State();
         m.state.weights = new double[] {1, 2};
         m.points = new Models.Point[] {new Models.Point(1, 2, "p")};
-        byte[] valid;
+        List<byte[]> seeds = new ArrayList<>();
         try (Serialized s = registry.serialize(m, Family.CUDA)) {
-            valid = s.encodeHeader();
+            seeds.add(s.encodeHeader());
         }
+        try (NdArray dense = NdArray.zeros(device, DType.FLOAT32, Order.F, 32, 32);
+                CsrMatrix sparse = CsrMatrix.fromDense(device, new double[][] {{0, 1}, {2, 0}});
+                OpaqueBlob blob = OpaqueBlob.adopt("fuzz/1", Map.of("trees", 3L), device.allocate(1024))) {
+            List<Object> arrays = new ArrayList<>(List.of(dense, new long[10_000], sparse, blob, Models.Solver.NEWTON,
+                    new Models.Point[] {new Models.Point(3, 4, "q")}, dense));
+            for (Family family : List.of(Family.CUDA, Family.HOST)) {
+                try (Serialized s = registry.serialize(arrays, family)) {
+                    seeds.add(s.encodeHeader());
+                }
+            }
+        }
+        try (NdArray small = NdArray.fromArray(host, new float[] {1, 2, 3, 4}, 2, 2)) {
+            Models.Holder holder = new Models.Holder();
+            holder.inner = new ArrayList<>(List.of("text", new int[] {1, 2, 3}, small, 5L));
+            try (Serialized s = registry.serialize(holder, Family.JAVA)) {
+                seeds.add(s.encodeHeader());
+            }
+        }
+        return seeds;
+    }
+
+    private Object decodeWithFreshFrames(TypeRegistry registry, byte[] bytes, Limits limits) {
+        Serialized.Header h = Serialized.parseHeader(bytes, limits);
+        List<Buffer> frames = new ArrayList<>();
+        for (FrameDescriptor d : h.frames()) {
+            frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
+        }
+        try (Serialized s = Serialized.received(h, frames)) {
+            return registry.deserialize(s, new DecodeTarget(device, host, limits));
+        }
+    }
+
+    /** Closes what a decode made: sparse matrices and blobs first, then the arrays no one else closed. */
+    private static void closeDecoded(Object root) {
+        Set<Object> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        List<AutoCloseable> first = new ArrayList<>();
+        List<NdArray> arrays = new ArrayList<>();
+        java.util.ArrayDeque<Object> todo = new java.util.ArrayDeque<>();
+        if (root != null) {
+            todo.push(root);
+        }
+        while (!todo.isEmpty()) {
+            Object v = todo.pop();
+            if (!seen.add(v)) {
+                continue;
+            }
+            switch (v) {
+                case NdArray a -> arrays.add(a);
+                case SparseMatrix sm -> first.add(sm);
+                case OpaqueBlob b -> first.add(b);
+                case Iterable<?> it -> it.forEach(e -> pushNonNull(todo, e));
+                case Map<?, ?> map -> map.forEach((k, e) -> {
+                    pushNonNull(todo, k);
+                    pushNonNull(todo, e);
+                });
+                case Object[] array -> java.util.Arrays.stream(array).forEach(e -> pushNonNull(todo, e));
+                case java.util.Optional<?> o -> o.ifPresent(todo::push);
+                default -> {
+                    for (Class<?> c = v.getClass(); c != null && c.getPackageName().equals("io.cuwire.serialize");
+                            c = c.getSuperclass()) {
+                        for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                            if (!java.lang.reflect.Modifier.isStatic(f.getModifiers()) && !f.getType().isPrimitive()) {
+                                f.setAccessible(true);
+                                try {
+                                    pushNonNull(todo, f.get(v));
+                                } catch (IllegalAccessException e) {
+                                    throw new AssertionError(e);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (AutoCloseable c : first) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }
+        for (NdArray a : arrays) {
+            if (a.isOpen()) {
+                a.close();
+            }
+        }
+    }
+
+    private static void pushNonNull(java.util.Deque<Object> todo, Object o) {
+        if (o != null) {
+            todo.push(o);
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void shouldAnswerMutatedAndRandomHeadersOnlyWithTypedErrors(TestInfo info) {
+        SplittableRandom random = TestRandom.create(info);
+        TypeRegistry registry = Models.registry().allowJava(Models.Holder.class);
         Limits limits = new Limits(1 << 16, 16, 32, 1 << 20, 1 << 22, 1 << 12);
+        List<byte[]> seeds = fuzzSeeds(registry);
+        for (byte[] seed : seeds) {
+            closeDecoded(decodeWithFreshFrames(registry, seed, limits));
+        }
         int typed = 0;
         int decoded = 0;
         for (int i = 0; i < 100_000; i++) {
@@ -230,7 +346,7 @@ class DecodeSecurityTest {
             if (i % 10 == 0) {
                 bytes = TestRandom.bytes(random, random.nextInt(64));
             } else {
-                bytes = valid.clone();
+                bytes = seeds.get(i % seeds.size()).clone();
                 int mutations = 1 + random.nextInt(4);
                 for (int k = 0; k < mutations; k++) {
                     int pos = random.nextInt(bytes.length);
@@ -245,15 +361,8 @@ class DecodeSecurityTest {
                 }
             }
             try {
-                Serialized.Header h = Serialized.parseHeader(bytes, limits);
-                List<io.cuwire.memory.Buffer> frames = new java.util.ArrayList<>();
-                for (FrameDescriptor d : h.frames()) {
-                    frames.add(host.allocate(d.length()));
-                }
-                try (Serialized s = Serialized.received(h, frames)) {
-                    registry.deserialize(s, new DecodeTarget(device, host, limits));
-                    decoded++;
-                }
+                closeDecoded(decodeWithFreshFrames(registry, bytes, limits));
+                decoded++;
             } catch (SerializationException e) {
                 typed++;
             } catch (RuntimeException | Error e) {
@@ -262,6 +371,7 @@ class DecodeSecurityTest {
         }
         assertEquals(100_000, typed + decoded);
         assertTrue(typed > 50_000, "most mutations are refused: " + typed);
-        assertEquals(0, host.allocatedBytes(), "every frame of every attempt was released");
+        assertEquals(0, host.allocatedBytes(), "every host frame and array of every attempt was released");
+        assertEquals(0, device.allocatedBytes(), "every device frame and array of every attempt was released");
     }
 }
