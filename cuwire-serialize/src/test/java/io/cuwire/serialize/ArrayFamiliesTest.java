@@ -10,6 +10,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CooMatrix;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.CscMatrix;
 import io.cuwire.memory.CsrMatrix;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
@@ -42,6 +43,7 @@ class ArrayFamiliesTest {
         List<NdArray> history = new ArrayList<>();
         CsrMatrix support;
         CooMatrix extra;
+        CscMatrix columns;
     }
 
     private Device sender;
@@ -102,6 +104,7 @@ class ArrayFamiliesTest {
         f.history.add(NdArray.fromArray(memory, new int[] {random.nextInt(), 5}, 2));
         f.support = CsrMatrix.fromDense(memory, new double[][] {{0, 1.5, 0}, {2.5, 0, 0}});
         f.extra = CooMatrix.fromDense(memory, new float[][] {{0, 0}, {0, 7f}});
+        f.columns = CscMatrix.fromDense(memory, new double[][] {{0, 0, 4.5}, {random.nextDouble(), 0, 0}});
         return f;
     }
 
@@ -111,6 +114,7 @@ class ArrayFamiliesTest {
         f.history.forEach(NdArray::close);
         f.support.close();
         f.extra.close();
+        f.columns.close();
     }
 
     private static void assertSameContent(Fitted a, Fitted b) {
@@ -121,6 +125,7 @@ class ArrayFamiliesTest {
         assertTrue(a.history.get(0).contentEquals(b.history.get(0)));
         assertArrayEquals(a.support.toDense(), b.support.toDense());
         assertArrayEquals(a.extra.toDense(), b.extra.toDense());
+        assertArrayEquals(a.columns.toDense(), b.columns.toDense());
     }
 
     private long arrayBytes(Fitted f) {
@@ -129,6 +134,9 @@ class ArrayFamiliesTest {
             total += c.byteSize();
         }
         for (NdArray c : f.extra.components()) {
+            total += c.byteSize();
+        }
+        for (NdArray c : f.columns.components()) {
             total += c.byteSize();
         }
         return total;
@@ -167,12 +175,12 @@ class ArrayFamiliesTest {
         SplittableRandom random = TestRandom.create(info);
         Fitted f = fitted(random, senderDevice, 10 + random.nextInt(10));
         try (Serialized s = registry.serialize(f, Family.CUDA)) {
-            // coef, intercept, history[0]: one frame each; support and extra: three each.
-            assertEquals(9, s.frames().size());
+            // coef, intercept, history[0]: one frame each; support, extra and columns: three each.
+            assertEquals(12, s.frames().size());
             Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
             Map<?, ?> root = (Map<?, ?>) header.root();
             Map<?, ?> fields = (Map<?, ?>) root.get("d");
-            assertEquals(List.of(0L, 9L), root.get("frames"));
+            assertEquals(List.of(0L, 12L), root.get("frames"));
             assertEquals(List.of(0L, 1L), ((Map<?, ?>) fields.get("coef")).get("frames"));
             assertEquals(List.of(3L, 3L), ((Map<?, ?>) fields.get("support")).get("frames"));
             assertEquals(List.of(6L, 3L), ((Map<?, ?>) fields.get("extra")).get("frames"));

@@ -238,6 +238,56 @@ class GenericSerializerTest {
     }
 
     @Test
+    void shouldFallBackAlongTheChainPerFieldAsInDask() {
+        registry.register(Models.HostOnly.class, Family.HOST, Models.HostOnly.SERIALIZER)
+                .allowJava(Models.Holder.class);
+        KMeans m = sample();
+        m.anything = new Models.HostOnly("only host");
+        Models.Holder holder = new Models.Holder();
+        holder.inner = "only java";
+        m.state.lock = holder;
+        try (Serialized s = registry.serialize(m, Family.CUDA, Family.HOST, Family.JAVA)) {
+            Map<?, ?> root = (Map<?, ?>) s.root();
+            Map<?, ?> fields = (Map<?, ?>) root.get("d");
+            Map<?, ?> state = (Map<?, ?>) fields.get("state");
+            assertEquals("cuda", root.get("f"), "the estimator takes the first family");
+            assertEquals("cuda", state.get("f"));
+            assertEquals("host", ((Map<?, ?>) fields.get("anything")).get("f"), "this field falls back to host");
+            assertEquals("java", ((Map<?, ?>) ((Map<?, ?>) state.get("d")).get("lock")).get("f"),
+                    "this one to java");
+        }
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA, Family.HOST, Family.JAVA);
+        assertEquals("only host", ((Models.HostOnly) after.anything).text);
+        assertEquals("only java", ((Models.Holder) after.state.lock).inner);
+        assertArrayEquals(m.centers, after.centers);
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        assertEquals("KMeans.state.lock", e.path(), "without java in the chain, the sender names the field");
+        assertTrue(e.getMessage().contains(Models.Holder.class.getName()), e.getMessage());
+    }
+
+    @Test
+    void shouldRefuseAtTheSenderAValueNestedDeeperThanTheLimit() {
+        State top = new State();
+        State s = top;
+        for (int i = 0; i < 100; i++) {
+            s.inner = new State();
+            s = s.inner;
+        }
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(top, Family.CUDA));
+        assertTrue(e.getMessage().contains("deeper than " + Limits.DEFAULT.maxDepth()), e.getMessage());
+        assertTrue(e.path().startsWith("State.inner.inner."), e.path());
+    }
+
+    @Test
+    void shouldMakeInstancesThroughAPrivateNoArgumentConstructor() {
+        Models.PrivateConstructor after = (Models.PrivateConstructor) roundTrip(Models.PrivateConstructor.of(77),
+                Family.CUDA);
+        assertEquals(77, after.fitted);
+    }
+
+    @Test
     void shouldRunThePostDeserializeHook() {
         Hooked h = new Hooked();
         h.base = 21;

@@ -64,6 +64,40 @@ final class Models {
         }
     }
 
+    static final class PrivateConstructor extends Estimator {
+        long fitted;
+
+        private PrivateConstructor() {
+        }
+
+        static PrivateConstructor of(long fitted) {
+            PrivateConstructor p = new PrivateConstructor();
+            p.fitted = fitted;
+            return p;
+        }
+    }
+
+    /** A type only the {@code host} family can take (a custom serializer registered there alone). */
+    static final class HostOnly {
+        final String text;
+
+        HostOnly(String text) {
+            this.text = text;
+        }
+
+        static final Serializer<HostOnly> SERIALIZER = new Serializer<>() {
+            @Override
+            public void write(WriteContext out, HostOnly value) {
+                out.put("text", value.text);
+            }
+
+            @Override
+            public HostOnly read(ReadContext in) {
+                return new HostOnly(in.getString("text"));
+            }
+        };
+    }
+
     static final class NoDefaultConstructor extends Estimator {
         final int x;
 
@@ -139,6 +173,7 @@ final class Models {
                 .register(KMeans.class, "test.KMeans")
                 .register(Hooked.class, "test.Hooked")
                 .register(NoDefaultConstructor.class, "test.NoDefault")
+                .register(PrivateConstructor.class, "test.PrivateConstructor")
                 .register(State.class, "test.State")
                 .register(Point.class, "test.Point")
                 .register(Solver.class, "test.Solver");
