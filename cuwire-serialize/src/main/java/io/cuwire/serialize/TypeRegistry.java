@@ -25,7 +25,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 public final class TypeRegistry {
     private static final Set<String> RESERVED = Set.of("i8", "i16", "i32", "char", "f32", "enum", "opt", "ref",
             "list", "set", "map", "arr", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]",
-            "str", "bool", "i64", "f64", "pref");
+            "str", "bool", "i64", "f64", "pref", "obj");
 
     /** The element types an array may name without registering them: strings and boxed values. */
     private static final Map<Class<?>, String> BUILTIN_COMPONENTS = Map.of(String.class, "str", Boolean.class, "bool",
@@ -193,8 +193,8 @@ public final class TypeRegistry {
     /**
      * The wire name of an object array's element type, so that the receiver rebuilds an array of that type: a
      * registered name, {@code str} or a boxed value's tag, a primitive array's tag ({@code f64[]}), or {@code [}
-     * before the name of an array element type's own element type; {@code null} for {@code Object} and for types
-     * without a name (those arrays come back as {@code Object[]}).
+     * before the name of an array element type's own element type ({@code [obj} for {@code Object[]}); {@code null}
+     * for {@code Object} and for types without a name (those arrays come back as {@code Object[]}).
      */
     String componentName(Class<?> component) {
         if (component == Object.class) {
@@ -208,7 +208,8 @@ public final class TypeRegistry {
             if (component.getComponentType().isPrimitive()) {
                 return PrimitiveArrays.kindOf(component).tag();
             }
-            String inner = componentName(component.getComponentType());
+            Class<?> element = component.getComponentType();
+            String inner = element == Object.class ? "obj" : componentName(element);
             return inner == null || inner.startsWith("[".repeat(MAX_COMPONENT_DIMENSIONS - 1)) ? null : "[" + inner;
         }
         return names.get(component);
@@ -225,7 +226,8 @@ public final class TypeRegistry {
         }
         String base = name.substring(dims);
         PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(base);
-        Class<?> type = kind != null ? kind.type() : BUILTIN_COMPONENT_TYPES.get(base);
+        Class<?> type = kind != null ? kind.type() : base.equals("obj") && dims > 0 ? Object.class
+                : BUILTIN_COMPONENT_TYPES.get(base);
         if (type == null) {
             type = classForName(base);
         }

@@ -192,7 +192,7 @@ class GenericSerializerTest {
     void shouldRebuildObjectArraysWithTheirElementTypes() {
         List<Object> arrays = new ArrayList<>(List.of(new String[] {"a", null}, new Solver[] {Solver.LBFGS},
                 new Point[][] {{new Point(1, 2, "p")}}, new double[][] {{1.5}, {}}, new Long[] {7L},
-                new Object[] {"any"}));
+                new Object[] {"any"}, new Object[][] {{"nested", 1L}}));
         List<?> after = (List<?>) roundTrip(arrays, Family.CUDA);
         for (int i = 0; i < arrays.size(); i++) {
             assertEquals(arrays.get(i).getClass(), after.get(i).getClass(), "element " + i);
