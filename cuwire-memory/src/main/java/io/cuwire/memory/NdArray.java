@@ -46,8 +46,10 @@ import java.util.function.Supplier;
  * An array is {@link Serializable} the way pickle serializes a GPU array: its serial form holds the dtype, order,
  * shape and <em>all its bytes copied to the Java heap</em> (through the {@link CopyEngine}, so a device array counts
  * {@link CopyDirection#D2H} bytes when written). Reading it back makes a new owned array, in storage order as
- * written, from the allocator that {@link #readTarget} set for the reading thread, or else from a process-wide host
- * allocator ({@link #defaultReadTarget()}); a device target counts {@link CopyDirection#H2D} bytes. The byte copy
+ * written, from the allocator that {@link #readTarget} set for the reading thread (with two targets, the one that
+ * matches where the array lived at the writer: device memory, or host and pinned memory), or else from a
+ * process-wide host allocator ({@link #defaultReadTarget()}); a device target counts {@link CopyDirection#H2D}
+ * bytes. The byte copy
  * must fit one Java {@code byte[]}: arrays larger than {@value #MAX_ARRAY_LENGTH} bytes cannot be JDK-serialized
  * (the JVM's 2 GiB array limit). This is the baseline cuwire's {@code cuda} and {@code host} families replace;
  * it exists so that estimators holding arrays work with JDK serialization at all, and so benchmarks can compare.
@@ -70,7 +72,11 @@ public final class NdArray implements AutoCloseable, Serializable {
     private static final int STAGING_BYTES = 1 << 20;
 
     /** Where {@link SerialForm#readResolve()} puts the arrays it rebuilds on this thread; see {@link #readTarget}. */
-    private static final ThreadLocal<BufferAllocator<?>> READ_TARGET = new ThreadLocal<>();
+    private static final ThreadLocal<ReadTargets> READ_TARGET = new ThreadLocal<>();
+
+    /** Allocators for arrays that were in device memory at the writer, and for those that were not. */
+    private record ReadTargets(BufferAllocator<?> device, BufferAllocator<?> host) {
+    }
 
     private final Buffer buffer;
     private final Buffer data;
@@ -628,8 +634,20 @@ public final class NdArray implements AutoCloseable, Serializable {
      */
     public static ReadScope readTarget(BufferAllocator<?> target) {
         Objects.requireNonNull(target, "target");
-        ReadScope scope = new ReadScope(READ_TARGET.get(), target);
-        READ_TARGET.set(target);
+        return readTarget(target, target);
+    }
+
+    /**
+     * Like {@link #readTarget(BufferAllocator)}, keeping each array's side, as pickle keeps a GPU array on the GPU
+     * and a host array on the host: arrays that were in device memory at the writer are rebuilt in {@code device},
+     * those that were in host or pinned memory in {@code host}. (Streams written before arrays recorded their
+     * memory go to {@code device}.)
+     */
+    public static ReadScope readTarget(BufferAllocator<?> device, BufferAllocator<?> host) {
+        ReadTargets targets = new ReadTargets(Objects.requireNonNull(device, "device"),
+                Objects.requireNonNull(host, "host"));
+        ReadScope scope = new ReadScope(READ_TARGET.get(), targets);
+        READ_TARGET.set(targets);
         return scope;
     }
 
@@ -643,12 +661,12 @@ public final class NdArray implements AutoCloseable, Serializable {
 
     /** An open {@link #readTarget}; closing it restores the target that was set before it. */
     public static final class ReadScope implements AutoCloseable {
-        private final BufferAllocator<?> previous;
-        private final BufferAllocator<?> target;
+        private final ReadTargets previous;
+        private final ReadTargets target;
         private final Thread thread = Thread.currentThread();
         private boolean closed;
 
-        private ReadScope(BufferAllocator<?> previous, BufferAllocator<?> target) {
+        private ReadScope(ReadTargets previous, ReadTargets target) {
             this.previous = previous;
             this.target = target;
         }
@@ -664,7 +682,7 @@ public final class NdArray implements AutoCloseable, Serializable {
                 return;
             }
             if (Thread.currentThread() != thread || READ_TARGET.get() != target) {
-                throw new IllegalStateException("NdArray read scope for allocator '" + target.name()
+                throw new IllegalStateException("NdArray read scope for allocator '" + target.device().name()
                         + "' closed on another thread or out of nesting order");
             }
             closed = true;
@@ -694,7 +712,7 @@ public final class NdArray implements AutoCloseable, Serializable {
         if (bytes.length > 0) {
             CopyEngine.copyToSegment(data, 0, MemorySegment.ofArray(bytes));
         }
-        return new SerialForm(dtype.wireName(), order.name(), shape.clone(), bytes);
+        return new SerialForm(dtype.wireName(), order.name(), shape.clone(), bytes, kind().name());
     }
 
     @Serial
@@ -715,12 +733,15 @@ public final class NdArray implements AutoCloseable, Serializable {
         private final String order;
         private final long[] shape;
         private final byte[] bytes;
+        /** The writer's {@link MemoryKind} name; absent (null) in streams from before it was recorded. */
+        private final String mem;
 
-        SerialForm(String dtype, String order, long[] shape, byte[] bytes) {
+        SerialForm(String dtype, String order, long[] shape, byte[] bytes, String mem) {
             this.dtype = dtype;
             this.order = order;
             this.shape = shape;
             this.bytes = bytes;
+            this.mem = mem;
         }
 
         @Serial
@@ -740,8 +761,10 @@ public final class NdArray implements AutoCloseable, Serializable {
                 throw new InvalidObjectException("NdArray serial form of " + t.wireName() + " " + shapeString(shape)
                         + " holds " + bytes.length + " bytes (expected: " + byteSize + ")");
             }
-            BufferAllocator<?> target = READ_TARGET.get();
-            NdArray a = empty(target != null ? target : defaultReadTarget(), t, o, shape);
+            ReadTargets targets = READ_TARGET.get();
+            BufferAllocator<?> target = targets == null ? defaultReadTarget()
+                    : mem == null || mem.equals(MemoryKind.DEVICE.name()) ? targets.device() : targets.host();
+            NdArray a = empty(target, t, o, shape);
             try {
                 if (bytes.length > 0) {
                     CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), a.data, 0);

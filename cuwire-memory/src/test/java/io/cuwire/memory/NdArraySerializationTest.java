@@ -104,6 +104,35 @@ class NdArraySerializationTest {
     }
 
     @Test
+    void shouldKeepEachArrayOnItsSideWithADeviceAndAHostTarget() throws Exception {
+        try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("jdk-device", 1 << 20);
+                BufferAllocator<HostBuffer> pinned = Devices.get(0).newPinnedAllocator("jdk-pinned", 1 << 20);
+                BufferAllocator<HostBuffer> host = BufferAllocator.host("jdk-host", 1 << 20);
+                BufferAllocator<DeviceBuffer> toDevice = Devices.get(0).newAllocator("jdk-to-device", 1 << 20);
+                BufferAllocator<HostBuffer> toHost = BufferAllocator.host("jdk-to-host", 1 << 20);
+                NdArray d = NdArray.fromArray(device, new float[] {1, 2}, 2);
+                NdArray p = NdArray.fromArray(pinned, new int[] {3, 4}, 2);
+                NdArray h = NdArray.fromArray(host, new long[] {5, 6}, 2)) {
+            byte[] bytes = write(new ArrayList<>(List.of(d, p, h)));
+            List<?> back;
+            NdArray.ReadScope scope = NdArray.readTarget(toDevice, toHost);
+            try {
+                back = (List<?>) read(bytes);
+            } finally {
+                scope.close();
+            }
+            List<BufferAllocator<?>> expected = List.of(toDevice, toHost, toHost);
+            List<NdArray> sent = List.of(d, p, h);
+            for (int i = 0; i < 3; i++) {
+                try (NdArray b = (NdArray) back.get(i)) {
+                    assertSame(expected.get(i), b.buffer().allocator(), sent.get(i) + " rebuilt on its side");
+                    assertTrue(sent.get(i).contentEquals(b));
+                }
+            }
+        }
+    }
+
+    @Test
     void shouldRebuildOnTheDefaultHostAllocatorWhenNoTargetIsSet() throws Exception {
         try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("jdk-device", 1 << 20);
                 NdArray a = NdArray.fromArray(device, new int[] {7, 8, 9}, 3)) {

@@ -19,6 +19,7 @@ import io.cuwire.serialize.UnknownTypeException;
 import io.cuwire.serialize.WireType;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -47,6 +48,41 @@ class MlTypesTest {
             assertEquals(km.params(), back.params());
             assertFalse(back.isFitted());
         }
+    }
+
+    /**
+     * The serializer lives below this module and cannot see {@link Param}; what puts parameters in the header is that
+     * each is a scalar, string or enum, which the generic serializer writes as a plain header value. Checked for
+     * every parameter of every estimator: a non-simple parameter would travel as a nested value or a frame.
+     */
+    @Test
+    void everyParamOfEveryEstimatorShouldTravelAsAPlainHeaderValue() throws Exception {
+        TypeRegistry registry = MlTesting.registry();
+        int checked = 0;
+        for (Class<?> type : MlTypes.TYPES) {
+            if (!Estimator.class.isAssignableFrom(type)) {
+                continue;
+            }
+            var ctor = type.getDeclaredConstructor();
+            ctor.setAccessible(true);
+            try (Estimator e = (Estimator) ctor.newInstance();
+                    Serialized s = registry.serialize(e, Family.CUDA)) {
+                Map<?, ?> fields = (Map<?, ?>) ((Map<?, ?>) s.root()).get("d");
+                assertFalse(e.params().isEmpty(), type + " has parameters");
+                for (Map.Entry<String, Object> p : e.params().entrySet()) {
+                    Object expected = switch (p.getValue()) {
+                        case Integer i -> (long) i;
+                        case Float f -> (double) f;
+                        case Enum<?> en -> en.name();
+                        default -> p.getValue();
+                    };
+                    assertEquals(expected, fields.get(p.getKey()), type.getSimpleName() + "." + p.getKey()
+                            + " is a plain header value");
+                    checked++;
+                }
+            }
+        }
+        assertTrue(checked > 20, "parameters checked: " + checked);
     }
 
     @Test

@@ -171,6 +171,7 @@ final class BuiltinSerializers {
             rebuilt.close();
             throw e;
         }
+        in.own(rebuilt);
         if (frame.owned()) {
             buffer.close();
         }

@@ -2,6 +2,8 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.NdArray;
+import java.lang.reflect.Array;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -15,7 +17,7 @@ import java.util.Set;
 /**
  * Rebuilds one value graph from a {@link Serialized}; one decoder per {@link TypeRegistry#deserialize} call. Header
  * nodes are untrusted: every shape is checked, type names resolve only through the registry, and any failure is a
- * {@link SerializationException}. On failure the frames it took are closed again.
+ * {@link SerializationException}. On failure the frames it took, and the memory its serializers made, are released.
  */
 final class Decoder {
     private static final Object PENDING = new Object();
@@ -24,8 +26,12 @@ final class Decoder {
     private final Serialized serialized;
     private final DecodeTarget target;
     private final List<Object> ids = new ArrayList<>();
+    private final List<Object> primitiveArrays = new ArrayList<>();
     private final Deque<String> path = new ArrayDeque<>();
-    private final List<Buffer> takenOwned = new ArrayList<>();
+    /** What this decode took or made that the value will own: released if the decode fails. */
+    private final List<AutoCloseable> owned = new ArrayList<>();
+    /** Indices of the frames taken so far, in order. */
+    private final List<Integer> takenIndices = new ArrayList<>();
 
     Decoder(TypeRegistry registry, Serialized serialized, DecodeTarget target) {
         this.registry = registry;
@@ -37,11 +43,16 @@ final class Decoder {
         try {
             return node(serialized.root(), "root");
         } catch (RuntimeException | Error e) {
-            for (Buffer b : takenOwned) {
-                if (b.isOpen()) {
+            for (AutoCloseable resource : owned) {
+                boolean open = switch (resource) {
+                    case Buffer b -> b.isOpen();
+                    case NdArray a -> a.isOpen();
+                    default -> true;
+                };
+                if (open) {
                     try {
-                        b.close();
-                    } catch (RuntimeException suppressed) {
+                        resource.close();
+                    } catch (Exception suppressed) {
                         e.addSuppressed(suppressed);
                     }
                 }
@@ -63,10 +74,16 @@ final class Decoder {
 
     Frame takeFrame(int index) {
         Frame f = serialized.take(index);
+        takenIndices.add(index);
         if (f.owned()) {
-            takenOwned.add(f.buffer());
+            owned.add(f.buffer());
         }
         return f;
+    }
+
+    /** Memory a serializer made for the value (a frame rebuilt on the device, an array JDK serialization read). */
+    void own(AutoCloseable resource) {
+        owned.add(resource);
     }
 
     private MalformedHeaderException malformed(String what) {
@@ -164,29 +181,34 @@ final class Decoder {
                 }
                 return ids.get((int) id);
             }
+            case "pref": {
+                long id = longOf(m, "id");
+                if (id < 0 || id >= primitiveArrays.size()) {
+                    throw malformed("reference to primitive array " + id + ", which is not an earlier one");
+                }
+                return primitiveArrays.get((int) id);
+            }
             case "list":
-            case "set":
-            case "arr": {
+            case "set": {
                 List<?> items = listOf(m, "v");
                 int id = reserve();
                 List<Object> out = new ArrayList<>(items.size());
                 for (int i = 0; i < items.size(); i++) {
                     out.add(node(items.get(i), "[" + i + "]"));
                 }
-                Object value = switch (tag) {
-                    case "list" -> out;
-                    case "set" -> {
-                        Set<Object> set = new LinkedHashSet<>(out);
-                        if (set.size() != out.size()) {
-                            throw malformed("set with duplicate elements");
-                        }
-                        yield set;
+                Object value = out;
+                if (tag.equals("set")) {
+                    Set<Object> set = new LinkedHashSet<>(out);
+                    if (set.size() != out.size()) {
+                        throw malformed("set with duplicate elements");
                     }
-                    default -> out.toArray();
-                };
+                    value = set;
+                }
                 ids.set(id, value);
                 return value;
             }
+            case "arr":
+                return array(m);
             case "map": {
                 List<?> kv = listOf(m, "v");
                 if (kv.size() % 2 != 0) {
@@ -207,10 +229,36 @@ final class Decoder {
             default:
                 PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(tag);
                 if (kind != null) {
-                    return primitiveArray(kind, m);
+                    Object array = primitiveArray(kind, m);
+                    primitiveArrays.add(array);
+                    return array;
                 }
                 return object(tag, m);
         }
+    }
+
+    /** An object array, of the element type the header names ({@code "c"}), else of {@code Object}. */
+    private Object[] array(Map<?, ?> m) {
+        List<?> items = listOf(m, "v");
+        Class<?> component = Object.class;
+        if (m.containsKey("c")) {
+            if (!(m.get("c") instanceof String name)) {
+                throw malformed("array element type is not a name");
+            }
+            component = registry.componentType(name);
+        }
+        int id = reserve();
+        Object[] out = (Object[]) Array.newInstance(component, items.size());
+        for (int i = 0; i < out.length; i++) {
+            Object element = node(items.get(i), "[" + i + "]");
+            if (element != null && !component.isInstance(element)) {
+                throw malformed("element " + i + " of an array of " + component.getTypeName() + " is a "
+                        + element.getClass().getName());
+            }
+            out[i] = element;
+        }
+        ids.set(id, out);
+        return out;
     }
 
     private Object requireNonNull(Object o) {
@@ -295,12 +343,34 @@ final class Decoder {
         for (Map.Entry<?, ?> e : data.entrySet()) {
             fields.put((String) e.getKey(), e.getValue());
         }
+        long[] range = m.containsKey("frames") ? frameRange(m.get("frames")) : null;
         int id = reserve();
+        int takenBefore = takenIndices.size();
         Object value = serializer.read(new ReadContext(this, type, family, version, fields));
         if (value == null) {
             throw malformed("serializer of '" + name + "' returned null");
         }
+        if (range != null) {
+            // A reader may leave frames unused (a field an evolved type dropped), never use another value's.
+            for (int index : takenIndices.subList(takenBefore, takenIndices.size())) {
+                if (index < range[0] || index >= range[0] + range[1]) {
+                    throw malformed("'" + name + "' used frame " + index + ", outside its frames [" + range[0] + ", "
+                            + (range[0] + range[1]) + ")");
+                }
+            }
+        }
         ids.set(id, value);
         return value;
+    }
+
+    /** A sub-header's {@code [first, count]} frames, checked against the frames there are. */
+    private long[] frameRange(Object node) {
+        if (!(node instanceof List<?> r) || r.size() != 2 || !(r.get(0) instanceof Long first)
+                || !(r.get(1) instanceof Long count) || first < 0 || count < 1
+                || first > serialized.frames().size() - count) {
+            throw malformed("frame range " + node + " (expected: [first, count] within "
+                    + serialized.frames().size() + " frames)");
+        }
+        return new long[] {first, count};
     }
 }

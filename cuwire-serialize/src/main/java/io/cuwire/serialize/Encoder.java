@@ -21,6 +21,7 @@ final class Encoder {
     private final List<Frame> frames = new ArrayList<>();
     private final IdentityHashMap<Object, Long> ids = new IdentityHashMap<>();
     private final IdentityHashMap<Object, Boolean> onPath = new IdentityHashMap<>();
+    private final IdentityHashMap<Object, Long> primitiveIds = new IdentityHashMap<>();
     private final Deque<String> path = new ArrayDeque<>();
     private long nextId;
 
@@ -128,6 +129,16 @@ final class Encoder {
             }
             default -> {
                 if (value.getClass().isArray() && value.getClass().getComponentType().isPrimitive()) {
+                    // Numbered apart from the other shared values: headers written before primitive arrays were
+                    // shared keep their reference numbers.
+                    Long seen = primitiveIds.get(value);
+                    if (seen != null) {
+                        Map<String, Object> ref = new LinkedHashMap<>(4);
+                        ref.put("t", "pref");
+                        ref.put("id", seen);
+                        return ref;
+                    }
+                    primitiveIds.put(value, (long) primitiveIds.size());
                     return primitiveArray(value);
                 }
                 return tracked(value);
@@ -156,6 +167,13 @@ final class Encoder {
                 throw new UnserializableException("cycle: " + value.getClass().getName()
                         + " contains itself; cuwire preserves shared references but refuses cycles", path());
             }
+            if (value instanceof Object[] array && array.getClass().getComponentType() != Object.class
+                    && registry.componentName(array.getClass().getComponentType()) == null) {
+                throw new UnserializableException("a second reference to one " + array.getClass().getTypeName()
+                        + ": its element type has no registered name, so the receiver would rebuild it as an "
+                        + "Object[] and could not share it; register " + array.getClass().getComponentType().getName()
+                        + " with TypeRegistry.register", path());
+            }
             Map<String, Object> ref = new LinkedHashMap<>(4);
             ref.put("t", "ref");
             ref.put("id", seen);
@@ -177,7 +195,14 @@ final class Encoder {
                     }
                     yield tagged("map", kv);
                 }
-                case Object[] array -> tagged("arr", elements(java.util.Arrays.asList(array)));
+                case Object[] array -> {
+                    Map<String, Object> m = tagged("arr", elements(java.util.Arrays.asList(array)));
+                    String component = registry.componentName(array.getClass().getComponentType());
+                    if (component != null) {
+                        m.put("c", component);
+                    }
+                    yield m;
+                }
                 default -> object(value);
             };
         } finally {
@@ -207,6 +232,7 @@ final class Encoder {
                         + " serializer but no registered name; register it with TypeRegistry.register", path());
             }
             WriteContext ctx = new WriteContext(this, family);
+            int first = frames.size();
             serializer.write(ctx, value);
             Map<String, Object> m = new LinkedHashMap<>(8);
             m.put("t", name);
@@ -214,6 +240,10 @@ final class Encoder {
             int version = registry.versionOf(type);
             if (version != 0) {
                 m.put("tv", (long) version);
+            }
+            if (frames.size() > first) {
+                // The value's frames, its nested values' included, are contiguous: depth-first, in write order.
+                m.put("frames", List.of((long) first, (long) (frames.size() - first)));
             }
             m.put("d", ctx.data());
             return m;

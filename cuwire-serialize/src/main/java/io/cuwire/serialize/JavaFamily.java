@@ -5,23 +5,35 @@ import io.cuwire.memory.NdArray;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InvalidClassException;
 import java.io.ObjectInputFilter;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.io.ObjectStreamClass;
+import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
  * The {@code java} family: JDK serialization for allow-listed types only. A class name in the stream is checked
  * against the allow-list before it is resolved, so a stream naming anything else fails without loading it; an
- * {@link ObjectInputFilter} bounds depth, references and array sizes as well.
+ * {@link ObjectInputFilter} bounds depth, references and array sizes as well. The writer checks every class it
+ * describes against the same list, so a value the receiver would refuse fails at the sender.
  *
  * <p>{@link NdArray}s inside a JDK-serialized value travel as pickle carries GPU arrays: their serial form copies the
  * bytes to the heap inside the stream. While reading, {@link NdArray#readTarget} points at the decode target's
- * device allocator, so they are rebuilt on the receiver's device, as the {@code host} family rebuilds them.
+ * device and host allocators, so arrays that were on a device are rebuilt on the receiver's device, as the
+ * {@code host} family rebuilds them, and host arrays stay host arrays.
  */
 final class JavaFamily {
     /**
@@ -51,11 +63,18 @@ final class JavaFamily {
             @Override
             public void write(WriteContext out, Object value) {
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                try (ObjectOutputStream oos = new ObjectOutputStream(bytes)) {
+                AllowListOutput oos = null;
+                try {
+                    oos = new AllowListOutput(bytes, registry);
                     oos.writeObject(value);
+                    oos.close();
                 } catch (IOException | OutOfMemoryError e) {
+                    // The JDK writes a failure into the stream as an exception object, whose class the allow-list
+                    // refuses in turn: report the first class refused, not that.
+                    String why = oos != null && oos.refused != null ? oos.refused + " is " + NOT_ALLOWED
+                            : e.toString();
                     throw new UnserializableException("JDK serialization of " + value.getClass().getName()
-                            + " failed: " + e, out.path(), e);
+                            + " failed: " + why, out.path(), e);
                 }
                 byte[] b = bytes.toByteArray();
                 if (b.length < INLINE_BYTES) {
@@ -84,9 +103,11 @@ final class JavaFamily {
                         f.buffer().close();
                     }
                 }
-                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device());
-                try (ObjectInputStream ois = new AllowListStream(new ByteArrayInputStream(b), registry, in)) {
-                    return ois.readObject();
+                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device(), in.target().host());
+                try (AllowListStream ois = new AllowListStream(b, registry, in)) {
+                    Object value = ois.readObject();
+                    releaseUnreachable(value, ois.made);
+                    return value;
                 } catch (IOException | ClassNotFoundException e) {
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
                 } finally {
@@ -96,13 +117,94 @@ final class JavaFamily {
         };
     }
 
+    /**
+     * Closes the arrays and blobs a stream rebuilt that the value read does not hold: a stream may make objects and
+     * drop them (a corrupt or hostile one does), and dropped device or host memory would stay allocated. Walks the
+     * value's fields; where it meets a class it cannot look into, it closes nothing.
+     */
+    private static void releaseUnreachable(Object value, List<AutoCloseable> made) {
+        if (made.isEmpty()) {
+            return;
+        }
+        Set<Object> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        Deque<Object> todo = new ArrayDeque<>();
+        push(todo, value);
+        while (!todo.isEmpty()) {
+            Object v = todo.pop();
+            if (!seen.add(v)) {
+                continue;
+            }
+            Class<?> c = v.getClass();
+            if (v instanceof NdArray || v instanceof OpaqueBlob || v instanceof String || v instanceof Number
+                    || v instanceof Boolean || v instanceof Character || v instanceof Enum<?>
+                    || c.isArray() && c.getComponentType().isPrimitive()) {
+                continue;
+            }
+            if (v instanceof Object[] array) {
+                for (Object e : array) {
+                    push(todo, e);
+                }
+            } else if (v instanceof Map<?, ?> map) {
+                map.forEach((k, e) -> {
+                    push(todo, k);
+                    push(todo, e);
+                });
+            } else if (v instanceof Collection<?> collection) {
+                collection.forEach(e -> push(todo, e));
+            } else {
+                for (; c != null && c != Object.class; c = c.getSuperclass()) {
+                    for (Field f : c.getDeclaredFields()) {
+                        if (Modifier.isStatic(f.getModifiers()) || f.getType().isPrimitive()) {
+                            continue;
+                        }
+                        try {
+                            f.setAccessible(true);
+                            push(todo, f.get(v));
+                        } catch (ReflectiveOperationException | RuntimeException e) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        for (AutoCloseable m : made) {
+            if (!seen.contains(m)) {
+                try {
+                    if (!(m instanceof NdArray a) || a.isOpen()) {
+                        m.close();
+                    }
+                } catch (Exception e) {
+                    throw new MalformedHeaderException("releasing what a JDK stream dropped failed: " + e, e);
+                }
+            }
+        }
+    }
+
+    private static void push(Deque<Object> todo, Object o) {
+        if (o != null) {
+            todo.push(o);
+        }
+    }
+
     private static final class AllowListStream extends ObjectInputStream {
         private final TypeRegistry registry;
+        private final ReadContext ctx;
+        /** The arrays and blobs the stream rebuilt, in order. */
+        private final List<AutoCloseable> made = new ArrayList<>();
 
-        AllowListStream(InputStream in, TypeRegistry registry, ReadContext ctx) throws IOException {
-            super(in);
+        /**
+         * A stream over {@code stream} whose filter also bounds every array the stream makes by the stream's own
+         * length, so that a few bytes cannot declare gigabytes: a primitive array's elements are all in the stream,
+         * and an object array (a field's, or the table {@code ArrayList} and {@code HashMap} size before reading
+         * their elements) has at least one byte per element, or per two table slots.
+         */
+        AllowListStream(byte[] stream, TypeRegistry registry, ReadContext ctx) throws IOException {
+            super(new ByteArrayInputStream(stream));
             this.registry = registry;
+            this.ctx = ctx;
+            enableResolveObject(true);
             long maxBytes = ctx.target().limits().maxTotalFrameBytes();
+            long length = stream.length;
             setObjectInputFilter(info -> {
                 if (info.depth() > ctx.target().limits().maxDepth() || info.references() > 10_000_000
                         || info.arrayLength() > Integer.MAX_VALUE - 8 || info.streamBytes() > maxBytes) {
@@ -111,6 +213,11 @@ final class JavaFamily {
                 Class<?> c = info.serialClass();
                 if (c == null) {
                     return ObjectInputFilter.Status.UNDECIDED;
+                }
+                if (c.isArray() && info.arrayLength() > 0 && (c.getComponentType().isPrimitive()
+                        ? info.arrayLength() * elementBytes(c.getComponentType()) > length
+                        : info.arrayLength() > 2 * length + 16)) {
+                    return ObjectInputFilter.Status.REJECTED;
                 }
                 boolean array = c.isArray();
                 while (c.isArray()) {
@@ -121,29 +228,102 @@ final class JavaFamily {
                     // filtered one by one as they are read.
                     return ObjectInputFilter.Status.ALLOWED;
                 }
-                return c.isPrimitive() || allowed(c.getName()) ? ObjectInputFilter.Status.ALLOWED
+                return c.isPrimitive() || allowed(registry, c.getName()) ? ObjectInputFilter.Status.ALLOWED
                         : ObjectInputFilter.Status.REJECTED;
             });
         }
 
-        private boolean allowed(String name) {
-            String element = name;
-            while (element.startsWith("[")) {
-                element = element.substring(1);
+        private static int elementBytes(Class<?> primitive) {
+            return primitive == long.class || primitive == double.class ? 8
+                    : primitive == int.class || primitive == float.class ? 4
+                    : primitive == short.class || primitive == char.class ? 2 : 1;
+        }
+
+        /** Arrays and blobs the stream rebuilt belong to the decode until it succeeds: released if anything fails. */
+        @Override
+        protected Object resolveObject(Object obj) {
+            if (obj instanceof NdArray a) {
+                ctx.own(a);
+                made.add(a);
+            } else if (obj instanceof OpaqueBlob b) {
+                ctx.own(b.buffer());
+                made.add(b);
             }
-            if (element.startsWith("L") && element.endsWith(";")) {
-                element = element.substring(1, element.length() - 1);
-            }
-            return BASE.contains(name) || BASE.contains(element) || registry.javaAllowed.contains(element)
-                    || element.length() == 1;
+            return obj;
         }
 
         @Override
         protected Class<?> resolveClass(ObjectStreamClass desc) throws IOException, ClassNotFoundException {
-            if (!allowed(desc.getName())) {
-                throw new InvalidClassException(desc.getName(), "not on the java family's allow-list");
+            if (!allowed(registry, desc.getName())) {
+                throw notAllowed(desc.getName());
             }
             return super.resolveClass(desc);
+        }
+    }
+
+    /**
+     * Whether a stream may name the class {@code name} ({@link Class#getName()} form): a {@link #BASE} class, an
+     * allow-listed one, or an array of these or of a primitive type. A one-letter name is a primitive only as an
+     * array's element ({@code [I}); a class of the unnamed package called {@code I} is not.
+     */
+    private static boolean allowed(TypeRegistry registry, String name) {
+        if (BASE.contains(name)) {
+            return true;
+        }
+        int dims = 0;
+        while (dims < name.length() && name.charAt(dims) == '[') {
+            dims++;
+        }
+        String element = name.substring(dims);
+        if (dims > 0) {
+            if (element.length() == 1) {
+                return "BCDFIJSZ".indexOf(element.charAt(0)) >= 0;
+            }
+            if (!element.startsWith("L") || !element.endsWith(";")) {
+                return false;
+            }
+            element = element.substring(1, element.length() - 1);
+        }
+        return BASE.contains(element) || registry.javaAllowed.contains(element);
+    }
+
+    private static final String NOT_ALLOWED = "not on the java family's allow-list (TypeRegistry.allowJava)";
+
+    private static InvalidClassException notAllowed(String name) {
+        return new InvalidClassException(name, NOT_ALLOWED);
+    }
+
+    /**
+     * The writing side of the allow-list: every class the stream describes (the value's, its fields', their
+     * superclasses', enums', arrays') is checked as the reader will check it, so a value holding a class the
+     * receiver would refuse fails here, at the sender, with the class named.
+     */
+    private static final class AllowListOutput extends ObjectOutputStream {
+        private final TypeRegistry registry;
+        private String refused;
+
+        AllowListOutput(OutputStream out, TypeRegistry registry) throws IOException {
+            super(out);
+            this.registry = registry;
+        }
+
+        @Override
+        protected void annotateClass(Class<?> cl) throws IOException {
+            if (!allowed(registry, cl.getName())) {
+                throw refuse(cl);
+            }
+        }
+
+        @Override
+        protected void annotateProxyClass(Class<?> cl) throws IOException {
+            throw refuse(cl);
+        }
+
+        private InvalidClassException refuse(Class<?> cl) {
+            if (refused == null) {
+                refused = cl.getName();
+            }
+            return notAllowed(cl.getName());
         }
     }
 }

@@ -29,6 +29,10 @@ final class PrimitiveArrays {
         int elementSize() {
             return elementSize;
         }
+
+        Class<?> type() {
+            return type;
+        }
     }
 
     static Kind kindOf(Class<?> arrayType) {
@@ -53,6 +57,7 @@ final class PrimitiveArrays {
         return java.lang.reflect.Array.getLength(array);
     }
 
+    /** The array's own memory; for a {@code boolean[]}, which has no segment view, a packed byte copy. */
     static MemorySegment segment(Object array) {
         return switch (array) {
             case byte[] a -> MemorySegment.ofArray(a);

@@ -162,4 +162,9 @@ public final class ReadContext {
     public String path() {
         return decoder.path();
     }
+
+    /** Hands memory made for the value to the decode, which releases it if the decode fails later. */
+    void own(AutoCloseable resource) {
+        decoder.own(resource);
+    }
 }

@@ -19,9 +19,13 @@ import java.util.Objects;
  * <h2>Header</h2>
  * {@code {"v": format version, "root": value node, "frames": [[kind, device, length], ...]}}. A value node is a
  * simple value (nil, boolean, integer, float, string, binary) or a map whose {@code "t"} names its type: a
- * registered type ({@code {"t": name, "f": family, "tv": type version, "d": {fields}}}), a structure
- * ({@code list}, {@code set}, {@code map}, {@code arr}, {@code opt}), a boxed or primitive-array value, or a
- * back-reference {@code {"t": "ref", "id": n}} to an earlier node.
+ * registered type ({@code {"t": name, "f": family, "tv": type version, "frames": [first, count], "d": {fields}}};
+ * {@code "tv"} absent for version 0, {@code "frames"} absent when the value and its nested values have no frames, else
+ * the contiguous run of frames they use, which the decoder checks), a structure
+ * ({@code list}, {@code set}, {@code map}, {@code opt}, or {@code arr} with {@code "c"} naming the element type when
+ * it has a wire name), a boxed or primitive-array value, or a back-reference to an earlier node:
+ * {@code {"t": "ref", "id": n}} counts structures and registered types in the order they appear,
+ * {@code {"t": "pref", "id": n}} primitive arrays.
  *
  * <h2>Ownership</h2>
  * Frames marked {@linkplain Frame#owned() owned} belong to this object until a decoder takes them; {@code close()}

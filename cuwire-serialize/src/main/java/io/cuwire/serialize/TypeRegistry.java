@@ -24,7 +24,16 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 public final class TypeRegistry {
     private static final Set<String> RESERVED = Set.of("i8", "i16", "i32", "char", "f32", "enum", "opt", "ref",
-            "list", "set", "map", "arr", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]");
+            "list", "set", "map", "arr", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]",
+            "str", "bool", "i64", "f64", "pref", "obj");
+
+    /** The element types an array may name without registering them: strings and boxed values. */
+    private static final Map<Class<?>, String> BUILTIN_COMPONENTS = Map.of(String.class, "str", Boolean.class, "bool",
+            Long.class, "i64", Double.class, "f64", Integer.class, "i32", Short.class, "i16", Byte.class, "i8",
+            Character.class, "char", Float.class, "f32");
+    private static final Map<String, Class<?>> BUILTIN_COMPONENT_TYPES = inverse(BUILTIN_COMPONENTS);
+    /** Most dimensions of an array element type on the wire ({@code "[[name"}: an array of arrays of arrays). */
+    private static final int MAX_COMPONENT_DIMENSIONS = 8;
 
     private record Generic(Class<?> base, Set<Family> families) {
     }
@@ -49,8 +58,9 @@ public final class TypeRegistry {
      * A registry.
      *
      * @param limits bounds for encoding and decoding
-     * @param frameThreshold primitive arrays of at least this many bytes travel as zero-copy host frames, smaller
-     *     ones inline in the header
+     * @param frameThreshold primitive arrays of at least this many bytes travel as zero-copy host frames (a
+     *     {@code boolean[]} as a packed byte copy: the JVM offers no byte view of one), smaller ones inline in the
+     *     header
      * @param hostAllocator where {@code host}-family copies of device arrays are made
      */
     public TypeRegistry(Limits limits, long frameThreshold, BufferAllocator<HostBuffer> hostAllocator) {
@@ -74,7 +84,7 @@ public final class TypeRegistry {
     /** Registers {@code type} under {@code name} at {@code version}. */
     public synchronized TypeRegistry register(Class<?> type, String name, int version) {
         Objects.requireNonNull(type, "type");
-        if (name == null || name.isEmpty() || RESERVED.contains(name)) {
+        if (name == null || name.isEmpty() || RESERVED.contains(name) || name.startsWith("[")) {
             throw new IllegalArgumentException("'" + name + "' cannot be a registered name");
         }
         if (version < 0) {
@@ -107,10 +117,17 @@ public final class TypeRegistry {
     /**
      * Registers the generic field-walking serializer for {@code baseType} and all its subclasses in
      * {@code families}. Concrete subclasses still need names ({@link #register(Class)}).
+     *
+     * @throws IllegalArgumentException if {@code families} is empty or names {@code java}: that family is JDK
+     *     serialization of allow-listed types ({@link #allowJava}), never a field walk
      */
     public synchronized TypeRegistry registerGeneric(Class<?> baseType, Family... families) {
         if (families.length == 0) {
             throw new IllegalArgumentException("registerGeneric(" + baseType.getName() + ") names no family");
+        }
+        if (List.of(families).contains(Family.JAVA)) {
+            throw new IllegalArgumentException("registerGeneric(" + baseType.getName() + ") names the java family, "
+                    + "which is JDK serialization of allow-listed types only: use allowJava");
         }
         generics.add(new Generic(baseType, Set.of(families)));
         resolved.clear();
@@ -165,6 +182,62 @@ public final class TypeRegistry {
     /** The registered version of {@code type} (0 if unregistered). */
     public int versionOf(Class<?> type) {
         return versions.getOrDefault(type, 0);
+    }
+
+    private static Map<String, Class<?>> inverse(Map<Class<?>, String> map) {
+        Map<String, Class<?>> out = new java.util.HashMap<>();
+        map.forEach((k, v) -> out.put(v, k));
+        return Map.copyOf(out);
+    }
+
+    /**
+     * The wire name of an object array's element type, so that the receiver rebuilds an array of that type: a
+     * registered name, {@code str} or a boxed value's tag, a primitive array's tag ({@code f64[]}), or {@code [}
+     * before the name of an array element type's own element type ({@code [obj} for {@code Object[]}); {@code null}
+     * for {@code Object} and for types without a name (those arrays come back as {@code Object[]}).
+     */
+    String componentName(Class<?> component) {
+        if (component == Object.class) {
+            return null;
+        }
+        String builtin = BUILTIN_COMPONENTS.get(component);
+        if (builtin != null) {
+            return builtin;
+        }
+        if (component.isArray()) {
+            if (component.getComponentType().isPrimitive()) {
+                return PrimitiveArrays.kindOf(component).tag();
+            }
+            Class<?> element = component.getComponentType();
+            String inner = element == Object.class ? "obj" : componentName(element);
+            return inner == null || inner.startsWith("[".repeat(MAX_COMPONENT_DIMENSIONS - 1)) ? null : "[" + inner;
+        }
+        return names.get(component);
+    }
+
+    /** The element type {@link #componentName} named; never loads a class. */
+    Class<?> componentType(String name) {
+        int dims = 0;
+        while (dims < name.length() && name.charAt(dims) == '[') {
+            dims++;
+        }
+        if (dims >= MAX_COMPONENT_DIMENSIONS) {
+            throw new MalformedHeaderException("array element type with " + dims + " dimensions");
+        }
+        String base = name.substring(dims);
+        PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(base);
+        Class<?> type = kind != null ? kind.type() : base.equals("obj") && dims > 0 ? Object.class
+                : BUILTIN_COMPONENT_TYPES.get(base);
+        if (type == null) {
+            type = classForName(base);
+        }
+        if (type.isPrimitive()) {
+            throw new MalformedHeaderException("array element type '" + name + "'");
+        }
+        for (int i = 0; i < dims; i++) {
+            type = type.arrayType();
+        }
+        return type;
     }
 
     /** The class registered under {@code name}; never loads a class. */

@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.Buffer;
@@ -9,6 +10,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CooMatrix;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.CscMatrix;
 import io.cuwire.memory.CsrMatrix;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
@@ -23,6 +25,7 @@ import io.cuwire.memory.TransferScope;
 import io.cuwire.memory.TransferStats;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -40,6 +43,7 @@ class ArrayFamiliesTest {
         List<NdArray> history = new ArrayList<>();
         CsrMatrix support;
         CooMatrix extra;
+        CscMatrix columns;
     }
 
     private Device sender;
@@ -61,7 +65,7 @@ class ArrayFamiliesTest {
         receiverDevice = receiver.newAllocator("receiver", BufferAllocator.UNLIMITED);
         receiverHost = BufferAllocator.host("receiver-host", BufferAllocator.UNLIMITED);
         registry = new TypeRegistry().registerGeneric(Fitted.class, Family.CUDA, Family.HOST)
-                .register(Fitted.class, "test.Fitted");
+                .register(Fitted.class, "test.Fitted").allowJava(Models.Holder.class);
     }
 
     @AfterEach
@@ -100,6 +104,7 @@ class ArrayFamiliesTest {
         f.history.add(NdArray.fromArray(memory, new int[] {random.nextInt(), 5}, 2));
         f.support = CsrMatrix.fromDense(memory, new double[][] {{0, 1.5, 0}, {2.5, 0, 0}});
         f.extra = CooMatrix.fromDense(memory, new float[][] {{0, 0}, {0, 7f}});
+        f.columns = CscMatrix.fromDense(memory, new double[][] {{0, 0, 4.5}, {random.nextDouble(), 0, 0}});
         return f;
     }
 
@@ -109,6 +114,7 @@ class ArrayFamiliesTest {
         f.history.forEach(NdArray::close);
         f.support.close();
         f.extra.close();
+        f.columns.close();
     }
 
     private static void assertSameContent(Fitted a, Fitted b) {
@@ -119,6 +125,7 @@ class ArrayFamiliesTest {
         assertTrue(a.history.get(0).contentEquals(b.history.get(0)));
         assertArrayEquals(a.support.toDense(), b.support.toDense());
         assertArrayEquals(a.extra.toDense(), b.extra.toDense());
+        assertArrayEquals(a.columns.toDense(), b.columns.toDense());
     }
 
     private long arrayBytes(Fitted f) {
@@ -127,6 +134,9 @@ class ArrayFamiliesTest {
             total += c.byteSize();
         }
         for (NdArray c : f.extra.components()) {
+            total += c.byteSize();
+        }
+        for (NdArray c : f.columns.components()) {
             total += c.byteSize();
         }
         return total;
@@ -158,6 +168,57 @@ class ArrayFamiliesTest {
             }
         }
         closeAll(f);
+    }
+
+    @Test
+    void shouldRecordEachSubHeadersFrameRangeAndRefuseAValueUsingAnotherValuesFrame(TestInfo info) {
+        SplittableRandom random = TestRandom.create(info);
+        Fitted f = fitted(random, senderDevice, 10 + random.nextInt(10));
+        try (Serialized s = registry.serialize(f, Family.CUDA)) {
+            // coef, intercept, history[0]: one frame each; support, extra and columns: three each.
+            assertEquals(12, s.frames().size());
+            Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
+            Map<?, ?> root = (Map<?, ?>) header.root();
+            Map<?, ?> fields = (Map<?, ?>) root.get("d");
+            assertEquals(List.of(0L, 12L), root.get("frames"));
+            assertEquals(List.of(0L, 1L), ((Map<?, ?>) fields.get("coef")).get("frames"));
+            assertEquals(List.of(3L, 3L), ((Map<?, ?>) fields.get("support")).get("frames"));
+            assertEquals(List.of(6L, 3L), ((Map<?, ?>) fields.get("extra")).get("frames"));
+            @SuppressWarnings("unchecked")
+            Map<String, Object> support = (Map<String, Object>) fields.get("support");
+            support.put("frames", List.of(0L, 3L));
+            List<Buffer> received = new ArrayList<>();
+            for (FrameDescriptor d : header.frames()) {
+                received.add(receiverDevice.allocate(d.length()));
+            }
+            try (Serialized wire = Serialized.received(header, received)) {
+                MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> registry.deserialize(
+                        wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+                assertTrue(e.getMessage().contains("outside its frames [0, 3)"), e.getMessage());
+            }
+        }
+        closeAll(f);
+    }
+
+    @Test
+    void shouldReleaseADeviceArrayRebuiltFromAHostFrameWhenTheDecodeFailsLater() {
+        try (NdArray a = NdArray.fromArray(senderDevice, new float[] {1, 2, 3}, 3);
+                Serialized s = registry.serialize(new ArrayList<>(List.of(a, "next")), Family.HOST)) {
+            Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
+            @SuppressWarnings("unchecked")
+            List<Object> items = (List<Object>) ((Map<?, ?>) header.root()).get("v");
+            items.set(1, Map.of("t", "test.Unregistered", "f", "host", "d", Map.of()));
+            List<Buffer> received = new ArrayList<>();
+            for (FrameDescriptor d : header.frames()) {
+                received.add(receiverHost.allocate(d.length()));
+            }
+            try (Serialized wire = Serialized.received(header, received)) {
+                assertThrows(UnknownTypeException.class, () -> registry.deserialize(wire,
+                        new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+            }
+            assertEquals(0, receiverDevice.allocatedBytes(), "the array rebuilt on the device was released");
+            assertEquals(0, receiverHost.allocatedBytes(), "the host frame was released");
+        }
     }
 
     @Test
@@ -193,7 +254,7 @@ class ArrayFamiliesTest {
         SplittableRandom random = TestRandom.create(info);
         List<BufferAllocator<?>> memories = List.of(senderHost, senderPinned, senderDevice);
         DType[] dtypes = DType.values();
-        for (Family family : List.of(Family.CUDA, Family.HOST)) {
+        for (Family family : Family.values()) {
             for (BufferAllocator<?> memory : memories) {
                 for (int trial = 0; trial < 5; trial++) {
                     DType dtype = dtypes[random.nextInt(dtypes.length)];
@@ -212,9 +273,15 @@ class ArrayFamiliesTest {
                         }
                         CopyEngine.copyFromSegment(java.lang.foreign.MemorySegment.ofArray(bytes), a.buffer(), 0);
                         List<Object> value = new ArrayList<>(List.of(a, "tag", (long) trial));
-                        try (Serialized s = registry.serialize(value, family); Serialized wire = transfer(s)) {
-                            List<?> back = registry.deserialize(wire, List.class, new DecodeTarget(receiverDevice,
+                        // The java family takes allow-listed types only: the list goes inside one.
+                        Models.Holder holder = new Models.Holder();
+                        holder.inner = value;
+                        try (Serialized s = registry.serialize(family == Family.JAVA ? holder : value, family);
+                                Serialized wire = transfer(s)) {
+                            Object decoded = registry.deserialize(wire, new DecodeTarget(receiverDevice,
                                     receiverHost, Limits.DEFAULT));
+                            List<?> back = (List<?>) (family == Family.JAVA ? ((Models.Holder) decoded).inner
+                                    : decoded);
                             try (NdArray b = (NdArray) back.get(0)) {
                                 assertTrue(a.contentEquals(b), family + " " + a + " vs " + b);
                                 assertEquals(a.kind() == MemoryKind.DEVICE ? MemoryKind.DEVICE : MemoryKind.HOST,

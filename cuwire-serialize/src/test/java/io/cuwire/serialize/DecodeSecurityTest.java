@@ -6,20 +6,39 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CsrMatrix;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
+import io.cuwire.memory.Order;
+import io.cuwire.memory.SparseMatrix;
 import io.cuwire.memory.TestRandom;
+import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 class DecodeSecurityTest {
     private BufferAllocator<DeviceBuffer> device;
@@ -59,15 +78,65 @@ class DecodeSecurityTest {
         }
     }
 
+    /**
+     * A flight recording of class loads around the decode: the canary's name (a class nothing else refers to) must
+     * not appear, while a class loaded by name in the same recording must, which shows the recording would have seen
+     * it.
+     */
     @Test
-    void shouldRefuseAnUnregisteredNameBeforeLoadingItsClass() {
+    void shouldRefuseAnUnregisteredNameBeforeLoadingItsClass(@TempDir Path dir) throws Exception {
+        String canary = Models.class.getName() + "$Canary";
+        String control = Models.class.getName() + "$LoadControl";
         Map<String, Object> node = new LinkedHashMap<>();
-        node.put("t", Models.class.getName() + "$Canary");
+        node.put("t", canary);
         node.put("f", "cuda");
         node.put("d", Map.of());
-        UnknownTypeException e = assertThrows(UnknownTypeException.class, () -> decode(header(node, List.of())));
-        assertTrue(e.getMessage().contains("Canary"), e.getMessage());
+        Map<String, Object> inEnum = new LinkedHashMap<>();
+        inEnum.put("t", "enum");
+        inEnum.put("n", canary);
+        inEnum.put("v", "X");
+        Path file = dir.resolve("class-loads.jfr");
+        try (Recording recording = new Recording()) {
+            recording.enable("jdk.ClassLoad").withThreshold(Duration.ZERO);
+            recording.start();
+            for (Object root : List.of(node, inEnum, Map.of("t", "list", "v", List.of(1L, node)))) {
+                UnknownTypeException e = assertThrows(UnknownTypeException.class,
+                        () -> decode(header(root, List.of())));
+                assertTrue(e.getMessage().contains("Canary"), e.getMessage());
+            }
+            Class.forName(control, false, getClass().getClassLoader());
+            recording.stop();
+            recording.dump(file);
+        }
+        Set<String> loaded = new HashSet<>();
+        for (RecordedEvent event : RecordingFile.readAllEvents(file)) {
+            loaded.add(event.getClass("loadedClass").getName());
+        }
+        assertTrue(loaded.contains(control), "the recording saw the control class load: " + loaded.size()
+                + " loads recorded");
+        assertFalse(loaded.contains(canary), "the named class was never loaded");
         assertFalse(Models.Flag.canaryInitialized, "the named class was never initialized");
+    }
+
+    @Test
+    void shouldRefuseArrayElementTypesThatAreUnknownOrDoNotHoldTheElements() {
+        Map<String, Object> unknown = new LinkedHashMap<>();
+        unknown.put("t", "arr");
+        unknown.put("v", List.of());
+        unknown.put("c", Models.class.getName() + "$Canary");
+        assertThrows(UnknownTypeException.class, () -> decode(header(unknown, List.of())));
+        Map<String, Object> wrong = new LinkedHashMap<>();
+        wrong.put("t", "arr");
+        wrong.put("v", List.of("not a point"));
+        wrong.put("c", "test.Point");
+        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                () -> decode(header(wrong, List.of())));
+        assertTrue(e.getMessage().contains("java.lang.String"), e.getMessage());
+        Map<String, Object> deep = new LinkedHashMap<>(wrong);
+        deep.put("v", List.of());
+        deep.put("c", "[".repeat(300) + "str");
+        assertThrows(MalformedHeaderException.class, () -> decode(header(deep, List.of())));
+        assertFalse(Models.Flag.canaryInitialized);
     }
 
     @Test
@@ -137,8 +206,23 @@ class DecodeSecurityTest {
     }
 
     @Test
-    void shouldAnswerMutatedAndRandomHeadersOnlyWithTypedErrors(TestInfo info) {
-        SplittableRandom random = TestRandom.create(info);
+    void shouldRefuseADuplicateMapKeyEvenAfterANil() {
+        // {"v": 1, "v": 1} and {"a": nil, "a": 1}: the second value must not silently replace the first.
+        byte[] twice = {(byte) 0x82, (byte) 0xa1, 'v', 0x01, (byte) 0xa1, 'v', 0x01};
+        byte[] afterNil = {(byte) 0x82, (byte) 0xa1, 'a', (byte) 0xc0, (byte) 0xa1, 'a', 0x01};
+        for (byte[] bytes : List.of(twice, afterNil)) {
+            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                    () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
+            assertTrue(e.getMessage().contains("duplicate map key"), e.getMessage());
+        }
+    }
+
+    /**
+     * Valid headers to mutate: an estimator-like object in the {@code cuda} family with no frames; a list of a device
+     * array, a large primitive array, a sparse matrix, an opaque blob, an enum and records, in {@code cuda} and in
+     * {@code host}; and an allow-listed value in the {@code java} family (a JDK stream in the header).
+     */
+    private List<byte[]> fuzzSeeds(TypeRegistry registry) {
         Models.KMeans m = new Models.KMeans();
         m.name = "fuzz";
         m.counts = new long[] {1, 2};
@@ -147,11 +231,114 @@ class DecodeSecurityTest {
         m.state = new Models.State();
         m.state.weights = new double[] {1, 2};
         m.points = new Models.Point[] {new Models.Point(1, 2, "p")};
-        byte[] valid;
+        List<byte[]> seeds = new ArrayList<>();
         try (Serialized s = registry.serialize(m, Family.CUDA)) {
-            valid = s.encodeHeader();
+            seeds.add(s.encodeHeader());
         }
+        try (NdArray dense = NdArray.zeros(device, DType.FLOAT32, Order.F, 32, 32);
+                CsrMatrix sparse = CsrMatrix.fromDense(device, new double[][] {{0, 1}, {2, 0}});
+                OpaqueBlob blob = OpaqueBlob.adopt("fuzz/1", Map.of("trees", 3L), device.allocate(1024))) {
+            List<Object> arrays = new ArrayList<>(List.of(dense, new long[10_000], sparse, blob, Models.Solver.NEWTON,
+                    new Models.Point[] {new Models.Point(3, 4, "q")}, dense));
+            for (Family family : List.of(Family.CUDA, Family.HOST)) {
+                try (Serialized s = registry.serialize(arrays, family)) {
+                    seeds.add(s.encodeHeader());
+                }
+            }
+        }
+        try (NdArray small = NdArray.fromArray(host, new float[] {1, 2, 3, 4}, 2, 2)) {
+            Models.Holder holder = new Models.Holder();
+            holder.inner = new ArrayList<>(List.of("text", new int[] {1, 2, 3}, small, 5L));
+            try (Serialized s = registry.serialize(holder, Family.JAVA)) {
+                seeds.add(s.encodeHeader());
+            }
+        }
+        return seeds;
+    }
+
+    private Object decodeWithFreshFrames(TypeRegistry registry, byte[] bytes, Limits limits) {
+        Serialized.Header h = Serialized.parseHeader(bytes, limits);
+        List<Buffer> frames = new ArrayList<>();
+        for (FrameDescriptor d : h.frames()) {
+            frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
+        }
+        try (Serialized s = Serialized.received(h, frames)) {
+            return registry.deserialize(s, new DecodeTarget(device, host, limits));
+        }
+    }
+
+    /** Closes what a decode made: sparse matrices and blobs first, then the arrays no one else closed. */
+    private static void closeDecoded(Object root) {
+        Set<Object> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        List<AutoCloseable> first = new ArrayList<>();
+        List<NdArray> arrays = new ArrayList<>();
+        java.util.ArrayDeque<Object> todo = new java.util.ArrayDeque<>();
+        if (root != null) {
+            todo.push(root);
+        }
+        while (!todo.isEmpty()) {
+            Object v = todo.pop();
+            if (!seen.add(v)) {
+                continue;
+            }
+            switch (v) {
+                case NdArray a -> arrays.add(a);
+                case SparseMatrix sm -> first.add(sm);
+                case OpaqueBlob b -> first.add(b);
+                case Iterable<?> it -> it.forEach(e -> pushNonNull(todo, e));
+                case Map<?, ?> map -> map.forEach((k, e) -> {
+                    pushNonNull(todo, k);
+                    pushNonNull(todo, e);
+                });
+                case Object[] array -> java.util.Arrays.stream(array).forEach(e -> pushNonNull(todo, e));
+                case java.util.Optional<?> o -> o.ifPresent(todo::push);
+                default -> {
+                    for (Class<?> c = v.getClass(); c != null && c.getPackageName().equals("io.cuwire.serialize");
+                            c = c.getSuperclass()) {
+                        for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                            if (!java.lang.reflect.Modifier.isStatic(f.getModifiers()) && !f.getType().isPrimitive()) {
+                                f.setAccessible(true);
+                                try {
+                                    pushNonNull(todo, f.get(v));
+                                } catch (IllegalAccessException e) {
+                                    throw new AssertionError(e);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (AutoCloseable c : first) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }
+        for (NdArray a : arrays) {
+            if (a.isOpen()) {
+                a.close();
+            }
+        }
+    }
+
+    private static void pushNonNull(java.util.Deque<Object> todo, Object o) {
+        if (o != null) {
+            todo.push(o);
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void shouldAnswerMutatedAndRandomHeadersOnlyWithTypedErrors(TestInfo info) {
+        SplittableRandom random = TestRandom.create(info);
+        TypeRegistry registry = Models.registry().allowJava(Models.Holder.class);
         Limits limits = new Limits(1 << 16, 16, 32, 1 << 20, 1 << 22, 1 << 12);
+        List<byte[]> seeds = fuzzSeeds(registry);
+        for (byte[] seed : seeds) {
+            closeDecoded(decodeWithFreshFrames(registry, seed, limits));
+        }
         int typed = 0;
         int decoded = 0;
         for (int i = 0; i < 100_000; i++) {
@@ -159,7 +346,7 @@ class DecodeSecurityTest {
             if (i % 10 == 0) {
                 bytes = TestRandom.bytes(random, random.nextInt(64));
             } else {
-                bytes = valid.clone();
+                bytes = seeds.get(i % seeds.size()).clone();
                 int mutations = 1 + random.nextInt(4);
                 for (int k = 0; k < mutations; k++) {
                     int pos = random.nextInt(bytes.length);
@@ -174,15 +361,8 @@ class DecodeSecurityTest {
                 }
             }
             try {
-                Serialized.Header h = Serialized.parseHeader(bytes, limits);
-                List<io.cuwire.memory.Buffer> frames = new java.util.ArrayList<>();
-                for (FrameDescriptor d : h.frames()) {
-                    frames.add(host.allocate(d.length()));
-                }
-                try (Serialized s = Serialized.received(h, frames)) {
-                    registry.deserialize(s, new DecodeTarget(device, host, limits));
-                    decoded++;
-                }
+                closeDecoded(decodeWithFreshFrames(registry, bytes, limits));
+                decoded++;
             } catch (SerializationException e) {
                 typed++;
             } catch (RuntimeException | Error e) {
@@ -191,6 +371,7 @@ class DecodeSecurityTest {
         }
         assertEquals(100_000, typed + decoded);
         assertTrue(typed > 50_000, "most mutations are refused: " + typed);
-        assertEquals(0, host.allocatedBytes(), "every frame of every attempt was released");
+        assertEquals(0, host.allocatedBytes(), "every host frame and array of every attempt was released");
+        assertEquals(0, device.allocatedBytes(), "every device frame and array of every attempt was released");
     }
 }

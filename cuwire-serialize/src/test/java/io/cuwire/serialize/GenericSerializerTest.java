@@ -148,14 +148,72 @@ class GenericSerializerTest {
     }
 
     @Test
+    void shouldPackALargeBooleanArrayIntoAFrameAndBack() {
+        boolean[] flags = new boolean[100_000];
+        for (int i = 0; i < flags.length; i += 3) {
+            flags[i] = true;
+        }
+        try (Serialized s = registry.serialize(flags, Family.CUDA)) {
+            assertEquals(1, s.frames().size());
+            assertEquals(flags.length, s.frames().get(0).length(), "one byte per element");
+        }
+        assertArrayEquals(flags, (boolean[]) roundTrip(flags, Family.CUDA));
+    }
+
+    @Test
     void shouldPreserveSharedReferences() {
         KMeans m = sample();
         List<Object> shared = new ArrayList<>(List.of("s"));
         m.history.add(shared);
         m.extras.put("same", shared);
+        m.anything = m.points;
         m.state.inner = null;
         KMeans after = (KMeans) roundTrip(m, Family.CUDA);
         assertSame(after.history.get(after.history.size() - 1), after.extras.get("same"));
+        assertSame(after.points, after.anything, "an array of a registered type is one array, of its own type");
+    }
+
+    @Test
+    void shouldPreserveSharedPrimitiveArraysAndSendALargeOneOnce() {
+        KMeans m = sample();
+        m.anything = m.centers;
+        m.state.weights = new double[] {0.5};
+        m.extras.put("weights", m.state.weights);
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            assertEquals(1, s.frames().size(), "the shared 800 KB array is one frame");
+        }
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA);
+        assertSame(after.centers, after.anything);
+        assertArrayEquals(m.centers, after.centers);
+        assertSame(after.state.weights, after.extras.get("weights"));
+    }
+
+    @Test
+    void shouldRebuildObjectArraysWithTheirElementTypes() {
+        List<Object> arrays = new ArrayList<>(List.of(new String[] {"a", null}, new Solver[] {Solver.LBFGS},
+                new Point[][] {{new Point(1, 2, "p")}}, new double[][] {{1.5}, {}}, new Long[] {7L},
+                new Object[] {"any"}, new Object[][] {{"nested", 1L}}));
+        List<?> after = (List<?>) roundTrip(arrays, Family.CUDA);
+        for (int i = 0; i < arrays.size(); i++) {
+            assertEquals(arrays.get(i).getClass(), after.get(i).getClass(), "element " + i);
+            assertArrayEquals((Object[]) arrays.get(i), (Object[]) after.get(i), "element " + i);
+        }
+    }
+
+    @Test
+    void shouldRefuseASharedArrayWhoseElementTypeHasNoName() {
+        KMeans m = sample();
+        Runnable[] tasks = new Runnable[1];
+        m.history.add(tasks);
+        m.anything = tasks;
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA));
+        assertTrue(e.getMessage().contains("java.lang.Runnable[]"), e.getMessage());
+        assertEquals("KMeans.anything", e.path());
+        m.anything = null;
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA);
+        assertInstanceOf(Object[].class, after.history.get(after.history.size() - 1),
+                "unshared, such an array travels and comes back as an Object[]");
     }
 
     @Test
@@ -177,6 +235,56 @@ class GenericSerializerTest {
         assertEquals("KMeans.state.lock", e.path());
         assertTrue(e.getMessage().contains("java.lang.Thread"), e.getMessage());
         assertTrue(e.getMessage().contains("[cuda, host]"), e.getMessage());
+    }
+
+    @Test
+    void shouldFallBackAlongTheChainPerFieldAsInDask() {
+        registry.register(Models.HostOnly.class, Family.HOST, Models.HostOnly.SERIALIZER)
+                .allowJava(Models.Holder.class);
+        KMeans m = sample();
+        m.anything = new Models.HostOnly("only host");
+        Models.Holder holder = new Models.Holder();
+        holder.inner = "only java";
+        m.state.lock = holder;
+        try (Serialized s = registry.serialize(m, Family.CUDA, Family.HOST, Family.JAVA)) {
+            Map<?, ?> root = (Map<?, ?>) s.root();
+            Map<?, ?> fields = (Map<?, ?>) root.get("d");
+            Map<?, ?> state = (Map<?, ?>) fields.get("state");
+            assertEquals("cuda", root.get("f"), "the estimator takes the first family");
+            assertEquals("cuda", state.get("f"));
+            assertEquals("host", ((Map<?, ?>) fields.get("anything")).get("f"), "this field falls back to host");
+            assertEquals("java", ((Map<?, ?>) ((Map<?, ?>) state.get("d")).get("lock")).get("f"),
+                    "this one to java");
+        }
+        KMeans after = (KMeans) roundTrip(m, Family.CUDA, Family.HOST, Family.JAVA);
+        assertEquals("only host", ((Models.HostOnly) after.anything).text);
+        assertEquals("only java", ((Models.Holder) after.state.lock).inner);
+        assertArrayEquals(m.centers, after.centers);
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        assertEquals("KMeans.state.lock", e.path(), "without java in the chain, the sender names the field");
+        assertTrue(e.getMessage().contains(Models.Holder.class.getName()), e.getMessage());
+    }
+
+    @Test
+    void shouldRefuseAtTheSenderAValueNestedDeeperThanTheLimit() {
+        State top = new State();
+        State s = top;
+        for (int i = 0; i < 100; i++) {
+            s.inner = new State();
+            s = s.inner;
+        }
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(top, Family.CUDA));
+        assertTrue(e.getMessage().contains("deeper than " + Limits.DEFAULT.maxDepth()), e.getMessage());
+        assertTrue(e.path().startsWith("State.inner.inner."), e.path());
+    }
+
+    @Test
+    void shouldMakeInstancesThroughAPrivateNoArgumentConstructor() {
+        Models.PrivateConstructor after = (Models.PrivateConstructor) roundTrip(Models.PrivateConstructor.of(77),
+                Family.CUDA);
+        assertEquals(77, after.fitted);
     }
 
     @Test

@@ -64,6 +64,40 @@ final class Models {
         }
     }
 
+    static final class PrivateConstructor extends Estimator {
+        long fitted;
+
+        private PrivateConstructor() {
+        }
+
+        static PrivateConstructor of(long fitted) {
+            PrivateConstructor p = new PrivateConstructor();
+            p.fitted = fitted;
+            return p;
+        }
+    }
+
+    /** A type only the {@code host} family can take (a custom serializer registered there alone). */
+    static final class HostOnly {
+        final String text;
+
+        HostOnly(String text) {
+            this.text = text;
+        }
+
+        static final Serializer<HostOnly> SERIALIZER = new Serializer<>() {
+            @Override
+            public void write(WriteContext out, HostOnly value) {
+                out.put("text", value.text);
+            }
+
+            @Override
+            public HostOnly read(ReadContext in) {
+                return new HostOnly(in.getString("text"));
+            }
+        };
+    }
+
     static final class NoDefaultConstructor extends Estimator {
         final int x;
 
@@ -89,6 +123,24 @@ final class Models {
         NdArray centers;
     }
 
+    /** An allow-listed Serializable type whose field may hold anything. */
+    static final class Holder implements Serializable {
+        private static final long serialVersionUID = 1L;
+        Object inner;
+    }
+
+    /** An allow-listed type whose serial form reads back as a {@link Holder} without its array. */
+    static final class Dropping implements Serializable {
+        private static final long serialVersionUID = 1L;
+        NdArray array;
+
+        private Object readResolve() {
+            Holder h = new Holder();
+            h.inner = "dropped";
+            return h;
+        }
+    }
+
     /** A Serializable type that is never allowed. */
     static final class NotAllowed implements Serializable {
         private static final long serialVersionUID = 1L;
@@ -98,6 +150,10 @@ final class Models {
     /** Loaded only if a decoder resolves its name; it must never be. */
     static final class Canary {
         static final boolean LOADED = Flag.set();
+    }
+
+    /** Loaded by name in the class-loading test, to show that its recording sees a load when one happens. */
+    static final class LoadControl {
     }
 
     static final class Flag {
@@ -117,6 +173,7 @@ final class Models {
                 .register(KMeans.class, "test.KMeans")
                 .register(Hooked.class, "test.Hooked")
                 .register(NoDefaultConstructor.class, "test.NoDefault")
+                .register(PrivateConstructor.class, "test.PrivateConstructor")
                 .register(State.class, "test.State")
                 .register(Point.class, "test.Point")
                 .register(Solver.class, "test.Solver");

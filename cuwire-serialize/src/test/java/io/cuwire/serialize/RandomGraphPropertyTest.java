@@ -33,7 +33,8 @@ import org.junit.jupiter.api.TestInfo;
 /**
  * Round trips of random object graphs of estimator-like classes — nested estimators, records, lists, sets, maps,
  * optionals, boxed values, primitive arrays of every size class and NdArrays in every memory kind — over each
- * family chain, compared structurally after a transfer into the receiver's memory.
+ * family chain, compared structurally after a transfer into the receiver's memory. Chains with {@code java} also
+ * hold allow-listed values (a list of leaves, NdArrays among them) that only the {@code java} family takes.
  */
 class RandomGraphPropertyTest {
     static final class Node {
@@ -50,6 +51,7 @@ class RandomGraphPropertyTest {
     }
 
     private final List<NdArray> made = new ArrayList<>();
+    private int holders;
     private BufferAllocator<DeviceBuffer> device;
     private BufferAllocator<HostBuffer> pinned;
     private BufferAllocator<HostBuffer> host;
@@ -67,7 +69,7 @@ class RandomGraphPropertyTest {
         registry = new TypeRegistry().registerGeneric(Node.class, Family.CUDA, Family.HOST)
                 .registerGeneric(Record.class, Family.CUDA, Family.HOST)
                 .register(Node.class, "graph.Node").register(Pair.class, "graph.Pair")
-                .register(Order.class, "graph.Order");
+                .register(Order.class, "graph.Order").allowJava(Models.Holder.class, Order.class);
     }
 
     @AfterEach
@@ -110,40 +112,40 @@ class RandomGraphPropertyTest {
         return a;
     }
 
-    private Object graph(SplittableRandom r, int depth) {
+    private Object graph(SplittableRandom r, int depth, boolean java) {
         if (depth > 4 || r.nextInt(3) == 0) {
             return leaf(r);
         }
-        switch (r.nextInt(6)) {
+        switch (r.nextInt(java ? 7 : 6)) {
             case 0: {
                 Node n = new Node();
                 n.name = "n" + r.nextInt(100);
                 n.depth = depth;
                 n.weight = r.nextDouble();
-                n.payload = graph(r, depth + 1);
+                n.payload = graph(r, depth + 1, java);
                 for (int i = r.nextInt(4); i > 0; i--) {
-                    n.children.add(graph(r, depth + 1));
+                    n.children.add(graph(r, depth + 1, java));
                 }
-                n.attributes.put("a", graph(r, depth + 1));
+                n.attributes.put("a", graph(r, depth + 1, java));
                 if (r.nextBoolean()) {
-                    Object e = graph(r, depth + 1);
+                    Object e = graph(r, depth + 1, java);
                     n.extra = Optional.ofNullable(e);
                 }
                 return n;
             }
             case 1:
-                return new Pair(r.nextLong(), graph(r, depth + 1));
+                return new Pair(r.nextLong(), graph(r, depth + 1, java));
             case 2: {
                 List<Object> list = new ArrayList<>();
                 for (int i = r.nextInt(5); i > 0; i--) {
-                    list.add(graph(r, depth + 1));
+                    list.add(graph(r, depth + 1, java));
                 }
                 return list;
             }
             case 3: {
                 Map<Object, Object> map = new LinkedHashMap<>();
                 for (int i = r.nextInt(4); i > 0; i--) {
-                    map.put("k" + i, graph(r, depth + 1));
+                    map.put("k" + i, graph(r, depth + 1, java));
                 }
                 map.put((long) r.nextInt(), "long key");
                 return map;
@@ -155,8 +157,18 @@ class RandomGraphPropertyTest {
                 }
                 return set;
             }
-            default:
+            case 5:
                 return Optional.of("opt" + r.nextInt(10));
+            default: {
+                Models.Holder holder = new Models.Holder();
+                List<Object> leaves = new ArrayList<>();
+                for (int i = 1 + r.nextInt(3); i > 0; i--) {
+                    leaves.add(leaf(r));
+                }
+                holder.inner = leaves;
+                holders++;
+                return holder;
+            }
         }
     }
 
@@ -193,6 +205,10 @@ class RandomGraphPropertyTest {
                 assertSameGraph(x.children, y.children, path + ".children");
                 assertSameGraph(x.attributes, y.attributes, path + ".attributes");
                 assertSameGraph(x.extra, y.extra, path + ".extra");
+            }
+            case Models.Holder x -> {
+                Models.Holder y = assertInstanceOf(Models.Holder.class, b, path);
+                assertSameGraph(x.inner, y.inner, path + ".inner");
             }
             case Pair x -> {
                 Pair y = assertInstanceOf(Pair.class, b, path);
@@ -234,14 +250,16 @@ class RandomGraphPropertyTest {
     void shouldRoundTripRandomGraphsOverEveryFamilyChain(TestInfo info) {
         SplittableRandom random = TestRandom.create(info);
         List<Family[]> chains = List.of(new Family[] {Family.CUDA}, new Family[] {Family.HOST},
-                new Family[] {Family.CUDA, Family.HOST});
-        for (int trial = 0; trial < 200; trial++) {
-            Object value = graph(random, 0);
+                new Family[] {Family.CUDA, Family.HOST}, new Family[] {Family.CUDA, Family.JAVA},
+                new Family[] {Family.HOST, Family.JAVA});
+        for (int trial = 0; trial < 250; trial++) {
             Family[] chain = chains.get(trial % chains.size());
+            Object value = graph(random, 0, List.of(chain).contains(Family.JAVA));
             try (Serialized s = registry.serialize(value, chain); Serialized wire = transfer(s)) {
                 Object back = registry.deserialize(wire, new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT));
                 assertSameGraph(value, back, "trial " + trial + " root");
             }
         }
+        assertTrue(holders > 10, "the java chains carried java-only values: " + holders);
     }
 }

@@ -272,6 +272,10 @@ public final class GenericSerializer implements Serializer<Object> {
                 return v;
             }
         } else if (t.isArray() && !t.getComponentType().isPrimitive() && v instanceof Object[] arr) {
+            if (t.isInstance(v)) {
+                return v;
+            }
+            // An array whose element type has no wire name arrives as Object[]: copied into the field's type.
             Object typed = Array.newInstance(t.getComponentType(), arr.length);
             for (int i = 0; i < arr.length; i++) {
                 if (arr[i] != null && !t.getComponentType().isInstance(arr[i])) {

@@ -192,9 +192,10 @@ public final class MsgpackReader {
                 throw malformed("map key is " + (key == null ? "nil" : key.getClass().getSimpleName())
                         + ", expected a string");
             }
-            if (map.put(k, readValue(depth + 1)) != null) {
+            if (map.containsKey(k)) {
                 throw malformed("duplicate map key '" + k + "'");
             }
+            map.put(k, readValue(depth + 1));
         }
         return map;
     }
