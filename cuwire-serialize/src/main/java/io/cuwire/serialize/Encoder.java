@@ -54,6 +54,10 @@ final class Encoder {
         return frames.size() - 1;
     }
 
+    int maxDepth() {
+        return registry.limits().maxDepth();
+    }
+
     String path() {
         return Paths.of(path);
     }

@@ -197,10 +197,6 @@ public final class Serialized implements AutoCloseable {
         return frames.get(index);
     }
 
-    void untake(int index) {
-        taken.clear(index);
-    }
-
     /** Closes the owned frames no decoder took. Closing twice is harmless. */
     @Override
     public void close() {

@@ -4,6 +4,7 @@ import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.HostBuffer;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -27,12 +28,54 @@ public final class WriteContext {
 
     /**
      * Puts a simple header value: {@code null}, {@link Boolean}, {@link Long}, {@link Double}, {@link String},
-     * {@code byte[]}, or lists and string-keyed maps of those.
+     * {@code byte[]}, or lists and string-keyed maps of those ({@link Integer}, {@link Short}, {@link Byte} and
+     * {@link Float} are taken too, and decode as {@link Long} and {@link Double}).
+     *
+     * @throws UnserializableException if {@code value} holds anything else, naming its class, the key and the path
+     *     of the value being written (a serializer's bug, found at the sender rather than when the header is encoded)
      */
     public WriteContext put(String key, Object value) {
         checkKey(key);
+        checkHeaderValue(key, value, 0);
         data.put(key, value);
         return this;
+    }
+
+    private void checkHeaderValue(String key, Object value, int depth) {
+        if (depth > encoder.maxDepth()) {
+            throw new UnserializableException("header value under \"" + key + "\" nests deeper than "
+                    + encoder.maxDepth(), encoder.path());
+        }
+        switch (value) {
+            case null -> { }
+            case Boolean b -> { }
+            case Long l -> { }
+            case Integer i -> { }
+            case Short sh -> { }
+            case Byte by -> { }
+            case Double d -> { }
+            case Float f -> { }
+            case String str -> { }
+            case byte[] bytes -> { }
+            case List<?> list -> {
+                for (Object e : list) {
+                    checkHeaderValue(key, e, depth + 1);
+                }
+            }
+            case Map<?, ?> map -> {
+                for (Map.Entry<?, ?> e : map.entrySet()) {
+                    if (!(e.getKey() instanceof String)) {
+                        throw new UnserializableException("header map under \"" + key + "\" has a key of "
+                                + (e.getKey() == null ? "null" : e.getKey().getClass().getName())
+                                + " (expected: String keys)", encoder.path());
+                    }
+                    checkHeaderValue(key, e.getValue(), depth + 1);
+                }
+            }
+            default -> throw new UnserializableException("not a header value under \"" + key + "\": "
+                    + value.getClass().getName() + " (expected: null, Boolean, Long, Double, String, byte[], or lists "
+                    + "and string-keyed maps of those; write other values with writeValue)", encoder.path());
+        }
     }
 
     /** Writes a nested value of any serializable type under {@code key}, through the send's family chain. */

@@ -238,6 +238,30 @@ class GenericSerializerTest {
     }
 
     @Test
+    void shouldRefuseAtPutAHeaderValueASerializerCannotPutThere() {
+        Serializer<Models.HostOnly> careless = new Serializer<>() {
+            @Override
+            public void write(WriteContext out, Models.HostOnly value) {
+                out.put("text", value.text);
+                out.put("extra", List.of(1L, Map.of("when", java.time.Instant.EPOCH)));
+            }
+
+            @Override
+            public Models.HostOnly read(ReadContext in) {
+                return new Models.HostOnly(in.getString("text"));
+            }
+        };
+        registry.register(Models.HostOnly.class, Family.HOST, careless);
+        KMeans m = sample();
+        m.anything = new Models.HostOnly("x");
+        UnserializableException e = assertThrows(UnserializableException.class,
+                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        assertEquals("KMeans.anything", e.path());
+        assertTrue(e.getMessage().contains("java.time.Instant") && e.getMessage().contains("\"extra\""),
+                e.getMessage());
+    }
+
+    @Test
     void shouldFallBackAlongTheChainPerFieldAsInDask() {
         registry.register(Models.HostOnly.class, Family.HOST, Models.HostOnly.SERIALIZER)
                 .allowJava(Models.Holder.class);
