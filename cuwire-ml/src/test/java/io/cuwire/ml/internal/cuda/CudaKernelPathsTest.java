@@ -264,7 +264,7 @@ class CudaKernelPathsTest {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[] widths = {1, 3, 4, 7, 8, 12, 31, 33, 64, 65, 100, 256, 257, 300, 508, 511, 512, 513};
-        int[] centers = {1, 2, 3, 4, 5, 8, 9, 32};
+        int[] centers = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32};
         Set<String> kernels = new TreeSet<>();
         int shape = 0;
         for (int d : widths) {
