@@ -3,7 +3,9 @@
 // grid-stride loops (any grid covers any n). Launches use blocks of ML_BLOCK threads (KernelModules.BLOCK); the
 // block reductions rely on it. Arithmetic is done in double precision whatever the element type, so that a float32
 // result is the double result rounded once, as on cuwire's CPU backend; only the cuBLAS products, the float32
-// atomics and the float32 sum of tree outputs beyond 8 classes accumulate in float32.
+// atomics, the float32 sum of tree outputs beyond 8 classes and the float32 nearest-rows distances of
+// ml_nearest_rows_v4 (runs of 8) and ml_nearest_rows_regs (whole rows) accumulate in float32. The top-k selections
+// compare values exactly (as ordered integers), whatever the element type.
 //
 // Arguments that may alias (in and out of map, softmax, cross-entropy) are not __restrict__. Kernels that validate
 // values report the smallest failing position with atomicMin into an unsigned 64-bit error word that the host
@@ -201,7 +203,8 @@ __device__ void ml_arg_rows(int64_t rows, int64_t cols, int32_t largest, const T
 // with step = threads / lanes (lanes divides the block, so every warp is whole).
 
 // The sum of v over the `lanes` lanes of a row group (every lane gets it).
-__device__ __forceinline__ double ml_group_sum(double v, int32_t lanes) {
+template <typename A>
+__device__ __forceinline__ A ml_group_sum(A v, int32_t lanes) {
     for (int32_t offset = lanes >> 1; offset > 0; offset >>= 1) {
         v += __shfl_xor_sync(0xffffffffu, v, offset);
     }
@@ -257,18 +260,18 @@ __device__ void ml_gemv_rows(int64_t rows, int64_t cols, int32_t lanes, double a
     }
 }
 
-// The end of a row of the nearest-rows kernels: sums each center's partial distances over the row group (every
-// lane takes part in the shuffles), picks the first smallest, and has the writer lane store it in index[r] and, unless
-// best is null, the distance in best[r].
-template <int KMAX, typename T>
-__device__ __forceinline__ void ml_store_nearest(const double (&acc)[KMAX], int64_t k, int32_t lanes, bool writer,
+// The end of a row of the nearest-rows kernels: sums each center's partial distances (double, or float for
+// ml_nearest_rows_regs) over the row group (every lane takes part in the shuffles), picks the first smallest, and has
+// the writer lane store it in index[r] and, unless best is null, the distance in best[r].
+template <int KMAX, typename A, typename T>
+__device__ __forceinline__ void ml_store_nearest(const A (&acc)[KMAX], int64_t k, int32_t lanes, bool writer,
                                                  int64_t r, int32_t* __restrict__ index, T* __restrict__ best) {
     int32_t arg = 0;
-    double nearest = 0;
+    A nearest = 0;
 #pragma unroll
     for (int q = 0; q < KMAX; q++) {
         if (q < k) {
-            double s = ml_group_sum(acc[q], lanes);
+            A s = ml_group_sum(acc[q], lanes);
             if (q == 0 || s < nearest) {
                 nearest = s;
                 arg = q;
@@ -403,6 +406,114 @@ __device__ void ml_nearest_rows_v4(int64_t rows, int64_t cols, int64_t k, int32_
     }
 }
 
+// ml_nearest_rows for float32 with the centers in registers. With `lanes` threads per row and at most RUNS chunks
+// of 8 elements per lane (cols <= RUNS x 8 x lanes), a lane reads the same columns of every row, so it loads its
+// columns of every center once, before the first row (KMAX x RUNS x 8 floats, zeros past k and past cols), and a
+// row costs no shared-memory load. VEC (float32 rows of a multiple of 4 elements from a 16-byte aligned start): a
+// lane's chunk is 8 contiguous elements, two float4 loads (one for the last 4 of a row of 8m + 4); otherwise chunk t
+// of lane l holds the elements l + 8 t lanes + u lanes (u < 8), coalesced scalar loads as in ml_load_row_chunk. Each
+// center's distance is summed in float (differences and squares by fmaf, then the row group's shuffles), and the
+// next row's elements are loaded before the current row's distances are computed, so two rows' loads are in flight
+// per thread. Rows as in the other row-group kernels (warp-uniform loop; lanes past the last row compute zeros).
+template <bool VEC>
+__device__ __forceinline__ int64_t ml_regs_column(int32_t lane, int32_t lanes, int t, int u) {
+    return VEC ? ((int64_t) t * lanes + lane) * 8 + u : (int64_t) lane + (int64_t) t * 8 * lanes + (int64_t) u * lanes;
+}
+
+// Loads lane `lane`'s elements of row r of x into v (zeros past cols, and all zeros when r >= rows).
+template <int RUNS, bool VEC>
+__device__ __forceinline__ void ml_regs_load(const float* __restrict__ x, int64_t r, int64_t rows, int64_t cols,
+                                             int32_t lane, int32_t lanes, float (&v)[RUNS][8]) {
+    const float* xr = x + r * cols;
+#pragma unroll
+    for (int t = 0; t < RUNS; t++) {
+        if (VEC) {
+            int64_t j = ml_regs_column<true>(lane, lanes, t, 0);
+            int64_t rest = r < rows ? cols - j : 0;
+            float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            float4 b = a;
+            if (rest >= 4) {
+                a = *reinterpret_cast<const float4*>(xr + j);
+            }
+            if (rest >= 8) {
+                b = *reinterpret_cast<const float4*>(xr + j + 4);
+            }
+            v[t][0] = a.x; v[t][1] = a.y; v[t][2] = a.z; v[t][3] = a.w;
+            v[t][4] = b.x; v[t][5] = b.y; v[t][6] = b.z; v[t][7] = b.w;
+        } else {
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int64_t j = ml_regs_column<false>(lane, lanes, t, u);
+                v[t][u] = r < rows && j < cols ? xr[j] : 0.0f;
+            }
+        }
+    }
+}
+
+template <int KMAX, int RUNS, bool VEC>
+__device__ void ml_nearest_rows_regs(int64_t rows, int64_t cols, int64_t k, int32_t lanes,
+                                     const float* __restrict__ x, const float* __restrict__ c,
+                                     int32_t* __restrict__ index, float* __restrict__ best) {
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    float w[KMAX][RUNS][8];
+#pragma unroll
+    for (int q = 0; q < KMAX; q++) {
+#pragma unroll
+        for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int64_t j = ml_regs_column<VEC>(lane, lanes, t, u);
+                w[q][t][u] = q < k && j < cols ? c[q * cols + j] : 0.0f;
+            }
+        }
+    }
+    // One chunk a lane (RUNS == 1): the next row's loads are issued before this row's distances. More chunks already
+    // put RUNS loads of 32 bytes in flight per row, and their registers would not fit twice.
+    const bool prefetch = RUNS == 1;
+    int64_t r = thread / lanes;
+    int64_t first = (thread & ~(int64_t) 31) / lanes;
+    float v[RUNS][8];
+    if (prefetch) {
+        ml_regs_load<RUNS, VEC>(x, r, rows, cols, lane, lanes, v);
+    }
+    for (; first < rows; r += step, first += step) {
+        float next[RUNS][8];
+        if (prefetch) {
+            ml_regs_load<RUNS, VEC>(x, r + step, rows, cols, lane, lanes, next);
+        } else {
+            ml_regs_load<RUNS, VEC>(x, r, rows, cols, lane, lanes, v);
+        }
+        float acc[KMAX];
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            float s = 0.0f;
+            if (q < k) {
+#pragma unroll
+                for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+                    for (int u = 0; u < 8; u++) {
+                        float d = v[t][u] - w[q][t][u];
+                        s = fmaf(d, d, s);
+                    }
+                }
+            }
+            acc[q] = s;
+        }
+        ml_store_nearest<KMAX>(acc, k, lanes, r < rows && lane == 0, r, index, best);
+        if (prefetch) {
+#pragma unroll
+            for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    v[t][u] = next[t][u];
+                }
+            }
+        }
+    }
+}
+
 // Binary (cols == 1: sigmoid, labels 0 or 1) or multinomial (softmax) cross-entropy of each row into rowLoss,
 // its gradient in the logits into grad (may be z).
 template <typename T>
@@ -534,7 +645,8 @@ __device__ void ml_count_rows(int64_t rows, int64_t k, int64_t classes, const in
 }
 
 // One thread per row: the k smallest values of the row, ascending, equal values by column, by insertion into the
-// output row itself (exactly the CPU backend's selection).
+// output row itself (exactly the CPU backend's selection). O(cols k) a thread: the host takes it only above the k of
+// the parallel selection below (ml_select_*), or for rows of 2^31 columns and more.
 template <typename T>
 __device__ void ml_smallest_k(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const T* values,
                               T* outValues, int64_t* outIds) {
@@ -560,6 +672,335 @@ __device__ void ml_smallest_k(int64_t rows, int64_t cols, int64_t k, int64_t idO
             bv[p] = x;
             bi[p] = j + idOffset;
         }
+    }
+}
+
+// ml_smallest_k's contract, many threads a row (ml_select_*). A selection key orders the pairs (value, column) as
+// ml_compare orders the values (Double.compare: -0.0 below 0.0, every NaN above +inf and equal to every other NaN),
+// then by column. Keys are unique within a row, so its k smallest keys are one exact answer, whatever order the
+// threads compare them in. A value's part of the key is its IEEE bits made monotone as unsigned integers (sign set:
+// every bit flipped; else the sign bit set; any NaN: all ones): a float32 key is one word, value bits << 32 | column,
+// a float64 key the 64 value bits and a 32-bit column. Columns are below 2^31 (the host checks).
+//
+// A group of threads (a warp, or the whole block) takes a row, or one slice of a row: each thread keeps the KMAX
+// smallest keys of the elements it reads (every group-th) sorted in registers, admitting a key only below its own
+// k-th; then k rounds each find the smallest head of the threads' lists (warp shuffles, then for a block one step
+// through shared memory) and pop it from the one thread that holds it. Every one of the row's k smallest keys is
+// among the k smallest of the thread that read it, so the rounds emit exactly the row's k smallest, ascending. Few
+// long rows are cut into `parts` slices and selected in two launches: ml_select_* writes each slice's k smallest keys
+// to a scratch array (padded with the no-key, above every key, where a slice has fewer than k elements) and
+// ml_select_merge_* selects each row's k smallest of its parts x k keys.
+#define ML_WARPS (ML_BLOCK / 32)
+
+__device__ __forceinline__ uint32_t ml_order_bits(float v) {
+    uint32_t b = __float_as_uint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        return 0xffffffffu;
+    }
+    return (b & 0x80000000u) != 0 ? ~b : b | 0x80000000u;
+}
+
+__device__ __forceinline__ unsigned long long ml_order_bits(double v) {
+    unsigned long long b = (unsigned long long) __double_as_longlong(v);
+    if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) {
+        return ~0ull;
+    }
+    return (b >> 63) != 0 ? ~b : b | 0x8000000000000000ull;
+}
+
+template <typename T>
+struct MlSelect;
+
+template <>
+struct MlSelect<float> {
+    typedef unsigned long long Key;
+    static const int WORDS = 1;
+
+    static __device__ __forceinline__ Key make(float v, int64_t column) {
+        return ((Key) ml_order_bits(v) << 32) | (uint32_t) column;
+    }
+    static __device__ __forceinline__ Key none() {
+        return ~0ull;
+    }
+    static __device__ __forceinline__ bool less(Key a, Key b) {
+        return a < b;
+    }
+    static __device__ __forceinline__ bool same(Key a, Key b) {
+        return a == b;
+    }
+    static __device__ __forceinline__ int64_t column(Key a) {
+        return (int64_t) (uint32_t) a;
+    }
+    static __device__ __forceinline__ Key shuffleXor(Key a, int offset) {
+        return __shfl_xor_sync(0xffffffffu, a, offset);
+    }
+    static __device__ __forceinline__ void save(unsigned long long* at, Key a) {
+        at[0] = a;
+    }
+    static __device__ __forceinline__ Key load(const unsigned long long* at) {
+        return at[0];
+    }
+};
+
+// A float64 key: the value's 64 bits as two 32-bit halves and the column, 12 bytes without padding (a struct with
+// a 64-bit member would carry 4 bytes of padding through every register move). In memory (scratch, shared heads) it
+// is two words, value and column.
+struct MlKeyF64 {
+    uint32_t lo;
+    uint32_t hi;
+    uint32_t column;
+};
+
+template <>
+struct MlSelect<double> {
+    typedef MlKeyF64 Key;
+    static const int WORDS = 2;
+
+    static __device__ __forceinline__ unsigned long long value(Key a) {
+        return ((unsigned long long) a.hi << 32) | a.lo;
+    }
+    static __device__ __forceinline__ Key of(unsigned long long value, uint32_t column) {
+        Key key;
+        key.lo = (uint32_t) value;
+        key.hi = (uint32_t) (value >> 32);
+        key.column = column;
+        return key;
+    }
+    static __device__ __forceinline__ Key make(double v, int64_t column) {
+        return of(ml_order_bits(v), (uint32_t) column);
+    }
+    static __device__ __forceinline__ Key none() {
+        return of(~0ull, 0xffffffffu);
+    }
+    static __device__ __forceinline__ bool less(Key a, Key b) {
+        unsigned long long va = value(a);
+        unsigned long long vb = value(b);
+        return va < vb || (va == vb && a.column < b.column);
+    }
+    static __device__ __forceinline__ bool same(Key a, Key b) {
+        return a.lo == b.lo && a.hi == b.hi && a.column == b.column;
+    }
+    static __device__ __forceinline__ int64_t column(Key a) {
+        return (int64_t) a.column;
+    }
+    static __device__ __forceinline__ Key shuffleXor(Key a, int offset) {
+        Key key;
+        key.lo = __shfl_xor_sync(0xffffffffu, a.lo, offset);
+        key.hi = __shfl_xor_sync(0xffffffffu, a.hi, offset);
+        key.column = __shfl_xor_sync(0xffffffffu, a.column, offset);
+        return key;
+    }
+    static __device__ __forceinline__ void save(unsigned long long* at, Key a) {
+        at[0] = value(a);
+        at[1] = a.column;
+    }
+    static __device__ __forceinline__ Key load(const unsigned long long* at) {
+        return of(at[0], (uint32_t) at[1]);
+    }
+};
+
+// One thread's k smallest keys, ascending, in key[0 .. k-1] (registers: every index is a constant after unrolling;
+// key[k .. KMAX-1] stay the no-key). A key enters when it is below key[k - 1] (`limit`): each key[i] becomes key[i-1]
+// when the new key is below that, else the new key when it is below key[i] (so it lands after its last smaller one, and
+// the k-th falls out), as ml_smallest_k's insertion does by shifting.
+template <typename S, int KMAX>
+struct MlTopK {
+    typename S::Key key[KMAX];
+    typename S::Key limit;
+
+    __device__ __forceinline__ void clear() {
+#pragma unroll
+        for (int i = 0; i < KMAX; i++) {
+            key[i] = S::none();
+        }
+        limit = S::none();
+    }
+
+    __device__ __forceinline__ void offer(typename S::Key x, int64_t k) {
+        if (!S::less(x, limit)) {
+            return;
+        }
+#pragma unroll
+        for (int i = KMAX - 1; i > 0; i--) {
+            if (i < k) {
+                key[i] = S::less(x, key[i - 1]) ? key[i - 1] : (S::less(x, key[i]) ? x : key[i]);
+            }
+        }
+        key[0] = S::less(x, key[0]) ? x : key[0];
+#pragma unroll
+        for (int i = 0; i < KMAX; i++) {
+            if (i == k - 1) {
+                limit = key[i];
+            }
+        }
+    }
+
+    // key[i], or the no-key past KMAX (a select over the registers, which it leaves as they are).
+    __device__ __forceinline__ typename S::Key at(int64_t i) const {
+        typename S::Key k = S::none();
+#pragma unroll
+        for (int j = 0; j < KMAX; j++) {
+            if (j == i) {
+                k = key[j];
+            }
+        }
+        return k;
+    }
+};
+
+// The k smallest keys of a group's lists, ascending: sink(q, key) for q = 0 .. k-1, called by the one thread whose
+// head the key was (by the group's first thread for the no-key: every list is empty), which then moves its head on.
+// `group` is 32 (a warp: lanes only) or ML_BLOCK (the whole block, which must all call this; it leaves the shared
+// heads free for the next call).
+template <typename S, int KMAX, typename Sink>
+__device__ __forceinline__ void ml_select_emit(MlTopK<S, KMAX>& list, int64_t k, int32_t group, const Sink& sink) {
+    __shared__ unsigned long long heads[2][ML_WARPS * S::WORDS];
+    int32_t lane = threadIdx.x & 31;
+    int32_t warp = threadIdx.x >> 5;
+    int32_t rank = threadIdx.x & (group - 1);
+    int64_t taken = 0;
+    typename S::Key head = list.key[0];
+    for (int64_t q = 0; q < k; q++) {
+        typename S::Key m = head;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            typename S::Key o = S::shuffleXor(m, offset);
+            m = S::less(o, m) ? o : m;
+        }
+        if (group > 32) {
+            // Two sets of heads: a warp writes round q + 1's while another may still read round q's; round q - 1's
+            // were read by everyone before the barrier of round q.
+            if (lane == 0) {
+                S::save(heads[q & 1] + warp * S::WORDS, m);
+            }
+            __syncthreads();
+            m = S::load(heads[q & 1]);
+#pragma unroll
+            for (int w = 1; w < ML_WARPS; w++) {
+                typename S::Key o = S::load(heads[q & 1] + w * S::WORDS);
+                m = S::less(o, m) ? o : m;
+            }
+        }
+        bool empty = S::same(m, S::none());
+        bool mine = !empty && S::same(head, m);
+        if (mine || (empty && rank == 0)) {
+            sink(q, m);
+        }
+        if (mine) {
+            head = list.at(++taken);
+        }
+    }
+    if (group > 32) {
+        __syncthreads();
+    }
+}
+
+// Writes a slice's keys to the scratch array (S::WORDS words a key).
+template <typename S>
+struct MlKeySink {
+    unsigned long long* out;
+
+    __device__ __forceinline__ void operator()(int64_t q, typename S::Key key) const {
+        S::save(out + q * S::WORDS, key);
+    }
+};
+
+// Writes a row's selection: the value (read again from the row, bit for bit) and the column plus idOffset.
+template <typename T, typename S>
+struct MlRowSink {
+    const T* row;
+    T* values;
+    int64_t* ids;
+    int64_t idOffset;
+
+    __device__ __forceinline__ void operator()(int64_t q, typename S::Key key) const {
+        if (!S::same(key, S::none())) {
+            int64_t column = S::column(key);
+            values[q] = row[column];
+            ids[q] = column + idOffset;
+        }
+    }
+};
+
+// The k (<= KMAX) smallest of each row of values (rows x cols), by groups of `group` threads (32 or ML_BLOCK) per
+// row, or with parts > 1 (group ML_BLOCK) of each of the `parts` slices of ceil(cols / parts) elements of each row
+// into partial (rows x parts x k keys).
+template <typename T, int KMAX>
+__device__ void ml_select(int64_t rows, int64_t cols, int64_t k, int64_t parts, int32_t group, int64_t idOffset,
+                          const T* __restrict__ values, T* __restrict__ outValues, int64_t* __restrict__ outIds,
+                          unsigned long long* __restrict__ partial) {
+    typedef MlSelect<T> S;
+    // elements each thread loads before it looks at them: fewer where a longer list holds the registers
+    const int unroll = KMAX <= 8 ? 8 : 4;
+    int32_t groups = ML_BLOCK / group;
+    int32_t rank = threadIdx.x & (group - 1);
+    int64_t slice = (cols + parts - 1) / parts;
+    int64_t items = rows * parts;
+    // group-uniform: every thread of a group (the whole block when group is ML_BLOCK) runs the same iterations
+    for (int64_t item = (int64_t) blockIdx.x * groups + threadIdx.x / group; item < items;
+         item += (int64_t) gridDim.x * groups) {
+        int64_t r = item / parts;
+        int64_t begin = (item - r * parts) * slice;
+        int64_t end = cols - begin < slice ? cols : begin + slice;
+        const T* row = values + r * cols;
+        MlTopK<S, KMAX> list;
+        list.clear();
+        for (int64_t j0 = begin + rank; j0 < end; j0 += (int64_t) group * unroll) {
+            T v[unroll];
+#pragma unroll
+            for (int u = 0; u < unroll; u++) {
+                int64_t j = j0 + (int64_t) u * group;
+                v[u] = j < end ? row[j] : (T) 0;
+            }
+            // Most elements are above the limit: test them all first; the few others enter one at a time through
+            // one copy of the insertion (keys rotated down, so that every index stays a constant).
+            typename S::Key keys[unroll];
+            uint32_t below = 0;
+#pragma unroll
+            for (int u = 0; u < unroll; u++) {
+                int64_t j = j0 + (int64_t) u * group;
+                keys[u] = S::make(v[u], j);
+                if (j < end && S::less(keys[u], list.limit)) {
+                    below |= 1u << u;
+                }
+            }
+#pragma unroll 1
+            for (; below != 0; below >>= 1) {
+                if ((below & 1) != 0) {
+                    list.offer(keys[0], k);
+                }
+#pragma unroll
+                for (int u = 0; u < unroll - 1; u++) {
+                    keys[u] = keys[u + 1];
+                }
+            }
+        }
+        if (parts == 1) {
+            MlRowSink<T, S> sink = {row, outValues + r * k, outIds + r * k, idOffset};
+            ml_select_emit(list, k, group, sink);
+        } else {
+            MlKeySink<S> sink = {partial + item * k * S::WORDS};
+            ml_select_emit(list, k, group, sink);
+        }
+    }
+}
+
+// The second launch of a row cut into parts: each row's k smallest of its parts x k keys in partial, a block a row.
+template <typename T, int KMAX>
+__device__ void ml_select_merge(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                const T* __restrict__ values, const unsigned long long* __restrict__ partial,
+                                T* __restrict__ outValues, int64_t* __restrict__ outIds) {
+    typedef MlSelect<T> S;
+    int64_t n = parts * k;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const unsigned long long* keys = partial + r * n * S::WORDS;
+        MlTopK<S, KMAX> list;
+        list.clear();
+        for (int64_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+            list.offer(S::load(keys + i * S::WORDS), k);
+        }
+        MlRowSink<T, S> sink = {values + r * cols, outValues + r * k, outIds + r * k, idOffset};
+        ml_select_emit(list, k, ML_BLOCK, sink);
     }
 }
 
@@ -817,6 +1258,31 @@ __global__ void ml_nearest_rows_v4_k32_f32(int64_t rows, int64_t cols, int64_t k
     ml_nearest_rows_v4<32>(rows, cols, k, lanes, x, c, index, best);
 }
 
+// The registers kernels: 64 center floats and two rows' elements a thread; at most 128 registers, two blocks an SM.
+__launch_bounds__(ML_BLOCK, 2)
+__global__ void ml_nearest_rows_regs_v4_k8x1_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                                 const float* c, int32_t* index, float* best) {
+    ml_nearest_rows_regs<8, 1, true>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__launch_bounds__(ML_BLOCK, 2)
+__global__ void ml_nearest_rows_regs_k8x1_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                              const float* c, int32_t* index, float* best) {
+    ml_nearest_rows_regs<8, 1, false>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__launch_bounds__(ML_BLOCK, 2)
+__global__ void ml_nearest_rows_regs_v4_k4x2_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                                 const float* c, int32_t* index, float* best) {
+    ml_nearest_rows_regs<4, 2, true>(rows, cols, k, lanes, x, c, index, best);
+}
+
+__launch_bounds__(ML_BLOCK, 2)
+__global__ void ml_nearest_rows_regs_k4x2_f32(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* x,
+                                              const float* c, int32_t* index, float* best) {
+    ml_nearest_rows_regs<4, 2, false>(rows, cols, k, lanes, x, c, index, best);
+}
+
 // ---------------------------------------------------------------- indexing
 
 __global__ void ml_gather_rows_w8(int64_t count, int64_t words, int64_t srcRows, const void* index, int32_t index64,
@@ -873,6 +1339,61 @@ __global__ void ml_smallest_k_f32(int64_t rows, int64_t cols, int64_t k, int64_t
 __global__ void ml_smallest_k_f64(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const double* values,
                                   double* outValues, int64_t* outIds) {
     ml_smallest_k(rows, cols, k, idOffset, values, outValues, outIds);
+}
+
+__global__ void ml_select_k8_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int32_t group, int64_t idOffset,
+                                 const float* values, float* outValues, int64_t* outIds, void* partial) {
+    ml_select<float, 8>(rows, cols, k, parts, group, idOffset, values, outValues, outIds,
+                        (unsigned long long*) partial);
+}
+
+__global__ void ml_select_merge_k8_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                       const float* values, const void* partial, float* outValues,
+                                       int64_t* outIds) {
+    ml_select_merge<float, 8>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
+                              outValues, outIds);
+}
+
+__global__ void ml_select_k8_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int32_t group, int64_t idOffset,
+                                 const double* values, double* outValues, int64_t* outIds, void* partial) {
+    ml_select<double, 8>(rows, cols, k, parts, group, idOffset, values, outValues, outIds,
+                         (unsigned long long*) partial);
+}
+
+__global__ void ml_select_merge_k8_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                       const double* values, const void* partial, double* outValues,
+                                       int64_t* outIds) {
+    ml_select_merge<double, 8>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
+                               outValues, outIds);
+}
+
+__global__ void ml_select_k32_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int32_t group, int64_t idOffset,
+                                  const float* values, float* outValues, int64_t* outIds, void* partial) {
+    ml_select<float, 32>(rows, cols, k, parts, group, idOffset, values, outValues, outIds,
+                         (unsigned long long*) partial);
+}
+
+__global__ void ml_select_merge_k32_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                        const float* values, const void* partial, float* outValues,
+                                        int64_t* outIds) {
+    ml_select_merge<float, 32>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
+                               outValues, outIds);
+}
+
+// Two blocks a multiprocessor: 32 keys of 3 words and 4 elements in flight would take ~140 registers (one block
+// of 256); capped at 128, ptxas spills a few words (40 bytes) of the rare insertion path.
+__launch_bounds__(ML_BLOCK, 2)
+__global__ void ml_select_k32_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int32_t group, int64_t idOffset,
+                                  const double* values, double* outValues, int64_t* outIds, void* partial) {
+    ml_select<double, 32>(rows, cols, k, parts, group, idOffset, values, outValues, outIds,
+                          (unsigned long long*) partial);
+}
+
+__global__ void ml_select_merge_k32_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                        const double* values, const void* partial, double* outValues,
+                                        int64_t* outIds) {
+    ml_select_merge<double, 32>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
+                                outValues, outIds);
 }
 
 __global__ void ml_merge_neighbors_f32_i32(int64_t rows, int64_t ka, int64_t kb, int64_t k, const float* da,

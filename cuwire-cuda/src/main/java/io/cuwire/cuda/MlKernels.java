@@ -1,5 +1,6 @@
 package io.cuwire.cuda;
 
+import io.cuwire.cuda.internal.CudaDevice;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.cuda.internal.KernelModules;
 import io.cuwire.memory.DType;
@@ -7,6 +8,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Stream;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -14,7 +16,8 @@ import java.util.Map;
  * {@link Kernels}): element-wise functions, row-wise softmax, selection and counting, reductions, the fused
  * cross-entropy, the parts of squared distances that are not a product, gathers and atomic scatters, per-row top-k
  * and merges, and the forest walk. The semantics of each are those of {@code io.cuwire.ml.CpuBackend}; the kernels
- * compute in double precision whatever the element type, so a float32 result is the double result rounded once.
+ * compute in double precision whatever the element type, so a float32 result is the double result rounded once, but
+ * for the float32 distances of {@link #nearestRows} (see {@link NearestKernel}).
  *
  * <p>As for {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns; results are there
  * after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays are dense and
@@ -41,6 +44,16 @@ public final class MlKernels {
     public static final long NEAREST_MAX_ELEMENTS = 4096;
     /** Elements of a row each lane of a row group loads at a time ({@code ML_ROW_UNROLL}). */
     static final int ROW_UNROLL = 8;
+    /** The most neighbors {@link #smallestK} selects with many threads a row; more take one thread a row. */
+    public static final int SELECT_MAX_K = 32;
+    /** Up to this many neighbors, the selection kernels keep 8 keys a thread (else {@value #SELECT_MAX_K}). */
+    static final int SELECT_SMALL_K = 8;
+    /** Rows of {@link #smallestK} up to this many columns are selected by a warp each, longer ones by blocks. */
+    static final long SELECT_WARP_MAX_COLS = 2048;
+    /** The least elements of the slice of a row one block selects from, when rows are cut. */
+    static final long SELECT_MIN_SLICE = 8192;
+    /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
+    static final int SELECT_BLOCKS_PER_SM = 4;
 
     /** The C parameter kinds of a kernel, checked at every launch and against the CUDA source by a test. */
     enum Param {
@@ -98,6 +111,10 @@ public final class MlKernels {
             m.put("ml_bincount_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
             m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
+            for (String kmax : new String[] {"k8", "k32"}) {
+                m.put("ml_select_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr});
+                m.put("ml_select_merge_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
+            }
             m.put("ml_merge_neighbors_" + t + "_i32", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
             m.put("ml_merge_neighbors_" + t + "_i64", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
             m.put("ml_predict_forest_" + t, new Param[] {i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr});
@@ -107,6 +124,10 @@ public final class MlKernels {
         }
         m.put("ml_nearest_rows_v4_k8_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
         m.put("ml_nearest_rows_v4_k32_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+        for (String regs : new String[] {"k8x1", "k4x2"}) {
+            m.put("ml_nearest_rows_regs_" + regs + "_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+            m.put("ml_nearest_rows_regs_v4_" + regs + "_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+        }
         for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
             m.put("ml_reduce_" + t, new Param[] {i64, i32, ptr, ptr});
         }
@@ -423,12 +444,72 @@ public final class MlKernels {
     // ---------------------------------------------------------------- neighbors
 
     /**
+     * How {@link #smallestK} runs one shape.
+     *
+     * @param kernel the first (or only) kernel, {@code null} when there is nothing to do
+     * @param merge the second kernel, which selects each row's {@code k} smallest of its parts' (or {@code null})
+     * @param parts the slices each row is cut into (1: the first kernel writes the results)
+     * @param group threads per row or slice: 32 (a warp) or {@code 256} (a block); 1 for the one-thread-a-row kernel
+     * @param blocks the first kernel's blocks
+     * @param scratchBytes the scratch the parts' keys need (0 with one part)
+     */
+    public record SelectPlan(String kernel, String merge, long parts, int group, int blocks, long scratchBytes) {
+    }
+
+    /**
+     * The plan of {@link #smallestK} for {@code k} of {@code cols} columns in {@code rows} rows on a device of
+     * {@code multiprocessors} SMs. Up to {@value #SELECT_MAX_K} neighbors (and rows of fewer than 2^31 columns) are
+     * selected in parallel: a warp a row up to {@value #SELECT_WARP_MAX_COLS} columns; beyond, a block a row, and
+     * when there are too few rows to give every SM {@value #SELECT_BLOCKS_PER_SM} blocks, each row cut into up to
+     * {@code ceil(cols / }{@value #SELECT_MIN_SLICE}{@code )} slices, a block a slice, whose selections a second
+     * kernel merges. Larger {@code k}: {@code ml_smallest_k}, one thread a row.
+     */
+    static SelectPlan selectPlan(DType dtype, long rows, long cols, long k, int multiprocessors) {
+        String t = suffix(dtype);
+        if (rows == 0 || k == 0) {
+            return new SelectPlan(null, null, 0, 0, 0, 0);
+        }
+        if (k > SELECT_MAX_K || cols > Integer.MAX_VALUE) {
+            return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModules.grid(rows), 0);
+        }
+        String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
+        String kernel = "ml_select_" + kmax + "_" + t;
+        long warps = KernelModules.BLOCK / 32;
+        if (cols <= SELECT_WARP_MAX_COLS) {
+            return new SelectPlan(kernel, null, 1, 32, blocks((rows + warps - 1) / warps), 0);
+        }
+        long target = (long) SELECT_BLOCKS_PER_SM * Math.max(1, multiprocessors);
+        long slices = (cols + SELECT_MIN_SLICE - 1) / SELECT_MIN_SLICE;
+        long parts = Math.max(1, Math.min(slices, (target + rows - 1) / rows));
+        if (parts == 1) {
+            return new SelectPlan(kernel, null, 1, KernelModules.BLOCK, blocks(rows), 0);
+        }
+        long keyBytes = dtype == DType.FLOAT32 ? Long.BYTES : 2L * Long.BYTES;
+        long scratch = Math.multiplyExact(Math.multiplyExact(rows, parts), k * keyBytes);
+        return new SelectPlan(kernel, "ml_select_merge_" + kmax + "_" + t, parts, KernelModules.BLOCK,
+                blocks(rows * parts), scratch);
+    }
+
+    private static int blocks(long n) {
+        return (int) Math.max(1, Math.min(KernelModules.MAX_GRID, n));
+    }
+
+    /** How {@link #smallestK} runs this shape on {@code stream}'s device (its scratch bytes are often 0). */
+    public static SelectPlan smallestKPlan(Stream stream, DType dtype, long rows, long cols, long k) {
+        floating("smallestK", dtype);
+        return selectPlan(dtype, rows, cols, k, CudaStream.of(stream).cudaDevice().multiprocessors());
+    }
+
+    /**
      * The {@code k <= cols} smallest elements of each row of {@code values} ({@code rows x cols}), ascending in
      * {@link Double#compare} order, equal values by column, into {@code outValues} ({@code rows x k}), and their
-     * columns plus {@code idOffset} into int64 {@code outIds}. One thread a row, O(cols k).
+     * columns plus {@code idOffset} into int64 {@code outIds}; {@code scratch} holds at least the
+     * {@link #smallestKPlan}'s {@link SelectPlan#scratchBytes} (may be {@code null} when that is 0). Up to
+     * {@value #SELECT_MAX_K} neighbors, many threads select each row (a warp, a block, or for few long rows several
+     * blocks and a merge; see {@link #smallestKPlan}); more, one thread a row, O(cols k).
      */
     public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
-            long idOffset, DeviceBuffer outValues, DeviceBuffer outIds) {
+            long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
         CudaStream s = CudaStream.of(stream);
         int es = floating("smallestK", dtype);
         if (k < 0 || k > cols) {
@@ -437,7 +518,27 @@ public final class MlKernels {
         long pv = Kernels.array(s, "values", values, Math.multiplyExact(rows, cols), es);
         long po = Kernels.array(s, "outValues", outValues, Math.multiplyExact(rows, k), es);
         long pi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), Long.BYTES);
-        launch(s, "ml_smallest_k_" + suffix(dtype), rows, rows, cols, k, idOffset, pv, po, pi);
+        SelectPlan plan = selectPlan(dtype, rows, cols, k, s.cudaDevice().multiprocessors());
+        if (plan.kernel() == null) {
+            return;
+        }
+        if (plan.group() == 1) {
+            launch(s, plan.kernel(), rows, rows, cols, k, idOffset, pv, po, pi);
+            return;
+        }
+        long ps = 0L;
+        if (plan.scratchBytes() > 0) {
+            if (scratch == null) {
+                throw new IllegalArgumentException("smallestK: no scratch (expected: " + plan.scratchBytes()
+                        + " bytes for " + rows + " rows of " + cols + " in " + plan.parts() + " parts, k " + k + ")");
+            }
+            ps = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Long.BYTES, Long.BYTES);
+        }
+        launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po, pi,
+                ps);
+        if (plan.merge() != null) {
+            launchBlocks(s, plan.merge(), blocks(rows), rows, cols, k, plan.parts(), idOffset, pv, ps, po, pi);
+        }
     }
 
     /**
@@ -503,15 +604,99 @@ public final class MlKernels {
     }
 
     /**
+     * The kernel {@link #nearestRows} runs for float32 rows, chosen for a whole run by the system property
+     * {@value #NEAREST_KERNEL_PROPERTY} ({@code auto}, {@code v4} or {@code scalar}; read once, when this class is
+     * loaded), so that one measurement can time each: {@code -Dcuwire.ml.nearestKernel=v4 cuwire bench roofline}.
+     * Float64 rows always take the scalar kernel.
+     */
+    public enum NearestKernel {
+        /**
+         * The default: where it applies (at most 8 centers for rows of at most 8 elements a lane, i.e. up to 256
+         * columns; at most 4 centers up to 512 columns), each lane's columns of every center held in its registers,
+         * loaded once, distances summed in float32, through float4 loads as for {@link #V4} where those apply, else
+         * scalar ones; elsewhere {@link #V4}.
+         */
+        AUTO,
+        /**
+         * Centers in shared memory; float32 rows of a multiple of 4 elements from a 16-byte aligned start read as
+         * runs of 8 through float4 loads, each run's distance summed in float32 and added in float64; other rows as
+         * {@link #SCALAR}.
+         */
+        V4,
+        /** Centers in shared memory as float64, every distance summed in float64. */
+        SCALAR;
+
+        /** The setting's name, as {@value #NEAREST_KERNEL_PROPERTY} takes it. */
+        public String settingName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** The system property that picks {@link #nearestRows}'s kernel: {@code auto}, {@code v4} or {@code scalar}. */
+    public static final String NEAREST_KERNEL_PROPERTY = "cuwire.ml.nearestKernel";
+    private static final String NEAREST_SETTING = System.getProperty(NEAREST_KERNEL_PROPERTY, "auto");
+    /** Blocks per multiprocessor of the registers kernels ({@code auto}): whole waves at 2, 3 or 4 resident. */
+    static final int NEAREST_REGS_BLOCKS_PER_SM = 24;
+
+    /** The kernel choice of this run, from {@value #NEAREST_KERNEL_PROPERTY}. */
+    public static NearestKernel nearestKernelSetting() {
+        for (NearestKernel n : NearestKernel.values()) {
+            if (n.settingName().equals(NEAREST_SETTING)) {
+                return n;
+            }
+        }
+        throw new IllegalArgumentException("-D" + NEAREST_KERNEL_PROPERTY + "=" + NEAREST_SETTING
+                + " (expected: auto, v4 or scalar)");
+    }
+
+    /**
+     * The name of the kernel {@link #nearestRows} launches with {@code choice} for {@code k} centers of {@code cols}
+     * columns of {@code dtype}, rows starting 16-byte {@code aligned} or not.
+     */
+    static String nearestKernel(NearestKernel choice, DType dtype, long cols, long k, boolean aligned) {
+        String kmax = k <= 8 ? "k8" : "k" + NEAREST_MAX_CENTERS;
+        if (dtype != DType.FLOAT32 || choice == NearestKernel.SCALAR) {
+            return "ml_nearest_rows_" + kmax + "_" + suffix(dtype);
+        }
+        String v4 = cols % 4 == 0 && aligned ? "v4_" : "";
+        if (choice == NearestKernel.AUTO) {
+            long runs = (cols + 8L * rowLanes(cols) - 1) / (8L * rowLanes(cols));
+            String regs = runs <= 1 && k <= 8 ? "k8x1" : runs <= 2 && k <= 4 ? "k4x2" : null;
+            if (regs != null) {
+                return "ml_nearest_rows_regs_" + v4 + regs + "_f32";
+            }
+        }
+        return "ml_nearest_rows_" + v4 + kmax + "_f32";
+    }
+
+    /**
+     * The name of the kernel {@link #nearestRows} launches with {@code choice} for {@code k} centers of {@code cols}
+     * columns of {@code dtype} in {@code x}.
+     */
+    public static String nearestRowsKernel(NearestKernel choice, DType dtype, DeviceBuffer x, long cols, long k) {
+        floating("nearestRows", dtype);
+        return nearestKernel(choice, dtype, cols, k, CudaDevice.pointer(x, 0) % 16 == 0);
+    }
+
+    /**
      * For each row of {@code x} ({@code rows x cols}): the nearest of the {@code k} rows of {@code centers}
      * ({@code k x cols}) by squared Euclidean distance, the first of equals, into {@code index} (int32), and that
-     * squared distance into {@code best} unless it is {@code null}. Reads {@code x} once; distances are summed in
-     * float64 (for float32 rows of a multiple of 4 elements, each run of 8 elements is summed in float32 first, then
-     * added in float64). Takes {@code 1 <= k <=} {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=}
-     * {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
+     * squared distance into {@code best} unless it is {@code null}. Reads {@code x} once, a few threads a row
+     * ({@link #rowLanes}), by the kernel of {@link #nearestKernelSetting} ({@link NearestKernel}): float64 rows and
+     * {@code scalar} sum in float64; {@code v4} sums float32 runs of 8 elements in float32, then in float64; the
+     * registers kernel of {@code auto} sums float32 distances in float32 (each lane its up to 16 squares, then the
+     * row group's partial sums), so two centers within float32 rounding of each other may be ordered otherwise than in
+     * float64, and values beyond about 1.8e19 overflow float32 where float64 would not. Takes {@code 1 <= k <=}
+     * {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=} {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
      */
     public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best) {
+        nearestRows(stream, dtype, x, rows, cols, centers, k, index, best, nearestKernelSetting());
+    }
+
+    /** {@link #nearestRows} by the kernel of {@code choice} (for tests and measurements that compare them). */
+    public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+            DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best, NearestKernel choice) {
         CudaStream s = CudaStream.of(stream);
         int es = floating("nearestRows", dtype);
         if (!nearestRowsFits(k, cols)) {
@@ -523,10 +708,17 @@ public final class MlKernels {
         long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
         long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
         int lanes = rowLanes(cols);
-        // float32 rows of a multiple of 4 elements from a 16-byte aligned start: runs of 8 through float4 loads.
-        String variant = dtype == DType.FLOAT32 && cols % 4 == 0 && px % 16 == 0 ? "v4_" : "";
-        String name = "ml_nearest_rows_" + variant + "k" + (k <= 8 ? 8 : NEAREST_MAX_CENTERS) + "_" + suffix(dtype);
-        launch(s, name, Math.multiplyExact(rows, (long) lanes), rows, cols, k, lanes, px, pc, pi, pb);
+        String name = nearestKernel(choice, dtype, cols, k, px % 16 == 0);
+        long work = Math.multiplyExact(rows, (long) lanes);
+        if (name.startsWith("ml_nearest_rows_regs_")) {
+            int blocks = (int) Math.min(KernelModules.grid(work),
+                    (long) NEAREST_REGS_BLOCKS_PER_SM * s.cudaDevice().multiprocessors());
+            if (work > 0) {
+                launchBlocks(s, name, Math.max(1, blocks), rows, cols, k, lanes, px, pc, pi, pb);
+            }
+        } else {
+            launch(s, name, work, rows, cols, k, lanes, px, pc, pi, pb);
+        }
     }
 
     /** Whether {@link #nearestRows} takes {@code k} centers of {@code cols} columns. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.memory.DType;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -82,6 +83,64 @@ class MlKernelsSignatureTest {
         assertTrue(MlKernels.nearestRowsFits(32, 128));
         assertTrue(!MlKernels.nearestRowsFits(33, 2) && !MlKernels.nearestRowsFits(8, 513)
                 && !MlKernels.nearestRowsFits(0, 4));
+    }
+
+    /**
+     * The selection plan's branches, on an H200's 132 SMs: a warp a row up to 2048 columns, a block a row beyond, rows
+     * cut into parts when they are too few for 4 blocks an SM, the 8-key kernels up to k = 8, and one thread a row
+     * above k = 32 (or for rows of 2^31 columns and more).
+     */
+    @Test
+    void shouldPlanEachSelectionPathAtItsBounds() {
+        int sms = 132;
+        MlKernels.SelectPlan warp = MlKernels.selectPlan(DType.FLOAT32, 1000, 2048, 8, sms);
+        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f32", null, 1, 32, 125, 0), warp);
+        assertEquals("ml_select_k32_f64", MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
+        assertEquals("ml_select_k32_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
+        assertEquals(new MlKernels.SelectPlan("ml_smallest_k_f32", null, 1, 1, 1, 0),
+                MlKernels.selectPlan(DType.FLOAT32, 1, 33, 33, sms));
+        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f64", null, 1, 256, 528, 0),
+                MlKernels.selectPlan(DType.FLOAT64, 528, 2049, 5, sms), "enough rows: a block a row, no parts");
+        // 41 rows of 100,000 (the neighbors bench's blocks): 13 slices of ~7,700, keys of 8 bytes
+        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f32", "ml_select_merge_k8_f32", 13, 256, 41 * 13,
+                41L * 13 * 5 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 5, sms));
+        // one row of 10,000,000: as many slices as 4 blocks an SM, keys of 16 bytes for float64
+        assertEquals(new MlKernels.SelectPlan("ml_select_k32_f64", "ml_select_merge_k32_f64", 528, 256, 528,
+                528L * 32 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 32, sms));
+        assertEquals(2, MlKernels.selectPlan(DType.FLOAT32, 1, 8193, 1, sms).parts(), "slices of at least ~8192");
+        assertEquals(1, MlKernels.selectPlan(DType.FLOAT32, 1, 8192, 1, sms).parts());
+        assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 0, 10, 3, sms).kernel(), "no rows: nothing to launch");
+        assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 10, 10, 0, sms).kernel(), "k = 0: nothing to launch");
+        assertEquals("ml_smallest_k_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 5, sms).kernel(),
+                "columns past int32: one thread a row");
+        assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 10_000_000, 100, 5, sms).blocks(), "grid capped");
+    }
+
+    /** Which nearest-rows kernel runs for each setting, dtype, width, center count and alignment. */
+    @Test
+    void shouldPickTheNearestRowsKernelOfTheSetting() {
+        MlKernels.NearestKernel auto = MlKernels.NearestKernel.AUTO;
+        MlKernels.NearestKernel v4 = MlKernels.NearestKernel.V4;
+        MlKernels.NearestKernel scalar = MlKernels.NearestKernel.SCALAR;
+        assertEquals("ml_nearest_rows_regs_v4_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, true));
+        assertEquals("ml_nearest_rows_regs_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, false));
+        assertEquals("ml_nearest_rows_regs_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 63, 1, true));
+        assertEquals("ml_nearest_rows_regs_v4_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 256, 5, true));
+        assertEquals("ml_nearest_rows_regs_v4_k4x2_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 4, true));
+        assertEquals("ml_nearest_rows_regs_k4x2_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 511, 2, true));
+        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 5, true));
+        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 516, 1, true));
+        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 513, 1, true));
+        assertEquals("ml_nearest_rows_v4_k32_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 9, true));
+        assertEquals("ml_nearest_rows_k32_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 66, 9, true));
+        assertEquals("ml_nearest_rows_k8_f64", MlKernels.nearestKernel(auto, DType.FLOAT64, 64, 8, true));
+        assertEquals("ml_nearest_rows_k32_f64", MlKernels.nearestKernel(v4, DType.FLOAT64, 64, 9, true));
+        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, true));
+        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, false));
+        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(scalar, DType.FLOAT32, 64, 8, true));
+        assertEquals(System.getProperty(MlKernels.NEAREST_KERNEL_PROPERTY, "auto"),
+                MlKernels.nearestKernelSetting().settingName(), "the setting of this run (auto by default)");
+        assertEquals("scalar", scalar.settingName());
     }
 
     @Test

@@ -25,8 +25,8 @@ import java.util.Objects;
  *   <tr><td>{@link #squaredDistances}</td><td>KMeans, neighbors</td><td>row norms kernel, cuBLAS {@code gemm},
  *       broadcast-add-and-clamp kernel ({@code ||x||² − 2 x·y + ||y||²}, as cuML does)</td></tr>
  *   <tr><td>{@link #nearestRows}</td><td>KMeans predict</td><td>one fused kernel reading {@code x} once (distances
- *       to a few centers held in shared memory, then their argmin); many centers: {@link #squaredDistances} and
- *       {@link #argminRows}</td></tr>
+ *       to a few centers held in registers or shared memory, then their argmin); many centers:
+ *       {@link #squaredDistances} and {@link #argminRows}</td></tr>
  *   <tr><td>{@link #fill}, {@link #map}, {@link #broadcastRows}, {@link #softmaxRows}</td>
  *       <td>intercepts, centering, whitening, probabilities</td><td>element-wise kernels</td></tr>
  *   <tr><td>{@link #reduce}, {@link #columnSums}, {@link #countEqual}, {@link #argminRows},
@@ -36,7 +36,8 @@ import java.util.Objects;
  *   <tr><td>{@link #gatherRows}, {@link #scatterAddRows}, {@link #bincount}, {@link #countRows}</td>
  *       <td>KMeans sums, naive Bayes counts, neighbor votes</td><td>gather and atomic-add kernels</td></tr>
  *   <tr><td>{@link #smallestK}, {@link #mergeNeighbors}</td><td>neighbors (brute force; per-partition top-k
- *       merged)</td><td>per-row selection kernel and a merge of two sorted lists per row</td></tr>
+ *       merged)</td><td>a parallel selection per row (a warp, a block, or several blocks and a merge; one thread
+ *       a row beyond 32 neighbors) and a merge of two sorted lists per row</td></tr>
  *   <tr><td>{@link #predictForest}</td><td>random forests</td><td>a kernel walking the flat forest layout of
  *       {@code cuwire.forest/1}</td></tr>
  * </table>

@@ -39,6 +39,7 @@ public final class CudaDevice extends Device {
     private final String name;
     private final long totalMemory;
     private final String pciBusId;
+    private final int multiprocessors;
     private final CudaMemoryPool pool;
     private final CudaPinnedMemory pinned;
     private final ReentrantLock stagingLock = new ReentrantLock();
@@ -56,6 +57,7 @@ public final class CudaDevice extends Device {
         this.name = Driver.deviceName(handle);
         this.totalMemory = Driver.deviceTotalMem(handle);
         this.pciBusId = Driver.devicePciBusId(handle);
+        this.multiprocessors = Driver.deviceAttribute(handle, Driver.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
         this.pool = new CudaMemoryPool(this);
         this.pinned = new CudaPinnedMemory(this);
     }
@@ -121,6 +123,11 @@ public final class CudaDevice extends Device {
     public int computeCapability() {
         return Driver.deviceAttribute(handle, Driver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10
                 + Driver.deviceAttribute(handle, Driver.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    }
+
+    /** The streaming multiprocessors (132 on an H200), for kernels that size their grid to the device. */
+    public int multiprocessors() {
+        return multiprocessors;
     }
 
     /** The memory pool. */

@@ -46,6 +46,7 @@ public final class Driver {
     static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
     static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
     static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+    static final int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
     static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
     static final int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 

@@ -26,8 +26,10 @@ public final class KernelModules {
     /** What the fatbin holds, for messages. */
     public static final String TARGETS = "sm_80, sm_90, compute_90 PTX";
 
-    static final int BLOCK = 256;
-    static final long MAX_GRID = 65_535;
+    /** Threads per block of every launch. */
+    public static final int BLOCK = 256;
+    /** The most blocks of a launch. */
+    public static final long MAX_GRID = 65_535;
 
     private static final Map<CudaDevice, Module> MODULES = new ConcurrentHashMap<>();
     private static volatile MemorySegment image;

@@ -1,5 +1,6 @@
 package io.cuwire.ml.bench;
 
+import io.cuwire.cuda.MlKernels;
 import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
@@ -30,7 +31,7 @@ import java.util.stream.IntStream;
  * <pre>
  * RESULT bench=roofline copy=d2d bytes=… copy_ms=… gbps=…
  * RESULT bench=roofline estimator=LinearRegression rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=…
- * RESULT bench=roofline estimator=KMeans rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=…
+ * RESULT bench=roofline estimator=KMeans rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=… … kernel=…
  * </pre>
  *
  * <h2>What is measured</h2>
@@ -53,6 +54,9 @@ import java.util.stream.IntStream;
  *   <li>{@code gbps} is the bytes of {@code X} (read once) over the median predict time, {@code roofline_gbps} the
  *       copy's, {@code fraction} their ratio. Since a copy moves each byte twice and a prediction reads it once,
  *       {@code fraction} can exceed 1.</li>
+ *   <li>KMeans's line names the kernel its predict ran ({@code kernel=}, see {@link #kmeansKernel}): run the bench
+ *       once per {@code -Dcuwire.ml.nearestKernel} setting ({@code auto}, {@code v4}, {@code scalar}) to time each
+ *       kernel on the same data.</li>
  *   <li>A check outside the timing: the predictions of the first {@value #CHECKED_ROWS} rows, copied to the host, are
  *       compared with the fitted model evaluated in Java in double precision ({@code matches_cpu}): relative
  *       difference at most {@code 1e-4} for the regression, labels equal for KMeans.</li>
@@ -125,9 +129,10 @@ public final class RooflineBench {
      * @param rooflineGbps the device copy's bandwidth, GB/s
      * @param outBytes bytes of the prediction (left on the device)
      * @param matchesCpu whether the checked rows agree with the model evaluated on the host
+     * @param kernel for KMeans, the kernel its predict runs ({@link #kmeansKernel}); {@code null} for the others
      */
     public record Result(String estimator, String backend, long rows, int cols, double fitMs, double predictMs,
-            double gbps, double rooflineGbps, long outBytes, boolean matchesCpu) {
+            double gbps, double rooflineGbps, long outBytes, boolean matchesCpu, String kernel) {
         /** {@code gbps / rooflineGbps}. */
         public double fraction() {
             return gbps / rooflineGbps;
@@ -136,9 +141,10 @@ public final class RooflineBench {
         /** The RESULT line. */
         public String line() {
             return String.format(Locale.ROOT, "RESULT bench=roofline estimator=%s rows=%d cols=%d predict_ms=%.3f "
-                    + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f backend=%s fit_ms=%.1f out_bytes=%d out=device "
+                    + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f backend=%s%s fit_ms=%.1f out_bytes=%d out=device "
                     + "checked_rows=%d matches_cpu=%s", estimator, rows, cols, predictMs, gbps, rooflineGbps,
-                    fraction(), backend, fitMs, outBytes, Math.min(rows, CHECKED_ROWS), matchesCpu);
+                    fraction(), backend, kernel == null ? "" : " kernel=" + kernel, fitMs, outBytes,
+                    Math.min(rows, CHECKED_ROWS), matchesCpu);
         }
     }
 
@@ -169,7 +175,7 @@ public final class RooflineBench {
                 double ms = predictMs(o.repeat(), () -> lr.predict(x));
                 boolean ok = check(x, o, lr::predict, rows -> linearReference(lr, rows, o.cols()));
                 results[0] = new Result("LinearRegression", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                        roofline, o.rows() * Float.BYTES, ok);
+                        roofline, o.rows() * Float.BYTES, ok, null);
             }
             out.println(results[0].line());
             out.flush();
@@ -182,13 +188,29 @@ public final class RooflineBench {
                     double ms = predictMs(o.repeat(), () -> km.predict(x));
                     boolean ok = check(x, o, km::predict, rows -> kmeansReference(km, rows, o.cols()));
                     results[1] = new Result("KMeans", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                            roofline, o.rows() * Integer.BYTES, ok);
+                            roofline, o.rows() * Integer.BYTES, ok, kmeansKernel(backend, x, o.cols(), o.clusters()));
                 }
             }
             out.println(results[1].line());
             out.flush();
             return results;
         }
+    }
+
+    /**
+     * The kernel KMeans's predict runs on {@code x}: on the CUDA backend, the nearest-rows kernel that
+     * {@code -D}{@value MlKernels#NEAREST_KERNEL_PROPERTY} ({@code auto}, {@code v4} or {@code scalar}) picks for this
+     * shape, or {@code gemm_argmin} beyond the centers it takes; on another backend, the backend's name.
+     */
+    static String kmeansKernel(String backend, NdArray x, int cols, int clusters) {
+        if (!backend.equals("cuda")) {
+            return backend;
+        }
+        if (!MlKernels.nearestRowsFits(clusters, cols)) {
+            return "gemm_argmin";
+        }
+        return MlKernels.nearestRowsKernel(MlKernels.nearestKernelSetting(), DType.FLOAT32, (DeviceBuffer) x.buffer(),
+                cols, clusters);
     }
 
     // ---------------------------------------------------------------- data

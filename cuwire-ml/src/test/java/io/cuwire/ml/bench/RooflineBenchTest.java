@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.cuda.MlKernels;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -26,12 +27,22 @@ class RooflineBenchTest {
         String number = "[0-9.]+";
         for (int i = 0; i < 2; i++) {
             String name = i == 0 ? "LinearRegression" : "KMeans";
+            String kernel = i == 0 ? "" : " kernel=\\w+";
             assertTrue(lines[3 + i].matches("RESULT bench=roofline estimator=" + name + " rows=20000 cols=16 "
                     + "predict_ms=" + number + " gbps=" + number + " roofline_gbps=" + number + " fraction="
-                    + number + " backend=\\w+ fit_ms=" + number + " out_bytes=80000 out=device checked_rows=10000 "
-                    + "matches_cpu=true"), lines[3 + i]);
+                    + number + " backend=\\w+" + kernel + " fit_ms=" + number + " out_bytes=80000 out=device "
+                    + "checked_rows=10000 matches_cpu=true"), lines[3 + i]);
             assertTrue(results[i].matchesCpu(), results[i].toString());
         }
+        // the emulated device computes on the CPU backend; on a GPU, 16 float32 columns and 8 clusters take the
+        // registers kernel by default, or the kernel of -Dcuwire.ml.nearestKernel
+        String backend = results[1].backend();
+        String want = !backend.equals("cuda") ? backend : switch (MlKernels.nearestKernelSetting()) {
+            case AUTO -> "ml_nearest_rows_regs_v4_k8x1_f32";
+            case V4 -> "ml_nearest_rows_v4_k8_f32";
+            case SCALAR -> "ml_nearest_rows_k8_f32";
+        };
+        assertEquals(want, results[1].kernel(), lines[4]);
     }
 
     @Test

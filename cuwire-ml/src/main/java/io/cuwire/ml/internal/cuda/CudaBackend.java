@@ -36,9 +36,11 @@ import java.lang.foreign.MemorySegment;
  * <p>Values the kernels find invalid (labels or indices out of range) are reported after the kernel ran, with the
  * CPU backend's exception and message, naming the first failing position; the outputs are then partly written (the
  * CPU backend writes none). Sums of products and reductions are accumulated in double precision by the kernels
- * (row-major matrix-vector products up to {@value #GEMV_ROWS_MAX_COLS} columns among them); cuBLAS, which runs the
- * other products, accumulates in the operands' precision; {@link #scatterAddRows} and {@link #bincount} add atomically,
- * in no fixed order. Thread-safe: work from several threads shares the stream, and each caller waits for it.
+ * (row-major matrix-vector products up to {@value #GEMV_ROWS_MAX_COLS} columns among them), but for the distances of
+ * {@link #nearestRows} on float32 rows, which its default kernel sums in float32 ({@link MlKernels#nearestRows});
+ * cuBLAS, which runs the other products, accumulates in the operands' precision; {@link #scatterAddRows} and
+ * {@link #bincount} add atomically, in no fixed order. Thread-safe: work from several threads shares the stream, and
+ * each caller waits for it.
  */
 public final class CudaBackend extends ComputeBackend {
     private static final long ALIGN = 256;
@@ -546,9 +548,20 @@ public final class CudaBackend extends ComputeBackend {
 
     @Override
     protected void doSmallestK(NdArray values, long idOffset, NdArray outValues, NdArray outIds) {
-        MlKernels.smallestK(stream, values.dtype(), dev(values), values.dim(0), values.dim(1), outValues.dim(1),
-                idOffset, dev(outValues), dev(outIds));
-        sync();
+        long rows = values.dim(0);
+        long cols = values.dim(1);
+        long k = outValues.dim(1);
+        long bytes = MlKernels.smallestKPlan(stream, values.dtype(), rows, cols, k).scratchBytes();
+        if (bytes == 0) {
+            MlKernels.smallestK(stream, values.dtype(), dev(values), rows, cols, k, idOffset, dev(outValues),
+                    dev(outIds), null);
+            sync();
+            return;
+        }
+        try (Scratch s = new Scratch(bytes)) {
+            MlKernels.smallestK(stream, values.dtype(), dev(values), rows, cols, k, idOffset, dev(outValues),
+                    dev(outIds), s.take(bytes));
+        }
     }
 
     @Override
