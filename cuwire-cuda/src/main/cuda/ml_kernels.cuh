@@ -3,9 +3,9 @@
 // grid-stride loops (any grid covers any n). Launches use blocks of ML_BLOCK threads (KernelModules.BLOCK); the
 // block reductions rely on it. Arithmetic is done in double precision whatever the element type, so that a float32
 // result is the double result rounded once, as on cuwire's CPU backend; only the cuBLAS products, the float32
-// atomics, the float32 sum of tree outputs beyond 8 classes and the float32 nearest-rows distances of
-// ml_nearest_rows_v4 (runs of 8) and ml_nearest_rows_regs (whole rows) accumulate in float32. The top-k selections
-// compare values exactly (as ordered integers), whatever the element type.
+// atomics of ml_scatter_add_rows (more than 192 rows out), the float32 sum of tree outputs beyond 8 classes and the
+// float32 nearest-rows distances of ml_nearest_rows_v4 (runs of 8) and ml_nearest_rows_regs (whole rows) accumulate
+// in float32. The top-k selections compare values exactly (as ordered integers), whatever the element type.
 //
 // Arguments that may alias (in and out of map, softmax, cross-entropy) are not __restrict__. Kernels that validate
 // values report the smallest failing position with atomicMin into an unsigned 64-bit error word that the host
@@ -17,6 +17,10 @@
 #define ML_ROW_UNROLL 8
 // Nearest rows: the centers (as doubles) a block holds in shared memory, k x cols at most.
 #define ML_NEAREST_SHARED 4096
+// Deterministic scatter-add: the doubles of a block's per-warp sums (warps x k x 32), 48 KiB: k <= 192.
+#define ML_SCATTER_SHARED 6144
+// Bincount with per-block counters: the most bins.
+#define ML_BINCOUNT_SHARED 4096
 
 namespace {
 
@@ -620,6 +624,139 @@ __device__ void ml_bincount(int64_t n, int64_t k, const int32_t* index, T* out, 
             continue;
         }
         atomicAdd(out + c, (T) 1);
+    }
+}
+
+// Deterministic scatter-add, pass one. Block b (of parts x tiles, grid-stride) takes the rows
+// [part * rowsPerPart, (part + 1) * rowsPerPart) and the 32 columns of its tile; warp w < lanes sums rows w, w + lanes,
+// ... in order into its own k x 32 doubles of shared memory (no atomics: a (warp, column) is one thread), then the
+// block writes the sum over its warps, in warp order, to partial[part] (parts x k x cols doubles). The order of every
+// addition depends on the shape only, so the sums are the same from run to run (Lloyd's loop stops when two steps
+// give the same centers). A label outside [0, k): its row in `error` (tile 0 reports), nothing added for it.
+template <typename T>
+__device__ void ml_scatter_sums(int64_t n, int64_t cols, int64_t k, int64_t parts, int64_t rowsPerPart,
+                                int32_t lanes, const T* __restrict__ src, const int32_t* __restrict__ index,
+                                double* __restrict__ partial, unsigned long long* error) {
+    __shared__ double acc[ML_SCATTER_SHARED];
+    const int32_t lane = threadIdx.x & 31;
+    const int32_t warp = threadIdx.x >> 5;
+    const int64_t tiles = (cols + 31) / 32;
+    const int64_t slots = (int64_t) lanes * k * 32;
+    for (int64_t b = blockIdx.x; b < parts * tiles; b += gridDim.x) {
+        const int64_t part = b / tiles;
+        const int64_t tile = b - part * tiles;
+        const int64_t col = tile * 32 + lane;
+        const bool inCols = col < cols;
+        const int64_t r0 = part * rowsPerPart;
+        const int64_t r1 = r0 + rowsPerPart < n ? r0 + rowsPerPart : n;
+        for (int64_t e = threadIdx.x; e < slots; e += blockDim.x) {
+            acc[e] = 0.0;
+        }
+        __syncthreads();
+        if (warp < lanes) {
+            double* mine = acc + (int64_t) warp * k * 32 + lane;
+            for (int64_t base = r0 + warp; base < r1; base += 4 * (int64_t) lanes) {
+                int32_t c[4];
+                double v[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    int64_t r = base + u * (int64_t) lanes;
+                    c[u] = -1;
+                    v[u] = 0.0;
+                    if (r < r1) {
+                        c[u] = index[r];
+                        if (inCols) {
+                            v[u] = (double) src[r * cols + col];
+                        }
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    int64_t r = base + u * (int64_t) lanes;
+                    if (r >= r1) {
+                        continue;
+                    }
+                    if (c[u] < 0 || c[u] >= k) {
+                        if (tile == 0 && lane == 0) {
+                            ml_report(error, r);
+                        }
+                    } else {
+                        mine[(int64_t) c[u] * 32] += v[u];
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        for (int64_t e = threadIdx.x; e < k * 32; e += blockDim.x) {
+            int64_t c = e >> 5;
+            int64_t j = tile * 32 + (e & 31);
+            double s = 0.0;
+            for (int32_t w = 0; w < lanes; w++) {
+                s += acc[(int64_t) w * k * 32 + e];
+            }
+            if (j < cols) {
+                partial[(part * k + c) * cols + j] = s;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// Deterministic scatter-add, pass two: out[e] += the sum over parts of partial[p][e], for e < elements (k x cols).
+// A block takes 32 elements at a time: warp w sums parts w, w + 8, ... in order, then warp 0 adds the 8 warp sums in
+// warp order and rounds once to T.
+template <typename T>
+__device__ void ml_scatter_finish(int64_t parts, int64_t elements, const double* __restrict__ partial, T* out) {
+    __shared__ double sums[ML_BLOCK / 32][32];
+    const int32_t lane = threadIdx.x & 31;
+    const int32_t warp = threadIdx.x >> 5;
+    const int32_t warps = blockDim.x >> 5;
+    for (int64_t t = blockIdx.x; t * 32 < elements; t += gridDim.x) {
+        const int64_t e = t * 32 + lane;
+        double s = 0.0;
+        if (e < elements) {
+#pragma unroll 4
+            for (int64_t p = warp; p < parts; p += warps) {
+                s += partial[p * elements + e];
+            }
+        }
+        sums[warp][lane] = s;
+        __syncthreads();
+        if (warp == 0 && e < elements) {
+            double total = 0.0;
+            for (int32_t w = 0; w < warps; w++) {
+                total += sums[w][lane];
+            }
+            out[e] = (T) ((double) out[e] + total);
+        }
+        __syncthreads();
+    }
+}
+
+// Bincount with per-block counters: each block counts its rows (grid-stride) into k shared 64-bit counters with
+// shared atomics, then adds each nonzero count to out with one global atomic: whole numbers, so the sum is exact (below
+// 2^53 in float64, 2^24 in float32) whatever the order. k <= ML_BINCOUNT_SHARED. Errors as ml_bincount.
+template <typename T>
+__device__ void ml_bincount_blocks(int64_t n, int64_t k, const int32_t* __restrict__ index, T* out,
+                                   unsigned long long* error) {
+    __shared__ unsigned long long counts[ML_BINCOUNT_SHARED];
+    for (int64_t c = threadIdx.x; c < k; c += blockDim.x) {
+        counts[c] = 0;
+    }
+    __syncthreads();
+    GRID_STRIDE_LOOP(i, n) {
+        int32_t c = index[i];
+        if (c < 0 || c >= k) {
+            ml_report(error, i);
+            continue;
+        }
+        atomicAdd(counts + c, 1ULL);
+    }
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < k; c += blockDim.x) {
+        if (counts[c] != 0) {
+            atomicAdd(out + c, (T) counts[c]);
+        }
     }
 }
 
@@ -1317,6 +1454,36 @@ __global__ void ml_bincount_f32(int64_t n, int64_t k, const int32_t* index, floa
 __global__ void ml_bincount_f64(int64_t n, int64_t k, const int32_t* index, double* out,
                                 unsigned long long* error) {
     ml_bincount(n, k, index, out, error);
+}
+
+__global__ void ml_scatter_sums_f32(int64_t n, int64_t cols, int64_t k, int64_t parts, int64_t rowsPerPart,
+                                    int32_t lanes, const float* src, const int32_t* index, double* partial,
+                                    unsigned long long* error) {
+    ml_scatter_sums(n, cols, k, parts, rowsPerPart, lanes, src, index, partial, error);
+}
+
+__global__ void ml_scatter_sums_f64(int64_t n, int64_t cols, int64_t k, int64_t parts, int64_t rowsPerPart,
+                                    int32_t lanes, const double* src, const int32_t* index, double* partial,
+                                    unsigned long long* error) {
+    ml_scatter_sums(n, cols, k, parts, rowsPerPart, lanes, src, index, partial, error);
+}
+
+__global__ void ml_scatter_finish_f32(int64_t parts, int64_t elements, const double* partial, float* out) {
+    ml_scatter_finish(parts, elements, partial, out);
+}
+
+__global__ void ml_scatter_finish_f64(int64_t parts, int64_t elements, const double* partial, double* out) {
+    ml_scatter_finish(parts, elements, partial, out);
+}
+
+__global__ void ml_bincount_blocks_f32(int64_t n, int64_t k, const int32_t* index, float* out,
+                                       unsigned long long* error) {
+    ml_bincount_blocks(n, k, index, out, error);
+}
+
+__global__ void ml_bincount_blocks_f64(int64_t n, int64_t k, const int32_t* index, double* out,
+                                       unsigned long long* error) {
+    ml_bincount_blocks(n, k, index, out, error);
 }
 
 __global__ void ml_count_rows_f32(int64_t rows, int64_t k, int64_t classes, const int32_t* labels, float* out,

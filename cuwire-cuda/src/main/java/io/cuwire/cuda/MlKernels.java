@@ -14,7 +14,7 @@ import java.util.Map;
 /**
  * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda/ml_kernels.cuh}, in the same fatbin as
  * {@link Kernels}): element-wise functions, row-wise softmax, selection and counting, reductions, the fused
- * cross-entropy, the parts of squared distances that are not a product, gathers and atomic scatters, per-row top-k
+ * cross-entropy, the parts of squared distances that are not a product, gathers, scatters and counts, per-row top-k
  * and merges, and the forest walk. The semantics of each are those of {@code io.cuwire.ml.CpuBackend}; the kernels
  * compute in double precision whatever the element type, so a float32 result is the double result rounded once, but
  * for the float32 distances of {@link #nearestRows} (see {@link NearestKernel}).
@@ -54,6 +54,16 @@ public final class MlKernels {
     static final long SELECT_MIN_SLICE = 8192;
     /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
     static final int SELECT_BLOCKS_PER_SM = 4;
+    /** The most rows of {@code out} {@link #scatterAddRows} sums deterministically: {@code ML_SCATTER_SHARED / 32}. */
+    public static final int SCATTER_MAX_K = 192;
+    /** Rows a block of the deterministic {@link #scatterAddRows} sums, about. */
+    static final long SCATTER_PART_ROWS = 512;
+    /** The most blocks the deterministic {@link #scatterAddRows} cuts its rows into (all column tiles together). */
+    static final long SCATTER_MAX_BLOCKS = 1024;
+    /** The most bins {@link #bincount} counts per block in shared memory ({@code ML_BINCOUNT_SHARED}). */
+    public static final int BINCOUNT_BLOCK_MAX_K = 4096;
+    /** The most blocks of the per-block {@link #bincount}: each adds its {@code k} counts to the output. */
+    static final int BINCOUNT_BLOCKS = 1024;
 
     /** The C parameter kinds of a kernel, checked at every launch and against the CUDA source by a test. */
     enum Param {
@@ -109,6 +119,9 @@ public final class MlKernels {
             m.put("ml_add_norms_clamp_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_scatter_add_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr, ptr});
             m.put("ml_bincount_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
+            m.put("ml_scatter_sums_" + t, new Param[] {i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+            m.put("ml_scatter_finish_" + t, new Param[] {i64, i64, ptr, ptr});
+            m.put("ml_bincount_blocks_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
             m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
             for (String kmax : new String[] {"k8", "k32"}) {
@@ -396,24 +409,76 @@ public final class MlKernels {
     }
 
     /**
-     * Adds row {@code i} of {@code src} ({@code n x cols}) into row {@code index[i]} of {@code out} ({@code k x cols})
-     * with atomic adds (the order of the additions varies). A label outside {@code [0, k)}: its position in
-     * {@code error}, nothing added for it.
+     * How {@link #scatterAddRows} runs one shape: {@code parts} runs of {@code rowsPerPart} rows, each summed by a
+     * block per 32 columns into its own {@code k x cols} doubles of {@code scratch}, then added up in part order.
+     *
+     * @param parts the row runs (0: the atomic kernel, no scratch)
+     * @param rowsPerPart rows a run
+     * @param lanes warps of a block that sum rows, each into its own {@code k x 32} doubles of shared memory
+     * @param blocks blocks of the first kernel ({@code parts x ceil(cols / 32)}, at most the grid's limit)
+     * @param scratchBytes the scratch the partial sums need ({@code parts x k x cols} doubles)
+     */
+    public record ScatterPlan(long parts, long rowsPerPart, int lanes, int blocks, long scratchBytes) {
+    }
+
+    /**
+     * The plan of {@link #scatterAddRows} for {@code n} rows of {@code cols} into {@code k}: from 1 to
+     * {@value #SCATTER_MAX_K} rows of {@code out} the sums are deterministic (each block sums its rows in shared
+     * memory, a second kernel adds the blocks' sums in a fixed order), runs of about {@value #SCATTER_PART_ROWS} rows,
+     * at most {@value #SCATTER_MAX_BLOCKS} blocks unless the column tiles alone are more; more rows of {@code out}
+     * (or none) take the atomic kernel. The plan depends on the shape only, so the same operands give the same bits.
+     */
+    public static ScatterPlan scatterPlan(long n, long cols, long k) {
+        if (k < 1 || k > SCATTER_MAX_K || n == 0 || cols == 0) {
+            return new ScatterPlan(0, 0, 0, 0, 0);
+        }
+        long tiles = (cols + 31) / 32;
+        long runs = (n + SCATTER_PART_ROWS - 1) / SCATTER_PART_ROWS;
+        long parts = Math.max(1, Math.min(runs, SCATTER_MAX_BLOCKS / tiles));
+        long rowsPerPart = (n + parts - 1) / parts;
+        parts = (n + rowsPerPart - 1) / rowsPerPart;
+        int lanes = (int) Math.min(KernelModules.BLOCK / 32, SCATTER_MAX_K / k);
+        long scratch = Math.multiplyExact(Math.multiplyExact(parts, k), Math.multiplyExact(cols, (long) Double.BYTES));
+        return new ScatterPlan(parts, rowsPerPart, lanes, blocks(Math.multiplyExact(parts, tiles)), scratch);
+    }
+
+    /**
+     * Adds row {@code i} of {@code src} ({@code n x cols}) into row {@code index[i]} of {@code out} ({@code k x cols}),
+     * as {@link #scatterPlan} says: deterministic sums in float64 through {@code scratch} (at least the plan's
+     * {@code scratchBytes}; may be {@code null} when that is 0), each output rounded once, or, above
+     * {@value #SCATTER_MAX_K} rows of {@code out}, atomic adds in the element type (the order of the additions varies).
+     * A label outside {@code [0, k)}: its position in {@code error}, nothing added for it.
      */
     public static void scatterAddRows(Stream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
-            long cols, DeviceBuffer out, long k, DeviceBuffer error) {
+            long cols, DeviceBuffer out, long k, DeviceBuffer error, DeviceBuffer scratch) {
         CudaStream s = CudaStream.of(stream);
         int es = floating("scatterAddRows", dtype);
         long work = Math.multiplyExact(n, cols);
         long ps = Kernels.array(s, "src", src, work, es);
         long pi = Kernels.array(s, "index", index, n, Integer.BYTES);
-        long po = Kernels.array(s, "out", out, Math.multiplyExact(k, cols), es);
+        long elements = Math.multiplyExact(k, cols);
+        long po = Kernels.array(s, "out", out, elements, es);
         long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        ScatterPlan plan = scatterPlan(n, cols, k);
+        if (plan.parts() == 0) {
+            resetError(stream, error);
+            launch(s, "ml_scatter_add_rows_" + suffix(dtype), work, n, cols, k, ps, pi, po, pe);
+            return;
+        }
+        long pp = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Double.BYTES, Double.BYTES);
         resetError(stream, error);
-        launch(s, "ml_scatter_add_rows_" + suffix(dtype), work, n, cols, k, ps, pi, po, pe);
+        launchBlocks(s, "ml_scatter_sums_" + suffix(dtype), plan.blocks(), n, cols, k, plan.parts(),
+                plan.rowsPerPart(), plan.lanes(), ps, pi, pp, pe);
+        launchBlocks(s, "ml_scatter_finish_" + suffix(dtype), blocks((elements + 31) / 32), plan.parts(), elements, pp,
+                po);
     }
 
-    /** Adds 1 to {@code out[index[i]]} for {@code i < n}; {@code out} has {@code k} elements. Errors as above. */
+    /**
+     * Adds 1 to {@code out[index[i]]} for {@code i < n}; {@code out} has {@code k} elements. Up to
+     * {@value #BINCOUNT_BLOCK_MAX_K} bins each block counts its rows in shared memory and adds each count to
+     * {@code out} with one atomic (whole numbers: exact in any order); more bins take an atomic a row. Errors as
+     * above.
+     */
     public static void bincount(Stream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
             DeviceBuffer error) {
         CudaStream s = CudaStream.of(stream);
@@ -422,7 +487,12 @@ public final class MlKernels {
         long po = Kernels.array(s, "out", out, k, es);
         long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
         resetError(stream, error);
-        launch(s, "ml_bincount_" + suffix(dtype), n, n, k, pi, po, pe);
+        if (k > BINCOUNT_BLOCK_MAX_K || n == 0) {
+            launch(s, "ml_bincount_" + suffix(dtype), n, n, k, pi, po, pe);
+        } else {
+            launchBlocks(s, "ml_bincount_blocks_" + suffix(dtype), Math.min(BINCOUNT_BLOCKS, KernelModules.grid(n)),
+                    n, k, pi, po, pe);
+        }
     }
 
     /**

@@ -86,6 +86,32 @@ class MlKernelsSignatureTest {
     }
 
     /**
+     * The scatter plan's branches: no plan (the atomic kernel) for 0 or more than 192 rows out; lanes of 8 warps up
+     * to 24 rows out, fewer above (each warp holds k x 32 doubles of the block's 48 KiB); runs of about 512 rows, at
+     * most 1024 blocks over all column tiles, one run a tile when the tiles alone are more.
+     */
+    @Test
+    void shouldPlanEachScatterPathAtItsBounds() {
+        assertEquals(new MlKernels.ScatterPlan(196, 511, 8, 196, 196L * 8 * 32 * 8),
+                MlKernels.scatterPlan(100_000, 32, 8), "the bench's KMeans step");
+        assertEquals(new MlKernels.ScatterPlan(1, 100, 8, 1, 32L * 8), MlKernels.scatterPlan(100, 32, 1));
+        assertEquals(new MlKernels.ScatterPlan(6, 500, 8, 12, 6L * 8 * 33 * 8), MlKernels.scatterPlan(3000, 33, 8));
+        assertEquals(8, MlKernels.scatterPlan(2000, 70, 24).lanes());
+        assertEquals(7, MlKernels.scatterPlan(2000, 70, 25).lanes());
+        assertEquals(1, MlKernels.scatterPlan(2000, 70, MlKernels.SCATTER_MAX_K).lanes());
+        assertEquals(0, MlKernels.scatterPlan(2000, 70, MlKernels.SCATTER_MAX_K + 1).parts());
+        assertEquals(0, MlKernels.scatterPlan(2000, 70, 0).parts());
+        assertEquals(0, MlKernels.scatterPlan(0, 70, 8).parts());
+        MlKernels.ScatterPlan wide = MlKernels.scatterPlan(1_000_000, 4096, 8);
+        assertEquals(8, wide.parts(), "1024 blocks over 128 column tiles");
+        assertEquals(1024, wide.blocks());
+        MlKernels.ScatterPlan wider = MlKernels.scatterPlan(1000, 40_000, 2);
+        assertEquals(1, wider.parts());
+        assertEquals(1250, wider.blocks());
+        assertEquals(65_535, MlKernels.scatterPlan(10, 3_000_000, 1).blocks(), "the grid's limit; blocks loop");
+    }
+
+    /**
      * The selection plan's branches, on an H200's 132 SMs: a warp a row up to 2048 columns, a block a row beyond, rows
      * cut into parts when they are too few for 4 blocks an SM, the 8-key kernels up to k = 8, and one thread a row
      * above k = 32 (or for rows of 2^31 columns and more).

@@ -34,7 +34,8 @@ import java.util.Objects;
  *   <tr><td>{@link #crossEntropy}</td><td>LogisticRegression</td><td>one fused kernel: loss and its gradient in
  *       the logits (sigmoid for one column, softmax for several)</td></tr>
  *   <tr><td>{@link #gatherRows}, {@link #scatterAddRows}, {@link #bincount}, {@link #countRows}</td>
- *       <td>KMeans sums, naive Bayes counts, neighbor votes</td><td>gather and atomic-add kernels</td></tr>
+ *       <td>KMeans sums, naive Bayes counts, neighbor votes</td><td>a gather kernel; sums per block in shared
+ *       memory added in a fixed order; counts per block added atomically</td></tr>
  *   <tr><td>{@link #smallestK}, {@link #mergeNeighbors}</td><td>neighbors (brute force; per-partition top-k
  *       merged)</td><td>a parallel selection per row (a warp, a block, or several blocks and a merge; one thread
  *       a row beyond 32 neighbors) and a merge of two sorted lists per row</td></tr>

@@ -38,9 +38,11 @@ import java.lang.foreign.MemorySegment;
  * CPU backend writes none). Sums of products and reductions are accumulated in double precision by the kernels
  * (row-major matrix-vector products up to {@value #GEMV_ROWS_MAX_COLS} columns among them), but for the distances of
  * {@link #nearestRows} on float32 rows, which its default kernel sums in float32 ({@link MlKernels#nearestRows});
- * cuBLAS, which runs the other products, accumulates in the operands' precision; {@link #scatterAddRows} and
- * {@link #bincount} add atomically, in no fixed order. Thread-safe: work from several threads shares the stream, and
- * each caller waits for it.
+ * cuBLAS, which runs the other products, accumulates in the operands' precision. {@link #scatterAddRows} sums in a
+ * fixed order (the same operands give the same bits, which Lloyd's loop needs to stop at an unchanged step) for up to
+ * {@link MlKernels#SCATTER_MAX_K} rows of {@code out}, atomically in no fixed order above; {@link #bincount} adds
+ * whole counts, exact in any order. Thread-safe: work from several threads shares the stream, and each caller waits
+ * for it.
  */
 public final class CudaBackend extends ComputeBackend {
     private static final long ALIGN = 256;
@@ -493,9 +495,11 @@ public final class CudaBackend extends ComputeBackend {
         if (n == 0 || cols == 0) {
             return;
         }
-        try (Scratch s = new Scratch(Long.BYTES)) {
+        long partial = MlKernels.scatterPlan(n, cols, k).scratchBytes();
+        try (Scratch s = new Scratch(Long.BYTES, partial)) {
             DeviceBuffer error = s.take(Long.BYTES);
-            MlKernels.scatterAddRows(stream, src.dtype(), dev(src), dev(index), n, cols, dev(out), k, error);
+            DeviceBuffer sums = partial == 0 ? null : s.take(partial);
+            MlKernels.scatterAddRows(stream, src.dtype(), dev(src), dev(index), n, cols, dev(out), k, error, sums);
             sync();
             long bad = failure(error);
             if (bad >= 0) {
