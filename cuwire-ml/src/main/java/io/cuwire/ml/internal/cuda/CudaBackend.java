@@ -20,6 +20,8 @@ import io.cuwire.ml.Reduction;
 import io.cuwire.ml.UnaryOp;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
+import java.util.function.Consumer;
+import java.util.function.LongFunction;
 
 /**
  * The compute backend of one CUDA device: products through cuBLAS (a row-major array is the column-major transpose,
@@ -154,6 +156,20 @@ public final class CudaBackend extends ComputeBackend {
     private static long failure(DeviceBuffer error) {
         long at = readLong(error, 0);
         return at == MlKernels.NO_ERROR ? -1 : at;
+    }
+
+    /**
+     * Enqueues {@code launch} with an error word taken from {@code s}, waits for the stream, and throws an
+     * {@link IllegalArgumentException} with {@code message} of the first failing position, if any.
+     */
+    private void checked(Scratch s, Consumer<DeviceBuffer> launch, LongFunction<String> message) {
+        DeviceBuffer error = s.take(Long.BYTES);
+        launch.accept(error);
+        sync();
+        long bad = failure(error);
+        if (bad >= 0) {
+            throw new IllegalArgumentException(message.apply(bad));
+        }
     }
 
     private static DeviceBuffer dev(NdArray a) {
@@ -398,20 +414,16 @@ public final class CudaBackend extends ComputeBackend {
             return 0;
         }
         long lossBytes = Math.multiplyExact(rows, (long) Double.BYTES);
-        try (Scratch s = new Scratch(lossBytes, Long.BYTES, MlKernels.SCRATCH_BYTES, Double.BYTES)) {
+        try (Scratch s = new Scratch(lossBytes, MlKernels.SCRATCH_BYTES, Double.BYTES, Long.BYTES)) {
             DeviceBuffer rowLoss = s.take(lossBytes);
-            DeviceBuffer error = s.take(Long.BYTES);
             DeviceBuffer partial = s.take(MlKernels.SCRATCH_BYTES);
             DeviceBuffer result = s.take(Double.BYTES);
-            MlKernels.crossEntropy(stream, logits.dtype(), dev(logits), dev(labels), dev(grad), rows, cols, rowLoss,
-                    error);
-            MlKernels.reduce(stream, DType.FLOAT64, MlKernels.Reduction.SUM, rowLoss, rows, partial, result);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("crossEntropy: labels[" + bad + "] = " + element(labels, bad)
-                        + " (expected: 0 <= label < " + Math.max(cols, 2) + ")");
-            }
+            checked(s, error -> {
+                MlKernels.crossEntropy(stream, logits.dtype(), dev(logits), dev(labels), dev(grad), rows, cols,
+                        rowLoss, error);
+                MlKernels.reduce(stream, DType.FLOAT64, MlKernels.Reduction.SUM, rowLoss, rows, partial, result);
+            }, bad -> "crossEntropy: labels[" + bad + "] = " + element(labels, bad) + " (expected: 0 <= label < "
+                    + Math.max(cols, 2) + ")");
             return readDouble(result);
         }
     }
@@ -476,14 +488,9 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            DeviceBuffer error = s.take(Long.BYTES);
-            MlKernels.gatherRows(stream, dev(src), rows, rowBytes, dev(index), index.dtype(), count, dev(out), error);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("gatherRows: index[" + bad + "] = " + element(index, bad)
-                        + " (expected: 0 <= index < " + rows + ", the rows of src)");
-            }
+            checked(s, error -> MlKernels.gatherRows(stream, dev(src), rows, rowBytes, dev(index), index.dtype(), count,
+                    dev(out), error), bad -> "gatherRows: index[" + bad + "] = " + element(index, bad)
+                    + " (expected: 0 <= index < " + rows + ", the rows of src)");
         }
     }
 
@@ -496,16 +503,11 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         long partial = MlKernels.scatterPlan(n, cols, k).scratchBytes();
-        try (Scratch s = new Scratch(Long.BYTES, partial)) {
-            DeviceBuffer error = s.take(Long.BYTES);
+        try (Scratch s = new Scratch(partial, Long.BYTES)) {
             DeviceBuffer sums = partial == 0 ? null : s.take(partial);
-            MlKernels.scatterAddRows(stream, src.dtype(), dev(src), dev(index), n, cols, dev(out), k, error, sums);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("scatterAddRows: index[" + bad + "] = " + element(index, bad)
-                        + " (expected: 0 <= index < " + k + ", the rows of out)");
-            }
+            checked(s, error -> MlKernels.scatterAddRows(stream, src.dtype(), dev(src), dev(index), n, cols, dev(out),
+                    k, error, sums), bad -> "scatterAddRows: index[" + bad + "] = " + element(index, bad)
+                    + " (expected: 0 <= index < " + k + ", the rows of out)");
         }
     }
 
@@ -517,14 +519,9 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            DeviceBuffer error = s.take(Long.BYTES);
-            MlKernels.bincount(stream, out.dtype(), dev(index), n, dev(out), k, error);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("bincount: index[" + bad + "] = " + element(index, bad)
-                        + " (expected: 0 <= index < " + k + ", the length of out)");
-            }
+            checked(s, error -> MlKernels.bincount(stream, out.dtype(), dev(index), n, dev(out), k, error),
+                    bad -> "bincount: index[" + bad + "] = " + element(index, bad) + " (expected: 0 <= index < " + k
+                    + ", the length of out)");
         }
     }
 
@@ -537,14 +534,9 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            DeviceBuffer error = s.take(Long.BYTES);
-            MlKernels.countRows(stream, out.dtype(), dev(labels), rows, k, dev(out), classes, error);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("countRows: labels[" + bad / k + ", " + bad % k + "] = "
-                        + element(labels, bad) + " (expected: 0 <= label < " + classes + ", the columns of out)");
-            }
+            checked(s, error -> MlKernels.countRows(stream, out.dtype(), dev(labels), rows, k, dev(out), classes,
+                    error), bad -> "countRows: labels[" + bad / k + ", " + bad % k + "] = " + element(labels, bad)
+                    + " (expected: 0 <= label < " + classes + ", the columns of out)");
         }
     }
 
@@ -585,15 +577,10 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            DeviceBuffer error = s.take(Long.BYTES);
-            MlKernels.predictForest(stream, x.dtype(), (DeviceBuffer) forest.buffer(), info.trees(), info.features(),
-                    info.outputs(), info.nodes(), info.leaves(), dev(x), rows, dev(out), error);
-            sync();
-            long bad = failure(error);
-            if (bad >= 0) {
-                throw new IllegalArgumentException("predictForest: the walk of row " + bad + " left its tree: the "
-                        + ForestLayout.FORMAT + " blob is malformed (" + info + ")");
-            }
+            checked(s, error -> MlKernels.predictForest(stream, x.dtype(), (DeviceBuffer) forest.buffer(),
+                    info.trees(), info.features(), info.outputs(), info.nodes(), info.leaves(), dev(x), rows, dev(out),
+                    error), bad -> "predictForest: the walk of row " + bad + " left its tree: the "
+                    + ForestLayout.FORMAT + " blob is malformed (" + info + ")");
         }
     }
 }
