@@ -25,9 +25,10 @@ public final class CuwireSpark {
 
     /**
      * Broadcasts {@code model} (an estimator, an {@link io.cuwire.memory.NdArray}, any value the cuwire registry
-     * takes): serializes it once on the driver and returns the broadcast whose {@link ModelBroadcast#ref() ref}
-     * tasks use. Broadcasting the same object again gives the same id and the next version. The model must stay
-     * open and unchanged until the broadcast is closed.
+     * takes): serializes it on the driver for the header the {@link ModelBroadcast#ref() ref} tasks use carries, and
+     * again for each fetch the driver answers (device arrays borrowed as device frames, not copied). Broadcasting
+     * the same object again gives the same id and the next version. The model must stay open and unchanged until
+     * the broadcast is closed.
      *
      * @throws IllegalStateException if this is not the driver of an application with the cuwire plugin
      */

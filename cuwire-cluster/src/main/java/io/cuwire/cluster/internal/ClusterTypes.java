@@ -16,8 +16,8 @@ public final class ClusterTypes {
 
     /** A new registry holding every type that travels in the cluster. */
     public static TypeRegistry registry() {
-        TypeRegistry r = MlTypes.allowJava(MlTypes.register(new TypeRegistry()));
-        for (Class<?> type : new Class<?>[] {Request.class, Reply.class, ObjectRef.class, ModelHandle.class}) {
+        TypeRegistry r = Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())));
+        for (Class<?> type : new Class<?>[] {ObjectRef.class, ModelHandle.class}) {
             r.registerGeneric(type, Family.CUDA, Family.HOST);
             r.register(type);
         }

@@ -27,6 +27,9 @@ import java.util.function.Function;
  * called, the endpoint breaks once: {@code onBroken} runs, the connection closes, and every pending call fails with
  * the exception {@code failure} makes of the cause.
  * Later calls fail at once the same way. Thread-safe.
+ *
+ * <p>The one request/reply layer over the transport: the client and workers use it, and so do cuwire-spark's nodes
+ * (io.cuwire.spark.internal.Node), whose fetches carry a model as a reply's value.
  */
 public final class Endpoint implements AutoCloseable {
     /** Gets the requests arriving on an endpoint; runs on its reader thread (hand long work elsewhere). */
@@ -50,6 +53,7 @@ public final class Endpoint implements AutoCloseable {
     private final AtomicLong frameBytesSent = new AtomicLong();
     private final AtomicLong framesSent = new AtomicLong();
     private final AtomicLong bytesReceived = new AtomicLong();
+    private final AtomicLong frameBytesReceived = new AtomicLong();
 
     public Endpoint(String name, Connection connection, TypeRegistry registry, DecodeTarget target, Handler handler,
             Function<Throwable, RuntimeException> failure, Consumer<Throwable> onBroken) {
@@ -60,6 +64,15 @@ public final class Endpoint implements AutoCloseable {
         this.handler = handler;
         this.failure = failure;
         this.onBroken = onBroken;
+    }
+
+    /** Registers the messages an endpoint sends ({@link Request}, {@link Reply}) in {@code registry}; returns it. */
+    public static TypeRegistry registerMessages(TypeRegistry registry) {
+        for (Class<?> type : new Class<?>[] {Request.class, Reply.class}) {
+            registry.registerGeneric(type, Family.CUDA, Family.HOST);
+            registry.register(type);
+        }
+        return registry;
     }
 
     /** Starts the reader thread; returns this. */
@@ -83,6 +96,7 @@ public final class Endpoint implements AutoCloseable {
             Object value;
             try (ReceivedMessage m = connection.receive()) {
                 bytesReceived.addAndGet(m.metrics().totalBytes());
+                frameBytesReceived.addAndGet(m.metrics().frameBytes());
                 try {
                     value = registry.deserialize(m.value(), target);
                 } catch (RuntimeException e) {
@@ -245,7 +259,7 @@ public final class Endpoint implements AutoCloseable {
     /** What this endpoint sent and received so far. */
     public WireCounts counts() {
         return new WireCounts(messagesSent.get(), framesSent.get(), headerBytesSent.get(), frameBytesSent.get(),
-                bytesReceived.get());
+                bytesReceived.get(), frameBytesReceived.get());
     }
 
     /**
@@ -256,8 +270,10 @@ public final class Endpoint implements AutoCloseable {
      * @param headerBytes header bytes sent
      * @param frameBytes frame bytes sent
      * @param bytesReceived header and frame bytes received
+     * @param frameBytesReceived frame bytes received
      */
-    public record WireCounts(long messages, long frames, long headerBytes, long frameBytes, long bytesReceived) {
+    public record WireCounts(long messages, long frames, long headerBytes, long frameBytes, long bytesReceived,
+            long frameBytesReceived) {
     }
 
     /** Closes: pending calls fail as if the peer had gone. */

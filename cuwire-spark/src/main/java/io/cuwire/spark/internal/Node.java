@@ -1,5 +1,9 @@
 package io.cuwire.spark.internal;
 
+import io.cuwire.cluster.internal.Endpoint;
+import io.cuwire.cluster.internal.Reply;
+import io.cuwire.cluster.internal.Request;
+import io.cuwire.cluster.internal.Values;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
@@ -9,22 +13,17 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.TransferStats;
 import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.spark.ModelRef;
 import io.cuwire.spark.NodeStats;
-import io.cuwire.spark.internal.Protocol.Evict;
-import io.cuwire.spark.internal.Protocol.Fetch;
-import io.cuwire.spark.internal.Protocol.FetchReply;
-import io.cuwire.spark.internal.Protocol.StatsQuery;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
-import io.cuwire.transport.Message;
-import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
@@ -32,6 +31,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -43,11 +43,23 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The cuwire endpoint of one JVM of a Spark application: the driver's, or an executor's. It owns the JVM's device
- * and host memory for cuwire, listens on TCP, and answers {@link Protocol} requests, one connection per request.
+ * and host memory for cuwire, listens on TCP, and answers requests over cuwire-cluster's {@link Endpoint}: a
+ * {@link Request} per call on a connection of its own, answered by a {@link Reply}.
+ * <table>
+ *   <caption>Requests</caption>
+ *   <tr><td>{@value #FETCH} {@code [id, version, requesterAddress, direct, failedPeer]}</td><td>a reply
+ *       {@code ok} whose value is the model (sent with the family chain {@code cuda, host}: device arrays travel as
+ *       device frames), {@code redirect} whose value is the address of a peer to ask instead, or {@code missing}
+ *       </td></tr>
+ *   <tr><td>{@value #EVICT} {@code [id, version]}</td><td>drops the model's cached versions up to
+ *       {@code version}; {@code ok}</td></tr>
+ *   <tr><td>{@value #STATS} {@code [reset]}</td><td>{@code ok} with this node's {@link NodeStats}</td></tr>
+ * </table>
  *
  * <h2>Driver</h2>
- * Holds the published models ({@link #publish}), each serialized once (device arrays stay device frames) and kept
- * until {@link #unpublish}. A fetch is answered with the frames by the driver only for the first executor, or when
+ * Holds the published models ({@link #publish}), kept until {@link #unpublish}; each fetch the driver answers
+ * itself serializes the model into its reply (device arrays stay device frames borrowed from the model). A fetch is
+ * answered with the frames by the driver only for the first executor, or when
  * the fetcher asks directly; every later fetcher is sent to an executor that holds the model or is fetching it
  * (the one that served the fewest so far), and becomes a holder in turn, so the copies spread as a tree instead of
  * all pulling through the driver's link.
@@ -63,6 +75,12 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Node implements AutoCloseable {
     /** The executor id of the driver's node. */
     public static final String DRIVER = "driver";
+    /** The request for a model. */
+    static final String FETCH = "fetch";
+    /** The request that drops a model from an executor's cache. */
+    static final String EVICT = "evict";
+    /** The request for a node's {@link NodeStats}. */
+    static final String STATS = "stats";
 
     private static volatile Node current;
 
@@ -70,11 +88,14 @@ public final class Node implements AutoCloseable {
     private final Device device;
     private final BufferAllocator<DeviceBuffer> deviceMemory;
     private final BufferAllocator<HostBuffer> hostMemory;
-    private final TypeRegistry registry = Protocol.registry();
+    private final TypeRegistry registry = newRegistry();
     private final DecodeTarget target;
     private final TransportConfig config;
     private final Listener listener;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** The endpoints of the connections peers opened to this node, until they break or close. */
+    private final Set<Endpoint> served = ConcurrentHashMap.newKeySet();
+    private final AtomicLong nextRequest = new AtomicLong();
     private final Map<Long, Published> published = new ConcurrentHashMap<>();
     private final Map<Key, CompletableFuture<Cached>> cache = new ConcurrentHashMap<>();
     private final Map<String, String> executors = new ConcurrentHashMap<>();
@@ -127,6 +148,14 @@ public final class Node implements AutoCloseable {
                     + "spark.plugins=io.cuwire.spark.CuwirePlugin");
         }
         return n;
+    }
+
+    /** A registry of the estimators, their partials, the endpoint's messages and {@link NodeStats}. */
+    private static TypeRegistry newRegistry() {
+        TypeRegistry r = Endpoint.registerMessages(MlTypes.register(new TypeRegistry()));
+        r.registerGeneric(NodeStats.class, Family.CUDA, Family.HOST);
+        r.register(NodeStats.class);
+        return r;
     }
 
     /** This JVM's node, or {@code null}. */
@@ -189,17 +218,15 @@ public final class Node implements AutoCloseable {
         return Map.copyOf(executors);
     }
 
-    /** A model published by the driver, its serialized form, and who holds or is fetching it. */
+    /** A model published by the driver, and who holds or is fetching it. */
     private static final class Published {
         final long version;
         final Object value;
-        final Serialized serialized;
         final List<Holder> holders = new ArrayList<>();
 
-        Published(long version, Object value, Serialized serialized) {
+        Published(long version, Object value) {
             this.version = version;
             this.value = value;
-            this.serialized = serialized;
         }
 
         synchronized String redirectFor(String requesterAddress) {
@@ -249,17 +276,17 @@ public final class Node implements AutoCloseable {
     }
 
     /**
-     * Publishes {@code value} as model {@code id} version {@code version}: serializes it once (device arrays as
-     * device frames, borrowed from the value, which must stay open and unchanged until {@link #unpublish}) and
-     * returns the encoded header.
+     * Publishes {@code value} as model {@code id} version {@code version} and returns its encoded header (device
+     * arrays as device frames). The fetches the driver answers serialize the value again, borrowing its device
+     * arrays as frames: it must stay open and unchanged until {@link #unpublish}.
      */
     public byte[] publish(long id, long version, Object value) {
-        Serialized s = registry.serialize(value, Family.CUDA, Family.HOST);
-        Published old = published.put(id, new Published(version, value, s));
-        if (old != null) {
-            old.serialized.close();
+        byte[] header;
+        try (Serialized s = registry.serialize(value, Family.CUDA, Family.HOST)) {
+            header = s.encodeHeader();
         }
-        return s.encodeHeader();
+        published.put(id, new Published(version, value));
+        return header;
     }
 
     /** The value of a published model, or {@code null}. */
@@ -281,12 +308,13 @@ public final class Node implements AutoCloseable {
                     targets.add(a);
                 }
             }
-            p.serialized.close();
         }
         int unanswered = 0;
         for (String address : targets) {
-            try (Connection c = connect(address, Duration.ofSeconds(5))) {
-                request(c, new Evict(id, version));
+            try (Endpoint e = connect(address, Duration.ofSeconds(5))) {
+                if (!Reply.OK.equals(call(e, EVICT, List.of(id, version)).status())) {
+                    unanswered++;
+                }
             } catch (RuntimeException e) {
                 unanswered++;
             }
@@ -395,59 +423,53 @@ public final class Node implements AutoCloseable {
 
     /** Fetches a model: asks the driver, which answers with the frames or sends this node to a peer. */
     private Object fetch(ModelRef<?> ref) {
-        Fetch ask = new Fetch(ref.id(), ref.version(), executorId, address(), false, "");
-        try (Connection c = connect(ref.driverAddress(), config.connectTimeout())) {
-            FetchReply r = (FetchReply) request(c, ask);
-            switch (r.status()) {
-                case Protocol.OK -> {
-                    Object v = receiveModel(c, ref);
-                    fetchedFromDriver.incrementAndGet();
-                    return v;
-                }
-                case Protocol.REDIRECT -> {
-                    String peer = r.address();
-                    try (Connection p = connect(peer, config.connectTimeout())) {
-                        FetchReply pr = (FetchReply) request(p, new Fetch(ref.id(), ref.version(), executorId,
-                                address(), true, ""));
-                        if (Protocol.OK.equals(pr.status())) {
-                            Object v = receiveModel(p, ref);
-                            fetchedFromPeers.incrementAndGet();
-                            return v;
-                        }
-                    } catch (TransportException e) {
-                        // the peer is gone or broke: the driver answers itself, and forgets the peer
-                    }
-                    return fetchDirect(ref, peer);
-                }
-                default -> throw new IllegalStateException(ref + ": the driver does not have it (" + r.message()
-                        + "); was it released?");
+        String peer;
+        try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
+            Reply r = call(driver, FETCH, fetchArgs(ref, false, ""));
+            if (!Reply.REDIRECT.equals(r.status())) {
+                Object v = model(driver, r, ref);
+                fetchedFromDriver.incrementAndGet();
+                return v;
             }
+            peer = (String) r.value();
         }
-    }
-
-    private Object fetchDirect(ModelRef<?> ref, String failedPeer) {
-        try (Connection c = connect(ref.driverAddress(), config.connectTimeout())) {
-            FetchReply r = (FetchReply) request(c, new Fetch(ref.id(), ref.version(), executorId, address(), true,
-                    failedPeer));
-            if (!Protocol.OK.equals(r.status())) {
-                throw new IllegalStateException(ref + ": the driver does not have it (" + r.message()
-                        + "); was it released?");
+        try (Endpoint p = connect(peer, config.connectTimeout())) {
+            Reply r = call(p, FETCH, fetchArgs(ref, true, ""));
+            if (Reply.OK.equals(r.status())) {
+                Object v = model(p, r, ref);
+                fetchedFromPeers.incrementAndGet();
+                return v;
             }
-            Object v = receiveModel(c, ref);
+        } catch (RuntimeException e) {
+            // the peer is gone, broke or sent something else: the driver answers itself, and forgets the peer
+        }
+        try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
+            Object v = model(driver, call(driver, FETCH, fetchArgs(ref, true, peer)), ref);
             fetchedFromDriver.incrementAndGet();
             return v;
         }
     }
 
-    private Object receiveModel(Connection c, ModelRef<?> ref) {
-        try (ReceivedMessage m = c.receive()) {
-            if (m.value().totalFrameBytes() != ref.frameBytes()) {
-                throw new IllegalStateException(ref + " arrived with " + m.value().totalFrameBytes()
-                        + " frame bytes (expected: " + ref.frameBytes() + ", as published)");
-            }
-            fetchedBytes.addAndGet(m.value().totalFrameBytes());
-            return registry.deserialize(m.value(), target);
+    private List<Object> fetchArgs(ModelRef<?> ref, boolean direct, String failedPeer) {
+        return List.of(ref.id(), ref.version(), address(), direct, failedPeer);
+    }
+
+    /** The model a fetch's reply carries, checked against the frame bytes published; {@code from} carried it. */
+    private Object model(Endpoint from, Reply r, ModelRef<?> ref) {
+        if (!Reply.OK.equals(r.status())) {
+            Values.close(r.value());
+            throw new IllegalStateException(Reply.MISSING.equals(r.status())
+                    ? ref + ": the driver does not have it (" + r.error() + "); was it released?"
+                    : ref + ": " + from.name() + " answered " + r.status() + ": " + r.errorType() + ": " + r.error());
         }
+        long frameBytes = from.counts().frameBytesReceived();
+        if (frameBytes != ref.frameBytes()) {
+            Values.close(r.value());
+            throw new IllegalStateException(ref + " arrived with " + frameBytes + " frame bytes (expected: "
+                    + ref.frameBytes() + ", as published)");
+        }
+        fetchedBytes.addAndGet(frameBytes);
+        return r.value();
     }
 
     /** Drops every cached version of model {@code id} up to {@code version}. */
@@ -473,63 +495,66 @@ public final class Node implements AutoCloseable {
             } catch (TransportException e) {
                 continue;
             }
-            Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve").start(() -> serve(c));
-        }
-    }
-
-    private void serve(Connection c) {
-        try (c) {
-            while (c.isOpen() && !closed.get()) {
-                Object request;
-                try (ReceivedMessage m = c.receive()) {
-                    request = registry.deserialize(m.value(), target);
-                }
-                switch (request) {
-                    case Fetch f -> serveFetch(c, f);
-                    case Evict e -> {
-                        evict(e.id(), e.version());
-                        send(c, new FetchReply(Protocol.OK, "", ""));
-                    }
-                    case StatsQuery q -> send(c, stats(q.reset()));
-                    default -> send(c, new FetchReply(Protocol.MISSING, "", "unknown request "
-                            + request.getClass().getSimpleName()));
-                }
+            // onBroken runs once the endpoint is no longer open: forget every such one
+            Endpoint e = new Endpoint("spark-" + executorId + "-served", c, registry, target, this::onRequest,
+                    Node::broken, t -> served.removeIf(x -> !x.isOpen()));
+            served.add(e);
+            e.start();
+            if (closed.get()) {
+                e.close();
             }
-        } catch (TransportException e) {
-            // the peer closed after its request, or died: nothing to answer
         }
     }
 
-    private void serveFetch(Connection c, Fetch f) {
-        Published p = published.get(f.id());
+    /** Answers a request on the endpoint's reader thread; a fetch, which may wait, on a thread of its own. */
+    private void onRequest(Endpoint from, Request r) {
+        List<Object> a = r.args();
+        switch (r.op()) {
+            case FETCH -> Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve").start(() -> serveFetch(
+                    from, r.id(), (Long) a.get(0), (Long) a.get(1), (String) a.get(2), (Boolean) a.get(3),
+                    (String) a.get(4)));
+            case EVICT -> {
+                evict((Long) a.get(0), (Long) a.get(1));
+                from.reply(Reply.ok(r.id(), null));
+            }
+            case STATS -> from.send(Reply.ok(r.id(), stats((Boolean) a.getFirst())), Family.HOST)
+                    .exceptionally(e -> null);
+            default -> {
+                Values.close(a);
+                from.reply(Reply.failed(r.id(), new IllegalArgumentException("unknown operation '" + r.op()
+                        + "'")));
+            }
+        }
+    }
+
+    private void serveFetch(Endpoint from, long request, long id, long version, String requesterAddress,
+            boolean direct, String failedPeer) {
+        Published p = published.get(id);
         if (p != null) {
-            if (p.version != f.version()) {
-                send(c, new FetchReply(Protocol.MISSING, "", "model " + f.id() + " is at version " + p.version
-                        + ", not " + f.version()));
+            if (p.version != version) {
+                from.reply(missing(request, "model " + id + " is at version " + p.version + ", not " + version));
                 return;
             }
-            if (!f.failedPeer().isEmpty()) {
-                p.dropHolder(f.failedPeer());
+            if (!failedPeer.isEmpty()) {
+                p.dropHolder(failedPeer);
             }
-            String peer = f.direct() ? null : p.redirectFor(f.requesterAddress());
-            if (f.direct()) {
-                p.addHolder(f.requesterAddress());
+            String peer = direct ? null : p.redirectFor(requesterAddress);
+            if (direct) {
+                p.addHolder(requesterAddress);
             }
             if (peer != null) {
                 redirects.incrementAndGet();
-                send(c, new FetchReply(Protocol.REDIRECT, peer, ""));
+                from.reply(new Reply(request, Reply.REDIRECT, peer, null, null));
                 return;
             }
-            send(c, new FetchReply(Protocol.OK, "", ""));
-            c.send(Message.of(p.serialized)).join();
-            servedToPeers.incrementAndGet();
+            sendModel(from, request, p.value, () -> { });
             return;
         }
-        CompletableFuture<Cached> f2 = cache.get(new Key(f.id(), f.version(), device.ordinal()));
+        CompletableFuture<Cached> f = cache.get(new Key(id, version, device.ordinal()));
         Cached held = null;
-        if (f2 != null) {
+        if (f != null) {
             try {
-                Cached got = f2.get(config.ioTimeout().toMillis(), TimeUnit.MILLISECONDS);
+                Cached got = f.get(config.ioTimeout().toMillis(), TimeUnit.MILLISECONDS);
                 held = got.use() ? got : null;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -538,17 +563,26 @@ public final class Node implements AutoCloseable {
             }
         }
         if (held == null) {
-            send(c, new FetchReply(Protocol.MISSING, "", executorId + " does not hold model " + f.id() + " v"
-                    + f.version()));
+            from.reply(missing(request, executorId + " does not hold model " + id + " v" + version));
             return;
         }
-        try (Serialized s = registry.serialize(held.value, Family.CUDA, Family.HOST)) {
-            send(c, new FetchReply(Protocol.OK, "", ""));
-            c.send(Message.of(s)).join();
-            servedToPeers.incrementAndGet();
-        } finally {
-            held.release();
-        }
+        sendModel(from, request, held.value, held::release);
+    }
+
+    /** Sends {@code model} as the reply to {@code request}; {@code done} runs when the transport is done with it. */
+    private void sendModel(Endpoint to, long request, Object model, Runnable done) {
+        to.send(Reply.ok(request, model), Family.CUDA, Family.HOST).whenComplete((m, e) -> {
+            done.run();
+            if (e == null) {
+                servedToPeers.incrementAndGet();
+            } else {
+                to.reply(Reply.failed(request, e));  // did not serialize; a broken transport drops this too
+            }
+        });
+    }
+
+    private static Reply missing(long request, String why) {
+        return new Reply(request, Reply.MISSING, null, null, why);
     }
 
     /** This node's counters; with {@code reset}, zeroed afterwards. */
@@ -572,28 +606,43 @@ public final class Node implements AutoCloseable {
 
     /** The stats of the endpoint at {@code address}. */
     public NodeStats statsOf(String address, boolean reset) {
-        try (Connection c = connect(address, Duration.ofSeconds(10))) {
-            return (NodeStats) request(c, new StatsQuery(reset));
+        try (Endpoint e = connect(address, Duration.ofSeconds(10))) {
+            Reply r = call(e, STATS, List.of(reset));
+            if (!Reply.OK.equals(r.status())) {
+                throw new IllegalStateException("stats of " + address + ": " + r.errorType() + ": " + r.error());
+            }
+            return (NodeStats) r.value();
         }
     }
 
     // ---------------------------------------------------------------- messages
 
-    private Connection connect(String address, Duration timeout) {
-        return Transports.forAddress(address).connect(address, config.toBuilder().connectTimeout(timeout).build());
+    /** An endpoint on a new connection to {@code address}, for the caller's calls; the caller closes it. */
+    private Endpoint connect(String address, Duration timeout) {
+        Connection c = Transports.forAddress(address).connect(address,
+                config.toBuilder().connectTimeout(timeout).build());
+        return new Endpoint("spark-" + executorId + "-to-" + address, c, registry, target, (from, r) -> {
+            Values.close(r.args());
+            from.reply(Reply.failed(r.id(), new IllegalStateException("a connection to a peer takes no requests")));
+        }, Node::broken, t -> { }).start();
     }
 
-    private void send(Connection c, Object value) {
-        try (Serialized s = registry.serialize(value, Family.HOST)) {
-            c.send(Message.of(s)).join();
+    /** Calls {@code op} on {@code to} and waits for the reply; fails with the transport's exception if it broke. */
+    private Reply call(Endpoint to, String op, List<Object> args) {
+        try {
+            return to.call(new Request(nextRequest.getAndIncrement(), op, null, args), Family.HOST).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for " + op + " on " + to.name(), e);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
         }
     }
 
-    private Object request(Connection c, Object value) {
-        send(c, value);
-        try (ReceivedMessage m = c.receive()) {
-            return registry.deserialize(m.value(), target);
-        }
+    /** What a broken connection fails its calls with: the transport's exception, or one around the cause. */
+    private static RuntimeException broken(Throwable cause) {
+        return cause instanceof TransportException t ? t : new TransportException("connection broken: " + cause,
+                cause);
     }
 
     @Override
@@ -602,8 +651,9 @@ public final class Node implements AutoCloseable {
     }
 
     /**
-     * Stops listening, drops the cache (closing models no task uses) and forgets the published models, then
-     * closes the memory; memory still held (a model a task did not release) is reported, not thrown.
+     * Stops listening and closes the connections peers opened, drops the cache (closing models no task uses) and
+     * forgets the published models, then closes the memory; memory still held (a model a task did not release) is
+     * reported, not thrown.
      */
     @Override
     public void close() {
@@ -611,11 +661,11 @@ public final class Node implements AutoCloseable {
             return;
         }
         listener.close();
+        for (Endpoint e : List.copyOf(served)) {
+            e.close();
+        }
         for (Key k : List.copyOf(cache.keySet())) {
             evict(k.id(), k.version());
-        }
-        for (Published p : published.values()) {
-            p.serialized.close();
         }
         published.clear();
         synchronized (Node.class) {
