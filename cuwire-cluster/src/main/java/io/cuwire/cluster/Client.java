@@ -1,10 +1,10 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.Endpoint;
+import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.RemoteWorker;
-import io.cuwire.cluster.internal.Reply;
-import io.cuwire.cluster.internal.Request;
-import io.cuwire.cluster.internal.Values;
+import io.cuwire.cluster.rpc.Reply;
+import io.cuwire.cluster.rpc.Request;
+import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;

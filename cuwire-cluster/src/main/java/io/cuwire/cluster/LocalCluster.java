@@ -1,7 +1,7 @@
 package io.cuwire.cluster;
 
 import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.Endpoint;
+import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.internal.Worker;
 import io.cuwire.memory.BufferAllocator;
@@ -306,7 +306,7 @@ public final class LocalCluster implements AutoCloseable {
                 for (RemoteWorker w : started) {
                     Connection c = Transports.forAddress(w.address()).connect(w.address(), config);
                     w.endpoint(new Endpoint("client-to-" + w.index(), c, registry, target,
-                            (from, r) -> from.reply(io.cuwire.cluster.internal.Reply.failed(r.id(),
+                            (from, r) -> from.reply(io.cuwire.cluster.rpc.Reply.failed(r.id(),
                                     new ClusterException("the client takes no requests"))),
                             w::lostException, w::markLost).start());
                     if (w.process() != null) {

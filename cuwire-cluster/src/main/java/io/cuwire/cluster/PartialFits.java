@@ -1,6 +1,6 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.Values;
+import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;

@@ -2,6 +2,7 @@ package io.cuwire.cluster.internal;
 
 import io.cuwire.cluster.ModelHandle;
 import io.cuwire.cluster.ObjectRef;
+import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;

@@ -1,6 +1,7 @@
 package io.cuwire.cluster.internal;
 
 import io.cuwire.cluster.WorkerLostException;
+import io.cuwire.cluster.rpc.Endpoint;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;

@@ -1,4 +1,4 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster.rpc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cluster.WorkerLostException;
+import io.cuwire.cluster.internal.ClusterTypes;
+import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;

@@ -1,4 +1,4 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster.rpc;
 
 import io.cuwire.serialize.WireType;
 
