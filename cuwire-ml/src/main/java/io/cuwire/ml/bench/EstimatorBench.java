@@ -38,9 +38,9 @@ import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 
 /**
- * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--out DIR]}: per
- * estimator and backend, the median fit and predict time on the same synthetic data and whether the fitted model
- * matches the reference, one line each:
+ * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--neighbors K]
+ * [--estimators NAME,NAME] [--out DIR]}: per estimator (all, or those named) and backend, the median fit and predict
+ * time on the same synthetic data and whether the fitted model matches the reference, one line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
  * With {@code --out DIR} it also writes {@code DIR/estimators.md} (the backends side by side, with the CPU-to-device
  * time ratio) and {@code DIR/estimators.csv} (one row per line above).
@@ -111,9 +111,12 @@ public final class EstimatorBench {
      * @param cols features
      * @param repeat runs per measured time (the median is reported)
      * @param backends where to run, in order (at most one device backend)
+     * @param neighbors the {@code k} of NearestNeighbors and KNeighborsClassifier
+     * @param estimators the estimators to run, by name, or empty for all
      * @param out the directory for the table files, or {@code null} for none
      */
-    public record Options(long rows, int cols, int repeat, List<Backend> backends, Path out) {
+    public record Options(long rows, int cols, int repeat, List<Backend> backends, int neighbors,
+            List<String> estimators, Path out) {
         /** Checks the ranges. */
         public Options {
             if (rows < CLUSTERS || rows > Integer.MAX_VALUE) {
@@ -127,6 +130,18 @@ public final class EstimatorBench {
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
             }
+            if (neighbors < 1 || neighbors > Math.min(rows, QUERIES)) {
+                throw new IllegalArgumentException("--neighbors " + neighbors + " (expected: 1 .. "
+                        + Math.min(rows, QUERIES) + ")");
+            }
+            estimators = List.copyOf(estimators);
+            List<String> known = benches(neighbors).stream().map(Bench::name).toList();
+            for (String e : estimators) {
+                if (!known.contains(e)) {
+                    throw new IllegalArgumentException("--estimators: unknown estimator '" + e + "' (expected: "
+                            + String.join(", ", known) + ")");
+                }
+            }
             backends = List.copyOf(backends);
             if (backends.isEmpty() || backends.size() != backends.stream().distinct().count()
                     || backends.stream().filter(b -> b != Backend.CPU).count() > 1) {
@@ -137,19 +152,23 @@ public final class EstimatorBench {
         }
 
         /**
-         * Parses {@code --rows N --cols D --repeat R --backends B,B --out DIR}; defaults 100000 x 32, 3 runs, backends
-         * {@code device,cpu}, no files.
+         * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --out DIR};
+         * defaults 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no files.
          */
         public static Options parse(String... args) {
             Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
-                    + "--out DIR", "--rows", "--cols", "--repeat", "--backends", "--out");
+                    + "--neighbors K, --estimators NAME,NAME, --out DIR", "--rows", "--cols", "--repeat", "--backends",
+                    "--neighbors", "--estimators", "--out");
             long rows = BenchArgs.longOption(o, "--rows", 100_000);
             int cols = BenchArgs.intOption(o, "--cols", 32);
             int repeat = BenchArgs.intOption(o, "--repeat", 3);
             List<Backend> backends = Arrays.stream(o.getOrDefault("--backends", "device,cpu").split(",", -1))
                     .map(String::strip).map(Backend::parse).toList();
+            int neighbors = BenchArgs.intOption(o, "--neighbors", 5);
+            List<String> estimators = o.containsKey("--estimators") ? Arrays.stream(o.get("--estimators")
+                    .split(",", -1)).map(String::strip).toList() : List.of();
             Path out = o.containsKey("--out") ? Path.of(o.get("--out")) : null;
-            return new Options(rows, cols, repeat, backends, out);
+            return new Options(rows, cols, repeat, backends, neighbors, estimators, out);
         }
     }
 
@@ -201,7 +220,10 @@ public final class EstimatorBench {
                 BufferAllocator.UNLIMITED) : null;
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-estimators-host",
                         BufferAllocator.UNLIMITED)) {
-            for (Bench b : benches()) {
+            for (Bench b : benches(o.neighbors())) {
+                if (!o.estimators().isEmpty() && !o.estimators().contains(b.name())) {
+                    continue;
+                }
                 int rows = b.rows(o);
                 try (Uploaded h = data.upload(host, rows)) {
                     Measured reference = null;
@@ -242,11 +264,11 @@ public final class EstimatorBench {
     }
 
     private static String settings(Options o, Device device) {
-        return String.format(Locale.ROOT, "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors_queries=%d "
-                + "forest_trees=%d forest_depth=%d forest_rows=%d", o.rows(), o.cols(), o.repeat(), o.backends()
-                .stream().map(b -> b.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
+        return String.format(Locale.ROOT, "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors=%d "
+                + "neighbors_queries=%d forest_trees=%d forest_depth=%d forest_rows=%d", o.rows(), o.cols(), o.repeat(),
+                o.backends().stream().map(b -> b.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
                 device == null ? "none" : device.platform() + device.ordinal() + " (" + device.name() + ")",
-                Math.min(o.rows(), QUERIES), TREES, DEPTH, Math.min(o.rows(), FOREST_ROWS));
+                o.neighbors(), Math.min(o.rows(), QUERIES), TREES, DEPTH, Math.min(o.rows(), FOREST_ROWS));
     }
 
     // ---------------------------------------------------------------- tables
@@ -507,7 +529,7 @@ public final class EstimatorBench {
     }
 
 
-    private static List<Bench> benches() {
+    private static List<Bench> benches(int neighbors) {
         List<Bench> all = new ArrayList<>();
         Agree linear = (dm, dp, hm, hp, d, h) -> rel(dp, hp) <= 1e-9
                 && rel(((io.cuwire.ml.linear.LinearModel) dm).coef(), ((io.cuwire.ml.linear.LinearModel) hm).coef())
@@ -530,7 +552,7 @@ public final class EstimatorBench {
                 (e, u) -> ((MultinomialNB) e).predictProba(u.counts()),
                 (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.doubles(((MultinomialNB) dm).featureCount()),
                         HostArrays.doubles(((MultinomialNB) hm).featureCount())) && rel(dp, hp) <= 1e-9));
-        all.add(new Bench("NearestNeighbors", u -> new NearestNeighbors().nNeighbors(5).fit(u.x()),
+        all.add(new Bench("NearestNeighbors", u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x()),
                 (e, u) -> ids((NearestNeighbors) e, u), (dm, dp, hm, hp, d, h) -> {
                     try (Neighbors a = ((NearestNeighbors) dm).kneighbors(d.queries());
                             Neighbors b = ((NearestNeighbors) hm).kneighbors(h.queries())) {
@@ -538,7 +560,8 @@ public final class EstimatorBench {
                                 && rel(a.distances(), b.distances()) <= 1e-9;
                     }
                 }));
-        all.add(new Bench("KNeighborsClassifier", u -> new KNeighborsClassifier().nNeighbors(5).fit(u.x(), u.labels()),
+        all.add(new Bench("KNeighborsClassifier", u -> new KNeighborsClassifier().nNeighbors(neighbors)
+                .fit(u.x(), u.labels()),
                 (e, u) -> ((KNeighborsClassifier) e).predict(u.queries()),
                 (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.ints(dp), HostArrays.ints(hp))));
         all.add(new Bench("RandomForestClassifier",

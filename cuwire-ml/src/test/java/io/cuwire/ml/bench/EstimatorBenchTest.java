@@ -57,9 +57,29 @@ class EstimatorBenchTest {
     }
 
     @Test
+    void shouldRunTheNamedEstimatorsWithTheNeighborsAsked() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            List<EstimatorBench.Result> results = EstimatorBench.run(EstimatorBench.Options.parse("--rows", "200",
+                    "--cols", "3", "--repeat", "1", "--neighbors", "40", "--estimators",
+                    "NearestNeighbors,KNeighborsClassifier"), out);
+            assertEquals(List.of("NearestNeighbors", "NearestNeighbors", "KNeighborsClassifier",
+                    "KNeighborsClassifier"), results.stream().map(EstimatorBench.Result::estimator).toList());
+            assertTrue(results.stream().allMatch(EstimatorBench.Result::matchesReference), results.toString());
+        }
+        assertTrue(bytes.toString(StandardCharsets.UTF_8).contains(" neighbors=40 "), bytes.toString());
+        assertEquals("--estimators: unknown estimator 'SVM' (expected: LinearRegression, Ridge, LogisticRegression, "
+                + "KMeans, PCA, MultinomialNB, NearestNeighbors, KNeighborsClassifier, RandomForestClassifier, "
+                + "RandomForestRegressor)", assertThrows(IllegalArgumentException.class,
+                        () -> EstimatorBench.Options.parse("--estimators", "SVM")).getMessage());
+        assertEquals("--neighbors 0 (expected: 1 .. 1000)", assertThrows(IllegalArgumentException.class,
+                () -> EstimatorBench.Options.parse("--neighbors", "0")).getMessage());
+    }
+
+    @Test
     void shouldRefuseUnknownOptionsAndBadSizes() {
         assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R, --backends device,cpu, "
-                + "--out DIR)", assertThrows(IllegalArgumentException.class,
+                + "--neighbors K, --estimators NAME,NAME, --out DIR)", assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--size", "4")).getMessage());
         assertEquals("--rows 2 (expected: 8 .. 2147483647)", assertThrows(IllegalArgumentException.class,
                 () -> EstimatorBench.Options.parse("--rows", "2")).getMessage());
