@@ -783,7 +783,7 @@ __device__ void ml_count_rows(int64_t rows, int64_t k, int64_t classes, const in
 
 // One thread per row: the k smallest values of the row, ascending, equal values by column, by insertion into the
 // output row itself (exactly the CPU backend's selection). O(cols k) a thread: the host takes it only above the k of
-// the parallel selection below (ml_select_*), or for rows of 2^31 columns and more.
+// the parallel selections below (ml_select_*, ml_select_radix_*), or for rows of 2^31 columns and more.
 template <typename T>
 __device__ void ml_smallest_k(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const T* values,
                               T* outValues, int64_t* outIds) {
@@ -1138,6 +1138,158 @@ __device__ void ml_select_merge(int64_t rows, int64_t cols, int64_t k, int64_t p
         }
         MlRowSink<T, S> sink = {values + r * cols, outValues + r * k, outIds + r * k, idOffset};
         ml_select_emit(list, k, ML_BLOCK, sink);
+    }
+}
+
+// k above the registers' reach (ml_select_radix_*), a block a row: a radix select over the row's selection keys, which
+// are unique, so the k smallest are the keys up to the k-th. Passes over the row, 8 bits of the key at a time from the
+// top, count the keys that share the digits found so far by their next digit (a histogram in shared memory); the
+// digit in which the k-th key falls is the next found digit. A pass stops the search when every key of that digit is
+// among the k (at the last digit, where keys differ, it always is): the k are then exactly the keys whose found
+// digits are at most the ones found, i.e. the keys up to the found prefix with every lower bit set. The block gathers
+// those k keys into shared memory, sorts them (bitonic) and writes them out in order. Digits every key has 0 in are
+// not searched: the column bits above those of cols - 1 (and the empty top half of a float32 key's 64 bits).
+#define ML_RADIX_MAX_K 1024
+
+// A radix key: the value's monotone bits, then the 32-bit column (float32 64 bits, float64 96 of an __int128).
+template <typename T>
+struct MlRadix;
+
+template <>
+struct MlRadix<float> {
+    typedef unsigned long long Key;
+    static const int BITS = 64;
+
+    static __device__ __forceinline__ Key make(float v, int64_t column) {
+        return ((Key) ml_order_bits(v) << 32) | (uint32_t) column;
+    }
+};
+
+template <>
+struct MlRadix<double> {
+    typedef unsigned __int128 Key;
+    static const int BITS = 96;
+
+    static __device__ __forceinline__ Key make(double v, int64_t column) {
+        return ((Key) ml_order_bits(v) << 32) | (uint32_t) column;
+    }
+};
+
+// key >> shift, 0 when the shift is the key type's width or more.
+template <typename Key>
+__device__ __forceinline__ Key ml_radix_above(Key key, int shift) {
+    return shift >= (int) (8 * sizeof(Key)) ? (Key) 0 : key >> shift;
+}
+
+// The k (<= ML_RADIX_MAX_K, cols < 2^31) smallest of each row of values (rows x cols), a block a row.
+template <typename T>
+__device__ void ml_select_radix(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const T* __restrict__ values,
+                                T* __restrict__ outValues, int64_t* __restrict__ outIds) {
+    typedef MlRadix<T> R;
+    typedef typename R::Key Key;
+    __shared__ uint32_t histogram[256];
+    __shared__ uint32_t warpSums[ML_WARPS];
+    __shared__ Key sorted[ML_RADIX_MAX_K];
+    __shared__ uint32_t found[3];
+    int32_t lane = threadIdx.x & 31;
+    int32_t warp = threadIdx.x >> 5;
+    // the column digits below the top: bits of cols - 1, in whole digits (the first pass's digit is the top one)
+    int32_t columnBits = cols <= 1 ? 0 : 64 - __clzll((unsigned long long) (cols - 1));
+    int32_t columnDigits = (columnBits + 7) / 8;
+    int32_t valueDigits = (R::BITS - 32) / 8;
+    int32_t n = 1;
+    while (n < k) {
+        n <<= 1;
+    }
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = values + r * cols;
+        Key prefix = 0;
+        // the keys still sought among those of the found digits, and the shift below the last found digit
+        uint32_t need = (uint32_t) k;
+        int32_t shift = R::BITS;
+        for (int32_t d = 0; d < valueDigits + columnDigits; d++) {
+            int32_t next = d < valueDigits ? R::BITS - 8 * (d + 1) : 8 * (valueDigits + columnDigits - d - 1);
+            histogram[threadIdx.x] = 0;
+            __syncthreads();
+            Key known = ml_radix_above(prefix, next + 8);
+            for (int64_t j = threadIdx.x; j < cols; j += ML_BLOCK) {
+                Key key = R::make(row[j], j);
+                if (ml_radix_above(key, next + 8) == known) {
+                    atomicAdd(&histogram[(uint32_t) (key >> next) & 0xffu], 1u);
+                }
+            }
+            __syncthreads();
+            // an inclusive scan of the histogram, a bin a thread: within the warp, then over the warps before
+            uint32_t count = histogram[threadIdx.x];
+            uint32_t sum = count;
+#pragma unroll
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                uint32_t o = __shfl_up_sync(0xffffffffu, sum, offset);
+                sum += lane >= offset ? o : 0;
+            }
+            if (lane == 31) {
+                warpSums[warp] = sum;
+            }
+            __syncthreads();
+            for (int w = 0; w < warp; w++) {
+                sum += warpSums[w];
+            }
+            if (sum - count < need && need <= sum) {
+                found[0] = threadIdx.x;
+                found[1] = need - (sum - count);
+                found[2] = count == need - (sum - count) ? 1 : 0;
+            }
+            __syncthreads();
+            prefix |= (Key) found[0] << next;
+            need = found[1];
+            shift = next;
+            bool whole = found[2] != 0;
+            __syncthreads();
+            if (whole) {
+                break;
+            }
+        }
+        Key limit = prefix | (shift == 0 ? (Key) 0 : (((Key) 1 << shift) - 1));
+        // gather the k keys up to the limit; pad to a power of two with keys above every key
+        for (int32_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+            sorted[i] = ~(Key) 0;
+        }
+        if (threadIdx.x == 0) {
+            found[0] = 0;
+        }
+        __syncthreads();
+        for (int64_t j = threadIdx.x; j < cols; j += ML_BLOCK) {
+            Key key = R::make(row[j], j);
+            if (key <= limit) {
+                uint32_t slot = atomicAdd(&found[0], 1u);
+                if (slot < (uint32_t) n) {
+                    sorted[slot] = key;
+                }
+            }
+        }
+        __syncthreads();
+        for (int32_t size = 2; size <= n; size <<= 1) {
+            for (int32_t stride = size >> 1; stride > 0; stride >>= 1) {
+                for (int32_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+                    int32_t j = i ^ stride;
+                    if (j > i) {
+                        Key a = sorted[i];
+                        Key b = sorted[j];
+                        if ((a > b) == ((i & size) == 0)) {
+                            sorted[i] = b;
+                            sorted[j] = a;
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (int32_t q = threadIdx.x; q < k; q += ML_BLOCK) {
+            int64_t column = (int64_t) (uint32_t) sorted[q];
+            outValues[r * k + q] = row[column];
+            outIds[r * k + q] = column + idOffset;
+        }
+        __syncthreads();
     }
 }
 
@@ -1561,6 +1713,16 @@ __global__ void ml_select_merge_k32_f64(int64_t rows, int64_t cols, int64_t k, i
                                         int64_t* outIds) {
     ml_select_merge<double, 32>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
                                 outValues, outIds);
+}
+
+__global__ void ml_select_radix_f32(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const float* values,
+                                    float* outValues, int64_t* outIds) {
+    ml_select_radix(rows, cols, k, idOffset, values, outValues, outIds);
+}
+
+__global__ void ml_select_radix_f64(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const double* values,
+                                    double* outValues, int64_t* outIds) {
+    ml_select_radix(rows, cols, k, idOffset, values, outValues, outIds);
 }
 
 __global__ void ml_merge_neighbors_f32_i32(int64_t rows, int64_t ka, int64_t kb, int64_t k, const float* da,

@@ -44,14 +44,21 @@ public final class MlKernels {
     public static final long NEAREST_MAX_ELEMENTS = 4096;
     /** Elements of a row each lane of a row group loads at a time ({@code ML_ROW_UNROLL}). */
     static final int ROW_UNROLL = 8;
-    /** The most neighbors {@link #smallestK} selects with many threads a row; more take one thread a row. */
+    /** The most neighbors {@link #smallestK} selects from keys in each thread's registers (and cuts rows for). */
     public static final int SELECT_MAX_K = 32;
+    /**
+     * The most neighbors {@link #smallestK} selects with a block a row (a radix select; the keys a block sorts in
+     * shared memory, {@code ML_RADIX_MAX_K}); more take a thread a row.
+     */
+    public static final int SELECT_RADIX_MAX_K = 1024;
     /** Up to this many neighbors, the selection kernels keep 8 keys a thread (else {@value #SELECT_MAX_K}). */
     static final int SELECT_SMALL_K = 8;
     /** Rows of {@link #smallestK} up to this many columns are selected by a warp each, longer ones by blocks. */
     static final long SELECT_WARP_MAX_COLS = 2048;
     /** The least elements of the slice of a row one block selects from, when rows are cut. */
     static final long SELECT_MIN_SLICE = 8192;
+    /** The radix select's kernel name, less its type. */
+    private static final String RADIX = "ml_select_radix_";
     /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
     static final int SELECT_BLOCKS_PER_SM = 4;
     /** The most rows of {@code out} {@link #scatterAddRows} sums deterministically: {@code ML_SCATTER_SHARED / 32}. */
@@ -124,6 +131,7 @@ public final class MlKernels {
             m.put("ml_bincount_blocks_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
             m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
+            m.put("ml_select_radix_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
             for (String kmax : new String[] {"k8", "k32"}) {
                 m.put("ml_select_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr});
                 m.put("ml_select_merge_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
@@ -519,7 +527,8 @@ public final class MlKernels {
      * @param kernel the first (or only) kernel, {@code null} when there is nothing to do
      * @param merge the second kernel, which selects each row's {@code k} smallest of its parts' (or {@code null})
      * @param parts the slices each row is cut into (1: the first kernel writes the results)
-     * @param group threads per row or slice: 32 (a warp) or {@code 256} (a block); 1 for the one-thread-a-row kernel
+     * @param group threads per row or slice: 32 (a warp) or {@code 256} (a block, also the radix select's); 1 for the
+     *     one-thread-a-row kernel
      * @param blocks the first kernel's blocks
      * @param scratchBytes the scratch the parts' keys need (0 with one part)
      */
@@ -528,19 +537,24 @@ public final class MlKernels {
 
     /**
      * The plan of {@link #smallestK} for {@code k} of {@code cols} columns in {@code rows} rows on a device of
-     * {@code multiprocessors} SMs. Up to {@value #SELECT_MAX_K} neighbors (and rows of fewer than 2^31 columns) are
-     * selected in parallel: a warp a row up to {@value #SELECT_WARP_MAX_COLS} columns; beyond, a block a row, and
-     * when there are too few rows to give every SM {@value #SELECT_BLOCKS_PER_SM} blocks, each row cut into up to
-     * {@code ceil(cols / }{@value #SELECT_MIN_SLICE}{@code )} slices, a block a slice, whose selections a second
-     * kernel merges. Larger {@code k}: {@code ml_smallest_k}, one thread a row.
+     * {@code multiprocessors} SMs. Rows of fewer than 2^31 columns are selected in parallel. Up to
+     * {@value #SELECT_MAX_K} neighbors from keys in registers: a warp a row up to {@value #SELECT_WARP_MAX_COLS}
+     * columns; beyond, a block a row, and when there are too few rows to give every SM {@value #SELECT_BLOCKS_PER_SM}
+     * blocks, each row cut into up to {@code ceil(cols / }{@value #SELECT_MIN_SLICE}{@code )} slices, a block a slice,
+     * whose selections a second kernel merges. Up to {@value #SELECT_RADIX_MAX_K} neighbors: {@code ml_select_radix},
+     * a block a row whatever the shape (a radix select of the k-th key, then a sort of the k in shared memory).
+     * Larger {@code k}, or longer rows: {@code ml_smallest_k}, one thread a row.
      */
     static SelectPlan selectPlan(DType dtype, long rows, long cols, long k, int multiprocessors) {
         String t = suffix(dtype);
         if (rows == 0 || k == 0) {
             return new SelectPlan(null, null, 0, 0, 0, 0);
         }
-        if (k > SELECT_MAX_K || cols > Integer.MAX_VALUE) {
+        if (k > SELECT_RADIX_MAX_K || cols > Integer.MAX_VALUE) {
             return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModules.grid(rows), 0);
+        }
+        if (k > SELECT_MAX_K) {
+            return new SelectPlan(RADIX + t, null, 1, KernelModules.BLOCK, blocks(rows), 0);
         }
         String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
         String kernel = "ml_select_" + kmax + "_" + t;
@@ -576,7 +590,8 @@ public final class MlKernels {
      * columns plus {@code idOffset} into int64 {@code outIds}; {@code scratch} holds at least the
      * {@link #smallestKPlan}'s {@link SelectPlan#scratchBytes} (may be {@code null} when that is 0). Up to
      * {@value #SELECT_MAX_K} neighbors, many threads select each row (a warp, a block, or for few long rows several
-     * blocks and a merge; see {@link #smallestKPlan}); more, one thread a row, O(cols k).
+     * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row; more, one
+     * thread a row, O(cols k).
      */
     public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
             long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
@@ -594,6 +609,10 @@ public final class MlKernels {
         }
         if (plan.group() == 1) {
             launch(s, plan.kernel(), rows, rows, cols, k, idOffset, pv, po, pi);
+            return;
+        }
+        if (plan.kernel().startsWith(RADIX)) {
+            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, idOffset, pv, po, pi);
             return;
         }
         long ps = 0L;
