@@ -59,6 +59,8 @@ public final class MlKernels {
     static final long SELECT_MIN_SLICE = 8192;
     /** The radix select's kernel name, less its type. */
     private static final String RADIX = "ml_select_radix_";
+    /** The radix select's merge of a row's slices, less its type. */
+    private static final String RADIX_MERGE = "ml_select_radix_merge_";
     /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
     static final int SELECT_BLOCKS_PER_SM = 4;
     /** The most rows of {@code out} {@link #scatterAddRows} sums deterministically: {@code ML_SCATTER_SHARED / 32}. */
@@ -131,7 +133,8 @@ public final class MlKernels {
             m.put("ml_bincount_blocks_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
             m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
-            m.put("ml_select_radix_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
+            m.put("ml_select_radix_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
+            m.put("ml_select_radix_merge_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
             for (String kmax : new String[] {"k8", "k32"}) {
                 m.put("ml_select_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr});
                 m.put("ml_select_merge_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
@@ -538,12 +541,13 @@ public final class MlKernels {
     /**
      * The plan of {@link #smallestK} for {@code k} of {@code cols} columns in {@code rows} rows on a device of
      * {@code multiprocessors} SMs. Rows of fewer than 2^31 columns are selected in parallel. Up to
-     * {@value #SELECT_MAX_K} neighbors from keys in registers: a warp a row up to {@value #SELECT_WARP_MAX_COLS}
-     * columns; beyond, a block a row, and when there are too few rows to give every SM {@value #SELECT_BLOCKS_PER_SM}
-     * blocks, each row cut into up to {@code ceil(cols / }{@value #SELECT_MIN_SLICE}{@code )} slices, a block a slice,
-     * whose selections a second kernel merges. Up to {@value #SELECT_RADIX_MAX_K} neighbors: {@code ml_select_radix},
-     * a block a row whatever the shape (a radix select of the k-th key, then a sort of the k in shared memory).
-     * Larger {@code k}, or longer rows: {@code ml_smallest_k}, one thread a row.
+     * {@value #SELECT_MAX_K} neighbors from keys in registers ({@code ml_select_k8}, {@code ml_select_k32}): a warp a
+     * row up to {@value #SELECT_WARP_MAX_COLS} columns; beyond, a block a row. Up to {@value #SELECT_RADIX_MAX_K}
+     * neighbors by a radix select of the k-th key and a sort of the k in shared memory ({@code ml_select_radix}), a
+     * block a row. A block a row, either way, and when there are too few rows to give every SM
+     * {@value #SELECT_BLOCKS_PER_SM} blocks: each row cut into up to {@code ceil(cols / }{@value #SELECT_MIN_SLICE}
+     * {@code )} slices, a block a slice, whose selections a second kernel merges. Larger {@code k}, or longer rows:
+     * {@code ml_smallest_k}, one thread a row.
      */
     static SelectPlan selectPlan(DType dtype, long rows, long cols, long k, int multiprocessors) {
         String t = suffix(dtype);
@@ -553,13 +557,12 @@ public final class MlKernels {
         if (k > SELECT_RADIX_MAX_K || cols > Integer.MAX_VALUE) {
             return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModules.grid(rows), 0);
         }
-        if (k > SELECT_MAX_K) {
-            return new SelectPlan(RADIX + t, null, 1, KernelModules.BLOCK, blocks(rows), 0);
-        }
+        boolean radix = k > SELECT_MAX_K;
         String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
-        String kernel = "ml_select_" + kmax + "_" + t;
+        String kernel = radix ? RADIX + t : "ml_select_" + kmax + "_" + t;
+        String merge = radix ? RADIX_MERGE + t : "ml_select_merge_" + kmax + "_" + t;
         long warps = KernelModules.BLOCK / 32;
-        if (cols <= SELECT_WARP_MAX_COLS) {
+        if (!radix && cols <= SELECT_WARP_MAX_COLS) {
             return new SelectPlan(kernel, null, 1, 32, blocks((rows + warps - 1) / warps), 0);
         }
         long target = (long) SELECT_BLOCKS_PER_SM * Math.max(1, multiprocessors);
@@ -570,8 +573,7 @@ public final class MlKernels {
         }
         long keyBytes = dtype == DType.FLOAT32 ? Long.BYTES : 2L * Long.BYTES;
         long scratch = Math.multiplyExact(Math.multiplyExact(rows, parts), k * keyBytes);
-        return new SelectPlan(kernel, "ml_select_merge_" + kmax + "_" + t, parts, KernelModules.BLOCK,
-                blocks(rows * parts), scratch);
+        return new SelectPlan(kernel, merge, parts, KernelModules.BLOCK, blocks(rows * parts), scratch);
     }
 
     private static int blocks(long n) {
@@ -590,8 +592,8 @@ public final class MlKernels {
      * columns plus {@code idOffset} into int64 {@code outIds}; {@code scratch} holds at least the
      * {@link #smallestKPlan}'s {@link SelectPlan#scratchBytes} (may be {@code null} when that is 0). Up to
      * {@value #SELECT_MAX_K} neighbors, many threads select each row (a warp, a block, or for few long rows several
-     * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row; more, one
-     * thread a row, O(cols k).
+     * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row or slice
+     * (a radix select); more, one thread a row, O(cols k).
      */
     public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
             long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
@@ -611,10 +613,6 @@ public final class MlKernels {
             launch(s, plan.kernel(), rows, rows, cols, k, idOffset, pv, po, pi);
             return;
         }
-        if (plan.kernel().startsWith(RADIX)) {
-            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, idOffset, pv, po, pi);
-            return;
-        }
         long ps = 0L;
         if (plan.scratchBytes() > 0) {
             if (scratch == null) {
@@ -623,8 +621,12 @@ public final class MlKernels {
             }
             ps = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Long.BYTES, Long.BYTES);
         }
-        launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po, pi,
-                ps);
+        if (plan.kernel().startsWith(RADIX)) {
+            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), idOffset, pv, po, pi, ps);
+        } else {
+            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po,
+                    pi, ps);
+        }
         if (plan.merge() != null) {
             launchBlocks(s, plan.merge(), blocks(rows), rows, cols, k, plan.parts(), idOffset, pv, ps, po, pi);
         }
