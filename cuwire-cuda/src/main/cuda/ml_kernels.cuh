@@ -783,7 +783,7 @@ __device__ void ml_count_rows(int64_t rows, int64_t k, int64_t classes, const in
 
 // One thread per row: the k smallest values of the row, ascending, equal values by column, by insertion into the
 // output row itself (exactly the CPU backend's selection). O(cols k) a thread: the host takes it only above the k of
-// the parallel selection below (ml_select_*), or for rows of 2^31 columns and more.
+// the parallel selections below (ml_select_*, ml_select_radix_*), or for rows of 2^31 columns and more.
 template <typename T>
 __device__ void ml_smallest_k(int64_t rows, int64_t cols, int64_t k, int64_t idOffset, const T* values,
                               T* outValues, int64_t* outIds) {
@@ -1138,6 +1138,295 @@ __device__ void ml_select_merge(int64_t rows, int64_t cols, int64_t k, int64_t p
         }
         MlRowSink<T, S> sink = {values + r * cols, outValues + r * k, outIds + r * k, idOffset};
         ml_select_emit(list, k, ML_BLOCK, sink);
+    }
+}
+
+// k above the registers' reach (ml_select_radix_*), a block a row: a radix select over the row's selection keys, which
+// are unique, so the k smallest are the keys up to the k-th. Passes over the row, 8 bits of the key at a time from the
+// top, count the keys that share the digits found so far by their next digit (a histogram in shared memory); the
+// digit in which the k-th key falls is the next found digit. A pass stops the search when every key of that digit is
+// among the k (at the last digit, where keys differ, it always is): the k are then exactly the keys whose found
+// digits are at most the ones found, i.e. the keys up to the found prefix with every lower bit set. The block gathers
+// those k keys into shared memory, sorts them (bitonic) and writes them out in order. Digits every key has 0 in are
+// not searched: the column bits above those of cols - 1 (and the empty top half of a float32 key's 64 bits). Few
+// long rows are cut into `parts` slices as for ml_select_* (same scratch layout: a slice's k smallest keys, padded
+// with the no-key), and ml_select_radix_merge_* selects each row's k smallest of its slices' keys the same way.
+#define ML_RADIX_MAX_K 1024
+
+// A radix key: the value's monotone bits, then the 32-bit column (float32 64 bits, float64 96 of an __int128). In
+// scratch, as MlSelect's keys: float32 one word, float64 two (value, column); the no-key is every bit set.
+template <typename T>
+struct MlRadix;
+
+template <>
+struct MlRadix<float> {
+    typedef unsigned long long Key;
+    static const int BITS = 64;
+    static const int WORDS = 1;
+
+    static __device__ __forceinline__ Key make(float v, int64_t column) {
+        return ((Key) ml_order_bits(v) << 32) | (uint32_t) column;
+    }
+    static __device__ __forceinline__ void save(unsigned long long* at, Key a) {
+        at[0] = a;
+    }
+    static __device__ __forceinline__ Key load(const unsigned long long* at) {
+        return at[0];
+    }
+};
+
+template <>
+struct MlRadix<double> {
+    typedef unsigned __int128 Key;
+    static const int BITS = 96;
+    static const int WORDS = 2;
+
+    static __device__ __forceinline__ Key make(double v, int64_t column) {
+        return ((Key) ml_order_bits(v) << 32) | (uint32_t) column;
+    }
+    static __device__ __forceinline__ void save(unsigned long long* at, Key a) {
+        at[0] = (unsigned long long) (a >> 32);
+        at[1] = (uint32_t) a;
+    }
+    static __device__ __forceinline__ Key load(const unsigned long long* at) {
+        return ((Key) at[0] << 32) | (uint32_t) at[1];
+    }
+};
+
+// key >> shift, 0 when the shift is the key type's width or more.
+template <typename Key>
+__device__ __forceinline__ Key ml_radix_above(Key key, int shift) {
+    return shift >= (int) (8 * sizeof(Key)) ? (Key) 0 : key >> shift;
+}
+
+// visit(key) for the key of each element in [begin, end) of a row that the thread reads (every ML_BLOCK-th), loading
+// ML_ROW_UNROLL elements before it looks at them (a block a row leaves few loads in flight otherwise).
+template <typename T>
+struct MlRadixRowKeys {
+    const T* row;
+    int64_t begin;
+    int64_t end;
+
+    template <typename Visit>
+    __device__ __forceinline__ void operator()(const Visit& visit) const {
+        for (int64_t j0 = begin + threadIdx.x; j0 < end; j0 += (int64_t) ML_BLOCK * ML_ROW_UNROLL) {
+            T v[ML_ROW_UNROLL];
+#pragma unroll
+            for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                int64_t j = j0 + (int64_t) u * ML_BLOCK;
+                v[u] = j < end ? row[j] : (T) 0;
+            }
+#pragma unroll
+            for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                int64_t j = j0 + (int64_t) u * ML_BLOCK;
+                if (j < end) {
+                    visit(MlRadix<T>::make(v[u], j));
+                }
+            }
+        }
+    }
+};
+
+// visit(key) for each key of a row's slices in the scratch array that the thread reads, the no-keys left out.
+template <typename T>
+struct MlRadixScratchKeys {
+    const unsigned long long* keys;
+    int64_t n;
+
+    template <typename Visit>
+    __device__ __forceinline__ void operator()(const Visit& visit) const {
+        typedef MlRadix<T> R;
+        for (int64_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+            typename R::Key key = R::load(keys + i * R::WORDS);
+            if (key != ~(typename R::Key) 0) {
+                visit(key);
+            }
+        }
+    }
+};
+
+// Writes a row's selection from its keys, as MlRowSink.
+template <typename T>
+struct MlRadixRowSink {
+    const T* row;
+    T* values;
+    int64_t* ids;
+    int64_t idOffset;
+
+    __device__ __forceinline__ void operator()(int64_t q, typename MlRadix<T>::Key key) const {
+        int64_t column = (int64_t) (uint32_t) key;
+        values[q] = row[column];
+        ids[q] = column + idOffset;
+    }
+};
+
+// Writes a slice's keys (the no-key past its end) to the scratch array.
+template <typename T>
+struct MlRadixKeySink {
+    unsigned long long* out;
+
+    __device__ __forceinline__ void operator()(int64_t q, typename MlRadix<T>::Key key) const {
+        MlRadix<T>::save(out + q * MlRadix<T>::WORDS, key);
+    }
+};
+
+// ml_radix_block's shared memory, one per key type (not one per caller).
+template <typename T>
+struct MlRadixShared {
+    uint32_t histogram[256];
+    uint32_t warpSums[ML_WARPS];
+    typename MlRadix<T>::Key sorted[ML_RADIX_MAX_K];
+    uint32_t found[3];
+};
+
+template <typename T>
+__device__ __forceinline__ MlRadixShared<T>& ml_radix_shared() {
+    __shared__ MlRadixShared<T> shared;
+    return shared;
+}
+
+// The block's `take` (<= k) smallest of the unique keys that keys(visit) visits (at least `take` of them, columns
+// below cols), ascending, then no-keys up to k: sink(q, key) for q = 0 .. k-1. The whole block calls it.
+template <typename T, typename Keys, typename Sink>
+__device__ void ml_radix_block(int64_t cols, int64_t k, int64_t take, const Keys& keys, const Sink& sink) {
+    typedef MlRadix<T> R;
+    typedef typename R::Key Key;
+    MlRadixShared<T>& shared = ml_radix_shared<T>();
+    uint32_t* histogram = shared.histogram;
+    uint32_t* warpSums = shared.warpSums;
+    Key* sorted = shared.sorted;
+    uint32_t* found = shared.found;
+    int32_t lane = threadIdx.x & 31;
+    int32_t warp = threadIdx.x >> 5;
+    // the column digits below the top: bits of cols - 1, in whole digits (the first pass's digit is the top one)
+    int32_t columnBits = cols <= 1 ? 0 : 64 - __clzll((long long) (cols - 1));
+    int32_t columnDigits = (columnBits + 7) / 8;
+    int32_t valueDigits = (R::BITS - 32) / 8;
+    int32_t n = 1;
+    while (n < k) {
+        n <<= 1;
+    }
+    Key prefix = 0;
+    // the keys still sought among those of the found digits, and the shift below the last found digit
+    uint32_t need = (uint32_t) take;
+    int32_t shift = R::BITS;
+    for (int32_t d = 0; take > 0 && d < valueDigits + columnDigits; d++) {
+        int32_t next = d < valueDigits ? R::BITS - 8 * (d + 1) : 8 * (valueDigits + columnDigits - d - 1);
+        histogram[threadIdx.x] = 0;
+        __syncthreads();
+        Key known = ml_radix_above(prefix, next + 8);
+        keys([&](Key key) {
+            if (ml_radix_above(key, next + 8) == known) {
+                atomicAdd(&histogram[(uint32_t) (key >> next) & 0xffu], 1u);
+            }
+        });
+        __syncthreads();
+        // an inclusive scan of the histogram, a bin a thread: within the warp, then over the warps before
+        uint32_t count = histogram[threadIdx.x];
+        uint32_t sum = count;
+#pragma unroll
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            uint32_t o = __shfl_up_sync(0xffffffffu, sum, offset);
+            sum += lane >= offset ? o : 0;
+        }
+        if (lane == 31) {
+            warpSums[warp] = sum;
+        }
+        __syncthreads();
+        for (int w = 0; w < warp; w++) {
+            sum += warpSums[w];
+        }
+        if (sum - count < need && need <= sum) {
+            found[0] = threadIdx.x;
+            found[1] = need - (sum - count);
+            found[2] = count == need - (sum - count) ? 1 : 0;
+        }
+        __syncthreads();
+        prefix |= (Key) found[0] << next;
+        need = found[1];
+        shift = next;
+        bool whole = found[2] != 0;
+        __syncthreads();
+        if (whole) {
+            break;
+        }
+    }
+    Key limit = prefix | (shift == 0 ? (Key) 0 : (((Key) 1 << shift) - 1));
+    // gather the keys up to the limit; pad to a power of two with the no-key, above every key
+    for (int32_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+        sorted[i] = ~(Key) 0;
+    }
+    if (threadIdx.x == 0) {
+        found[0] = 0;
+    }
+    __syncthreads();
+    if (take > 0) {
+        keys([&](Key key) {
+            if (key <= limit) {
+                uint32_t slot = atomicAdd(&found[0], 1u);
+                if (slot < (uint32_t) n) {
+                    sorted[slot] = key;
+                }
+            }
+        });
+    }
+    __syncthreads();
+    for (int32_t size = 2; size <= n; size <<= 1) {
+        for (int32_t stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int32_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+                int32_t j = i ^ stride;
+                if (j > i) {
+                    Key a = sorted[i];
+                    Key b = sorted[j];
+                    if ((a > b) == ((i & size) == 0)) {
+                        sorted[i] = b;
+                        sorted[j] = a;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (int32_t q = threadIdx.x; q < k; q += ML_BLOCK) {
+        sink(q, sorted[q]);
+    }
+    __syncthreads();
+}
+
+// The k (<= ML_RADIX_MAX_K, cols < 2^31) smallest of each row of values (rows x cols), a block a row, or with
+// parts > 1 of each of the `parts` slices of ceil(cols / parts) elements of each row into partial (rows x parts x k
+// keys), a block a slice.
+template <typename T>
+__device__ void ml_select_radix(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                const T* __restrict__ values, T* __restrict__ outValues,
+                                int64_t* __restrict__ outIds, unsigned long long* __restrict__ partial) {
+    int64_t slice = (cols + parts - 1) / parts;
+    for (int64_t item = blockIdx.x; item < rows * parts; item += gridDim.x) {
+        int64_t r = item / parts;
+        int64_t begin = (item - r * parts) * slice;
+        int64_t end = cols - begin < slice ? cols : begin + slice;
+        const T* row = values + r * cols;
+        MlRadixRowKeys<T> keys = {row, begin, end};
+        if (parts == 1) {
+            MlRadixRowSink<T> sink = {row, outValues + r * k, outIds + r * k, idOffset};
+            ml_radix_block<T>(cols, k, k, keys, sink);
+        } else {
+            int64_t size = end > begin ? end - begin : 0;
+            MlRadixKeySink<T> sink = {partial + item * k * MlRadix<T>::WORDS};
+            ml_radix_block<T>(cols, k, size < k ? size : k, keys, sink);
+        }
+    }
+}
+
+// The second launch of a row cut into parts: each row's k smallest of its parts x k keys in partial, a block a row.
+template <typename T>
+__device__ void ml_select_radix_merge(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                      const T* __restrict__ values, const unsigned long long* __restrict__ partial,
+                                      T* __restrict__ outValues, int64_t* __restrict__ outIds) {
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        MlRadixScratchKeys<T> keys = {partial + r * parts * k * MlRadix<T>::WORDS, parts * k};
+        MlRadixRowSink<T> sink = {values + r * cols, outValues + r * k, outIds + r * k, idOffset};
+        ml_radix_block<T>(cols, k, k, keys, sink);
     }
 }
 
@@ -1561,6 +1850,30 @@ __global__ void ml_select_merge_k32_f64(int64_t rows, int64_t cols, int64_t k, i
                                         int64_t* outIds) {
     ml_select_merge<double, 32>(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial,
                                 outValues, outIds);
+}
+
+__global__ void ml_select_radix_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                    const float* values, float* outValues, int64_t* outIds, void* partial) {
+    ml_select_radix(rows, cols, k, parts, idOffset, values, outValues, outIds, (unsigned long long*) partial);
+}
+
+__global__ void ml_select_radix_merge_f32(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                          const float* values, const void* partial, float* outValues,
+                                          int64_t* outIds) {
+    ml_select_radix_merge(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial, outValues,
+                          outIds);
+}
+
+__global__ void ml_select_radix_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                    const double* values, double* outValues, int64_t* outIds, void* partial) {
+    ml_select_radix(rows, cols, k, parts, idOffset, values, outValues, outIds, (unsigned long long*) partial);
+}
+
+__global__ void ml_select_radix_merge_f64(int64_t rows, int64_t cols, int64_t k, int64_t parts, int64_t idOffset,
+                                          const double* values, const void* partial, double* outValues,
+                                          int64_t* outIds) {
+    ml_select_radix_merge(rows, cols, k, parts, idOffset, values, (const unsigned long long*) partial, outValues,
+                          outIds);
 }
 
 __global__ void ml_merge_neighbors_f32_i32(int64_t rows, int64_t ka, int64_t kb, int64_t k, const float* da,

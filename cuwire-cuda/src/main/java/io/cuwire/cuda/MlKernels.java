@@ -44,14 +44,23 @@ public final class MlKernels {
     public static final long NEAREST_MAX_ELEMENTS = 4096;
     /** Elements of a row each lane of a row group loads at a time ({@code ML_ROW_UNROLL}). */
     static final int ROW_UNROLL = 8;
-    /** The most neighbors {@link #smallestK} selects with many threads a row; more take one thread a row. */
+    /** The most neighbors {@link #smallestK} selects from keys in each thread's registers (and cuts rows for). */
     public static final int SELECT_MAX_K = 32;
+    /**
+     * The most neighbors {@link #smallestK} selects with a block a row (a radix select; the keys a block sorts in
+     * shared memory, {@code ML_RADIX_MAX_K}); more take a thread a row.
+     */
+    public static final int SELECT_RADIX_MAX_K = 1024;
     /** Up to this many neighbors, the selection kernels keep 8 keys a thread (else {@value #SELECT_MAX_K}). */
     static final int SELECT_SMALL_K = 8;
     /** Rows of {@link #smallestK} up to this many columns are selected by a warp each, longer ones by blocks. */
     static final long SELECT_WARP_MAX_COLS = 2048;
     /** The least elements of the slice of a row one block selects from, when rows are cut. */
     static final long SELECT_MIN_SLICE = 8192;
+    /** The radix select's kernel name, less its type. */
+    private static final String RADIX = "ml_select_radix_";
+    /** The radix select's merge of a row's slices, less its type. */
+    private static final String RADIX_MERGE = "ml_select_radix_merge_";
     /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
     static final int SELECT_BLOCKS_PER_SM = 4;
     /** The most rows of {@code out} {@link #scatterAddRows} sums deterministically: {@code ML_SCATTER_SHARED / 32}. */
@@ -124,6 +133,8 @@ public final class MlKernels {
             m.put("ml_bincount_blocks_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
             m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
             m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
+            m.put("ml_select_radix_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
+            m.put("ml_select_radix_merge_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
             for (String kmax : new String[] {"k8", "k32"}) {
                 m.put("ml_select_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr});
                 m.put("ml_select_merge_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
@@ -519,7 +530,8 @@ public final class MlKernels {
      * @param kernel the first (or only) kernel, {@code null} when there is nothing to do
      * @param merge the second kernel, which selects each row's {@code k} smallest of its parts' (or {@code null})
      * @param parts the slices each row is cut into (1: the first kernel writes the results)
-     * @param group threads per row or slice: 32 (a warp) or {@code 256} (a block); 1 for the one-thread-a-row kernel
+     * @param group threads per row or slice: 32 (a warp) or {@code 256} (a block, also the radix select's); 1 for the
+     *     one-thread-a-row kernel
      * @param blocks the first kernel's blocks
      * @param scratchBytes the scratch the parts' keys need (0 with one part)
      */
@@ -528,24 +540,29 @@ public final class MlKernels {
 
     /**
      * The plan of {@link #smallestK} for {@code k} of {@code cols} columns in {@code rows} rows on a device of
-     * {@code multiprocessors} SMs. Up to {@value #SELECT_MAX_K} neighbors (and rows of fewer than 2^31 columns) are
-     * selected in parallel: a warp a row up to {@value #SELECT_WARP_MAX_COLS} columns; beyond, a block a row, and
-     * when there are too few rows to give every SM {@value #SELECT_BLOCKS_PER_SM} blocks, each row cut into up to
-     * {@code ceil(cols / }{@value #SELECT_MIN_SLICE}{@code )} slices, a block a slice, whose selections a second
-     * kernel merges. Larger {@code k}: {@code ml_smallest_k}, one thread a row.
+     * {@code multiprocessors} SMs. Rows of fewer than 2^31 columns are selected in parallel. Up to
+     * {@value #SELECT_MAX_K} neighbors from keys in registers ({@code ml_select_k8}, {@code ml_select_k32}): a warp a
+     * row up to {@value #SELECT_WARP_MAX_COLS} columns; beyond, a block a row. Up to {@value #SELECT_RADIX_MAX_K}
+     * neighbors by a radix select of the k-th key and a sort of the k in shared memory ({@code ml_select_radix}), a
+     * block a row. A block a row, either way, and when there are too few rows to give every SM
+     * {@value #SELECT_BLOCKS_PER_SM} blocks: each row cut into up to {@code ceil(cols / }{@value #SELECT_MIN_SLICE}
+     * {@code )} slices, a block a slice, whose selections a second kernel merges. Larger {@code k}, or longer rows:
+     * {@code ml_smallest_k}, one thread a row.
      */
     static SelectPlan selectPlan(DType dtype, long rows, long cols, long k, int multiprocessors) {
         String t = suffix(dtype);
         if (rows == 0 || k == 0) {
             return new SelectPlan(null, null, 0, 0, 0, 0);
         }
-        if (k > SELECT_MAX_K || cols > Integer.MAX_VALUE) {
+        if (k > SELECT_RADIX_MAX_K || cols > Integer.MAX_VALUE) {
             return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModules.grid(rows), 0);
         }
+        boolean radix = k > SELECT_MAX_K;
         String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
-        String kernel = "ml_select_" + kmax + "_" + t;
+        String kernel = radix ? RADIX + t : "ml_select_" + kmax + "_" + t;
+        String merge = radix ? RADIX_MERGE + t : "ml_select_merge_" + kmax + "_" + t;
         long warps = KernelModules.BLOCK / 32;
-        if (cols <= SELECT_WARP_MAX_COLS) {
+        if (!radix && cols <= SELECT_WARP_MAX_COLS) {
             return new SelectPlan(kernel, null, 1, 32, blocks((rows + warps - 1) / warps), 0);
         }
         long target = (long) SELECT_BLOCKS_PER_SM * Math.max(1, multiprocessors);
@@ -556,8 +573,7 @@ public final class MlKernels {
         }
         long keyBytes = dtype == DType.FLOAT32 ? Long.BYTES : 2L * Long.BYTES;
         long scratch = Math.multiplyExact(Math.multiplyExact(rows, parts), k * keyBytes);
-        return new SelectPlan(kernel, "ml_select_merge_" + kmax + "_" + t, parts, KernelModules.BLOCK,
-                blocks(rows * parts), scratch);
+        return new SelectPlan(kernel, merge, parts, KernelModules.BLOCK, blocks(rows * parts), scratch);
     }
 
     private static int blocks(long n) {
@@ -576,7 +592,8 @@ public final class MlKernels {
      * columns plus {@code idOffset} into int64 {@code outIds}; {@code scratch} holds at least the
      * {@link #smallestKPlan}'s {@link SelectPlan#scratchBytes} (may be {@code null} when that is 0). Up to
      * {@value #SELECT_MAX_K} neighbors, many threads select each row (a warp, a block, or for few long rows several
-     * blocks and a merge; see {@link #smallestKPlan}); more, one thread a row, O(cols k).
+     * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row or slice
+     * (a radix select); more, one thread a row, O(cols k).
      */
     public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
             long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
@@ -604,8 +621,12 @@ public final class MlKernels {
             }
             ps = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Long.BYTES, Long.BYTES);
         }
-        launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po, pi,
-                ps);
+        if (plan.kernel().startsWith(RADIX)) {
+            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), idOffset, pv, po, pi, ps);
+        } else {
+            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po,
+                    pi, ps);
+        }
         if (plan.merge() != null) {
             launchBlocks(s, plan.merge(), blocks(rows), rows, cols, k, plan.parts(), idOffset, pv, ps, po, pi);
         }

@@ -113,8 +113,9 @@ class MlKernelsSignatureTest {
 
     /**
      * The selection plan's branches, on an H200's 132 SMs: a warp a row up to 2048 columns, a block a row beyond, rows
-     * cut into parts when they are too few for 4 blocks an SM, the 8-key kernels up to k = 8, and one thread a row
-     * above k = 32 (or for rows of 2^31 columns and more).
+     * cut into parts when they are too few for 4 blocks an SM, the 8-key kernels up to k = 8, the radix select above
+     * k = 32 up to k = 1024 (a block a row even for short rows, and cut as the others), and one thread a row above (or
+     * for rows of 2^31 columns and more).
      */
     @Test
     void shouldPlanEachSelectionPathAtItsBounds() {
@@ -123,8 +124,21 @@ class MlKernelsSignatureTest {
         assertEquals(new MlKernels.SelectPlan("ml_select_k8_f32", null, 1, 32, 125, 0), warp);
         assertEquals("ml_select_k32_f64", MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
         assertEquals("ml_select_k32_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
-        assertEquals(new MlKernels.SelectPlan("ml_smallest_k_f32", null, 1, 1, 1, 0),
+        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f32", null, 1, 256, 1, 0),
                 MlKernels.selectPlan(DType.FLOAT32, 1, 33, 33, sms));
+        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f64", null, 1, 256, 1000, 0),
+                MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, MlKernels.SELECT_RADIX_MAX_K, sms),
+                "short rows: a block a row all the same");
+        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f32", "ml_select_radix_merge_f32", 13, 256, 41 * 13,
+                41L * 13 * 100 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 100, sms), "few long rows: cut");
+        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f64", "ml_select_radix_merge_f64", 528, 256, 528,
+                528L * 1024 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 1024, sms));
+        assertEquals(1, MlKernels.selectPlan(DType.FLOAT64, 528, 100_000, 33, sms).parts(), "rows enough: not cut");
+        assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 100_000, 2000, 100, sms).blocks(), "grid capped");
+        assertEquals(new MlKernels.SelectPlan("ml_smallest_k_f64", null, 1, 1, 1, 0),
+                MlKernels.selectPlan(DType.FLOAT64, 3, 2000, MlKernels.SELECT_RADIX_MAX_K + 1, sms));
+        assertEquals("ml_smallest_k_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 33, sms).kernel(),
+                "columns past int32, k above 32: one thread a row");
         assertEquals(new MlKernels.SelectPlan("ml_select_k8_f64", null, 1, 256, 528, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 528, 2049, 5, sms), "enough rows: a block a row, no parts");
         // 41 rows of 100,000 (the neighbors bench's blocks): 13 slices of ~7,700, keys of 8 bytes

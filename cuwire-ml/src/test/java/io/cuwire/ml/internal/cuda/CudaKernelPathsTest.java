@@ -104,15 +104,20 @@ class CudaKernelPathsTest {
         if (plan.group() == 1) {
             return "one thread a row";
         }
+        if (plan.kernel().startsWith("ml_select_radix_")) {
+            return plan.parts() > 1 ? "parts radix" : "radix";
+        }
         String keys = plan.kernel().contains("_k8_") ? "k8" : "k32";
         return (plan.parts() > 1 ? "parts " : plan.group() == 32 ? "warp " : "block ") + keys;
     }
 
     /**
      * smallestK on the GPU and on the CPU over shapes that take every path: a warp a row (up to 2048 columns), a
-     * block a row (more columns, rows enough for every SM), rows cut into parts and merged (few long rows), one
-     * thread a row (k above 32); k = 1, k = cols, k = 8 / 9 (the 8-key and 32-key kernels), 32 / 33; widths that are
-     * not multiples of 32 or 256; one row and many.
+     * block a row (more columns, rows enough for every SM), rows cut into parts and merged (few long rows), the
+     * radix select (k above 32 up to 1024: a block a row, or rows cut into parts), one thread a row (k above 1024);
+     * k = 1, k = cols, k = 8 / 9 (the 8-key and 32-key kernels), 32 / 33, 1024 / 1025; widths that are not multiples
+     * of 32 or 256, and 256 / 257 and 65,536 / 65,537 columns (the radix select's column digits: one, two, three);
+     * one row and many.
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
@@ -123,7 +128,9 @@ class CudaKernelPathsTest {
             {1, 1, 1}, {7, 5, 5}, {1000, 100, 5}, {333, 2048, 8}, {100, 2047, 9}, {64, 32, 32}, {65, 33, 32},
             {50, 40, 33}, {37, 37, 37}, {1100, 2049, 1}, {1100, 3001, 8}, {1100, 2100, 9}, {1100, 2500, 32},
             {1, 100_003, 5}, {41, 100_000, 8}, {41, 100_000, 9}, {3, 20_000, 32}, {2, 50_000, 31}, {1, 8193, 1},
-            {5, 9000, 2}, {1, 16_385, 16},
+            {5, 9000, 2}, {1, 16_385, 16}, {3, 33, 33}, {1100, 300, 50}, {5, 256, 100}, {4, 257, 256},
+            {2, 1024, 1024}, {1, 1025, 1024}, {2, 3000, 1000}, {1, 65_536, 500}, {2, 65_537, 100}, {1, 100_003, 1024},
+            {600, 8193, 40}, {1, 8193, 1024}, {3, 1100, 1025}, {1, 1025, 1025},
         };
         Set<String> paths = new TreeSet<>();
         int shape = 0;
@@ -152,7 +159,7 @@ class CudaKernelPathsTest {
             shape++;
         }
         assertEquals(new TreeSet<>(Set.of("warp k8", "warp k32", "block k8", "block k32", "parts k8", "parts k32",
-                "one thread a row")), paths, "the paths the shapes took");
+                "radix", "parts radix", "one thread a row")), paths, "the paths the shapes took");
     }
 
     /** The merge of two ascending lists per row, with equal distances across the lists: a first, ids along. */
@@ -236,7 +243,7 @@ class CudaKernelPathsTest {
         for (int i = 0; i < qx.length; i++) {
             qx[i] = r.nextInt(10);
         }
-        for (int k : new int[] {1, 8, 9, 32, 40}) {
+        for (int k : new int[] {1, 8, 9, 32, 40, 100}) {
             try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
                     NdArray qg = array(gpu, dt, qx, q, d); NdArray qh = array(host, dt, qx, q, d);
                     NearestNeighbors onGpu = new NearestNeighbors().nNeighbors(k).fit(xg);
@@ -245,8 +252,10 @@ class CudaKernelPathsTest {
                 assertArrayEquals(want.ids().toLongArray(), got.ids().toLongArray(), "ids, k " + k);
                 assertArrayEquals(values(want.distances()), values(got.distances()), "distances, k " + k);
             }
-            assertEquals(k > MlKernels.SELECT_MAX_K, MlKernels.smallestKPlan(stream, dt, q, n, k).parts() == 1,
-                    "k " + k + ": rows cut into parts up to " + MlKernels.SELECT_MAX_K + " neighbors");
+            MlKernels.SelectPlan plan = MlKernels.smallestKPlan(stream, dt, q, n, k);
+            assertTrue(plan.parts() > 1, "k " + k + ": rows cut into parts");
+            assertEquals(k > MlKernels.SELECT_MAX_K, plan.kernel().startsWith("ml_select_radix_"),
+                    "k " + k + ": the radix select above " + MlKernels.SELECT_MAX_K + " neighbors");
         }
     }
 
