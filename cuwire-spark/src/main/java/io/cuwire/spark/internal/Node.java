@@ -1,9 +1,9 @@
 package io.cuwire.spark.internal;
 
-import io.cuwire.cluster.internal.Endpoint;
-import io.cuwire.cluster.internal.Reply;
-import io.cuwire.cluster.internal.Request;
-import io.cuwire.cluster.internal.Values;
+import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.rpc.Reply;
+import io.cuwire.cluster.rpc.Request;
+import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
