@@ -1,6 +1,7 @@
 package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.internal.BroadcastEvent;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -230,7 +231,9 @@ public final class Client {
             t = models.computeIfAbsent(model, m -> new Tracked(nextModel.getAndIncrement()));
         }
         synchronized (t) {
+            BroadcastEvent event = new BroadcastEvent();
             track(t, model, options.family());
+            long tracked = System.nanoTime();
             ModelHandle handle = new ModelHandle(t.id, t.version);
             List<Integer> need = new ArrayList<>();
             List<Integer> live = new ArrayList<>();
@@ -264,6 +267,8 @@ public final class Client {
             }
             BroadcastOptions.Strategy strategy = options.strategyFor(need.size());
             long bytes = 0;
+            long checkedAt = System.nanoTime();
+            long sentAt = checkedAt;
             if (!need.isEmpty()) {
                 long bid = nextRequest.getAndIncrement();
                 List<CompletableFuture<Reply>> acks = new ArrayList<>();
@@ -272,9 +277,22 @@ public final class Client {
                 }
                 bytes = strategy == BroadcastOptions.Strategy.EACH_IN_TURN ? eachInTurn(bid, t, model, options, need)
                         : forward(bid, t, model, options, need, acks, strategy);
+                sentAt = System.nanoTime();
                 settle(t, need, acks);
             }
-            return new BroadcastResult(handle, need.size(), hits, strategy, bytes, System.nanoTime() - start);
+            long end = System.nanoTime();
+            if (event.shouldCommit()) {
+                event.model = t.id;
+                event.version = t.version;
+                event.strategy = strategy.name();
+                event.sent = need.size();
+                event.trackNanos = tracked - start;
+                event.checkNanos = checkedAt - tracked;
+                event.sendNanos = sentAt - checkedAt;
+                event.settleNanos = end - sentAt;
+                event.commit();
+            }
+            return new BroadcastResult(handle, need.size(), hits, strategy, bytes, end - start);
         }
     }
 

@@ -26,11 +26,16 @@ import io.cuwire.ml.linear.Ridge;
 import io.cuwire.ml.naivebayes.MultinomialNB;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.serialize.Family;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -124,6 +129,46 @@ class LocalClusterTest {
         UnknownTaskException u = assertInstanceOf(UnknownTaskException.class, e.getCause());
         assertTrue(u.getMessage().contains("no task named 'java.lang.Runtime.exec'"), u.getMessage());
         assertTrue(client.isAlive(0));
+    }
+
+    /**
+     * With a recording that enables them, a broadcast commits one {@code io.cuwire.cluster.Broadcast} event with its
+     * phases, and the client's endpoints one {@code io.cuwire.cluster.Dispatch} event per acknowledgement they handle.
+     */
+    @Test
+    void shouldRecordTheBroadcastAndItsAcknowledgementsInJfr() throws Exception {
+        Path file = Files.createTempFile("cuwire-cluster", ".jfr");
+        SplittableRandom r = new SplittableRandom(5);
+        try (NdArray x = matrix(r, 100, 4); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 100), 100);
+                LinearRegression model = new LinearRegression().fit(x, y);
+                Recording recording = new Recording()) {
+            recording.enable("io.cuwire.cluster.Broadcast");
+            recording.enable("io.cuwire.cluster.Dispatch");
+            recording.start();
+            BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT);
+            recording.stop();
+            recording.dump(file);
+            List<RecordedEvent> events = RecordingFile.readAllEvents(file);
+            List<RecordedEvent> broadcasts = events.stream()
+                    .filter(e -> e.getEventType().getName().equals("io.cuwire.cluster.Broadcast")).toList();
+            assertEquals(1, broadcasts.size(), broadcasts.toString());
+            RecordedEvent e = broadcasts.getFirst();
+            assertEquals(b.handle().id(), e.getLong("model"));
+            assertEquals(b.handle().version(), e.getLong("version"));
+            assertEquals(2, e.getInt("sent"));
+            assertEquals("EACH_IN_TURN", e.getString("strategy"));
+            long phases = e.getDuration("trackNanos").toNanos() + e.getDuration("checkNanos").toNanos()
+                    + e.getDuration("sendNanos").toNanos() + e.getDuration("settleNanos").toNanos();
+            assertTrue(e.getDuration("sendNanos").toNanos() > 0 && phases <= b.nanos(), e + " vs " + b);
+            List<String> acks = events.stream()
+                    .filter(d -> d.getEventType().getName().equals("io.cuwire.cluster.Dispatch")
+                            && d.getString("op").equals("reply"))
+                    .map(d -> d.getString("endpoint")).toList();
+            // Both acknowledgements (a heartbeat's reply may come in the same window too).
+            assertTrue(acks.containsAll(List.of("client-to-0", "client-to-1")), acks.toString());
+        } finally {
+            Files.deleteIfExists(file);
+        }
     }
 
     @Test

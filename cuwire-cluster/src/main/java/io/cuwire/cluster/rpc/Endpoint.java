@@ -94,7 +94,11 @@ public final class Endpoint implements AutoCloseable {
     private void readLoop() {
         while (broken.get() == null) {
             Object value;
+            DispatchEvent event = new DispatchEvent();
+            long received;
+            long decoded;
             try (ReceivedMessage m = connection.receive()) {
+                received = System.nanoTime();
                 bytesReceived.addAndGet(m.metrics().totalBytes());
                 frameBytesReceived.addAndGet(m.metrics().frameBytes());
                 try {
@@ -103,29 +107,44 @@ public final class Endpoint implements AutoCloseable {
                     answerUndecodable(m.value(), e);
                     continue;
                 }
+                decoded = System.nanoTime();
             } catch (RuntimeException e) {
                 fail(e);
                 return;
             }
-            switch (value) {
-                case Reply r -> {
-                    CompletableFuture<Reply> f = pending.remove(r.id());
-                    if (f != null) {
-                        f.complete(r);
-                    } else {
-                        Values.close(r.value());
-                    }
-                }
-                case Request r -> {
-                    try {
-                        handler.onRequest(this, r);
-                    } catch (RuntimeException e) {
-                        Values.close(r.args());
-                        reply(Reply.failed(r.id(), e));
-                    }
-                }
-                default -> Values.close(value);
+            long released = System.nanoTime();
+            dispatch(value);
+            if (event.shouldCommit()) {
+                event.endpoint = name;
+                event.op = value instanceof Request r ? r.op() : value instanceof Reply ? "reply" : "other";
+                event.decodeNanos = decoded - received;
+                event.releaseNanos = released - decoded;
+                event.handleNanos = System.nanoTime() - released;
+                event.commit();
             }
+        }
+    }
+
+    /** Completes the call a reply answers, or hands a request to the handler. */
+    private void dispatch(Object value) {
+        switch (value) {
+            case Reply r -> {
+                CompletableFuture<Reply> f = pending.remove(r.id());
+                if (f != null) {
+                    f.complete(r);
+                } else {
+                    Values.close(r.value());
+                }
+            }
+            case Request r -> {
+                try {
+                    handler.onRequest(this, r);
+                } catch (RuntimeException e) {
+                    Values.close(r.args());
+                    reply(Reply.failed(r.id(), e));
+                }
+            }
+            default -> Values.close(value);
         }
     }
 

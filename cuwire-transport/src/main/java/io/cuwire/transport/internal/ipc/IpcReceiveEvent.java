@@ -2,6 +2,7 @@ package io.cuwire.transport.internal.ipc;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
+import jdk.jfr.Enabled;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -17,6 +18,7 @@ import jdk.jfr.Timespan;
 @Category({"cuwire", "Transport"})
 @Description("One message with device frames received over CUDA IPC: the time of each phase on the reader thread")
 @StackTrace(false)
+@Enabled(false)
 public final class IpcReceiveEvent extends jdk.jfr.Event {
     /** The event's name, to enable it in a recording. */
     public static final String NAME = "io.cuwire.transport.IpcReceive";
