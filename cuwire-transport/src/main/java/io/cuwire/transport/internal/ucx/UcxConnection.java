@@ -36,6 +36,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,6 +89,8 @@ final class UcxConnection implements Connection {
     static final long COALESCE_TOTAL_BYTES = 1 << 20;
     static final int PREAMBLE_BYTES = 9;
     private static final int MAX_ADDRESS_BYTES = 64 << 10;
+    /** The record each side writes once its UCX endpoint to the other is connected. */
+    private static final byte[] READY = {'R'};
     private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1500);
     private static final AtomicInteger IDS = new AtomicInteger();
 
@@ -155,6 +158,15 @@ final class UcxConnection implements Connection {
             byte[] theirs = bootstrap.readRecord(MAX_ADDRESS_BYTES, deadline);
             made.connect(ByteBuffer.wrap(theirs), () -> { }).get(Math.max(1, deadline - System.nanoTime()),
                     TimeUnit.NANOSECONDS);
+            // Neither side returns before both endpoints exist: a side that closed as soon as it returned would
+            // otherwise destroy its worker while the peer still attaches to it (UCX's shared memory then fails the
+            // peer's connect: seen in CI when a test closed right after accept).
+            bootstrap.writeRecord(READY);
+            byte[] ready = bootstrap.readRecord(READY.length, deadline);
+            if (!Arrays.equals(READY, ready)) {
+                throw new ProtocolException("peer " + bootstrap.peer() + " sent " + ready.length + " bytes instead of "
+                        + "its ready record after connecting UCX: not a cuwire transport of this version");
+            }
         } catch (RuntimeException | InterruptedException | ExecutionException | TimeoutException e) {
             if (made != null) {
                 made.close(0);
