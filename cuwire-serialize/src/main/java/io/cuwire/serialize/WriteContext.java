@@ -3,8 +3,8 @@ package io.cuwire.serialize;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -36,45 +36,17 @@ public final class WriteContext {
      */
     public WriteContext put(String key, Object value) {
         checkKey(key);
-        checkHeaderValue(key, value, 0);
+        checkHeaderValue(key, value);
         data.put(key, value);
         return this;
     }
 
-    private void checkHeaderValue(String key, Object value, int depth) {
-        if (depth > encoder.maxDepth()) {
-            throw new UnserializableException("header value under \"" + key + "\" nests deeper than "
-                    + encoder.maxDepth(), encoder.path());
-        }
-        switch (value) {
-            case null -> { }
-            case Boolean b -> { }
-            case Long l -> { }
-            case Integer i -> { }
-            case Short sh -> { }
-            case Byte by -> { }
-            case Double d -> { }
-            case Float f -> { }
-            case String str -> { }
-            case byte[] bytes -> { }
-            case List<?> list -> {
-                for (Object e : list) {
-                    checkHeaderValue(key, e, depth + 1);
-                }
-            }
-            case Map<?, ?> map -> {
-                for (Map.Entry<?, ?> e : map.entrySet()) {
-                    if (!(e.getKey() instanceof String)) {
-                        throw new UnserializableException("header map under \"" + key + "\" has a key of "
-                                + (e.getKey() == null ? "null" : e.getKey().getClass().getName())
-                                + " (expected: String keys)", encoder.path());
-                    }
-                    checkHeaderValue(key, e.getValue(), depth + 1);
-                }
-            }
-            default -> throw new UnserializableException("not a header value under \"" + key + "\": "
-                    + value.getClass().getName() + " (expected: null, Boolean, Long, Double, String, byte[], or lists "
-                    + "and string-keyed maps of those; write other values with writeValue)", encoder.path());
+    private void checkHeaderValue(String key, Object value) {
+        String why = MsgpackWriter.unwritable(value, encoder.maxDepth());
+        if (why != null) {
+            throw new UnserializableException("not a header value under \"" + key + "\": " + why + " (expected: null, "
+                    + "Boolean, Long, Double, String, byte[], or lists and string-keyed maps of those; write other "
+                    + "values with writeValue)", encoder.path());
         }
     }
 

@@ -212,6 +212,50 @@ public final class MsgpackWriter {
         return this;
     }
 
+    /**
+     * Why {@link #value} cannot write {@code v} ("a java.time.Instant", "a map key of java.lang.Integer", "nesting
+     * deeper than N"), or {@code null} when it can; nothing is written.
+     */
+    public static String unwritable(Object v, int maxDepth) {
+        if (maxDepth < 0) {
+            return "nesting deeper than the limit";
+        }
+        return switch (v) {
+            case null -> null;
+            case Boolean b -> null;
+            case Double d -> null;
+            case Float f -> null;
+            case Long l -> null;
+            case Integer i -> null;
+            case Short sh -> null;
+            case Byte b -> null;
+            case String str -> null;
+            case byte[] b -> null;
+            case List<?> list -> {
+                for (Object o : list) {
+                    String why = unwritable(o, maxDepth - 1);
+                    if (why != null) {
+                        yield why;
+                    }
+                }
+                yield null;
+            }
+            case Map<?, ?> map -> {
+                for (Map.Entry<?, ?> e : map.entrySet()) {
+                    if (!(e.getKey() instanceof String)) {
+                        yield "a map key of " + (e.getKey() == null ? "null" : e.getKey().getClass().getName());
+                    }
+                    String why = unwritable(e.getValue(), maxDepth - 1);
+                    if (why != null) {
+                        yield why;
+                    }
+                }
+                yield null;
+            }
+            default -> "a " + v.getClass().getName();
+        };
+    }
+
     /** Bytes written so far. */
     public int size() {
         return pos;
