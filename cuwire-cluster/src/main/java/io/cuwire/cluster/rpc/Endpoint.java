@@ -94,11 +94,18 @@ public final class Endpoint implements AutoCloseable {
     private void readLoop() {
         while (broken.get() == null) {
             Object value;
-            DispatchEvent event = new DispatchEvent();
-            long received;
-            long decoded;
+            DispatchEvent event;
+            boolean timed;
+            long received = 0;
+            long decoded = 0;
             try (ReceivedMessage m = connection.receive()) {
-                received = System.nanoTime();
+                // Made once the message is here (a recording may have started while the reader waited); no clock
+                // reads on the reader's path unless a recording wants them.
+                event = new DispatchEvent();
+                timed = event.isEnabled();
+                if (timed) {
+                    received = System.nanoTime();
+                }
                 bytesReceived.addAndGet(m.metrics().totalBytes());
                 frameBytesReceived.addAndGet(m.metrics().frameBytes());
                 try {
@@ -107,14 +114,16 @@ public final class Endpoint implements AutoCloseable {
                     answerUndecodable(m.value(), e);
                     continue;
                 }
-                decoded = System.nanoTime();
+                if (timed) {
+                    decoded = System.nanoTime();
+                }
             } catch (RuntimeException e) {
                 fail(e);
                 return;
             }
-            long released = System.nanoTime();
+            long released = timed ? System.nanoTime() : 0;
             dispatch(value);
-            if (event.shouldCommit()) {
+            if (timed && event.shouldCommit()) {
                 event.endpoint = name;
                 event.op = value instanceof Request r ? r.op() : value instanceof Reply ? "reply" : "other";
                 event.decodeNanos = decoded - received;
