@@ -259,6 +259,9 @@ public final class Endpoint implements AutoCloseable {
 
     /** Breaks the endpoint: fails every pending call with {@code failure(cause)} and closes the connection. */
     public void fail(Throwable cause) {
+        if (broken.get() != null) {
+            return;  // broken once already (the usual case for a second call): no failure to build
+        }
         RuntimeException failed = failure.apply(cause);
         if (!broken.compareAndSet(null, failed)) {
             return;
