@@ -410,7 +410,9 @@ final class ModelShapes {
                 }
             }
             if (shareable.isEmpty()) {
-                fields.add(field(r, fields.size(), Feature.DOUBLE_ARRAY, index, allowed, false));
+                Feature f = fieldTypes.stream().filter(t -> t.isShareable() && (t != Feature.NESTED || index > 0))
+                        .findFirst().orElseThrow();
+                fields.add(field(r, fields.size(), f, index, allowed, false));
                 shareable.add(fields.size() - 1);
             }
             int target = shareable.get(r.nextInt(shareable.size()));
@@ -423,12 +425,13 @@ final class ModelShapes {
                     && r.nextInt(3) == 0);
             for (int i = 0; i < fields.size(); i++) {
                 FieldSpec f = fields.get(i);
-                // the last field takes what the focus asks for, so that a focused class always has it
-                boolean last = i == fields.size() - 1;
-                boolean fin = finals && (last && focus == Feature.FINAL_FIELD || r.nextInt(2) == 0);
-                boolean trans = transients && f.sharesWith() < 0 && !isSharedBy(fields, i)
-                        && (last && focus == Feature.TRANSIENT_FIELD || r.nextInt(3) == 0);
+                boolean fin = finals && (i == 0 && focus == Feature.FINAL_FIELD || r.nextInt(2) == 0);
+                // a field another one shares with (or that shares) keeps travelling: sharing needs both ends
+                boolean trans = transients && f.sharesWith() < 0 && !isSharedBy(fields, i) && r.nextInt(3) == 0;
                 fields.set(i, f.withModifiers(fin, trans));
+            }
+            if (focus == Feature.TRANSIENT_FIELD && fields.stream().noneMatch(FieldSpec::isTransient)) {
+                fields.add(field(r, fields.size(), Feature.STRING, index, allowed, false).withModifiers(false, true));
             }
         }
         String name = PACKAGE + ".M" + (index < 10 ? "0" : "") + index + (focus == null ? "Mixed" : camel(focus));

@@ -50,8 +50,14 @@ class ModelShapesTest {
 
     @Test
     void shouldPutEveryFeatureNotExcludedIntoAGeneratedClassAndNoExcludedOne() {
-        Set<Feature> excluded = EnumSet.of(Feature.TREE_MAP, Feature.NO_NO_ARG_CONSTRUCTOR);
-        Generated g = ModelShapes.generate(SEED, 64, excluded);
+        for (long seed = 0; seed < 12; seed++) {
+            assertCoverage(seed, EnumSet.of(Feature.TREE_MAP, Feature.NO_NO_ARG_CONSTRUCTOR, Feature.DOUBLE_ARRAY));
+            assertCoverage(seed, ModelShapeConformanceSuite.unsupportedFeatures());
+        }
+    }
+
+    private static void assertCoverage(long seed, Set<Feature> excluded) {
+        Generated g = ModelShapes.generate(seed, ModelShapeConformanceSuite.DEFAULT_CLASSES, excluded);
         assertTrue(g.models().size() >= 50);
         Set<Feature> seen = EnumSet.noneOf(Feature.class);
         for (ClassSpec spec : g.models()) {
@@ -76,8 +82,9 @@ class ModelShapesTest {
                 }
             }
         }
-        Set<Feature> expected = EnumSet.complementOf(EnumSet.copyOf(excluded));
-        assertEquals(expected, seen);
+        Set<Feature> expected = excluded.isEmpty() ? EnumSet.allOf(Feature.class)
+                : EnumSet.complementOf(EnumSet.copyOf(excluded));
+        assertEquals(expected, seen, "seed " + seed + ", without " + excluded);
     }
 
     @Test
