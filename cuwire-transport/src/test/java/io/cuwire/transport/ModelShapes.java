@@ -92,21 +92,12 @@ final class ModelShapes {
         RECORD
     }
 
-    /** What the elements (or map keys) of a collection field hold. */
+    /**
+     * What the elements (or map keys) of a collection field hold; sets and map keys take only strings, longs, ints
+     * and enum constants (values that compare and hash by value).
+     */
     enum Element {
-        STRING(String.class), LONG(Long.class), INT(Integer.class), DOUBLE(Double.class), ENUM(Color.class),
-        NESTED(GeneratedModel.class), NDARRAY(NdArray.class), DOUBLE_ARRAY(double[].class);
-
-        final Class<?> type;
-
-        Element(Class<?> type) {
-            this.type = type;
-        }
-
-        /** Elements that compare and hash by value: what sets and map keys hold. */
-        boolean isKeyLike() {
-            return this == STRING || this == LONG || this == INT || this == ENUM;
-        }
+        STRING, LONG, INT, DOUBLE, ENUM, NESTED, NDARRAY, DOUBLE_ARRAY
     }
 
     /**
