@@ -261,7 +261,8 @@ final class Decoder {
                 yield new ArrayDeque<>(out);
             }
             case FIXED_LIST -> Arrays.asList(out.toArray());
-            case IMMUTABLE_LIST -> Collections.unmodifiableList(out);
+            case IMMUTABLE_LIST -> out.contains(null) ? Collections.unmodifiableList(out) : List.copyOf(out);
+            case UNMODIFIABLE_LIST -> Collections.unmodifiableList(out);
             default -> throw new IllegalStateException(kind + " is not a list kind");
         };
     }
@@ -270,7 +271,7 @@ final class Decoder {
     private Object set(CollectionKind kind, Map<?, ?> m, List<?> items) {
         Class<?> enumType = kind == CollectionKind.ENUM_SET ? enumType(m) : null;
         Set<Object> out = switch (kind) {
-            case LINKED_HASH_SET, IMMUTABLE_SET -> new LinkedHashSet<>();
+            case LINKED_HASH_SET, IMMUTABLE_SET, UNMODIFIABLE_SET -> new LinkedHashSet<>();
             case HASH_SET -> new HashSet<>();
             case TREE_SET -> new TreeSet<>(comparator(m));
             case ENUM_SET -> EnumSet.noneOf((Class) enumType);
@@ -292,14 +293,23 @@ final class Decoder {
                 throw malformed("set with duplicate elements");
             }
         }
-        return kind == CollectionKind.IMMUTABLE_SET ? Collections.unmodifiableSet(out) : out;
+        return switch (kind) {
+            case IMMUTABLE_SET -> {
+                if (out.contains(null)) {
+                    throw malformed("immutable set (Set.of) holding nil");
+                }
+                yield Set.copyOf(out);
+            }
+            case UNMODIFIABLE_SET -> Collections.unmodifiableSet(out);
+            default -> out;
+        };
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private Object map(CollectionKind kind, Map<?, ?> m, List<?> kv) {
         Class<?> enumType = kind == CollectionKind.ENUM_MAP ? enumType(m) : null;
         Map<Object, Object> out = switch (kind) {
-            case LINKED_HASH_MAP, IMMUTABLE_MAP -> new LinkedHashMap<>();
+            case LINKED_HASH_MAP, IMMUTABLE_MAP, UNMODIFIABLE_MAP -> new LinkedHashMap<>();
             case HASH_MAP -> new HashMap<>();
             case TREE_MAP -> new TreeMap<>(comparator(m));
             case CONCURRENT_HASH_MAP -> new ConcurrentHashMap<>();
@@ -330,7 +340,16 @@ final class Decoder {
             }
             out.put(key, value);
         }
-        return kind == CollectionKind.IMMUTABLE_MAP ? Collections.unmodifiableMap(out) : out;
+        return switch (kind) {
+            case IMMUTABLE_MAP -> {
+                if (out.containsKey(null) || out.containsValue(null)) {
+                    throw malformed("immutable map (Map.of) holding nil");
+                }
+                yield Map.copyOf(out);
+            }
+            case UNMODIFIABLE_MAP -> Collections.unmodifiableMap(out);
+            default -> out;
+        };
     }
 
     /** The enum an {@code EnumSet} or {@code EnumMap} node names ({@code "n"}); resolved through the registry. */

@@ -122,28 +122,7 @@ public abstract class ModelShapeConformanceSuite {
      * The shapes left out because they fail on today's {@code main}, each with its failure. Class-level entries are
      * left out of the generated classes; array sizes, of the values drawn on the transports named.
      */
-    static final List<Unsupported> UNSUPPORTED_YET = Stream.of(Stream.of(
-            everywhere(Feature.LINKED_LIST, "decodes as an ArrayList: a LinkedList field does not take it ('holds "
-                    + "ArrayList, which does not fit java.util.LinkedList'), a List field gets the wrong class"),
-            everywhere(Feature.ARRAY_DEQUE, "refused at the sender: 'no family of [cuda, host] can serialize "
-                    + "java.util.ArrayDeque'"),
-            everywhere(Feature.HASH_SET, "decodes as a LinkedHashSet"),
-            everywhere(Feature.TREE_SET, "decodes as a LinkedHashSet: 'holds LinkedHashSet, which does not fit "
-                    + "java.util.SortedSet'"),
-            everywhere(Feature.HASH_MAP, "decodes as a LinkedHashMap"),
-            everywhere(Feature.TREE_MAP, "decodes as a LinkedHashMap: 'holds LinkedHashMap, which does not fit "
-                    + "java.util.SortedMap'"),
-            everywhere(Feature.CONCURRENT_HASH_MAP, "decodes as a LinkedHashMap: 'holds LinkedHashMap, which does not "
-                    + "fit java.util.concurrent.ConcurrentMap'"),
-            everywhere(Feature.ENUM_MAP, "decodes as a LinkedHashMap: 'holds LinkedHashMap, which does not fit "
-                    + "java.util.EnumMap'"),
-            everywhere(Feature.ENUM_SET, "decodes as a LinkedHashSet: 'holds LinkedHashSet, which does not fit "
-                    + "java.util.EnumSet'"),
-            everywhere(Feature.LIST_OF, "decodes as a (mutable) ArrayList, not an immutable List.of list"),
-            everywhere(Feature.SET_OF, "decodes as a (mutable) LinkedHashSet, not an immutable Set.of set"),
-            everywhere(Feature.MAP_OF, "decodes as a (mutable) LinkedHashMap, not an immutable Map.of map"),
-            everywhere(Feature.NO_NO_ARG_CONSTRUCTOR, "refused at the sender: 'cannot be serialized generically: it "
-                    + "has no no-argument constructor and is not a record'")),
+    static final List<Unsupported> UNSUPPORTED_YET = Stream.of(
             framedArrays(Set.of(Transports.TCP, Transports.IPC), "a primitive array of 64 KiB or more travels "
                     + "as a frame over the Java heap; unless it is a byte[] (or a boolean[], sent as a byte[] copy) "
                     + "the send breaks the connection: 'sending to ... failed: "
@@ -153,10 +132,6 @@ public abstract class ModelShapeConformanceSuite {
                     + "heap, which UCX cannot send: the send breaks the connection: 'sending to ... failed in UCX: "
                     + "Input/output error (UCX status -3)'"))
             .flatMap(x -> x).toList();
-
-    private static Unsupported everywhere(Feature feature, String failure) {
-        return new Unsupported(feature, Set.of(), Set.of(), failure);
-    }
 
     /** Entries for every primitive-array feature but {@code except}, at the sizes that make a frame. */
     private static Stream<Unsupported> framedArrays(Set<String> transports, String failure, Feature... except) {
