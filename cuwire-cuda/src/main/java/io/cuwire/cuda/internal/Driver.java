@@ -32,9 +32,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * A CUDA context is current per OS thread. The functions that need none (initialization, error names, device
  * queries, primary context retention, {@code cuCtxSetCurrent} itself) are bound in {@code Api}. Every other
  * function is bound in {@code InContext}, and the method that calls it takes the {@link CudaDevice} whose primary
- * context it runs in and goes through {@link #inContext}: that gate makes the context current on the calling OS
- * thread immediately before the downcall. Callers never make a context current themselves. The cost is one
- * {@code cuCtxSetCurrent} downcall per call, which binds the context to the thread and does no device work.
+ * context it runs in and goes through the gate, {@code inContext}, which makes that context current on the calling
+ * OS thread immediately before the downcall (its comment says why it must be one step). Callers never make a context
+ * current themselves. The cost is one more downcall per call: {@code cuCtxSetCurrent}, which binds the context to the
+ * calling thread.
  * A structural test ({@code DriverContextGateTest}) reads this class's bytecode and fails if a context-bound
  * function is called anywhere but through the gate.
  *
@@ -244,14 +245,15 @@ public final class Driver {
      *
      * <p>Why it is one step: a CUDA context is current per OS thread, but a virtual thread runs on whichever carrier
      * (OS) thread is free when it resumes. It leaves its carrier only at a blocking point (parking on a
-     * {@code java.util.concurrent} lock, entering a contended monitor since JDK 24, blocking I/O, sleeping); an FFM
-     * downcall keeps it on its carrier for the call's duration. Making the context current in one step and calling
-     * the driver in a later one let a blocking point fall in between: {@code CudaDevice.copyDeviceToHost} made the
-     * context current and then took the staging buffer's {@code ReentrantLock}; a virtual thread of the cluster's
-     * worker that parked there resumed on a carrier with no context (or another device's) and its
-     * {@code cuMemcpyDtoHAsync_v2} failed with {@code CUDA_ERROR_INVALID_CONTEXT} (the demo's 8-byte read of a
-     * scalar after the forest fit). Here only an int comparison lies between the two downcalls, so both run on one
-     * OS thread. The context is looked up first: retaining it the first time may block, before anything is set.
+     * {@code java.util.concurrent} lock, waiting for a contended monitor since JDK 24's JEP 491, blocking socket
+     * I/O, sleeping); an FFM downcall keeps it on its carrier for the call's duration. Making the context current in
+     * one step and calling the driver in a later one let a blocking point fall in between:
+     * {@code CudaDevice.copyDeviceToHost} made the context current and then took the staging buffer's
+     * {@code ReentrantLock}; a virtual thread of the cluster's worker that parked there resumed on a carrier with no
+     * context (or another device's) and its {@code cuMemcpyDtoHAsync_v2} failed with
+     * {@code CUDA_ERROR_INVALID_CONTEXT} (the demo's 8-byte read of a scalar after the forest fit). Here only an int
+     * comparison lies between the two downcalls, so both run on one OS thread. The context is looked up first:
+     * retaining it the first time may block, before anything is set.
      *
      * <p>Package-private for cuBLAS ({@link CuBlasLibrary}), whose routines run in the current context too.
      */
