@@ -1,7 +1,6 @@
 package io.cuwire.cli;
 
 import io.cuwire.cluster.StandaloneWorker;
-import io.cuwire.memory.Devices;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -44,10 +43,7 @@ final class WorkerCommand {
                             + "ADDRESS, --device N, --index N)");
                 }
             }
-            if (device >= Devices.all().size()) {
-                throw new IllegalArgumentException("--device " + device + ": this host has " + Devices.all().size()
-                        + " device(s) on platform " + Devices.platform());
-            }
+            StandaloneWorker.checkDevice(device);
         } catch (IllegalArgumentException e) {
             err.println("cuwire worker: " + e.getMessage());
             return Main.USAGE;

@@ -1,5 +1,6 @@
 package io.cuwire.cluster;
 
+import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.internal.Worker;
 import java.io.PrintStream;
 
@@ -13,6 +14,16 @@ public final class StandaloneWorker {
     public static final String LISTENING = Worker.LISTENING;
 
     private StandaloneWorker() {
+    }
+
+    /**
+     * Checks that this process has device {@code device}, the one {@link #serve} would bind.
+     *
+     * @throws IllegalArgumentException naming the devices this process sees, the platform and, on CUDA, the
+     *     {@code CUDA_VISIBLE_DEVICES} that limits them, when it has no such device
+     */
+    public static void checkDevice(int device) {
+        Placement.device(device);
     }
 
     /**

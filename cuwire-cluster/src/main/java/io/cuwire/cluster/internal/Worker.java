@@ -16,7 +16,6 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
@@ -111,7 +110,7 @@ public final class Worker implements Endpoint.Handler {
     private Worker(int index, int ordinal, byte[] secret) {
         this.index = index;
         this.ordinal = ordinal;
-        Device d = Devices.get(ordinal);
+        Device d = Placement.device(ordinal);
         this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
         this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(device, host, Limits.DEFAULT);

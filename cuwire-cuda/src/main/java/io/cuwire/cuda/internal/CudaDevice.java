@@ -21,8 +21,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * its memory pool ({@link CudaMemoryPool}), its pinned memory and an 8 MiB pinned staging buffer for copies to and
  * from heap memory.
  *
- * <p>Every driver call that needs a context makes this device's primary context current on the calling thread
- * first ({@link #makeCurrent()}), so any thread may use any device.
+ * <p>Every driver call that needs a context runs in this device's primary context: {@link Driver}'s gate makes it
+ * current on the calling OS thread right before the call, so any thread (platform or virtual, parked and resumed on
+ * another carrier in between) may use any device, and nothing here depends on the context a thread was left in.
  *
  * <p>Copies with a {@code null} stream are synchronous: they return once the bytes have arrived (the legacy
  * default stream is synchronized after copies the driver would otherwise let run on). Copies with a stream are
@@ -66,7 +67,7 @@ public final class CudaDevice extends Device {
         this.platform = owner;
     }
 
-    /** The device's primary context, retained on first call. */
+    /** The device's primary context, retained on first call, never released (see {@link Driver#primaryCtxRetain}). */
     MemorySegment context() {
         MemorySegment ctx = context;
         if (ctx == null) {
@@ -79,11 +80,6 @@ public final class CudaDevice extends Device {
             }
         }
         return ctx;
-    }
-
-    /** Makes this device's primary context current on the calling thread. Cheap; call before driver work. */
-    public void makeCurrent() {
-        Driver.ctxSetCurrent(context());
     }
 
     /** The device pointer of {@code buffer}'s byte at {@code offset}, for the platform's own calls. */
@@ -152,8 +148,7 @@ public final class CudaDevice extends Device {
 
     @Override
     public long freeMemory() {
-        makeCurrent();
-        return Driver.memGetInfo()[0];
+        return Driver.memGetInfo(this)[0];
     }
 
     @Override
@@ -197,11 +192,8 @@ public final class CudaDevice extends Device {
                 return;
             }
             if (canAccessPeer(peer) && peer.canAccessPeer(this)) {
-                makeCurrent();
-                Driver.ctxEnablePeerAccess(peer.context(), this + " -> " + peer);
-                peer.makeCurrent();
-                Driver.ctxEnablePeerAccess(context(), peer + " -> " + this);
-                makeCurrent();
+                Driver.ctxEnablePeerAccess(this, peer);
+                Driver.ctxEnablePeerAccess(peer, this);
                 peersEnabled.add(peer.ordinal());
                 peer.peersEnabled.add(ordinal());
             }
@@ -222,9 +214,8 @@ public final class CudaDevice extends Device {
             throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
         }
         long ptr = buffer.allocation(CudaAllocation.class).pointer();
-        makeCurrent();
-        long base = Driver.allocationBase(ptr);
-        byte[] ipc = Driver.ipcGetMemHandle(base);
+        long base = Driver.allocationBase(this, ptr);
+        byte[] ipc = Driver.ipcGetMemHandle(this, base);
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
@@ -248,10 +239,9 @@ public final class CudaDevice extends Device {
         if (cached != null) {
             return cached;
         }
-        makeCurrent();
-        long base = Driver.allocationBase(ptr);
-        long size = Driver.allocationSize(base);
-        byte[] ipc = Driver.ipcGetMemHandle(base);
+        long base = Driver.allocationBase(this, ptr);
+        long size = Driver.allocationSize(this, base);
+        byte[] ipc = Driver.ipcGetMemHandle(this, base);
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
@@ -268,8 +258,7 @@ public final class CudaDevice extends Device {
         if (exported.containsKey(ptr)) {
             return buffer.rootOffset();
         }
-        makeCurrent();
-        return ptr - Driver.allocationBase(ptr) + buffer.rootOffset();
+        return ptr - Driver.allocationBase(this, ptr) + buffer.rootOffset();
     }
 
     /** Forgets the exported handle of a block the pool is about to free. */
@@ -298,19 +287,15 @@ public final class CudaDevice extends Device {
                 StandardCharsets.US_ASCII);
         CudaDevice found = bus.isEmpty() ? null : platform.deviceByPciBusId(bus);
         CudaDevice owner = found == null ? this : found;
-        owner.makeCurrent();
         long base;
         try {
-            base = Driver.ipcOpenMemHandle(Arrays.copyOf(bytes, Driver.IPC_HANDLE_SIZE));
+            base = Driver.ipcOpenMemHandle(owner, Arrays.copyOf(bytes, Driver.IPC_HANDLE_SIZE));
         } catch (CudaException e) {
             throw new CudaException("cuIpcOpenMemHandle_v2(" + handle + " on " + owner + ")", e.result(),
                     e.errorName());
         }
         return DeviceBuffer.owning(owner, new CudaAllocation(base + handle.offset(), handle.length()),
-                handle.length(), () -> {
-                    owner.makeCurrent();
-                    Driver.ipcCloseMemHandle(base);
-                });
+                handle.length(), () -> Driver.ipcCloseMemHandle(owner, base));
     }
 
     // ---- copies
@@ -340,14 +325,13 @@ public final class CudaDevice extends Device {
             return;
         }
         try {
-            makeCurrent();
             if (!src.isNative()) {
                 stagedHostToDevice(src, dptr, s);
             } else if (s == null) {
-                Driver.memcpyHtoD(dptr, src, bytes);
-                Driver.streamSynchronize(MemorySegment.NULL);
+                Driver.memcpyHtoD(this, dptr, src, bytes);
+                Driver.streamSynchronize(this, MemorySegment.NULL);
             } else {
-                Driver.memcpyHtoDAsync(dptr, src, bytes, s.handle());
+                Driver.memcpyHtoDAsync(this, dptr, src, bytes, s.handle());
             }
         } catch (CudaException e) {
             throw failed("host-to-device copy", bytes, dst, e);
@@ -363,13 +347,12 @@ public final class CudaDevice extends Device {
             return;
         }
         try {
-            makeCurrent();
             if (!dst.isNative()) {
                 stagedDeviceToHost(sptr, dst, s);
             } else if (s == null) {
-                Driver.memcpyDtoH(dst, sptr, bytes);
+                Driver.memcpyDtoH(this, dst, sptr, bytes);
             } else {
-                Driver.memcpyDtoHAsync(dst, sptr, bytes, s.handle());
+                Driver.memcpyDtoHAsync(this, dst, sptr, bytes, s.handle());
             }
         } catch (CudaException e) {
             throw failed("device-to-host copy", bytes, src, e);
@@ -390,21 +373,19 @@ public final class CudaDevice extends Device {
         }
         try {
             if (target == this) {
-                makeCurrent();
                 if (s == null) {
-                    Driver.memcpyDtoD(dptr, sptr, bytes);
-                    Driver.streamSynchronize(MemorySegment.NULL);
+                    Driver.memcpyDtoD(this, dptr, sptr, bytes);
+                    Driver.streamSynchronize(this, MemorySegment.NULL);
                 } else {
-                    Driver.memcpyDtoDAsync(dptr, sptr, bytes, s.handle());
+                    Driver.memcpyDtoDAsync(this, dptr, sptr, bytes, s.handle());
                 }
             } else {
                 ensurePeerAccess(target);
-                makeCurrent();
                 if (s == null) {
-                    Driver.memcpyPeer(dptr, target.context(), sptr, context(), bytes);
-                    Driver.streamSynchronize(MemorySegment.NULL);
+                    Driver.memcpyPeer(this, dptr, target, sptr, bytes);
+                    Driver.streamSynchronize(this, MemorySegment.NULL);
                 } else {
-                    Driver.memcpyPeerAsync(dptr, target.context(), sptr, context(), bytes, s.handle());
+                    Driver.memcpyPeerAsync(this, dptr, target, sptr, bytes, s.handle());
                 }
             }
         } catch (CudaException e) {
@@ -422,7 +403,8 @@ public final class CudaDevice extends Device {
     @SuppressWarnings("restricted") // the address and size come from cuMemHostAlloc
     private MemorySegment staging() {
         if (staging == null) {
-            staging = Driver.memHostAlloc(STAGING_BYTES, Driver.CU_MEMHOSTALLOC_PORTABLE).reinterpret(STAGING_BYTES);
+            staging = Driver.memHostAlloc(this, STAGING_BYTES, Driver.CU_MEMHOSTALLOC_PORTABLE)
+                    .reinterpret(STAGING_BYTES);
         }
         return staging;
     }
@@ -436,8 +418,8 @@ public final class CudaDevice extends Device {
             for (long off = 0; off < n; off += STAGING_BYTES) {
                 long len = Math.min(STAGING_BYTES, n - off);
                 MemorySegment.copy(src, off, stage, 0, len);
-                Driver.memcpyHtoDAsync(dptr + off, stage, len, stream);
-                Driver.streamSynchronize(stream);
+                Driver.memcpyHtoDAsync(this, dptr + off, stage, len, stream);
+                Driver.streamSynchronize(this, stream);
             }
         } finally {
             stagingLock.unlock();
@@ -452,8 +434,8 @@ public final class CudaDevice extends Device {
             long n = dst.byteSize();
             for (long off = 0; off < n; off += STAGING_BYTES) {
                 long len = Math.min(STAGING_BYTES, n - off);
-                Driver.memcpyDtoHAsync(stage, sptr + off, len, stream);
-                Driver.streamSynchronize(stream);
+                Driver.memcpyDtoHAsync(this, stage, sptr + off, len, stream);
+                Driver.streamSynchronize(this, stream);
                 MemorySegment.copy(stage, 0, dst, off, len);
             }
         } finally {
@@ -464,9 +446,8 @@ public final class CudaDevice extends Device {
     /** Fills {@code bytes} of {@code buffer} from {@code offset} with {@code value}, synchronously. */
     public void memset(DeviceBuffer buffer, long offset, long bytes, byte value) {
         long ptr = checkedPointer(buffer, offset, bytes);
-        makeCurrent();
-        Driver.memsetD8(ptr, value, bytes);
-        Driver.streamSynchronize(MemorySegment.NULL);
+        Driver.memsetD8(this, ptr, value, bytes);
+        Driver.streamSynchronize(this, MemorySegment.NULL);
     }
 
     /** Enqueues a fill of {@code bytes} of {@code buffer} from {@code offset} with {@code value} on {@code stream}. */
@@ -475,7 +456,6 @@ public final class CudaDevice extends Device {
             throw new IllegalArgumentException(stream + " is not a stream of " + this);
         }
         long ptr = checkedPointer(buffer, offset, bytes);
-        makeCurrent();
-        Driver.memsetD8Async(ptr, value, bytes, stream.handle());
+        Driver.memsetD8Async(this, ptr, value, bytes, stream.handle());
     }
 }

@@ -105,11 +105,10 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
     }
 
     private long allocateBlock(long size, long bytes) {
-        device.makeCurrent();
         CudaException failure;
         try {
             driverAllocations.incrementAndGet();
-            return block(Driver.memAlloc(size));
+            return block(Driver.memAlloc(device, size));
         } catch (CudaException e) {
             if (e.result() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
                 throw e;
@@ -118,10 +117,9 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
         }
         long released = trim();
         if (released > 0) {
-            device.makeCurrent();
             try {
                 driverAllocations.incrementAndGet();
-                return block(Driver.memAlloc(size));
+                return block(Driver.memAlloc(device, size));
             } catch (CudaException e) {
                 if (e.result() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
                     throw e;
@@ -131,7 +129,7 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
         }
         String freeNow;
         try {
-            freeNow = Driver.memGetInfo()[0] + " of " + device.totalMemory() + " bytes free on the device";
+            freeNow = Driver.memGetInfo(device)[0] + " of " + device.totalMemory() + " bytes free on the device";
         } catch (CudaException e) {
             freeNow = "free memory unknown (" + e.getMessage() + ")";
         }
@@ -153,21 +151,16 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
     /** Frees every cached block; returns the bytes freed. */
     public long trim() {
         long released = 0;
-        boolean current = false;
         for (Map.Entry<Long, Deque<Long>> e : free.entrySet()) {
             long size = e.getKey();
             Long ptr;
             while ((ptr = e.getValue().pollFirst()) != null) {
                 cachedBytes.addAndGet(-size);
                 cachedBlocks.decrementAndGet();
-                if (!current) {
-                    device.makeCurrent();
-                    current = true;
-                }
                 driverFrees.incrementAndGet();
                 device.forgetExport(ptr);
                 driverBlocks.remove(ptr);
-                Driver.memFree(ptr);
+                Driver.memFree(device, ptr);
                 released += size;
             }
         }
