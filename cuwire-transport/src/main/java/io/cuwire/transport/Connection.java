@@ -40,9 +40,10 @@ import java.util.concurrent.CompletableFuture;
  * later {@code send} and {@code receive} then fail with {@link MessageRefusedException} carrying that reason,
  * instead of a bare {@link PeerClosedException}. A send whose future had completed stays completed (its frames were
  * done with); the reason arrives with the sender's next {@code receive} — or, where receiving is the caller's own
- * ({@code tcp}), a later {@code send} learns it when no {@code receive} runs. The receiver keeps the connection
- * open for a short while for the sender to read the record (dropping what the sender still sends); a sender that
- * neither sends nor receives in that time may see only {@link PeerClosedException}.
+ * ({@code tcp}), with a later {@code send} when no {@code receive} runs. The receiver keeps its end open a short
+ * while (dropping what the sender still sends) so that the record reaches the sender before the connection ends; the
+ * record is best effort, and a sender whose connection was reset before the record left the receiver sees only
+ * {@link PeerClosedException}.
  *
  * <p>A message the transport delivered but the application cannot decode ({@code TypeRegistry.deserialize}: an
  * unknown type, a refused family, a value beyond its limits) is not the transport's to report: the connection stays
@@ -52,8 +53,8 @@ import java.util.concurrent.CompletableFuture;
  * <h2>Close policy</h2>
  * {@link #close()} never waits for the peer: it refuses new sends, fails every send not yet completed and a blocked
  * {@code send} or {@code receive} with {@link ConnectionClosedException}, drops messages that arrived but were not
- * received (freeing their frames), releases the transport's staging memory and closes the channel. Messages
- * already received stay valid. Closing twice is harmless. Thread-safe.
+ * received (freeing their frames), releases the transport's staging memory and closes the channel (ending the wait
+ * for the peer after a refusal). Messages already received stay valid. Closing twice is harmless. Thread-safe.
  */
 public interface Connection extends AutoCloseable {
     /** The transport's name. */

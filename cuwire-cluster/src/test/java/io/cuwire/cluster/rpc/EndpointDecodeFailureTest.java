@@ -21,6 +21,7 @@ import io.cuwire.serialize.UnserializableException;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
 import java.time.Duration;
@@ -116,6 +117,42 @@ class EndpointDecodeFailureTest {
         for (BufferAllocator<?> a : allocators) {
             assertEquals(0, a.allocatedBytes(), a + " holds nothing after the failed decodes");
             a.close();
+        }
+    }
+
+    /** A request the serving side's transport refuses breaks the connection; the call fails with the reason. */
+    @ParameterizedTest
+    @ValueSource(strings = {"inproc", "tcp"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldFailTheCallWithTheRefusalWhenThePeersTransportRefusesTheRequest(String scheme) throws Exception {
+        try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("refused-device", 64 << 20);
+                BufferAllocator<HostBuffer> host = BufferAllocator.host("refused-host", 64 << 20)) {
+            String address = scheme.equals("tcp") ? "tcp://127.0.0.1:0"
+                    : "inproc://endpoint-refused-" + NAMES.incrementAndGet();
+            TransportConfig.Builder config = TransportConfig.builder().secret(new byte[32])
+                    .receiveInto(DeviceMap.of(host, device));
+            Limits small = new Limits(4096, 16, 16, 1 << 20, 1 << 20, 1024);
+            try (Listener listener = Transports.forAddress(address).listen(address, config.limits(small).build())) {
+                CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(
+                        () -> listener.accept(Duration.ofSeconds(20)));
+                Connection callerSide = Transports.forAddress(listener.address()).connect(listener.address(),
+                        config.limits(Limits.DEFAULT).build());
+                DecodeTarget target = new DecodeTarget(device, host, Limits.DEFAULT);
+                Endpoint serving = new Endpoint("serving", accepted.get(20, TimeUnit.SECONDS),
+                        registry(Forest.class, "test.Forest"), target, (from, r) -> serve(from, r, device),
+                        e -> new ClusterException("serving side broken", e), e -> { }).start();
+                try (serving; Endpoint caller = new Endpoint("caller", callerSide,
+                        registry(Weights.class, "test.Weights"), target, (from, r) -> { },
+                        e -> new ClusterException("caller side broken", e), e -> { }).start()) {
+                    ClusterException broken = failure(ClusterException.class, caller.call(
+                            new Request(1, "echo", null, List.of("x".repeat(10_000)))));
+                    MessageRefusedException refused = assertInstanceOf(MessageRefusedException.class,
+                            broken.getCause(), broken.toString());
+                    assertTrue(refused.reason().endsWith("exceeds the limit of 4096"), refused.reason());
+                    assertTrue(caller.expect(2).isCompletedExceptionally(), "the caller's endpoint broke");
+                }
+            }
+            assertEquals(0, device.allocatedBytes() + host.allocatedBytes());
         }
     }
 
