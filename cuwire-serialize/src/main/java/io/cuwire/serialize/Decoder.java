@@ -68,10 +68,7 @@ final class Decoder {
                     }
                 }
             }
-            if (e instanceof SerializationException || e instanceof Error) {
-                throw e;
-            }
-            throw new MalformedHeaderException("cannot decode " + path() + ": " + e, e);
+            throw e;  // node() made every other failure a SerializationException that says where
         }
     }
 
@@ -98,17 +95,20 @@ final class Decoder {
     }
 
     private MalformedHeaderException malformed(String what) {
-        return new MalformedHeaderException(what + " at " + path());
+        return new MalformedHeaderException(what, path());
     }
 
     Object node(Object node, String name) {
         path.push(name);
         try {
             if (path.size() > target.limits().maxDepth()) {
-                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth() + " at "
-                        + path());
+                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth(), path());
             }
             return nodeOf(node);
+        } catch (SerializationException e) {
+            throw e.locate(path());  // the innermost node a failure passes is where it happened
+        } catch (RuntimeException e) {
+            throw new MalformedHeaderException("cannot decode: " + e, path(), e);
         } finally {
             path.pop();
         }
@@ -386,7 +386,7 @@ final class Decoder {
             if (!(m.get("c") instanceof String name)) {
                 throw malformed("array element type is not a name");
             }
-            component = registry.componentType(name);
+            component = registry.componentType(name, path());
         }
         int id = reserve();
         Object[] out = (Object[]) Array.newInstance(component, items.size());
@@ -418,7 +418,7 @@ final class Decoder {
         if (!(m.get("n") instanceof String name) || !(m.get("v") instanceof String constant)) {
             throw malformed("enum node without a name and a constant");
         }
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!type.isEnum()) {
             throw malformed("'" + name + "' is not an enum");
         }
@@ -455,11 +455,11 @@ final class Decoder {
     }
 
     private Object object(String name, Map<?, ?> m) {
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!(m.get("f") instanceof String familyName)) {
             throw malformed("'" + name + "' without a family");
         }
-        Family family = Family.fromWireName(familyName);
+        Family family = family(familyName);
         int version = 0;
         if (m.containsKey("tv")) {
             long v = longOf(m, "tv");
@@ -471,11 +471,11 @@ final class Decoder {
         int known = registry.versionOf(type);
         if (version > known) {
             throw new IncompatibleVersionException("'" + name + "' version " + version + " is newer than this "
-                    + "reader's " + known + " at " + path());
+                    + "reader's " + known, path());
         }
         Serializer<Object> serializer = registry.serializerFor(type, family);
         if (serializer == null) {
-            throw new UnknownTypeException("'" + name + "' has no " + familyName + " serializer here at " + path());
+            throw new UnknownTypeException("'" + name + "' has no " + familyName + " serializer here", path());
         }
         if (!(m.get("d") instanceof Map<?, ?> data)) {
             throw malformed("'" + name + "' without data");
@@ -502,6 +502,15 @@ final class Decoder {
         }
         ids.set(id, value);
         return value;
+    }
+
+    /** {@link Family#fromWireName}, its refusal saying where. */
+    private Family family(String wireName) {
+        try {
+            return Family.fromWireName(wireName);
+        } catch (MalformedHeaderException e) {
+            throw malformed(e.getMessage());
+        }
     }
 
     /** A sub-header's {@code [first, count]} frames, checked against the frames there are. */

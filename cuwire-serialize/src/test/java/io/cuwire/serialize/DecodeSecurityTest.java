@@ -374,4 +374,53 @@ class DecodeSecurityTest {
         assertEquals(0, host.allocatedBytes(), "every host frame and array of every attempt was released");
         assertEquals(0, device.allocatedBytes(), "every device frame and array of every attempt was released");
     }
+
+    /** A decode failure says where in the value it happened: in its message and in its {@code path()}. */
+    @Test
+    void shouldNameTheFieldPathOfADecodeFailure() {
+        Models.KMeans m = new Models.KMeans();
+        m.history.add(1L);
+        m.history.add("two");
+        m.history.add(new Models.Point(1, 2, "p"));
+        m.state = new Models.State();
+        m.state.inner = new Models.State();
+        byte[] bytes;
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            bytes = s.encodeHeader();
+        }
+        registry = new TypeRegistry().registerGeneric(Models.Estimator.class, Family.CUDA)
+                .registerGeneric(Models.State.class, Family.CUDA).register(Models.KMeans.class, "test.KMeans")
+                .register(Models.State.class, "test.State");
+        UnknownTypeException unknown = assertThrows(UnknownTypeException.class, () -> decode(bytes));
+        assertEquals("root.history[2]", unknown.path());
+        assertTrue(unknown.getMessage().endsWith("'test.Point' at root.history[2]"), unknown.getMessage());
+
+        Map<String, Object> node = new LinkedHashMap<>();
+        node.put("t", "test.State");
+        node.put("f", "no-such-family");
+        node.put("d", Map.of());
+        MalformedHeaderException family = assertThrows(MalformedHeaderException.class,
+                () -> decode(header(Map.of("t", "list", "v", List.of(1L, node)), List.of())));
+        assertEquals("root[1]", family.path());
+        assertTrue(family.getMessage().contains("unknown serializer family 'no-such-family' at root[1]"),
+                family.getMessage());
+
+        Map<String, Object> wrongField = new LinkedHashMap<>(node);
+        wrongField.put("f", "cuda");
+        wrongField.put("d", Map.of("inner", Map.of("t", "test.State", "f", "cuda", "d", Map.of("weights", "x"))));
+        MalformedHeaderException field = assertThrows(MalformedHeaderException.class,
+                () -> decode(header(wrongField, List.of())));
+        assertEquals("root.inner", field.path(), "a serializer's failure gets the path of the value it read");
+
+        Object deep = 1L;
+        for (int i = 0; i < 5; i++) {
+            deep = Map.of("t", "list", "v", List.of(deep));
+        }
+        target = new DecodeTarget(device, host, new Limits(1 << 20, 16, 3, 1 << 20, 1 << 20, 1024));
+        Object tooDeep = deep;
+        LimitExceededException limit = assertThrows(LimitExceededException.class,
+                () -> decode(header(tooDeep, List.of())));
+        assertEquals("root[0][0][0]", limit.path());
+        assertTrue(limit.getMessage().endsWith("deeper than 3 at root[0][0][0]"), limit.getMessage());
+    }
 }

@@ -7,10 +7,12 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.serialize.Limits;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.LockSupport;
 
@@ -26,6 +28,12 @@ import java.util.concurrent.locks.LockSupport;
  *   <tr><td>{@code stall}</td><td>connects and never reads</td></tr>
  *   <tr><td>{@code connect}</td><td>only connects; prints {@code refused <exception>} if the handshake fails</td></tr>
  *   <tr><td>{@code send bytes}</td><td>sends one message with a host frame of {@code bytes}</td></tr>
+ *   <tr><td>{@code refuse maxHeaderBytes}</td><td>receives with that header limit; prints
+ *       {@code refused <exception>} for the refusal it expects</td></tr>
+ *   <tr><td>{@code send-refused headerBytes}</td><td>sends one message with a header of about {@code headerBytes}
+ *       and a 1 MiB host frame, which the test refuses; then receives, waits for the send and sends again: each
+ *       must end in {@link MessageRefusedException} (the first send may have completed instead); prints each
+ *       outcome and {@code reason <the receiver's reason>}</td></tr>
  *   <tr><td>{@code resend bytes times}</td><td>sends one device buffer {@code times} times, refilled each time
  *       (a pattern seeded by the message's number)</td></tr>
  *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
@@ -65,6 +73,9 @@ public final class ConformancePeer {
         } else {
             cb.secret(secret);
         }
+        if (mode.equals("refuse")) {
+            cb.limits(new Limits(Integer.parseInt(args[3]), 16, 16, 16 << 20, 16 << 20, 1024));
+        }
         TransportConfig config = cb.build();
         Transport transport = Transports.forAddress(address);
         int code;
@@ -86,6 +97,8 @@ public final class ConformancePeer {
                     case "sink" -> sink(c, Long.parseLong(args[3]), out);
                     case "stall" -> stall(c);
                     case "send" -> send(c, host, Long.parseLong(args[3]));
+                    case "refuse" -> refuse(c, out);
+                    case "send-refused" -> sendRefused(c, host, Integer.parseInt(args[3]), out);
                     case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
@@ -149,6 +162,48 @@ public final class ConformancePeer {
             awaitClose(c);
         }
         return 0;
+    }
+
+    private static int refuse(Connection c, PrintStream out) {
+        try {
+            c.receive().close();
+            out.println("received a message it should have refused");
+            return 6;
+        } catch (ProtocolException e) {
+            out.println("refused " + e);
+            return 0;
+        }
+    }
+
+    private static int sendRefused(Connection c, BufferAllocator<HostBuffer> host, int headerBytes, PrintStream out) {
+        try (HostBuffer frame = host.allocate(1 << 20)) {
+            CompletableFuture<MessageMetrics> sent = c.send(TestMessages.message("h".repeat(headerBytes),
+                    List.of(frame)));
+            Throwable received = outcome(() -> c.receive().close());
+            Throwable pending = outcome(sent::join);
+            Throwable next = outcome(() -> c.send(TestMessages.message("after", List.of())).join());
+            out.println("receive: " + received);
+            out.println("pending send: " + (pending == null ? "completed" : pending));
+            out.println("next send: " + next);
+            if (received instanceof MessageRefusedException r) {
+                out.println("reason " + r.reason());
+            }
+            boolean refused = received instanceof MessageRefusedException && next instanceof MessageRefusedException
+                    && (pending == null || pending instanceof MessageRefusedException);
+            return refused ? 0 : 6;
+        }
+    }
+
+    /** What {@code action} threw (unwrapped from a {@link CompletionException}), or {@code null}. */
+    private static Throwable outcome(Runnable action) {
+        try {
+            action.run();
+            return null;
+        } catch (CompletionException e) {
+            return e.getCause();
+        } catch (RuntimeException e) {
+            return e;
+        }
     }
 
     private static int resend(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, int times) {

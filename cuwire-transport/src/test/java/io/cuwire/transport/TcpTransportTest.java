@@ -2,6 +2,7 @@ package io.cuwire.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +18,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -142,6 +144,37 @@ class TcpTransportTest extends TransportConformanceSuite {
             assertInstanceOf(LimitExceededException.class, e.getCause());
         }
         assertEquals(0, host.peakBytes() + device.peakBytes());
+    }
+
+    /**
+     * Over TCP receiving is the caller's own: a sender that never receives learns why the peer refused its message
+     * from a send, once the peer's end is gone (it waits a while for this side to read its refusal first).
+     */
+    @Test
+    void shouldTellASenderThatDoesNotReceiveWhyItsMessageWasRefused() throws Exception {
+        Listener listener = listen(config().build());
+        Peer p = peer("refuse", listener, "1024");
+        Connection c = accept(listener);
+        c.send(TestMessages.message("h".repeat(4096), List.of())).get(10, TimeUnit.SECONDS);  // written, then refused
+        MessageRefusedException refused = null;
+        long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (refused == null && System.nanoTime() < end) {
+            try {
+                c.send(TestMessages.message("more", List.of())).get(10, TimeUnit.SECONDS);
+                Thread.sleep(20);
+            } catch (ExecutionException e) {
+                refused = assertInstanceOf(MessageRefusedException.class, e.getCause());
+            } catch (MessageRefusedException e) {
+                refused = e;
+            }
+        }
+        assertNotNull(refused, "a send learned of the refusal");
+        assertTrue(refused.reason().startsWith("LimitExceededException: header of "), refused.reason());
+        assertTrue(refused.reason().endsWith(" exceeds the limit of 1024"), refused.reason());
+        assertThrows(MessageRefusedException.class, () -> c.send(TestMessages.message("after", List.of())));
+        assertThrows(MessageRefusedException.class, c::receive);
+        assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
+        assertTrue(p.output().contains("refused " + ProtocolException.class.getName()), p.output());
     }
 
     @Test

@@ -319,6 +319,28 @@ public abstract class TransportConformanceSuite {
         assertExit(p, 0);
     }
 
+    /**
+     * A refused message breaks the connection, but the sender learns why: its receive, its later send and (unless it
+     * completed first) the refused send fail with {@link MessageRefusedException} and the receiver's reason, not a
+     * bare {@link PeerClosedException}. The peer checks its side and its allocators; this side refuses before
+     * allocating anything.
+     */
+    @Test
+    void shouldTellTheSenderWhyItsMessageWasRefused() throws Exception {
+        int maxHeader = 64 << 10;
+        Listener listener = listen(config().limits(new Limits(maxHeader, 16, 16, 16 << 20, 16 << 20, 1024)).build());
+        Peer p = peer("send-refused", listener, Integer.toString(100_000));
+        Connection c = accept(listener);
+        ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+        assertInstanceOf(LimitExceededException.class, e.getCause(), e.toString());
+        assertFalse(c.isOpen());
+        assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");
+        assertExit(p, 0);
+        assertTrue(p.output().contains("receive: " + MessageRefusedException.class.getName()), p.output());
+        assertTrue(p.output().contains("reason LimitExceededException: header of "), p.output());
+        assertTrue(p.output().contains(" bytes exceeds the limit of " + maxHeader + "\n"), p.output());
+    }
+
     @Test
     void shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage() throws Exception {
         assumeTrue(peerInOwnProcess(), "a peer on a thread of this JVM cannot die in the middle of a hand-over");

@@ -44,6 +44,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -288,7 +289,13 @@ public final class Worker implements Endpoint.Handler {
     /** Fetches a value from the worker that holds it, worker to worker. */
     private Object fetch(ObjectRef ref) {
         Endpoint peer = peer(ref.worker());
-        Reply reply = peer.call(new Request(nextRequest.getAndIncrement(), "get", null, List.of(ref))).join();
+        Reply reply;
+        try {
+            reply = peer.call(new Request(nextRequest.getAndIncrement(), "get", null, List.of(ref))).join();
+        } catch (CompletionException e) {
+            // the task's failure names what failed (the peer's RemoteDecodeException, a value this side cannot decode)
+            throw e.getCause() instanceof RuntimeException r ? r : e;
+        }
         if (!Reply.OK.equals(reply.status())) {
             throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": " + reply.errorType()
                     + ": " + reply.error());

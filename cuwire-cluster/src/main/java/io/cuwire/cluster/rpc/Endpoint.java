@@ -1,7 +1,9 @@
 package io.cuwire.cluster.rpc;
 
+import io.cuwire.cluster.RemoteDecodeException;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
@@ -23,10 +25,16 @@ import java.util.function.Function;
  * pending call a {@link Reply} answers and hands each {@link Request} to the handler. Sends are asynchronous; the
  * serialized value of a send is closed when the transport is done with its frames.
  *
- * <p>Failure: when receiving fails (peer gone, protocol error), a send fails in the transport or {@link #fail} is
- * called, the endpoint breaks once: {@code onBroken} runs, the connection closes, and every pending call fails with
- * the exception {@code failure} makes of the cause.
- * Later calls fail at once the same way. Thread-safe.
+ * <p>Failure: when receiving fails (peer gone, protocol error, a message the peer's transport refused), a send fails
+ * in the transport or {@link #fail} is called, the endpoint breaks once: {@code onBroken} runs, the connection
+ * closes, and every pending call fails with the exception {@code failure} makes of the cause.
+ * Later calls fail at once the same way.
+ *
+ * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message. A request this side
+ * cannot decode is answered {@link Reply#UNDECODABLE} with the exception's type, message and field path, and the
+ * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
+ * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
+ * does a call whose request this side cannot serialize (nothing was sent). Thread-safe.
  *
  * <p>The one request/reply layer over the transport: the client and workers use it, and so do cuwire-spark's nodes
  * (io.cuwire.spark.internal.Node), whose fetches carry a model as a reply's value.
@@ -139,10 +147,12 @@ public final class Endpoint implements AutoCloseable {
         switch (value) {
             case Reply r -> {
                 CompletableFuture<Reply> f = pending.remove(r.id());
-                if (f != null) {
-                    f.complete(r);
-                } else {
+                if (f == null) {
                     Values.close(r.value());
+                } else if (Reply.UNDECODABLE.equals(r.status())) {
+                    f.completeExceptionally(new RemoteDecodeException(r.errorType(), r.error(), r.errorPath()));
+                } else {
+                    f.complete(r);
                 }
             }
             case Request r -> {
@@ -157,11 +167,23 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    /** A request whose arguments did not decode (an unregistered type, a limit): answered with the error. */
+    /**
+     * A message that did not decode (an unregistered type, a refused family, a limit): a request is answered with
+     * the error, a reply fails its call with it; the header's untrusted shape is only read to find the id.
+     */
     private void answerUndecodable(Serialized value, RuntimeException e) {
-        if (value.root() instanceof Map<?, ?> root && "cuwire.cluster.Request".equals(root.get("t"))
-                && root.get("d") instanceof Map<?, ?> d && d.get("id") instanceof Long id) {
-            reply(Reply.failed(id, e));
+        if (!(value.root() instanceof Map<?, ?> root && root.get("d") instanceof Map<?, ?> d
+                && d.get("id") instanceof Long id)) {
+            return;
+        }
+        Object type = root.get("t");
+        if (registry.nameOf(Request.class).equals(type)) {
+            reply(Reply.undecodable(id, e));
+        } else if (registry.nameOf(Reply.class).equals(type)) {
+            CompletableFuture<Reply> f = pending.remove(id);
+            if (f != null) {
+                f.completeExceptionally(e);
+            }
         }
     }
 
@@ -172,10 +194,7 @@ public final class Endpoint implements AutoCloseable {
             return f;
         }
         send(request, chain).exceptionally(e -> {
-            CompletableFuture<Reply> p = pending.remove(request.id());
-            if (p != null) {
-                p.completeExceptionally(failure.apply(e));
-            }
+            failExpected(request.id(), e);
             return null;
         });
         return f;
@@ -197,11 +216,15 @@ public final class Endpoint implements AutoCloseable {
         return f;
     }
 
-    /** Fails the pending reply {@code id}, if any, as a failed send of its request would ({@code failure(cause)}). */
+    /**
+     * Fails the pending reply {@code id}, if any, as a failed send of its request would: with the
+     * {@link SerializationException} when the request did not serialize (nothing was sent), else with
+     * {@code failure(cause)}.
+     */
     public void failExpected(long id, Throwable cause) {
         CompletableFuture<Reply> p = pending.remove(id);
         if (p != null) {
-            p.completeExceptionally(failure.apply(cause));
+            p.completeExceptionally(unwrap(cause) instanceof SerializationException s ? s : failure.apply(cause));
         }
     }
 

@@ -6,18 +6,37 @@ import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetEncoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The receiving side's checks every transport makes the same way: a declared header against the limits before
- * anything is allocated, the header itself, then the frames from {@link TransportConfig#receiveInto()}; and the
- * frame lists its metrics are made of.
+ * anything is allocated, the header itself, then the frames from {@link TransportConfig#receiveInto()}; the refusal
+ * a receiver tells its peer when a check fails; and the frame lists its metrics are made of.
+ *
+ * <h2>Refusals</h2>
+ * A message the receiver's checks refuse (a {@link ProtocolException}: beyond the limits, malformed, not the
+ * protocol) breaks the connection, as every failure does; before it closes, the receiver sends the peer one small
+ * record with its reason ({@link #refusal}), at a record boundary of its own stream, and keeps its end open (on a
+ * thread of its own) until the peer closed or {@link #REFUSAL_LINGER_NANOS} passed. The peer makes a
+ * {@link MessageRefusedException} of it
+ * ({@link #refused}) and breaks its side with that. I/O failures (the peer gone, a stall, a local close) are not
+ * refusals: there is nothing to tell.
  */
 public final class Frames {
+    /** How long a receiver that refused a message waits for its peer to close before it closes itself. */
+    public static final long REFUSAL_LINGER_NANOS = TimeUnit.SECONDS.toNanos(2);
+
     private Frames() {
     }
 
@@ -60,6 +79,40 @@ public final class Frames {
                     || sameMemory && (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
                 throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
             }
+        }
+    }
+
+    /**
+     * The reason to send the peer before breaking the connection over {@code failure}: the refused check's simple
+     * class name and message (the serialization check's, when one refused the header), as at most
+     * {@link MessageRefusedException#MAX_REASON_BYTES} bytes of UTF-8; {@code null} when {@code failure} is not this
+     * side refusing a message of the peer.
+     */
+    public static byte[] refusal(TransportException failure) {
+        if (!(failure instanceof ProtocolException)) {
+            return null;
+        }
+        Throwable why = failure.getCause() instanceof SerializationException s ? s : failure;
+        ByteBuffer out = ByteBuffer.allocate(MessageRefusedException.MAX_REASON_BYTES);
+        CharsetEncoder utf8 = StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPLACE)
+                .onUnmappableCharacter(CodingErrorAction.REPLACE);
+        utf8.encode(CharBuffer.wrap(why.getClass().getSimpleName() + ": " + why.getMessage()), out, true);
+        byte[] reason = new byte[out.flip().remaining()];
+        out.get(reason);
+        return reason;
+    }
+
+    /** The exception a refusal with {@code reason} from {@code peer} makes on the refused side. */
+    public static MessageRefusedException refused(String peer, byte[] reason) {
+        String text = new String(reason, StandardCharsets.UTF_8);
+        return new MessageRefusedException("peer " + peer + " refused a message: " + text, text);
+    }
+
+    /** Refuses a refusal record of {@code length} bytes declared by {@code peer} beyond the bound of its reason. */
+    public static void checkRefusalLength(int length, String peer) {
+        if (length < 0 || length > MessageRefusedException.MAX_REASON_BYTES) {
+            throw new ProtocolException("peer " + peer + " declared a refusal of " + length + " bytes (expected: "
+                    + "0.." + MessageRefusedException.MAX_REASON_BYTES + ")");
         }
     }
 

@@ -17,6 +17,7 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -60,6 +61,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *             device frame: [handle length: int16][handle][exporter's device: int32][allocation bytes: int64]
  *                           [offset in the allocation: int64]
  *   consumed: [2]   one per message with device frames, in order: the sender's memory is free again
+ *   refused:  [3][reason length: int32][reason: UTF-8]   the last record of a side that refused a message of the
+ *             other ({@link Frames#refusal}); it closes after it
  * </pre>
  *
  * <h2>Threads</h2>
@@ -84,6 +87,7 @@ import java.util.concurrent.locks.ReentrantLock;
 final class IpcConnection implements Connection {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
+    static final byte TYPE_REFUSED = 3;
     static final long HOST_READ_AHEAD = 4 << 20;
     private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final int MAX_HANDLE_BYTES = 4096;
@@ -251,6 +255,9 @@ final class IpcConnection implements Connection {
             write(out);
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
             out.fail(t);
             shutdown(t);
             return;
@@ -258,6 +265,21 @@ final class IpcConnection implements Connection {
         if (!out.hasDeviceFrames) {
             out.complete();
         }
+    }
+
+    /**
+     * Why the peer closed under a send, if it said so first: the refusal the reader read (waited for: the peer's end
+     * ends it soon), else {@code closed}.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        if (Thread.currentThread() != reader) {
+            try {
+                reader.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return state.failure() instanceof MessageRefusedException r ? state.copyOf(r) : closed;
     }
 
     private void write(Outgoing out) {
@@ -337,13 +359,16 @@ final class IpcConnection implements Connection {
                             event.commit();
                         }
                     }
+                } else if (type == TYPE_REFUSED) {
+                    throw io.readRefusal(ioTimeoutNanos);
                 } else {
                     throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                             + ": not the cuwire IPC protocol");
                 }
             }
         } catch (RuntimeException e) {
-            shutdown(state.translate(e, "receiving from"));
+            TransportException t = state.translate(e, "receiving from");
+            shutdown(t, Frames.refusal(t));
         } finally {
             received.add(END);
         }
@@ -569,10 +594,18 @@ final class IpcConnection implements Connection {
 
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         if (!state.close(cause)) {
             return;
         }
-        io.close();
+        // after the message being written, if any (no other is written once the state is closed); io closes then
+        if (refusal == null || !ConnectionState.runLocked(sends.lock(), () -> io.refuse(TYPE_REFUSED, refusal))) {
+            io.close();
+        }
         sends.close();
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
@@ -596,6 +629,7 @@ final class IpcConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
+        io.close();  // a refusal's wait for the peer ends now too
         sends.awaitEnd();
         ConnectionState.awaitEnd(reader);
         Object item;

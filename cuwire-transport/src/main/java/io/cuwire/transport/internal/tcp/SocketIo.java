@@ -1,11 +1,13 @@
 package io.cuwire.transport.internal.tcp;
 
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -123,7 +125,51 @@ public final class SocketIo implements AutoCloseable {
         }
     }
 
+    /**
+     * Writes a refusal record, {@code [type][reason length: int32][reason]}, the last this side sends, ends this
+     * side's stream, and closes: at once if that failed, else on a thread of its own once the peer closed or
+     * {@link Frames#REFUSAL_LINGER_NANOS} passed, reading and dropping what the peer still sends meanwhile (closing
+     * with unread bytes would reset the connection, and a reset can lose the record on its way or cut the peer's sends
+     * short before it read it). Best effort. The caller holds the write lock and reads nothing more; {@link #close}
+     * cuts the wait short.
+     */
+    public void refuse(byte type, byte[] reason) {
+        long deadline = System.nanoTime() + Frames.REFUSAL_LINGER_NANOS;
+        try {
+            write(ByteBuffer.allocate(5 + reason.length).put(type).putInt(reason.length).put(reason).flip(),
+                    Frames.REFUSAL_LINGER_NANOS, deadline);
+            channel.shutdownOutput();
+        } catch (IOException | TransportException e) {
+            close();  // the peer is gone or this side closed: nothing more to tell
+            return;
+        }
+        Thread.ofVirtual().name("cuwire-refused-" + peer).start(() -> {
+            try {
+                while (readOnce(in.clear()) >= 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        break;
+                    }
+                    selectOnce(readSelector, left);
+                }
+            } catch (TransportException e) {
+                // the peer reset the connection, or this side closed it
+            } finally {
+                close();
+            }
+        });
+    }
+
     // ---- reading
+
+    /** Reads the rest of a refusal record after its type: what the peer's refusal makes here. */
+    public MessageRefusedException readRefusal(long stallNanos) {
+        int length = readInt(stallNanos, NO_DEADLINE);
+        Frames.checkRefusalLength(length, peer);
+        byte[] reason = new byte[length];
+        readFully(ByteBuffer.wrap(reason), stallNanos, NO_DEADLINE);
+        return Frames.refused(peer, reason);
+    }
 
     /**
      * Waits until at least one byte is buffered or {@code deadlineNanos} passes.

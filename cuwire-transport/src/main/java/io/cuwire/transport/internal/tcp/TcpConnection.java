@@ -13,6 +13,8 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
+import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
@@ -34,13 +36,16 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One TCP connection. After the handshake, each message is one record:
  * <pre>
- *   [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
+ *   message: [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
+ *   refused: [type: 1 byte = 2][reason length: int32][reason: UTF-8]   the last record of a side that refused a
+ *            message of the other ({@link Frames#refusal}); it closes after it
  * </pre>
  * The sending side writes from a writer thread of its own, in order: the record's start, the header and the small
  * host frames that follow it go out in one gathering write; large host frames go straight from their memory;
@@ -51,6 +56,7 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class TcpConnection implements Connection {
     static final byte TYPE_MESSAGE = 1;
+    static final byte TYPE_REFUSED = 2;
     private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
@@ -162,8 +168,41 @@ final class TcpConnection implements Connection {
             out.complete(write(out));
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
             out.fail(t);
             shutdown(t);
+        }
+    }
+
+    /**
+     * Why the peer closed under a send, if it said so: its refusal, read by a receive in progress (waited for: the
+     * peer's end makes it return soon) or, when none is, here; else {@code closed}. The caller holds the write lock.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        boolean locked = false;
+        try {
+            locked = receiveLock.tryLock(Frames.REFUSAL_LINGER_NANOS, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!locked) {
+            return closed;
+        }
+        try {
+            if (state.failure() instanceof MessageRefusedException r) {
+                return state.copyOf(r);
+            }
+            if (state.isClosed() || !io.awaitData(System.nanoTime())
+                    || io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) != TYPE_REFUSED) {
+                return closed;  // the connection breaks either way: a message read into here is dropped with it
+            }
+            return io.readRefusal(ioTimeoutNanos);
+        } catch (TransportException e) {
+            return closed;
+        } finally {
+            receiveLock.unlock();
         }
     }
 
@@ -248,6 +287,9 @@ final class TcpConnection implements Connection {
         List<Buffer> frames = new ArrayList<>();
         try {
             byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            if (type == TYPE_REFUSED) {
+                throw io.readRefusal(ioTimeoutNanos);
+            }
             if (type != TYPE_MESSAGE) {
                 throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                         + ": not the cuwire protocol");
@@ -276,7 +318,7 @@ final class TcpConnection implements Connection {
             recorder.close();
             Frames.closeOpen(frames);
             TransportException t = state.translate(e, "receiving from");
-            shutdown(t);
+            shutdown(t, Frames.refusal(t));
             closeReceiveRings();
             throw t;
         }
@@ -294,10 +336,18 @@ final class TcpConnection implements Connection {
 
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         if (!state.close(cause)) {
             return;
         }
-        io.close();
+        // after the message being written, if any (no other is written once the state is closed); io closes then
+        if (refusal == null || !ConnectionState.runLocked(sends.lock(), () -> io.refuse(TYPE_REFUSED, refusal))) {
+            io.close();
+        }
         sends.close();
     }
 
@@ -314,6 +364,7 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
+        io.close();  // a refusal's wait for the peer ends now too
         sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }

@@ -16,6 +16,7 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -73,7 +74,13 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * <h2>Threads</h2>
  * The agent's thread makes every UCX call; a sender thread stages device frames, hands parts to the agent and
  * completes send futures in order of completion; the receiving caller's thread does its own receive; a watcher waits
- * on the bootstrap socket for the peer's {@code bye} or death.
+ * on the bootstrap socket for the peer's {@code bye}, refusal or death.
+ *
+ * <h2>Refusals</h2>
+ * A message this side's checks refuse is answered on the bootstrap socket, not in UCX ({@link Frames#refusal}): the
+ * receiver writes {@code refused} with its reason there and, on a thread of its own, waits up to
+ * {@link Frames#REFUSAL_LINGER_NANOS} for the peer to close (its worker stays up meanwhile, so the peer's transfers to
+ * it do not fail first), then closes; {@link #close} cuts the wait short.
  *
  * <h2>Timeouts</h2>
  * Every wait for a UCX request inside a message is bounded by the I/O timeout; on the sending side, outstanding parts
@@ -120,6 +127,7 @@ final class UcxConnection implements Connection {
     private final Handshake.Result handshake;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     private final Thread sender;
+    private final Thread watcher;
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, UcxStaging> sendRings = new HashMap<>();
     private final Map<Device, UcxStaging> receiveRings = new HashMap<>();
@@ -190,7 +198,7 @@ final class UcxConnection implements Connection {
         }
         this.agent = made;
         this.sender = Thread.ofPlatform().daemon().name("cuwire-" + name + "-sender").start(this::sendLoop);
-        Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
+        this.watcher = Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
     }
 
     private static void closeQuietly(Socket socket) {
@@ -333,9 +341,7 @@ final class UcxConnection implements Connection {
                 if (e != null) {
                     Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
                             ? e.getCause() : e;
-                    TransportException t = translate(c, "sending to");
-                    out.fail(t);
-                    shutdownAsync(t);
+                    failSend(out, translate(c, "sending to"));
                 } else {
                     senderQueue.add(() -> out.complete(out.recorder().finish(header.length, kinds, lengths)));
                 }
@@ -344,10 +350,41 @@ final class UcxConnection implements Connection {
             });
             watchStall(out, requests);
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
-            out.fail(t);
-            shutdown(t);
+            failSend(out, translate(e, "sending to"));
         }
+    }
+
+    /**
+     * Fails {@code out} and breaks the connection over {@code t}; when that is the peer's end
+     * ({@link PeerClosedException}), first lets the watcher read a refusal the peer may have sent before it closed,
+     * which then explains both (on a thread of its own: the wait may take a while).
+     */
+    private void failSend(Outgoing out, TransportException t) {
+        if (!(t instanceof PeerClosedException)) {
+            out.fail(t);
+            shutdownAsync(t);
+            return;
+        }
+        Thread.ofVirtual().name("cuwire-" + name + "-shutdown").start(() -> {
+            TransportException why = refusalOr(t);
+            out.fail(why);
+            shutdown(why);
+        });
+    }
+
+    /**
+     * The peer's refusal, if its watcher reads one before the peer's socket ends (waited for a while: it ends soon
+     * once the peer is gone), else {@code closed}.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        if (Thread.currentThread() != watcher) {
+            try {
+                watcher.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return connection.failure() instanceof MessageRefusedException r ? connection.copyOf(r) : closed;
     }
 
     /** Breaks the connection if the message's parts stall for longer than the I/O timeout. */
@@ -466,6 +503,9 @@ final class UcxConnection implements Connection {
                     throw t;
                 }
                 TransportException t = translate(e.getCause(), "receiving from");
+                if (t instanceof PeerClosedException) {
+                    t = refusalOr(t);
+                }
                 shutdown(t);
                 throw t;
             }
@@ -566,7 +606,10 @@ final class UcxConnection implements Connection {
         } catch (RuntimeException e) {
             recorder.close();
             TransportException t = translate(e, "receiving from");
-            shutdown(t);
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
+            shutdown(t, Frames.refusal(t));
             Frames.closeOpen(frames);
             closeReceiveRings();
             throw t;
@@ -627,15 +670,20 @@ final class UcxConnection implements Connection {
     // ---- the peer's life line
 
     private void watch() {
-        long n = bootstrap.awaitBye();
+        Bootstrap.Goodbye bye = bootstrap.awaitGoodbye();
         if (connection.isClosed()) {
             return;
         }
-        if (n < 0) {
+        if (bye.refusal() != null) {
+            shutdown(Frames.refused(bootstrap.peer(), bye.refusal()));
+            return;
+        }
+        if (bye.died()) {
             shutdown(new PeerClosedException("peer " + bootstrap.peer() + " went away (its socket closed without "
                     + "a bye)"));
             return;
         }
+        long n = bye.completedMessages();
         boolean drained;
         synchronized (state) {
             peerCompleted = n;
@@ -669,9 +717,37 @@ final class UcxConnection implements Connection {
      * the agent (its worker then touches no memory), tells a clean close to the peer, closes the socket.
      */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         boolean local = cause instanceof ConnectionClosedException;
         if (!connection.close(cause)) {
             agent.close(LINGER_NANOS);
+            if (local) {
+                bootstrap.close();  // a refusal's wait for the peer ends now too
+            }
+            return;
+        }
+        if (refusal != null) {
+            try {
+                bootstrap.writeRefusal(refusal);
+            } catch (TransportException ignored) {
+                // the peer is gone already
+            }
+            Thread.ofVirtual().name("cuwire-" + name + "-refused").start(() -> {
+                try {
+                    // the watcher returns when the peer, told, closed its socket; this side's worker is up till then
+                    watcher.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                agent.close(LINGER_NANOS);
+                bootstrap.close();
+                senderQueue.add(() -> { });
+                ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
+            });
             return;
         }
         agent.close(LINGER_NANOS);
