@@ -357,7 +357,7 @@ final class Decoder {
         if (!(m.get("n") instanceof String name)) {
             throw malformed("enum collection without an element type name");
         }
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!type.isEnum()) {
             throw malformed("'" + name + "' is not an enum");
         }
