@@ -29,6 +29,7 @@ import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.internal.HeapStaging;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -460,6 +461,20 @@ public abstract class TransportConformanceSuite {
         assertInstanceOf(LimitExceededException.class, e.getCause(), e.toString());
         assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");
         assertFalse(c.isOpen(), "a peer that broke the limits is disconnected");
+        assertExit(p, 0);
+    }
+
+    @Test
+    void shouldRefuseAFrameAllocatorThatReturnsHeapMemoryForAHostFrame() throws Exception {
+        assumeTrue(stagesHeapFrames(), "frames are handed over: the receiver allocates none");
+        FrameAllocator heap = d -> HostBuffer.wrap(MemorySegment.ofArray(new long[Math.toIntExact(d.length() / 8)]));
+        Listener listener = listen(config().receiveInto(heap).build());
+        Peer p = peer("send", listener, Long.toString(1 << 20));
+        Connection c = accept(listener);
+        TransportException e = assertThrows(TransportException.class, c::receive);
+        assertTrue(e.getMessage().contains("returned HOST[1048576 bytes] of heap memory for"), e.getMessage());
+        assertFalse(c.isOpen(), "the message could not be received: the connection is broken");
+        c.close();
         assertExit(p, 0);
     }
 
