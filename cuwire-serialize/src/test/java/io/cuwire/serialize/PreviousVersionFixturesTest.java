@@ -53,6 +53,15 @@ class PreviousVersionFixturesTest {
     }
 
     @Test
+    void shouldHoldVersion1HeadersOnly() throws java.io.IOException {
+        for (String name : WireFixtures.NAMES) {
+            byte[] header = java.nio.file.Files.readAllBytes(dir.resolve(name + ".header"));
+            assertEquals(0x80, header[0] & 0xf0, name + " is a bare msgpack map, as version 1 wrote");
+            assertEquals(1, Serialized.parseHeader(header, Limits.DEFAULT).version(), name);
+        }
+    }
+
+    @Test
     void shouldDecodeAVersion1GenericModelToAnEqualValue() {
         WireFixtures.Model m = assertInstanceOf(WireFixtures.Model.class, decode("generic"));
         assertEquals(WireFixtures.model(), m);
