@@ -186,7 +186,9 @@ class DecodeSecurityTest {
 
     static final class V2 {
         int a;
+        @WireOptional
         double added = 0.5;
+        @WireOptional
         String alsoAdded = "default";
     }
 
