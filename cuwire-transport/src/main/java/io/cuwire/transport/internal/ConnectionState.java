@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.FamilyRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportException;
@@ -70,6 +71,7 @@ public final class ConnectionState {
         return switch (f) {
             case PeerClosedException _ -> new PeerClosedException(msg, f);
             case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case FamilyRefusedException r -> new FamilyRefusedException(msg, r);
             case ProtocolException _ -> new ProtocolException(msg, f);
             case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
             default -> new TransportException(msg, f);

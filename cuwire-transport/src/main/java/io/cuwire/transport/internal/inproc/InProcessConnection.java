@@ -22,6 +22,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,7 +39,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * inbound queue; the send completes when the receiver has closed every loan. Nothing is copied, so the copy counts
  * of its metrics are zero by construction (no copy scope is opened).
  */
-final class InProcessConnection implements Connection {
+final class InProcessConnection implements Connection, UncheckedSend {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
@@ -182,6 +183,12 @@ final class InProcessConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), address);
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         checkUsable();
         Envelope env = new Envelope(message);
         try {
@@ -272,7 +279,7 @@ final class InProcessConnection implements Connection {
                     Transports.IN_PROCESS, env.sentNanos, false);
             Serialized.Header header;
             try {
-                header = Frames.parseHeader(env.header, config, address);
+                header = Frames.parseHeader(env.header, config, address, handshake.families());
             } catch (ProtocolException e) {
                 env.drop();
                 close();
