@@ -553,7 +553,9 @@ public final class TransferBench {
                     .registerGeneric(Model.class, Family.CUDA, Family.HOST)
                     .register(Model.class, "bench.Model")
                     .allowJava(Model.class);
+            // Every family the bench measures, java included: a connection carries only the families it agreed.
             config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+                    .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
             target = new DecodeTarget(device, host, Limits.DEFAULT);
             rawSource = arena.allocate(Math.max(maxSize, 8), 64);
