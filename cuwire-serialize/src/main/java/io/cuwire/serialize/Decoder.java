@@ -6,13 +6,24 @@ import io.cuwire.memory.NdArray;
 import java.lang.reflect.Array;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.Deque;
+import java.util.EnumMap;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Rebuilds one value graph from a {@link Serialized}; one decoder per {@link TypeRegistry#deserialize} call. Header
@@ -194,43 +205,13 @@ final class Decoder {
                 return primitiveArrays.get((int) id);
             }
             case "list":
-            case "set": {
-                List<?> items = listOf(m, "v");
-                int id = reserve();
-                List<Object> out = new ArrayList<>(items.size());
-                for (int i = 0; i < items.size(); i++) {
-                    out.add(node(items.get(i), "[" + i + "]"));
-                }
-                Object value = out;
-                if (tag.equals("set")) {
-                    Set<Object> set = new LinkedHashSet<>(out);
-                    if (set.size() != out.size()) {
-                        throw malformed("set with duplicate elements");
-                    }
-                    value = set;
-                }
-                ids.set(id, value);
-                return value;
-            }
+                return collection(CollectionKind.Node.LIST, m);
+            case "set":
+                return collection(CollectionKind.Node.SET, m);
             case "arr":
                 return array(m);
-            case "map": {
-                List<?> kv = listOf(m, "v");
-                if (kv.size() % 2 != 0) {
-                    throw malformed("map with an odd number of keys and values");
-                }
-                int id = reserve();
-                Map<Object, Object> out = new LinkedHashMap<>();
-                for (int i = 0; i < kv.size(); i += 2) {
-                    Object key = node(kv.get(i), "[key " + i / 2 + "]");
-                    if (out.containsKey(key)) {
-                        throw malformed("map with duplicate key " + key);
-                    }
-                    out.put(key, node(kv.get(i + 1), "[" + key + "]"));
-                }
-                ids.set(id, out);
-                return out;
-            }
+            case "map":
+                return collection(CollectionKind.Node.MAP, m);
             default:
                 PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(tag);
                 if (kind != null) {
@@ -240,6 +221,166 @@ final class Decoder {
                 }
                 return object(tag, m);
         }
+    }
+
+    /** A {@code list}, {@code set} or {@code map} node, rebuilt as the kind its {@code "k"} names. */
+    private Object collection(CollectionKind.Node node, Map<?, ?> m) {
+        CollectionKind kind;
+        if (!m.containsKey("k")) {
+            kind = CollectionKind.of(node, null);
+        } else if (m.get("k") instanceof String name) {
+            kind = CollectionKind.of(node, name);
+            if (kind == null) {
+                throw malformed("unknown " + node.tag() + " kind '" + (name.length() > 40 ? name.substring(0, 40)
+                        + "…" : name) + "'");
+            }
+        } else {
+            throw malformed(node.tag() + " kind is not a name");
+        }
+        List<?> items = listOf(m, "v");
+        if (node == CollectionKind.Node.MAP && items.size() % 2 != 0) {
+            throw malformed("map with an odd number of keys and values");
+        }
+        int id = reserve();
+        Object value = switch (node) {
+            case LIST -> list(kind, items);
+            case SET -> set(kind, m, items);
+            case MAP -> map(kind, m, items);
+        };
+        ids.set(id, value);
+        return value;
+    }
+
+    private Object list(CollectionKind kind, List<?> items) {
+        List<Object> out = new ArrayList<>(items.size());
+        for (int i = 0; i < items.size(); i++) {
+            out.add(node(items.get(i), "[" + i + "]"));
+        }
+        return switch (kind) {
+            case ARRAY_LIST -> out;
+            case LINKED_LIST -> new LinkedList<>(out);
+            case ARRAY_DEQUE -> {
+                if (out.contains(null)) {
+                    throw malformed("ArrayDeque holding nil");
+                }
+                yield new ArrayDeque<>(out);
+            }
+            case FIXED_LIST -> Arrays.asList(out.toArray());
+            case IMMUTABLE_LIST -> out.contains(null) ? Collections.unmodifiableList(out) : List.copyOf(out);
+            case UNMODIFIABLE_LIST -> Collections.unmodifiableList(out);
+            default -> throw new IllegalStateException(kind + " is not a list kind");
+        };
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private Object set(CollectionKind kind, Map<?, ?> m, List<?> items) {
+        Class<?> enumType = kind == CollectionKind.ENUM_SET ? enumType(m) : null;
+        Set<Object> out = switch (kind) {
+            case LINKED_HASH_SET, IMMUTABLE_SET, UNMODIFIABLE_SET -> new LinkedHashSet<>();
+            case HASH_SET -> new HashSet<>();
+            case TREE_SET -> new TreeSet<>(comparator(m));
+            case ENUM_SET -> EnumSet.noneOf((Class) enumType);
+            default -> throw new IllegalStateException(kind + " is not a set kind");
+        };
+        for (int i = 0; i < items.size(); i++) {
+            Object element = node(items.get(i), "[" + i + "]");
+            if (enumType != null && !enumType.isInstance(element)) {
+                throw malformed("element " + i + " of an EnumSet of " + enumType.getName() + " is "
+                        + (element == null ? "nil" : "a " + element.getClass().getName()));
+            }
+            boolean added;
+            try {
+                added = out.add(element);
+            } catch (ClassCastException | NullPointerException e) {
+                throw malformed("element " + i + " cannot be ordered in a TreeSet: " + e.getMessage());
+            }
+            if (!added) {
+                throw malformed("set with duplicate elements");
+            }
+        }
+        return switch (kind) {
+            case IMMUTABLE_SET -> {
+                if (out.contains(null)) {
+                    throw malformed("immutable set (Set.of) holding nil");
+                }
+                yield Set.copyOf(out);
+            }
+            case UNMODIFIABLE_SET -> Collections.unmodifiableSet(out);
+            default -> out;
+        };
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private Object map(CollectionKind kind, Map<?, ?> m, List<?> kv) {
+        Class<?> enumType = kind == CollectionKind.ENUM_MAP ? enumType(m) : null;
+        Map<Object, Object> out = switch (kind) {
+            case LINKED_HASH_MAP, IMMUTABLE_MAP, UNMODIFIABLE_MAP -> new LinkedHashMap<>();
+            case HASH_MAP -> new HashMap<>();
+            case TREE_MAP -> new TreeMap<>(comparator(m));
+            case CONCURRENT_HASH_MAP -> new ConcurrentHashMap<>();
+            case ENUM_MAP -> new EnumMap(enumType);
+            default -> throw new IllegalStateException(kind + " is not a map kind");
+        };
+        for (int i = 0; i < kv.size(); i += 2) {
+            Object key = node(kv.get(i), "[key " + i / 2 + "]");
+            if (enumType != null && !enumType.isInstance(key)) {
+                throw malformed("key " + i / 2 + " of an EnumMap of " + enumType.getName() + " is "
+                        + (key == null ? "nil" : "a " + key.getClass().getName()));
+            }
+            if (kind == CollectionKind.CONCURRENT_HASH_MAP && key == null) {
+                throw malformed("ConcurrentHashMap with a nil key");
+            }
+            boolean duplicate;
+            try {
+                duplicate = out.containsKey(key);
+            } catch (ClassCastException | NullPointerException e) {
+                throw malformed("key " + i / 2 + " cannot be ordered in a TreeMap: " + e.getMessage());
+            }
+            if (duplicate) {
+                throw malformed("map with duplicate key " + key);
+            }
+            Object value = node(kv.get(i + 1), "[" + key + "]");
+            if (kind == CollectionKind.CONCURRENT_HASH_MAP && value == null) {
+                throw malformed("ConcurrentHashMap with a nil value under " + key);
+            }
+            out.put(key, value);
+        }
+        return switch (kind) {
+            case IMMUTABLE_MAP -> {
+                if (out.containsKey(null) || out.containsValue(null)) {
+                    throw malformed("immutable map (Map.of) holding nil");
+                }
+                yield Map.copyOf(out);
+            }
+            case UNMODIFIABLE_MAP -> Collections.unmodifiableMap(out);
+            default -> out;
+        };
+    }
+
+    /** The enum an {@code EnumSet} or {@code EnumMap} node names ({@code "n"}); resolved through the registry. */
+    private Class<?> enumType(Map<?, ?> m) {
+        if (!(m.get("n") instanceof String name)) {
+            throw malformed("enum collection without an element type name");
+        }
+        Class<?> type = registry.classForName(name);
+        if (!type.isEnum()) {
+            throw malformed("'" + name + "' is not an enum");
+        }
+        return type;
+    }
+
+    /** A tree's comparator ({@code "cmp"}, a nested value), or {@code null} for the natural order. */
+    private Comparator<Object> comparator(Map<?, ?> m) {
+        if (!m.containsKey("cmp")) {
+            return null;
+        }
+        Object value = node(m.get("cmp"), "comparator");
+        if (!(value instanceof Comparator<?> c)) {
+            throw malformed("comparator is " + (value == null ? "nil" : "a " + value.getClass().getName()));
+        }
+        @SuppressWarnings("unchecked")
+        Comparator<Object> comparator = (Comparator<Object>) c;
+        return comparator;
     }
 
     /** An object array, of the element type the header names ({@code "c"}), else of {@code Object}. */

@@ -3,10 +3,15 @@ package io.cuwire.serialize;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.serialize.internal.JdkSerialization;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.Deque;
+import java.util.EnumMap;
 import java.util.EnumSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -14,6 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 /** Writes one value graph into header nodes and frames; one encoder per {@link TypeRegistry#serialize} call. */
 final class Encoder {
@@ -189,32 +196,111 @@ final class Encoder {
         ids.put(value, nextId++);
         onPath.put(value, Boolean.TRUE);
         try {
+            // The JDK's collection classes first, matched exactly: a registered user type that implements List or
+            // Map is not one of them and goes through its serializer.
+            CollectionKind kind = CollectionKind.of(value.getClass());
+            if (kind != null) {
+                return collection(kind, value);
+            }
             return switch (value) {
-                case List<?> list -> tagged("list", elements(list));
-                case Set<?> set -> tagged("set", elements(set));
-                case Map<?, ?> map -> {
-                    List<Object> kv = new ArrayList<>(map.size() * 2);
-                    int i = 0;
-                    for (Map.Entry<?, ?> e : map.entrySet()) {
-                        kv.add(node(e.getKey(), "[key " + i + "]"));
-                        kv.add(node(e.getValue(), "[" + e.getKey() + "]"));
-                        i++;
-                    }
-                    yield tagged("map", kv);
-                }
                 case Object[] array -> {
-                    Map<String, Object> m = tagged("arr", elements(java.util.Arrays.asList(array)));
+                    Map<String, Object> m = tagged("arr", elements(Arrays.asList(array)));
                     String component = registry.componentName(array.getClass().getComponentType());
                     if (component != null) {
                         m.put("c", component);
                     }
                     yield m;
                 }
+                case Collection<?> c when registry.nameOf(c.getClass()) == null -> throw unrebuildable(c, "collection");
+                case Map<?, ?> m when registry.nameOf(m.getClass()) == null -> throw unrebuildable(m, "map");
                 default -> object(value);
             };
         } finally {
             onPath.remove(value);
         }
+    }
+
+    private UnserializableException unrebuildable(Object value, String what) {
+        return new UnserializableException(value.getClass().getName() + " is a " + what + " the receiver could not "
+                + "rebuild: it is not a registered type, nor one of the kinds cuwire rebuilds ("
+                + CollectionKind.supported() + "); copy it into one of those, or register its class with a "
+                + "serializer", path());
+    }
+
+    /** A {@code list}, {@code set} or {@code map} node of {@code kind}, as {@link CollectionKind} describes. */
+    private Map<String, Object> collection(CollectionKind kind, Object value) {
+        Map<String, Object> m = new LinkedHashMap<>(8);
+        m.put("t", kind.node().tag());
+        if (kind.wireName() != null) {
+            m.put("k", kind.wireName());
+        }
+        switch (kind) {
+            case TREE_SET -> comparator(m, ((TreeSet<?>) value).comparator(), value);
+            case TREE_MAP -> comparator(m, ((TreeMap<?, ?>) value).comparator(), value);
+            case ENUM_SET -> m.put("n", enumName(elementType((EnumSet<?>) value), "element", value));
+            case ENUM_MAP -> m.put("n", enumName(keyType((EnumMap<?, ?>) value), "key", value));
+            default -> {
+            }
+        }
+        // After the comparator: the decoder numbers shared values in this order too.
+        m.put("v", value instanceof Map<?, ?> map ? entries(map) : elements((Collection<?>) value));
+        return m;
+    }
+
+    private void comparator(Map<String, Object> m, Comparator<?> comparator, Object tree) {
+        if (comparator == null) {
+            return;
+        }
+        if (registry.nameOf(comparator.getClass()) == null) {
+            throw new UnserializableException(tree.getClass().getName() + " ordered by " + comparator.getClass()
+                    .getName() + ", which is not a registered type: the receiver could not rebuild its order; "
+                    + "register the comparator's class (TypeRegistry.register, with a serializer or a generic "
+                    + "registration) or use the natural order", path());
+        }
+        m.put("cmp", node(comparator, "comparator"));
+    }
+
+    private String enumName(Class<?> type, String role, Object value) {
+        String name = registry.nameOf(type);
+        if (name == null) {
+            throw new UnserializableException("enum " + type.getName() + ", the " + role + " type of a "
+                    + value.getClass().getName() + ", is not registered", path());
+        }
+        return name;
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private Class<?> elementType(EnumSet<?> set) {
+        // No accessor for it: an element of the set, or else of its complement, names it.
+        EnumSet<?> any = set.isEmpty() ? EnumSet.complementOf((EnumSet) set) : set;
+        if (any.isEmpty()) {
+            throw new UnserializableException("an EnumSet of an enum without constants: its element type cannot be "
+                    + "read", path());
+        }
+        return ((Enum<?>) any.iterator().next()).getDeclaringClass();
+    }
+
+    private Class<?> keyType(EnumMap<?, ?> map) {
+        if (!map.isEmpty()) {
+            return map.keySet().iterator().next().getDeclaringClass();
+        }
+        try {
+            return JdkSerialization.keyType(map);
+        } catch (IllegalStateException e) {
+            throw new UnserializableException("the key type of an empty EnumMap cannot be read: " + e.getMessage(),
+                    path(), e);
+        }
+    }
+
+    private List<Object> entries(Map<?, ?> map) {
+        List<Object> kv = new ArrayList<>(map.size() * 2);
+        int i = 0;
+        for (Map.Entry<?, ?> e : map.entrySet()) {
+            kv.add(node(e.getKey(), "[key " + i + "]"));
+            kv.add(node(e.getValue(), "[" + e.getKey() + "]"));
+            i++;
+        }
+        return kv;
     }
 
     private List<Object> elements(Iterable<?> items) {

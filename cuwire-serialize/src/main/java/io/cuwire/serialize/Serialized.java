@@ -35,8 +35,10 @@ import java.util.zip.CRC32C;
  * registered type ({@code {"t": name, "f": family, "tv": type version, "frames": [first, count], "d": {fields}}};
  * {@code "tv"} absent for version 0, {@code "frames"} absent when the value and its nested values have no frames, else
  * the contiguous run of frames they use, which the decoder checks), a structure
- * ({@code list}, {@code set}, {@code map}, {@code opt}, or {@code arr} with {@code "c"} naming the element type when
- * it has a wire name), a boxed or primitive-array value, or a back-reference to an earlier node:
+ * ({@code list}, {@code set} or {@code map} with {@code "k"} naming the collection class when it is not
+ * {@code ArrayList}, {@code LinkedHashSet} or {@code LinkedHashMap}, {@code "n"} an {@code EnumSet}'s or
+ * {@code EnumMap}'s enum and {@code "cmp"} a tree's comparator; {@code opt}; or {@code arr} with {@code "c"} naming
+ * the element type when it has a wire name), a boxed or primitive-array value, or a back-reference to an earlier node:
  * {@code {"t": "ref", "id": n}} counts structures and registered types in the order they appear,
  * {@code {"t": "pref", "id": n}} primitive arrays.
  *

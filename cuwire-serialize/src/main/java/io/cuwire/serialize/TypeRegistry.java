@@ -116,7 +116,45 @@ public final class TypeRegistry {
 
     /**
      * Registers the generic field-walking serializer for {@code baseType} and all its subclasses in
-     * {@code families}. Concrete subclasses still need names ({@link #register(Class)}).
+     * {@code families}. Concrete subclasses still need names ({@link #register(Class)}): the wire carries names, never
+     * class names.
+     *
+     * <p>What travels: every instance field of the class and of its superclasses, or a record's components;
+     * {@code transient} fields and fields annotated {@link SkipSerialization} are left out. Primitives, boxed values,
+     * strings and enums (registered ones) go in the header; so do primitive arrays smaller than the registry's frame
+     * threshold (64 KiB by default). Larger primitive arrays travel as frames (the array's own memory, not a copy) and
+     * device arrays as device frames in the {@code cuda} family, as host copies in {@code host}. Other values
+     * (registered types, object arrays, the collections below, {@code Optional}) are nested values, each taking the
+     * first family of the send's chain that can serialize it. A value reached twice is sent once and comes back as one
+     * object; a value that contains itself is refused at the sender.
+     *
+     * <p>How instances are made: a record through its canonical constructor; a class with a no-argument constructor
+     * (any visibility) through it, so that its initialisers give the fields a header lacks their values; any other
+     * class without running a constructor at all (as Java serialization does): its fields start at zero or
+     * {@code null}, no initialiser runs and nothing its constructors would check is checked; implement
+     * {@link PostDeserialize} to rebuild or verify such state. Refused at the sender: hidden classes (lambdas), inner,
+     * local and anonymous classes that hold their enclosing instance or captured variables (make them static), and
+     * classes whose fields the module system keeps closed.
+     *
+     * <p>Collections and maps come back as the class the sender had, so a field holds them again:
+     * {@code ArrayList}, {@code LinkedList}, {@code ArrayDeque}, {@code Arrays.asList} (fixed size), {@code HashSet},
+     * {@code LinkedHashSet}, {@code HashMap}, {@code LinkedHashMap}, {@code ConcurrentHashMap}, {@code TreeSet} and
+     * {@code TreeMap} (natural order, or a comparator whose class is a registered type: it travels as a nested value
+     * and the receiver builds the tree with it), {@code EnumSet} and {@code EnumMap} (their enum travels by its
+     * registered name, so empty ones keep it). The immutable ones ({@code List.of}, {@code Set.of}, {@code Map.of},
+     * {@code copyOf}, {@code Stream.toList}, {@code Collections.unmodifiableList}, {@code unmodifiableSet},
+     * {@code unmodifiableMap}, {@code unmodifiableCollection}, {@code empty*}, {@code singleton*}) come back immutable,
+     * as unmodifiable views of a list, set or map in the sender's order. Order is kept wherever the class has one. Any
+     * other {@code Collection} or {@code Map} (a subclass of one of those, {@code Collections.synchronizedList},
+     * {@code CopyOnWriteArrayList}, a library's own) is refused at the sender with its class and field path, unless
+     * its class is a registered type, which then goes through its own serializer; so is a {@code TreeSet} or
+     * {@code TreeMap} ordered by a comparator whose class is not registered.
+     *
+     * <p>Schema evolution (headers of format version 2): a field of the receiving class that the header lacks fails
+     * the decode with a {@link SchemaMismatchException} naming the field and its path, unless the field is
+     * {@link WireOptional} (it then keeps the value the instance was made with); a header field the class does not
+     * have fails it too, unless the class is {@link Evolving} (the entry is skipped). Headers of format version 1,
+     * from files of earlier releases, are read leniently: missing fields keep those values, unknown ones are ignored.
      *
      * @throws IllegalArgumentException if {@code families} is empty or names {@code java}: that family is JDK
      *     serialization of allow-listed types ({@link #allowJava}), never a field walk

@@ -24,20 +24,44 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The field-walking serializer (cuwire's {@code register_generic}): writes every instance field of a class and its
- * superclasses — scalars, boxed values, strings and enums as header values, everything else as nested values through
- * the send's family chain — and reads them back into a new instance made through a no-argument constructor of any
- * visibility, or a record's canonical constructor. {@code transient} and {@link SkipSerialization} fields are left
- * out; {@link PostDeserialize} runs after the fields are set.
+ * The field-walking serializer (cuwire's {@code register_generic}), which
+ * {@link io.cuwire.serialize.TypeRegistry#registerGeneric} registers; that method's javadoc is the user's statement of
+ * the rules, this is how they are carried out.
  *
- * <p>Fields the header lacks and header fields the class lacks (format version 2; see {@link WireOptional} and
- * {@link Evolving}): a missing field is a {@link SchemaMismatchException} unless it is {@link WireOptional} (it then
- * keeps the value the constructor gave it, or Java's default for a record component); a header field the class does
- * not have is one unless the class is {@link Evolving} (the entry is then skipped). Both are checked before any field
- * is decoded. A header of format version 1 is read leniently, as that version did: missing fields keep their
- * defaults and unknown header fields are ignored.
+ * <p>Writing: every instance field of the class and its superclasses, except {@code transient} fields, fields
+ * annotated {@link SkipSerialization} and statics; a record's components. Primitives, boxed values, strings and
+ * enums become header values; every other field is written as a nested value through the send's family chain, so
+ * shared references and the cycle refusal of the encoder apply to it. Two fields of one class with one name (a
+ * superclass's and a subclass's) are keyed {@code Declaring.name}.
  *
- * <p>Accessors are resolved once per class (a {@link ClassValue}); no reflective lookup happens per call.
+ * <p>Reading makes the instance in one of three ways, chosen once per class:
+ * <ul>
+ *   <li>a record: its canonical constructor, with the header's components (absent ones zero or {@code null});</li>
+ *   <li>a class with a no-argument constructor (of any visibility): that constructor, so the field initialisers
+ *       and the constructor give the values of fields the header lacks; then the fields are set;</li>
+ *   <li>any other class: {@link JdkSerialization#instantiator}, as Java serialization, Kryo's and Fory's
+ *       instantiators do: no constructor of the class or its superclasses runs, no field initialiser either, and
+ *       nothing a constructor would check is checked; fields the header lacks stay zero, {@code false} or
+ *       {@code null}. Final fields are set like the others (compiled code reads a final field initialised with a
+ *       constant expression as that constant, whatever the header held).</li>
+ * </ul>
+ * {@link PostDeserialize#postDeserialize()} runs after every field is set: the place to rebuild skipped state and
+ * to verify what a constructor would have.
+ *
+ * <p>Fields the header lacks and header fields the class lacks, checked before any field is decoded (format version
+ * 2; see {@link WireOptional} and {@link Evolving}): a missing field is a {@link SchemaMismatchException} unless it is
+ * {@link WireOptional} (it then keeps the value the instance was made with); a header field the class does not have
+ * is one unless the class is {@link Evolving} (the entry is then skipped). A header of format version 1 is read as
+ * that version did: missing fields keep the values the instance was made with, header entries with no matching field
+ * are ignored.
+ *
+ * <p>Refused, at the sender with the class and field path (and by a receiver whose header names such a class):
+ * hidden classes (lambdas), interfaces and abstract classes, inner, local and anonymous classes that hold their
+ * enclosing instance or captured variables, and classes whose fields the JDK's module rules keep closed.
+ *
+ * <p>Everything reflective is resolved once per class (the {@code Plan}, in a {@link ClassValue}): per value only
+ * method handles run (for a class made without a constructor, one {@code Constructor.newInstance} of the constructor
+ * resolved for it).
  */
 public final class GenericSerializer implements Serializer<Object> {
     private static final MethodHandles.Lookup LOOKUP = MethodHandles.lookup();
@@ -53,7 +77,14 @@ public final class GenericSerializer implements Serializer<Object> {
             boolean optional) {
     }
 
-    /** {@code keys}: the slots' keys; {@code evolving}: whether the class is {@link Evolving}. */
+    /**
+     * How one class is walked, resolved once: its slots, how an instance is made, or why it cannot be.
+     *
+     * @param constructor {@code ()Object} for a class (its no-argument constructor, else an instantiator that runs
+     *     none), {@code (Object[])Object} for a record (its canonical constructor)
+     * @param keys the slots' keys
+     * @param evolving whether the class is {@link Evolving}
+     */
     private record Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem,
             Set<String> keys, boolean evolving) {
         Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem) {
@@ -69,6 +100,10 @@ public final class GenericSerializer implements Serializer<Object> {
         }
 
         static Plan of(Class<?> type) {
+            String refused = refusal(type);
+            if (refused != null) {
+                return refused(type, refused);
+            }
             if (type.isRecord()) {
                 return ofRecord(type);
             }
@@ -76,8 +111,16 @@ public final class GenericSerializer implements Serializer<Object> {
             for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
                 for (Field f : c.getDeclaredFields()) {
                     int mod = f.getModifiers();
-                    if (!Modifier.isStatic(mod) && !Modifier.isTransient(mod) && !f.isSynthetic()
-                            && !f.isAnnotationPresent(SkipSerialization.class)) {
+                    if (Modifier.isStatic(mod)) {
+                        continue;
+                    }
+                    if (f.isSynthetic()) {
+                        return refused(type, "it is an inner, local or anonymous class that holds its enclosing "
+                                + "instance or captured variables (synthetic field " + c.getName() + "." + f.getName()
+                                + "), which cannot travel: make it a static nested or top-level class and give it "
+                                + "what it needs as fields");
+                    }
+                    if (!Modifier.isTransient(mod) && !f.isAnnotationPresent(SkipSerialization.class)) {
                         fields.add(f);
                     }
                 }
@@ -103,18 +146,45 @@ public final class GenericSerializer implements Serializer<Object> {
                             f.isAnnotationPresent(WireOptional.class)));
                 }
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return new Plan(type, List.of(), null, false, "its fields cannot be accessed: " + e);
+                return refused(type, "its fields cannot be accessed: " + e);
+            }
+            Constructor<?> ctor;
+            try {
+                ctor = type.getDeclaredConstructor();
+            } catch (NoSuchMethodException e) {
+                ctor = null;
             }
             try {
-                Constructor<?> ctor = type.getDeclaredConstructor();
+                if (ctor == null) {
+                    // Like Java serialization, Kryo's and Fory's instantiators: no constructor of the class runs.
+                    return new Plan(type, slots, JdkSerialization.instantiator(type), false, null);
+                }
                 ctor.setAccessible(true);
                 MethodHandle h = LOOKUP.unreflectConstructor(ctor).asType(MethodType.methodType(Object.class));
                 return new Plan(type, slots, h, false, null);
-            } catch (NoSuchMethodException e) {
-                return new Plan(type, slots, null, false, "it has no no-argument constructor and is not a record");
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return new Plan(type, slots, null, false, "its constructor cannot be accessed: " + e);
+                return refused(type, (ctor == null ? "it has no no-argument constructor and cannot be made without "
+                        + "one: " : "its constructor cannot be accessed: ") + e);
             }
+        }
+
+        private static Plan refused(Class<?> type, String problem) {
+            return new Plan(type, List.of(), null, type.isRecord(), problem);
+        }
+
+        /** Why no instance of {@code type} can be made or filled, whatever its fields; {@code null} if one can. */
+        private static String refusal(Class<?> type) {
+            if (type.isHidden()) {
+                return "it is a hidden class (a lambda, or defined by Lookup.defineHiddenClass), whose final fields "
+                        + "cannot be set and whose name is not stable: send an instance of a named class";
+            }
+            if (type.isInterface()) {
+                return "it is an interface: register and send a class that implements it";
+            }
+            if (Modifier.isAbstract(type.getModifiers())) {
+                return "it is abstract: register and send a concrete subclass";
+            }
+            return null;
         }
 
         static Plan ofRecord(Class<?> type) {
@@ -137,7 +207,7 @@ public final class GenericSerializer implements Serializer<Object> {
                         .asType(MethodType.methodType(Object.class, Object[].class));
                 return new Plan(type, slots, h, true, null);
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return new Plan(type, List.of(), null, true, "its canonical constructor cannot be accessed: " + e);
+                return refused(type, "its canonical constructor cannot be accessed: " + e);
             }
         }
     }
