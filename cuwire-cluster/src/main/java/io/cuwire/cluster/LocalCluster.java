@@ -311,7 +311,7 @@ public final class LocalCluster implements AutoCloseable {
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("cuwire-client-host",
                         BufferAllocator.UNLIMITED);
                 TransportConfig config = TransportConfig.builder().secret(key).receiveInto(DeviceMap.of(host, dev))
-                        .connectTimeout(startTimeout).build();
+                        .families(ClusterTypes.families()).connectTimeout(startTimeout).build();
                 DecodeTarget target = new DecodeTarget(dev, host, Limits.DEFAULT);
                 for (RemoteWorker w : started) {
                     Connection c = Transports.forAddress(w.address()).connect(w.address(), config);

@@ -76,6 +76,11 @@ final class Decoder {
         return target;
     }
 
+    /** The format version of the header being decoded. */
+    int formatVersion() {
+        return serialized.formatVersion();
+    }
+
     String path() {
         return Paths.of(path);
     }
@@ -460,6 +465,11 @@ final class Decoder {
             throw malformed("'" + name + "' without a family");
         }
         Family family = family(familyName);
+        if (serialized.formatVersion() >= 2 && !serialized.families().contains(family)) {
+            // The list is what a receiver checked the message against: a node outside it would slip past that check.
+            throw malformed("'" + name + "' in family " + familyName + ", which the header's family list "
+                    + Serialized.familyNames(serialized.families()) + " does not name");
+        }
         int version = 0;
         if (m.containsKey("tv")) {
             long v = longOf(m, "tv");

@@ -37,6 +37,14 @@ public final class ReadContext {
         return typeVersion;
     }
 
+    /**
+     * The format version of the header being read: {@link Serialized#FORMAT_VERSION}, or 1 for a value saved by an
+     * earlier release (whose field rules were lenient: see {@link WireOptional}).
+     */
+    public int formatVersion() {
+        return decoder.formatVersion();
+    }
+
     /** Where rebuilt memory comes from. */
     public DecodeTarget target() {
         return decoder.target();

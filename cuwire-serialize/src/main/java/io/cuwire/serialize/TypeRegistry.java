@@ -150,6 +150,12 @@ public final class TypeRegistry {
      * its class is a registered type, which then goes through its own serializer; so is a {@code TreeSet} or
      * {@code TreeMap} ordered by a comparator whose class is not registered.
      *
+     * <p>Schema evolution (headers of format version 2): a field of the receiving class that the header lacks fails
+     * the decode with a {@link SchemaMismatchException} naming the field and its path, unless the field is
+     * {@link WireOptional} (it then keeps the value the instance was made with); a header field the class does not
+     * have fails it too, unless the class is {@link Evolving} (the entry is skipped). Headers of format version 1,
+     * from files of earlier releases, are read leniently: missing fields keep those values, unknown ones are ignored.
+     *
      * @throws IllegalArgumentException if {@code families} is empty or names {@code java}: that family is JDK
      *     serialization of allow-listed types ({@link #allowJava}), never a field walk
      */

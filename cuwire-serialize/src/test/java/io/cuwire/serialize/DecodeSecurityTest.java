@@ -60,12 +60,23 @@ class DecodeSecurityTest {
         host.close();
     }
 
+    /** A current-version header of raw nodes and raw frame descriptors, listing every family. */
     private static byte[] header(Object root, List<Object> frames) {
         Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", 1L);
+        top.put("fam", List.of("cuda", "host", "java"));
         top.put("root", root);
         top.put("frames", frames);
-        return new MsgpackWriter().value(top).toByteArray();
+        return sealed(top);
+    }
+
+    private static byte[] sealed(Map<String, Object> top) {
+        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+    }
+
+    /** {@code bytes} with the checksum of a version-2 header made to match its (mutated) contents again. */
+    private static byte[] resealed(byte[] bytes) {
+        return bytes.length >= Serialized.PREFIX_BYTES && (bytes[0] & 0xff) == Serialized.PREFIX
+                && bytes[1] == Serialized.FORMAT_VERSION ? Serialized.seal(bytes) : bytes;
     }
 
     private Object decode(byte[] bytes) {
@@ -141,12 +152,24 @@ class DecodeSecurityTest {
 
     @Test
     void shouldRefuseNewerFormatAndTypeVersions() {
+        byte[] v3 = header(null, List.of());
+        v3[1] = 3;
+        IncompatibleVersionException prefixed = assertThrows(IncompatibleVersionException.class,
+                () -> Serialized.parseHeader(v3, Limits.DEFAULT));
+        assertTrue(prefixed.getMessage().contains("header format version 3, this reader reads version 2"),
+                prefixed.getMessage());
         Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", 2L);
+        top.put("v", 3L);
         top.put("root", null);
         top.put("frames", List.of());
-        assertThrows(IncompatibleVersionException.class,
+        IncompatibleVersionException bare = assertThrows(IncompatibleVersionException.class,
                 () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT));
+        assertTrue(bare.getMessage().contains("header format version 3, this reader reads version 2"),
+                bare.getMessage());
+        top.put("v", 2L);
+        assertThrows(MalformedHeaderException.class,
+                () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT),
+                "a version-2 header is prefixed");
         Map<String, Object> node = new LinkedHashMap<>();
         node.put("t", "test.Point");
         node.put("f", "cuda");
@@ -163,7 +186,9 @@ class DecodeSecurityTest {
 
     static final class V2 {
         int a;
+        @WireOptional
         double added = 0.5;
+        @WireOptional
         String alsoAdded = "default";
     }
 
@@ -358,6 +383,11 @@ class DecodeSecurityTest {
                     if (bytes.length == 0) {
                         break;
                     }
+                }
+                if (i % 10 != 1) {
+                    // A checksum stops accidents, not a peer that computes one: most mutants carry a valid one,
+                    // so that what lies behind it is tried too.
+                    bytes = resealed(bytes);
                 }
             }
             try {

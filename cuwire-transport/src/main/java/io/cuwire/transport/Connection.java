@@ -27,7 +27,9 @@ import java.util.concurrent.CompletableFuture;
  * nothing else is in flight), so a slow receiver slows the sender instead of filling its memory.
  *
  * <h2>Receiving</h2>
- * {@link #receive} reads the header, checks it against {@link TransportConfig#limits()}, allocates every frame from
+ * {@link #receive} reads the header, checks it against {@link TransportConfig#limits()} and against the connection
+ * (its format version, and that it uses only the agreed {@link #families()}: else {@link FamilyRefusedException}),
+ * allocates every frame from
  * {@link TransportConfig#receiveInto()} (device frames on this side's device), then receives the bytes into them.
  * The {@link ReceivedMessage} owns its frames. One thread receives at a time.
  *
@@ -77,6 +79,8 @@ public interface Connection extends AutoCloseable {
      *     {@link TransportException}
      * @throws ConnectionClosedException if the connection is closed (the future is not made)
      * @throws MessageRefusedException if the peer refused a message this side sent (see "Failures")
+     * @throws FamilyRefusedException if the message uses a family outside {@link #families()}, which the receiver
+     *     would refuse; nothing is sent and the connection stays usable
      */
     CompletableFuture<MessageMetrics> send(Message message);
 
@@ -86,6 +90,8 @@ public interface Connection extends AutoCloseable {
      * @throws PeerClosedException if the peer closed or died
      * @throws ProtocolException if the peer sent garbage or more than the limits
      * @throws MessageRefusedException if the peer refused a message this side sent
+     * @throws FamilyRefusedException if the message uses a family the connection did not agree (refused before any
+     *     of its frames was allocated)
      * @throws TransportTimeoutException if a message stalled midway for longer than the I/O timeout
      */
     ReceivedMessage receive();

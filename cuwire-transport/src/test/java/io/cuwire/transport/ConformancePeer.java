@@ -7,7 +7,12 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.NdArray;
+import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -40,6 +45,10 @@ import java.util.concurrent.locks.LockSupport;
  *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
  *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
  *       thread: closes at once)</td></tr>
+ *   <tr><td>{@code send-unagreed-family}</td><td>sends a {@code cuda}-family message (a device array) on a connection
+ *       that agreed {@code host} alone: expects its own send to refuse it, prints {@code sender refused}, then sends
+ *       it below that check ({@link UncheckedSend}), as a peer that does not check would, and waits for the
+ *       close</td></tr>
  * </table>
  */
 public final class ConformancePeer {
@@ -104,6 +113,7 @@ public final class ConformancePeer {
                     case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
+                    case "send-unagreed-family" -> sendUnagreedFamily(c, dev, out);
                     default -> throw new IllegalArgumentException("unknown mode " + mode);
                 };
             }
@@ -229,6 +239,31 @@ public final class ConformancePeer {
             c.send(TestMessages.message("doomed", List.<Buffer>of(frame))).join();
         }
         return 5;
+    }
+
+    private static int sendUnagreedFamily(Connection c, BufferAllocator<DeviceBuffer> dev, PrintStream out) {
+        if (!c.families().equals(List.of(Family.HOST))) {
+            out.println("the connection agreed " + c.families() + ", expected [HOST]");
+            return 6;
+        }
+        try (NdArray array = NdArray.fromArray(dev, new float[1024], 1024);
+                Serialized value = new TypeRegistry().serialize(array, Family.CUDA)) {
+            Message message = Message.of(value);
+            try {
+                c.send(message);
+                out.println("sent: the sender did not check the family");
+                return 7;
+            } catch (FamilyRefusedException e) {
+                out.println("sender refused " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            try {
+                ((UncheckedSend) c).sendUnchecked(message).join();
+            } catch (CompletionException | TransportException e) {
+                // the receiver refused the message and broke the connection
+            }
+            awaitClose(c);
+        }
+        return 0;
     }
 
     private static int receiveAndDie(Connection c, long bytes, boolean ownProcess) {

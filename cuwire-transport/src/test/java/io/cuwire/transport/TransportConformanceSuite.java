@@ -20,6 +20,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.NdArray;
 import io.cuwire.memory.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
@@ -449,6 +450,32 @@ public abstract class TransportConformanceSuite {
         assertEquals(List.of(Family.HOST), c.families(), "the client's chain less what the server offers");
         assertExit(q, 0);
         assertTrue(q.output().contains("connected, families [HOST]"), q.output());
+    }
+
+    @Test
+    void shouldRefuseAFamilyTheConnectionDidNotAgreeAtTheSenderAndBeforeAllocatingAtTheReceiver() throws Exception {
+        Listener listener = listen(config().families(Family.HOST).build());
+        Peer p = peer("send-unagreed-family", listener);
+        Connection c = accept(listener);
+        assertEquals(List.of(Family.HOST), c.families());
+        try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
+                NdArray array = NdArray.fromArray(sender, new float[16], 16);
+                Serialized value = new TypeRegistry().serialize(array, Family.CUDA)) {
+            FamilyRefusedException out = assertThrows(FamilyRefusedException.class, () -> c.send(Message.of(value)));
+            assertEquals(List.of(Family.CUDA), out.refused());
+            assertTrue(out.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
+                    out.getMessage());
+        }
+        FamilyRefusedException in = assertThrows(FamilyRefusedException.class, c::receive,
+                "the peer's message, sent below its own check");
+        assertEquals(List.of(Family.CUDA), in.refused());
+        assertEquals(List.of(Family.HOST), in.accepted());
+        assertTrue(in.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
+                in.getMessage());
+        assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "no frame was allocated");
+        assertFalse(c.isOpen(), "a peer that sent an unagreed family is disconnected");
+        assertExit(p, 0);
+        assertTrue(p.output().contains("sender refused FamilyRefusedException"), p.output());
     }
 
     @Test

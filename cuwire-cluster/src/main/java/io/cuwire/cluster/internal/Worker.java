@@ -115,7 +115,8 @@ public final class Worker implements Endpoint.Handler {
         this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
         this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(device, host, Limits.DEFAULT);
-        this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device)).build();
+        this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
+                .families(ClusterTypes.families()).build();
     }
 
     public static void main(String[] args) throws Exception {

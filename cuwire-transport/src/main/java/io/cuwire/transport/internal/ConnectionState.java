@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.FamilyRefusedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
@@ -71,6 +72,7 @@ public final class ConnectionState {
         return switch (f) {
             case PeerClosedException _ -> new PeerClosedException(msg, f);
             case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case FamilyRefusedException r -> new FamilyRefusedException(msg, r);
             case ProtocolException _ -> new ProtocolException(msg, f);
             case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
             case MessageRefusedException r -> new MessageRefusedException(msg, r.reason(), f);

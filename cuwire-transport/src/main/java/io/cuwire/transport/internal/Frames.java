@@ -3,10 +3,14 @@ package io.cuwire.transport.internal;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
+import io.cuwire.serialize.IncompatibleVersionException;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
+import io.cuwire.transport.FamilyRefusedException;
+import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportConfig;
@@ -18,21 +22,22 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The receiving side's checks every transport makes the same way: a declared header against the limits before
- * anything is allocated, the header itself, then the frames from {@link TransportConfig#receiveInto()}; the refusal
- * a receiver tells its peer when a check fails; and the frame lists its metrics are made of.
+ * The checks every transport makes the same way: on the receiving side a declared header against the limits before
+ * anything is allocated, the header itself (format version and families included), then the frames from
+ * {@link TransportConfig#receiveInto()}, and the refusal a receiver tells its peer when a check fails; on the sending
+ * side a message's families; and the frame lists its metrics are made of.
  *
  * <h2>Refusals</h2>
  * A message the receiver's checks refuse (a {@link ProtocolException}: beyond the limits, malformed, not the
- * protocol) breaks the connection, as every failure does; before it closes, the receiver sends the peer one small
- * record with its reason ({@link #refusal}), at a record boundary of its own stream, and keeps its end open (on a
- * thread of its own) until the peer closed or {@link #REFUSAL_LINGER_NANOS} passed. The peer makes a
- * {@link MessageRefusedException} of it
- * ({@link #refused}) and breaks its side with that. I/O failures (the peer gone, a stall, a local close) are not
- * refusals: there is nothing to tell.
+ * protocol, a family the connection did not agree) breaks the connection, as every failure does; before it closes,
+ * the receiver sends the peer one small record with its reason ({@link #refusal}), at a record boundary of its own
+ * stream, and keeps its end open (on a thread of its own) until the peer closed or {@link #REFUSAL_LINGER_NANOS}
+ * passed. The peer makes a {@link MessageRefusedException} of it ({@link #refused}) and breaks its side with that.
+ * I/O failures (the peer gone, a stall, a local close) are not refusals: there is nothing to tell.
  */
 public final class Frames {
     /** How long a receiver that refused a message waits for its peer to close before it closes itself. */
@@ -50,13 +55,58 @@ public final class Frames {
         }
     }
 
-    /** The header of a message from {@code peer}, checked against the limits. */
-    public static Serialized.Header parseHeader(byte[] headerBytes, TransportConfig config, String peer) {
+    /**
+     * The header of a message from {@code peer}, checked as {@link Serialized#parseHeader} checks it (limits, checksum,
+     * shape), then held to the connection: it must be of the format version the handshake agreed
+     * ({@link Serialized#FORMAT_VERSION}; a version-1 header lists no families and could carry any), and it may use
+     * only the families of the connection's agreed chain — all before any frame is allocated.
+     *
+     * @param accepted the connection's agreed family chain ({@link Handshake.Result#families()})
+     * @throws FamilyRefusedException if the header uses a family outside {@code accepted}
+     * @throws ProtocolException if the header is refused for any other reason (its cause says why)
+     */
+    public static Serialized.Header parseHeader(byte[] headerBytes, TransportConfig config, String peer,
+            List<Family> accepted) {
+        Serialized.Header header;
         try {
-            return Serialized.parseHeader(headerBytes, config.limits());
+            header = Serialized.parseHeader(headerBytes, config.limits());
         } catch (SerializationException e) {
             throw new ProtocolException("refused a message from " + peer + ": " + e.getMessage(), e);
         }
+        if (header.version() != Serialized.FORMAT_VERSION) {
+            throw new ProtocolException("refused a message from " + peer + ": header format version "
+                    + header.version() + ", this connection agreed version " + Serialized.FORMAT_VERSION,
+                    new IncompatibleVersionException("header format version " + header.version() + " on a "
+                            + "connection of version " + Serialized.FORMAT_VERSION));
+        }
+        List<Family> refused = outside(header.families(), accepted);
+        if (!refused.isEmpty()) {
+            throw new FamilyRefusedException("refused a message from " + peer, refused, accepted);
+        }
+        return header;
+    }
+
+    /**
+     * The sender's side of the family check: refuses to send {@code message} to {@code peer} if it uses a family
+     * outside the connection's agreed chain, which the receiver would refuse (breaking the connection).
+     *
+     * @throws FamilyRefusedException if it does
+     */
+    public static void checkSendable(Message message, List<Family> accepted, String peer) {
+        List<Family> refused = outside(message.families(), accepted);
+        if (!refused.isEmpty()) {
+            throw new FamilyRefusedException("cannot send to " + peer, refused, accepted);
+        }
+    }
+
+    private static List<Family> outside(Set<Family> used, List<Family> accepted) {
+        List<Family> refused = new ArrayList<>(0);
+        for (Family f : used) {
+            if (!accepted.contains(f)) {
+                refused.add(f);
+            }
+        }
+        return refused;
     }
 
     /**

@@ -30,7 +30,10 @@ import javax.crypto.spec.SecretKeySpec;
  *       side has no secret. The role keeps a proof from being reflected back; the verifier's fresh challenge keeps
  *       it from being replayed. Checked with {@link MessageDigest#isEqual} (constant time);</li>
  *   <li>capabilities ({@link Capabilities}), sent only after the peer's proof was accepted; the connection's family
- *       chain is the client's chain less the families the server does not offer.</li>
+ *       chain is the client's chain less the families the server does not offer. Their {@code fv} is the header
+ *       format version the side writes ({@link Serialized#FORMAT_VERSION}); both sides must write the same, and the
+ *       connection then carries headers of that version only, each using only the agreed families (checked by the
+ *       receiver, {@link Frames#parseHeader}).</li>
  * </ol>
  * Each record is bounded (1 KiB, 256 bytes, 64 KiB) and refused beyond before it is allocated. A peer that fails
  * is refused with {@link AuthenticationException} or {@link ProtocolException}; the caller closes it before any

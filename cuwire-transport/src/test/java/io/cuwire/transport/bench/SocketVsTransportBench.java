@@ -1,13 +1,15 @@
 package io.cuwire.transport.bench;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.HostMemory;
 import io.cuwire.memory.HostMemoryPool;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
@@ -29,10 +31,9 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
+import java.util.Set;
 
 /**
  * Loopback throughput between two processes: a raw blocking socket (write a buffer, read it into a touched buffer,
@@ -176,11 +177,8 @@ public final class SocketVsTransportBench {
     }
 
     private static byte[] header(long frameBytes) {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", "payload");
-        top.put("frames", List.of(List.of(0L, -1L, frameBytes)));
-        return new MsgpackWriter(64).value(top).toByteArray();
+        return new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), "payload",
+                List.of(new FrameDescriptor(MemoryKind.HOST, Buffer.HOST_ORDINAL, frameBytes))).encode();
     }
 
     private static void receiver(Kind kind, long bytes) throws Exception {
@@ -231,10 +229,6 @@ public final class SocketVsTransportBench {
     }
 
     private static byte[] ackHeader() {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", "ack");
-        top.put("frames", List.of());
-        return new MsgpackWriter(32).value(top).toByteArray();
+        return new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), "ack", List.of()).encode();
     }
 }

@@ -23,6 +23,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +41,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of its metrics are zero by construction (no copy scope is opened). A receiver that refuses a message hands the
  * sender its refusal directly: the refused send, the sender's other sends in flight and its later uses fail with it.
  */
-final class InProcessConnection implements Connection {
+final class InProcessConnection implements Connection, UncheckedSend {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
@@ -186,6 +187,12 @@ final class InProcessConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), address);
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         checkUsable();
         Envelope env = new Envelope(message);
         try {
@@ -285,7 +292,7 @@ final class InProcessConnection implements Connection {
                     Transports.IN_PROCESS, env.sentNanos, false);
             Serialized.Header header;
             try {
-                header = Frames.parseHeader(env.header, config, address);
+                header = Frames.parseHeader(env.header, config, address, handshake.families());
             } catch (ProtocolException e) {
                 // the sender learns why before it sees this side close
                 MessageRefusedException r = Frames.refused(address, Frames.refusal(e));

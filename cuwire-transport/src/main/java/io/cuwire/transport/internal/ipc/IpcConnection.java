@@ -33,6 +33,7 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.tcp.SocketIo;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -85,7 +86,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
  * memory); when written, for one without.
  */
-final class IpcConnection implements Connection {
+final class IpcConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
     static final byte TYPE_REFUSED = 3;
@@ -240,6 +241,12 @@ final class IpcConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), io.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -397,7 +404,7 @@ final class IpcConnection implements Connection {
             Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
             Frames.allocate(header, config, io.peer(), true, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());

@@ -27,6 +27,7 @@ import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -55,7 +56,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * each frame is allocated from the configured {@link io.cuwire.transport.FrameAllocator} and filled (device frames
  * through a staging ring, host to device overlapped with the socket).
  */
-final class TcpConnection implements Connection {
+final class TcpConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_REFUSED = 2;
     private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
@@ -149,6 +150,12 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), io.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -292,7 +299,7 @@ final class TcpConnection implements Connection {
             Frames.checkHeaderLength(headerLength, config, io.peer());
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
             Frames.allocate(header, config, io.peer(), false, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());

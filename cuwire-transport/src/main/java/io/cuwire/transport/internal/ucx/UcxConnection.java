@@ -32,6 +32,7 @@ import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -93,7 +94,7 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * Every wait for a UCX request inside a message is bounded by the I/O timeout; on the sending side, outstanding parts
  * that make no progress for that long break the connection too.
  */
-final class UcxConnection implements Connection {
+final class UcxConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final int PART_BITS = 28;
     static final long MAX_PARTS = 1L << PART_BITS;
@@ -245,6 +246,12 @@ final class UcxConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), bootstrap.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         connection.checkUsable();
         Outgoing out = new Outgoing(message);
         connection.acquire(out.bytes);
@@ -600,7 +607,7 @@ final class UcxConnection implements Connection {
             }
             byte[] headerBytes = new byte[headerLength];
             preamble.get(PREAMBLE_BYTES, headerBytes);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer());
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer(), handshake.families());
             List<MemoryKind> kinds = new ArrayList<>();
             List<Long> lengths = new ArrayList<>();
             for (FrameDescriptor d : header.frames()) {
