@@ -12,7 +12,6 @@ public class SchemaMismatchException extends SerializationException {
 
     private final List<String> missing;
     private final List<String> unknown;
-    private final String path;
 
     /**
      * A mismatch.
@@ -23,10 +22,9 @@ public class SchemaMismatchException extends SerializationException {
      * @param unknown header fields the class lacks, in the header's order
      */
     public SchemaMismatchException(Class<?> type, String path, List<String> missing, List<String> unknown) {
-        super(message(type, path, missing, unknown));
+        super(message(type, path, missing, unknown), path, null);
         this.missing = List.copyOf(missing);
         this.unknown = List.copyOf(unknown);
-        this.path = path;
     }
 
     private static String message(Class<?> type, String path, List<String> missing, List<String> unknown) {
@@ -63,10 +61,5 @@ public class SchemaMismatchException extends SerializationException {
     /** Header fields the class lacks. */
     public List<String> unknown() {
         return unknown;
-    }
-
-    /** The value's path from the root. */
-    public String path() {
-        return path;
     }
 }

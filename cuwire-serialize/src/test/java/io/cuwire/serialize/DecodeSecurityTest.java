@@ -437,8 +437,12 @@ class DecodeSecurityTest {
 
         Map<String, Object> wrongField = new LinkedHashMap<>(node);
         wrongField.put("f", "cuda");
-        wrongField.put("d", Map.of("inner", Map.of("t", "test.State", "f", "cuda", "d", Map.of("weights", "x"))));
-        MalformedHeaderException field = assertThrows(MalformedHeaderException.class,
+        Map<String, Object> outer = new LinkedHashMap<>();
+        outer.put("weights", null);
+        outer.put("lock", null);
+        outer.put("inner", Map.of("t", "test.State", "f", "cuda", "d", Map.of("weights", "x")));
+        wrongField.put("d", outer);
+        SerializationException field = assertThrows(SchemaMismatchException.class,
                 () -> decode(header(wrongField, List.of())));
         assertEquals("root.inner", field.path(), "a serializer's failure gets the path of the value it read");
 
