@@ -8,7 +8,8 @@ import java.util.Objects;
  * One out-of-band frame: a buffer as it is (device memory stays device memory), never copied to be serialized —
  * except where the copy is the point or cannot be avoided: the {@code host} family's host copies of device memory, the
  * {@code java} family's stream, and a {@code boolean[]}, which the JVM offers no byte view of and which is packed into
- * a byte copy.
+ * a byte copy. A primitive array's frame is the array's own heap memory; a transport between processes copies it
+ * chunk by chunk through native staging memory as it sends it (sockets and UCX take only native memory), never whole.
  *
  * @param buffer the bytes
  * @param owned whether the {@link Serialized} that holds this frame owns the buffer (a host copy it made, a buffer a

@@ -17,6 +17,10 @@ import java.util.concurrent.CompletableFuture;
  * "the peer decoded it". Callbacks attached to the future without an executor run on a transport thread; keep them
  * short.
  *
+ * <p>Host frames of heap memory (a Java array's own segment, as the generic serializer hands primitive arrays over)
+ * are copied as they are written, chunk by chunk, through a small native staging buffer of the connection's (sockets
+ * and UCX take only native memory), never whole; the in-process transport hands them over like any frame.
+ *
  * <h2>Backpressure</h2>
  * Messages sent and not yet completed count against {@link TransportConfig#maxBytesInFlight()}. {@code send}
  * blocks its caller while the next message would pass the bound (a message larger than the bound waits until

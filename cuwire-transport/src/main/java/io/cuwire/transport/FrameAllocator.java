@@ -12,7 +12,9 @@ import io.cuwire.serialize.FrameDescriptor;
 public interface FrameAllocator {
     /**
      * A buffer of exactly {@code descriptor.length()} bytes for the frame: device memory for a frame that was device
-     * memory at the sender (on the receiver's own device), host memory for host and pinned frames.
+     * memory at the sender (on the receiver's own device), native host memory for host and pinned frames (a
+     * {@link io.cuwire.memory.BufferAllocator}'s: a transport refuses a heap segment, which sockets and UCX cannot
+     * write into directly).
      *
      * @throws io.cuwire.memory.AllocationLimitException if the memory or an allocator's limit is exhausted
      */

@@ -21,7 +21,8 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <table>
  *   <caption>Modes</caption>
- *   <tr><td>{@code echo}</td><td>sends every message back as it arrived, until the test closes</td></tr>
+ *   <tr><td>{@code echo [ioTimeoutSeconds]}</td><td>sends every message back as it arrived, until the test closes
+ *       (with an I/O timeout of its own: a receiver allocating gigabytes of fresh memory stalls a sender)</td></tr>
  *   <tr><td>{@code sink delayMs}</td><td>receives slowly, prints {@code received N}</td></tr>
  *   <tr><td>{@code stall}</td><td>connects and never reads</td></tr>
  *   <tr><td>{@code connect}</td><td>only connects; prints {@code refused <exception>} if the handshake fails</td></tr>
@@ -58,8 +59,9 @@ public final class ConformancePeer {
         BufferAllocator<DeviceBuffer> dev = Devices.get(0).newAllocator("peer-device", BufferAllocator.UNLIMITED);
         BufferAllocator<HostBuffer> pinned = Devices.get(0).newPinnedAllocator("peer-pinned",
                 BufferAllocator.UNLIMITED);
+        long ioTimeoutSeconds = mode.equals("echo") && args.length > 3 ? Long.parseLong(args[3]) : 20;
         TransportConfig.Builder cb = TransportConfig.builder().receiveInto(DeviceMap.of(host, dev).withPinned(pinned))
-                .ioTimeout(Duration.ofSeconds(20));
+                .ioTimeout(Duration.ofSeconds(ioTimeoutSeconds));
         if (secret == null) {
             cb.allowUnauthenticated(true);
         } else {

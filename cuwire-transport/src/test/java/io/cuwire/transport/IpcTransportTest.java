@@ -12,7 +12,10 @@ import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The conformance suite over CUDA IPC with the peer in a second JVM: on the emulated device here (both processes map
@@ -42,8 +45,19 @@ class IpcTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldCarryALongArrayOfMoreThan2GiBToAnotherJvmAndBack(TestInfo info) throws Exception {
+        roundTripALongArrayOfMoreThan2GiB(info);
     }
 
     @Test

@@ -19,6 +19,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The conformance suite over TCP with the peer in a second JVM, plus bytes no well-behaved peer sends: garbage
@@ -46,8 +48,19 @@ class TcpTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldCarryALongArrayOfMoreThan2GiBToAnotherJvmAndBack(TestInfo info) throws Exception {
+        roundTripALongArrayOfMoreThan2GiB(info);
     }
 
     /** A raw socket that speaks exactly what a test tells it to. */

@@ -52,6 +52,11 @@ class UcxTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
     }

@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
@@ -59,6 +60,10 @@ public final class Frames {
             if (b.byteSize() != d.length()
                     || sameMemory && (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
                 throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
+            }
+            if (b instanceof HostBuffer h && !h.segment().isNative()) {
+                throw new TransportException("frame allocator returned " + b.describe() + " of heap memory for " + d
+                        + ": host frames are received into native memory (a BufferAllocator's)");
             }
         }
     }

@@ -75,7 +75,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * bytes of host frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when
  * consumed).
  * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
- * record then has left when {@code send} returns), else on a writer thread.
+ * record then has left when {@code send} returns), else on a writer thread. Host frames of heap memory go through the
+ * socket's staging, chunk by chunk ({@link SocketIo#write(HostBuffer, long)}).
  *
  * <h2>Sends complete</h2>
  * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
@@ -261,20 +262,20 @@ final class IpcConnection implements Connection {
     }
 
     private void write(Outgoing out) {
-        List<ByteBuffer> gather = new ArrayList<>();
+        SocketIo.Gather gather = io.gather(ioTimeoutNanos);
         gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         gather.add(ByteBuffer.wrap(out.header));
         for (Buffer frame : out.message.frames()) {
             if (frame instanceof DeviceBuffer d) {
                 gather.add(reference(d));
             } else if (frame.byteSize() <= COALESCE_FRAME_BYTES) {
-                gather.add(((HostBuffer) frame).segment().asByteBuffer());
+                gather.add((HostBuffer) frame);
             } else {
-                flush(gather);
-                io.write(((HostBuffer) frame).segment(), ioTimeoutNanos);
+                gather.flush();
+                io.write((HostBuffer) frame, ioTimeoutNanos);
             }
         }
-        flush(gather);
+        gather.flush();
     }
 
     /** A device frame's reference: its allocation's handle (cached by the device) and where in it the frame lies. */
@@ -285,13 +286,6 @@ final class IpcConnection implements Connection {
         byte[] handle = allocation.handle();
         return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length).put(handle)
                 .putInt(allocation.deviceOrdinal()).putLong(allocation.length()).putLong(offset).flip();
-    }
-
-    private void flush(List<ByteBuffer> gather) {
-        if (!gather.isEmpty()) {
-            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            gather.clear();
-        }
     }
 
     // ---- reading

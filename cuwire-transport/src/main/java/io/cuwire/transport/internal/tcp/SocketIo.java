@@ -1,11 +1,13 @@
 package io.cuwire.transport.internal.tcp;
 
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -15,6 +17,8 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -22,8 +26,9 @@ import java.util.function.BooleanSupplier;
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
  * (no progress for that long fails) and, where given, a hard deadline. Reads go through a small buffer, so that a
  * message's type, header and small frames cost few system calls, while large reads land straight in their
- * destination. One thread reads and one thread writes at a time; {@link #close()} may come from any thread and
- * wakes both.
+ * destination. Host frames that are not native memory (heap arrays) are written through a staging buffer of the
+ * writer's, chunk by chunk ({@link HeapStaging}). One thread reads and one thread writes at a time; {@link #close()}
+ * may come from any thread and wakes both.
  *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
  * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}.
@@ -41,6 +46,8 @@ public final class SocketIo implements AutoCloseable {
     private final Selector writeSelector;
     private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER_BYTES).flip();
     private final ByteBuffer scratch = ByteBuffer.allocate(8);
+    /** The writer's staging of host frames that are not native memory; made on first use. */
+    private HeapStaging staging;
     private volatile boolean closed;
 
     public SocketIo(SocketChannel channel, String peer) throws IOException {
@@ -86,11 +93,92 @@ public final class SocketIo implements AutoCloseable {
 
     // ---- writing
 
-    /** Writes all of {@code src}, a gigabyte at a time, with no deadline. */
-    public void write(MemorySegment src, long stallNanos) {
+    /**
+     * Writes all of {@code frame} with no deadline: native memory straight from the frame, a gigabyte at a time;
+     * other memory (a heap array's segment) through this socket's {@link HeapStaging}, chunk by chunk.
+     */
+    public void write(HostBuffer frame, long stallNanos) {
+        if (!HeapStaging.needed(frame)) {
+            write(frame.segment(), stallNanos);
+            return;
+        }
+        HeapStaging s = staging();
+        long chunks = HeapStaging.chunks(frame.byteSize());
+        for (long k = 0; k < chunks; k++) {
+            write(s.stageChunk(frame, k, 0).asByteBuffer(), stallNanos, NO_DEADLINE);
+        }
+    }
+
+    private void write(MemorySegment src, long stallNanos) {
         for (long off = 0; off < src.byteSize(); off += SEGMENT_CHUNK_BYTES) {
             long n = Math.min(SEGMENT_CHUNK_BYTES, src.byteSize() - off);
             write(src.asSlice(off, n).asByteBuffer(), stallNanos, NO_DEADLINE);
+        }
+    }
+
+    private HeapStaging staging() {
+        if (staging == null) {
+            staging = new HeapStaging(1);
+        }
+        return staging;
+    }
+
+    /**
+     * Starts a gathering write: what is added goes out in as few system calls as possible when it is flushed.
+     * Writer only.
+     */
+    public Gather gather(long stallNanos) {
+        return new Gather(stallNanos);
+    }
+
+    /**
+     * One gathering write being assembled: buffers as they are, small host frames from their own memory, or, when
+     * that is not native memory, copied into this socket's staging first (what was gathered goes out whenever the
+     * staging is full). Writer only; flush before the next write of the socket.
+     */
+    public final class Gather {
+        private final long stallNanos;
+        private final List<ByteBuffer> buffers = new ArrayList<>();
+        private long staged;
+
+        private Gather(long stallNanos) {
+            this.stallNanos = stallNanos;
+        }
+
+        /** Adds {@code buffer}'s remaining bytes. */
+        public Gather add(ByteBuffer buffer) {
+            buffers.add(buffer);
+            return this;
+        }
+
+        /** Adds all of {@code frame}, a frame small enough to gather (at most a gigabyte). */
+        public Gather add(HostBuffer frame) {
+            if (!HeapStaging.needed(frame)) {
+                buffers.add(frame.segment().asByteBuffer());
+                return this;
+            }
+            HeapStaging s = staging();
+            long n = frame.byteSize();
+            if (n > s.capacity()) {
+                flush();
+                write(frame, stallNanos);
+                return this;
+            }
+            if (staged + n > s.capacity()) {
+                flush();
+            }
+            buffers.add(s.stage(frame, 0, n, staged).asByteBuffer());
+            staged += n;
+            return this;
+        }
+
+        /** Writes everything added so far. */
+        public void flush() {
+            if (!buffers.isEmpty()) {
+                write(buffers.toArray(ByteBuffer[]::new), stallNanos, NO_DEADLINE);
+                buffers.clear();
+            }
+            staged = 0;
         }
     }
 

@@ -43,7 +43,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *   [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
  * </pre>
  * The sending side writes from a writer thread of its own, in order: the record's start, the header and the small
- * host frames that follow it go out in one gathering write; large host frames go straight from their memory;
+ * host frames that follow it go out in one gathering write; large host frames go straight from their memory, or,
+ * when that is a heap array's, chunk by chunk through the socket's staging ({@link SocketIo#write(HostBuffer, long)});
  * device frames go through a {@link StagingRing} (device to pinned host, overlapped with the socket). The receiving
  * side reads on the caller's thread: the header is checked against the limits before any frame is allocated, then
  * each frame is allocated from the configured {@link io.cuwire.transport.FrameAllocator} and filled (device frames
@@ -171,7 +172,7 @@ final class TcpConnection implements Connection {
         List<Buffer> frames = out.message.frames();
         try (MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.TCP,
                 out.startNanos, true)) {
-            List<ByteBuffer> gather = new ArrayList<>();
+            SocketIo.Gather gather = io.gather(ioTimeoutNanos);
             gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
             gather.add(ByteBuffer.wrap(out.header));
             long gathered = 5L + out.header.length;
@@ -182,28 +183,21 @@ final class TcpConnection implements Connection {
                 lengths.add(frame.byteSize());
                 if (frame instanceof HostBuffer h && h.byteSize() <= COALESCE_FRAME_BYTES
                         && gathered + h.byteSize() <= COALESCE_TOTAL_BYTES) {
-                    gather.add(h.segment().asByteBuffer());
+                    gather.add(h);
                     gathered += h.byteSize();
                     continue;
                 }
-                flush(gather);
+                gather.flush();
                 gathered = 0;
                 if (frame instanceof HostBuffer h) {
-                    io.write(h.segment(), ioTimeoutNanos);
+                    io.write(h, ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     sendRings.computeIfAbsent(d.device(), this::newRing).send(d, io, ioTimeoutNanos);
                 }
             }
-            flush(gather);
+            gather.flush();
             return recorder.finish(out.header.length, kinds, lengths);
-        }
-    }
-
-    private void flush(List<ByteBuffer> gather) {
-        if (!gather.isEmpty()) {
-            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            gather.clear();
         }
     }
 

@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal.ucx;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
@@ -26,6 +27,7 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
@@ -37,6 +39,7 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,10 +62,14 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * <h2>Wire</h2>
  * Message {@code n} is a run of tag-matched UCX messages, tag {@code n << 28 | part}:
  * <pre>
- *   part 0:  [type: 1 byte = 1][device chunk: int32][header length: int32][header][small host frames]
- *   part 1…: the other frames in order, each cut into parts: host frames in 64 MiB parts, device frames in parts of
- *            the device chunk (the sender's staging chunk)
+ *   part 0:  [type: 1 byte = 1][device chunk: int32][host part: int32][header length: int32][header]
+ *            [small host frames]
+ *   part 1…: the other frames in order, each cut into parts: host frames in parts of the host part, device frames
+ *            in parts of the device chunk (the sender's staging chunk)
  * </pre>
+ * The host part is 64 MiB, or {@link HeapStaging#CHUNK_BYTES} in a message with a large host frame that is not
+ * native memory (a heap array's): such a frame has no address to hand UCX, so the sender copies it part by part
+ * into a ring of staging slots and sends each part from its slot.
  * A host frame of at most 64 KiB goes into part 0 while part 0's frames stay within 1 MiB (the same rule on both
  * sides, from the header's descriptors). The receiver probes for part 0, refuses a length beyond its header limit
  * before allocating anything, checks the header against its limits, allocates the frames, then posts the receives.
@@ -71,7 +78,7 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * pinned {@link UcxStaging} ring. Each side chooses for itself: the wire is the same.
  *
  * <h2>Threads</h2>
- * The agent's thread makes every UCX call; a sender thread stages device frames, hands parts to the agent and
+ * The agent's thread makes every UCX call; a sender thread stages device and heap frames, hands parts to the agent and
  * completes send futures in order of completion; the receiving caller's thread does its own receive; a watcher waits
  * on the bootstrap socket for the peer's {@code bye} or death.
  *
@@ -83,11 +90,15 @@ final class UcxConnection implements Connection {
     static final byte TYPE_MESSAGE = 1;
     static final int PART_BITS = 28;
     static final long MAX_PARTS = 1L << PART_BITS;
-    static final long HOST_PART_BYTES = 64L << 20;
+    static final int HOST_PART_BYTES = 64 << 20;
+    /** The smallest host part a receiver accepts: its host receives are all posted at once. */
+    static final int MIN_HOST_PART_BYTES = 64 << 10;
+    /** Slots of the staging of heap frames: parts in flight while the next one is copied. */
+    static final int HEAP_STAGING_SLOTS = 4;
     static final int MAX_DEVICE_CHUNK = 256 << 20;
     static final long COALESCE_FRAME_BYTES = 64 << 10;
     static final long COALESCE_TOTAL_BYTES = 1 << 20;
-    static final int PREAMBLE_BYTES = 9;
+    static final int PREAMBLE_BYTES = 13;
     private static final int MAX_ADDRESS_BYTES = 64 << 10;
     /** The record each side writes once its UCX endpoint to the other is connected. */
     private static final byte[] READY = {'R'};
@@ -123,6 +134,8 @@ final class UcxConnection implements Connection {
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, UcxStaging> sendRings = new HashMap<>();
     private final Map<Device, UcxStaging> receiveRings = new HashMap<>();
+    /** The sender's staging of heap frames, made on first use; sender thread only. */
+    private HeapStaging heapStaging;
     private final Object state = new Object();
     // sender thread only
     private long nextSendSeq;
@@ -268,6 +281,12 @@ final class UcxConnection implements Connection {
             List<Buffer> frames = out.message.frames();
             int chunk = config.stagingChunkBytes();
             List<Boolean> inline = coalesced(Frames.kinds(frames), Frames.lengths(frames));
+            int hostPart = HOST_PART_BYTES;
+            for (int i = 0; i < frames.size(); i++) {
+                if (!inline.get(i) && frames.get(i) instanceof HostBuffer h && HeapStaging.needed(h)) {
+                    hostPart = HeapStaging.CHUNK_BYTES;
+                }
+            }
             long parts = 1;
             long inlineBytes = 0;
             for (int i = 0; i < frames.size(); i++) {
@@ -275,7 +294,7 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     inlineBytes += f.byteSize();
                 } else {
-                    parts += partsOf(f.kind(), f.byteSize(), chunk);
+                    parts += partsOf(f.kind(), f.byteSize(), chunk, hostPart);
                 }
             }
             if (parts > MAX_PARTS) {
@@ -287,13 +306,13 @@ final class UcxConnection implements Connection {
             byte[] header = out.message.header();
             ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
                     + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
-            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(header.length).put(header);
+            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(hostPart).putInt(header.length).put(header);
             MemorySegment pre = MemorySegment.ofBuffer(preamble.clear());
             long at = PREAMBLE_BYTES + header.length;
             for (int i = 0; i < frames.size(); i++) {
                 if (inline.get(i)) {
                     HostBuffer h = (HostBuffer) frames.get(i);
-                    MemorySegment.copy(h.segment(), 0, pre, at, h.byteSize());
+                    CopyEngine.copyToSegment(h, 0, pre.asSlice(at, h.byteSize()));
                     at += h.byteSize();
                 }
             }
@@ -305,10 +324,13 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     continue;
                 }
-                if (f instanceof HostBuffer h) {
+                if (f instanceof HostBuffer h && HeapStaging.needed(h)) {
+                    sendStaged(h, out.seq, part);
+                    part += HeapStaging.chunks(h.byteSize());
+                } else if (f instanceof HostBuffer h) {
                     MemorySegment s = h.segment();
-                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
-                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                    for (long off = 0; off < s.byteSize(); off += hostPart) {
+                        long n = Math.min(hostPart, s.byteSize() - off);
                         requests.add(agent.send(s.address() + off, n, tag(out.seq, part++), UcxAgent.HOST));
                     }
                 } else {
@@ -366,6 +388,35 @@ final class UcxConnection implements Connection {
                 });
     }
 
+    /**
+     * Sends all of {@code frame}, a host frame that is not native memory, as parts {@code firstPart, firstPart + 1,
+     * …} of message {@code seq} ({@link HeapStaging#CHUNK_BYTES} each): part {@code k} is copied into slot
+     * {@code k % slots} once the slot's previous part was sent, so that the next parts are copied while earlier ones
+     * are on their way. Returns when every part was sent. Sender thread only.
+     */
+    private void sendStaged(HostBuffer frame, long seq, long firstPart) {
+        if (heapStaging == null) {
+            heapStaging = new HeapStaging(HEAP_STAGING_SLOTS);
+        }
+        HeapStaging staging = heapStaging;
+        List<CompletableFuture<Void>> sending = new ArrayList<>(Collections.nCopies(staging.slots(), null));
+        long chunks = HeapStaging.chunks(frame.byteSize());
+        for (long k = 0; k < chunks; k++) {
+            int slot = (int) (k % staging.slots());
+            CompletableFuture<Void> previous = sending.get(slot);
+            if (previous != null) {
+                await(previous);
+            }
+            MemorySegment part = staging.stageChunk(frame, k, slot);
+            sending.set(slot, agent.send(part.address(), part.byteSize(), tag(seq, firstPart + k), UcxAgent.HOST));
+        }
+        for (CompletableFuture<Void> f : sending) {
+            if (f != null) {
+                await(f);
+            }
+        }
+    }
+
     private UcxStaging newRing(Device device, int chunk) {
         return new UcxStaging(device, chunk, config.stagingSlots(), name + "-staging-" + device);
     }
@@ -393,8 +444,9 @@ final class UcxConnection implements Connection {
         }
     }
 
-    static long partsOf(MemoryKind kind, long length, int chunk) {
-        long unit = kind == MemoryKind.DEVICE ? chunk : HOST_PART_BYTES;
+    /** Parts of a frame of {@code kind} and {@code length}: device chunks or host parts. */
+    static long partsOf(MemoryKind kind, long length, int deviceChunk, int hostPart) {
+        long unit = kind == MemoryKind.DEVICE ? deviceChunk : hostPart;
         return (length + unit - 1) / unit;
     }
 
@@ -492,10 +544,15 @@ final class UcxConnection implements Connection {
                         + (preamble.get(0) & 0xff) + ": not the cuwire protocol");
             }
             int chunk = preamble.getInt(1);
-            int headerLength = preamble.getInt(5);
+            int hostPart = preamble.getInt(5);
+            int headerLength = preamble.getInt(9);
             if (chunk < 4096 || chunk > MAX_DEVICE_CHUNK) {
                 throw new ProtocolException("peer announced a device chunk of " + chunk + " bytes (expected: 4096.."
                         + MAX_DEVICE_CHUNK + ")");
+            }
+            if (hostPart < MIN_HOST_PART_BYTES || hostPart > HOST_PART_BYTES) {
+                throw new ProtocolException("peer announced a host part of " + hostPart + " bytes (expected: "
+                        + MIN_HOST_PART_BYTES + ".." + HOST_PART_BYTES + ")");
             }
             if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES) {
                 throw new ProtocolException("peer declared a header of " + headerLength + " bytes in a first part "
@@ -517,7 +574,7 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     inlineBytes += lengths.get(i);
                 } else {
-                    parts += partsOf(kinds.get(i), lengths.get(i), chunk);
+                    parts += partsOf(kinds.get(i), lengths.get(i), chunk, hostPart);
                 }
             }
             if (length != PREAMBLE_BYTES + headerLength + inlineBytes || parts > MAX_PARTS) {
@@ -540,8 +597,8 @@ final class UcxConnection implements Connection {
                 }
                 if (b instanceof HostBuffer h) {
                     MemorySegment s = h.segment();
-                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
-                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                    for (long off = 0; off < s.byteSize(); off += hostPart) {
+                        long n = Math.min(hostPart, s.byteSize() - off);
                         hostParts.add(agent.receive(s.address() + off, n, tag(seq, part++), UcxAgent.HOST));
                     }
                 } else {
