@@ -178,10 +178,18 @@ public final class ModelTransferBench {
             recording.start();
         }
         boolean ok = true;
+        long largest = options.sizes().stream().mapToLong(Long::longValue).max().orElse(0);
+        if (largest + 4096 > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a model of " + largest + " bytes: the plain-socket paths move at most "
+                    + (Integer.MAX_VALUE - 8 - 4096) + " (one direct buffer)");
+        }
+        // raw-once writes from it, Fory stages its out-of-band buffers in it (a slice per size)
+        ByteBuffer bigSource = ModelTransferWorker.touched((int) largest + 4096);
         try (WorkerProcess worker = WorkerProcess.start(options)) {
             run.workerMaxHeap = worker.maxHeap;
             for (long size : options.sizes()) {
-                ok &= runSize(options, run, worker, size, out);
+                ok &= runSize(options, run, worker, size, bigSource.duplicate().clear().limit((int) size + 4096)
+                        .slice(), out);
             }
         } finally {
             if (recording != null) {
@@ -203,10 +211,9 @@ public final class ModelTransferBench {
 
     /** The transfers of one size: connections, cold transfers, warm-up, timed rounds, the worker's checks. */
     private static boolean runSize(Options options, ModelTransferReport.Run run, WorkerProcess worker, long size,
-            PrintStream out) throws IOException, InterruptedException {
+            ByteBuffer bigSource, PrintStream out) throws IOException, InterruptedException {
         long[] clientGcStart = gc();
         TransferModel model = TransferModel.of(size);
-        ByteBuffer bigSource = ModelTransferWorker.touched((int) Math.min(Integer.MAX_VALUE - 8, size + 4096));
         boolean single = size >= SINGLE_TRANSFER_BYTES;
         int reps = single ? 1 : options.reps();
         Map<TransferPath, TransferSender> senders = new LinkedHashMap<>();

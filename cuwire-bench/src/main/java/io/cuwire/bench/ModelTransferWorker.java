@@ -68,6 +68,11 @@ public final class ModelTransferWorker implements AutoCloseable {
     private final Listener cuwire;
     private final ServerSocketChannel sockets;
     private final List<Thread> threads = new ArrayList<>();
+    /**
+     * The plain-socket paths' receive buffer, pre-touched, grown to the largest transfer asked for. One for all
+     * connections: the client moves one model at a time, and a buffer per connection would hold gigabytes.
+     */
+    private ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(0);
 
     /** Listens on 127.0.0.1 (free ports); {@code report} gets the {@code DONE} and {@code FAIL} lines. */
     ModelTransferWorker(PrintStream report) throws IOException {
@@ -207,9 +212,21 @@ public final class ModelTransferWorker implements AutoCloseable {
         }
     }
 
-    /** Reads each transfer's bytes into one pre-touched buffer of the transfer's size. */
-    private static void serveRaw(SocketChannel channel, long bytes, ByteBuffer ack, Tally tally) throws IOException {
-        ByteBuffer into = touched((int) bytes);
+    /** A pre-touched direct buffer of {@code bytes}, shared by the plain-socket connections (see the field). */
+    private synchronized ByteBuffer receiveBuffer(long bytes) {
+        if (bytes > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a transfer of " + bytes + " bytes (at most " + (Integer.MAX_VALUE - 8)
+                    + " over plain sockets)");
+        }
+        if (receiveBuffer.capacity() < bytes) {
+            receiveBuffer = touched((int) bytes);
+        }
+        return receiveBuffer.duplicate().clear().limit((int) bytes).slice();
+    }
+
+    /** Reads each transfer's bytes into the pre-touched receive buffer. */
+    private void serveRaw(SocketChannel channel, long bytes, ByteBuffer ack, Tally tally) throws IOException {
+        ByteBuffer into = receiveBuffer(bytes);
         while (TransferPath.readFully(channel, into.clear())) {
             TransferPath.writeFully(channel, ack.clear());
             tally.count();
@@ -249,10 +266,10 @@ public final class ModelTransferWorker implements AutoCloseable {
     }
 
     /** Reads Fory's serialized bytes, then each out-of-band buffer into a pre-touched direct buffer it reuses. */
-    private static void serveFory(SocketChannel channel, long bytes, ByteBuffer ack, Tally tally) throws IOException {
+    private void serveFory(SocketChannel channel, long bytes, ByteBuffer ack, Tally tally) throws IOException {
         Fory fory = TransferSender.fory();
         ByteBuffer length = ByteBuffer.allocate(4);
-        ByteBuffer into = touched((int) Math.min(Integer.MAX_VALUE - 8, bytes + 4096));
+        ByteBuffer into = receiveBuffer(bytes);
         List<MemoryBuffer> buffers = new ArrayList<>();
         while (TransferPath.readFully(channel, length.clear())) {
             byte[] inBand = new byte[length.getInt(0)];
