@@ -44,7 +44,7 @@ import jdk.jfr.Recording;
  * median; every ratio is made of medians. Worker and client run with the same JVM flags (the worker gets this JVM's
  * own), printed with the results.
  *
- * <p>Options: {@code --sizes 512MiB,1MiB --paths a,b --rounds 7 --warmup 2 --reps 200 --small-warmup 2000
+ * <p>Options: {@code --sizes 512MiB,1MiB --paths a,b --rounds 9 --warmup 2 --reps 200 --small-warmup 2000
  * --out DIR --date YYYY-MM-DD --fresh --jfr DIR}. Results: {@code model-transfer-<date>-cpu-<cores>core.md} and
  * {@code .csv} in {@code --out}; a run adds itself to the files of the same name (the CSV keeps every run's samples,
  * the Markdown file one section per run and a summary over all), unless {@code --fresh}.
@@ -79,7 +79,7 @@ public final class ModelTransferBench {
         static Options parse(String... args) {
             List<Long> sizes = List.of(512L << 20, 1L << 20);
             List<TransferPath> paths = List.of(TransferPath.values());
-            int rounds = 7;
+            int rounds = 9;
             int warmup = 2;
             int reps = 200;
             int smallWarmup = 2000;
@@ -139,7 +139,7 @@ public final class ModelTransferBench {
     }
 
     private static final String USAGE = "usage: cuwire bench model-transfer [--sizes 512MiB,1MiB] [--paths a,b]"
-            + " [--rounds 7] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR] [--date YYYY-MM-DD]"
+            + " [--rounds 9] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR] [--date YYYY-MM-DD]"
             + " [--fresh] [--jfr DIR]\npaths: " + String.join(",", Stream.of(TransferPath.values())
                     .map(TransferPath::label).toList());
 
@@ -267,6 +267,9 @@ public final class ModelTransferBench {
             }
         } finally {
             for (TransferSender s : senders.values()) {
+                if (!s.phases().isEmpty()) {
+                    run.phases(size, s.path, "client", Phases.parseMillis(s.phases().split(" ")));
+                }
                 try {
                     s.close();
                 } catch (IOException | RuntimeException e) {
@@ -281,9 +284,13 @@ public final class ModelTransferBench {
             long expected = sent.get(p);
             run.workerReport(size, p, report);
             String[] parts = report.split(" ");
-            if (report.startsWith("DONE ") && parts.length == 5) {
+            if (report.startsWith("DONE ") && parts.length >= 5) {
                 worker.gc[0] = Math.max(worker.gc[0], Long.parseLong(parts[3]));
                 worker.gc[1] = Math.max(worker.gc[1], Long.parseLong(parts[4]));
+                Map<String, Double> phases = Phases.parseMillis(parts);
+                if (!phases.isEmpty()) {
+                    run.phases(size, p, "worker", phases);
+                }
             }
             if (!report.startsWith("DONE ") || Long.parseLong(parts[2]) != expected) {
                 if (!run.failed(size, p)) {

@@ -145,6 +145,7 @@ final class ModelTransferReport {
         private final List<Sample> samples = new ArrayList<>();
         private final Map<Long, Map<String, String>> workerReports = new TreeMap<>((a, b) -> Long.compare(b, a));
         private final Map<Long, String> gcs = new TreeMap<>();
+        private final Map<Long, Map<String, String>> phases = new TreeMap<>();
 
         Run(String started, String commit, ModelTransferBench.Options options, double loadAtStart) {
             this.started = started;
@@ -174,6 +175,14 @@ final class ModelTransferReport {
         void gc(long size, long clientCount, long clientMs, long workerCount, long workerMs) {
             gcs.put(size, String.format(Locale.ROOT, "client %d collections, %d ms; worker %d collections, %d ms",
                     clientCount, clientMs, workerCount, workerMs));
+        }
+
+        /** The medians of {@code side}'s phases of {@code path}'s transfers at {@code size}, in ms. */
+        void phases(long size, TransferPath path, String side, Map<String, Double> millis) {
+            List<String> parts = new ArrayList<>();
+            millis.forEach((phase, ms) -> parts.add(phase + " " + num(ms)));
+            phases.computeIfAbsent(size, k -> new LinkedHashMap<>()).merge(path.label(), side + ": "
+                    + String.join(", ", parts), (a, b) -> a + "; " + b);
         }
 
         void workerReport(long size, TransferPath path, String line) {
@@ -251,6 +260,15 @@ final class ModelTransferReport {
                     reports.forEach((path, line) -> parts.add(workerLine(path, line)));
                     b.append(String.join("; ", parts)).append(".\n");
                 }
+                Map<String, String> timed = phases.getOrDefault(size, Map.of());
+                if (!timed.isEmpty()) {
+                    b.append("\nPhases of every transfer on the connection, medians in ").append("ms")
+                            .append(" (client: serialize, send until the bytes were handed to the socket, then the "
+                                    + "wait for the acknowledgement; worker: receive from the first byte to the last, "
+                                    + "decode into the fresh float[], ack):\n\n");
+                    timed.forEach((path, line) -> b.append("- ").append(path).append(": ").append(line)
+                            .append('\n'));
+                }
                 if (gcs.containsKey(size)) {
                     b.append("\nGC over these transfers (as the JVMs count it): ").append(gcs.get(size)).append(".\n");
                 }
@@ -267,7 +285,7 @@ final class ModelTransferReport {
 
         private static String workerLine(String path, String line) {
             String[] p = line.split(" ");
-            if (line.startsWith("DONE ") && p.length == 5) {
+            if (line.startsWith("DONE ") && p.length >= 5) {
                 return path + (TransferPath.parse(path).getFirst().raw() ? " received " + p[2] + " transfers"
                         : " checked " + p[2] + " decoded models");
             }
@@ -413,7 +431,11 @@ final class ModelTransferReport {
                 + "Every path has its own connection per size; every round runs each path once, in an order "
                 + "rotated by one path per round. Medians, minima and maxima are over the rounds; `× ceiling "
                 + "throughput` is the ceiling's median time over the path's (1 = as fast as the raw socket); "
-                + "GB/s is 10^9 bytes of weights per second.\n\n";
+                + "GB/s is 10^9 bytes of weights per second. The cold transfer is each path's first on its new "
+                + "connection, the paths in table order: what a process keeps (JIT-compiled code, the worker's "
+                + "receive pool and heap) the first path of a kind pays for and the later ones find ready; the "
+                + "first cuwire path's cold transfer includes the pool's first 512 MiB block. The machine is "
+                + "shared: the load averages say how busy it was.\n\n";
     }
 
     /** Per size, each path's median in every run, and the targets per run. */

@@ -49,9 +49,12 @@ import org.apache.fory.memory.MemoryBuffer;
  * timing, it checks the model ({@link TransferModel#check}).
  *
  * <p>Protocol with the client, on standard output: {@code READY <cuwire address> <socket port> <max heap bytes>
- * <GCs> <GC ms>} once listening; per connection that ends, {@code DONE <path> <models checked> <GCs> <GC ms>} (the
- * JVM's collections so far), or {@code FAIL <path> <message>} when a model was wrong or the connection broke. The
- * worker exits when its standard input closes.
+ * <GCs> <GC ms>} once listening; per connection that ends, {@code DONE <path> <models checked> <GCs> <GC ms>
+ * [<phase>=<median ns>...]} (the JVM's collections so far; for cuwire, the medians of {@code receive}: the message's
+ * first byte to its last, its frame's allocation included; {@code decode}: {@code deserialize}, which makes the fresh
+ * {@code float[]} and copies the frame into it; {@code ack}: sending the acknowledgement), or
+ * {@code FAIL <path> <message>} when a model was wrong or the connection broke. The worker exits when its standard
+ * input closes.
  */
 public final class ModelTransferWorker implements AutoCloseable {
     /** The most receive memory the cuwire pool keeps: one 512 MiB model's frame, with room. */
@@ -167,11 +170,16 @@ public final class ModelTransferWorker implements AutoCloseable {
                 } catch (PeerClosedException e) {
                     break;
                 }
+                long t0 = System.nanoTime();
                 TransferModel model;
                 try (m) {
                     model = registry.deserialize(m.value(), TransferModel.class, target);
                 }
+                long t1 = System.nanoTime();
                 c.send(ack).join();
+                tally.phases.add("receive", m.metrics().nanos());
+                tally.phases.add("decode", t1 - t0);
+                tally.phases.add("ack", System.nanoTime() - t1);
                 tally.check(model);
             }
             tally.done();
@@ -313,6 +321,7 @@ public final class ModelTransferWorker implements AutoCloseable {
 
     /** What one connection saw: the models it checked (or, for a raw path, the transfers it received). */
     private final class Tally {
+        final Phases phases = new Phases();
         private final String label;
         private long models;
 
@@ -330,7 +339,7 @@ public final class ModelTransferWorker implements AutoCloseable {
         }
 
         void done() {
-            report.printf(Locale.ROOT, "DONE %s %d %s%n", label, models, gc());
+            report.printf(Locale.ROOT, "DONE %s %d %s %s%n", label, models, gc(), phases.medians());
             report.flush();
         }
 

@@ -12,6 +12,7 @@ import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Message;
+import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
@@ -79,6 +80,11 @@ abstract class TransferSender implements AutoCloseable {
      * the model's byte count, and the acknowledgement of the last byte).
      */
     abstract void transfer(TransferModel model) throws IOException;
+
+    /** The medians of this side's phases of each transfer so far ({@link Phases#medians}), or "" if not timed. */
+    String phases() {
+        return "";
+    }
 
     @Override
     public abstract void close() throws IOException;
@@ -240,7 +246,9 @@ abstract class TransferSender implements AutoCloseable {
 
     /**
      * cuwire over its TCP transport: {@code serialize(model, chain)} (the weights become one host frame),
-     * {@code Message.of}, {@code send}; the worker's acknowledgement is a header-only cuwire message.
+     * {@code Message.of}, {@code send}; the worker's acknowledgement is a header-only cuwire message. Phases timed:
+     * {@code serialize} (to the message), {@code send} (the send's own metrics: from {@code send} until the bytes
+     * were handed to the socket, heap staging included), {@code after_send} (from then to the acknowledgement).
      */
     private static final class Cuwire extends TransferSender {
         private final BufferAllocator<HostBuffer> host;
@@ -248,6 +256,7 @@ abstract class TransferSender implements AutoCloseable {
         private final TypeRegistry registry;
         private final Connection connection;
         private final Family[] chain;
+        private final Phases phases = new Phases();
 
         Cuwire(TransferPath path, String address) {
             super(path);
@@ -269,16 +278,28 @@ abstract class TransferSender implements AutoCloseable {
 
         @Override
         void transfer(TransferModel model) throws IOException {
-            CompletableFuture<?> sent;
+            long t0 = System.nanoTime();
+            CompletableFuture<MessageMetrics> sent;
             try (Serialized s = registry.serialize(model, chain)) {
-                sent = connection.send(Message.of(s));
+                Message message = Message.of(s);
+                long t1 = System.nanoTime();
+                sent = connection.send(message);
                 try (ReceivedMessage ack = connection.receive()) {
                     if (!ack.value().frames().isEmpty() || !Long.valueOf(TransferPath.ACK).equals(ack.value().root())) {
                         throw new IOException("the worker acknowledged with " + ack.value());
                     }
                 }
-                sent.join();
+                long t2 = System.nanoTime();
+                long send = sent.join().nanos();
+                phases.add("serialize", t1 - t0);
+                phases.add("send", send);
+                phases.add("after_send", t2 - t1 - send);
             }
+        }
+
+        @Override
+        String phases() {
+            return phases.medians();
         }
 
         @Override

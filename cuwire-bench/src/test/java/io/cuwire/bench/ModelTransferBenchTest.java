@@ -49,6 +49,10 @@ class ModelTransferBenchTest {
                     : p.label() + " checked " + transfers + " decoded models";
             assertTrue(report.contains(worker), "missing '" + worker + "' in\n" + report);
         }
+        for (TransferPath p : List.of(TransferPath.CUWIRE_CUDA_HOST, TransferPath.CUWIRE_HOST)) {
+            assertTrue(report.contains("- " + p.label() + ": client: serialize "), report);
+            assertTrue(report.contains("; worker: receive "), report);
+        }
         assertTrue(report.contains("## Summary over 1 run"), report);
         assertTrue(report.contains("(ceiling)"), report);
         assertTrue(report.contains("fewer than 5 rounds"), report);
