@@ -38,7 +38,7 @@ import jdk.jfr.Recording;
  * <p>One transfer is timed on the client from the start of serializing until the worker's acknowledgement, which
  * the worker sends once it has the decoded model (a fresh {@code float[]}). Per size, every path gets a connection
  * of its own; the first transfer on it is the cold one; then come untimed warm-up rounds and the timed rounds. Each
- * round runs every path once, in an order rotated by one path per round. At sizes below
+ * round runs every path once, in an order rotated by one path per round and reversed every other round. Below
  * {@value #SINGLE_TRANSFER_BYTES} bytes a sample is {@code --reps} transfers back to back (reported per message),
  * after {@code --small-warmup} untimed transfers per path. The ceiling of a size is the raw variant with the lowest
  * median; every ratio is made of medians. Worker and client run with the same JVM flags (the worker gets this JVM's
@@ -343,11 +343,18 @@ public final class ModelTransferBench {
         }
     }
 
-    /** The senders' paths, rotated left by {@code r}. */
-    private static List<TransferPath> rotated(Map<TransferPath, TransferSender> senders, int r) {
+    /**
+     * The order of round {@code r}: the senders' paths rotated left by {@code r}, and reversed in odd rounds, so that
+     * no path always runs right after the same one (what a path leaves behind, in the caches or the worker's heap,
+     * falls on its neighbours).
+     */
+    static List<TransferPath> rotated(Map<TransferPath, ?> senders, int r) {
         List<TransferPath> paths = new ArrayList<>(senders.keySet());
         if (!paths.isEmpty()) {
             Collections.rotate(paths, -(r % paths.size()));
+        }
+        if (r % 2 == 1) {
+            Collections.reverse(paths);
         }
         return paths;
     }

@@ -9,7 +9,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -94,6 +96,20 @@ class ModelTransferBenchTest {
         }
         ModelTransferReport.write(dir, "mt", r, true);
         assertTrue(Files.readString(dir.resolve("mt.md")).contains("WARNING: kryo is faster than the ceiling"));
+    }
+
+    @Test
+    void shouldRotateTheOrderAndReverseItEveryOtherRound() {
+        Map<TransferPath, Boolean> three = new LinkedHashMap<>();
+        for (TransferPath p : List.of(TransferPath.RAW_ONCE, TransferPath.JDK, TransferPath.KRYO)) {
+            three.put(p, true);
+        }
+        assertEquals(List.of(TransferPath.RAW_ONCE, TransferPath.JDK, TransferPath.KRYO),
+                ModelTransferBench.rotated(three, 0));
+        assertEquals(List.of(TransferPath.RAW_ONCE, TransferPath.KRYO, TransferPath.JDK),
+                ModelTransferBench.rotated(three, 1));
+        assertEquals(List.of(TransferPath.KRYO, TransferPath.RAW_ONCE, TransferPath.JDK),
+                ModelTransferBench.rotated(three, 2));
     }
 
     @Test
