@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.text.ParseException;
+import java.time.Duration;
 import java.time.DateTimeException;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
@@ -169,13 +170,7 @@ public final class ModelTransferBench {
         Recording recording = null;
         if (options.jfr() != null) {
             Files.createDirectories(options.jfr());
-            try {
-                recording = new Recording(Configuration.getConfiguration("profile"));
-            } catch (ParseException e) {
-                throw new IOException("the JDK's 'profile' recording settings do not parse: " + e.getMessage(), e);
-            }
-            recording.setDestination(options.jfr().resolve("client.jfr"));
-            recording.start();
+            recording = startRecording(options.jfr().resolve("client.jfr"));
         }
         boolean ok = true;
         long largest = options.sizes().stream().mapToLong(Long::longValue).max().orElse(0);
@@ -193,7 +188,6 @@ public final class ModelTransferBench {
             }
         } finally {
             if (recording != null) {
-                recording.stop();
                 recording.close();
                 out.println("wrote " + options.jfr().resolve("client.jfr") + " and worker.jfr");
             }
@@ -343,6 +337,27 @@ public final class ModelTransferBench {
         }
     }
 
+    /** The system property that makes a worker record itself into the file it names. */
+    static final String JFR_PROPERTY = "cuwire.bench.jfr";
+
+    /**
+     * Starts a flight recording to {@code file}, written when it is closed: the JDK's {@code profile} settings,
+     * with Java and native method samples every millisecond (their 10 and 20 ms see too little of a 0.3 ms transfer).
+     */
+    static Recording startRecording(Path file) throws IOException {
+        Recording r;
+        try {
+            r = new Recording(Configuration.getConfiguration("profile"));
+        } catch (ParseException e) {
+            throw new IOException("the JDK's 'profile' recording settings do not parse: " + e.getMessage(), e);
+        }
+        r.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(1));
+        r.enable("jdk.NativeMethodSample").withPeriod(Duration.ofMillis(1));
+        r.setDestination(file);
+        r.start();
+        return r;
+    }
+
     /**
      * The order of round {@code r}: the senders' paths rotated left by {@code r}, and reversed in odd rounds, so that
      * no path always runs right after the same one (what a path leaves behind, in the caches or the worker's heap,
@@ -422,8 +437,7 @@ public final class ModelTransferBench {
             List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
             cmd.addAll(options.workerJvmArgs());
             if (options.jfr() != null) {
-                cmd.add("-XX:StartFlightRecording=settings=profile,filename="
-                        + options.jfr().resolve("worker.jfr").toAbsolutePath());
+                cmd.add("-D" + JFR_PROPERTY + "=" + options.jfr().resolve("worker.jfr").toAbsolutePath());
             }
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ModelTransferWorker.class.getName()));
             Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();

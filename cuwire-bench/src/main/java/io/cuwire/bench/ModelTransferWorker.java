@@ -35,10 +35,12 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import jdk.jfr.Recording;
 import org.apache.fory.Fory;
 import org.apache.fory.memory.MemoryBuffer;
 
@@ -123,6 +125,8 @@ public final class ModelTransferWorker implements AutoCloseable {
     }
 
     public static void main(String[] args) throws Exception {
+        String jfr = System.getProperty(ModelTransferBench.JFR_PROPERTY);
+        Recording recording = jfr == null ? null : ModelTransferBench.startRecording(Path.of(jfr));
         try (ModelTransferWorker worker = new ModelTransferWorker(System.out)) {
             worker.start();
             System.out.println("READY " + worker.cuwireAddress() + " " + worker.socketPort() + " "
@@ -130,6 +134,10 @@ public final class ModelTransferWorker implements AutoCloseable {
             System.out.flush();
             while (System.in.read() >= 0) {
                 // the client holds our standard input open while it needs us
+            }
+        } finally {
+            if (recording != null) {
+                recording.close();
             }
         }
         System.exit(0);
