@@ -12,6 +12,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -64,6 +66,16 @@ class DemoTest {
         assertTrue(html.startsWith("<!DOCTYPE html>") && html.contains("<svg class=\"sweep\"")
                 && html.contains("ipc / host") && html.contains("NearestNeighbors (256.0 KiB)")
                 && !html.contains("MISMATCH"), html);
+        Optional<Path> chromium = HeadlessChromium.find();
+        if (chromium.isPresent()) {
+            try (HeadlessChromium browser = HeadlessChromium.start(chromium.get(),
+                    Files.createDirectories(dir.resolve("profile")))) {
+                Map<String, Object> layout = ReportBrowserTest.layout(browser, page);
+                assertEquals(List.of(), layout.get("problems"), String.valueOf(layout));
+                assertEquals(6.0, layout.get("series"), "two transports x three families: " + layout);
+                assertEquals(12.0, layout.get("points"), "two sizes per series: " + layout);
+            }
+        }
     }
 
     @Test
