@@ -970,7 +970,7 @@ final class Demo {
             List<Long> sizes = results.sweep().stream().map(SweepPoint::bytes).distinct().sorted().toList();
             StringBuilder head = new StringBuilder(String.format(Locale.ROOT, "  %-12s", "path"));
             for (long s : sizes) {
-                head.append(String.format(Locale.ROOT, " %10s", Info.bytes(s)));
+                head.append(String.format(Locale.ROOT, " %10s", Report.size(s)));
             }
             out.println(head);
             List<String> paths = results.sweep().stream().map(SweepPoint::path).distinct().toList();

@@ -132,9 +132,19 @@ final class LogPlot {
                     RIGHT, a.y(y)));
         }
         s.append("</g>\n<g class=\"ticks\" fill=\"#333\">\n");
-        for (double x : xs) {
-            s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n", a.x(x),
-                    BOTTOM + 16, Report.esc(xTick.apply(x))));
+        // labelled from the largest down; a label that would touch the one right of it is left out (its grid line
+        // stays)
+        double right = Double.POSITIVE_INFINITY;
+        double rightHalf = 0;
+        for (double x : xs.descendingSet()) {
+            String label = xTick.apply(x);
+            double half = labelWidth(label) / 2;
+            if (a.x(x) + half + 4 <= right - rightHalf) {
+                s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
+                        a.x(x), BOTTOM + 16, Report.esc(label)));
+                right = a.x(x);
+                rightHalf = half;
+            }
         }
         for (double y : yTicks) {
             s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n", LEFT - 6,
@@ -194,6 +204,11 @@ final class LogPlot {
             y += 18;
         }
         s.append("</g>\n");
+    }
+
+    /** A generous estimate of the width of {@code label} in 12 px sans-serif. */
+    private static double labelWidth(String label) {
+        return 7.5 * label.length();
     }
 
     /** A y tick label: 0.01, 0.2, 5, 10, 2000. */

@@ -90,7 +90,7 @@ final class Report {
         if (!results.sweep().isEmpty()) {
             h.append("<section id=\"sweep\"><h2>Broadcast time against model size</h2>\n");
             h.append(LogPlot.svg("broadcast of the payload model to every worker", "model size (array bytes, log "
-                    + "scale)", "broadcast ms (log scale)", series(results.sweep()), v -> Info.bytes((long) v)));
+                    + "scale)", "broadcast ms (log scale)", series(results.sweep()), v -> size((long) v)));
             h.append("<p>Each point: the median of ").append(results.repeat()).append(" broadcasts of the payload "
                     + "model at that size, refitted before each so that no worker holds it; the largest size is the "
                     + "payload model's table above. Colors: the family; lines: the transport (tcp solid, ipc dashed, "
@@ -147,6 +147,18 @@ final class Report {
                     y + 14, esc(format.apply(v))));
         }
         return s.append("</svg>\n").toString();
+    }
+
+    /** {@code bytes} in the largest binary unit it fills: a whole number without decimals ({@code 512 MiB}). */
+    static String size(long bytes) {
+        String[] units = {"KiB", "MiB", "GiB"};
+        for (int i = units.length - 1; i >= 0; i--) {
+            long unit = 1L << (10 * (i + 1));
+            if (bytes >= unit) {
+                return bytes % unit == 0 ? bytes / unit + " " + units[i] : Info.bytes(bytes);
+            }
+        }
+        return Info.bytes(bytes);
     }
 
     private static String check(boolean match) {

@@ -152,7 +152,8 @@ record Verdict(String model, boolean cudaAhead, String text) {
         if (!(fast.broadcastMillis() > 0)) {
             return "an unmeasurable ×";
         }
-        return String.format(Locale.ROOT, "%.1f ×", slow.broadcastMillis() / fast.broadcastMillis());
+        double r = slow.broadcastMillis() / fast.broadcastMillis();
+        return String.format(Locale.ROOT, r < 100 ? "%.1f ×" : "%.0f ×", r);
     }
 
     /** Milliseconds with three significant digits or so: 0.42, 3.14, 27.2, 612. */

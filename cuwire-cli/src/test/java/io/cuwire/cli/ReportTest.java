@@ -71,7 +71,7 @@ class ReportTest {
             lastX = cx;
             lastY = cy;
         }
-        assertTrue(svg.contains(">1.0 MiB</text>") && svg.contains(">64.0 MiB</text>"), svg);
+        assertTrue(svg.contains(">1 MiB</text>") && svg.contains(">64 MiB</text>"), svg);
     }
 
     @Test
@@ -92,6 +92,23 @@ class ReportTest {
         Matcher c = CIRCLE.matcher(svg);
         assertTrue(c.find(), svg);
         assertEquals(70 + (530 - 70) / 2.0, Double.parseDouble(c.group(1)), 0.1, svg);
+    }
+
+    @Test
+    void shouldLabelSizesInWholeUnitsAndLeaveOutALabelThatWouldTouchItsNeighbour() {
+        assertEquals("512 MiB", Report.size(512L << 20));
+        assertEquals("1 GiB", Report.size(1L << 30));
+        assertEquals("64 KiB", Report.size(64L << 10));
+        assertEquals("1.5 MiB", Report.size(3L << 19));
+        List<double[]> points = new ArrayList<>();
+        for (long s = 1L << 20; s <= 512L << 20; s *= 2) {
+            points.add(new double[] {s, s / 1e6});
+        }
+        String svg = LogPlot.svg("t", "x", "y", List.of(new LogPlot.Series("a", "#000", "", points)),
+                v -> Report.size((long) v));
+        assertTrue(svg.contains(">512 MiB</text>") && svg.contains(">1 MiB</text>"), svg);
+        assertTrue(!svg.contains(">256 MiB</text>"), "one doubling left of the last label: " + svg);
+        assertEquals(10, count(svg, "<circle"), svg);
     }
 
     @Test

@@ -141,6 +141,13 @@ class VerdictTest {
     }
 
     @Test
+    void shouldWriteLargeRatiosWithoutADecimal() {
+        Verdict v = Verdict.of(NN, List.of(row(NN, "ipc", "cuda", BIG, 1.25, 0, 5), row(NN, "tcp", "java", BIG, 3150,
+                3 * BIG, 5)));
+        assertTrue(v.text().contains("java over tcp: 3150 ms (2520 × slower)"), v.text());
+    }
+
+    @Test
     void shouldFormatMillisecondsToAboutThreeDigits() {
         assertEquals("0.42", Verdict.ms(0.42));
         assertEquals("3.14", Verdict.ms(3.14159));

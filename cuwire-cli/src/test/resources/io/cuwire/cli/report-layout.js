@@ -44,6 +44,12 @@
       const r = el.getBoundingClientRect();
       if (!inside(r, sb)) problems.push(`${where}: ${name(el)} ${box(r)} lies outside the svg ${box(sb)}`);
     });
+    const texts = [...svg.querySelectorAll('text')].map((t) => [t, t.getBoundingClientRect()]);
+    texts.forEach(([a, ra], j) => texts.slice(j + 1).forEach(([b, rb]) => {
+      const w = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+      const h = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+      if (w > 1 && h > 1) problems.push(`${where}: ${name(a)} ${box(ra)} and ${name(b)} ${box(rb)} overlap`);
+    }));
   });
 
   let series = 0;
