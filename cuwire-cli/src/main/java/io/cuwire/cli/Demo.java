@@ -251,13 +251,14 @@ final class Demo {
         Options options;
         try {
             options = Options.parse(args);
+            options.sweepFor(options.modelBytesOn(Devices.platform()));
         } catch (IllegalArgumentException e) {
             err.println("cuwire demo: " + e.getMessage());
             return Main.USAGE;
         }
         try {
             return new Demo(options, out).run() ? Main.OK : Main.FAILED;
-        } catch (ClusterException | IOException | IllegalArgumentException e) {
+        } catch (ClusterException | IOException e) {
             err.println("cuwire demo: " + e.getMessage());
             return Main.FAILED;
         }
@@ -481,23 +482,19 @@ final class Demo {
             List<ObjectRef> xr = client.scatter(data.xs());
             List<ObjectRef> yr = client.scatter(data.ys());
             List<ObjectRef> lr = client.scatter(data.ls());
-            List<ObjectRef> queries = new ArrayList<>();
+            Payload p = null;
             try (NearestNeighbors nn = new NearestNeighbors().nNeighbors(1)) {
                 Models models = fitted != null ? fitted : fit(client, transport, data, xr, yr, lr);
-                Payload p = new Payload(nn, payload, client.workers());
-                for (int w = 0; w < client.workers(); w++) {
-                    try (NdArray q = p.queries(w)) {
-                        queries.add(client.put(w, q).join());
-                    }
-                }
-                p.queryRefs = queries;
+                p = new Payload(nn, payload, client);
                 List<Subject> subjects = List.of(fitted(models.lr(), models, xr), fitted(models.km(), models, xr),
                         fitted(models.rf(), models, xr), p);
                 measure(client, transport, subjects);
                 sweep(client, transport, p, sweepSizes);
                 return models;
             } finally {
-                client.free(queries);
+                if (p != null) {
+                    client.free(p.queryRefs);
+                }
                 client.free(xr);
                 client.free(yr);
                 client.free(lr);
@@ -701,12 +698,23 @@ final class Demo {
         private final NearestNeighbors nn;
         private final NdArray rows;
         private final int workers;
-        List<ObjectRef> queryRefs = List.of();
+        /** Each worker's query rows, stored there. */
+        final List<ObjectRef> queryRefs;
 
-        Payload(NearestNeighbors nn, NdArray rows, int workers) {
+        /** The payload of {@code rows}, refitting {@code nn}; puts query rows {@code w} on worker {@code w}. */
+        Payload(NearestNeighbors nn, NdArray rows, Client client) {
             this.nn = nn;
             this.rows = rows;
-            this.workers = workers;
+            this.workers = client.workers();
+            List<NdArray> queries = new ArrayList<>();
+            try {
+                for (int w = 0; w < workers; w++) {
+                    queries.add(queries(w));
+                }
+                this.queryRefs = client.scatter(queries);
+            } finally {
+                queries.forEach(NdArray::close);
+            }
         }
 
         @Override
@@ -747,7 +755,7 @@ final class Demo {
         }
 
         /** Worker {@code w}'s query rows, copied out of the model's rows on the client's device. */
-        NdArray queries(int w) {
+        private NdArray queries(int w) {
             NdArray q = NdArray.empty(rows.buffer().allocator(), DType.FLOAT32, Order.C, QUERIES, PAYLOAD_COLS);
             try {
                 for (int j = 0; j < QUERIES; j++) {

@@ -107,6 +107,12 @@ class DemoTest {
         e = assertThrows(IllegalArgumentException.class, () -> Demo.Options.parse(List.of("--sweep", "1MB")));
         assertTrue(e.getMessage().startsWith("--sweep 1MB: size '1MB' (expected: e.g. 1KiB"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Demo.Options.parse(List.of("--repeat", "0")));
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try (PrintStream p = new PrintStream(err, true, StandardCharsets.UTF_8)) {
+            assertEquals(Main.USAGE, Main.run(new String[] {"demo", "--sweep", "512MiB"}, System.out, p));
+        }
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("--sweep 536870912 bytes (expected: below the "
+                + "payload model's"), err.toString(StandardCharsets.UTF_8));
     }
 
     @Test
