@@ -32,9 +32,11 @@ public final class Main {
     private static final Map<String, Entry> COMMANDS = new LinkedHashMap<>();
 
     static {
-        COMMANDS.put("demo", new Entry("the main job: a local cluster fits three models, broadcasts each by every "
-                + "family and transport, predicts and checks; prints a table per model and writes an HTML report "
-                + "('demo [--workers N] [--transports tcp,ipc,ucx] [--report DIR]')", Demo::run));
+        COMMANDS.put("demo", new Entry("the main job: a local cluster fits three models beside a payload model "
+                + "sized per platform, broadcasts each by every family and transport, predicts and checks; prints a "
+                + "verdict and a table per model and writes an HTML report with a sweep over model sizes ('demo "
+                + "[--workers N] [--transports tcp,ipc,ucx] [--model-size SIZE] [--sweep SIZES|none] [--repeat N] "
+                + "[--report DIR]')", Demo::run));
         COMMANDS.put("worker", new Entry("a cluster worker started by hand; prints its address ('worker [--listen "
                 + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin)",
                 WorkerCommand::run));
