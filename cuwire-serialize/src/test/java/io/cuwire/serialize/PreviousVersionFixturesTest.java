@@ -14,8 +14,6 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import java.net.URISyntaxException;
-import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,15 +27,13 @@ class PreviousVersionFixturesTest {
     private BufferAllocator<DeviceBuffer> device;
     private TypeRegistry registry;
     private DecodeTarget target;
-    private Path dir;
 
     @BeforeEach
-    void open() throws URISyntaxException {
+    void open() {
         host = BufferAllocator.host("fixture-host", BufferAllocator.UNLIMITED);
         device = Devices.get(0).newAllocator("fixture-device", BufferAllocator.UNLIMITED);
         registry = WireFixtures.registry(host);
         target = new DecodeTarget(device, host, Limits.DEFAULT);
-        dir = Path.of(PreviousVersionFixturesTest.class.getResource("/fixtures/v1").toURI());
     }
 
     @AfterEach
@@ -47,15 +43,15 @@ class PreviousVersionFixturesTest {
     }
 
     private Object decode(String name) {
-        try (Serialized s = WireFixtures.read(dir, name, host, device)) {
+        try (Serialized s = WireFixtures.read(name, host, device)) {
             return registry.deserialize(s, target);
         }
     }
 
     @Test
-    void shouldHoldVersion1HeadersOnly() throws java.io.IOException {
+    void shouldHoldVersion1HeadersOnly() {
         for (String name : WireFixtures.NAMES) {
-            byte[] header = java.nio.file.Files.readAllBytes(dir.resolve(name + ".header"));
+            byte[] header = WireFixtures.resource(name + ".header");
             assertEquals(0x80, header[0] & 0xf0, name + " is a bare msgpack map, as version 1 wrote");
             assertEquals(1, Serialized.parseHeader(header, Limits.DEFAULT).version(), name);
         }

@@ -232,19 +232,28 @@ final class WireFixtures {
     }
 
     /**
-     * Reads fixture {@code name} from {@code dir} as a receiver would: parses the header, allocates each frame as
-     * its descriptor says (device frames from {@code device}) and fills it.
+     * The bytes of fixture file {@code file} (e.g. {@code generic.header}), read from the class path: from the
+     * module's test resources or from a test jar (the GPU bundle runs the tests from jars, where a {@code Path} of
+     * the resource folder does not exist).
      */
-    static Serialized read(Path dir, String name, BufferAllocator<HostBuffer> host,
-            BufferAllocator<DeviceBuffer> device) {
-        byte[] header;
-        byte[] frames;
-        try {
-            header = Files.readAllBytes(dir.resolve(name + ".header"));
-            frames = Files.readAllBytes(dir.resolve(name + ".frames"));
+    static byte[] resource(String file) {
+        try (java.io.InputStream in = WireFixtures.class.getResourceAsStream("/fixtures/v1/" + file)) {
+            if (in == null) {
+                throw new IllegalStateException("fixture file /fixtures/v1/" + file + " is not on the class path");
+            }
+            return in.readAllBytes();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * Reads fixture {@code name} from the class path as a receiver would: parses the header, allocates each frame as
+     * its descriptor says (device frames from {@code device}) and fills it.
+     */
+    static Serialized read(String name, BufferAllocator<HostBuffer> host, BufferAllocator<DeviceBuffer> device) {
+        byte[] header = resource(name + ".header");
+        byte[] frames = resource(name + ".frames");
         Serialized value = received(header, frames, host, device, Limits.DEFAULT);
         if (value.totalFrameBytes() != frames.length) {
             long described = value.totalFrameBytes();

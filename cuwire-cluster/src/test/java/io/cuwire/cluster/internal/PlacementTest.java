@@ -53,7 +53,7 @@ class PlacementTest {
     void shouldRefuseToStartAClusterOnADeviceThisProcessLacksBeforeStartingAnyWorker() {
         int visible = Devices.all().size();
         ClusterException e = assertThrows(ClusterException.class,
-                () -> LocalCluster.builder().devices(0, visible).start());
+                () -> LocalCluster.builder().workers(2).devices(0, visible).start());
         assertTrue(e.getMessage().startsWith("the local cluster did not start: worker 1: device " + visible
                 + " is not visible to this process: it sees " + visible + " device(s)"), e.getMessage());
     }
