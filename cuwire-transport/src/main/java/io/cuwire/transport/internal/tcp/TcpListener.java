@@ -320,25 +320,18 @@ public final class TcpListener implements Listener {
     // ---- a handshake's virtual thread
 
     private void handshake(Pending p) {
-        Connection c;
+        Connection c = null;
         try {
             Handshake.Result result = Handshake.server(p.channel.socket(), config, local, () -> authenticated(p));
             c = accepted.open(p.channel, result, config);
         } catch (RuntimeException e) {
-            TcpTransport.closeQuietly(p.channel);
-            boolean ours;
-            lock.lock();
-            try {
-                ours = p.stage != Stage.DROPPED && !closed;
-                if (p.stage == Stage.HANDSHAKE) {
-                    drop(p);
-                }
-            } finally {
-                lock.unlock();
+            refused(p, e);
+        } finally {
+            if (c == null) {
+                TcpTransport.closeQuietly(p.channel);  // also after an Error, which goes on up
             }
-            if (ours) {
-                refusals.refused(p.peer, e);
-            }
+        }
+        if (c == null) {
             return;
         }
         lock.lock();
@@ -352,6 +345,23 @@ public final class TcpListener implements Listener {
             lock.unlock();
         }
         c.close();
+    }
+
+    /** Logs why the handshake of {@code p} failed, unless the listener closed it (and said why, if it had to). */
+    private void refused(Pending p, RuntimeException e) {
+        boolean ours;
+        lock.lock();
+        try {
+            ours = p.stage != Stage.DROPPED && !closed;
+            if (p.stage == Stage.HANDSHAKE) {
+                drop(p);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (ours) {
+            refusals.refused(p.peer, e);
+        }
     }
 
     /** The peer of {@code p} proved the secret: it leaves the bounds, unless the listener dropped it meanwhile. */
