@@ -299,29 +299,7 @@ public final class ConformancePeer {
                         Integer.parseInt(hostPort.substring(colon + 1)))) {
             java.io.DataOutputStream out = new java.io.DataOutputStream(socket.getOutputStream());
             java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
-            io.cuwire.transport.internal.Handshake.run(new io.cuwire.transport.internal.RecordChannel() {
-                @Override
-                public void writeRecord(byte[] record) {
-                    try {
-                        out.writeInt(record.length);
-                        out.write(record);
-                        out.flush();
-                    } catch (java.io.IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }
-
-                @Override
-                public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                    try {
-                        byte[] r = new byte[in.readInt()];
-                        in.readFully(r);
-                        return r;
-                    } catch (java.io.IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                }
-            }, config, true);
+            io.cuwire.transport.internal.Handshake.client(socket, config, Capabilities.local(config.families()));
             byte[] header = TestMessages.message("doomed", List.<Buffer>of(frame)).header();
             out.writeByte(1);
             out.writeInt(header.length);

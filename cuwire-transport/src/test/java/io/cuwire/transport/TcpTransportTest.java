@@ -8,11 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.RecordChannel;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -82,29 +80,7 @@ class TcpTransportTest extends TransportConformanceSuite {
 
         /** Runs a correct client handshake with the test secret. */
         void handshake(TransportConfig config) {
-            Handshake.run(new RecordChannel() {
-                @Override
-                public void writeRecord(byte[] record) {
-                    try {
-                        out.writeInt(record.length);
-                        out.write(record);
-                        out.flush();
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                }
-
-                @Override
-                public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                    try {
-                        byte[] r = new byte[in.readInt()];
-                        in.readFully(r);
-                        return r;
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                }
-            }, config, true);
+            Handshake.client(socket, config, Capabilities.local(config.families()));
         }
 
         void send(byte[] bytes) throws IOException {
@@ -118,6 +94,15 @@ class TcpTransportTest extends TransportConformanceSuite {
         }
     }
 
+    /** Whether {@code in} is at its end, or was reset (closed with the rest of what this side sent unread). */
+    private static boolean ended(java.io.InputStream in) {
+        try {
+            return in.read() < 0;
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
     /** Accepts on another thread while the raw peer talks. */
     private Connection acceptWhile(Listener listener, RawPeer peer) throws Exception {
         var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> accept(listener));
@@ -126,11 +111,17 @@ class TcpTransportTest extends TransportConformanceSuite {
     }
 
     @Test
-    void shouldRefuseGarbageInsteadOfAHandshake() throws Exception {
+    void shouldRefuseGarbageInsteadOfAHandshakeTellingThePeerAndLoggingWhy() throws Exception {
         Listener listener = listen(config().build());
-        try (RawPeer raw = new RawPeer(listener)) {
+        try (Refusals refusals = new Refusals(); RawPeer raw = new RawPeer(listener)) {
             raw.send("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            assertThrows(ProtocolException.class, () -> listener.accept(Duration.ofSeconds(10)));
+            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolException",
+                    "sent a handshake record of 1195725856 bytes (expected: 0..1024)");
+            byte[] refusal = new byte[raw.in.readInt()];
+            raw.in.readFully(refusal);
+            assertTrue(new String(refusal, StandardCharsets.UTF_8).contains("not a cuwire transport"));
+            assertTrue(ended(raw.in), "the listener closed the connection after its refusal");
+            assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(100)));
         }
         assertEquals(0, host.peakBytes() + device.peakBytes());
     }

@@ -38,6 +38,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -427,22 +428,48 @@ public abstract class TransportConformanceSuite {
         assertTrue(p.output().contains("received " + n), p.output());
     }
 
+    /** Accepts on another thread (the in-process transport runs the server's handshake in accept). */
+    private static CompletableFuture<Connection> acceptInBackground(Listener listener) {
+        return CompletableFuture.supplyAsync(() -> listener.accept(Duration.ofSeconds(30)),
+                task -> Thread.ofVirtual().start(task));
+    }
+
+    /** Closes {@code listener}, then checks that {@code accepted} got no connection from it. */
+    private static void assertNothingAccepted(Listener listener, CompletableFuture<Connection> accepted) {
+        listener.close();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> accepted.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(ConnectionClosedException.class, e.getCause());
+    }
+
     @Test
-    void shouldRefuseAPeerWithTheWrongSecret() throws Exception {
-        Listener listener = listen(config().build());
-        Peer p = peerWithSecret("connect", listener, HexFormat.of().formatHex("not-the-cluster-secret!!".getBytes()));
-        assertThrows(AuthenticationException.class, () -> accept(listener));
-        assertExit(p, 0);
-        assertTrue(p.output().contains("refused"), p.output());
+    void shouldRefuseAPeerWithTheWrongSecretTellingItAndLoggingWhy() throws Exception {
+        try (Refusals refusals = new Refusals()) {
+            Listener listener = listen(config().build());
+            CompletableFuture<Connection> accepted = acceptInBackground(listener);
+            Peer p = peerWithSecret("connect", listener,
+                    HexFormat.of().formatHex("not-the-cluster-secret!!".getBytes()));
+            assertExit(p, 0);
+            assertTrue(p.output().contains("refused AuthenticationException: peer refused this side: "
+                    + "AuthenticationException: peer's proof of the cluster secret is wrong"), p.output());
+            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ",
+                    "AuthenticationException: peer's proof of the cluster secret is wrong");
+            assertNothingAccepted(listener, accepted);
+        }
         assertEquals(0, host.peakBytes() + device.peakBytes(), "nothing was allocated for the refused peer");
     }
 
     @Test
     void shouldRefuseAPeerWithoutSecretUnlessExplicitlyAllowed() throws Exception {
-        Listener strict = listen(config().build());
-        Peer p = peerWithSecret("connect", strict, "-");
-        assertThrows(AuthenticationException.class, () -> accept(strict));
-        assertExit(p, 0);
+        try (Refusals refusals = new Refusals()) {
+            Listener strict = listen(config().build());
+            CompletableFuture<Connection> accepted = acceptInBackground(strict);
+            Peer p = peerWithSecret("connect", strict, "-");
+            assertExit(p, 0);
+            assertTrue(p.output().contains("refused AuthenticationException"), p.output());
+            refusals.await(Duration.ofSeconds(10), strict.address() + " refused ",
+                    "peer proved no cluster secret, and this side requires one");
+            assertNothingAccepted(strict, accepted);
+        }
 
         Listener open = listen(config().secret(null).allowUnauthenticated(true).families(Family.HOST).build());
         Peer q = peerWithSecret("connect", open, "-");

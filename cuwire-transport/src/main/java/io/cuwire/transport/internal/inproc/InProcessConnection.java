@@ -99,7 +99,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
                 }
                 return r;
             }
-        }, config, client);
+        }, config, client, Capabilities.local(config.families()), address, () -> { });
     }
 
     /** A message lent to the peer: completes its sender's future when every loan has come back. */

@@ -91,7 +91,6 @@ final class IpcConnection implements Connection, UncheckedSend {
     static final byte TYPE_CONSUMED = 2;
     static final byte TYPE_REFUSED = 3;
     static final long HOST_READ_AHEAD = 4 << 20;
-    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
@@ -155,36 +154,33 @@ final class IpcConnection implements Connection, UncheckedSend {
     private final Thread reader;
     private final SendQueue<Outgoing> sends;
 
-    /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
-    IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
-            long maxMappedBytes) {
+    /**
+     * Wraps a connected socket whose handshake established {@code handshake} and checks that IPC can work with the
+     * peer; closes the socket if not.
+     */
+    IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
+            int maxMappings, long maxMappedBytes) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
+            checkUsable(handshake.peer(), peer);
             this.io = new SocketIo(channel, peer);
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
             try {
                 channel.close();
             } catch (IOException ignored) {
                 // nothing more to free
             }
+            if (e instanceof TransportException t) {
+                throw t;
+            }
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
-        try {
-            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
-                    config, client);
-            checkUsable(handshake.peer(), peer);
-        } catch (RuntimeException e) {
-            io.close();
-            if (e instanceof TransportException t) {
-                throw t;
-            }
-            throw new TransportException("handshake with " + peer + " failed: " + e, e);
-        }
         this.peerProcess = new PeerProcess(handshake.peer().pid());
         this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
         this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });

@@ -4,13 +4,11 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.HeapStaging;
-import io.cuwire.transport.internal.RecordChannel;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -18,7 +16,6 @@ import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -52,6 +49,10 @@ public final class SocketIo implements AutoCloseable {
     private HeapStaging staging;
     private volatile boolean closed;
 
+    /**
+     * Takes over {@code channel} (made non-blocking) for a connection's messages: a 256 KiB direct read buffer and a
+     * selector each way, so made only once the peer has authenticated.
+     */
     public SocketIo(SocketChannel channel, String peer) throws IOException {
         this.channel = channel;
         this.peer = peer;
@@ -64,33 +65,6 @@ public final class SocketIo implements AutoCloseable {
 
     public String peer() {
         return peer;
-    }
-
-    /**
-     * The handshake's records over this socket: each an int32 length and its bytes, read with the handshake timeout
-     * as the stall timeout and refused beyond {@code maxRecord} bytes.
-     */
-    public RecordChannel handshakeChannel(Duration handshakeTimeout, int maxRecord) {
-        long stall = handshakeTimeout.toNanos();
-        return new RecordChannel() {
-            @Override
-            public void writeRecord(byte[] record) {
-                ByteBuffer length = ByteBuffer.allocate(4).putInt(0, record.length);
-                write(new ByteBuffer[] {length, ByteBuffer.wrap(record)}, stall, System.nanoTime() + stall);
-            }
-
-            @Override
-            public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                int length = readInt(stall, deadlineNanos);
-                if (length < 0 || length > Math.min(maxBytes, maxRecord)) {
-                    throw new ProtocolException("peer " + peer + " sent a handshake record of " + length
-                            + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
-                }
-                byte[] record = new byte[length];
-                readFully(ByteBuffer.wrap(record), stall, deadlineNanos);
-                return record;
-            }
-        };
     }
 
     // ---- writing

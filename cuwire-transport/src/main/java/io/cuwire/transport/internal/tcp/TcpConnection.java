@@ -7,7 +7,6 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
@@ -59,7 +58,6 @@ import java.util.concurrent.locks.ReentrantLock;
 final class TcpConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_REFUSED = 2;
-    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
     /** Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits. */
@@ -95,10 +93,14 @@ final class TcpConnection implements Connection, UncheckedSend {
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
 
-    /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
-    TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
+    /**
+     * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
+     * {@code handshake}; closes the socket if it cannot be used.
+     */
+    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -109,17 +111,6 @@ final class TcpConnection implements Connection, UncheckedSend {
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
-        try {
-            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
-                    config, client);
-        } catch (RuntimeException e) {
-            io.close();
-            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
-                throw e;
-            }
-            throw e instanceof TransportException t ? t
-                    : new TransportException("handshake with " + peer + " failed: " + e, e);
-        }
         this.sends = new SendQueue<>(name, state, this::writeOrFail, this::closeSendRings);
     }
 

@@ -11,7 +11,6 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
@@ -154,10 +153,14 @@ final class UcxConnection implements Connection, UncheckedSend {
     private long received;
     private long peerCompleted = -1;
 
-    /** Runs the handshake and connects UCX over {@code socket}; closes everything if that fails. */
-    UcxConnection(Ucx ucx, Socket socket, TransportConfig config, boolean client) {
+    /**
+     * Connects UCX over {@code socket}, whose handshake established {@code handshake}; closes everything if that
+     * fails.
+     */
+    UcxConnection(Ucx ucx, Socket socket, TransportConfig config, Handshake.Result handshake, boolean client) {
         this.ucx = ucx;
         this.config = config;
+        this.handshake = handshake;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
@@ -170,8 +173,6 @@ final class UcxConnection implements Connection, UncheckedSend {
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
-            this.handshake = Handshake.run(bootstrap, config, client,
-                    Capabilities.local(config.families()).withUcx(ucx.carriesCuda()));
             made = new UcxAgent(ucx, name);
             ByteBuffer address = made.workerAddress(Math.max(1, deadline - System.nanoTime()));
             byte[] mine = new byte[address.remaining()];
@@ -196,9 +197,6 @@ final class UcxConnection implements Connection, UncheckedSend {
             bootstrap.close();
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
-            }
-            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
-                throw (TransportException) e;
             }
             if (e instanceof TransportException t) {
                 throw t;
