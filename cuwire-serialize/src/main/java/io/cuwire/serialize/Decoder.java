@@ -162,7 +162,9 @@ final class Decoder {
             if (depth > target.limits().maxDepth()) {
                 throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth(), path());
             }
-            charge(1, "a node");
+            if (!spend(1)) {
+                charge(1, "a node");
+            }
             if (depth >= childSpans.length) {
                 childSpans = Arrays.copyOf(childSpans, Math.max(depth + 1, 2 * childSpans.length));
             }
@@ -353,7 +355,8 @@ final class Decoder {
                 throw malformed("element " + i + " of an EnumSet of " + enumType.getName() + " is "
                         + (element == null ? "nil" : "a " + element.getClass().getName()));
             }
-            chargeInsertion(element, lastSpan, kind == CollectionKind.IMMUTABLE_SET ? 2 : 1, hashes, i, "set element");
+            chargeInsertion(element, lastSpan, kind == CollectionKind.IMMUTABLE_SET ? 2 : 1, hashes,
+                    kind != CollectionKind.IMMUTABLE_SET, i, "set element");
             boolean added;
             try {
                 added = out.add(element);
@@ -399,7 +402,8 @@ final class Decoder {
                 throw malformed("ConcurrentHashMap with a nil key");
             }
             // containsKey, then put; Map.copyOf hashes once more
-            chargeInsertion(key, lastSpan, kind == CollectionKind.IMMUTABLE_MAP ? 3 : 2, hashes, i / 2, "map key");
+            chargeInsertion(key, lastSpan, kind == CollectionKind.IMMUTABLE_MAP ? 3 : 2, hashes,
+                    kind != CollectionKind.IMMUTABLE_MAP, i / 2, "map key");
             boolean duplicate;
             try {
                 duplicate = out.containsKey(key);
@@ -430,21 +434,50 @@ final class Decoder {
     /**
      * Charges what inserting {@code element} (of span {@code span}, the {@code index}th) into a hash or tree
      * collection costs, before it is done: for a hash collection ({@code hashes} not {@code null}: the hash codes met
-     * so far, and how often), the span once to compute its hash code here, once per hash the collection computes
-     * ({@code hashOps}), and once per earlier element with the same hash code (each an {@code equals}); for a tree
-     * ({@code hashes} {@code null}), once per comparison of a binary search among {@code index} elements.
+     * so far, and how often), the span once per hash the collection computes ({@code hashOps}) and, unless the
+     * collection {@code treeifies} colliding scalars (a JDK string, boxed value or enum, which {@code HashMap} and
+     * {@code ConcurrentHashMap} order in a bin by {@code compareTo}), once more to compute its hash code here and once
+     * per earlier element with the same hash code (each an {@code equals}); for a tree ({@code hashes} {@code null}),
+     * once per comparison of a binary search among {@code index} elements.
      */
-    private void chargeInsertion(Object element, long span, int hashOps, Map<Integer, Integer> hashes, int index,
-            String what) {
+    private void chargeInsertion(Object element, long span, int hashOps, Map<Integer, Integer> hashes,
+            boolean treeifies, int index, String what) {
         if (hashes == null) {
             int comparisons = 1 + (32 - Integer.numberOfLeadingZeros(index));
-            charge(times(span, comparisons), "ordering a " + what + " spanning " + span + " nodes");
+            if (!spend(times(span, comparisons))) {
+                charge(times(span, comparisons), "ordering a " + what + " spanning " + span + " nodes");
+            }
             return;
         }
-        charge(times(span, 1 + hashOps), "hashing a " + what + " spanning " + span + " nodes");
+        if (treeifies && isScalar(element)) {
+            if (!spend(times(span, hashOps))) {
+                charge(times(span, hashOps), "hashing a " + what + " spanning " + span + " nodes");
+            }
+            return;
+        }
+        if (!spend(times(span, 1 + hashOps))) {
+            charge(times(span, 1 + hashOps), "hashing a " + what + " spanning " + span + " nodes");
+        }
         int collisions = hashes.merge(element == null ? 0 : element.hashCode(), 1, Integer::sum) - 1;
-        charge(times(span, collisions), "comparing a " + what + " spanning " + span + " nodes with " + collisions
-                + " others of its hash code");
+        if (collisions > 0 && !spend(times(span, collisions))) {
+            charge(times(span, collisions), "comparing a " + what + " spanning " + span + " nodes with "
+                    + collisions + " others of its hash code");
+        }
+    }
+
+    /** Spends {@code units} if the budget has them; else spends nothing. */
+    private boolean spend(long units) {
+        if (units > target.limits().maxDecodeWork() - work) {
+            return false;
+        }
+        work += units;
+        return true;
+    }
+
+    private static boolean isScalar(Object o) {
+        return o instanceof String || o instanceof Long || o instanceof Integer || o instanceof Short
+                || o instanceof Byte || o instanceof Double || o instanceof Float || o instanceof Character
+                || o instanceof Boolean || o instanceof Enum<?>;
     }
 
     /**

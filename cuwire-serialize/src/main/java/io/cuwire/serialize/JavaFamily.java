@@ -330,7 +330,7 @@ final class JavaFamily {
             }
             if (keys > 0) {
                 try {
-                    ctx.charge(keys, "hashing the keys of a JDK-serialized " + obj.getClass().getName());
+                    ctx.charge(keys, "hashing the keys of a JDK-serialized set or map");
                 } catch (DecodeBudgetExceededException e) {
                     throw refused(e);
                 }
