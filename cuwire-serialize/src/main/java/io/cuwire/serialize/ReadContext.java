@@ -171,6 +171,11 @@ public final class ReadContext {
         return decoder.path();
     }
 
+    /** Charges decode work to the message's budget ({@link Decoder#charge}). */
+    void charge(long units, String what) {
+        decoder.charge(units, what);
+    }
+
     /** Hands memory made for the value to the decode, which releases it if the decode fails later. */
     void own(AutoCloseable resource) {
         decoder.own(resource);

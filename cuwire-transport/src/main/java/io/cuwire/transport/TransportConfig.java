@@ -29,6 +29,9 @@ import java.util.Objects;
  *       bound the oldest such connection (of all, or of that source) is closed to make room</td></tr>
  *   <tr><td>{@code ioTimeout}</td><td>30 s</td><td>longest stall of a read or write inside a message before the
  *       connection is declared dead</td></tr>
+ *   <tr><td>{@code minReceiveRate}</td><td>16 MiB/s</td><td>a received message must arrive whole within
+ *       {@code ioTimeout} plus its declared bytes at this rate, counted from its first byte, however steadily its
+ *       bytes come ({@link #receiveDeadlineNanos}); the socket transports (TCP, IPC) hold to it</td></tr>
  *   <tr><td>{@code receiveInto}</td><td>(required)</td><td>the {@link FrameAllocator} of received frames</td></tr>
  *   <tr><td>{@code families}</td><td>{@code cuda, host}</td><td>this side's family chain, offered in the
  *       handshake</td></tr>
@@ -49,6 +52,7 @@ public final class TransportConfig {
     private final Duration ioTimeout;
     private final int maxUnauthenticated;
     private final int maxUnauthenticatedPerSource;
+    private final long minReceiveRate;
     private final FrameAllocator receiveInto;
     private final List<Family> families;
     private final int stagingChunkBytes;
@@ -64,6 +68,7 @@ public final class TransportConfig {
         this.ioTimeout = b.ioTimeout;
         this.maxUnauthenticated = b.maxUnauthenticated;
         this.maxUnauthenticatedPerSource = b.maxUnauthenticatedPerSource;
+        this.minReceiveRate = b.minReceiveRate;
         this.receiveInto = b.receiveInto;
         this.families = List.copyOf(b.families);
         this.stagingChunkBytes = b.stagingChunkBytes;
@@ -87,6 +92,7 @@ public final class TransportConfig {
         b.ioTimeout = ioTimeout;
         b.maxUnauthenticated = maxUnauthenticated;
         b.maxUnauthenticatedPerSource = maxUnauthenticatedPerSource;
+        b.minReceiveRate = minReceiveRate;
         b.receiveInto = receiveInto;
         b.families = families;
         b.stagingChunkBytes = stagingChunkBytes;
@@ -133,6 +139,22 @@ public final class TransportConfig {
         return maxUnauthenticatedPerSource;
     }
 
+    /** The slowest average rate, in bytes per second, at which a received message may arrive. */
+    public long minReceiveRate() {
+        return minReceiveRate;
+    }
+
+    /**
+     * How long a message of {@code declaredBytes} (its header and frames, as its header declares them) may take to
+     * arrive, from its first byte: {@link #ioTimeout()} plus the declared bytes at {@link #minReceiveRate()}. A
+     * one-byte drip cannot hold a receiver, and what it allocated for the message, longer than that.
+     */
+    public long receiveDeadlineNanos(long declaredBytes) {
+        long base = ioTimeout.toNanos();
+        double transfer = Math.max(0, declaredBytes) * 1e9 / minReceiveRate;
+        return transfer >= Long.MAX_VALUE - base ? Long.MAX_VALUE : base + (long) transfer;
+    }
+
     public FrameAllocator receiveInto() {
         return receiveInto;
     }
@@ -160,6 +182,7 @@ public final class TransportConfig {
         private Duration ioTimeout = Duration.ofSeconds(30);
         private int maxUnauthenticated = 256;
         private int maxUnauthenticatedPerSource = 32;
+        private long minReceiveRate = 16L << 20;
         private FrameAllocator receiveInto;
         private List<Family> families = List.of(Family.CUDA, Family.HOST);
         private int stagingChunkBytes = 4 << 20;
@@ -219,6 +242,15 @@ public final class TransportConfig {
             }
             this.maxUnauthenticated = total;
             this.maxUnauthenticatedPerSource = perSource;
+            return this;
+        }
+
+        /** The slowest average rate, in bytes per second, at which a received message may arrive (see the table). */
+        public Builder minReceiveRate(long bytesPerSecond) {
+            if (bytesPerSecond <= 0) {
+                throw new IllegalArgumentException("minReceiveRate: " + bytesPerSecond + " (expected: > 0)");
+            }
+            this.minReceiveRate = bytesPerSecond;
             return this;
         }
 

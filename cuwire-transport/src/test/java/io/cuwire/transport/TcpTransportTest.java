@@ -203,4 +203,50 @@ class TcpTransportTest extends TransportConformanceSuite {
             assertEquals(1 << 20, host.allocatedBytes(), "only the test's own frame is left");
         }
     }
+
+    /**
+     * A peer that drips a message's bytes, one every 100 ms, never stalls long enough for the I/O timeout, which
+     * restarts on every byte: the message's deadline (the I/O timeout plus its declared bytes at the minimum rate,
+     * counted from its first byte) ends it all the same, and its frame is freed. Before, the receive (and its
+     * frame) was held for as long as the drip went on.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldFailAMessageWhoseBytesDripSlowerThanTheMinimumRateByItsDeadline() throws Exception {
+        Listener listener = listen(config().ioTimeout(Duration.ofMillis(1000)).minReceiveRate(1 << 20).build());
+        try (RawPeer raw = new RawPeer(listener);
+                io.cuwire.memory.HostBuffer frame = host.allocate(1 << 20)) {
+            Connection c = acceptWhile(listener, raw);
+            byte[] header = TestMessages.message("drips", List.of(frame)).header();
+            java.io.ByteArrayOutputStream record = new java.io.ByteArrayOutputStream();
+            DataOutputStream d = new DataOutputStream(record);
+            d.writeByte(1);
+            d.writeInt(header.length);
+            d.write(header);
+            raw.send(record.toByteArray());
+            Thread drip = Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    for (int i = 0; i < 300 && !Thread.currentThread().isInterrupted(); i++) {  // 30 s at most
+                        raw.send(new byte[1]);
+                        Thread.sleep(100);
+                    }
+                    raw.socket.close();
+                } catch (IOException | InterruptedException e) {
+                    // the receiver closed, or the test ended
+                }
+            });
+            try {
+                TransportTimeoutException e = assertThrows(TransportTimeoutException.class, c::receive);
+                String declared = (5L + header.length + (1 << 20)) + " bytes";
+                assertTrue(e.getMessage().contains("a message declaring " + declared + " must arrive within "),
+                        e.getMessage());
+                assertTrue(e.getMessage().contains("(ioTimeout, and its bytes at minReceiveRate 1048576 bytes/s)"),
+                        e.getMessage());
+                assertTrue(!c.isOpen());
+                assertEquals(1 << 20, host.allocatedBytes(), "only the test's own frame is left");
+            } finally {
+                drip.interrupt();
+            }
+        }
+    }
 }

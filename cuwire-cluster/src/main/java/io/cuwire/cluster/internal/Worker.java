@@ -50,6 +50,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import jdk.jfr.FlightRecorder;
 import jdk.jfr.Recording;
 import jdk.jfr.RecordingState;
@@ -61,7 +62,16 @@ import jdk.jfr.RecordingState;
  * <h2>Start</h2>
  * {@code Worker index deviceOrdinal listenAddress}; the cluster secret (hex) is the first line of standard input. It
  * listens, prints {@value #LISTENING} and the bound address on one line of standard output, and takes the first
- * connection as the client's. When the client's connection breaks, the worker exits: no orphans.
+ * connection as the client's. When the client's connection breaks, the worker exits: no orphans. So does it when its
+ * client sends a message whose decoding exceeds its budget ({@code Limits.maxDecodeWork}) or fails with an
+ * {@link Error}: the endpoint answers the request with the typed error, then closes the connection.
+ *
+ * <h2>Broadcast assemblies</h2>
+ * A model arriving in chunks ({@code bcast-begin}) belongs to the connection it came from: when that connection
+ * breaks, the models still arriving on it are dropped and their memory released at once (once forwards of it to
+ * other workers are done), and the client is told. The bytes allocated for arriving models and not yet filled are
+ * bounded per worker by {@value #MAX_ASSEMBLY_BYTES_PROPERTY} (bytes; default: the device's total memory, so that
+ * any model that fits the device is taken); a begin beyond it is refused with a {@link ClusterException}.
  *
  * <h2>Operations</h2>
  * <table>
@@ -86,6 +96,8 @@ import jdk.jfr.RecordingState;
 public final class Worker implements Endpoint.Handler {
     /** The first word of the line a worker prints when it listens. */
     public static final String LISTENING = "cuwire-worker-listening";
+    /** System property: the most bytes allocated for broadcasts arriving in chunks and not yet filled. */
+    public static final String MAX_ASSEMBLY_BYTES_PROPERTY = "cuwire.worker.maxAssemblyBytes";
 
     private final int index;
     private final int ordinal;
@@ -100,10 +112,14 @@ public final class Worker implements Endpoint.Handler {
     private final AtomicLong nextId = new AtomicLong(1);
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final Map<Long, CachedModel> models = new ConcurrentHashMap<>();
-    private final Map<Long, Assembly> assemblies = new ConcurrentHashMap<>();
+    /** Broadcasts arriving in chunks, by sender and broadcast id; changed under {@code assemblies}' lock. */
+    private final Map<AssemblyKey, Assembly> assemblies = new ConcurrentHashMap<>();
     /** Broadcasts dropped before they began here, and those being decoded; guarded by {@code assemblies}. */
     private final Set<Long> aborted = new HashSet<>();
     private final Set<Long> finishing = new HashSet<>();
+    /** Bytes allocated for arriving broadcasts and not yet filled, and their bound; guarded by {@code assemblies}. */
+    private long unfilledBytes;
+    private final long maxAssemblyBytes;
     private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
     private volatile List<String> peerAddresses = List.of();
     private volatile Endpoint client;
@@ -115,8 +131,27 @@ public final class Worker implements Endpoint.Handler {
         this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
         this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(device, host, Limits.DEFAULT);
+        this.maxAssemblyBytes = maxAssemblyBytes(d);
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
                 .families(ClusterTypes.families()).build();
+    }
+
+    /** {@value #MAX_ASSEMBLY_BYTES_PROPERTY}, else the device's total memory. */
+    private static long maxAssemblyBytes(Device d) {
+        String v = System.getProperty(MAX_ASSEMBLY_BYTES_PROPERTY);
+        if (v == null) {
+            return d.totalMemory();
+        }
+        try {
+            long bytes = Long.parseLong(v.strip());
+            if (bytes > 0) {
+                return bytes;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new IllegalArgumentException(MAX_ASSEMBLY_BYTES_PROPERTY + "=" + v + " (expected: a positive number of "
+                + "bytes)");
     }
 
     public static void main(String[] args) throws Exception {
@@ -163,8 +198,10 @@ public final class Worker implements Endpoint.Handler {
                 client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
                         e -> new ClusterException("client connection broken", e), e -> shutdown(0)).start();
             } else {
-                new Endpoint("worker-" + index + "-peer", c, registry, target, this,
-                        e -> new ClusterException("peer connection broken", e), e -> { }).start();
+                AtomicReference<Endpoint> peer = new AtomicReference<>();
+                peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                        e -> new ClusterException("peer connection broken", e), e -> senderGone(peer.get(), e)));
+                peer.get().start();
             }
         }
     }
@@ -213,8 +250,8 @@ public final class Worker implements Endpoint.Handler {
                 executor.execute(() -> runTask(from, r, task));
             }
             case "model" -> cacheModel(from, r);
-            case "bcast-begin" -> beginBroadcast(r);
-            case "bcast-chunk" -> chunk(r);
+            case "bcast-begin" -> beginBroadcast(from, r);
+            case "bcast-chunk" -> chunk(from, r);
             case "bcast-abort" -> abortBroadcast(r);
             case "stats" -> from.reply(Reply.ok(r.id(), stats()));
             case "shutdown" -> {
@@ -319,8 +356,11 @@ public final class Worker implements Endpoint.Handler {
                 }
                 String address = addresses.get(other);
                 Connection c = Transports.forAddress(address).connect(address, config);
-                e = new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
-                        t -> new ClusterException("connection to worker " + other + " broken", t), t -> { }).start();
+                AtomicReference<Endpoint> self = new AtomicReference<>();
+                self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
+                        t -> new ClusterException("connection to worker " + other + " broken", t),
+                        t -> senderGone(self.get(), t)));
+                e = self.get().start();
                 peers.put(other, e);
             }
             return e;
@@ -397,11 +437,16 @@ public final class Worker implements Endpoint.Handler {
 
     // ---------------------------------------------------------------- forwarded broadcast (chain, tree)
 
+    /** An arriving broadcast's key: the connection it arrives on, and its id (the client's request id). */
+    private record AssemblyKey(Endpoint sender, long bid) {
+    }
+
     /**
      * A model arriving in chunks: its header, one buffer per frame (the model's own memory once complete), the
      * workers it is forwarded to, and the forwards still in flight. Guarded by its own lock.
      */
     private final class Assembly {
+        final AssemblyKey key;
         final long bid;
         final long id;
         final long version;
@@ -409,24 +454,56 @@ public final class Worker implements Endpoint.Handler {
         final List<Buffer> frames = new ArrayList<>();
         final List<Child> children;
         final List<CompletableFuture<?>> forwards = new ArrayList<>();
+        /** Bytes not yet filled; counted in the worker's {@code unfilledBytes} while positive and not done. */
         long missing;
         boolean done;
 
-        Assembly(long bid, long id, long version, byte[] headerBytes, List<Child> children) {
-            this.bid = bid;
+        /** Parses the header and reserves its frames' bytes in the worker's budget; the caller holds its lock. */
+        Assembly(AssemblyKey key, long id, long version, byte[] headerBytes, List<Child> children) {
+            this.key = key;
+            this.bid = key.bid();
             this.id = id;
             this.version = version;
             this.header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
             this.children = children;
+            long total = 0;
+            for (FrameDescriptor d : header.frames()) {
+                total += d.length();  // each at most Limits.maxFrameBytes, at most maxFrames of them: no overflow
+            }
+            if (total > maxAssemblyBytes - unfilledBytes) {
+                throw new ClusterException("worker " + index + " refused broadcast " + bid + " of model " + id + " v"
+                        + version + ": its " + total + " bytes would make " + (unfilledBytes + total) + " bytes "
+                        + "allocated for arriving broadcasts and not yet filled, beyond the worker's budget of "
+                        + maxAssemblyBytes + " (" + MAX_ASSEMBLY_BYTES_PROPERTY + ")");
+            }
             try {
                 for (FrameDescriptor d : header.frames()) {
                     frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
-                    missing += d.length();
                 }
             } catch (RuntimeException e) {
                 Values.close(frames);
                 throw e;
             }
+            missing = total;
+            unfilledBytes += total;
+        }
+
+        /** {@code bytes} were filled in; the caller holds this assembly's lock. */
+        void filled(long bytes) {
+            long counted = Math.max(0, Math.min(bytes, missing));
+            missing -= bytes;
+            synchronized (assemblies) {
+                unfilledBytes -= counted;
+            }
+        }
+
+        /** No more bytes will be filled in: what is missing leaves the budget; the caller holds this lock. */
+        void settle() {
+            done = true;
+            synchronized (assemblies) {
+                unfilledBytes -= Math.max(0, missing);
+            }
+            missing = 0;
         }
 
         /** Frees the frames once no forward reads them any more. */
@@ -454,7 +531,7 @@ public final class Worker implements Endpoint.Handler {
      * children]} pairs, the tree below this worker (one child each for a chain). The begin goes on to each child at
      * once; a child that cannot be reached is reported in this worker's acknowledgement.
      */
-    private void beginBroadcast(Request r) {
+    private void beginBroadcast(Endpoint from, Request r) {
         List<Object> a = r.args();
         long id = (Long) a.get(0);
         long version = (Long) a.get(1);
@@ -465,17 +542,25 @@ public final class Worker implements Endpoint.Handler {
             children.add(new Child((Long) pair.get(0), new ArrayList<>((List<?>) pair.get(1))));
         }
         Assembly asm;
+        AssemblyKey key = new AssemblyKey(from, r.id());
         synchronized (assemblies) {
             if (aborted.remove(r.id())) {
                 return;
             }
             try {
-                asm = new Assembly(r.id(), id, version, headerBytes, children);
+                if (assemblies.containsKey(key)) {
+                    throw new ClusterException("broadcast " + r.id() + " is already arriving on this connection");
+                }
+                asm = new Assembly(key, id, version, headerBytes, children);
             } catch (RuntimeException e) {
                 client.reply(Reply.failed(r.id(), e));
                 return;
             }
-            assemblies.put(r.id(), asm);
+            assemblies.put(key, asm);
+        }
+        if (!from.isOpen()) {
+            senderGone(from, new ClusterException("closed while the broadcast began"));  // its drop may have run first
+            return;
         }
         for (Child c : children) {
             try {
@@ -495,9 +580,9 @@ public final class Worker implements Endpoint.Handler {
      * {@code bcast-chunk [frame, offset, bytes]}: copied into place, then that slice of the model's own frame goes
      * on to each child (the received chunk is freed at once, and the children see one allocation per frame).
      */
-    private void chunk(Request r) {
+    private void chunk(Endpoint from, Request r) {
         List<Object> a = r.args();
-        Assembly asm = assemblies.get(r.id());
+        Assembly asm = assemblies.get(new AssemblyKey(from, r.id()));
         try (NdArray chunk = (NdArray) a.get(2)) {
             if (asm == null) {
                 return;
@@ -522,11 +607,11 @@ public final class Worker implements Endpoint.Handler {
                             }));
                         }
                     }
-                    asm.missing -= chunk.byteSize();
+                    asm.filled(chunk.byteSize());
                     maybeFinish(asm);
                 } catch (RuntimeException e) {
-                    asm.done = true;
-                    assemblies.remove(r.id());
+                    asm.settle();
+                    assemblies.remove(asm.key);
                     asm.discard();
                     client.reply(Reply.failed(r.id(), e));
                 }
@@ -539,10 +624,10 @@ public final class Worker implements Endpoint.Handler {
         if (asm.missing != 0 || asm.done) {
             return;
         }
-        asm.done = true;
+        asm.settle();
         CompletableFuture.allOf(asm.forwards.toArray(CompletableFuture[]::new)).whenCompleteAsync((v, e) -> {
             synchronized (assemblies) {
-                if (assemblies.remove(asm.bid) == null) {
+                if (assemblies.remove(asm.key) == null) {
                     return;
                 }
                 finishing.add(asm.bid);
@@ -577,9 +662,14 @@ public final class Worker implements Endpoint.Handler {
         long id = (Long) r.args().get(1);
         long version = (Long) r.args().get(2);
         String why = (String) r.args().get(3);
-        Assembly asm;
+        Assembly asm = null;
         synchronized (assemblies) {
-            asm = assemblies.remove(bid);
+            for (AssemblyKey key : assemblies.keySet()) {
+                if (key.bid() == bid) {
+                    asm = assemblies.remove(key);  // one per broadcast: the client's connection or a parent's
+                    break;
+                }
+            }
             if (asm == null) {
                 if (finishing.contains(bid)) {
                     return;
@@ -594,12 +684,44 @@ public final class Worker implements Endpoint.Handler {
         }
         if (asm != null) {
             synchronized (asm) {
-                asm.done = true;
+                asm.settle();
                 asm.discard();
             }
         }
         client.reply(Reply.failed(bid, new ClusterException("worker " + index + " dropped the broadcast of model "
                 + id + " v" + version + ": " + why)));
+    }
+
+    /**
+     * A connection broke: the broadcasts still arriving on it are dropped and their memory freed (once no forward
+     * reads it), and the client hears that each failed.
+     */
+    private void senderGone(Endpoint sender, Throwable why) {
+        List<Assembly> arriving = new ArrayList<>();
+        synchronized (assemblies) {
+            for (Assembly asm : assemblies.values()) {
+                if (asm.key.sender() == sender) {
+                    arriving.add(asm);
+                }
+            }
+        }
+        for (Assembly asm : arriving) {
+            synchronized (asm) {
+                if (asm.done) {
+                    continue;  // every byte is here (or it was dropped already): it finishes as it would have
+                }
+                asm.settle();
+                synchronized (assemblies) {
+                    assemblies.remove(asm.key);
+                }
+                asm.discard();
+            }
+            Endpoint c = client;
+            if (c != null && c != sender) {
+                c.reply(Reply.failed(asm.bid, new ClusterException("worker " + index + " dropped the broadcast of "
+                        + "model " + asm.id + " v" + asm.version + ": the connection it arrived on broke: " + why)));
+            }
+        }
     }
 
     // ---------------------------------------------------------------- stats and shutdown

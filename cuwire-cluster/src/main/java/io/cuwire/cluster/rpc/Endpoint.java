@@ -1,6 +1,7 @@
 package io.cuwire.cluster.rpc;
 
 import io.cuwire.cluster.RemoteDecodeException;
+import io.cuwire.serialize.DecodeBudgetExceededException;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.SerializationException;
@@ -15,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -34,7 +36,14 @@ import java.util.function.Function;
  * cannot decode is answered {@link Reply#UNDECODABLE} with the exception's type, message and field path, and the
  * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
  * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
- * does a call whose request this side cannot serialize (nothing was sent). Thread-safe.
+ * does a call whose request this side cannot serialize (nothing was sent).
+ *
+ * <p>Except a message that costs too much: a decode beyond the message's work budget
+ * ({@link DecodeBudgetExceededException}: the peer sent what no honest peer sends) or one that fails with an
+ * {@link Error} ({@link OutOfMemoryError}, say). It is answered the same way where its request id can be read (the
+ * answer's send is awaited a short while), and then the endpoint breaks as above, closing the connection; so does an
+ * {@code Error} anywhere else on the reader thread (in the transport's receive, in the handler), which never ends the
+ * reader silently. Thread-safe.
  *
  * <p>The one request/reply layer over the transport: the client and workers use it, and so do cuwire-spark's nodes
  * (io.cuwire.spark.internal.Node), whose fetches carry a model as a reply's value.
@@ -45,6 +54,9 @@ public final class Endpoint implements AutoCloseable {
     public interface Handler {
         void onRequest(Endpoint from, Request request);
     }
+
+    /** How long a break waits for the answer to the message that caused it to be sent. */
+    private static final long ANSWER_BEFORE_BREAK_SECONDS = 5;
 
     private final String name;
     private final Connection connection;
@@ -100,6 +112,14 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void readLoop() {
+        try {
+            readMessages();
+        } catch (RuntimeException | Error e) {
+            fail(e);  // an Error in the transport or the handler: never a silent end of the reader
+        }
+    }
+
+    private void readMessages() {
         while (broken.get() == null) {
             Object value;
             DispatchEvent event;
@@ -118,6 +138,10 @@ public final class Endpoint implements AutoCloseable {
                 frameBytesReceived.addAndGet(m.metrics().frameBytes());
                 try {
                     value = registry.deserialize(m.value(), target);
+                } catch (DecodeBudgetExceededException | Error e) {
+                    // what no honest peer sends, or what this JVM cannot afford: answer, then break
+                    answerAndBreak(m.value(), e);
+                    return;
                 } catch (RuntimeException e) {
                     answerUndecodable(m.value(), e);
                     continue;
@@ -142,6 +166,21 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
+    /**
+     * Answers the message {@code e} made undecodable (awaiting the answer's send a short while), then breaks the
+     * endpoint with {@code e}.
+     */
+    private void answerAndBreak(Serialized value, Throwable e) {
+        try {
+            answerUndecodable(value, e).get(ANSWER_BEFORE_BREAK_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException x) {
+            Thread.currentThread().interrupt();
+        } catch (Exception | Error x) {
+            // best effort: the peer hears of the break either way
+        }
+        fail(e);
+    }
+
     /** Completes the call a reply answers, or hands a request to the handler. */
     private void dispatch(Object value) {
         switch (value) {
@@ -161,6 +200,10 @@ public final class Endpoint implements AutoCloseable {
                 } catch (RuntimeException e) {
                     Values.close(r.args());
                     reply(Reply.failed(r.id(), e));
+                } catch (Error e) {
+                    Values.close(r.args());
+                    reply(Reply.failed(r.id(), e));
+                    throw e;  // the reader breaks the endpoint
                 }
             }
             default -> Values.close(value);
@@ -168,23 +211,27 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /**
-     * A message that did not decode (an unregistered type, a refused family, a limit): a request is answered with
-     * the error, a reply fails its call with it; the header's untrusted shape is only read to find the id.
+     * A message that did not decode (an unregistered type, a refused family, a limit, a budget, an {@link Error}): a
+     * request is answered with the error, a reply fails its call with it; the header's untrusted shape is only read
+     * to find the id.
+     *
+     * @return the answer's send, or a completed future where there is nothing to send
      */
-    private void answerUndecodable(Serialized value, RuntimeException e) {
+    private CompletableFuture<?> answerUndecodable(Serialized value, Throwable e) {
         if (!(value.root() instanceof Map<?, ?> root && root.get("d") instanceof Map<?, ?> d
                 && d.get("id") instanceof Long id)) {
-            return;
+            return CompletableFuture.completedFuture(null);
         }
         Object type = root.get("t");
         if (registry.nameOf(Request.class).equals(type)) {
-            reply(Reply.undecodable(id, e));
+            return send(Reply.undecodable(id, e)).exceptionally(x -> null);  // a failed send is this endpoint's failure
         } else if (registry.nameOf(Reply.class).equals(type)) {
             CompletableFuture<Reply> f = pending.remove(id);
             if (f != null) {
                 f.completeExceptionally(e);
             }
         }
+        return CompletableFuture.completedFuture(null);
     }
 
     /** Sends {@code request} and returns the future of its reply (failed with the endpoint's failure if broken). */

@@ -40,8 +40,11 @@ public record Reply(long id, String status, Object value, String errorType, Stri
         return new Reply(id, status, null, t.getClass().getSimpleName(), String.valueOf(t.getMessage()));
     }
 
-    /** The answer to request {@code id}, which this side could not decode because of {@code e}. */
-    public static Reply undecodable(long id, RuntimeException e) {
+    /**
+     * The answer to request {@code id}, which this side could not decode because of {@code e} (a
+     * {@link SerializationException}, or an {@link Error} such as {@link OutOfMemoryError}).
+     */
+    public static Reply undecodable(long id, Throwable e) {
         return new Reply(id, UNDECODABLE, null, e.getClass().getSimpleName(), String.valueOf(e.getMessage()),
                 e instanceof SerializationException s ? s.path() : null);
     }

@@ -395,12 +395,17 @@ final class IpcConnection implements Connection, UncheckedSend {
         List<Buffer> frames = new ArrayList<>();
         List<MappingCache.Lease> leases = new ArrayList<>();
         List<Stream> used = new ArrayList<>(2);
+        long began = System.nanoTime();  // its type byte is in; a wait for the application to catch up is not counted
         try {
+            io.messageDeadline(began, 5, config);
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
+            io.messageDeadline(began, 5L + headerLength, config);
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            // device frames come through the peer's memory, not the socket: counted all the same (never too short)
+            io.messageDeadline(began, 5L + headerLength + header.totalFrameBytes(), config);
             Frames.allocate(header, config, io.peer(), true, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
@@ -461,6 +466,7 @@ final class IpcConnection implements Connection, UncheckedSend {
             Frames.closeOpen(frames);
             throw e;
         } finally {
+            io.endMessage();
             for (MappingCache.Lease lease : leases) {
                 lease.close();
             }

@@ -5,6 +5,7 @@ import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.Spin;
+import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.Frames;
@@ -47,6 +48,11 @@ public final class SocketIo implements AutoCloseable {
     private final ByteBuffer scratch = ByteBuffer.allocate(8);
     /** The writer's staging of host frames that are not native memory; made on first use. */
     private HeapStaging staging;
+    /** The deadline of the message being read ({@link #messageDeadline}), and how it was reckoned; reader only. */
+    private long readDeadlineNanos = NO_DEADLINE;
+    private long deadlineBytes;
+    private long deadlineAllowedNanos;
+    private long deadlineRate;
     private volatile boolean closed;
 
     /**
@@ -224,6 +230,26 @@ public final class SocketIo implements AutoCloseable {
 
     // ---- reading
 
+    /**
+     * Bounds every read until {@link #endMessage} by the deadline of a message that began at {@code startNanos} and
+     * declares {@code declaredBytes} ({@link TransportConfig#receiveDeadlineNanos}), whatever deadline a read has of
+     * its own: the deadline does not move as bytes arrive, so a peer that drips its bytes cannot hold the reader (and
+     * what it allocated for the message) longer. Called again as more of the message is declared. Reader only;
+     * waiting for a message to begin ({@link #awaitData}) is not bounded by it.
+     */
+    public void messageDeadline(long startNanos, long declaredBytes, TransportConfig config) {
+        long allowed = config.receiveDeadlineNanos(declaredBytes);
+        readDeadlineNanos = allowed == Long.MAX_VALUE ? NO_DEADLINE : startNanos + allowed;
+        deadlineBytes = declaredBytes;
+        deadlineAllowedNanos = allowed;
+        deadlineRate = config.minReceiveRate();
+    }
+
+    /** The message is read: reads are no longer bounded by its deadline. */
+    public void endMessage() {
+        readDeadlineNanos = NO_DEADLINE;
+    }
+
     /** Reads the rest of a refusal record after its type: what the peer's refusal makes here. */
     public MessageRefusedException readRefusal(long stallNanos) {
         int length = readInt(stallNanos, NO_DEADLINE);
@@ -345,6 +371,16 @@ public final class SocketIo implements AutoCloseable {
 
     private void await(Selector selector, long stallAt, long deadlineNanos, String what, long stallNanos) {
         long now = System.nanoTime();
+        if (selector == readSelector && readDeadlineNanos != NO_DEADLINE && now - readDeadlineNanos >= 0) {
+            throw new TransportTimeoutException(what + " " + peer + " did not finish in time: a message declaring "
+                    + deadlineBytes + " bytes must arrive within " + TimeUnit.NANOSECONDS.toMillis(deadlineAllowedNanos)
+                    + " ms of its first byte (ioTimeout, and its bytes at minReceiveRate " + deadlineRate
+                    + " bytes/s)");
+        }
+        if (selector == readSelector && readDeadlineNanos != NO_DEADLINE
+                && (deadlineNanos == NO_DEADLINE || readDeadlineNanos - deadlineNanos < 0)) {
+            deadlineNanos = readDeadlineNanos;
+        }
         if (deadlineNanos != NO_DEADLINE && now - deadlineNanos >= 0) {
             throw new TransportTimeoutException(what + " " + peer + " did not finish in time");
         }

@@ -277,7 +277,9 @@ final class TcpConnection implements Connection, UncheckedSend {
         MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.TCP,
                 System.nanoTime(), true);
         List<Buffer> frames = new ArrayList<>();
+        long start = System.nanoTime();
         try {
+            io.messageDeadline(start, 5, config);
             byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             if (type == TYPE_REFUSED) {
                 throw io.readRefusal(ioTimeoutNanos);
@@ -288,9 +290,11 @@ final class TcpConnection implements Connection, UncheckedSend {
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
+            io.messageDeadline(start, 5L + headerLength, config);
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            io.messageDeadline(start, 5L + headerLength + header.totalFrameBytes(), config);
             Frames.allocate(header, config, io.peer(), false, frames);
             List<MemoryKind> kinds = new ArrayList<>(frames.size());
             List<Long> lengths = new ArrayList<>(frames.size());
@@ -313,6 +317,8 @@ final class TcpConnection implements Connection, UncheckedSend {
             shutdown(t, Frames.refusal(t));
             closeReceiveRings();
             throw t;
+        } finally {
+            io.endMessage();
         }
     }
 
