@@ -22,8 +22,9 @@ import java.util.function.BiFunction;
  * At most {@code maxMappings} mappings of at most {@code maxBytes} bytes together stay open; past either bound the
  * least recently used mapping that no copy holds is closed. A mapping held by a copy ({@link Lease}) is never
  * closed under it: when the bounds can only be kept by closing held mappings, the cache runs over its bounds until
- * their leases come back, and closes them then. A mapping keeps the exporter's memory alive (on CUDA the allocation
- * is not freed while mapped), which is what the byte bound limits.
+ * their leases come back, and closes them then; a receiver whose copies hold the bounds' worth of mappings waits for
+ * them and releases its leases before it acquires more ({@link #heldAtBound}). A mapping keeps the exporter's memory
+ * alive (on CUDA the allocation is not freed while mapped), which is what the byte bound limits.
  *
  * <h2>Close policy</h2>
  * {@link #close()} closes every mapping no lease holds and makes the rest close when their leases are released;
@@ -84,6 +85,9 @@ public final class MappingCache implements AutoCloseable {
     private final LinkedHashMap<IpcHandle, Mapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
     private final List<Mapping> retired = new ArrayList<>();
     private long mappedBytes;
+    /** Mappings some lease holds, and their bytes. */
+    private int heldMappings;
+    private long heldBytes;
     private long opens;
     private long closes;
     private long hits;
@@ -133,10 +137,22 @@ public final class MappingCache implements AutoCloseable {
             mappings.put(allocation, m);
             mappedBytes += allocation.length();
         }
-        m.leases++;
+        if (m.leases++ == 0) {
+            heldMappings++;
+            heldBytes += allocation.length();
+        }
         Lease lease = new Lease(m, m.buffer.slice(offset, length));
         evict();
         return lease;
+    }
+
+    /**
+     * Whether the mappings that leases hold reach the cache's bounds already ({@code maxMappings} of them, or
+     * {@code maxBytes} together), so that opening one more would run over them: a receiver then waits for its copies
+     * and releases its leases before it acquires the next.
+     */
+    public synchronized boolean heldAtBound() {
+        return heldMappings >= maxMappings || heldBytes >= maxBytes;
     }
 
     private synchronized void release(Lease lease) {
@@ -146,6 +162,10 @@ public final class MappingCache implements AutoCloseable {
         lease.released = true;
         Mapping m = lease.mapping;
         m.leases--;
+        if (m.leases == 0) {
+            heldMappings--;
+            heldBytes -= m.key.length();
+        }
         if (m.leases == 0 && m.removed) {
             retired.remove(m);
             closeMapping(m.buffer);
