@@ -41,8 +41,10 @@ public final class MappingCache implements AutoCloseable {
      * @param evictions mappings closed to keep the bounds
      * @param mapped mappings open now
      * @param mappedBytes bytes of the mappings open now
+     * @param peakMapped the most mappings open at once
      */
-    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes) {
+    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes,
+            int peakMapped) {
     }
 
     /** One copy's hold on a mapping: {@link #buffer()} is the frame's bytes in it. Release once, by closing. */
@@ -92,6 +94,7 @@ public final class MappingCache implements AutoCloseable {
     private long closes;
     private long hits;
     private long evictions;
+    private int peakMapped;
     private boolean closed;
 
     /**
@@ -143,6 +146,7 @@ public final class MappingCache implements AutoCloseable {
         }
         Lease lease = new Lease(m, m.buffer.slice(offset, length));
         evict();
+        peakMapped = Math.max(peakMapped, mappings.size() + retired.size());
         return lease;
     }
 
@@ -196,13 +200,12 @@ public final class MappingCache implements AutoCloseable {
 
     /** The counters now. */
     public synchronized Stats stats() {
-        int held = 0;
-        long heldBytes = 0;
+        long retiredBytes = 0;
         for (Mapping m : retired) {
-            held++;
-            heldBytes += m.key.length();
+            retiredBytes += m.key.length();
         }
-        return new Stats(opens, closes, hits, evictions, mappings.size() + held, mappedBytes + heldBytes);
+        return new Stats(opens, closes, hits, evictions, mappings.size() + retired.size(), mappedBytes + retiredBytes,
+                peakMapped);
     }
 
     /** Closes the mappings as described above. */
