@@ -143,7 +143,8 @@ public final class EmulatedPlatform {
 
     /**
      * The user that owns the files this process creates: the only owner whose files a handle may open. Found once, by
-     * creating a file in the directory.
+     * creating a file in the directory (named as this process's files are, so that it goes with them if this process
+     * dies before it deleted it).
      *
      * @throws InvalidHandleException if it cannot be found
      */
@@ -151,9 +152,9 @@ public final class EmulatedPlatform {
         UserPrincipal o = owner;
         if (o == null) {
             try {
-                Path probe = Files.createTempFile(directory, ".cuwire-owner-", "",
-                        PosixFilePermissions.asFileAttribute(EnumSet.of(PosixFilePermission.OWNER_READ,
-                                PosixFilePermission.OWNER_WRITE)));
+                String prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-owner-";
+                Path probe = Files.createTempFile(directory, prefix, "", PosixFilePermissions.asFileAttribute(
+                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
                 try {
                     o = Files.getOwner(probe, LinkOption.NOFOLLOW_LINKS);
                 } finally {
