@@ -38,8 +38,8 @@ public final class Main {
                 + "[--workers N] [--transports tcp,ipc,ucx] [--model-size SIZE] [--sweep SIZES|none] [--repeat N] "
                 + "[--report DIR]')", Demo::run));
         COMMANDS.put("worker", new Entry("a cluster worker started by hand; prints its address ('worker [--listen "
-                + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin)",
-                WorkerCommand::run));
+                + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin); its exit"
+                + " code says why it stopped ('worker --help' lists the codes)", WorkerCommand::run));
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy "
                 + "bandwidth; 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes "

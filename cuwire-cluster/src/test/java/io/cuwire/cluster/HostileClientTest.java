@@ -209,6 +209,9 @@ class HostileClientTest {
         StringBuffer log = new StringBuffer();
         String address = listeningAddress(p, log);
         Endpoint client = connect(address);
+        // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
+        // client is known to be first only once it has been answered.
+        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
         Endpoint peer = connect(address);
         long bid = 77;
         CompletableFuture<Reply> ack = client.expect(bid);
@@ -236,6 +239,9 @@ class HostileClientTest {
         StringBuffer log = new StringBuffer();
         String address = listeningAddress(p, log);
         Endpoint client = connect(address);
+        // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
+        // client is known to be first only once it has been answered.
+        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
         Endpoint peer = connect(address);
         byte[] header = modelHeader(16 << 20);
         CompletableFuture<Reply> second = client.expect(79);

@@ -1,6 +1,7 @@
 package io.cuwire.memory;
 
 import java.lang.foreign.MemorySegment;
+import java.util.OptionalLong;
 
 /**
  * One device of a platform: a CUDA GPU, or an emulated device backed by shared-memory files. Devices are made by
@@ -54,16 +55,34 @@ public abstract class Device {
     /**
      * Maps a buffer exported by another process. The result is owned by the caller; closing it unmaps the memory
      * and leaves the exporter's buffer alone.
+     *
+     * <p>A handle comes from a peer and is checked before anything is mapped: it must be of this device's platform,
+     * well formed, name an allocation that a device of the platform issued, and its range must lie within that
+     * allocation ({@link IpcHandle#checkWithin}).
+     *
+     * @throws InvalidHandleException if it is not, saying which check failed
      */
     public abstract DeviceBuffer openHandle(IpcHandle handle);
 
     /**
      * A handle of the whole allocation that holds {@code buffer}: offset 0, length the allocation's size. An importer
      * maps the allocation once ({@link #openHandle}) and reaches this and every later buffer in it by
-     * {@link #allocationOffset}, instead of opening a handle per buffer. Equal allocations give equal handles; a new
-     * allocation (even at a freed one's address) gives a new handle.
+     * {@link #allocationOffset}, instead of opening a handle per buffer. The allocation is the platform's unit of
+     * shared memory — a CUDA pool block; on the emulated device a shared-memory file, which for small buffers is a
+     * slab that many of them share — and an importer of it can reach all of it. Equal allocations give equal handles;
+     * new memory (even at a freed allocation's address) gives a new handle.
      */
     public abstract IpcHandle exportAllocation(DeviceBuffer buffer);
+
+    /**
+     * The process that exported {@code handle}, where the platform's handles name it (the emulated device's do;
+     * CUDA's do not): an importer checks it against the peer that sent the handle.
+     *
+     * @throws InvalidHandleException if the handle is not one of this platform's, or malformed
+     */
+    public OptionalLong exportingProcess(IpcHandle handle) {
+        return OptionalLong.empty();
+    }
 
     /** Where {@code buffer} starts within the allocation of {@link #exportAllocation}. */
     public abstract long allocationOffset(DeviceBuffer buffer);

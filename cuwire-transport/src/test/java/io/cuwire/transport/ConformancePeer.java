@@ -2,6 +2,7 @@ package io.cuwire.transport;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
@@ -15,6 +16,7 @@ import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.internal.UncheckedSend;
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -42,6 +44,9 @@ import java.util.concurrent.locks.LockSupport;
  *       outcome and {@code reason <the receiver's reason>}</td></tr>
  *   <tr><td>{@code resend bytes times}</td><td>sends one device buffer {@code times} times, refilled each time
  *       (a pattern seeded by the message's number)</td></tr>
+ *   <tr><td>{@code send-frames count bytes}</td><td>sends one message of {@code count} device frames of
+ *       {@code bytes} each, each in an allocation of its own (frame {@code i} a pattern seeded by {@code i}), and
+ *       waits for the close</td></tr>
  *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
  *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
  *       thread: closes at once)</td></tr>
@@ -111,6 +116,7 @@ public final class ConformancePeer {
                     case "refuse" -> refuse(c, out);
                     case "send-refused" -> sendRefused(c, host, Integer.parseInt(args[3]), out);
                     case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
+                    case "send-frames" -> sendFrames(c, dev, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
                     case "send-unagreed-family" -> sendUnagreedFamily(c, dev, out);
@@ -225,6 +231,22 @@ public final class ConformancePeer {
                 c.send(TestMessages.message("r" + i, List.<Buffer>of(frame.slice(0, bytes)))).join();
             }
             awaitClose(c);
+        }
+        return 0;
+    }
+
+    private static int sendFrames(Connection c, BufferAllocator<DeviceBuffer> dev, int count, int bytes) {
+        List<Buffer> frames = new ArrayList<>();
+        try {
+            for (int i = 0; i < count; i++) {
+                DeviceBuffer frame = dev.allocate(bytes);
+                frames.add(frame);
+                TestMessages.fill(frame, TestMessages.pattern(bytes, i));
+            }
+            c.send(TestMessages.message("frames", frames)).join();
+            awaitClose(c);
+        } finally {
+            Closeables.closeAll(frames);
         }
         return 0;
     }

@@ -1,11 +1,17 @@
 package io.cuwire.cluster.internal;
 
+import static java.lang.System.Logger.Level.ERROR;
+import static java.lang.System.Logger.Level.INFO;
+import static java.lang.System.Logger.Level.WARNING;
+
 import io.cuwire.cluster.ClusterException;
 import io.cuwire.cluster.ModelHandle;
 import io.cuwire.cluster.ObjectRef;
 import io.cuwire.cluster.TaskContext;
 import io.cuwire.cluster.TaskRegistry;
+import io.cuwire.cluster.WorkerExit;
 import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.rpc.RateLimitedLog;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
@@ -25,18 +31,25 @@ import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
+import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
+import io.cuwire.transport.MessageRefusedException;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
+import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.HexFormat;
@@ -46,11 +59,16 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import jdk.jfr.FlightRecorder;
 import jdk.jfr.Recording;
 import jdk.jfr.RecordingState;
@@ -72,6 +90,16 @@ import jdk.jfr.RecordingState;
  * other workers are done), and the client is told. The bytes allocated for arriving models and not yet filled are
  * bounded per worker by {@value #MAX_ASSEMBLY_BYTES_PROPERTY} (bytes; default: the device's total memory, so that
  * any model that fits the device is taken); a begin beyond it is refused with a {@link ClusterException}.
+ *
+ * <h2>Stop</h2>
+ * A worker stops once, for the first of: the client's {@code shutdown} request, the client's connection breaking, or
+ * a failure of its own; the reason is logged (one line naming the client and the cause) and is its exit code
+ * ({@link WorkerExit}). Stopping closes the listener, every connection (the client's, the peers' that connected, those
+ * to peers), waits for their readers and the running tasks to end, frees the stored values, cached models and
+ * broadcasts still arriving, and then closes the allocators, whose leak report (if any) is logged and makes the exit
+ * {@link WorkerExit#LEAK}. Connections refused at the handshake and peers whose messages this worker refuses are
+ * logged too, each once with the peer and the reason, at most 10 lines of a kind per 10 seconds
+ * ({@link RateLimitedLog}); the worker goes on serving its client. Only the client may ask for {@code shutdown}.
  *
  * <h2>Operations</h2>
  * <table>
@@ -98,6 +126,9 @@ public final class Worker implements Endpoint.Handler {
     public static final String LISTENING = "cuwire-worker-listening";
     /** System property: the most bytes allocated for broadcasts arriving in chunks and not yet filled. */
     public static final String MAX_ASSEMBLY_BYTES_PROPERTY = "cuwire.worker.maxAssemblyBytes";
+    /** How long stopping waits for the reply to a shutdown request, each reader and the running tasks. */
+    private static final Duration STOP_WAIT = Duration.ofSeconds(10);
+    private static final System.Logger LOG = System.getLogger("io.cuwire.cluster.worker");
 
     private final int index;
     private final int ordinal;
@@ -123,6 +154,15 @@ public final class Worker implements Endpoint.Handler {
     private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
     private volatile List<String> peerAddresses = List.of();
     private volatile Endpoint client;
+    private volatile Listener listener;
+    /**
+     * Endpoints of the peers that connected to this worker, until their readers ended (pruned as new ones come);
+     * additions and the stop's snapshot hold its lock.
+     */
+    private final Set<Endpoint> accepted = ConcurrentHashMap.newKeySet();
+    /** Why the worker stops, once it does; set once. */
+    private final AtomicReference<WorkerExit> stopping = new AtomicReference<>();
+    private final RateLimitedLog refusals = new RateLimitedLog(LOG, 10, Duration.ofSeconds(10));
 
     private Worker(int index, int ordinal, byte[] secret) {
         this.index = index;
@@ -155,6 +195,10 @@ public final class Worker implements Endpoint.Handler {
     }
 
     public static void main(String[] args) throws Exception {
+        if (System.getProperty("java.util.logging.config.file") == null) {
+            // One line per log record, as the cuwire command writes them: the client keeps the worker's last lines.
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%4$s: %5$s%6$s%n");
+        }
         int index = Integer.parseInt(args[0]);
         int ordinal = Integer.parseInt(args[1]);
         String address = args[2];
@@ -162,47 +206,81 @@ public final class Worker implements Endpoint.Handler {
         String line = in.readLine();
         if (line == null) {
             System.err.println("cuwire worker " + index + ": no cluster secret on standard input");
-            System.exit(2);
+            System.exit(WorkerExit.USAGE.code());
         }
-        serve(index, ordinal, address, HexFormat.of().parseHex(line.strip()), System.out);
+        try {
+            serve(index, ordinal, address, HexFormat.of().parseHex(line.strip()), System.out);
+        } catch (RuntimeException e) {
+            System.err.println("cuwire worker " + index + ": cannot start: " + e.getMessage());
+            System.exit(WorkerExit.START_FAILED.code());
+        }
     }
 
     /**
      * Runs a worker in this JVM: listens on {@code address}, prints {@value #LISTENING} and the bound address to
-     * {@code out}, serves its client, and halts the JVM when the client's connection breaks or it asks to shut down.
+     * {@code out}, serves its client, and halts the JVM with a {@link WorkerExit} code when it stops (see "Stop").
      * Never returns normally.
+     *
+     * @throws RuntimeException if it cannot start (the address cannot be bound, the device cannot be used)
      */
     public static void serve(int index, int ordinal, String address, byte[] secret, PrintStream out) {
-        new Worker(index, ordinal, secret).serve(address, out);
+        Worker w = new Worker(index, ordinal, secret);
+        try {
+            w.serve(address, out);
+        } catch (RuntimeException e) {
+            w.device.close();  // nothing was allocated yet: it cannot listen
+            w.host.close();
+            throw e;
+        }
     }
 
     private void serve(String address, PrintStream out) {
-        Listener listener = Transports.forAddress(address).listen(address, config);
-        out.println(LISTENING + " " + listener.address());
+        Listener l = Transports.forAddress(address).listen(address, config);
+        listener = l;
+        out.println(LISTENING + " " + l.address());
         out.flush();
-        boolean first = true;
-        while (true) {
+        while (stopping.get() == null) {
             Connection c;
             try {
-                c = listener.accept();
+                c = l.accept();
+            } catch (ConnectionClosedException e) {
+                stop(WorkerExit.ERROR, "its listener at " + l.address() + " closed: " + e.getMessage(), null);
+                break;  // closed by the stop already, or by nobody this worker knows
             } catch (TransportException e) {
-                if (first) {
-                    System.err.println("cuwire worker " + index + ": " + e);
-                    continue;
+                if (stopping.get() == null) {
+                    refusals.log(WARNING, "connection", "cuwire worker " + index + ": refused a connection: "
+                            + e.getMessage());
                 }
-                System.err.println("cuwire worker " + index + ": refused a peer: " + e);
                 continue;
+            } catch (RuntimeException e) {
+                stop(WorkerExit.ERROR, "accepting connections at " + l.address() + " failed: " + e, null);
+                break;
             }
-            if (first) {
-                first = false;
-                client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
-                        e -> new ClusterException("client connection broken", e), e -> shutdown(0)).start();
-            } else {
-                AtomicReference<Endpoint> peer = new AtomicReference<>();
-                peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
-                        e -> new ClusterException("peer connection broken", e), e -> senderGone(peer.get(), e)));
-                peer.get().start();
+            synchronized (accepted) {
+                if (stopping.get() != null) {
+                    c.close();
+                    break;
+                }
+                if (client == null) {
+                    client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
+                            e -> new ClusterException("client connection broken", e), e -> clientBroken(c, e));
+                    client.start();
+                } else {
+                    accepted.removeIf(p -> !p.isOpen() && p.awaitReader(Duration.ZERO));
+                    // A peer's broadcast assemblies go with it (senderGone); its break is logged (peerBroken).
+                    AtomicReference<Endpoint> peer = new AtomicReference<>();
+                    peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                            e -> new ClusterException("peer connection broken", e), e -> {
+                                senderGone(peer.get(), e);
+                                peerBroken(c, e);
+                            }));
+                    accepted.add(peer.get());
+                    peer.get().start();
+                }
             }
+        }
+        while (true) {
+            LockSupport.park(this);  // the stopping thread halts the JVM
         }
     }
 
@@ -255,7 +333,14 @@ public final class Worker implements Endpoint.Handler {
             case "bcast-abort" -> abortBroadcast(r);
             case "stats" -> from.reply(Reply.ok(r.id(), stats()));
             case "shutdown" -> {
-                from.send(Reply.ok(r.id(), null)).whenComplete((m, e) -> shutdown(0));
+                if (from != client) {
+                    refusals.log(WARNING, "peer", "cuwire worker " + index + ": refused a shutdown request from peer "
+                            + from.connection() + ": only the client may shut the worker down");
+                    from.reply(Reply.failed(r.id(), new ClusterException("only worker " + index + "'s client may "
+                            + "shut it down")));
+                    return;
+                }
+                stop(WorkerExit.CLOSED, "the client closed the cluster", from.send(Reply.ok(r.id(), null)));
             }
             default -> {
                 Values.close(a);
@@ -358,8 +443,10 @@ public final class Worker implements Endpoint.Handler {
                 Connection c = Transports.forAddress(address).connect(address, config);
                 AtomicReference<Endpoint> self = new AtomicReference<>();
                 self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
-                        t -> new ClusterException("connection to worker " + other + " broken", t),
-                        t -> senderGone(self.get(), t)));
+                        t -> new ClusterException("connection to worker " + other + " broken", t), t -> {
+                            senderGone(self.get(), t);
+                            peerBroken(c, t);
+                        }));
                 e = self.get().start();
                 peers.put(other, e);
             }
@@ -387,8 +474,7 @@ public final class Worker implements Endpoint.Handler {
             }
         }
 
-        private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic
-                .AtomicBoolean();
+        private final AtomicBoolean closed = new AtomicBoolean();
 
         void retire() {
             retired = true;
@@ -506,10 +592,13 @@ public final class Worker implements Endpoint.Handler {
             missing = 0;
         }
 
-        /** Frees the frames once no forward reads them any more. */
-        void discard() {
-            CompletableFuture.allOf(forwards.toArray(CompletableFuture[]::new))
-                    .whenComplete((v, e) -> Values.close(frames));
+        /** Frees the frames once no forward reads them any more; the future completes when they are. */
+        CompletableFuture<Void> discard() {
+            return CompletableFuture.allOf(forwards.toArray(CompletableFuture[]::new))
+                    .handle((v, e) -> {
+                        Values.close(frames);
+                        return null;
+                    });
         }
     }
 
@@ -739,36 +828,159 @@ public final class Worker implements Endpoint.Handler {
         return out;
     }
 
-    private void shutdown(int code) {
-        Thread.ofPlatform().start(() -> {
-            executor.shutdownNow();
-            for (Object v : store.values()) {
-                Values.close(v);
-            }
-            store.clear();
-            for (CachedModel m : models.values()) {
-                m.closeOnce();
-            }
-            models.clear();
-            for (Assembly a : assemblies.values()) {
-                a.discard();
-            }
-            for (Endpoint p : peers.values()) {
-                p.close();
-            }
-            int exit = code;
+    // ---------------------------------------------------------------- stopping
+
+    /** The client's connection broke: the worker stops, saying why (nothing, if it is stopping already). */
+    private void clientBroken(Connection c, Throwable cause) {
+        stop(exitFor(cause), "client " + c + " (pid " + c.peer().pid() + "): " + describe(cause), null);
+    }
+
+    /**
+     * A peer's connection broke: logged (rate-limited) unless it simply closed, or this worker is stopping; the
+     * worker goes on serving its client.
+     */
+    private void peerBroken(Connection c, Throwable cause) {
+        Throwable t = unwrap(cause);
+        if (stopping.get() != null || t instanceof PeerClosedException || t instanceof ConnectionClosedException) {
+            return;
+        }
+        String what = t instanceof ProtocolException ? "refused peer " : "lost peer ";
+        refusals.log(WARNING, "peer", "cuwire worker " + index + ": " + what + c + " (pid " + c.peer().pid() + "): "
+                + describe(t));
+    }
+
+    /** The exit for a client connection that broke because of {@code cause}. */
+    static WorkerExit exitFor(Throwable cause) {
+        return switch (unwrap(cause)) {
+            case ProtocolException p -> WorkerExit.PROTOCOL_VIOLATION;
+            case SerializationException s -> WorkerExit.PROTOCOL_VIOLATION;
+            case PeerClosedException p -> WorkerExit.CLIENT_LOST;
+            case TransportTimeoutException t -> WorkerExit.CLIENT_LOST;
+            case MessageRefusedException m -> WorkerExit.CLIENT_LOST;
+            case ConnectionClosedException c -> WorkerExit.CLIENT_LOST;
+            default -> WorkerExit.ERROR;
+        };
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
+    private static String describe(Throwable t) {
+        Throwable e = unwrap(t);
+        return e.getClass().getSimpleName() + ": " + e.getMessage();
+    }
+
+    /**
+     * Stops the worker once, for {@code reason} ({@code why} says more), on a thread of its own: first waits for
+     * {@code after} (the reply to a shutdown request; {@code null}: nothing), then as the class comment says, and
+     * halts the JVM. Later calls do nothing.
+     */
+    private void stop(WorkerExit reason, String why, CompletableFuture<?> after) {
+        if (!stopping.compareAndSet(null, reason)) {
+            return;
+        }
+        LOG.log(reason == WorkerExit.CLOSED ? INFO : WARNING, "cuwire worker " + index + ": " + why + "; stopping "
+                + "(exit " + reason.code() + ": " + reason.meaning() + ")");
+        Thread.ofPlatform().name("cuwire-worker-" + index + "-stop").start(() -> {
+            int exit = WorkerExit.ERROR.code();
             try {
-                device.close();
-                host.close();
-            } catch (RuntimeException e) {
-                System.err.println("cuwire worker " + index + ": " + e.getMessage());
-                exit = 3;
+                exit = teardown(reason, after);
+            } catch (RuntimeException | Error e) {
+                LOG.log(ERROR, "cuwire worker " + index + ": stopping failed: " + e, e);
+            } finally {
+                refusals.flush();
+                System.out.flush();
+                System.err.flush();
+                stopRecordings();
+                Runtime.getRuntime().halt(exit);
             }
-            System.out.flush();
-            System.err.flush();
-            stopRecordings();
-            Runtime.getRuntime().halt(exit);
         });
+    }
+
+    /** Frees everything in order (see the class comment); returns the exit code. */
+    private int teardown(WorkerExit reason, CompletableFuture<?> after) {
+        if (after != null) {
+            try {
+                after.get(STOP_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                // the client went before the reply left, or it is stuck: stop anyway
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        Listener l = listener;
+        if (l != null) {
+            l.close();
+        }
+        List<Endpoint> endpoints = new ArrayList<>();
+        synchronized (accepted) {
+            endpoints.addAll(accepted);
+            if (client != null) {
+                endpoints.add(client);
+            }
+        }
+        endpoints.addAll(peers.values());
+        for (Endpoint e : endpoints) {
+            e.close();
+        }
+        executor.shutdownNow();
+        boolean tasksEnded;
+        try {
+            tasksEnded = executor.awaitTermination(STOP_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            tasksEnded = false;
+        }
+        for (Endpoint p : peers.values()) {
+            endpoints.add(p);  // opened by a task meanwhile
+            p.close();
+        }
+        List<String> running = new ArrayList<>();
+        if (!tasksEnded) {
+            running.add("tasks");
+        }
+        for (Endpoint e : endpoints) {
+            if (!e.awaitReader(STOP_WAIT)) {
+                running.add(e.name() + "'s reader");
+            }
+        }
+        if (!running.isEmpty()) {
+            LOG.log(WARNING, "cuwire worker " + index + ": " + String.join(", ", running) + " still running after "
+                    + STOP_WAIT + "; freeing the memory anyway");
+        }
+        for (Object v : store.values()) {
+            Values.close(v);
+        }
+        store.clear();
+        for (CachedModel m : models.values()) {
+            m.closeOnce();
+        }
+        models.clear();
+        List<CompletableFuture<Void>> discarded = new ArrayList<>();
+        for (Assembly a : assemblies.values()) {
+            discarded.add(a.discard());
+        }
+        assemblies.clear();
+        try {
+            CompletableFuture.allOf(discarded.toArray(CompletableFuture[]::new)).get(STOP_WAIT.toMillis(),
+                    TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.log(WARNING, "cuwire worker " + index + ": broadcasts still arriving were not freed within "
+                    + STOP_WAIT + ": " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        int exit = reason.code();
+        for (BufferAllocator<?> a : List.of(device, host)) {
+            try {
+                a.close();
+            } catch (RuntimeException e) {
+                LOG.log(ERROR, "cuwire worker " + index + ": " + e.getMessage());
+                exit = WorkerExit.LEAK.code();
+            }
+        }
+        return exit;
     }
 
     /**

@@ -12,6 +12,7 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportException;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -32,7 +33,8 @@ import java.util.function.Function;
  * closes, and every pending call fails with the exception {@code failure} makes of the cause.
  * Later calls fail at once the same way.
  *
- * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message. A request this side
+ * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message, and logs it (a
+ * warning naming the connection and the reason, at most 10 such lines per 10 seconds per endpoint). A request this side
  * cannot decode is answered {@link Reply#UNDECODABLE} with the exception's type, message and field path, and the
  * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
  * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
@@ -49,6 +51,8 @@ import java.util.function.Function;
  * (io.cuwire.spark.internal.Node), whose fetches carry a model as a reply's value.
  */
 public final class Endpoint implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
+
     /** Gets the requests arriving on an endpoint; runs on its reader thread (hand long work elsewhere). */
     @FunctionalInterface
     public interface Handler {
@@ -66,6 +70,9 @@ public final class Endpoint implements AutoCloseable {
     private final Function<Throwable, RuntimeException> failure;
     private final Consumer<Throwable> onBroken;
     private final Map<Long, CompletableFuture<Reply>> pending = new ConcurrentHashMap<>();
+    private volatile Thread reader;
+    /** Messages this endpoint could not decode: its peer can send them at will. */
+    private final RateLimitedLog undecodable = new RateLimitedLog(LOG, 10, Duration.ofSeconds(10));
     /** The failure every call fails with once the endpoint broke; {@code null} while it works. */
     private final AtomicReference<RuntimeException> broken = new AtomicReference<>();
     private final AtomicLong messagesSent = new AtomicLong();
@@ -97,8 +104,27 @@ public final class Endpoint implements AutoCloseable {
 
     /** Starts the reader thread; returns this. */
     public Endpoint start() {
-        Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
+        reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
         return this;
+    }
+
+    /**
+     * Waits at most {@code timeout} for the reader thread to end (it ends once the endpoint broke or closed, after
+     * the message it is handling): after that nothing this endpoint received is still being decoded or dispatched.
+     *
+     * @return whether it ended (also when it never started, or when called from the reader itself)
+     */
+    public boolean awaitReader(Duration timeout) {
+        Thread t = reader;
+        if (t == null || t == Thread.currentThread()) {
+            return true;
+        }
+        try {
+            return t.join(timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !t.isAlive();
+        }
     }
 
     /** The connection's name for messages. */
@@ -218,6 +244,8 @@ public final class Endpoint implements AutoCloseable {
      * @return the answer's send, or a completed future where there is nothing to send
      */
     private CompletableFuture<?> answerUndecodable(Serialized value, Throwable e) {
+        undecodable.log(System.Logger.Level.WARNING, "undecodable", name + ": could not decode a message from "
+                + connection + ": " + e);
         if (!(value.root() instanceof Map<?, ?> root && root.get("d") instanceof Map<?, ?> d
                 && d.get("id") instanceof Long id)) {
             return CompletableFuture.completedFuture(null);

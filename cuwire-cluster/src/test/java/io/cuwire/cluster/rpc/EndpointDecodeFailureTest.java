@@ -31,7 +31,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -77,6 +81,23 @@ class EndpointDecodeFailureTest {
         TransportConfig servingConfig = TransportConfig.builder().secret(new byte[32])
                 .receiveInto(DeviceMap.of(servingHost, servingDevice)).build();
         AtomicLong ids = new AtomicLong();
+        List<String> logged = new CopyOnWriteArrayList<>();
+        Logger log = Logger.getLogger(Endpoint.class.getName());
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                logged.add(record.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
         try (Listener listener = Transports.forAddress(address).listen(address, servingConfig)) {
             CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(
                     () -> listener.accept(Duration.ofSeconds(20)));
@@ -113,7 +134,15 @@ class EndpointDecodeFailureTest {
                 assertEquals("last", echo(caller, ids, "last"));
                 assertTrue(caller.isOpen() && served.isOpen());
             }
+        } finally {
+            log.removeHandler(handler);
         }
+        assertEquals(2, logged.size(), "one line per message that did not decode: " + logged);
+        assertTrue(logged.get(0).startsWith("serving: could not decode a message from ")
+                && logged.get(0).contains("UnknownTypeException: unregistered type name 'test.Weights' at "
+                + "root.args[0]"), logged.get(0));
+        assertTrue(logged.get(1).startsWith("caller: could not decode a message from ")
+                && logged.get(1).contains("'test.Forest' at root.value"), logged.get(1));
         for (BufferAllocator<?> a : allocators) {
             assertEquals(0, a.allocatedBytes(), a + " holds nothing after the failed decodes");
             a.close();

@@ -5,6 +5,7 @@ import io.cuwire.memory.CopyException;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.Stream;
@@ -272,27 +273,35 @@ public final class CudaDevice extends Device {
      * <p>The memory is mapped into the context of the GPU that holds it when that GPU is visible here (found by PCI
      * bus id), and the buffer belongs to that device; otherwise it is mapped into this device's context with lazy
      * peer access, and belongs to this device. Each open costs milliseconds: cache mappings, don't open per copy.
+     *
+     * <p>The handle's bytes are checked before the driver sees them, and its range (offset, length) against the
+     * size the driver reports for the allocation it opened; a range that reaches past it is closed again and
+     * refused, so no copy can read or write beyond the exporter's allocation ({@link CudaIpcHandles}).
+     *
+     * @throws InvalidHandleException if the handle is malformed or its range lies outside its allocation
+     * @throws CudaException if the driver cannot open it (a handle no process exported, of a process gone)
      */
     @Override
     public DeviceBuffer openHandle(IpcHandle handle) {
-        if (!CudaPlatform.NAME.equals(handle.platform())) {
-            throw new IllegalArgumentException(handle + " was not made by the CUDA platform");
-        }
-        byte[] bytes = handle.handle();
-        if (bytes.length < Driver.IPC_HANDLE_SIZE) {
-            throw new IllegalArgumentException(handle + " holds " + bytes.length + " bytes (expected: at least "
-                    + Driver.IPC_HANDLE_SIZE + ")");
-        }
-        String bus = new String(bytes, Driver.IPC_HANDLE_SIZE, bytes.length - Driver.IPC_HANDLE_SIZE,
-                StandardCharsets.US_ASCII);
+        String bus = CudaIpcHandles.busId(handle);
         CudaDevice found = bus.isEmpty() ? null : platform.deviceByPciBusId(bus);
         CudaDevice owner = found == null ? this : found;
         long base;
         try {
-            base = Driver.ipcOpenMemHandle(owner, Arrays.copyOf(bytes, Driver.IPC_HANDLE_SIZE));
+            base = Driver.ipcOpenMemHandle(owner, CudaIpcHandles.memHandle(handle));
         } catch (CudaException e) {
             throw new CudaException("cuIpcOpenMemHandle_v2(" + handle + " on " + owner + ")", e.result(),
                     e.errorName());
+        }
+        try {
+            CudaIpcHandles.checkOpened(handle, Driver.allocationSize(owner, base));
+        } catch (RuntimeException e) {
+            try {
+                Driver.ipcCloseMemHandle(owner, base);
+            } catch (CudaException c) {
+                e.addSuppressed(c);
+            }
+            throw e;
         }
         return DeviceBuffer.owning(owner, new CudaAllocation(base + handle.offset(), handle.length()),
                 handle.length(), () -> Driver.ipcCloseMemHandle(owner, base));

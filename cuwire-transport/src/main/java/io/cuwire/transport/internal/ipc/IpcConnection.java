@@ -7,6 +7,7 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
@@ -42,6 +43,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -65,6 +67,13 @@ import java.util.concurrent.locks.ReentrantLock;
  *   refused:  [3][reason length: int32][reason: UTF-8]   the last record of a side that refused a message of the
  *             other ({@link Frames#refusal}); it closes after it
  * </pre>
+ * A device frame's reference comes from the peer and is refused ({@link ProtocolException}) before anything is mapped
+ * unless the handle is well formed for this side's platform, names an allocation of the peer itself where the
+ * platform's handles name their exporter ({@link Device#exportingProcess}), and the frame's bytes — at the
+ * reference's offset, of the length the header declared for the frame — lie within the allocation size the reference
+ * declares; opening then checks that the platform issued the handle and that the allocation is that large
+ * ({@link Device#openHandle}). A message that references more allocations than the mapping cache keeps copies what it
+ * mapped so far and gives those mappings back before it maps more.
  *
  * <h2>Threads</h2>
  * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
@@ -419,6 +428,9 @@ final class IpcConnection implements Connection, UncheckedSend {
                 } else {
                     DeviceBuffer target = (DeviceBuffer) frame;
                     Reference reference = readReference(target.device());
+                    if (!leases.isEmpty() && mappings.heldAtBound()) {
+                        releaseCopied(used, leases);
+                    }
                     long t0 = timed ? System.nanoTime() : 0;
                     MappingCache.Lease lease = lease(reference, target);
                     leases.add(lease);
@@ -473,6 +485,20 @@ final class IpcConnection implements Connection, UncheckedSend {
         }
     }
 
+    /**
+     * Waits for the copies enqueued so far and gives their mappings back, so that a message referencing more of the
+     * sender's allocations than the cache keeps open ({@link MappingCache#heldAtBound}) holds no more than that.
+     */
+    private static void releaseCopied(List<Stream> used, List<MappingCache.Lease> leases) {
+        for (Stream stream : used) {
+            stream.synchronize();
+        }
+        for (MappingCache.Lease lease : leases) {
+            lease.close();
+        }
+        leases.clear();
+    }
+
     /** A device frame's reference: the sender's allocation holding it and where in that allocation it lies. */
     private record Reference(IpcHandle allocation, long offset) {
     }
@@ -493,11 +519,19 @@ final class IpcConnection implements Connection, UncheckedSend {
         int ordinal = rest.getInt(handleLength);
         long allocationBytes = rest.getLong(handleLength + 4);
         long offset = rest.getLong(handleLength + 4 + 8);
+        IpcHandle allocation;
+        OptionalLong exporter;
         try {
-            return new Reference(new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes), offset);
-        } catch (IllegalArgumentException e) {
+            allocation = new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes);
+            exporter = device.exportingProcess(allocation);
+        } catch (IllegalArgumentException | InvalidHandleException e) {
             throw new ProtocolException("peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
         }
+        if (exporter.isPresent() && exporter.getAsLong() != handshake.peer().pid()) {
+            throw new ProtocolException("peer " + io.peer() + " (pid " + handshake.peer().pid() + ") sent a reference"
+                    + " to an allocation of process " + exporter.getAsLong() + ": a peer may send its own only");
+        }
+        return new Reference(allocation, offset);
     }
 
     /** A lease on the mapping of the reference's allocation, for {@code frame}'s bytes at its offset. */
@@ -507,6 +541,9 @@ final class IpcConnection implements Connection, UncheckedSend {
         } catch (IndexOutOfBoundsException e) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
                     + e.getMessage(), e);
+        } catch (InvalidHandleException e) {
+            throw new ProtocolException("peer " + io.peer() + " sent an IPC reference that its device did not issue:"
+                    + " " + e.getMessage(), e);
         }
     }
 

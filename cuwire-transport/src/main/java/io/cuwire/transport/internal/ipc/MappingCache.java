@@ -22,8 +22,9 @@ import java.util.function.BiFunction;
  * At most {@code maxMappings} mappings of at most {@code maxBytes} bytes together stay open; past either bound the
  * least recently used mapping that no copy holds is closed. A mapping held by a copy ({@link Lease}) is never
  * closed under it: when the bounds can only be kept by closing held mappings, the cache runs over its bounds until
- * their leases come back, and closes them then. A mapping keeps the exporter's memory alive (on CUDA the allocation
- * is not freed while mapped), which is what the byte bound limits.
+ * their leases come back, and closes them then; a receiver whose copies hold the bounds' worth of mappings waits for
+ * them and releases its leases before it acquires more ({@link #heldAtBound}). A mapping keeps the exporter's memory
+ * alive (on CUDA the allocation is not freed while mapped), which is what the byte bound limits.
  *
  * <h2>Close policy</h2>
  * {@link #close()} closes every mapping no lease holds and makes the rest close when their leases are released;
@@ -40,8 +41,10 @@ public final class MappingCache implements AutoCloseable {
      * @param evictions mappings closed to keep the bounds
      * @param mapped mappings open now
      * @param mappedBytes bytes of the mappings open now
+     * @param peakMapped the most mappings open at once
      */
-    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes) {
+    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes,
+            int peakMapped) {
     }
 
     /** One copy's hold on a mapping: {@link #buffer()} is the frame's bytes in it. Release once, by closing. */
@@ -84,10 +87,14 @@ public final class MappingCache implements AutoCloseable {
     private final LinkedHashMap<IpcHandle, Mapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
     private final List<Mapping> retired = new ArrayList<>();
     private long mappedBytes;
+    /** Mappings some lease holds, and their bytes. */
+    private int heldMappings;
+    private long heldBytes;
     private long opens;
     private long closes;
     private long hits;
     private long evictions;
+    private int peakMapped;
     private boolean closed;
 
     /**
@@ -133,10 +140,23 @@ public final class MappingCache implements AutoCloseable {
             mappings.put(allocation, m);
             mappedBytes += allocation.length();
         }
-        m.leases++;
+        if (m.leases++ == 0) {
+            heldMappings++;
+            heldBytes += allocation.length();
+        }
         Lease lease = new Lease(m, m.buffer.slice(offset, length));
         evict();
+        peakMapped = Math.max(peakMapped, mappings.size() + retired.size());
         return lease;
+    }
+
+    /**
+     * Whether the mappings that leases hold reach the cache's bounds already ({@code maxMappings} of them, or
+     * {@code maxBytes} together), so that opening one more would run over them: a receiver then waits for its copies
+     * and releases its leases before it acquires the next.
+     */
+    public synchronized boolean heldAtBound() {
+        return heldMappings >= maxMappings || heldBytes >= maxBytes;
     }
 
     private synchronized void release(Lease lease) {
@@ -146,6 +166,10 @@ public final class MappingCache implements AutoCloseable {
         lease.released = true;
         Mapping m = lease.mapping;
         m.leases--;
+        if (m.leases == 0) {
+            heldMappings--;
+            heldBytes -= m.key.length();
+        }
         if (m.leases == 0 && m.removed) {
             retired.remove(m);
             closeMapping(m.buffer);
@@ -176,13 +200,12 @@ public final class MappingCache implements AutoCloseable {
 
     /** The counters now. */
     public synchronized Stats stats() {
-        int held = 0;
-        long heldBytes = 0;
+        long retiredBytes = 0;
         for (Mapping m : retired) {
-            held++;
-            heldBytes += m.key.length();
+            retiredBytes += m.key.length();
         }
-        return new Stats(opens, closes, hits, evictions, mappings.size() + held, mappedBytes + heldBytes);
+        return new Stats(opens, closes, hits, evictions, mappings.size() + retired.size(), mappedBytes + retiredBytes,
+                peakMapped);
     }
 
     /** Closes the mappings as described above. */
