@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -25,8 +26,10 @@ import io.cuwire.memory.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.PrimitiveArrayType;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.internal.HeapStaging;
@@ -34,6 +37,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -90,6 +94,13 @@ public abstract class TransportConformanceSuite {
      * handed over).
      */
     protected abstract boolean stagesHeapFrames();
+
+    /**
+     * Whether a frame whose descriptor names a primitive array type is received into a fresh array of that type
+     * (filled chunk by chunk through native memory), which the decoder returns without a copy; else it is received
+     * as any frame and the decoder copies it.
+     */
+    protected abstract boolean receivesArrayFrames();
 
     @BeforeEach
     void openAllocators() {
@@ -252,6 +263,8 @@ public abstract class TransportConformanceSuite {
         List<Serialized> values = new ArrayList<>();
         long frameBytes = 0;
         long chunks = 0;
+        long arrayBytes = 0;
+        long arrayChunks = 0;
         for (Family[] chain : List.of(c.families().toArray(Family[]::new), new Family[] {Family.HOST})) {
             for (PrimitiveArraysModel m : List.of(
                     PrimitiveArraysModel.random("below " + List.of(chain), threshold, -1, random),
@@ -278,21 +291,68 @@ public abstract class TransportConformanceSuite {
                 stagingCopies += scope.copies(CopyDirection.H2H);
                 assertEquals(0, scope.stats().totalBytes() - scope.bytes(CopyDirection.H2H), scope.toString());
             }
-            try (echo) {
-                models.get(i).assertEqualTo(registry.deserialize(echo.value(), PrimitiveArraysModel.class, target));
+            IdentityHashMap<Object, Boolean> received = new IdentityHashMap<>();
+            for (Frame f : echo.value().frames()) {
+                if (f.arrayType() != null) {
+                    received.put(((HostBuffer) f.buffer()).segment().heapBase().orElseThrow(), true);
+                }
+            }
+            PrimitiveArraysModel back;
+            try (echo; TransferScope decode = CopyEngine.openScope("decode")) {
+                back = registry.deserialize(echo.value(), PrimitiveArraysModel.class, target);
+                long copied = decode.bytes(CopyDirection.H2H);
+                if (receivesArrayFrames()) {
+                    assertEquals(models.get(i).frameBytes(threshold) - bytesOf(models.get(i).arrayFrames(threshold)),
+                            copied, "only the packed boolean[] frame is copied by the decoder");
+                } else {
+                    assertEquals(models.get(i).frameBytes(threshold), copied, "the decoder copies every frame");
+                }
+            }
+            models.get(i).assertEqualTo(back);
+            List<Object> framed = back.arrayFrames(threshold);
+            if (receivesArrayFrames()) {
+                assertEquals(framed.size(), received.size(), "every framed array arrived as a fresh array");
+                for (Object a : framed) {
+                    assertTrue(received.containsKey(a), a.getClass().getTypeName() + " of " + models.get(i).label
+                            + " is the array the frame was received into");
+                }
+            } else {
+                assertEquals(0, received.size(), "no frame arrived as an array of its own");
             }
             assertEquals(values.get(i).frames().size(), sent.get(30, TimeUnit.SECONDS).frames());
             values.get(i).close();
+            arrayBytes += bytesOf(framed);
+            arrayChunks += chunksOf(framed);
         }
         if (stagesHeapFrames()) {
-            assertEquals(frameBytes, staged, "each byte of the heap frames is staged once");
-            assertEquals(chunks, stagingCopies, "in chunks of " + HeapStaging.CHUNK_BYTES
+            // The receiver's copies of array frames out of its read buffer are chunks of the same size.
+            long received = receivesArrayFrames() ? arrayBytes : 0;
+            long receivedChunks = receivesArrayFrames() ? arrayChunks : 0;
+            assertEquals(frameBytes + received, staged, "each byte of the heap frames is staged once a side");
+            assertEquals(chunks + receivedChunks, stagingCopies, "in chunks of " + HeapStaging.CHUNK_BYTES
                     + " bytes at most: no copy of a whole array");
         } else {
             assertEquals(0, staged, "heap frames are handed over");
         }
         c.close();
         assertExit(p, 0);
+    }
+
+    private static long bytesOf(List<Object> arrays) {
+        long total = 0;
+        for (Object a : arrays) {
+            total += (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+        }
+        return total;
+    }
+
+    private static long chunksOf(List<Object> arrays) {
+        long total = 0;
+        for (Object a : arrays) {
+            long n = (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+            total += HeapStaging.chunks(n);
+        }
+        return total;
     }
 
     /**
@@ -327,12 +387,14 @@ public abstract class TransportConformanceSuite {
         Serialized value = registry.serialize(model, Family.HOST);
         assertEquals(List.of(bytes), value.frames().stream().map(f -> f.length()).toList());
         ReceivedMessage echo;
+        int sides = receivesArrayFrames() ? 2 : 1;
         try (TransferScope scope = CopyEngine.openScope("2.5 GiB")) {
             CompletableFuture<MessageMetrics> sent = c.send(Message.of(value));
             echo = c.receive();
             assertEquals(bytes, sent.get(30, TimeUnit.SECONDS).hostFrameBytes());
-            assertEquals(bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once");
-            assertEquals(HeapStaging.chunks(bytes), scope.copies(CopyDirection.H2H), "no copy of the whole array");
+            assertEquals(sides * bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once a side");
+            assertEquals(sides * HeapStaging.chunks(bytes), scope.copies(CopyDirection.H2H),
+                    "no copy of the whole array");
         }
         value.close();
         value = null;
@@ -340,9 +402,15 @@ public abstract class TransportConformanceSuite {
         long t1 = System.nanoTime();
         PrimitiveArraysModel back;
         try (echo) {
-            assertEquals(MemoryKind.HOST, echo.value().frames().getFirst().kind());
+            Frame frame = echo.value().frames().getFirst();
+            assertEquals(MemoryKind.HOST, frame.kind());
+            Object array = receivesArrayFrames() ? ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow()
+                    : null;
             back = registry.deserialize(echo.value(), PrimitiveArraysModel.class,
                     new DecodeTarget(device, host, Limits.DEFAULT));
+            if (receivesArrayFrames()) {
+                assertSame(array, back.i64, "the decoded array is the one the frame was received into");
+            }
         }
         assertEquals("2.5 GiB", back.label);
         assertEquals(n, back.i64.length);
