@@ -437,6 +437,24 @@ public abstract class TransportConformanceSuite {
         return i * 0x9E3779B97F4A7C15L ^ i >>> 17;
     }
 
+    /**
+     * Both sides send several messages before either receives (more bytes than the socket buffers between them hold,
+     * each message small enough to be written on its caller's thread): a send must not wait for the peer to read,
+     * or the two would wait for each other until the I/O timeout broke the connection.
+     */
+    @Test
+    void shouldLetBothSidesSendBeforeEitherReceives() throws Exception {
+        int count = 16;
+        int bytes = 3 << 20;
+        Listener listener = listen(config().build());
+        Peer p = peer("exchange", listener, Integer.toString(count), Integer.toString(bytes));
+        Connection c = accept(listener);
+        assertEquals(0, ConformancePeer.exchange(c, host, count, bytes, System.out), "this side's exchange");
+        c.close();
+        assertExit(p, 0);
+        assertTrue(p.output().contains("exchanged " + count), p.output());
+    }
+
     @Test
     void shouldDeliverManyMessagesWholeAndInOrder(TestInfo info) throws Exception {
         SplittableRandom random = TestRandom.create(info);
