@@ -33,8 +33,8 @@ import java.util.function.BooleanSupplier;
  * {@code select} pays a wake-up each time). Reads go through a buffer of {@value #READ_BUFFER_BYTES} bytes, so that
  * a message's type, header and small frames cost few system calls, while large reads of native memory land straight
  * in their destination. Host frames that are not native memory (heap arrays) are written through a staging buffer of
- * the writer's, several chunks per gathering write, and read through the read buffer chunk by chunk
- * ({@link HeapStaging}). One thread reads and one thread writes at a time; {@link #close()} may come from any thread
+ * the writer's, several chunks per gathering write ({@link HeapStaging}), and read through the read buffer, a
+ * buffer's worth at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
  * and wakes both.
  *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
@@ -51,7 +51,7 @@ public final class SocketIo implements AutoCloseable {
      * The read buffer: a read system call takes up to this many bytes, and a heap frame's bytes cross it. Allocated
      * (and so touched) with the connection.
      */
-    static final int READ_BUFFER_BYTES = 1 << 20;
+    public static final int READ_BUFFER_BYTES = 1 << 20;
     /** Reads of native memory at least this large go straight into their destination. */
     private static final int DIRECT_READ_BYTES = 256 << 10;
     /** Staging slots of the writer: chunks of a heap frame staged per gathering write. */
@@ -400,9 +400,10 @@ public final class SocketIo implements AutoCloseable {
 
     /**
      * Fills all of {@code frame} from the connection with no deadline: native memory as
-     * {@link #readFully(MemorySegment, long)} does, other memory (a heap array's) through the read buffer,
-     * {@link HeapStaging#CHUNK_BYTES} at a time, each chunk with one copy (through the {@link CopyEngine}, counted
-     * host to host).
+     * {@link #readFully(MemorySegment, long)} does, other memory (a heap array's) through the read buffer: each
+     * read takes what has come, up to the buffer's {@value #READ_BUFFER_BYTES} bytes, and what of it belongs to the
+     * frame is copied into place at once (through the {@link CopyEngine}, counted host to host), so no copy moves
+     * more than the buffer holds.
      */
     public void readFully(HostBuffer frame, long stallNanos) {
         if (!HeapStaging.needed(frame)) {
@@ -410,33 +411,23 @@ public final class SocketIo implements AutoCloseable {
             return;
         }
         long length = frame.byteSize();
-        for (long off = 0; off < length; off += HeapStaging.CHUNK_BYTES) {
-            int n = (int) Math.min(HeapStaging.CHUNK_BYTES, length - off);
-            buffer(n, stallNanos);
+        long off = 0;
+        long progressAt = System.nanoTime();
+        while (off < length) {
+            if (!in.hasRemaining()) {
+                int got;
+                try {
+                    got = readOnce(in.clear());
+                } finally {
+                    in.flip();
+                }
+                progressAt = progressed(got, progressAt, NO_DEADLINE, stallNanos);
+                continue;
+            }
+            int n = (int) Math.min(in.remaining(), length - off);
             CopyEngine.copyFromSegment(inMemory.asSlice(in.position(), n), frame, off);
             in.position(in.position() + n);
-        }
-    }
-
-    /** Reads until the read buffer holds at least {@code n} bytes (at most its capacity), and as many more as came. */
-    private void buffer(int n, long stallNanos) {
-        if (in.remaining() >= n) {
-            return;
-        }
-        if (in.capacity() - in.position() < n) {
-            in.compact().flip();
-        }
-        long progressAt = System.nanoTime();
-        while (in.remaining() < n) {
-            int start = in.position();
-            in.position(in.limit()).limit(in.capacity());
-            int got;
-            try {
-                got = readOnce(in);
-            } finally {
-                in.limit(in.position()).position(start);
-            }
-            progressAt = progressed(got, progressAt, NO_DEADLINE, stallNanos);
+            off += n;
         }
     }
 
