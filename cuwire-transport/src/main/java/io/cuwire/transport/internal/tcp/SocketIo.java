@@ -137,18 +137,18 @@ public final class SocketIo implements AutoCloseable {
 
     /**
      * Copies chunks {@code first}, {@code first + 1}, ... of {@code frame}, a heap frame, into this socket's staging,
-     * as many as it holds ({@value #WRITE_SLOTS}) and the frame has, each with one copy; writer only.
+     * as many as it holds ({@value #WRITE_SLOTS}) and the frame has, each with one copy, side by side; writer only.
      *
-     * @return the staged chunks, to write in one gathering write before the next {@code stage}
+     * @return the staged chunks as one buffer, to write before the next use of the staging
      */
-    public ByteBuffer[] stage(HostBuffer frame, long first) {
+    public ByteBuffer stage(HostBuffer frame, long first) {
         HeapStaging s = staging();
         int n = (int) Math.min(s.slots(), HeapStaging.chunks(frame.byteSize()) - first);
-        ByteBuffer[] views = new ByteBuffer[n];
+        long bytes = 0;
         for (int i = 0; i < n; i++) {
-            views[i] = s.stageChunk(frame, first + i, i).asByteBuffer();
+            bytes += s.stageChunk(frame, first + i, i).byteSize();
         }
-        return views;
+        return s.memory().asSlice(0, bytes).asByteBuffer();
     }
 
     private HeapStaging staging() {
@@ -208,6 +208,11 @@ public final class SocketIo implements AutoCloseable {
             return this;
         }
 
+        /** Bytes of this socket's staging the frames added so far took. */
+        public long staged() {
+            return staged;
+        }
+
         /** Writes everything added so far. */
         public void flush() {
             if (!buffers.isEmpty()) {
@@ -260,7 +265,9 @@ public final class SocketIo implements AutoCloseable {
             }
             long n;
             try {
-                n = channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+                // One buffer left: the plain write, not the gathering one (less work per call in the JDK and kernel).
+                n = first == buffers.length - 1 ? channel.write(buffers[first])
+                        : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
             } catch (IOException e) {
                 throw failure("writing to", e);
             }

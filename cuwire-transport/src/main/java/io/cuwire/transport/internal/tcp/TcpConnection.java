@@ -151,9 +151,7 @@ final class TcpConnection implements Connection, UncheckedSend {
             while (true) {
                 if (heap != null) {
                     if (nextChunk < HeapStaging.chunks(heap.byteSize())) {
-                        ByteBuffer[] staged = io.stage(heap, nextChunk);
-                        nextChunk += staged.length;
-                        return staged;
+                        return new ByteBuffer[] {stageNext()};
                     }
                     heap = null;
                 }
@@ -175,8 +173,7 @@ final class TcpConnection implements Connection, UncheckedSend {
                 }
                 next++;
                 if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
-                    heap = h;
-                    nextChunk = 0;
+                    beginHeap(h);
                 } else if (frame instanceof HostBuffer h) {
                     direct = h;
                     nextByte = 0;
@@ -187,10 +184,23 @@ final class TcpConnection implements Connection, UncheckedSend {
             }
         }
 
+        private void beginHeap(HostBuffer h) {
+            heap = h;
+            nextChunk = 0;
+        }
+
+        /** The next chunks of {@link #heap}, staged. */
+        private ByteBuffer stageNext() {
+            ByteBuffer staged = io.stage(heap, nextChunk);
+            nextChunk += (staged.remaining() + HeapStaging.CHUNK_BYTES - 1) / HeapStaging.CHUNK_BYTES;
+            return staged;
+        }
+
         /**
          * {@code start} and the small host frames from {@link #next} on, as long as they fit
          * {@value #COALESCE_TOTAL_BYTES} bytes with {@code gathered} (at least one frame when {@code start} is empty);
-         * heap frames among them staged, once each.
+         * heap frames among them staged, once each. When they staged nothing and a large heap frame comes next, its
+         * first staged chunks go along (so a message of a header and one array starts with a single system call).
          */
         private ByteBuffer[] gather(List<ByteBuffer> start, long gathered) {
             SocketIo.Gather g = io.gather(ioTimeoutNanos);
@@ -203,6 +213,12 @@ final class TcpConnection implements Connection, UncheckedSend {
                 g.add(h);
                 gathered += h.byteSize();
                 next++;
+            }
+            if (g.staged() == 0 && next < frames.size() && frames.get(next) instanceof HostBuffer h
+                    && HeapStaging.needed(h)) {
+                next++;
+                beginHeap(h);
+                g.add(stageNext());
             }
             return g.buffers();
         }
