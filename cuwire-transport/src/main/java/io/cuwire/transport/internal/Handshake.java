@@ -71,6 +71,7 @@ public final class Handshake {
     /** Runs this side of the handshake, telling the peer {@code local} as this side's capabilities. */
     public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local) {
         long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
+        MessageRecorder.prepare();  // while this waits for the peer, not in the first message
         String role = client ? "client" : "server";
         String peerRole = client ? "server" : "client";
         byte[] mine = new byte[CHALLENGE_BYTES];
