@@ -33,8 +33,8 @@ import java.util.function.BooleanSupplier;
  * {@code select} pays a wake-up each time). Reads go through a buffer of {@value #READ_BUFFER_BYTES} bytes, so that
  * a message's type, header and small frames cost few system calls, while large reads of native memory land straight
  * in their destination. Host frames that are not native memory (heap arrays) are written through a staging buffer of
- * the writer's, several chunks per gathering write ({@link HeapStaging}), and read through the read buffer, a
- * buffer's worth at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
+ * the writer's, several chunks per write ({@link HeapStaging}), and read through the read buffer, a buffer's worth
+ * at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
  * and wakes both.
  *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
@@ -54,7 +54,7 @@ public final class SocketIo implements AutoCloseable {
     public static final int READ_BUFFER_BYTES = 1 << 20;
     /** Reads of native memory at least this large go straight into their destination. */
     private static final int DIRECT_READ_BYTES = 256 << 10;
-    /** Staging slots of the writer: chunks of a heap frame staged per gathering write. */
+    /** Staging slots of the writer: chunks of a heap frame staged per write. */
     static final int WRITE_SLOTS = 4;
 
     private final SocketChannel channel;
@@ -115,7 +115,7 @@ public final class SocketIo implements AutoCloseable {
     /**
      * Writes all of {@code frame} with no deadline: native memory straight from the frame, a gigabyte at a time;
      * other memory (a heap array's segment) through this socket's {@link HeapStaging}, up to {@value #WRITE_SLOTS}
-     * chunks per gathering write ({@link #stage}).
+     * chunks per write ({@link #stage}).
      */
     public void write(HostBuffer frame, long stallNanos) {
         if (!HeapStaging.needed(frame)) {
