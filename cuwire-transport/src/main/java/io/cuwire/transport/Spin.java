@@ -12,6 +12,12 @@ import java.util.function.BooleanSupplier;
  * <p>The system property {@value #PROPERTY} sets it in microseconds (0: never spin); by default 100 µs with 8 or
  * more cores, 30 µs with 4 to 7, none with fewer.
  *
+ * <p>A socket transport in the middle of moving a message (the socket full under a write, a frame's next bytes not in
+ * yet) retries for the same {@link #NANOS} before it parks in {@code select}. Measured on the 2-core VM with a 512 MiB
+ * frame over loopback TCP, a 50 µs retry there did not pay: the receiver waited for the slower sender about 330 times
+ * per transfer either way (only 7 % fewer parks), and the retries cost it 8,500 reads per transfer of the CPU the
+ * sender needed.
+ *
  * <p>Where a transport knows that a message or reply is on its way — the peer is copying a message of this side out
  * of its memory, or this side is copying one in — a thread that spins at all goes on spinning while that lasts, up
  * to {@value #BUSY_MAX_NANOS} ns, and for {@link #REPLY_NANOS} after the peer consumed one of this side's messages
@@ -30,20 +36,6 @@ public final class Spin {
      * 10 × {@link #NANOS} (0 when spinning is off).
      */
     public static final long REPLY_NANOS = 10 * NANOS;
-
-    /** System property: the progress spin ({@link #PROGRESS_NANOS}), in microseconds. */
-    public static final String PROGRESS_PROPERTY = "cuwire.transport.progressSpinMicros";
-    /**
-     * How long a thread in the middle of moving a message's bytes over a socket retries before it parks when the
-     * socket has nothing for it — no room to write, the frame's next bytes not in yet: in nanoseconds, from the last
-     * bytes it moved. Unlike {@link #NANOS} this is spent only while the peer is known to be at the other end of the
-     * same transfer, which on loopback or a fast link frees the room or sends the bytes within microseconds, so it
-     * pays on 2 cores too: a 512 MiB frame over loopback TCP parked in {@code select} thousands of times. The system
-     * property {@value #PROGRESS_PROPERTY} sets it in microseconds (0: park at once); by default 50 µs with 2 or more
-     * cores, none with 1.
-     */
-    public static final long PROGRESS_NANOS = progressNanos(System.getProperty(PROGRESS_PROPERTY),
-            Runtime.getRuntime().availableProcessors());
 
     private Spin() {
     }
@@ -75,29 +67,17 @@ public final class Spin {
     /** The spin in nanoseconds for the property's value (or {@code null}) on a machine of {@code cores} cores. */
     static long nanos(String property, int cores) {
         if (property != null && !property.isBlank()) {
-            return micros(PROPERTY, property) * 1000;
+            long micros;
+            try {
+                micros = Long.parseLong(property.strip());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(PROPERTY + "=" + property + " (expected: microseconds, >= 0)", e);
+            }
+            if (micros < 0) {
+                throw new IllegalArgumentException(PROPERTY + "=" + property + " (expected: microseconds, >= 0)");
+            }
+            return micros * 1000;
         }
         return cores >= 8 ? 100_000 : cores >= 4 ? 30_000 : 0;
-    }
-
-    /** The progress spin in nanoseconds for the property's value (or {@code null}) on {@code cores} cores. */
-    static long progressNanos(String property, int cores) {
-        if (property != null && !property.isBlank()) {
-            return micros(PROGRESS_PROPERTY, property) * 1000;
-        }
-        return cores >= 2 ? 50_000 : 0;
-    }
-
-    private static long micros(String name, String property) {
-        long micros;
-        try {
-            micros = Long.parseLong(property.strip());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + property + " (expected: microseconds, >= 0)", e);
-        }
-        if (micros < 0) {
-            throw new IllegalArgumentException(name + "=" + property + " (expected: microseconds, >= 0)");
-        }
-        return micros;
     }
 }

@@ -21,19 +21,6 @@ class SpinTest {
     }
 
     @Test
-    void shouldSpinForProgressWithASecondCoreUnlessThePropertySays() {
-        assertEquals(0, Spin.progressNanos(null, 1));
-        assertEquals(50_000, Spin.progressNanos(null, 2));
-        assertEquals(50_000, Spin.progressNanos("", 64));
-        assertEquals(0, Spin.progressNanos("0", 64));
-        assertEquals(200_000, Spin.progressNanos("200", 1));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Spin.progressNanos("-5", 2));
-        assertEquals(Spin.PROGRESS_PROPERTY + "=-5 (expected: microseconds, >= 0)", e.getMessage());
-        assertEquals(Spin.progressNanos(System.getProperty(Spin.PROGRESS_PROPERTY),
-                Runtime.getRuntime().availableProcessors()), Spin.PROGRESS_NANOS);
-    }
-
-    @Test
     void shouldKeepSpinningPastTheSpinOnlyWhileBusyAndNeverPastTheBusyLimit() {
         // The spin follows the property and the cores of this run: the module's build sets spinMicros=20, the GPU
         // bundle's test launcher sets nothing (so 100 µs on a GPU host's many cores).

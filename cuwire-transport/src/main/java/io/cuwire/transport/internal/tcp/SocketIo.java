@@ -28,8 +28,8 @@ import java.util.function.BooleanSupplier;
 /**
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
  * (no progress for that long fails) and, where given, a hard deadline. A wait in the middle of a transfer (the socket
- * full under a write, a frame's next bytes not in yet) first retries for {@link Spin#PROGRESS_NANOS} (the bytes or the
- * room usually come within microseconds while the peer is busy with the other end, and a thread that parks in
+ * full under a write, a frame's next bytes not in yet) first retries for {@link Spin#NANOS} (with cores to spare the
+ * bytes or the room often come within microseconds while the peer works at the other end, and a thread that parks in
  * {@code select} pays a wake-up each time). Reads go through a buffer of {@value #READ_BUFFER_BYTES} bytes, so that
  * a message's type, header and small frames cost few system calls, while large reads of native memory land straight
  * in their destination. Host frames that are not native memory (heap arrays) are written through a staging buffer of
@@ -279,7 +279,7 @@ public final class SocketIo implements AutoCloseable {
             if (waited >= handOffNanos) {
                 return false;
             }
-            if (waited < Spin.PROGRESS_NANOS) {
+            if (waited < Spin.NANOS) {
                 Thread.onSpinWait();
                 continue;
             }
@@ -464,7 +464,7 @@ public final class SocketIo implements AutoCloseable {
 
     /**
      * After a read in the middle of a message that got {@code got} bytes: the new time of the last progress, after
-     * a wait if it got none (a spin of {@link Spin#PROGRESS_NANOS} since the last progress, then {@code select}).
+     * a wait if it got none (a spin of {@link Spin#NANOS} since the last progress, then {@code select}).
      *
      * @throws PeerClosedException if the stream ended
      */
@@ -475,7 +475,7 @@ public final class SocketIo implements AutoCloseable {
         if (got > 0) {
             return System.nanoTime();
         }
-        if (System.nanoTime() - progressAt < Spin.PROGRESS_NANOS) {
+        if (System.nanoTime() - progressAt < Spin.NANOS) {
             Thread.onSpinWait();
         } else {
             await(readSelector, progressAt + stallNanos, deadlineNanos, "reading from", stallNanos, Long.MAX_VALUE);
