@@ -194,7 +194,8 @@ final class IpcConnection implements Connection, UncheckedSend {
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         this.peerProcess = new PeerProcess(handshake.peer().pid());
-        this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
+        this.mappings = new MappingCache("IPC mappings of " + name + "'s peer " + peer + " (pid "
+                + handshake.peer().pid() + ")", Device::openHandle, maxMappings, maxMappedBytes);
         this.sends = new SendQueue<>(name, state, (out, onCaller) -> {
             writeOrFail(out);
             return true;
