@@ -1,10 +1,12 @@
 package io.cuwire.cluster.rpc;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Deque;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -14,8 +16,8 @@ public final class Values {
     }
 
     /**
-     * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the values of a map and the
-     * elements of an object array, recursively; errors are dropped (the value was being discarded). Each container
+     * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the keys and values of a
+     * map and the elements of an object array, recursively; errors are dropped (the value was being discarded). Each container
      * is visited once however often the value shares it (a decoded value may describe exponentially many paths
      * through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the number
      * of distinct objects, not of paths.
@@ -38,7 +40,14 @@ public final class Values {
                     }
                 }
                 case Collection<?> c -> pushInOrder(todo, c.toArray());
-                case Map<?, ?> m -> pushInOrder(todo, m.values().toArray());
+                case Map<?, ?> m -> {
+                    List<Object> entries = new ArrayList<>(2 * m.size());
+                    for (Map.Entry<?, ?> e : m.entrySet()) {
+                        entries.add(e.getKey());
+                        entries.add(e.getValue());
+                    }
+                    pushInOrder(todo, entries.toArray());
+                }
                 case Object[] a -> pushInOrder(todo, a);
                 default -> {
                     // nothing to close
