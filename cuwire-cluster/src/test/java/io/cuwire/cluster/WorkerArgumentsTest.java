@@ -53,6 +53,13 @@ class WorkerArgumentsTest {
                     extra))).get(60, TimeUnit.SECONDS);
             aborted.get(60, TimeUnit.SECONDS);
             assertEquals(0L, client.workerDeviceBytes(), "bcast-abort left its unused argument's memory allocated");
+            for (Object missing : List.of(nowhere, new ObjectRef(7, 1), new ModelHandle(1L << 41, 1))) {
+                Reply call = client.endpoint.call(new Request(TestClient.nextId(), "call", TestTasks.DROP.name(),
+                        List.of(missing, extra))).get(60, TimeUnit.SECONDS);
+                assertEquals(Reply.ERROR, call.status(), "a task argument that does not resolve: " + missing);
+                assertEquals(0L, client.workerDeviceBytes(), "a task whose argument " + missing + " did not resolve "
+                        + "left the memory of the arguments after it allocated");
+            }
             Reply put = client.request("put", 1L, extra).get(60, TimeUnit.SECONDS);
             ObjectRef ref = (ObjectRef) put.value();
             assertEquals(0L, client.workerDeviceBytes(), "put stores its first argument only, and kept the second's "

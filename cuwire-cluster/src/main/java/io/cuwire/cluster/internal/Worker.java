@@ -394,14 +394,18 @@ public final class Worker implements Endpoint.Handler {
         List<Object> owned = new ArrayList<>();
         List<CachedModel> used = new ArrayList<>();
         Object result = null;
+        int resolved = 0;
         try {
             List<Object> args = new ArrayList<>(r.args().size());
             for (Object o : r.args()) {
                 args.add(resolve(o, owned, used));
+                resolved++;
             }
             result = task.run(new TaskContext(index, ordinal, device, host), args);
         } catch (RuntimeException | Error e) {
             Values.close(owned);
+            // the arguments after one that did not resolve were never taken: theirs is the worker's to free too
+            Values.close(r.args().subList(Math.min(resolved + 1, r.args().size()), r.args().size()));
             release(used);
             from.reply(Reply.failed(r.id(), e));
             return;
