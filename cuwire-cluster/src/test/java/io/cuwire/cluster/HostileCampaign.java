@@ -115,6 +115,8 @@ final class HostileCampaign implements AutoCloseable {
     /** Connections the attackers opened, mutants sent, and the client's served rounds. */
     final AtomicLong connections = new AtomicLong();
     final AtomicLong mutants = new AtomicLong();
+    /** Header mutants the receiver's header checks refuse (the rest reach the decoder). */
+    final AtomicLong refusedHeaders = new AtomicLong();
     /** The client's served times, nanoseconds. */
     final List<Long> servedNanos = Collections.synchronizedList(new ArrayList<>());
     private final NdArray x;
@@ -128,12 +130,12 @@ final class HostileCampaign implements AutoCloseable {
     }
 
     /** What the checks compare with the baseline. */
-    record Snapshot(long deviceBytes, long hostBytes, long objects, long directCount, long directBytes,
+    record Snapshot(long deviceBytes, long hostBytes, long objects, long models, long directCount, long directBytes,
             long mappedCount, long mappedBytes, long files) {
         boolean memoryEquals(Snapshot o) {
             return deviceBytes == o.deviceBytes && hostBytes == o.hostBytes && objects == o.objects
-                    && directCount == o.directCount && directBytes == o.directBytes && mappedCount == o.mappedCount
-                    && mappedBytes == o.mappedBytes && files == o.files;
+                    && models == o.models && directCount == o.directCount && directBytes == o.directBytes
+                    && mappedCount == o.mappedCount && mappedBytes == o.mappedBytes && files == o.files;
         }
     }
 
@@ -228,8 +230,8 @@ final class HostileCampaign implements AutoCloseable {
     Snapshot snapshot() throws Exception {
         WorkerStats s = client.workerStats(0).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
         List<?> pools = (List<?>) client.call(0, TestTasks.POOLS).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        return new Snapshot(s.deviceBytes(), s.hostBytes(), s.objects(), (Long) pools.get(0), (Long) pools.get(1),
-                (Long) pools.get(2), (Long) pools.get(3), workerFiles());
+        return new Snapshot(s.deviceBytes(), s.hostBytes(), s.objects(), s.models(), (Long) pools.get(0),
+                (Long) pools.get(1), (Long) pools.get(2), (Long) pools.get(3), workerFiles());
     }
 
     /** The worker's files in the emulated device's directory ({@code cuwire-emu-<pid>-...}). */
@@ -306,23 +308,24 @@ final class HostileCampaign implements AutoCloseable {
      */
     void round(int round, int handshakes, int headers, int parallel) throws Exception {
         long start = System.nanoTime();
-        List<Socket> stalled = stalled(100);  // finding 1
-        Dripper drip = drip();  // finding 4
+        Phases phases = new Phases();
+        List<Socket> stalled = phases.time("stalled", () -> stalled(100));  // finding 1
+        Dripper drip = phases.time("drip", this::drip);  // finding 4
         try {
             if (round == 0) {
-                manyTinyDeviceFrames();  // finding 2
-                churn(1000);  // finding 10
+                phases.run("tiny-frames", this::manyTinyDeviceFrames);  // finding 2
+                phases.run("churn", () -> churn(1000));  // finding 10
             }
-            decodeBudgets();  // finding 3
-            departedBroadcast();  // finding 5
+            phases.run("budgets", this::decodeBudgets);  // finding 3
+            phases.run("broadcast", this::departedBroadcast);  // finding 5
             if (ipc) {
-                forgedReferences();  // finding 6
+                phases.run("forged", this::forgedReferences);  // finding 6
             }
-            relay();  // finding 8
-            fuzzHandshakes(handshakes, parallel);
-            fuzzHeaders(headers, parallel);
-            Duration served = serve();
-            newPeerServed();  // while the stalled handshakes and the dripping message are open
+            phases.run("relay", this::relay);  // finding 8
+            phases.run("handshakes", () -> fuzzHandshakes(handshakes, parallel));
+            phases.run("headers", () -> fuzzHeaders(headers, parallel));
+            Duration served = phases.time("served", this::serve);
+            phases.run("new-peer", this::newPeerServed);  // while the stalled handshakes and the drip are open
             log.println("[hostile] " + scheme + " round " + round + ": served in " + served.toMillis() + " ms with "
                     + stalled.size() + " stalled handshakes and a message of " + Dripper.DECLARED + " declared bytes "
                     + "holding " + drip.heldBytes + " host bytes at the worker after " + Dripper.SENT + " arrived");
@@ -333,9 +336,47 @@ final class HostileCampaign implements AutoCloseable {
             }
         }
         assertEquals(List.of(), violations, "the attackers found violations");
-        checkBaseline("round " + round);
+        phases.run("baseline", () -> checkBaseline("round " + round));
         log.println("[hostile] " + scheme + " round " + round + " done in " + (System.nanoTime() - start) / 1_000_000
-                + " ms: " + connections.get() + " attacker connections, " + mutants.get() + " header mutants so far");
+                + " ms (" + phases + "): " + connections.get() + " attacker connections, " + mutants.get()
+                + " header mutants (" + refusedHeaders.get() + " refused at the header) so far");
+    }
+
+    /** How long each phase of a round took, in order. */
+    private static final class Phases {
+        private final StringBuilder text = new StringBuilder();
+
+        @FunctionalInterface
+        interface Step {
+            void run() throws Exception;
+        }
+
+        @FunctionalInterface
+        interface Value<T> {
+            T get() throws Exception;
+        }
+
+        void run(String name, Step step) throws Exception {
+            time(name, () -> {
+                step.run();
+                return null;
+            });
+        }
+
+        <T> T time(String name, Value<T> step) throws Exception {
+            long t = System.nanoTime();
+            try {
+                return step.get();
+            } finally {
+                text.append(text.isEmpty() ? "" : ", ").append(name).append(' ')
+                        .append((System.nanoTime() - t) / 1_000_000).append(" ms");
+            }
+        }
+
+        @Override
+        public String toString() {
+            return text.toString();
+        }
     }
 
     /** {@code n} connections that sent the start of a hello and stall, from every source address. */
@@ -707,6 +748,9 @@ final class HostileCampaign implements AutoCloseable {
                         } catch (IOException closed) {
                             continue;  // the worker cut this connection off after an earlier mutant
                         }
+                        if (m.frames() == null) {
+                            refusedHeaders.incrementAndGet();
+                        }
                         if (m.frames() == null && !a.awaitClosedByPeer(SERVED_WITHIN)) {
                             violations.add("header " + m.what() + ": the worker kept reading the connection after a "
                                     + "header its checks refuse");
@@ -831,7 +875,8 @@ final class HostileCampaign implements AutoCloseable {
         addSeed("drop-host-family", "call", TestTasks.DROP.name(), List.of(deviceArray), Family.HOST);
         addSeed("drop-composite", "call", TestTasks.DROP.name(), composite, Family.CUDA, Family.HOST);
         addSeed("drop-model", "call", TestTasks.DROP.name(), List.of(small), Family.CUDA, Family.HOST);
-        addSeed("drop-java-model", "call", TestTasks.DROP.name(), List.of(small), Family.JAVA, Family.CUDA, Family.HOST);
+        addSeed("drop-java-model", "call", TestTasks.DROP.name(), List.of(small), Family.JAVA, Family.CUDA,
+                Family.HOST);
         addSeed("put-device", "put", null, List.of(deviceArray), Family.CUDA, Family.HOST);
         addSeed("run-scale", "run", TestTasks.SCALE.name(), List.of(deviceArray, 2.0), Family.CUDA, Family.HOST);
         addSeed("shape", "call", MlTasks.SHAPE.name(), List.of(deviceArray), Family.CUDA, Family.HOST);

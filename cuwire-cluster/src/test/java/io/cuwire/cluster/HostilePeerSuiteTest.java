@@ -21,10 +21,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HostilePeerSuiteTest {
     /** System property: rounds per transport. */
     static final String ROUNDS_PROPERTY = "cuwire.hostile.rounds";
-    static final int ROUNDS = 3;
+    static final int ROUNDS = 4;
     /** Per round: handshake mutants, header mutants, attackers at once. */
-    private static final int HANDSHAKES = 150;
-    private static final int HEADERS = 400;
+    private static final int HANDSHAKES = 300;
+    private static final int HEADERS = 1000;
     private static final int PARALLEL = 6;
 
     @ParameterizedTest

@@ -17,10 +17,10 @@ public final class Values {
 
     /**
      * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the keys and values of a
-     * map and the elements of an object array, recursively; errors are dropped (the value was being discarded). Each container
-     * is visited once however often the value shares it (a decoded value may describe exponentially many paths
-     * through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the number
-     * of distinct objects, not of paths.
+     * map and the elements of an object array, recursively; errors are dropped (the value was being discarded). Each
+     * container is visited once however often the value shares it (a decoded value may describe exponentially many
+     * paths through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the
+     * number of distinct objects, not of paths.
      */
     public static void close(Object value) {
         Set<Object> seen = Collections.newSetFromMap(new IdentityHashMap<>());
