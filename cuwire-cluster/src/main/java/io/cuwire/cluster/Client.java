@@ -525,7 +525,7 @@ public final class Client {
         return request(worker, "stats", null, List.of()).thenApply(o -> {
             List<?> v = (List<?>) o;
             return new WorkerStats(worker, (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
-                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8));
+                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8), (Long) v.get(9));
         });
     }
 

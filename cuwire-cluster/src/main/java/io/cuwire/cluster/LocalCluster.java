@@ -384,8 +384,10 @@ public final class LocalCluster implements AutoCloseable {
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             cmd.add("--enable-native-access=ALL-UNNAMED");
             cmd.add("-D" + Devices.PLATFORM_PROPERTY + "=" + platform);
+            // java.io.tmpdir too: where the emulated device's files go when /dev/shm is too small (all processes that
+            // share device memory must use the same directory)
             for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir",
-                    "cuwire.memory.trackAllocations")) {
+                    "java.io.tmpdir", "cuwire.memory.trackAllocations")) {
                 String v = System.getProperty(p);
                 if (v != null) {
                     cmd.add("-D" + p + "=" + v);

@@ -431,8 +431,9 @@ final class HostileCampaign implements AutoCloseable {
 
     /**
      * Finding 4: an authenticated peer declares a message of one host frame of {@link #DECLARED} bytes, sends
-     * {@link #SENT} of them and stalls. The worker allocates the whole frame at once (the finding is still open on
-     * main: no budget of unfilled bytes); what it holds is measured, and it must all come back once the peer is gone.
+     * {@link #SENT} of them and stalls. The worker allocates a frame when its first bytes arrive, and then all of it
+     * (what is left of the finding: no budget of allocated-but-unfilled bytes); what it holds is measured, and it
+     * must all come back once the peer is gone.
      */
     final class Dripper implements AutoCloseable {
         static final long DECLARED = 16L << 20;

@@ -7,6 +7,7 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
@@ -65,10 +66,13 @@ final class TestClient implements AutoCloseable {
         return r.value();
     }
 
-    /** The worker's device bytes in use, from its {@code stats}. */
+    /**
+     * The worker's device bytes in use, from its {@code stats}: the entry after the copy counters (counted from the
+     * start: entries were added at the end, and counting from there read the host bytes).
+     */
     long workerDeviceBytes() throws Exception {
         List<?> stats = (List<?>) call("stats");
-        return (Long) stats.get(stats.size() - 4);
+        return (Long) stats.get(CopyDirection.values().length);
     }
 
     @Override

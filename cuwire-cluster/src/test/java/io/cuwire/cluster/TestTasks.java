@@ -4,8 +4,12 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.neighbors.NearestNeighbors;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import javax.management.JMException;
@@ -36,6 +40,13 @@ public final class TestTasks implements TaskProvider {
      * (a worker halts, so the agent's own dump at exit never runs); whether there was one.
      */
     static final TaskType<Boolean> COVERAGE_DUMP = TaskType.of("test.coverage-dump", Boolean.class);
+    /** {@code (NdArray)}: the sum of its elements (float32), as a double. */
+    static final TaskType<Double> SUM = TaskType.of("test.sum", Double.class);
+    /**
+     * {@code (value, String path)}: holds its argument (a cached model, say) until the file {@code path + ".release"}
+     * exists (at most a minute), having made {@code path + ".held"} once it holds it; returns nil.
+     */
+    static final TaskType<Object> HOLD = TaskType.of("test.hold", Object.class);
 
     public TestTasks() {
     }
@@ -62,6 +73,27 @@ public final class TestTasks implements TaskProvider {
         registry.register(POOLS, (c, a) -> pools());
         registry.register(DROP, (c, a) -> null);
         registry.register(COVERAGE_DUMP, (c, a) -> dumpCoverage());
+        registry.register(SUM, (c, a) -> {
+            double sum = 0;
+            for (float v : ((NdArray) a.get(0)).toFloatArray()) {
+                sum += v;
+            }
+            return sum;
+        });
+        registry.register(HOLD, (c, a) -> {
+            Path path = Path.of((String) a.get(1));
+            try {
+                Files.createFile(Path.of(path + ".held"));
+                for (int i = 0; i < 6_000 && !Files.exists(Path.of(path + ".release")); i++) {
+                    Thread.sleep(10);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
     }
 
     private static List<Long> pools() {

@@ -1,7 +1,11 @@
 package io.cuwire.memory;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
 import java.util.OptionalLong;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * One device of a platform: a CUDA GPU, or an emulated device backed by shared-memory files. Devices are made by
@@ -9,9 +13,15 @@ import java.util.OptionalLong;
  *
  * <p>The {@code protected} copy methods are the platform's half of the {@link CopyEngine}: the engine checks
  * ranges, counts bytes and then calls them; nothing else may. A {@code null} stream means "synchronously".
+ *
+ * <p>Owners of the device's memory register a {@link MemoryHolder} ({@link #addMemoryHolder}), so that
+ * {@link #memoryReport()} — which the message of a failed allocation through {@link #newAllocator}'s allocators
+ * includes — names what holds the memory.
  */
 public abstract class Device {
     private final int ordinal;
+    /** The registered holders, each in a holder of its own (so that equal holders register apart). */
+    private final List<MemoryHolder[]> holders = new CopyOnWriteArrayList<>();
 
     protected Device(int ordinal) {
         this.ordinal = ordinal;
@@ -87,9 +97,55 @@ public abstract class Device {
     /** Where {@code buffer} starts within the allocation of {@link #exportAllocation}. */
     public abstract long allocationOffset(DeviceBuffer buffer);
 
-    /** A root allocator of this device's memory. */
+    /**
+     * A root allocator of this device's memory. It is one of the device's {@link MemoryHolder}s until it is closed,
+     * and an allocation of it (or of its children) that fails says what holds the device's memory
+     * ({@link #memoryReport()}) in its message.
+     */
     public final BufferAllocator<DeviceBuffer> newAllocator(String name, long limit) {
-        return BufferAllocator.root(name, limit, memory());
+        return BufferAllocator.ofDevice(name, limit, memory(), this);
+    }
+
+    /**
+     * Registers {@code holder} as holding memory of this device, until the registration is closed: its line goes into
+     * every {@link #memoryReport()}.
+     */
+    public final Registration addMemoryHolder(MemoryHolder holder) {
+        MemoryHolder[] entry = {Objects.requireNonNull(holder, "holder")};
+        holders.add(entry);
+        return () -> holders.remove(entry);
+    }
+
+    /**
+     * What holds this device's memory now: its total and free memory and a line from each registered holder that
+     * holds something (a holder that fails to describe itself is named with its failure). Never throws.
+     */
+    public final DeviceMemoryReport memoryReport() {
+        long free;
+        try {
+            free = freeMemory();
+        } catch (RuntimeException e) {
+            free = -1;
+        }
+        List<String> lines = new ArrayList<>();
+        for (MemoryHolder[] entry : holders) {
+            MemoryHolder h = entry[0];
+            try {
+                String line = h.describeHolding();
+                if (line != null && !line.isEmpty()) {
+                    lines.add(line);
+                }
+            } catch (RuntimeException e) {
+                lines.add(h.getClass().getName() + " could not say what it holds: " + e);
+            }
+        }
+        String what;
+        try {
+            what = this + " (" + name() + ")";
+        } catch (RuntimeException e) {
+            what = toString();
+        }
+        return new DeviceMemoryReport(what, totalMemory(), free, lines);
     }
 
     /** A root allocator of pinned host memory for this device. */

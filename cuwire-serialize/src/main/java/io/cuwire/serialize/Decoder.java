@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import java.lang.reflect.Array;
 import java.util.ArrayDeque;
@@ -597,6 +598,12 @@ final class Decoder {
         Frame frame = takeFrame((int) index);
         if (frame.length() != n * kind.elementSize()) {
             throw malformed(kind.tag() + " of " + n + " elements in a frame of " + frame.length() + " bytes");
+        }
+        if (frame.owned() && frame.arrayType() != null && frame.arrayType() == kind.frameType()) {
+            // A fresh array the transport received the bytes into, of this type and length, held by nobody else.
+            Object array = ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow();
+            frame.buffer().close();
+            return array;
         }
         Object array = PrimitiveArrays.newArray(kind, (int) n);
         CopyEngine.copyToSegment(frame.buffer(), 0, PrimitiveArrays.segment(array));

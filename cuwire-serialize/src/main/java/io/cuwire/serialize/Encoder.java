@@ -59,8 +59,12 @@ final class Encoder {
     }
 
     long addFrame(Buffer buffer, boolean owned) {
+        return addFrame(buffer, owned, null);
+    }
+
+    private long addFrame(Buffer buffer, boolean owned, PrimitiveArrayType arrayType) {
         buffer.checkOpen();
-        frames.add(new Frame(buffer, owned));
+        frames.add(new Frame(buffer, owned, arrayType));
         return frames.size() - 1;
     }
 
@@ -167,7 +171,9 @@ final class Encoder {
         m.put("t", kind.tag());
         if (segment.byteSize() >= registry.frameThreshold()) {
             m.put("n", (long) PrimitiveArrays.length(array));
-            m.put("fr", addFrame(HostBuffer.wrap(segment), false));
+            // The array's own memory (a packed copy for boolean[], whose kind has no frame type): the descriptor names
+            // the type, so that a byte-stream receiver can take the bytes into a fresh array the decoder keeps.
+            m.put("fr", addFrame(HostBuffer.wrap(segment), false, kind.frameType()));
         } else {
             m.put("b", segment.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
         }

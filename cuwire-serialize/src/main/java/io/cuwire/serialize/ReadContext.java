@@ -157,13 +157,22 @@ public final class ReadContext {
     /**
      * Takes the frame whose index is stored under {@code key}. If it is {@linkplain Frame#owned() owned}, its buffer
      * now belongs to the caller; otherwise it is another value's memory and must not be closed by the caller.
+     *
+     * @throws MalformedHeaderException if the index is not a frame of the value, or names a frame that is a
+     *     primitive array's ({@link Frame#arrayType()}), which only a primitive-array node reads
      */
     public Frame takeFrame(String key) {
         long index = getLong(key);
         if (index < 0 || index > Integer.MAX_VALUE) {
             throw bad(key, "a frame index");
         }
-        return decoder.takeFrame((int) index);
+        Frame frame = decoder.takeFrame((int) index);
+        if (frame.arrayType() != null) {
+            // Only a primitive-array node's frame is an array; a serializer reads frames of bytes.
+            throw new MalformedHeaderException("'" + key + "' at " + decoder.path() + " names frame " + index
+                    + ", a " + frame.arrayType().tag() + " array's frame, not a frame of bytes");
+        }
+        return frame;
     }
 
     /** The path of this value from the root, for messages. */

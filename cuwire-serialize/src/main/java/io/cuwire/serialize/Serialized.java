@@ -25,7 +25,10 @@ import java.util.zip.CRC32C;
  * {@code docs/wire-format.md}):
  * <pre>
  *   [0xC1][version: 1 byte = 2][CRC32C of the bytes after it: 4 bytes, big-endian][msgpack map]
- *   map: {"fam": [family, ...], "root": value node, "frames": [[kind, device, length], ...]}
+ *   map: {"fam": [family, ...], "root": value node, "frames": [descriptor, ...]}
+ *   descriptor: [kind, device, length] or, for a frame that is a primitive array's memory,
+ *               [kind, device, length, array type]   (array type: "i8[]", "i16[]", "u16[]", "i32[]", "i64[]",
+ *                                                      "f32[]", "f64[]"; host frames only, a whole number of elements)
  * </pre>
  * {@code 0xC1} is the one byte msgpack never uses, so no version-1 header (a bare msgpack map) begins with it. The
  * checksum is checked before anything is parsed. {@code "fam"} lists the families of the registered-type nodes in
@@ -41,6 +44,12 @@ import java.util.zip.CRC32C;
  * the element type when it has a wire name), a boxed or primitive-array value, or a back-reference to an earlier node:
  * {@code {"t": "ref", "id": n}} counts structures and registered types in the order they appear,
  * {@code {"t": "pref", "id": n}} primitive arrays.
+ *
+ * <p>A descriptor's array type ({@link FrameDescriptor#arrayType()}) lets a byte-stream receiver take the frame into
+ * a fresh array of that type as its bytes arrive ({@link #receivedFrames}), which the decoder then returns as the
+ * array itself instead of copying the frame into a new one; every other receiver treats the frame as bytes. It is
+ * checked with the header, before anything is allocated: host memory, a whole number of elements, at most
+ * {@link PrimitiveArrayType#MAX_LENGTH} of them.
  *
  * <p>Format version 1 ({@code {"v": 1, "root": node, "frames": [...]}}, no checksum, no family list) is still read,
  * for values saved by earlier releases: its values decode under version 1's field rules (a field the header lacks
@@ -136,7 +145,10 @@ public final class Serialized implements AutoCloseable {
             top.put("root", root);
             List<Object> descriptors = new ArrayList<>(frames.size());
             for (FrameDescriptor d : frames) {
-                descriptors.add(List.of((long) d.kind().ordinal(), (long) d.deviceOrdinal(), d.length()));
+                long kind = d.kind().ordinal();
+                long device = d.deviceOrdinal();
+                descriptors.add(d.arrayType() == null ? List.of(kind, device, d.length())
+                        : List.of(kind, device, d.length(), d.arrayType().tag()));
             }
             top.put("frames", descriptors);
             MsgpackWriter writer = new MsgpackWriter(256);
@@ -181,7 +193,8 @@ public final class Serialized implements AutoCloseable {
     /**
      * Parses and checks header bytes from a peer or a file, all before anything is allocated for the frames: the
      * size limit; for a version-2 header the checksum, before any msgpack is parsed; then the format version, depth,
-     * entry counts, the family list, the frame count and each frame's size.
+     * entry counts, the family list, the frame count and each frame's size and array type (a version-2 header
+     * only).
      *
      * @throws LimitExceededException if the header is beyond {@code limits}
      * @throws HeaderChecksumException if a version-2 header's bytes do not match its checksum
@@ -260,12 +273,26 @@ public final class Serialized implements AutoCloseable {
         List<FrameDescriptor> descriptors = new ArrayList<>(list.size());
         long total = 0;
         MemoryKind[] kinds = MemoryKind.values();
+        int entries = version == FORMAT_VERSION ? 4 : 3;
         for (int i = 0; i < list.size(); i++) {
-            if (!(list.get(i) instanceof List<?> d) || d.size() != 3 || !(d.get(0) instanceof Long kind)
-                    || !(d.get(1) instanceof Long device) || !(d.get(2) instanceof Long length)
-                    || kind < 0 || kind >= kinds.length || device < Buffer.HOST_ORDINAL || device > 1 << 16
-                    || length < 0) {
-                throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length]");
+            if (!(list.get(i) instanceof List<?> d) || d.size() < 3 || d.size() > entries
+                    || !(d.get(0) instanceof Long kind) || !(d.get(1) instanceof Long device)
+                    || !(d.get(2) instanceof Long length) || kind < 0 || kind >= kinds.length
+                    || device < Buffer.HOST_ORDINAL || device > 1 << 16 || length < 0) {
+                throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length"
+                        + (entries == 4 ? "] or [kind, device, length, array type]" : "]"));
+            }
+            PrimitiveArrayType arrayType = null;
+            if (d.size() == 4) {
+                if (!(d.get(3) instanceof String tag) || (arrayType = PrimitiveArrayType.ofTag(tag)) == null) {
+                    throw new MalformedHeaderException("frame descriptor " + i + " names array type "
+                            + shortText(d.get(3)) + " (expected: one of " + arrayTags() + ")");
+                }
+                String wrong = FrameDescriptor.arrayFrameProblem(kinds[kind.intValue()], device.intValue(), length,
+                        arrayType);
+                if (wrong != null) {
+                    throw new MalformedHeaderException("frame descriptor " + i + " describes " + wrong);
+                }
             }
             if (length > limits.maxFrameBytes()) {
                 throw new LimitExceededException("frame " + i + " of " + length + " bytes exceeds the limit of "
@@ -276,9 +303,25 @@ public final class Serialized implements AutoCloseable {
                 throw new LimitExceededException("frames total more than the limit of "
                         + limits.maxTotalFrameBytes() + " bytes");
             }
-            descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length));
+            descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length, arrayType));
         }
         return new Header(version, families, top.get("root"), descriptors);
+    }
+
+    /** A header value for a message: strings cut at 40 characters, anything else by its msgpack type. */
+    private static String shortText(Object value) {
+        if (value instanceof String s) {
+            return "'" + (s.length() > 40 ? s.substring(0, 40) + "…" : s) + "'";
+        }
+        return value == null ? "nil" : value.getClass().getSimpleName();
+    }
+
+    private static List<String> arrayTags() {
+        List<String> tags = new ArrayList<>();
+        for (PrimitiveArrayType t : PrimitiveArrayType.values()) {
+            tags.add(t.tag());
+        }
+        return tags;
     }
 
     /** The {@code "fam"} entry of a version-2 header: distinct known family names. */
@@ -316,6 +359,40 @@ public final class Serialized implements AutoCloseable {
                         + header.frames().get(i).length());
             }
             frames.add(new Frame(b, true));
+        }
+        return new Serialized(header, frames);
+    }
+
+    /**
+     * A received value over {@code frames} as the transport made them, each owned by the result from now on (closed
+     * by {@link #close()} unless a decoder takes it). As {@link #received(Header, List)}, except that a frame may
+     * carry an {@linkplain Frame#arrayType() array type}: a fresh array the transport allocated for a descriptor of
+     * that type and filled with the frame's bytes, which the decoder returns as the array's value, without a copy.
+     *
+     * @throws IllegalArgumentException if a frame is not {@linkplain Frame#owned() owned}
+     * @throws MalformedHeaderException if the frames do not match the header's descriptors in number, length or
+     *     array type (a frame without an array type matches any descriptor of its length)
+     */
+    public static Serialized receivedFrames(Header header, List<Frame> frames) {
+        if (frames.size() != header.frames().size()) {
+            throw new MalformedHeaderException("header describes " + header.frames().size() + " frames, "
+                    + frames.size() + " arrived");
+        }
+        for (int i = 0; i < frames.size(); i++) {
+            Frame f = Objects.requireNonNull(frames.get(i), "frame " + i);
+            FrameDescriptor d = header.frames().get(i);
+            if (!f.owned()) {
+                throw new IllegalArgumentException("frame " + i + " (" + f.buffer().describe() + ") is not owned: a "
+                        + "received value owns its frames");
+            }
+            if (f.length() != d.length()) {
+                throw new MalformedHeaderException("frame " + i + " is " + f.length() + " bytes, header says "
+                        + d.length());
+            }
+            if (f.arrayType() != null && f.arrayType() != d.arrayType()) {
+                throw new MalformedHeaderException("frame " + i + " is a " + f.arrayType().tag() + " array, header "
+                        + "says " + (d.arrayType() == null ? "bytes" : d.arrayType().tag()));
+            }
         }
         return new Serialized(header, frames);
     }

@@ -31,7 +31,9 @@ import java.util.concurrent.CompletableFuture;
  * (its format version, and that it uses only the agreed {@link #families()}: else {@link FamilyRefusedException}),
  * allocates every frame from
  * {@link TransportConfig#receiveInto()} (device frames on this side's device), then receives the bytes into them.
- * The {@link ReceivedMessage} owns its frames. One thread receives at a time.
+ * The socket transports ({@code tcp}, {@code ipc}) allocate each frame as its bytes begin, and take a frame that was
+ * a Java primitive array at the sender into a fresh array of that type instead (see {@link FrameAllocator}), which
+ * the decoder keeps without a copy. The {@link ReceivedMessage} owns its frames. One thread receives at a time.
  *
  * <h2>Failures</h2>
  * A peer that dies, resets or stalls longer than {@link TransportConfig#ioTimeout()} inside a message, or sends

@@ -17,6 +17,7 @@ import io.cuwire.transport.internal.UncheckedSend;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -113,6 +114,7 @@ public final class ConformancePeer {
                     case "sink" -> sink(c, Long.parseLong(args[3]), out);
                     case "stall" -> stall(c);
                     case "send" -> send(c, host, Long.parseLong(args[3]));
+                    case "exchange" -> exchange(c, host, Integer.parseInt(args[3]), Integer.parseInt(args[4]), out);
                     case "refuse" -> refuse(c, out);
                     case "send-refused" -> sendRefused(c, host, Integer.parseInt(args[3]), out);
                     case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
@@ -160,6 +162,47 @@ public final class ConformancePeer {
             }
             Thread.sleep(delayMs);
         }
+    }
+
+    /**
+     * Sends {@code count} messages of one host frame of {@code bytes} each before receiving any, then receives as
+     * many from the other side and checks them ({@link #exchangeFrame}): both sides doing so at once must not wait
+     * for each other. Returns 0 when every message arrived whole and every send completed.
+     */
+    static int exchange(Connection c, BufferAllocator<HostBuffer> host, int count, int bytes, PrintStream out) {
+        List<HostBuffer> frames = new ArrayList<>();
+        List<CompletableFuture<MessageMetrics>> sent = new ArrayList<>();
+        try {
+            for (int i = 0; i < count; i++) {
+                HostBuffer frame = host.allocate(bytes);
+                frames.add(frame);
+                TestMessages.fill(frame, exchangeFrame(i, bytes));
+                sent.add(c.send(TestMessages.message("x" + i, List.of(frame))));
+            }
+            for (int i = 0; i < count; i++) {
+                try (ReceivedMessage m = c.receive()) {
+                    byte[] got = TestMessages.contents(m.value().frames().getFirst().buffer());
+                    if (!m.value().root().equals("x" + i) || !Arrays.equals(exchangeFrame(i, bytes), got)) {
+                        out.println("message " + i + " arrived wrong: " + m.value().root());
+                        return 4;
+                    }
+                }
+            }
+            for (CompletableFuture<MessageMetrics> f : sent) {
+                f.join();
+            }
+            out.println("exchanged " + count);
+            return 0;
+        } finally {
+            for (HostBuffer f : frames) {
+                f.close();
+            }
+        }
+    }
+
+    /** The bytes of message {@code i} of an exchange. */
+    static byte[] exchangeFrame(int i, int bytes) {
+        return TestMessages.pattern(bytes, i);
     }
 
     private static int stall(Connection c) throws InterruptedException {

@@ -57,6 +57,11 @@ class InProcessTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return false;
+    }
+
+    @Override
     protected boolean stagesHeapFrames() {
         return false;
     }

@@ -45,6 +45,11 @@ class IpcTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return true;
+    }
+
+    @Override
     protected boolean stagesHeapFrames() {
         return true;
     }

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 
 /**
@@ -75,6 +77,33 @@ final class PrimitiveArraysModel {
             total += n >= frameThreshold ? (n + chunk - 1) / chunk : 0;
         }
         return total;
+    }
+
+    /**
+     * The arrays that travel as frames of their own memory (at least {@code frameThreshold} bytes, every type but
+     * {@code boolean[]}, whose frame is a packed copy): the ones a byte-stream receiver takes as fresh arrays.
+     */
+    List<Object> arrayFrames(long frameThreshold) {
+        List<Object> arrays = new ArrayList<>();
+        for (Object a : new Object[] {i8, i16, u16, i32, i64, f32, f64}) {
+            if (segment(a).byteSize() >= frameThreshold) {
+                arrays.add(a);
+            }
+        }
+        return arrays;
+    }
+
+    private static MemorySegment segment(Object array) {
+        return switch (array) {
+            case byte[] a -> MemorySegment.ofArray(a);
+            case short[] a -> MemorySegment.ofArray(a);
+            case char[] a -> MemorySegment.ofArray(a);
+            case int[] a -> MemorySegment.ofArray(a);
+            case long[] a -> MemorySegment.ofArray(a);
+            case float[] a -> MemorySegment.ofArray(a);
+            case double[] a -> MemorySegment.ofArray(a);
+            default -> throw new IllegalArgumentException(array.getClass().getName());
+        };
     }
 
     /** Asserts that {@code other} equals this model field for field (floats bit for bit, NaN payloads too). */

@@ -1,30 +1,40 @@
 package io.cuwire.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.serialize.LimitExceededException;
+import io.cuwire.serialize.MalformedHeaderException;
+import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.internal.Handshake;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * The conformance suite over TCP with the peer in a second JVM, plus bytes no well-behaved peer sends: garbage
- * before and after the handshake, a declared header beyond the limits, a peer that stalls mid-message.
+ * before and after the handshake, a declared header beyond the limits, array frame descriptors that cannot hold
+ * their frame or that the heap cannot, a peer that stalls mid-message.
  */
 class TcpTransportTest extends TransportConformanceSuite {
     @Override
@@ -44,6 +54,11 @@ class TcpTransportTest extends TransportConformanceSuite {
 
     @Override
     protected boolean stagesDeviceFrames() {
+        return true;
+    }
+
+    @Override
+    protected boolean receivesArrayFrames() {
         return true;
     }
 
@@ -179,6 +194,91 @@ class TcpTransportTest extends TransportConformanceSuite {
         assertThrows(MessageRefusedException.class, c::receive);
         assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
         assertTrue(p.output().contains("refused " + ProtocolException.class.getName()), p.output());
+    }
+
+    /** A version-2 header over raw nodes and raw frame descriptors, sealed as a sender would seal it. */
+    private static byte[] rawHeader(Object root, List<Object> descriptors) {
+        Map<String, Object> top = new LinkedHashMap<>();
+        top.put("fam", List.of());
+        top.put("root", root);
+        top.put("frames", descriptors);
+        byte[] bytes = new MsgpackWriter().raw(new byte[6]).value(top).toByteArray();
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 6, bytes.length - 6);
+        bytes[0] = (byte) 0xC1;
+        bytes[1] = (byte) Serialized.FORMAT_VERSION;
+        ByteBuffer.wrap(bytes, 2, 4).putInt((int) crc.getValue());
+        return bytes;
+    }
+
+    /** {@code [1][header length][header]}: a message record's start. */
+    private static byte[] recordStart(byte[] header) {
+        return ByteBuffer.allocate(5 + header.length).put((byte) 1).putInt(header.length).put(header).array();
+    }
+
+    @Test
+    void shouldRefuseAnArrayFrameDescriptorOfTheWrongLengthKindOrTypeBeforeAllocatingAnything() throws Exception {
+        Map<List<Object>, String> refused = new LinkedHashMap<>();
+        refused.put(List.of(0L, -1L, 12L, "f64[]"), "a f64[] frame of 12 bytes, not a whole number of 8-byte elements");
+        refused.put(List.of(2L, 0L, 16L, "f32[]"), "a f32[] frame of DEVICE memory on device 0");
+        refused.put(List.of(0L, -1L, 16L, "bool[]"), "names array type 'bool[]'");
+        // More elements than a Java array holds: refused by count, never attempted.
+        refused.put(List.of(0L, -1L, (long) Integer.MAX_VALUE, "i8[]"), "more than an array holds");
+        Listener listener = listen(config().build());
+        for (Map.Entry<List<Object>, String> bad : refused.entrySet()) {
+            try (RawPeer raw = new RawPeer(listener)) {
+                Connection c = acceptWhile(listener, raw);
+                raw.send(recordStart(rawHeader("bad", List.of(bad.getKey()))));
+                raw.send(new byte[16]);
+                ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+                assertInstanceOf(MalformedHeaderException.class, e.getCause(), e.toString());
+                assertTrue(e.getMessage().contains(bad.getValue()), e.getMessage());
+                assertFalse(c.isOpen());
+            }
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");
+    }
+
+    /**
+     * A peer may declare an array frame within the limits that the heap cannot hold: its allocation fails the
+     * receive (and the connection) with the frame named, and nothing is left allocated.
+     */
+    @Test
+    void shouldFailAReceiveWhoseArrayFrameTheHeapCannotHoldAndNameTheFrame() throws Exception {
+        long elements = Integer.MAX_VALUE - 8;
+        assumeTrue(Runtime.getRuntime().maxMemory() < elements * Long.BYTES, "the heap holds a 16 GiB long[]");
+        Listener listener = listen(config().build());
+        try (RawPeer raw = new RawPeer(listener)) {
+            Connection c = acceptWhile(listener, raw);
+            Map<String, Object> node = new LinkedHashMap<>();
+            node.put("t", "i64[]");
+            node.put("n", elements);
+            node.put("fr", 0L);
+            raw.send(recordStart(rawHeader(node, List.of(List.of(0L, -1L, elements * Long.BYTES, "i64[]")))));
+            TransportException e = assertThrows(TransportException.class, c::receive);
+            assertTrue(e.getMessage().startsWith("cannot allocate frame 0 (FrameDescriptor[kind=HOST, "
+                    + "deviceOrdinal=-1, length=" + elements * Long.BYTES + ", arrayType=I64]) of a message from "),
+                    e.getMessage());
+            assertTrue(e.getMessage().contains(" as a long[] of " + elements + " elements: "), e.getMessage());
+            assertInstanceOf(OutOfMemoryError.class, e.getCause());
+            assertFalse(c.isOpen());
+        }
+        assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing else was allocated");
+    }
+
+    /** An array frame is allocated when its bytes begin: after every frame before it has arrived whole. */
+    @Test
+    void shouldAllocateEachFrameOnlyOnceTheFramesBeforeItHaveArrived() throws Exception {
+        Listener listener = listen(config().ioTimeout(Duration.ofMillis(500)).build());
+        try (RawPeer raw = new RawPeer(listener)) {
+            Connection c = acceptWhile(listener, raw);
+            List<Object> descriptors = List.of(List.of(0L, -1L, 1L << 20), List.of(0L, -1L, 4L << 20));
+            raw.send(recordStart(rawHeader("two", descriptors)));
+            raw.send(new byte[1000]);  // part of the first frame, then nothing
+            assertThrows(TransportTimeoutException.class, c::receive);
+            assertEquals(1 << 20, host.peakBytes(), "only the first frame was allocated");
+            assertEquals(0, host.allocatedBytes(), "and freed");
+        }
     }
 
     @Test

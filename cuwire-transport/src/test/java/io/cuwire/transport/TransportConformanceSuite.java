@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -25,15 +26,19 @@ import io.cuwire.memory.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.PrimitiveArrayType;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.internal.HeapStaging;
+import io.cuwire.transport.internal.tcp.SocketIo;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -91,6 +96,13 @@ public abstract class TransportConformanceSuite {
      * handed over).
      */
     protected abstract boolean stagesHeapFrames();
+
+    /**
+     * Whether a frame whose descriptor names a primitive array type is received into a fresh array of that type
+     * (filled chunk by chunk through native memory), which the decoder returns without a copy; else it is received
+     * as any frame and the decoder copies it.
+     */
+    protected abstract boolean receivesArrayFrames();
 
     @BeforeEach
     void openAllocators() {
@@ -253,6 +265,8 @@ public abstract class TransportConformanceSuite {
         List<Serialized> values = new ArrayList<>();
         long frameBytes = 0;
         long chunks = 0;
+        long arrayBytes = 0;
+        long arrayChunks = 0;
         for (Family[] chain : List.of(c.families().toArray(Family[]::new), new Family[] {Family.HOST})) {
             for (PrimitiveArraysModel m : List.of(
                     PrimitiveArraysModel.random("below " + List.of(chain), threshold, -1, random),
@@ -279,13 +293,45 @@ public abstract class TransportConformanceSuite {
                 stagingCopies += scope.copies(CopyDirection.H2H);
                 assertEquals(0, scope.stats().totalBytes() - scope.bytes(CopyDirection.H2H), scope.toString());
             }
-            try (echo) {
-                models.get(i).assertEqualTo(registry.deserialize(echo.value(), PrimitiveArraysModel.class, target));
+            IdentityHashMap<Object, Boolean> received = new IdentityHashMap<>();
+            for (Frame f : echo.value().frames()) {
+                if (f.arrayType() != null) {
+                    received.put(((HostBuffer) f.buffer()).segment().heapBase().orElseThrow(), true);
+                }
+            }
+            PrimitiveArraysModel back;
+            try (echo; TransferScope decode = CopyEngine.openScope("decode")) {
+                back = registry.deserialize(echo.value(), PrimitiveArraysModel.class, target);
+                long copied = decode.bytes(CopyDirection.H2H);
+                if (receivesArrayFrames()) {
+                    assertEquals(models.get(i).frameBytes(threshold) - bytesOf(models.get(i).arrayFrames(threshold)),
+                            copied, "only the packed boolean[] frame is copied by the decoder");
+                } else {
+                    assertEquals(models.get(i).frameBytes(threshold), copied, "the decoder copies every frame");
+                }
+            }
+            models.get(i).assertEqualTo(back);
+            List<Object> framed = back.arrayFrames(threshold);
+            if (receivesArrayFrames()) {
+                assertEquals(framed.size(), received.size(), "every framed array arrived as a fresh array");
+                for (Object a : framed) {
+                    assertTrue(received.containsKey(a), a.getClass().getTypeName() + " of " + models.get(i).label
+                            + " is the array the frame was received into");
+                }
+            } else {
+                assertEquals(0, received.size(), "no frame arrived as an array of its own");
             }
             assertEquals(values.get(i).frames().size(), sent.get(30, TimeUnit.SECONDS).frames());
             values.get(i).close();
+            arrayBytes += bytesOf(framed);
+            arrayChunks += chunksOf(framed, SocketIo.READ_BUFFER_BYTES);
         }
-        if (stagesHeapFrames()) {
+        if (stagesHeapFrames() && receivesArrayFrames()) {
+            // The receiver copies each read's bytes out of its read buffer: at least one copy per buffer's worth.
+            assertEquals(frameBytes + arrayBytes, staged, "each byte of the heap frames is staged once a side");
+            assertTrue(stagingCopies >= chunks + arrayChunks, stagingCopies + " copies: in chunks of "
+                    + HeapStaging.CHUNK_BYTES + " bytes at most sending, a read buffer's worth receiving");
+        } else if (stagesHeapFrames()) {
             assertEquals(frameBytes, staged, "each byte of the heap frames is staged once");
             assertEquals(chunks, stagingCopies, "in chunks of " + HeapStaging.CHUNK_BYTES
                     + " bytes at most: no copy of a whole array");
@@ -294,6 +340,24 @@ public abstract class TransportConformanceSuite {
         }
         c.close();
         assertExit(p, 0);
+    }
+
+    private static long bytesOf(List<Object> arrays) {
+        long total = 0;
+        for (Object a : arrays) {
+            total += (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+        }
+        return total;
+    }
+
+    /** Pieces of {@code piece} bytes the arrays make, array by array. */
+    private static long chunksOf(List<Object> arrays, long piece) {
+        long total = 0;
+        for (Object a : arrays) {
+            long n = (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+            total += (n + piece - 1) / piece;
+        }
+        return total;
     }
 
     /**
@@ -332,8 +396,15 @@ public abstract class TransportConformanceSuite {
             CompletableFuture<MessageMetrics> sent = c.send(Message.of(value));
             echo = c.receive();
             assertEquals(bytes, sent.get(30, TimeUnit.SECONDS).hostFrameBytes());
-            assertEquals(bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once");
-            assertEquals(HeapStaging.chunks(bytes), scope.copies(CopyDirection.H2H), "no copy of the whole array");
+            if (receivesArrayFrames()) {
+                long pieces = (bytes + SocketIo.READ_BUFFER_BYTES - 1) / SocketIo.READ_BUFFER_BYTES;
+                assertEquals(2 * bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once a side");
+                assertTrue(scope.copies(CopyDirection.H2H) >= HeapStaging.chunks(bytes) + pieces,
+                        "no copy of the whole array: " + scope.copies(CopyDirection.H2H) + " copies");
+            } else {
+                assertEquals(bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once");
+                assertEquals(HeapStaging.chunks(bytes), scope.copies(CopyDirection.H2H), "no copy of the whole array");
+            }
         }
         value.close();
         value = null;
@@ -341,9 +412,15 @@ public abstract class TransportConformanceSuite {
         long t1 = System.nanoTime();
         PrimitiveArraysModel back;
         try (echo) {
-            assertEquals(MemoryKind.HOST, echo.value().frames().getFirst().kind());
+            Frame frame = echo.value().frames().getFirst();
+            assertEquals(MemoryKind.HOST, frame.kind());
+            Object array = receivesArrayFrames() ? ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow()
+                    : null;
             back = registry.deserialize(echo.value(), PrimitiveArraysModel.class,
                     new DecodeTarget(device, host, Limits.DEFAULT));
+            if (receivesArrayFrames()) {
+                assertSame(array, back.i64, "the decoded array is the one the frame was received into");
+            }
         }
         assertEquals("2.5 GiB", back.label);
         assertEquals(n, back.i64.length);
@@ -368,6 +445,24 @@ public abstract class TransportConformanceSuite {
 
     private static long longPattern(long i) {
         return i * 0x9E3779B97F4A7C15L ^ i >>> 17;
+    }
+
+    /**
+     * Both sides send several messages before either receives (more bytes than the socket buffers between them hold,
+     * each message small enough to be written on its caller's thread): a send must not wait for the peer to read,
+     * or the two would wait for each other until the I/O timeout broke the connection.
+     */
+    @Test
+    void shouldLetBothSidesSendBeforeEitherReceives() throws Exception {
+        int count = 16;
+        int bytes = 3 << 20;
+        Listener listener = listen(config().build());
+        Peer p = peer("exchange", listener, Integer.toString(count), Integer.toString(bytes));
+        Connection c = accept(listener);
+        assertEquals(0, ConformancePeer.exchange(c, host, count, bytes, System.out), "this side's exchange");
+        c.close();
+        assertExit(p, 0);
+        assertTrue(p.output().contains("exchanged " + count), p.output());
     }
 
     @Test

@@ -52,6 +52,11 @@ class UcxTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return false;
+    }
+
+    @Override
     protected boolean stagesHeapFrames() {
         return true;
     }

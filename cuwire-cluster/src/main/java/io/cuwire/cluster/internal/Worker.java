@@ -91,6 +91,18 @@ import jdk.jfr.RecordingState;
  * bounded per worker by {@value #MAX_ASSEMBLY_BYTES_PROPERTY} (bytes; default: the device's total memory, so that
  * any model that fits the device is taken); a begin beyond it is refused with a {@link ClusterException}.
  *
+ * <h2>Model cache</h2>
+ * Broadcast models are cached by id, one version each; a new version retires the old one, which is closed once no
+ * running task uses it. When an allocation of the worker's device memory would fail — a broadcast's frames, a value
+ * arriving, a task's result — the cache evicts its least recently used model that no running task holds (used: cached,
+ * confirmed to a broadcast, or taken by a task), then the allocation is tried again, until it fits or nothing is left
+ * to evict ({@link BufferAllocator.Reclaimer}); a model in use is never evicted. The client's next broadcast of an
+ * evicted model sends it again (it asks the worker first); a task given its handle meanwhile fails, saying it was
+ * evicted. An allocation that fails even so names what holds the device's memory, this cache among the holders
+ * ({@link io.cuwire.memory.DeviceMemoryReport}): a chunked broadcast (chain, tree) fails with that message; a model
+ * sent whole ({@code model}) is allocated by the transport as it arrives, and a failure there breaks the client's
+ * connection, so the worker stops and its last lines carry the message.
+ *
  * <h2>Stop</h2>
  * A worker stops once, for the first of: the client's {@code shutdown} request, the client's connection breaking, or
  * a failure of its own; the reason is logged (one line naming the client and the cause) and is its exit code
@@ -143,6 +155,11 @@ public final class Worker implements Endpoint.Handler {
     private final AtomicLong nextId = new AtomicLong(1);
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final Map<Long, CachedModel> models = new ConcurrentHashMap<>();
+    /** The cache's clock: a model's last use is the tick it was cached, confirmed or taken at. */
+    private final AtomicLong uses = new AtomicLong();
+    /** The version of each model evicted and not cached since, for the message of a task that asks for it. */
+    private final Map<Long, Long> evicted = new ConcurrentHashMap<>();
+    private final AtomicLong evictions = new AtomicLong();
     /** Broadcasts arriving in chunks, by sender and broadcast id; changed under {@code assemblies}' lock. */
     private final Map<AssemblyKey, Assembly> assemblies = new ConcurrentHashMap<>();
     /** Broadcasts dropped before they began here, and those being decoded; guarded by {@code assemblies}. */
@@ -174,6 +191,8 @@ public final class Worker implements Endpoint.Handler {
         this.maxAssemblyBytes = maxAssemblyBytes(d);
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
                 .families(ClusterTypes.families()).build();
+        device.addReclaimer(this::evictOne);
+        d.addMemoryHolder(this::describeCache);
     }
 
     /** {@value #MAX_ASSEMBLY_BYTES_PROPERTY}, else the device's total memory. */
@@ -439,11 +458,13 @@ public final class Worker implements Endpoint.Handler {
             }
             case ModelHandle h -> {
                 CachedModel m = models.get(h.id());
-                if (m == null || m.version != h.version()) {
+                if (m == null || m.version != h.version() || !m.tryAcquire(uses.incrementAndGet())) {
+                    Long gone = evicted.get(h.id());
                     throw new ClusterException(h + " is not in worker " + index + "'s cache (cached: "
-                            + (m == null ? "none" : "v" + m.version) + ")");
+                            + (m == null || m.isClosed() ? "none" : "v" + m.version) + ")"
+                            + (gone != null && gone == h.version() ? ": it was evicted to make room in the device's "
+                            + "memory; broadcast it again" : ""));
                 }
-                m.users.incrementAndGet();
                 used.add(m);
                 return m.value;
             }
@@ -501,37 +522,97 @@ public final class Worker implements Endpoint.Handler {
 
     // ---------------------------------------------------------------- model cache
 
-    /** A cached model and the tasks using it; a retired version is closed once no task uses it. */
-    private static final class CachedModel {
+    /**
+     * A cached model, the tasks using it and its last use. A retired version is closed once no task uses it; an
+     * evicted one is claimed (no task may take it any more) while none does, then closed.
+     */
+    private final class CachedModel {
+        /** {@code users} once claimed for closing: no task may take it. */
+        private static final int CLAIMED = Integer.MIN_VALUE;
+        /** {@code deviceBytes} until first asked. */
+        private static final long NOT_YET = -2;
+
+        final long id;
         final long version;
         final Object value;
-        final AtomicInteger users = new AtomicInteger();
+        private final AtomicInteger users = new AtomicInteger();
+        private final AtomicBoolean closed = new AtomicBoolean();
+        volatile long lastUse;
         volatile boolean retired;
+        /** Bytes of its device frames, worked out when first asked; -1 if they cannot be. */
+        private volatile long deviceBytes = NOT_YET;
 
-        CachedModel(long version, Object value) {
+        CachedModel(long id, long version, Object value) {
+            this.id = id;
             this.version = version;
             this.value = value;
+            this.lastUse = uses.incrementAndGet();
+        }
+
+        /** Takes it for a task (used at tick {@code now}), unless it was claimed for closing. */
+        boolean tryAcquire(long now) {
+            for (int u = users.get(); u >= 0; u = users.get()) {
+                if (users.compareAndSet(u, u + 1)) {
+                    lastUse = now;
+                    return true;
+                }
+            }
+            return false;
         }
 
         void release() {
-            if (users.decrementAndGet() == 0 && retired) {
+            if (users.decrementAndGet() == 0 && retired && claim()) {
                 closeOnce();
             }
         }
 
-        private final AtomicBoolean closed = new AtomicBoolean();
-
         void retire() {
             retired = true;
-            if (users.get() == 0) {
+            if (claim()) {
                 closeOnce();
             }
+        }
+
+        /** Whether a running task holds it. */
+        boolean inUse() {
+            return users.get() > 0;
+        }
+
+        boolean isClosed() {
+            return users.get() < 0 || closed.get();
+        }
+
+        /** Claims it for closing if no task holds it: no task can take it afterwards. */
+        boolean claim() {
+            return users.compareAndSet(0, CLAIMED);
         }
 
         void closeOnce() {
             if (closed.compareAndSet(false, true)) {
                 Values.close(value);
             }
+        }
+
+        /**
+         * The bytes of its device frames (what its {@code cuda}-family form references, no copy made), or -1 when
+         * that form cannot be made; worked out once, while holding it.
+         */
+        long deviceBytes() {
+            long b = deviceBytes;
+            if (b == NOT_YET && tryAcquire(lastUse)) {
+                try (Serialized s = registry.serialize(value, Family.CUDA)) {
+                    b = 0;
+                    for (FrameDescriptor d : s.frameDescriptors()) {
+                        b += d.kind() == MemoryKind.DEVICE ? d.length() : 0;
+                    }
+                } catch (RuntimeException e) {
+                    b = -1;
+                } finally {
+                    release();
+                }
+                deviceBytes = b;
+            }
+            return b;
         }
     }
 
@@ -547,13 +628,76 @@ public final class Worker implements Endpoint.Handler {
         Object value = r.args().get(2);
         if (value == null) {
             CachedModel m = models.get(id);
-            from.reply(m != null && m.version == version ? Reply.ok(r.id(), null)
-                    : new Reply(r.id(), Reply.MISSING, null, null, null));
+            boolean held = m != null && m.version == version && !m.isClosed();
+            if (held) {
+                m.lastUse = uses.incrementAndGet();
+            }
+            from.reply(held ? Reply.ok(r.id(), null) : new Reply(r.id(), Reply.MISSING, null, null, null));
             return;
         }
-        CachedModel old = models.put(id, new CachedModel(version, value));
+        CachedModel old = cache(id, version, value);
         from.reply(Reply.ok(r.id(), null));
         retire(old);
+    }
+
+    /** Caches {@code value} as model {@code id} v{@code version}; returns the version it replaced, or {@code null}. */
+    private CachedModel cache(long id, long version, Object value) {
+        evicted.remove(id);
+        return models.put(id, new CachedModel(id, version, value));
+    }
+
+    /**
+     * The reclaimer of the worker's device memory: evicts the least recently used model no running task holds;
+     * whether there was one.
+     */
+    private boolean evictOne(long bytes) {
+        while (true) {
+            CachedModel lru = null;
+            for (CachedModel m : models.values()) {
+                if (!m.inUse() && !m.isClosed() && (lru == null || m.lastUse < lru.lastUse)) {
+                    lru = m;
+                }
+            }
+            if (lru == null) {
+                return false;
+            }
+            long size = lru.deviceBytes();
+            if (!lru.claim()) {
+                continue;  // a task took it meanwhile: look again
+            }
+            models.remove(lru.id, lru);
+            evicted.put(lru.id, lru.version);
+            evictions.incrementAndGet();
+            lru.closeOnce();
+            LOG.log(INFO, "cuwire worker " + index + ": evicted model " + lru.id + " v" + lru.version + " ("
+                    + (size < 0 ? "its device bytes unknown" : size + " bytes of device frames") + ", least recently "
+                    + "used, no task holding it) to make room for an allocation of " + bytes + " bytes");
+            return true;
+        }
+    }
+
+    /** The model cache's line in the device's memory report; {@code null} when it is empty. */
+    private String describeCache() {
+        int count = 0;
+        int inUse = 0;
+        long bytes = 0;
+        boolean unknown = false;
+        for (CachedModel m : models.values()) {
+            if (m.isClosed()) {
+                continue;
+            }
+            count++;
+            inUse += m.inUse() ? 1 : 0;
+            long b = m.deviceBytes();
+            unknown |= b < 0;
+            bytes += Math.max(0, b);
+        }
+        if (count == 0 && evictions.get() == 0) {
+            return null;
+        }
+        return "model cache of worker " + index + ": " + count + " model(s), " + bytes + " bytes of device frames"
+                + (unknown ? " (and models whose size is unknown)" : "") + ", " + inUse + " in use by running tasks "
+                + "(never evicted), " + (count - inUse) + " evictable; " + evictions.get() + " evicted so far";
     }
 
     /**
@@ -773,7 +917,7 @@ public final class Worker implements Endpoint.Handler {
                 }
             }
             try (Serialized s = Serialized.received(asm.header, asm.frames)) {
-                CachedModel old = models.put(asm.id, new CachedModel(asm.version, registry.deserialize(s, target)));
+                CachedModel old = cache(asm.id, asm.version, registry.deserialize(s, target));
                 client.reply(Reply.ok(asm.bid, unreached));
                 retire(old);
             } catch (RuntimeException x) {
@@ -809,7 +953,7 @@ public final class Worker implements Endpoint.Handler {
                     return;
                 }
                 CachedModel m = models.get(id);
-                if (m != null && m.version == version) {
+                if (m != null && m.version == version && !m.isClosed()) {
                     client.reply(Reply.ok(bid, List.of()));
                     return;
                 }
@@ -870,6 +1014,7 @@ public final class Worker implements Endpoint.Handler {
         out.add(host.allocatedBytes());
         out.add((long) store.size());
         out.add((long) models.size());
+        out.add(evictions.get());
         return out;
     }
 

@@ -60,8 +60,9 @@ public final class CudaDevice extends Device {
         this.totalMemory = Driver.deviceTotalMem(handle);
         this.pciBusId = Driver.devicePciBusId(handle);
         this.multiprocessors = Driver.deviceAttribute(handle, Driver.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-        this.pool = new CudaMemoryPool(this);
+        this.pool = new CudaMemoryPool(this, CudaMemoryPool.Limits.fromSystemProperties());
         this.pinned = new CudaPinnedMemory(this);
+        addMemoryHolder(pool::describeHolding);
     }
 
     void attach(CudaPlatform owner) {

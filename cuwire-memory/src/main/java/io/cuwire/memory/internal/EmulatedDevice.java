@@ -38,6 +38,18 @@ final class EmulatedDevice extends Device {
         super(ordinal);
         this.platform = platform;
         this.totalMemory = totalMemory;
+        addMemoryHolder(this::describeHolding);
+    }
+
+    /** The device's line in its memory report: what this process allocated, and the room left for files. */
+    private String describeHolding() {
+        long used = allocated.get();
+        if (used == 0) {
+            return null;
+        }
+        return "emulated device " + ordinal() + ": " + used + " of " + totalMemory + " bytes allocated by this process"
+                + " (in blocks), in shared-memory files in " + platform.directory() + " (" + platform.usableSpace()
+                + " bytes free there; " + platform.mappedFiles() + " files of this platform mapped)";
     }
 
     @Override

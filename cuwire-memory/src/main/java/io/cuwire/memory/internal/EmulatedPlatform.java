@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 
 /**
  * The emulated device platform: devices whose memory is host memory in shared-memory files, so that another process
@@ -36,30 +37,61 @@ import java.util.concurrent.atomic.AtomicInteger;
  * process, whose number {@code vm.max_map_count} bounds (65,530 by default; past it the JVM itself cannot map and
  * dies).
  *
- * <p>System properties: {@value #DEVICES_PROPERTY} (number of devices, default 2, so peer paths run in CI),
- * {@value #MEMORY_PROPERTY} (bytes per device; default: the size of the shared-memory file system),
- * {@value #DIR_PROPERTY} (where the files go; default {@code /dev/shm}, else the temporary directory). Processes that
- * share device memory must use the same directory.
+ * <h2>Room for the files</h2>
+ * A file's bytes are reserved in its file system before it is mapped ({@link FileSpace#reserve}), so that a file
+ * system that runs full refuses the allocation with an {@link io.cuwire.memory.AllocationLimitException} that says
+ * what to set, instead of the first write to the mapping faulting ({@code SIGBUS}: the JVM reports an
+ * {@link InternalError} at some later copy, or dies in native code). An allocation larger than the room left there is
+ * refused before the file is made.
+ *
+ * <h2>Configuration</h2>
+ * System properties: {@value #DEVICES_PROPERTY} (number of devices, default 2, so peer paths run in CI),
+ * {@value #MEMORY_PROPERTY} (bytes per device; default: the size of the directory's file system), and
+ * {@value #DIR_PROPERTY} (or the environment variable {@value #DIR_ENV}; the property wins) for where the files go.
+ * Without either, they go to {@code /dev/shm} when it is a file system of at least {@value #MIN_SHM_BYTES} bytes (or of
+ * the {@value #MEMORY_PROPERTY} asked for, when that is set), else to the temporary directory
+ * ({@code java.io.tmpdir}): a container's {@code /dev/shm} is 64 MiB unless it is started with {@code --shm-size}.
+ * The choice is logged when it is the temporary directory. Processes that share device memory must use the same
+ * directory (a cluster's workers get the client's properties).
  */
 public final class EmulatedPlatform {
     public static final String NAME = "emulated";
     public static final String DEVICES_PROPERTY = "cuwire.emulated.devices";
     public static final String MEMORY_PROPERTY = "cuwire.emulated.memoryBytes";
     public static final String DIR_PROPERTY = "cuwire.emulated.dir";
+    /** The environment variable naming the directory when {@value #DIR_PROPERTY} is not set. */
+    public static final String DIR_ENV = "CUWIRE_EMULATED_DIR";
+    /** The smallest {@code /dev/shm} used by default: a container's 64 MiB would fit no model worth moving. */
+    public static final long MIN_SHM_BYTES = 1L << 30;
     static final String FILE_PREFIX = "cuwire-emu-";
     /** The most shared-memory files a platform keeps mapped at once. */
     static final int MAX_MAPPINGS = 16_384;
+    private static final Path SHM = Path.of("/dev/shm");
+    private static final System.Logger LOG = System.getLogger("io.cuwire.memory.emulated");
 
-    private final Path directory;
+    /**
+     * Where a platform's files go and why there, for messages.
+     *
+     * @param path the directory
+     * @param origin how it was chosen, e.g. {@code set by -Dcuwire.emulated.dir} or {@code the default}
+     * @param fallback whether it is the temporary directory because {@code /dev/shm} is too small or missing
+     */
+    record Directory(Path path, String origin, boolean fallback) {
+    }
+
+    private final Directory directory;
     private final List<Device> devices;
     private final int maxMappings;
+    private final LongSupplier usableSpace;
     private final AtomicInteger mappings = new AtomicInteger();
     private volatile UserPrincipal owner;
     private volatile FileStore fileStore;
 
-    private EmulatedPlatform(Path directory, int count, long memoryBytes, int maxMappings) {
+    private EmulatedPlatform(Directory directory, int count, long memoryBytes, int maxMappings,
+            LongSupplier usableSpace) {
         this.directory = directory;
         this.maxMappings = maxMappings;
+        this.usableSpace = usableSpace != null ? usableSpace : this::fileStoreUsableSpace;
         List<Device> list = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             list.add(new EmulatedDevice(this, i, memoryBytes));
@@ -67,21 +99,70 @@ public final class EmulatedPlatform {
         this.devices = List.copyOf(list);
     }
 
-    /** A platform configured by the system properties above. */
+    /** A platform configured by the system properties and the environment variable above. */
     public static EmulatedPlatform fromSystemProperties() throws DeviceUnavailableException {
         int count = Integer.getInteger(DEVICES_PROPERTY, 2);
         if (count < 1) {
             throw new DeviceUnavailableException("-D" + DEVICES_PROPERTY + "=" + count + " (expected: >= 1)");
         }
-        Path dir = Path.of(System.getProperty(DIR_PROPERTY, Files.isDirectory(Path.of("/dev/shm"))
-                ? "/dev/shm" : System.getProperty("java.io.tmpdir")));
+        String memoryProperty = System.getProperty(MEMORY_PROPERTY);
+        Long memoryAsked = null;
+        if (memoryProperty != null) {
+            try {
+                memoryAsked = Long.parseLong(memoryProperty.strip());
+            } catch (NumberFormatException e) {
+                memoryAsked = -1L;
+            }
+            if (memoryAsked < 0) {
+                throw new DeviceUnavailableException("-D" + MEMORY_PROPERTY + "=" + memoryProperty + " (expected: a "
+                        + "number of bytes >= 0)");
+            }
+        }
+        Directory dir = chooseDirectory(System.getProperty(DIR_PROPERTY), System.getenv(DIR_ENV), SHM,
+                totalSpace(SHM), Path.of(System.getProperty("java.io.tmpdir")), memoryAsked);
+        if (dir.fallback()) {
+            LOG.log(System.Logger.Level.INFO, "cuwire emulated device memory in {0}: {1}", dir.path(), dir.origin());
+        }
         long memory;
         try {
-            memory = Long.getLong(MEMORY_PROPERTY, Files.getFileStore(dir).getTotalSpace());
+            memory = memoryAsked != null ? memoryAsked : Files.getFileStore(dir.path()).getTotalSpace();
         } catch (IOException e) {
-            throw new DeviceUnavailableException("cannot use " + dir + " for emulated device memory: " + e, e);
+            throw new DeviceUnavailableException("cannot use " + dir.path() + " (" + dir.origin() + ") for emulated "
+                    + "device memory: " + e, e);
         }
-        return create(dir, count, memory);
+        return new EmulatedPlatform(prepare(dir), count, memory, MAX_MAPPINGS, null);
+    }
+
+    /**
+     * Where the files go: the property's directory, else the environment variable's, else {@code shm} when its file
+     * system holds at least {@code memoryAsked} bytes ({@link #MIN_SHM_BYTES} when not asked), else {@code tmp}.
+     *
+     * @param shmTotal the size of {@code shm}'s file system, or -1 when it is not a directory that can be asked
+     */
+    static Directory chooseDirectory(String property, String env, Path shm, long shmTotal, Path tmp,
+            Long memoryAsked) {
+        if (property != null && !property.isBlank()) {
+            return new Directory(Path.of(property), "set by -D" + DIR_PROPERTY, false);
+        }
+        if (env != null && !env.isBlank()) {
+            return new Directory(Path.of(env), "set by " + DIR_ENV, false);
+        }
+        long needed = memoryAsked != null ? memoryAsked : MIN_SHM_BYTES;
+        if (shmTotal >= needed) {
+            return new Directory(shm, "the default", false);
+        }
+        String why = shmTotal < 0 ? shm + " is not there" : shm + " is a file system of " + shmTotal + " bytes, less "
+                + "than the " + needed + (memoryAsked != null ? " of -D" + MEMORY_PROPERTY : " cuwire asks of it");
+        return new Directory(tmp, "the temporary directory, because " + why + " (for Docker, --shm-size makes it "
+                + "larger; -D" + DIR_PROPERTY + " or " + DIR_ENV + " chooses a directory)", true);
+    }
+
+    private static long totalSpace(Path dir) {
+        try {
+            return Files.isDirectory(dir) ? Files.getFileStore(dir).getTotalSpace() : -1;
+        } catch (IOException | SecurityException e) {
+            return -1;
+        }
     }
 
     /** A platform of {@code count} devices of {@code memoryBytes} each, keeping its files in {@code directory}. */
@@ -91,8 +172,22 @@ public final class EmulatedPlatform {
 
     /** As {@link #create(Path, int, long)}, keeping at most {@code maxMappings} files mapped (for tests). */
     static EmulatedPlatform create(Path directory, int count, long memoryBytes, int maxMappings) {
-        removeStaleFiles(directory);
-        return new EmulatedPlatform(directory, count, memoryBytes, maxMappings);
+        return create(directory, count, memoryBytes, maxMappings, null);
+    }
+
+    /**
+     * As {@link #create(Path, int, long, int)}, taking the room left in the directory from {@code usableSpace}
+     * instead of its file system ({@code null}: the file system's), for tests that play a file system running full.
+     */
+    static EmulatedPlatform create(Path directory, int count, long memoryBytes, int maxMappings,
+            LongSupplier usableSpace) {
+        return new EmulatedPlatform(prepare(new Directory(directory, "given by the caller", false)), count,
+                memoryBytes, maxMappings, usableSpace);
+    }
+
+    private static Directory prepare(Directory dir) {
+        removeStaleFiles(dir.path());
+        return dir;
     }
 
     public List<Device> devices() {
@@ -100,7 +195,24 @@ public final class EmulatedPlatform {
     }
 
     Path directory() {
-        return directory;
+        return directory.path();
+    }
+
+    /** How the directory was chosen. */
+    String directoryOrigin() {
+        return directory.origin();
+    }
+
+    /**
+     * The message of a refused file of {@code size} bytes: the directory, what was wrong ({@code what}) and what to
+     * set.
+     */
+    String noRoom(long size, String what) {
+        return "a shared-memory file of " + size + " bytes does not fit in " + directory.path() + " (" + what
+                + "; the directory is " + directory.origin() + "): give the emulated device's files more room (a "
+                + "Docker container's /dev/shm is 64 MiB unless it runs with --shm-size, e.g. --shm-size=8g) or put "
+                + "them on a larger file system with -D" + DIR_PROPERTY + "=<dir> or " + DIR_ENV + "=<dir> (every "
+                + "process that shares device memory must use the same directory)";
     }
 
     /**
@@ -124,10 +236,14 @@ public final class EmulatedPlatform {
 
     /** Bytes free for new files in the directory (0 if it cannot be asked). */
     long usableSpace() {
+        return usableSpace.getAsLong();
+    }
+
+    private long fileStoreUsableSpace() {
         try {
             FileStore store = fileStore;
             if (store == null) {
-                store = Files.getFileStore(directory);
+                store = Files.getFileStore(directory.path());
                 fileStore = store;
             }
             return store.getUsableSpace();
@@ -153,7 +269,7 @@ public final class EmulatedPlatform {
         if (o == null) {
             try {
                 String prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-owner-";
-                Path probe = Files.createTempFile(directory, prefix, "", PosixFilePermissions.asFileAttribute(
+                Path probe = Files.createTempFile(directory.path(), prefix, "", PosixFilePermissions.asFileAttribute(
                         EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
                 try {
                     o = Files.getOwner(probe, LinkOption.NOFOLLOW_LINKS);
@@ -161,8 +277,8 @@ public final class EmulatedPlatform {
                     Files.deleteIfExists(probe);
                 }
             } catch (IOException | UnsupportedOperationException e) {
-                throw new InvalidHandleException("cannot find the owner of files made in " + directory + ", so no "
-                        + "handle can be checked: " + e, e);
+                throw new InvalidHandleException("cannot find the owner of files made in " + directory.path()
+                        + ", so no handle can be checked: " + e, e);
             }
             owner = o;
         }

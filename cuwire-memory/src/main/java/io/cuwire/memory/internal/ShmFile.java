@@ -74,15 +74,16 @@ final class ShmFile {
     }
 
     /**
-     * A new file of {@code size} bytes in {@code platform}'s directory, mode {@code 0600}, mapped whole.
+     * A new file of {@code size} bytes in {@code platform}'s directory, mode {@code 0600}, its bytes reserved in the
+     * file system ({@link FileSpace#reserve}) and then mapped whole.
      *
-     * @throws AllocationLimitException if the platform holds its most mappings, or the file cannot be made
+     * @throws AllocationLimitException if the platform holds its most mappings, the directory has no room for the
+     *     file (the message says what to set), or the file cannot be made
      */
     static ShmFile create(EmulatedPlatform platform, long size) {
         long space = platform.usableSpace();
         if (size > space) {
-            throw new AllocationLimitException("a shared-memory file of " + size + " bytes does not fit in the "
-                    + space + " bytes free in " + platform.directory());
+            throw new AllocationLimitException(platform.noRoom(size, space + " bytes free there"));
         }
         platform.reserveMapping();
         long pid = ProcessHandle.current().pid();
@@ -95,17 +96,28 @@ final class ShmFile {
         Arena arena = Arena.ofShared();
         Set<OpenOption> options = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+        boolean made = false;
         try (FileChannel ch = FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(OWNER_ONLY))) {
+            made = true;
+            try {
+                FileSpace.reserve(ch, path, size);
+            } catch (IOException e) {
+                throw new AllocationLimitException(platform.noRoom(size, "reserving its bytes failed: "
+                        + e.getMessage()), e);
+            }
             MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             return new ShmFile(platform, path, pid, token, size, segment, arena, true);
         } catch (IOException | RuntimeException e) {
             arena.close();
-            if (!(e instanceof FileAlreadyExistsException)) {
+            if (made || !(e instanceof FileAlreadyExistsException)) {
                 deleteQuietly(path);
             }
             platform.releaseMapping();
+            if (e instanceof AllocationLimitException a) {
+                throw a;
+            }
             throw new AllocationLimitException("cannot make a shared-memory file of " + size + " bytes in "
-                    + platform.directory() + ": " + e, e);
+                    + platform.directory() + " (the directory is " + platform.directoryOrigin() + "): " + e, e);
         }
     }
 
@@ -127,7 +139,8 @@ final class ShmFile {
             attributes = Files.readAttributes(path, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
         } catch (NoSuchFileException e) {
             throw new InvalidHandleException(handle + " names no allocation of the emulated platform in "
-                    + platform.directory() + " (no file " + path.getFileName() + ")");
+                    + platform.directory() + " (no file " + path.getFileName() + "; the directory is "
+                    + platform.directoryOrigin() + ", and the exporter must use the same one)");
         } catch (IOException | UnsupportedOperationException e) {
             throw new InvalidHandleException("cannot check " + path + " for " + handle + ": " + e, e);
         }

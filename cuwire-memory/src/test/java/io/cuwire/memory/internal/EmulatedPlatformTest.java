@@ -141,7 +141,7 @@ class EmulatedPlatformTest {
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(2 << 20));
             assertEquals("emulated device 0 cannot allocate 2097152 bytes: the emulated platform has 3 shared-memory "
                     + "files mapped, the most it keeps (each is one of this process's memory maps, which "
-                    + "vm.max_map_count bounds)", e.getMessage());
+                    + "vm.max_map_count bounds)", e.getMessage().lines().findFirst().orElseThrow());
             assertEquals(3, platform.mappedFiles());
             assertEquals((4 << 20) + 10, alloc.allocatedBytes(), "the refused allocation is not counted");
             a.close();
@@ -162,6 +162,63 @@ class EmulatedPlatformTest {
             assertTrue(e.getMessage().contains("emulated device 0 cannot allocate 100 bytes"), e.getMessage());
             assertEquals(4000, b.byteSize());
         }
+    }
+
+    @Test
+    void shouldPutTheFilesInDevShmOnlyWhenItIsLargeEnoughElseInTheTemporaryDirectory() {
+        Path shm = Path.of("/dev/shm");
+        Path tmp = Path.of("/tmp");
+        long docker = 64L << 20;
+        EmulatedPlatform.Directory small = EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, null);
+        assertEquals(tmp, small.path());
+        assertTrue(small.fallback());
+        assertEquals("the temporary directory, because /dev/shm is a file system of 67108864 bytes, less than the "
+                + "1073741824 cuwire asks of it (for Docker, --shm-size makes it larger; -Dcuwire.emulated.dir or "
+                + "CUWIRE_EMULATED_DIR chooses a directory)", small.origin());
+        assertEquals(new EmulatedPlatform.Directory(shm, "the default", false),
+                EmulatedPlatform.chooseDirectory(null, null, shm, EmulatedPlatform.MIN_SHM_BYTES, tmp, null));
+        assertEquals(shm, EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 32L << 20).path(),
+                "the memory asked for fits");
+        assertTrue(EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 128L << 20).origin()
+                .contains("less than the 134217728 of -Dcuwire.emulated.memoryBytes"));
+        assertEquals("the temporary directory, because /dev/shm is not there (for Docker, --shm-size makes it "
+                + "larger; -Dcuwire.emulated.dir or CUWIRE_EMULATED_DIR chooses a directory)",
+                EmulatedPlatform.chooseDirectory(null, null, shm, -1, tmp, null).origin());
+        assertEquals(new EmulatedPlatform.Directory(Path.of("/data/emu"), "set by CUWIRE_EMULATED_DIR", false),
+                EmulatedPlatform.chooseDirectory(" ", "/data/emu", shm, docker, tmp, null));
+        assertEquals(new EmulatedPlatform.Directory(Path.of("/x"), "set by -Dcuwire.emulated.dir", false),
+                EmulatedPlatform.chooseDirectory("/x", "/data/emu", shm, docker, tmp, null), "the property wins");
+    }
+
+    /**
+     * A file system with less room than an allocation (as a container's 64 MiB {@code /dev/shm} has, played here by
+     * the room the platform is told of): refused before any file is made, saying what to set; nothing is left behind.
+     * {@link ShmFullTest} fills a real tmpfs.
+     */
+    @Test
+    void shouldRefuseAFileLargerThanTheRoomLeftSayingWhatToSet(@TempDir Path dir) throws IOException {
+        long room = 5L << 20;
+        EmulatedPlatform platform = EmulatedPlatform.create(dir, 1, 1L << 30, EmulatedPlatform.MAX_MAPPINGS,
+                () -> room);
+        Device device = platform.devices().getFirst();
+        try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("room", BufferAllocator.UNLIMITED);
+                DeviceBuffer fits = alloc.allocate(4L << 20)) {
+            AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(6L << 20));
+            String first = e.getMessage().lines().findFirst().orElseThrow();
+            assertEquals("emulated device 0 cannot allocate 6291456 bytes: a shared-memory file of 6291456 bytes does "
+                    + "not fit in " + dir + " (5242880 bytes free there; the directory is given by the caller): give "
+                    + "the emulated device's files more room (a Docker container's /dev/shm is 64 MiB unless it runs "
+                    + "with --shm-size, e.g. --shm-size=8g) or put them on a larger file system with "
+                    + "-Dcuwire.emulated.dir=<dir> or CUWIRE_EMULATED_DIR=<dir> (every process that shares device "
+                    + "memory must use the same directory)", first);
+            assertTrue(e.getMessage().contains("\n  - allocator 'room': 4194304 bytes"), e.getMessage());
+            assertEquals(1, files(dir), "no file made for the refused allocation");
+            assertEquals(1, platform.mappedFiles());
+            assertEquals(4L << 20, alloc.allocatedBytes());
+            assertEquals(4L << 20, fits.byteSize());
+        }
+        assertEquals(0, files(dir));
+        assertEquals(0, platform.mappedFiles());
     }
 
     @Test

@@ -4,6 +4,7 @@ import io.cuwire.memory.Buffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.IncompatibleVersionException;
 import io.cuwire.serialize.LimitExceededException;
@@ -110,31 +111,64 @@ public final class Frames {
     }
 
     /**
-     * Allocates the frames of {@code header} into {@code frames}, one by one, so that a failure leaves what was
-     * allocated there to be freed.
+     * Allocates the frames of {@code header} into {@code frames}, one by one, from
+     * {@link TransportConfig#receiveInto()} (as {@link #allocate(FrameDescriptor, int, TransportConfig, String,
+     * boolean, boolean)} without arrays), so that a failure leaves what was allocated there to be freed.
      *
      * @param sameMemory whether a frame must also be device memory exactly where the descriptor says so
      */
     public static void allocate(Serialized.Header header, TransportConfig config, String peer, boolean sameMemory,
             List<Buffer> frames) {
-        for (FrameDescriptor d : header.frames()) {
-            Buffer b;
+        for (int i = 0; i < header.frames().size(); i++) {
+            frames.add(allocate(header.frames().get(i), i, config, peer, sameMemory, false).buffer());
+        }
+    }
+
+    /**
+     * Allocates frame {@code index} of a message from {@code peer}, described by {@code d}, owned by the message:
+     * from {@link TransportConfig#receiveInto()} (held to its contract: exactly the length, native memory for a host
+     * frame, device memory where the descriptor says so if {@code sameMemory}); or, if {@code arrays} and the
+     * descriptor names an {@linkplain FrameDescriptor#arrayType() array type}, as a fresh heap array of that type and
+     * length, with that type ({@link Frame#arrayType()}), for the decoder to keep. Such an array is the transport's
+     * own memory, not an allocator's: only a byte-stream transport, which fills host frames itself through native
+     * staging, asks for it. It is bounded by the limits every frame is (checked with the header) and by the heap; it
+     * costs the JVM's zeroing of the new array (about 10-20 ms for 512 MiB on the 2-core VMs).
+     *
+     * @throws TransportException if the memory could not be had, or the allocator broke its contract
+     */
+    public static Frame allocate(FrameDescriptor d, int index, TransportConfig config, String peer,
+            boolean sameMemory, boolean arrays) {
+        if (arrays && d.arrayType() != null) {
             try {
-                b = config.receiveInto().allocate(d);
-            } catch (RuntimeException e) {
-                throw new TransportException("cannot allocate frame " + frames.size() + " (" + d + ") of a "
-                        + "message from " + peer + ": " + e.getMessage(), e);
-            }
-            frames.add(b);
-            if (b.byteSize() != d.length()
-                    || sameMemory && (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
-                throw new TransportException("frame allocator returned " + b.describe() + " for " + d);
-            }
-            if (b instanceof HostBuffer h && !h.segment().isNative()) {
-                throw new TransportException("frame allocator returned " + b.describe() + " of heap memory for " + d
-                        + ": host frames are received into native memory (a BufferAllocator's)");
+                return new Frame(HostBuffer.wrap(d.arrayType().newArraySegment(d.arrayLength())), true,
+                        d.arrayType());
+            } catch (OutOfMemoryError e) {
+                // One allocation of the peer's declared size failed; nothing else was taken.
+                throw new TransportException("cannot allocate frame " + index + " (" + d + ") of a message from "
+                        + peer + " as a " + d.arrayType().arrayClass().getTypeName() + " of " + d.arrayLength()
+                        + " elements: " + e.getMessage(), e);
             }
         }
+        Buffer b;
+        try {
+            b = config.receiveInto().allocate(d);
+        } catch (RuntimeException e) {
+            throw new TransportException("cannot allocate frame " + index + " (" + d + ") of a message from "
+                    + peer + ": " + e.getMessage(), e);
+        }
+        String wrong = null;
+        if (b.byteSize() != d.length()
+                || sameMemory && (b.kind() == MemoryKind.DEVICE) != (d.kind() == MemoryKind.DEVICE)) {
+            wrong = "frame allocator returned " + b.describe() + " for " + d;
+        } else if (b instanceof HostBuffer h && !h.segment().isNative()) {
+            wrong = "frame allocator returned " + b.describe() + " of heap memory for " + d + ": host frames are "
+                    + "received into native memory (a BufferAllocator's)";
+        }
+        if (wrong != null) {
+            b.close();
+            throw new TransportException(wrong);
+        }
+        return new Frame(b, true);
     }
 
     /**
@@ -168,6 +202,15 @@ public final class Frames {
         if (length < 0 || length > MessageRefusedException.MAX_REASON_BYTES) {
             throw new ProtocolException("peer " + peer + " declared a refusal of " + length + " bytes (expected: "
                     + "0.." + MessageRefusedException.MAX_REASON_BYTES + ")");
+        }
+    }
+
+    /** Closes the buffer of every frame still open: a message that failed midway. */
+    public static void closeFrames(List<Frame> frames) {
+        for (Frame f : frames) {
+            if (f.buffer().isOpen()) {
+                f.buffer().close();
+            }
         }
     }
 

@@ -133,6 +133,7 @@ public final class Handshake {
     public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local,
             String server, Runnable onAuthenticated) {
         long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
+        MessageRecorder.prepare();  // while this waits for the peer, not in the first message
         Transcript transcript = new Transcript();
         Exchange x = new Exchange(channel, deadline, transcript);
         byte[] mine = new byte[CHALLENGE_BYTES];

@@ -14,11 +14,14 @@ import java.lang.foreign.MemorySegment;
  * costs a copy of itself per partial write, in native memory as large as itself.
  *
  * <p>So the sender copies such a frame chunk by chunk into slots of this staging memory (through the
- * {@link CopyEngine}, counted host to host) and writes each slot from there: one copy of every byte, never a copy of
- * the whole frame. The chunk, {@value #CHUNK_BYTES} bytes, keeps a slot resident in the core's cache (L2 is 1–2 MiB
- * on the hosts we run on; a few slots plus the socket's or UCX's own working set fit) while the channel reads it
- * again right after the copy wrote it, and still amortises the per-chunk costs (a system call or a UCX request of a
- * few microseconds) over the time a chunk takes on the channel (~100 µs at 2–3 GB/s).
+ * {@link CopyEngine}, counted host to host) and writes the slots from there — a socket several side by side in one
+ * write: one copy of every byte, never a copy of the whole frame. The chunk, {@value #CHUNK_BYTES} bytes,
+ * keeps a slot resident in the core's cache (L2 is 1–2 MiB on the hosts we run on; a few slots plus the socket's or
+ * UCX's own working set fit) while the channel reads it again right after the copy wrote it, and still amortises the
+ * per-chunk costs (a system call or a UCX request of a few microseconds) over the time a chunk takes on the channel
+ * (~100 µs at 2–3 GB/s). A socket's receiver goes the other way for a frame it takes into a fresh array (its
+ * descriptor names the array's type): it copies what each read brought out of its read buffer, never more than that
+ * buffer holds.
  *
  * <p>The memory is allocated once per owner (a connection's writer) and reused; the garbage collector frees it with
  * its owner, so that a channel still reading a slot while its connection breaks never reads freed memory. Used by one

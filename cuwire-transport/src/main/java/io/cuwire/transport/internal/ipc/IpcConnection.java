@@ -12,6 +12,7 @@ import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -77,7 +78,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Threads</h2>
  * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
- * messages — allocates the frames from {@link TransportConfig#receiveInto()}, reads host frames, enqueues the copy
+ * messages — allocates each frame when it begins, from {@link TransportConfig#receiveInto()} (a host frame whose
+ * descriptor names a primitive array type as a fresh array, read through the socket's buffer, which the decoder keeps
+ * without a copy), reads host frames, enqueues the copy
  * of each device frame on a stream of the device that maps the sender's memory ({@link CopyEngine#copyAsync}: device
  * to device or peer, never through the host; one stream per such device: splitting a 1 GiB frame over 2 or 4
  * streams was measured slower on two H200s, 0.83 and 0.80 × the peer copy against 0.90),
@@ -191,8 +194,12 @@ final class IpcConnection implements Connection, UncheckedSend {
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
         this.peerProcess = new PeerProcess(handshake.peer().pid());
-        this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
-        this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });
+        this.mappings = new MappingCache("IPC mappings of " + name + "'s peer " + peer + " (pid "
+                + handshake.peer().pid() + ")", Device::openHandle, maxMappings, maxMappedBytes);
+        this.sends = new SendQueue<>(name, state, (out, onCaller) -> {
+            writeOrFail(out);
+            return true;
+        }, () -> { });
         this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
     }
 
@@ -401,7 +408,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                 System.nanoTime(), true);
         boolean timed = event.isEnabled();
         long start = timed ? System.nanoTime() : 0;
-        List<Buffer> frames = new ArrayList<>();
+        List<Frame> frames = new ArrayList<>();
         List<MappingCache.Lease> leases = new ArrayList<>();
         List<Stream> used = new ArrayList<>(2);
         long began = System.nanoTime();  // its type byte is in; a wait for the application to catch up is not counted
@@ -415,18 +422,20 @@ final class IpcConnection implements Connection, UncheckedSend {
             Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
             // device frames come through the peer's memory, not the socket: counted all the same (never too short)
             io.messageDeadline(began, 5L + headerLength + header.totalFrameBytes(), config);
-            Frames.allocate(header, config, io.peer(), true, frames);
-            List<MemoryKind> kinds = new ArrayList<>(frames.size());
-            List<Long> lengths = new ArrayList<>(frames.size());
+            List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
+            List<Long> lengths = new ArrayList<>(header.frames().size());
             long mappingNanos = 0;
             long enqueueNanos = 0;
-            for (Buffer frame : frames) {
+            for (int i = 0; i < header.frames().size(); i++) {
+                // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
+                Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), true, true);
+                frames.add(frame);
                 kinds.add(frame.kind());
-                lengths.add(frame.byteSize());
-                if (frame instanceof HostBuffer h) {
-                    io.readFully(h.segment(), ioTimeoutNanos);
+                lengths.add(frame.length());
+                if (frame.buffer() instanceof HostBuffer h) {
+                    io.readFully(h, ioTimeoutNanos);
                 } else {
-                    DeviceBuffer target = (DeviceBuffer) frame;
+                    DeviceBuffer target = (DeviceBuffer) frame.buffer();
                     Reference reference = readReference(target.device());
                     if (!leases.isEmpty() && mappings.heldAtBound()) {
                         releaseCopied(used, leases);
@@ -462,7 +471,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                     event.livenessNanos = System.nanoTime() - t4;
                 }
             }
-            Serialized value = Serialized.received(header, frames);
+            Serialized value = Serialized.receivedFrames(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             copying = false;
@@ -475,7 +484,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                     e.addSuppressed(suppressed);
                 }
             }
-            Frames.closeOpen(frames);
+            Frames.closeFrames(frames);
             throw e;
         } finally {
             io.endMessage();

@@ -4,7 +4,9 @@ import io.cuwire.memory.Closeables;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.IpcHandle;
+import io.cuwire.memory.Registration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,6 +27,10 @@ import java.util.function.BiFunction;
  * their leases come back, and closes them then; a receiver whose copies hold the bounds' worth of mappings waits for
  * them and releases its leases before it acquires more ({@link #heldAtBound}). A mapping keeps the exporter's memory
  * alive (on CUDA the allocation is not freed while mapped), which is what the byte bound limits.
+ *
+ * <p>The cache is a {@link io.cuwire.memory.MemoryHolder} of each device it opened mappings through, from the first
+ * mapping until it is closed: a failed allocation's report on that device names its mappings and their bytes (on one
+ * GPU, the peer's memory is the same device's).
  *
  * <h2>Close policy</h2>
  * {@link #close()} closes every mapping no lease holds and makes the rest close when their leases are released;
@@ -72,16 +78,21 @@ public final class MappingCache implements AutoCloseable {
     private static final class Mapping {
         final IpcHandle key;
         final DeviceBuffer buffer;
+        final Device via;
         int leases;
         boolean removed;
 
-        Mapping(IpcHandle key, DeviceBuffer buffer) {
+        Mapping(IpcHandle key, DeviceBuffer buffer, Device via) {
             this.key = key;
             this.buffer = buffer;
+            this.via = via;
         }
     }
 
+    private final String name;
     private final BiFunction<Device, IpcHandle, DeviceBuffer> opener;
+    /** This cache's registration as a holder of each device it opened mappings through. */
+    private final Map<Device, Registration> holding = new HashMap<>();
     private final int maxMappings;
     private final long maxBytes;
     private final LinkedHashMap<IpcHandle, Mapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
@@ -98,14 +109,17 @@ public final class MappingCache implements AutoCloseable {
     private boolean closed;
 
     /**
-     * A cache that opens allocations with {@code opener} (usually {@code Device::openHandle}, called on the device the
-     * copies go to) and keeps at most {@code maxMappings} of at most {@code maxBytes} bytes together.
+     * A cache named {@code name} (for the memory report, e.g. {@code IPC mappings of ipc-3-server's peer
+     * 10.0.0.1:4000}) that opens allocations with {@code opener} (usually {@code Device::openHandle}, called on the
+     * device the copies go to) and keeps at most {@code maxMappings} of at most {@code maxBytes} bytes together.
      */
-    public MappingCache(BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings, long maxBytes) {
+    public MappingCache(String name, BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings,
+            long maxBytes) {
         if (maxMappings < 1 || maxBytes < 1) {
             throw new IllegalArgumentException("maxMappings: " + maxMappings + ", maxBytes: " + maxBytes
                     + " (expected: >= 1 each)");
         }
+        this.name = Objects.requireNonNull(name, "name");
         this.opener = Objects.requireNonNull(opener, "opener");
         this.maxMappings = maxMappings;
         this.maxBytes = maxBytes;
@@ -136,9 +150,10 @@ public final class MappingCache implements AutoCloseable {
                 closeMapping(opened);
                 throw new IllegalStateException("opening " + allocation + " mapped " + opened.byteSize() + " bytes");
             }
-            m = new Mapping(allocation, opened);
+            m = new Mapping(allocation, opened, via);
             mappings.put(allocation, m);
             mappedBytes += allocation.length();
+            holding.computeIfAbsent(via, d -> d.addMemoryHolder(() -> describeHolding(d)));
         }
         if (m.leases++ == 0) {
             heldMappings++;
@@ -173,6 +188,9 @@ public final class MappingCache implements AutoCloseable {
         if (m.leases == 0 && m.removed) {
             retired.remove(m);
             closeMapping(m.buffer);
+            if (closed) {
+                dropHoldings();
+            }
         } else if (m.leases == 0) {
             evict();
         }
@@ -196,6 +214,27 @@ public final class MappingCache implements AutoCloseable {
     private void closeMapping(DeviceBuffer buffer) {
         closes++;
         buffer.close();
+    }
+
+    /** This cache's line in {@code device}'s memory report; {@code null} when it has nothing mapped through it. */
+    private synchronized String describeHolding(Device device) {
+        int count = 0;
+        long bytes = 0;
+        int held = 0;
+        List<Mapping> all = new ArrayList<>(mappings.values());
+        all.addAll(retired);
+        for (Mapping m : all) {
+            if (m.via == device) {
+                count++;
+                bytes += m.key.length();
+                held += m.leases > 0 ? 1 : 0;
+            }
+        }
+        if (count == 0) {
+            return null;
+        }
+        return name + ": " + count + " mapping(s) of the peer's allocations, " + bytes + " bytes (kept from being "
+                + "freed while mapped; " + held + " held by copies, the rest closed as the cache's bounds require)";
     }
 
     /** The counters now. */
@@ -227,7 +266,23 @@ public final class MappingCache implements AutoCloseable {
         mappings.clear();
         mappedBytes = 0;
         closes += idle.size();
-        Closeables.closeAll(idle);
+        try {
+            Closeables.closeAll(idle);
+        } finally {
+            dropHoldings();
+        }
+    }
+
+    /** Once closed: leaves the reports of the devices through which no retired mapping is still open. */
+    private void dropHoldings() {
+        Iterator<Map.Entry<Device, Registration>> it = holding.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<Device, Registration> e = it.next();
+            if (retired.stream().noneMatch(m -> m.via == e.getKey())) {
+                e.getValue().close();
+                it.remove();
+            }
+        }
     }
 
     @Override

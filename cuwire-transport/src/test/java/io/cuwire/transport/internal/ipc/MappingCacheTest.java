@@ -48,7 +48,7 @@ class MappingCacheTest {
     private MappingCache cache(int maxMappings, long maxBytes) {
         assumeTrue(device.platform().equals("emulated"), "CUDA does not open a process's own IPC handles; the cache"
                 + " runs on CUDA in IpcTransportTest, between two processes");
-        return new MappingCache((via, h) -> {
+        return new MappingCache("test mappings", (via, h) -> {
             DeviceBuffer b = via.openHandle(h);
             opened.add(b);
             return b;
@@ -89,6 +89,30 @@ class MappingCacheTest {
             assertEquals(LARGE, s.mappedBytes());
         }
         assertEquals(0, openNow(), "closing the cache closed the mapping");
+    }
+
+    @Test
+    void shouldNameItsMappingsInTheMemoryReportOfTheDeviceTheyWereOpenedThrough() {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE)) {
+            MappingCache cache = cache(4, 1 << 30);
+            assertTrue(mine(device).isEmpty(), "nothing mapped yet");
+            try (MappingCache.Lease held = cache.acquire(allocation(a), 0, 16, device)) {
+                cache.acquire(allocation(b), 0, 16, device).close();
+                assertEquals(List.of("test mappings: 2 mapping(s) of the peer's allocations, " + 2 * LARGE + " bytes "
+                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                        + "bounds require)"), mine(device));
+                cache.close();
+                assertEquals(List.of("test mappings: 1 mapping(s) of the peer's allocations, " + LARGE + " bytes "
+                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                        + "bounds require)"), mine(device), "off the report once closed, but for what a copy holds");
+                assertTrue(held.buffer().isOpen());
+            }
+            assertTrue(mine(device).isEmpty());
+        }
+    }
+
+    private static List<String> mine(Device d) {
+        return d.memoryReport().holders().stream().filter(h -> h.startsWith("test mappings")).toList();
     }
 
     @Test
