@@ -878,6 +878,8 @@ final class HostileCampaign implements AutoCloseable {
         addSeed("drop-model", "call", TestTasks.DROP.name(), List.of(small), Family.CUDA, Family.HOST);
         addSeed("drop-java-model", "call", TestTasks.DROP.name(), List.of(small), Family.JAVA, Family.CUDA,
                 Family.HOST);
+        addSeed("ping-nested", "ping", null, List.of(Optional.of(deviceArray), new Request(0, "ping", null,
+                List.of(deviceArray))), Family.CUDA, Family.HOST);
         addSeed("put-device", "put", null, List.of(deviceArray), Family.CUDA, Family.HOST);
         addSeed("run-scale", "run", TestTasks.SCALE.name(), List.of(deviceArray, 2.0), Family.CUDA, Family.HOST);
         addSeed("shape", "call", MlTasks.SHAPE.name(), List.of(deviceArray), Family.CUDA, Family.HOST);

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -83,6 +84,31 @@ class WorkerArgumentsTest {
             assertEquals(1024L, client.workerDeviceBytes(), "the key's array is on the worker's device");
             client.call("free", List.of(ref.id()));
             assertEquals(0L, client.workerDeviceBytes(), "freeing the map left its key's memory allocated");
+            client.call("shutdown");
+            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)),
+                    String.join("\n", w.output()));
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldFreeArraysNestedInOptionalsAndRecordsThatARequestDoesNotKeep() throws Exception {
+        try (WorkerProcess w = WorkerProcess.start(0, "tcp", SECRET, Map.of());
+                TestClient client = TestClient.connect(w.address(), SECRET);
+                NdArray x = NdArray.zeros(client.device, DType.FLOAT32, Order.C, 16)) {
+            List<Object> nested = List.of(Optional.of(x), new Request(5, "ping", null, List.of(x)),
+                    new Reply(5, Reply.OK, x, null, null, null));
+            for (Object value : nested) {
+                Reply ping = client.request("ping", value).get(60, TimeUnit.SECONDS);
+                assertEquals(Reply.OK, ping.status(), ping.error());
+                assertEquals(0L, client.workerDeviceBytes(), "ping [" + value.getClass().getSimpleName() + " of an "
+                        + "array] left the array's memory allocated");
+                Reply call = client.endpoint.call(new Request(TestClient.nextId(), "call", TestTasks.DROP.name(),
+                        List.of(value))).get(60, TimeUnit.SECONDS);
+                assertEquals(Reply.OK, call.status(), call.error());
+                assertEquals(0L, client.workerDeviceBytes(), "a task's argument (" + value.getClass().getSimpleName()
+                        + " of an array) was left allocated after the task");
+            }
             client.call("shutdown");
             assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)),
                     String.join("\n", w.output()));
