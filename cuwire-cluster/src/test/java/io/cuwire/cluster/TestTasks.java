@@ -111,7 +111,7 @@ public final class TestTasks implements TaskProvider {
     private static boolean dumpCoverage() {
         MBeanServer server = ManagementFactory.getPlatformMBeanServer();
         try {
-            ObjectName jacoco = new ObjectName("org.jacoco:type=runtime");
+            ObjectName jacoco = new ObjectName("org.jacoco:type=Runtime");
             if (!server.isRegistered(jacoco)) {
                 return false;
             }
