@@ -122,6 +122,8 @@ final class HostileCampaign implements AutoCloseable {
     private final NdArray x;
     private final LinearRegression model = new LinearRegression();
     private Snapshot baseline;
+    /** Whether {@link #finish} began (it checks the worker's exit itself). */
+    private boolean finished;
     /** The first object id the next sweep frees (see {@link #sweep}). */
     private long sweepFrom = 1;
 
@@ -151,7 +153,9 @@ final class HostileCampaign implements AutoCloseable {
         this.emulatedDir = Path.of(System.getProperty("cuwire.emulated.dir", Files.isDirectory(Path.of("/dev/shm"))
                 ? "/dev/shm" : System.getProperty("java.io.tmpdir")));
         String options = System.getProperty(WORKER_OPTIONS_PROPERTY, "").strip();
-        this.worker = WorkerProcess.start(0, scheme, SECRET, Map.of(),
+        String track = System.getProperty(BufferAllocator.TRACK_PROPERTY);
+        this.worker = WorkerProcess.start(0, scheme, SECRET,
+                track == null ? Map.of() : Map.of(BufferAllocator.TRACK_PROPERTY, track),
                 options.isEmpty() ? List.of() : Arrays.asList(options.split("\\s+")));
         this.address = worker.address();
         this.target = WireAttacker.target(address);
@@ -918,6 +922,7 @@ final class HostileCampaign implements AutoCloseable {
         if (dumped) {
             log.println("[hostile] the worker's coverage data was written");
         }
+        finished = true;
         cluster.close();
         int code = worker.awaitExit(Duration.ofSeconds(60));
         String output = String.join("\n", worker.output());
@@ -930,12 +935,26 @@ final class HostileCampaign implements AutoCloseable {
         assertEquals(0, workerFiles(), "the worker's files are left behind");
     }
 
+    /**
+     * Closes the client and the worker; unless {@link #finish} ran, prints what the worker said as it stopped (its
+     * leak report names what it still held; {@code -D}{@value BufferAllocator#TRACK_PROPERTY}{@code =true} in this
+     * JVM, passed on to the worker, adds the allocation stacks).
+     */
     @Override
     public void close() {
         try {
             cluster.close();
         } catch (RuntimeException e) {
             log.println("[hostile] closing the cluster: " + e);
+        }
+        if (!finished) {
+            try {
+                log.println("[hostile] the worker exited " + worker.awaitExit(Duration.ofSeconds(30)) + ":");
+            } catch (Exception | AssertionError e) {
+                log.println("[hostile] the worker did not exit: " + e.getMessage());
+            }
+            List<String> output = worker.output();
+            output.subList(Math.max(0, output.size() - 100), output.size()).forEach(l -> log.println("  " + l));
         }
         worker.close();
         x.close();

@@ -55,9 +55,15 @@ public final class TestTasks implements TaskProvider {
     public void register(TaskRegistry registry) {
         registry.register(SCALE, (c, a) -> {
             NdArray x = (NdArray) a.get(0);
+            double factor = (Double) a.get(1);  // before allocating: a peer's factor may be of any type
             NdArray out = x.copyTo(c.device());
-            ComputeBackends.forArray(out).scale((Double) a.get(1), out);
-            return out;
+            try {
+                ComputeBackends.forArray(out).scale(factor, out);
+                return out;
+            } catch (RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
         });
         registry.register(SLEEP, (c, a) -> {
             try {
