@@ -238,6 +238,11 @@ final class HostileCampaign implements AutoCloseable {
                 (Long) pools.get(1), (Long) pools.get(2), (Long) pools.get(3), workerFiles());
     }
 
+    /** The worker JVM's heap used, heap committed and non-heap committed bytes, after a GC ({@link TestTasks#HEAP}). */
+    List<?> heap() throws Exception {
+        return (List<?>) client.call(0, TestTasks.HEAP).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+    }
+
     /** The worker's files in the emulated device's directory ({@code cuwire-emu-<pid>-...}). */
     long workerFiles() throws IOException {
         String prefix = "cuwire-emu-" + workerPid() + "-";

@@ -29,7 +29,7 @@ class HostilePeerSuiteTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ipc"})
-    @Timeout(value = 30, unit = TimeUnit.MINUTES)  // a bound for long runs; the default rounds take about a minute
+    @Timeout(value = 30, unit = TimeUnit.MINUTES)  // a bound for long runs; the default rounds: 40-60 s each
     void shouldKeepServingItsClientAndComeBackToItsBaselineThroughEveryRoundOfHostilePeers(String scheme,
             TestInfo info) throws Exception {
         int rounds = Integer.getInteger(ROUNDS_PROPERTY, ROUNDS);

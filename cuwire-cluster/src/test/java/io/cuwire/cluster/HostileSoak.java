@@ -47,6 +47,7 @@ public final class HostileSoak {
         long start = System.nanoTime();
         try (HostileCampaign c = HostileCampaign.start(scheme, seed, System.err)) {
             long rssBefore = rss(c.workerPid());
+            List<?> heapBefore = c.heap();
             HostileCampaign.Snapshot before = c.snapshot();
             AtomicBoolean attacking = new AtomicBoolean(true);
             Thread legit = legitimatePeer(c, new SplittableRandom(seed), attacking, legitNanos, legitConnections,
@@ -80,9 +81,10 @@ public final class HostileSoak {
                         failures.add("batch " + batch + ": " + e.getMessage());
                         now = c.snapshot();
                     }
-                    batches.add(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.1f | %d |", batch,
-                            c.connections.get(), c.mutants.get(), (System.nanoTime() - t) / 1e9,
-                            rss(c.workerPid()) / 1048576.0, now.directBytes()));
+                    List<?> heap = c.heap();
+                    batches.add(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %d |",
+                            batch, c.connections.get(), c.mutants.get(), (System.nanoTime() - t) / 1e9,
+                            rss(c.workerPid()) / 1048576.0, mib(heap.get(1)), mib(heap.get(0)), now.directBytes()));
                     System.err.println("[soak] " + batches.getLast());
                     batch++;
                     if (c.connections.get() < target) {
@@ -97,9 +99,10 @@ public final class HostileSoak {
             }
             HostileCampaign.Snapshot after = c.snapshot();
             long rssAfter = rss(c.workerPid());
+            List<?> heapAfter = c.heap();
             c.finish();
             print(scheme, seed, target, c, legitConnections.get(), legitNanos, rssBefore, rssAfter, before, after,
-                    batches, failures, (System.nanoTime() - start) / 1e9);
+                    heapBefore, heapAfter, batches, failures, (System.nanoTime() - start) / 1e9);
         }
         if (!failures.isEmpty()) {
             System.exit(1);
@@ -151,6 +154,10 @@ public final class HostileSoak {
         return -1;
     }
 
+    private static double mib(Object bytes) {
+        return (Long) bytes / 1048576.0;
+    }
+
     private static double percentileMillis(List<Long> sorted, double p) {
         if (sorted.isEmpty()) {
             return Double.NaN;
@@ -161,7 +168,8 @@ public final class HostileSoak {
 
     private static void print(String scheme, long seed, long target, HostileCampaign c, long legitConnections,
             List<Long> legitNanos, long rssBefore, long rssAfter, HostileCampaign.Snapshot before,
-            HostileCampaign.Snapshot after, List<String> batches, List<String> failures, double seconds) {
+            HostileCampaign.Snapshot after, List<?> heapBefore, List<?> heapAfter, List<String> batches,
+            List<String> failures, double seconds) {
         List<Long> legit = new ArrayList<>(legitNanos);
         Collections.sort(legit);
         List<Long> served = new ArrayList<>(c.servedNanos);
@@ -183,14 +191,18 @@ public final class HostileSoak {
                 + " %d%n", rssBefore / 1048576.0, rssAfter / 1048576.0, before.directBytes(), before.directCount(),
                 after.directBytes(), after.directCount(), before.deviceBytes(), after.deviceBytes(),
                 before.hostBytes(), after.hostBytes(), before.files(), after.files());
+        System.out.printf(Locale.ROOT, "- worker heap after a GC: %.1f MiB used of %.1f MiB committed before, "
+                + "%.1f of %.1f after; non-heap committed %.1f / %.1f MiB%n", mib(heapBefore.get(0)),
+                mib(heapBefore.get(1)), mib(heapAfter.get(0)), mib(heapAfter.get(1)), mib(heapBefore.get(2)),
+                mib(heapAfter.get(2)));
         System.out.println("- failures: " + (failures.isEmpty() ? "none" : failures.size()));
         for (String f : failures.subList(0, Math.min(20, failures.size()))) {
             System.out.println("  - " + f);
         }
         System.out.println();
         System.out.println("| batch | attacker connections so far | header mutants so far | batch s | worker RSS MiB "
-                + "after | direct bytes after |");
-        System.out.println("|---|---|---|---|---|---|");
+                + "after | heap committed MiB | heap used MiB (after a GC) | direct bytes after |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
         batches.forEach(System.out::println);
     }
 }

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,6 +34,11 @@ public final class TestTasks implements TaskProvider {
      * ({@link BufferPoolMXBean}): {@code [direct count, direct bytes used, mapped count, mapped bytes used]}.
      */
     static final TaskType<Object> POOLS = TaskType.of("test.pools", Object.class);
+    /**
+     * {@code ()}: after a {@link System#gc()}, the worker JVM's heap and non-heap memory ({@link MemoryMXBean}):
+     * {@code [heap used, heap committed, non-heap committed]} in bytes.
+     */
+    static final TaskType<Object> HEAP = TaskType.of("test.heap", Object.class);
     /** {@code (anything ...)}: nil; the worker closes the arguments (a decoder entry that stores nothing). */
     static final TaskType<Object> DROP = TaskType.of("test.drop", Object.class);
     /**
@@ -77,6 +83,12 @@ public final class TestTasks implements TaskProvider {
         registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
         registry.register(POOLS, (c, a) -> pools());
+        registry.register(HEAP, (c, a) -> {
+            System.gc();
+            MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+            return List.of(memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getCommitted(),
+                    memory.getNonHeapMemoryUsage().getCommitted());
+        });
         registry.register(DROP, (c, a) -> null);
         registry.register(COVERAGE_DUMP, (c, a) -> dumpCoverage());
         registry.register(SUM, (c, a) -> {
