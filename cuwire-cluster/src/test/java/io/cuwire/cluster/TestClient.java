@@ -66,7 +66,10 @@ final class TestClient implements AutoCloseable {
         return r.value();
     }
 
-    /** The worker's device bytes in use, from its {@code stats}. */
+    /**
+     * The worker's device bytes in use, from its {@code stats}: the entry after the copy counters (counted from the
+     * start: entries were added at the end, and counting from there read the host bytes).
+     */
     long workerDeviceBytes() throws Exception {
         // stats: the copy engine's bytes per direction, then device, host, stored objects, models, evictions
         List<?> stats = (List<?>) call("stats");

@@ -2,12 +2,20 @@ package io.cuwire.cluster;
 
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.neighbors.NearestNeighbors;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryMXBean;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 
 /** Tasks the cluster tests use, on the workers' class path through {@link TaskProvider}. */
 public final class TestTasks implements TaskProvider {
@@ -21,6 +29,23 @@ public final class TestTasks implements TaskProvider {
     static final TaskType<NdArray> FIT_X = TaskType.of("test.fitx", NdArray.class);
     /** {@code ()}: the worker's device ordinal. */
     static final TaskType<Long> DEVICE = TaskType.of("test.device", Long.class);
+    /**
+     * {@code ()}: after a {@link System#gc()}, the worker JVM's {@code direct} and {@code mapped} buffer pools
+     * ({@link BufferPoolMXBean}): {@code [direct count, direct bytes used, mapped count, mapped bytes used]}.
+     */
+    static final TaskType<Object> POOLS = TaskType.of("test.pools", Object.class);
+    /**
+     * {@code ()}: after a {@link System#gc()}, the worker JVM's heap and non-heap memory ({@link MemoryMXBean}):
+     * {@code [heap used, heap committed, non-heap committed]} in bytes.
+     */
+    static final TaskType<Object> HEAP = TaskType.of("test.heap", Object.class);
+    /** {@code (anything ...)}: nil; the worker closes the arguments (a decoder entry that stores nothing). */
+    static final TaskType<Object> DROP = TaskType.of("test.drop", Object.class);
+    /**
+     * {@code ()}: asks a JaCoCo agent started with {@code jmx=true} in the worker to write what it recorded so far
+     * (a worker halts, so the agent's own dump at exit never runs); whether there was one.
+     */
+    static final TaskType<Boolean> COVERAGE_DUMP = TaskType.of("test.coverage-dump", Boolean.class);
     /** {@code (NdArray)}: the sum of its elements (float32), as a double. */
     static final TaskType<Double> SUM = TaskType.of("test.sum", Double.class);
     /**
@@ -36,9 +61,15 @@ public final class TestTasks implements TaskProvider {
     public void register(TaskRegistry registry) {
         registry.register(SCALE, (c, a) -> {
             NdArray x = (NdArray) a.get(0);
+            double factor = (Double) a.get(1);  // before allocating: a peer's factor may be of any type
             NdArray out = x.copyTo(c.device());
-            ComputeBackends.forArray(out).scale((Double) a.get(1), out);
-            return out;
+            try {
+                ComputeBackends.forArray(out).scale(factor, out);
+                return out;
+            } catch (RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
         });
         registry.register(SLEEP, (c, a) -> {
             try {
@@ -51,6 +82,15 @@ public final class TestTasks implements TaskProvider {
         registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
         registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
+        registry.register(POOLS, (c, a) -> pools());
+        registry.register(HEAP, (c, a) -> {
+            System.gc();
+            MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
+            return List.of(memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getCommitted(),
+                    memory.getNonHeapMemoryUsage().getCommitted());
+        });
+        registry.register(DROP, (c, a) -> null);
+        registry.register(COVERAGE_DUMP, (c, a) -> dumpCoverage());
         registry.register(SUM, (c, a) -> {
             double sum = 0;
             for (float v : ((NdArray) a.get(0)).toFloatArray()) {
@@ -72,5 +112,31 @@ public final class TestTasks implements TaskProvider {
             }
             return null;
         });
+    }
+
+    private static List<Long> pools() {
+        System.gc();
+        List<Long> out = new ArrayList<>();
+        for (String name : List.of("direct", "mapped")) {
+            BufferPoolMXBean pool = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
+                    .filter(b -> b.getName().equals(name)).findFirst().orElseThrow();
+            out.add(pool.getCount());
+            out.add(pool.getMemoryUsed());
+        }
+        return out;
+    }
+
+    private static boolean dumpCoverage() {
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        try {
+            ObjectName jacoco = new ObjectName("org.jacoco:type=Runtime");
+            if (!server.isRegistered(jacoco)) {
+                return false;
+            }
+            server.invoke(jacoco, "dump", new Object[] {false}, new String[] {"boolean"});
+            return true;
+        } catch (JMException e) {
+            throw new IllegalStateException("the JaCoCo agent did not write its data: " + e, e);
+        }
     }
 }

@@ -36,6 +36,12 @@ final class WorkerProcess implements AutoCloseable {
      */
     static WorkerProcess start(int index, String scheme, byte[] secret, Map<String, String> properties)
             throws IOException {
+        return start(index, scheme, secret, properties, List.of());
+    }
+
+    /** As {@link #start(int, String, byte[], Map)}, with {@code jvmOptions} before the class path. */
+    static WorkerProcess start(int index, String scheme, byte[] secret, Map<String, String> properties,
+            List<String> jvmOptions) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
                 "-D" + Devices.PLATFORM_PROPERTY + "=" + Devices.platform()));
@@ -50,6 +56,7 @@ final class WorkerProcess implements AutoCloseable {
                 cmd.add("-D" + k + "=" + v);
             }
         });
+        cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Worker.class.getName(),
                 Integer.toString(index), "0", scheme + "://127.0.0.1:0"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -303,26 +303,37 @@ public final class Worker implements Endpoint.Handler {
         }
     }
 
+    /**
+     * Serves a request. Its decoded arguments own their memory (device arrays on this worker's device): each op
+     * keeps what it stores and frees the rest once done with it, so that arguments an op does not use (a peer may send
+     * any) are not left allocated until shutdown.
+     */
     @Override
     public void onRequest(Endpoint from, Request r) {
         List<Object> a = r.args();
         switch (r.op()) {
-            case "ping" -> from.reply(Reply.ok(r.id(), null));
+            case "ping" -> {
+                closeExcept(a);
+                from.reply(Reply.ok(r.id(), null));
+            }
             case "peers" -> {
                 List<String> list = new ArrayList<>();
                 for (Object o : (List<?>) a.getFirst()) {
                     list.add((String) o);
                 }
                 peerAddresses = List.copyOf(list);
+                closeExcept(a);
                 from.reply(Reply.ok(r.id(), null));
             }
             case "put" -> {
                 long id = nextId.getAndIncrement();
                 store.put(id, a.getFirst());
+                closeExcept(a, 0);
                 from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
             }
             case "get" -> {
                 ObjectRef ref = (ObjectRef) a.getFirst();
+                closeExcept(a);
                 Object v = store.get(ref.id());
                 from.reply(v == null && !store.containsKey(ref.id())
                         ? Reply.failed(r.id(), new ClusterException("no object " + ref + " on worker " + index
@@ -333,6 +344,7 @@ public final class Worker implements Endpoint.Handler {
                 for (Object o : (List<?>) a.getFirst()) {
                     Values.close(store.remove((Long) o));
                 }
+                closeExcept(a);
                 from.reply(Reply.ok(r.id(), null));
             }
             case "run", "call" -> {
@@ -346,12 +358,28 @@ public final class Worker implements Endpoint.Handler {
                 }
                 executor.execute(() -> runTask(from, r, task));
             }
-            case "model" -> cacheModel(from, r);
-            case "bcast-begin" -> beginBroadcast(from, r);
-            case "bcast-chunk" -> chunk(from, r);
-            case "bcast-abort" -> abortBroadcast(r);
-            case "stats" -> from.reply(Reply.ok(r.id(), stats()));
+            case "model" -> {
+                cacheModel(from, r);
+                closeExcept(a, 2);
+            }
+            case "bcast-begin" -> {
+                beginBroadcast(from, r);
+                closeExcept(a, 0, 1, 2, 3);
+            }
+            case "bcast-chunk" -> {
+                chunk(from, r);
+                closeExcept(a, 0, 1, 2);
+            }
+            case "bcast-abort" -> {
+                abortBroadcast(r);
+                closeExcept(a);
+            }
+            case "stats" -> {
+                closeExcept(a);
+                from.reply(Reply.ok(r.id(), stats()));
+            }
             case "shutdown" -> {
+                closeExcept(a);
                 if (from != client) {
                     refusals.log(WARNING, "peer", "cuwire worker " + index + ": refused a shutdown request from peer "
                             + from.connection() + ": only the client may shut the worker down");
@@ -368,18 +396,35 @@ public final class Worker implements Endpoint.Handler {
         }
     }
 
+    /** Frees the arguments of a request but those at {@code kept} (which its op stores or uses on). */
+    private static void closeExcept(List<Object> args, int... kept) {
+        for (int i = 0; i < args.size(); i++) {
+            boolean keep = false;
+            for (int k : kept) {
+                keep |= k == i;
+            }
+            if (!keep) {
+                Values.close(args.get(i));
+            }
+        }
+    }
+
     private void runTask(Endpoint from, Request r, io.cuwire.cluster.Task task) {
         List<Object> owned = new ArrayList<>();
         List<CachedModel> used = new ArrayList<>();
         Object result = null;
+        int resolved = 0;
         try {
             List<Object> args = new ArrayList<>(r.args().size());
             for (Object o : r.args()) {
                 args.add(resolve(o, owned, used));
+                resolved++;
             }
             result = task.run(new TaskContext(index, ordinal, device, host), args);
         } catch (RuntimeException | Error e) {
             Values.close(owned);
+            // the arguments after one that did not resolve were never taken: theirs is the worker's to free too
+            Values.close(r.args().subList(Math.min(resolved + 1, r.args().size()), r.args().size()));
             release(used);
             from.reply(Reply.failed(r.id(), e));
             return;

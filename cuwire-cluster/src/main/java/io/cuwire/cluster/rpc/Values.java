@@ -1,11 +1,16 @@
 package io.cuwire.cluster.rpc;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.RecordComponent;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Deque;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /** Closing what a decoded value owns. */
@@ -14,11 +19,13 @@ public final class Values {
     }
 
     /**
-     * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the values of a map and the
-     * elements of an object array, recursively; errors are dropped (the value was being discarded). Each container
-     * is visited once however often the value shares it (a decoded value may describe exponentially many paths
-     * through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the number
-     * of distinct objects, not of paths.
+     * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the keys and values of a
+     * map, the elements of an object array, the value of an {@link Optional} and the components of a record (a
+     * {@link Request}'s arguments, a {@link Reply}'s value: a peer may nest either in what it sends), recursively;
+     * errors are dropped (the value was being discarded), and so is a record whose accessors cannot be called. Each
+     * container is visited once however often the value shares it (a decoded value may describe exponentially many
+     * paths through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the
+     * number of distinct objects, not of paths.
      */
     public static void close(Object value) {
         Set<Object> seen = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -38,12 +45,35 @@ public final class Values {
                     }
                 }
                 case Collection<?> c -> pushInOrder(todo, c.toArray());
-                case Map<?, ?> m -> pushInOrder(todo, m.values().toArray());
+                case Map<?, ?> m -> {
+                    List<Object> entries = new ArrayList<>(2 * m.size());
+                    for (Map.Entry<?, ?> e : m.entrySet()) {
+                        entries.add(e.getKey());
+                        entries.add(e.getValue());
+                    }
+                    pushInOrder(todo, entries.toArray());
+                }
                 case Object[] a -> pushInOrder(todo, a);
+                case Optional<?> o -> o.ifPresent(todo::push);
+                case Record r -> pushInOrder(todo, components(r));
                 default -> {
                     // nothing to close
                 }
             }
+        }
+    }
+
+    /** The values of {@code r}'s components, none where its accessors cannot be called. */
+    private static Object[] components(Record r) {
+        RecordComponent[] parts = r.getClass().getRecordComponents();
+        Object[] values = new Object[parts.length];
+        try {
+            for (int i = 0; i < parts.length; i++) {
+                values[i] = parts[i].getAccessor().invoke(r);
+            }
+            return values;
+        } catch (IllegalAccessException | InvocationTargetException | RuntimeException e) {
+            return new Object[0];
         }
     }
 
