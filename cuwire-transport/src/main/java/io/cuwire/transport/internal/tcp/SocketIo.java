@@ -5,6 +5,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -22,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import javax.net.ssl.SSLException;
 
 /**
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
@@ -56,6 +58,8 @@ public final class SocketIo implements AutoCloseable {
     static final int WRITE_SLOTS = 4;
 
     private final SocketChannel channel;
+    /** The TLS session every byte goes through, or {@code null}: plain TCP. */
+    private final TlsSession tls;
     private final String peer;
     private final Selector readSelector;
     private final Selector writeSelector;
@@ -77,7 +81,13 @@ public final class SocketIo implements AutoCloseable {
      * selector each way, so made only once the peer has authenticated.
      */
     public SocketIo(SocketChannel channel, String peer) throws IOException {
+        this(channel, peer, null);
+    }
+
+    /** As {@link #SocketIo(SocketChannel, String)}, every byte through {@code tls} if it is not {@code null}. */
+    SocketIo(SocketChannel channel, String peer, TlsSession tls) throws IOException {
         this.channel = channel;
+        this.tls = tls;
         this.peer = peer;
         channel.configureBlocking(false);
         readSelector = Selector.open();
@@ -240,14 +250,21 @@ public final class SocketIo implements AutoCloseable {
             while (first < buffers.length && !buffers[first].hasRemaining()) {
                 first++;
             }
-            if (first == buffers.length) {
+            if (first == buffers.length && (tls == null || !tls.pending())) {
                 return true;
             }
             long n;
             try {
-                // One buffer left: the plain write, not the gathering one (less work per call in the JDK and kernel).
-                n = first == buffers.length - 1 ? channel.write(buffers[first])
-                        : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+                if (tls != null) {
+                    n = tls.write(buffers, first, Math.min(buffers.length - first, 1024));
+                } else {
+                    // One buffer left: the plain write, not the gathering one (less work per call in the JDK and
+                    // kernel).
+                    n = first == buffers.length - 1 ? channel.write(buffers[first])
+                            : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+                }
+            } catch (SSLException e) {
+                throw tlsFailure(e);
             } catch (IOException e) {
                 throw failure("writing to", e);
             }
@@ -485,10 +502,20 @@ public final class SocketIo implements AutoCloseable {
 
     private int readOnce(ByteBuffer target) {
         try {
-            return channel.read(target);
+            return tls == null ? channel.read(target) : tls.read(target);
+        } catch (SSLException e) {
+            throw tlsFailure(e);
         } catch (IOException e) {
             throw failure("reading from", e);
         }
+    }
+
+    /** A TLS record that is not valid (tampered with, or not TLS at all): the peer broke the protocol. */
+    private TransportException tlsFailure(SSLException e) {
+        if (closed) {
+            return new ConnectionClosedException("connection to " + peer + " is closed", e);
+        }
+        return new ProtocolException("TLS with " + peer + " failed: " + e.getMessage(), e);
     }
 
     /**

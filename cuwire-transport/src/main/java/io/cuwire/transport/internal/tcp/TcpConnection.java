@@ -70,6 +70,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
  * through a staging ring (host to device overlapped with the socket).
+ *
+ * <h2>TLS</h2>
+ * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
+ * byte written or read above, staged device frames included, goes through the session's engine ({@link SocketIo}).
  */
 final class TcpConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
@@ -235,16 +239,18 @@ final class TcpConnection implements Connection, UncheckedSend {
 
     /**
      * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
-     * {@code handshake}; closes the socket if it cannot be used.
+     * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
+     * used.
      */
-    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client) {
+    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
+            TlsSession tls) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
-            this.io = new SocketIo(channel, peer);
+            this.io = new SocketIo(channel, peer, tls);
         } catch (IOException e) {
             closeQuietly(channel);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);

@@ -1,0 +1,78 @@
+package io.cuwire.transport;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The conformance suite over TCP with TLS forced on at both ends (the listener {@link TlsMode#ON}, so it refuses any
+ * peer that does not speak TLS; the peer in its own JVM with {@value TlsMode#PROPERTY}{@code =on}): every message,
+ * header, host frame and staged device frame crosses inside TLS.
+ */
+class TlsTransportTest extends TransportConformanceSuite {
+    @Override
+    protected Transport transport() {
+        return Transports.tcp();
+    }
+
+    @Override
+    protected String listenAddress() {
+        return "tcp://127.0.0.1:0";
+    }
+
+    @Override
+    protected TransportConfig.Builder config() {
+        return super.config().tls(TlsMode.ON);
+    }
+
+    @Override
+    protected boolean peerInOwnProcess() {
+        return true;
+    }
+
+    @Override
+    protected boolean stagesDeviceFrames() {
+        return true;
+    }
+
+    @Override
+    protected boolean receivesArrayFrames() {
+        return true;
+    }
+
+    @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
+    protected Peer startPeer(String... args) throws IOException {
+        String options = System.getenv("JAVA_TOOL_OPTIONS");
+        String tls = "-D" + TlsMode.PROPERTY + "=on";
+        return ChildJvm.start(ConformancePeer.class,
+                Map.of("JAVA_TOOL_OPTIONS", options == null || options.isBlank() ? tls : options + " " + tls), args);
+    }
+
+    /** What makes the suite above a TLS suite: this listener takes no plaintext, not even from loopback. */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void shouldRefuseAPlaintextClientWithWhatToSet() {
+        Listener listener = listen(config().build());
+        TransportConfig plaintext = config().tls(TlsMode.AUTO).build();
+        ProtocolException e = assertThrows(ProtocolException.class,
+                () -> transport().connect(listener.address(), plaintext).close());
+        assertTrue(e.getMessage().contains("TLS required (listener tls ON): set the client's TransportConfig.tls(ON)"
+                + " or -Dcuwire.transport.tls=on"), e.getMessage());
+        try (Connection c = transport().connect(listener.address(), config().build())) {
+            assertTrue(c.isOpen());
+            accept(listener);
+        }
+        assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(50)));
+    }
+}
