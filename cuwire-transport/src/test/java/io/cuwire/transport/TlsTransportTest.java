@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -13,7 +15,9 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The conformance suite over TCP with TLS forced on at both ends (the listener {@link TlsMode#ON}, so it refuses any
  * peer that does not speak TLS; the peer in its own JVM with {@value TlsMode#PROPERTY}{@code =on}): every message,
- * header, host frame and staged device frame crosses inside TLS.
+ * header, host frame and staged device frame crosses inside TLS. The peer's TLS keys are good for 1 MiB each
+ * ({@code jdk.tls.keyLimits}), so that long transfers run through key updates both ways (the peer's at its limit, this
+ * side's in answer).
  */
 class TlsTransportTest extends TransportConformanceSuite {
     @Override
@@ -51,10 +55,20 @@ class TlsTransportTest extends TransportConformanceSuite {
         return true;
     }
 
+    private static Path keyLimits;
+
     @Override
     protected Peer startPeer(String... args) throws IOException {
+        synchronized (TlsTransportTest.class) {
+            if (keyLimits == null) {
+                keyLimits = Files.createTempFile("cuwire-tls-key-limits", ".properties");
+                keyLimits.toFile().deleteOnExit();
+                Files.writeString(keyLimits, "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^20, "
+                        + "ChaCha20-Poly1305 KeyUpdate 2^20\n");
+            }
+        }
         String options = System.getenv("JAVA_TOOL_OPTIONS");
-        String tls = "-D" + TlsMode.PROPERTY + "=on";
+        String tls = "-D" + TlsMode.PROPERTY + "=on -Djava.security.properties=" + keyLimits;
         return ChildJvm.start(ConformancePeer.class,
                 Map.of("JAVA_TOOL_OPTIONS", options == null || options.isBlank() ? tls : options + " " + tls), args);
     }

@@ -502,7 +502,11 @@ public final class SocketIo implements AutoCloseable {
 
     private int readOnce(ByteBuffer target) {
         try {
-            return tls == null ? channel.read(target) : tls.read(target);
+            if (tls == null) {
+                return channel.read(target);
+            }
+            checkOpen();  // after closeAfterPeer the socket is open a while, but not for this connection's reads
+            return tls.read(target);
         } catch (SSLException e) {
             throw tlsFailure(e);
         } catch (IOException e) {
@@ -575,6 +579,52 @@ public final class SocketIo implements AutoCloseable {
 
     public boolean isClosed() {
         return closed;
+    }
+
+    /**
+     * Closes as {@link #close()} does for this side's reads and writes (both wake, and fail from now on), but first
+     * ends this side's stream and keeps the socket open on a thread of its own until the peer closed or
+     * {@link Frames#REFUSAL_LINGER_NANOS} passed, dropping what the peer still sends. Over TLS a peer may send at any
+     * time (a key update at its key's limit): closing with those bytes unread would reset the connection, and a reset
+     * makes the peer's system drop what it received of this side's last messages and not read yet. Harmless twice,
+     * and after {@link #close()}.
+     */
+    public void closeAfterPeer() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Selector s : new Selector[] {readSelector, writeSelector}) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        long deadline = System.nanoTime() + Frames.REFUSAL_LINGER_NANOS;
+        try {
+            if (tls != null) {
+                tls.flushQuietly();
+            }
+            channel.shutdownOutput();
+        } catch (IOException | RuntimeException e) {
+            close();
+            return;
+        }
+        Thread.ofVirtual().name("cuwire-closing-" + peer).start(() -> {
+            ByteBuffer dropped = ByteBuffer.allocate(4096);
+            try {
+                while (channel.read(dropped.clear()) >= 0 && System.nanoTime() - deadline < 0) {
+                    if (dropped.position() == 0) {
+                        Thread.sleep(2);
+                    }
+                }
+            } catch (IOException | InterruptedException e) {
+                // the peer reset the connection, or it was closed: nothing more to wait for
+            } finally {
+                close();
+            }
+        });
     }
 
     /** Closes the socket and wakes both directions. Harmless twice. */

@@ -236,6 +236,7 @@ final class TcpConnection implements Connection, UncheckedSend {
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
+    private final boolean overTls;
 
     /**
      * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
@@ -247,6 +248,7 @@ final class TcpConnection implements Connection, UncheckedSend {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
+        this.overTls = tls != null;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -490,8 +492,17 @@ final class TcpConnection implements Connection, UncheckedSend {
 
     @Override
     public void close() {
-        shutdown(new ConnectionClosedException(name + " closed"));
-        io.close();  // a refusal's wait for the peer ends now too
+        if (overTls) {
+            // The peer may have sent TLS records of its own (key updates) that nobody reads: closing the socket now
+            // could reset the connection under this side's last messages (SocketIo.closeAfterPeer).
+            if (state.close(new ConnectionClosedException(name + " closed"))) {
+                io.closeAfterPeer();
+                sends.close();
+            }
+        } else {
+            shutdown(new ConnectionClosedException(name + " closed"));
+            io.close();  // a refusal's wait for the peer ends now too
+        }
         sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }

@@ -159,7 +159,9 @@ final class TlsSession {
      * Runs the server side of the TLS handshake over {@code channel} (accepted, blocking), reading through {@code in}
      * (the socket's stream, with the byte peeked at pushed back) by {@code deadlineNanos}.
      *
-     * @throws ProtocolException, TransportTimeoutException, PeerClosedException as {@link #client}
+     * @throws ProtocolException if TLS failed (the peer does not speak it, or sent a bad record)
+     * @throws TransportTimeoutException if it did not finish in time
+     * @throws PeerClosedException if the peer went away
      */
     static TlsSession server(SocketChannel channel, String peer, SSLContext context, InputStream in,
             long deadlineNanos) {
@@ -465,7 +467,14 @@ final class TlsSession {
                             throw new PeerClosedException("the TLS session with " + peer + " is closed");
                         }
                         progress += r.bytesConsumed();
-                        if (r.getStatus() != SSLEngineResult.Status.OK || !remaining(srcs, offset, length)) {
+                        SSLEngineResult.HandshakeStatus status = r.getHandshakeStatus();
+                        if (status == SSLEngineResult.HandshakeStatus.NEED_TASK) {
+                            runTasks();
+                            status = engine.getHandshakeStatus();
+                        }
+                        // a key update of this side's (at the key's usage limit) goes out before the bytes after it
+                        boolean more = status == SSLEngineResult.HandshakeStatus.NEED_WRAP;
+                        if (r.getStatus() != SSLEngineResult.Status.OK || !more && !remaining(srcs, offset, length)) {
                             break;
                         }
                     }
@@ -491,6 +500,17 @@ final class TlsSession {
             return netOut.hasRemaining();
         } finally {
             wrapLock.unlock();
+        }
+    }
+
+    /** Writes what the socket takes now of the ciphertext still waiting, if the writer is not writing. */
+    void flushQuietly() throws IOException {
+        if (wrapLock.tryLock()) {
+            try {
+                flushNet();
+            } finally {
+                wrapLock.unlock();
+            }
         }
     }
 
