@@ -37,8 +37,12 @@ import javax.net.ssl.SSLException;
  * at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
  * and wakes both.
  *
+ * <p>With a {@link TlsSession} every byte read or written goes through it (its engine's records in and out of the
+ * socket, everything above unchanged); without one, the socket's own reads and writes, as before.
+ *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
- * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}.
+ * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}; a TLS record that does not
+ * verify is {@link ProtocolException}.
  */
 public final class SocketIo implements AutoCloseable {
     public static final long NO_DEADLINE = Long.MAX_VALUE;
