@@ -5,11 +5,12 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
+import java.net.Socket;
 import java.security.KeyPairGenerator;
-import java.security.KeyStore;
+import java.security.Principal;
+import java.security.PrivateKey;
 import java.security.SecureRandom;
 import java.security.Signature;
-import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
@@ -17,6 +18,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.X509ExtendedKeyManager;
 
 /**
  * An ephemeral EC P-256 key pair and an X.509 v3 certificate for it, signed by itself (ECDSA with SHA-256), made
@@ -38,20 +41,57 @@ final class SelfSignedCertificate {
     private SelfSignedCertificate() {
     }
 
-    /** A fresh key pair and its certificate, as a PKCS#12 key store holding one key entry under {@code password}. */
-    static KeyStore keyStore(char[] password) throws GeneralSecurityException {
+    /** A fresh EC P-256 key pair. */
+    static KeyPair keyPair() throws GeneralSecurityException {
         KeyPairGenerator generator = KeyPairGenerator.getInstance("EC");
         generator.initialize(new ECGenParameterSpec("secp256r1"), RANDOM);
-        KeyPair pair = generator.generateKeyPair();
-        X509Certificate certificate = certificate(pair, Instant.now());
-        KeyStore store = KeyStore.getInstance("PKCS12");
-        try {
-            store.load(null, null);
-        } catch (java.io.IOException e) {
-            throw new GeneralSecurityException("cannot make an empty PKCS12 key store", e);
-        }
-        store.setKeyEntry("cuwire", pair.getPrivate(), password, new Certificate[] {certificate});
-        return store;
+        return generator.generateKeyPair();
+    }
+
+    /**
+     * A key manager that presents {@code pair}'s private key with its self-signed certificate for EC signatures: no
+     * key store in between (a PKCS#12 one would encrypt the key and decrypt it again, thousands of PBKDF2 rounds
+     * each, within the first TLS client's handshake time).
+     */
+    static X509ExtendedKeyManager keyManager(KeyPair pair) throws GeneralSecurityException {
+        X509Certificate[] chain = {certificate(pair, Instant.now())};
+        String alias = "cuwire";
+        return new X509ExtendedKeyManager() {
+            @Override
+            public String[] getClientAliases(String keyType, Principal[] issuers) {
+                return null;
+            }
+
+            @Override
+            public String chooseClientAlias(String[] keyType, Principal[] issuers, Socket socket) {
+                return null;
+            }
+
+            @Override
+            public String[] getServerAliases(String keyType, Principal[] issuers) {
+                return "EC".equals(keyType) ? new String[] {alias} : null;
+            }
+
+            @Override
+            public String chooseServerAlias(String keyType, Principal[] issuers, Socket socket) {
+                return "EC".equals(keyType) ? alias : null;
+            }
+
+            @Override
+            public String chooseEngineServerAlias(String keyType, Principal[] issuers, SSLEngine engine) {
+                return "EC".equals(keyType) ? alias : null;
+            }
+
+            @Override
+            public X509Certificate[] getCertificateChain(String name) {
+                return alias.equals(name) ? chain.clone() : null;
+            }
+
+            @Override
+            public PrivateKey getPrivateKey(String name) {
+                return alias.equals(name) ? pair.getPrivate() : null;
+            }
+        };
     }
 
     /** The self-signed certificate of {@code pair}, valid from an hour before {@code now} for a day. */

@@ -93,6 +93,9 @@ public final class SocketIo implements AutoCloseable {
         this.channel = channel;
         this.tls = tls;
         this.peer = peer;
+        if (tls != null) {
+            tls.streaming();
+        }
         channel.configureBlocking(false);
         readSelector = Selector.open();
         writeSelector = Selector.open();

@@ -19,6 +19,7 @@ import java.security.cert.X509Certificate;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.net.ssl.ExtendedSSLSession;
+import javax.net.ssl.KeyManager;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
@@ -39,12 +40,14 @@ import javax.net.ssl.X509TrustManager;
  * hellos carry: a relay that terminates TLS itself has a different exporter value on each side, so its proofs do not
  * verify. Without a secret TLS protects against a passive observer only.
  *
- * <p>Ciphertext comes and goes {@value #RECORDS_PER_IO} records per system call at most, through direct buffers of
- * this session's; plaintext is unwrapped straight into the reader's destination when it has room for a whole record,
- * and wrapped straight from the writer's buffers. One thread reads and one thread writes at a time (the engine allows
- * its {@code wrap} and {@code unwrap} to run at once); a post-handshake message that needs an answer (a key update)
- * is answered by the reader under the writer's lock. Closing the socket ends the session: no {@code close_notify} is
- * sent (a peer sees the stream end, as over plain TCP). The buffers are freed by the garbage collector.
+ * <p>Until the peer authenticated the session holds heap buffers of one record each (and the engine); then
+ * ({@link #streaming()}) ciphertext comes and goes {@value #RECORDS_PER_IO} records per system call at most, through
+ * direct buffers of this session's; plaintext is unwrapped straight into the reader's destination when it has room
+ * for a whole record, and wrapped straight from the writer's buffers. One thread reads and one thread writes at a
+ * time (the engine allows its {@code wrap} and {@code unwrap} to run at once); a post-handshake message that needs
+ * an answer (a key update) is answered by the reader under the writer's lock. Closing the socket ends the session:
+ * no {@code close_notify} is sent (a peer sees the stream end, as over plain TCP). The buffers are freed by the
+ * garbage collector.
  */
 final class TlsSession {
     /** The first byte of a TLS record of the handshake: what a TLS client sends first. */
@@ -79,12 +82,12 @@ final class TlsSession {
     private final String peer;
     private final int packetBytes;
     private final int appBytes;
-    /** Ciphertext read and not yet unwrapped; read mode. */
-    private final ByteBuffer netIn;
+    /** Ciphertext read and not yet unwrapped; read mode; one record's room until {@link #streaming()}. */
+    private ByteBuffer netIn;
     /** Plaintext unwrapped and not yet read; read mode. */
     private final ByteBuffer appIn;
-    /** Ciphertext wrapped and not yet written; read mode; guarded by {@link #wrapLock}. */
-    private final ByteBuffer netOut;
+    /** Ciphertext wrapped and not yet written; read mode; guarded by {@link #wrapLock}; as {@link #netIn}. */
+    private ByteBuffer netOut;
     private final ReentrantLock wrapLock = new ReentrantLock();
     /** The socket's stream, read while the socket blocks (the handshakes). */
     private final InputStream blockingIn;
@@ -97,9 +100,25 @@ final class TlsSession {
         this.peer = peer;
         this.packetBytes = engine.getSession().getPacketBufferSize();
         this.appBytes = engine.getSession().getApplicationBufferSize();
-        this.netIn = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).flip();
-        this.netOut = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).flip();
-        this.appIn = ByteBuffer.allocateDirect(appBytes).flip();
+        // Heap buffers of one record each while the peer is unauthenticated: no direct memory before that.
+        this.netIn = ByteBuffer.allocate(packetBytes).flip();
+        this.netOut = ByteBuffer.allocate(packetBytes).flip();
+        this.appIn = ByteBuffer.allocate(appBytes).flip();
+    }
+
+    /**
+     * The handshakes are done and the connection's messages begin: the ciphertext buffers become direct ones of
+     * {@value #RECORDS_PER_IO} records, keeping what they hold. Called once, by the connection's {@link SocketIo}
+     * before any other thread uses this session.
+     */
+    void streaming() {
+        netIn = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).put(netIn).flip();
+        wrapLock.lock();
+        try {
+            netOut = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).put(netOut).flip();
+        } finally {
+            wrapLock.unlock();
+        }
     }
 
     /**
@@ -111,18 +130,16 @@ final class TlsSession {
     static SSLContext serverContext(TransportConfig config) {
         try {
             KeyStore store = config.tlsKeyStore();
-            char[] password = config.tlsKeyPassword();
+            KeyManager[] keys;
             if (store == null) {
-                password = new char[24];
-                for (int i = 0; i < password.length; i++) {
-                    password[i] = (char) ('a' + RANDOM.nextInt(26));
-                }
-                store = SelfSignedCertificate.keyStore(password);
+                keys = new KeyManager[] {SelfSignedCertificate.keyManager(SelfSignedCertificate.keyPair())};
+            } else {
+                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                factory.init(store, config.tlsKeyPassword());
+                keys = factory.getKeyManagers();
             }
-            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            keys.init(store, password);
             SSLContext context = SSLContext.getInstance("TLSv1.3");
-            context.init(keys.getKeyManagers(), null, RANDOM);
+            context.init(keys, null, RANDOM);
             return context;
         } catch (GeneralSecurityException e) {
             throw new TransportException("cannot set up TLS for a listener: " + e.getMessage(), e);
@@ -300,22 +317,21 @@ final class TlsSession {
         };
     }
 
-    /** Reads more ciphertext from the blocking socket, waiting at most until {@code deadlineNanos}. */
+    /** Reads more ciphertext from the blocking socket (before streaming), waiting until {@code deadlineNanos}. */
     private void fill(long deadlineNanos, String what) throws IOException {
         long left = deadlineNanos - System.nanoTime();
         if (left <= 0) {
             throw new TransportTimeoutException(what + " with " + peer + " did not finish in time");
         }
         Socket socket = channel.socket();
-        netIn.compact();
+        netIn.compact();  // a heap buffer until streaming()
         try {
-            byte[] bytes = new byte[Math.min(netIn.remaining(), packetBytes)];
             socket.setSoTimeout(Math.clamp(TimeUnit.NANOSECONDS.toMillis(left), 1, Integer.MAX_VALUE));
-            int n = blockingIn.read(bytes);
+            int n = blockingIn.read(netIn.array(), netIn.arrayOffset() + netIn.position(), netIn.remaining());
             if (n < 0) {
                 throw new PeerClosedException("peer " + peer + " closed the connection during " + what);
             }
-            netIn.put(bytes, 0, n);
+            netIn.position(netIn.position() + n);
         } catch (SocketTimeoutException e) {
             throw new TransportTimeoutException(what + " with " + peer + " did not finish in time", e);
         } finally {

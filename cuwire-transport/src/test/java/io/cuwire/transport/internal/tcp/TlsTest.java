@@ -395,7 +395,11 @@ class TlsTest {
 
     @Test
     void shouldRefuseAKeyStoreWhoseKeyCannotBeReadAtTheListenersStart() throws Exception {
-        java.security.KeyStore store = SelfSignedCertificate.keyStore("right".toCharArray());
+        KeyPair pair = SelfSignedCertificate.keyPair();
+        java.security.KeyStore store = java.security.KeyStore.getInstance("PKCS12");
+        store.load(null, null);
+        java.security.cert.Certificate[] chain = {SelfSignedCertificate.certificate(pair, Instant.now())};
+        store.setKeyEntry("mine", pair.getPrivate(), "right".toCharArray(), chain);
         TransportConfig wrong = TransportConfig.builder().secret(TestMessages.SECRET)
                 .receiveInto(DeviceMap.of(host, device)).tls(TlsMode.ON).tlsKeyStore(store, "wrong".toCharArray())
                 .build();
