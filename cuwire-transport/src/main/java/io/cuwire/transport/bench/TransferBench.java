@@ -558,7 +558,9 @@ public final class TransferBench {
                     .register(Model.class, "bench.Model")
                     .allowJava(Model.class);
             // Every family the bench measures, java included: a connection carries only the families it agreed.
+            // A first TLS handshake between two fresh JVMs on a busy machine can take seconds: the bench waits.
             config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+                    .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
             target = new DecodeTarget(device, host, Limits.DEFAULT);
