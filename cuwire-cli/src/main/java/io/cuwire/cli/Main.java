@@ -42,9 +42,10 @@ public final class Main {
                 + " code says why it stopped ('worker --help' lists the codes)", WorkerCommand::run));
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy "
-                + "bandwidth; 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes "
-                + "1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two processes; "
-                + "'bench broadcast [--workers N] [--sizes 1MiB,1GiB] [--strategies each,chain,tree] [--chunk 4MiB] "
+                + "bandwidth; 'bench transfer [--transports inproc,tcp,tls,ucx,ipc] [--families cuda,host,java] "
+                + "[--sizes 1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]': a model between two "
+                + "processes (tls: TCP inside TLS); 'bench broadcast [--workers N] [--sizes 1MiB,1GiB] "
+                + "[--strategies each,chain,tree] [--chunk 4MiB] "
                 + "[--repeat N] [--warmup N] [--out DIR] [--java true|false]': a cluster broadcast from device 0 to "
                 + "N workers (devices 1..N) over ipc (cuda family), each in turn and pipelined, cold, warm and "
                 + "unchanged, against the raw peer copy, and with one worker over tcp with the java family; 'bench "

@@ -2,6 +2,7 @@ package io.cuwire.transport;
 
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
+import java.security.KeyStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -37,6 +38,12 @@ import java.util.Objects;
  *       handshake</td></tr>
  *   <tr><td>{@code stagingChunkBytes}, {@code stagingSlots}</td><td>4 MiB, 3</td><td>the pinned bounce ring
  *       through which a byte-stream transport stages device frames</td></tr>
+ *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>
+ *       <td>whether {@code tcp://} connections run inside TLS 1.3: by default toward and from every peer that is
+ *       not a loopback address ({@link TlsMode})</td></tr>
+ *   <tr><td>{@code tlsKeyStore}</td><td>none: an ephemeral EC P-256 key and self-signed certificate per
+ *       listener</td><td>the key and certificate a {@code tcp://} listener presents in TLS; peers do not check it
+ *       (the cluster secret's proof, bound to the TLS channel, authenticates)</td></tr>
  * </table>
  */
 public final class TransportConfig {
@@ -57,6 +64,9 @@ public final class TransportConfig {
     private final List<Family> families;
     private final int stagingChunkBytes;
     private final int stagingSlots;
+    private final TlsMode tls;
+    private final KeyStore tlsKeyStore;
+    private final char[] tlsKeyPassword;
 
     private TransportConfig(Builder b) {
         this.secret = b.secret == null ? null : b.secret.clone();
@@ -73,9 +83,16 @@ public final class TransportConfig {
         this.families = List.copyOf(b.families);
         this.stagingChunkBytes = b.stagingChunkBytes;
         this.stagingSlots = b.stagingSlots;
+        this.tls = b.tls;
+        this.tlsKeyStore = b.tlsKeyStore;
+        this.tlsKeyPassword = b.tlsKeyPassword;
     }
 
-    /** A builder with the defaults above. */
+    /**
+     * A builder with the defaults above.
+     *
+     * @throws IllegalArgumentException if the system property {@value TlsMode#PROPERTY} names no mode
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -97,6 +114,9 @@ public final class TransportConfig {
         b.families = families;
         b.stagingChunkBytes = stagingChunkBytes;
         b.stagingSlots = stagingSlots;
+        b.tls = tls;
+        b.tlsKeyStore = tlsKeyStore;
+        b.tlsKeyPassword = tlsKeyPassword;
         return b;
     }
 
@@ -171,6 +191,21 @@ public final class TransportConfig {
         return stagingSlots;
     }
 
+    /** Whether {@code tcp://} connections run inside TLS ({@link TlsMode}). */
+    public TlsMode tls() {
+        return tls;
+    }
+
+    /** The key store a {@code tcp://} listener takes its TLS key and certificate from, or {@code null}: ephemeral. */
+    public KeyStore tlsKeyStore() {
+        return tlsKeyStore;
+    }
+
+    /** The password of the key in {@link #tlsKeyStore()}, or {@code null} when there is none. */
+    public char[] tlsKeyPassword() {
+        return tlsKeyPassword == null ? null : tlsKeyPassword.clone();
+    }
+
     /** Builds a {@link TransportConfig}; not thread-safe. */
     public static final class Builder {
         private byte[] secret;
@@ -187,6 +222,9 @@ public final class TransportConfig {
         private List<Family> families = List.of(Family.CUDA, Family.HOST);
         private int stagingChunkBytes = 4 << 20;
         private int stagingSlots = 3;
+        private TlsMode tls = TlsMode.fromProperty();
+        private KeyStore tlsKeyStore;
+        private char[] tlsKeyPassword;
 
         private Builder() {
         }
@@ -274,6 +312,24 @@ public final class TransportConfig {
             }
             this.stagingChunkBytes = chunkBytes;
             this.stagingSlots = slots;
+            return this;
+        }
+
+        /** Whether {@code tcp://} connections run inside TLS 1.3 (see {@link TlsMode}). */
+        public Builder tls(TlsMode mode) {
+            this.tls = Objects.requireNonNull(mode, "tls");
+            return this;
+        }
+
+        /**
+         * The key and certificate a {@code tcp://} listener presents in TLS, from {@code store} (its one key entry,
+         * or the one the key manager picks for the handshake's signature schemes) with {@code password}, instead of
+         * an ephemeral key and self-signed certificate; {@code null} goes back to the ephemeral one. Clients do not
+         * check the certificate: the cluster secret's proof, bound to the TLS channel, authenticates peers.
+         */
+        public Builder tlsKeyStore(KeyStore store, char[] password) {
+            this.tlsKeyStore = store;
+            this.tlsKeyPassword = store == null || password == null ? null : password.clone();
             return this;
         }
 

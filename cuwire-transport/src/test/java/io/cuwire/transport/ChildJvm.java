@@ -31,11 +31,21 @@ final class ChildJvm implements TransportConformanceSuite.Peer {
 
     /** Starts {@code mainClass} with {@code args} and extra environment variables {@code env}. */
     static ChildJvm start(Class<?> mainClass, Map<String, String> env, String... args) throws IOException {
+        return start(mainClass, env, List.of(), args);
+    }
+
+    /**
+     * Starts {@code mainClass} with {@code args}, extra environment variables {@code env} and JVM options
+     * {@code jvmOptions} after the usual ones (so that they win over them).
+     */
+    static ChildJvm start(Class<?> mainClass, Map<String, String> env, List<String> jvmOptions, String... args)
+            throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-XX:+UseSerialGC");
+        cmd.addAll(jvmOptions);
         for (String key : System.getProperties().stringPropertyNames()) {
             if (key.startsWith("cuwire.")) {
                 cmd.add("-D" + key + "=" + System.getProperty(key));

@@ -77,4 +77,26 @@ class TransportConfigTest {
             }
         }
     }
+
+    @Test
+    void shouldDefaultToTlsUnlessLoopbackAndReadTheModeFromItsPropertyValues() {
+        TransportConfig c = TransportConfig.builder().receiveInto(nowhere).secret(TestMessages.SECRET).build();
+        assertEquals(System.getProperty(TlsMode.PROPERTY) == null ? TlsMode.AUTO : TlsMode.fromProperty(), c.tls());
+        assertNull(c.tlsKeyStore());
+        assertEquals(TlsMode.AUTO, TlsMode.parse(null));
+        assertEquals(TlsMode.ON, TlsMode.parse(" ON "));
+        assertEquals(TlsMode.OFF, TlsMode.parse("off"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TlsMode.parse("yes"));
+        assertEquals("cuwire.transport.tls=yes (expected: auto, on or off)", e.getMessage());
+        java.net.InetAddress loopback = java.net.InetAddress.getLoopbackAddress();
+        java.net.InetAddress other = java.net.InetAddress.ofLiteral("192.0.2.7");
+        assertEquals(false, TlsMode.AUTO.clientUsesTls(loopback));
+        assertEquals(true, TlsMode.AUTO.clientUsesTls(other));
+        assertEquals(true, TlsMode.ON.clientUsesTls(loopback));
+        assertEquals(false, TlsMode.OFF.clientUsesTls(other));
+        assertEquals(true, TlsMode.AUTO.acceptsPlaintext(true));
+        assertEquals(false, TlsMode.AUTO.acceptsPlaintext(false));
+        assertEquals(false, TlsMode.ON.acceptsPlaintext(true));
+        assertEquals(true, TlsMode.OFF.acceptsPlaintext(false));
+    }
 }

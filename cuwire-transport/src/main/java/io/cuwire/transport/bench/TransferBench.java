@@ -24,6 +24,7 @@ import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.ReceivedMessage;
+import io.cuwire.transport.TlsMode;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
@@ -66,8 +67,10 @@ import java.util.zip.CRC32;
  * its side copied between host and device; the sender compares the CRC with its own. The first transfer is the cold
  * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
  * ceiling of the path measured in the same run: a peer copy device 0 → 1 in one process (ipc), a plain socket
- * transfer between the two processes (tcp, ucx), a memory copy (inproc). For IPC a round trip of a 1 KiB device
- * frame is timed too. Lines start with {@code RESULT}; a CSV goes to {@code --out}.
+ * transfer between the two processes (tcp, tls, ucx), a memory copy (inproc). Transport {@code tls} is TCP inside
+ * TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in {@link TlsMode#AUTO}, takes TLS and
+ * plaintext from loopback alike), so that one run can set TLS's cost beside plain TCP's. For IPC, TCP and TLS a round
+ * trip of a 1 KiB device frame is timed too. Lines start with {@code RESULT}; a CSV goes to {@code --out}.
  *
  * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
  * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
@@ -103,7 +106,7 @@ public final class TransferBench {
     /**
      * What to run.
      *
-     * @param transports {@code inproc}, {@code tcp}, {@code ucx}, {@code ipc}
+     * @param transports {@code inproc}, {@code tcp}, {@code tls} (TCP inside TLS), {@code ucx}, {@code ipc}
      * @param families {@code cuda}, {@code host}, {@code java}
      * @param sizes bytes of the model's arrays per case
      * @param repeat timed transfers per case after the cold one
@@ -132,9 +135,9 @@ public final class TransferBench {
                     case "--transports" -> {
                         transports = List.of(v.split(","));
                         for (String t : transports) {
-                            if (!List.of("inproc", "tcp", "ucx", "ipc").contains(t)) {
+                            if (!List.of("inproc", "tcp", "tls", "ucx", "ipc").contains(t)) {
                                 throw new IllegalArgumentException("unknown transport '" + t
-                                        + "' (expected: inproc, tcp, ucx, ipc)");
+                                        + "' (expected: inproc, tcp, tls, ucx, ipc)");
                             }
                         }
                     }
@@ -280,7 +283,7 @@ public final class TransferBench {
                                 child = Child.start(receiverOrdinal, maxSize);
                             }
                             String address = switch (transport) {
-                                case "tcp" -> child.tcpAddress;
+                                case "tcp", "tls" -> child.tcpAddress;
                                 case "ipc" -> child.ipcAddress;
                                 default -> child.ucxAddress;
                             };
@@ -290,7 +293,8 @@ public final class TransferBench {
                                 continue;
                             }
                             try {
-                                c = Transports.forAddress(address).connect(address, side.config);
+                                c = Transports.forAddress(address).connect(address, transport.equals("tls")
+                                        ? side.config.toBuilder().tls(TlsMode.ON).build() : side.config);
                             } catch (TransportException e) {
                                 out.println("SKIP transport=" + transport + " reason=\"" + e.getMessage() + "\"");
                                 continue;
@@ -323,12 +327,12 @@ public final class TransferBench {
                                         size / (rawMs * 1e6), r.checked() ? "ok" : "MISMATCH");
                             }
                         }
-                        if (transport.equals("ipc")) {
+                        if (List.of("ipc", "tcp", "tls").contains(transport)) {
                             double rttUs = roundTrip(conn, side);
-                            String line = String.format(Locale.ROOT, "RESULT transport=ipc family=cuda size=1024 "
-                                    + "rtt_us=%.1f", rttUs);
+                            String line = String.format(Locale.ROOT, "RESULT transport=%s family=cuda size=1024 "
+                                    + "rtt_us=%.1f", transport, rttUs);
                             out.println(line);
-                            extra.add("ipc,cuda,1024,rtt_us," + String.format(Locale.ROOT, "%.1f", rttUs));
+                            extra.add(transport + ",cuda,1024,rtt_us," + String.format(Locale.ROOT, "%.1f", rttUs));
                         }
                         conn.send(control("bye", List.of())).join();
                     } finally {
@@ -427,7 +431,7 @@ public final class TransferBench {
             int receiverOrdinal, int repeat) throws IOException {
         double[] ms = new double[repeat];
         switch (transport) {
-            case "tcp", "ucx" -> {
+            case "tcp", "tls", "ucx" -> {
                 for (int i = 0; i <= repeat; i++) {
                     double t = child.rawTransfer(side.rawSource, size);
                     if (i > 0) {
@@ -554,7 +558,9 @@ public final class TransferBench {
                     .register(Model.class, "bench.Model")
                     .allowJava(Model.class);
             // Every family the bench measures, java included: a connection carries only the families it agreed.
+            // A first TLS handshake between two fresh JVMs on a busy machine can take seconds: the bench waits.
             config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+                    .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
             target = new DecodeTarget(device, host, Limits.DEFAULT);

@@ -32,10 +32,15 @@ import javax.crypto.spec.SecretKeySpec;
  * <ol>
  *   <li>client hello: protocol magic and version, role {@code client}, a fresh random 32-byte challenge, and
  *       {@code server}: the server's endpoint as the client reached it ({@code 127.0.0.1:4000}, {@code [::1]:4000},
- *       {@code inproc://name});</li>
+ *       {@code inproc://name}); over TLS ({@code tcp://} with {@link io.cuwire.transport.TlsMode}) also
+ *       {@code tls}: the TLS session's exporter value (RFC 8446, label {@code EXPORTER-cuwire-handshake}, 32 bytes),
+ *       binding the handshake to the TLS channel it runs in;</li>
  *   <li>server hello: magic, version, role {@code server}, its own fresh challenge; sent only if the client's hello
  *       is of this protocol and names this connection's own endpoint, so a relay that passes a client's hello on to
- *       another listener is refused;</li>
+ *       another listener is refused; over TLS with its own {@code tls} value. Each side refuses a hello whose
+ *       {@code tls} value is not its own channel's (or that has one where its connection is plaintext): a relay that
+ *       terminates TLS has a different channel on each side, and since the value is in the transcript, rewriting it
+ *       breaks the proofs;</li>
  *   <li>client proof: {@code HMAC-SHA256(secret, "cuwire-proof-v2" 0 "client" 0 SHA-256(transcript))}, the
  *       transcript being the two hellos as they crossed ({@code [length: int32][bytes]} each): both challenges, both
  *       roles, the server's endpoint;</li>
@@ -132,6 +137,15 @@ public final class Handshake {
      */
     public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local,
             String server, Runnable onAuthenticated) {
+        return run(channel, config, client, local, server, onAuthenticated, null);
+    }
+
+    /**
+     * As {@link #run(RecordChannel, TransportConfig, boolean, Capabilities, String, Runnable)}, over a channel bound
+     * to {@code binding} (the TLS exporter value of the channel, {@code null} when it is plaintext).
+     */
+    public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local,
+            String server, Runnable onAuthenticated, byte[] binding) {
         long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
         MessageRecorder.prepare();  // while this waits for the peer, not in the first message
         Transcript transcript = new Transcript();
@@ -140,15 +154,15 @@ public final class Handshake {
         RANDOM.nextBytes(mine);
         try {
             if (client) {
-                x.write(hello("client", mine, server));
-                checkHello(x.read(MAX_HELLO, "hello"), "server", null);
+                x.write(hello("client", mine, server, binding));
+                checkHello(x.read(MAX_HELLO, "hello"), "server", null, binding);
                 x.write(proofRecord(config.secret(), "client", transcript.hash()));
                 byte[] expected = transcript.hash();
                 checkProof(x.read(MAX_PROOF, "proof"), config, "server", expected);
                 onAuthenticated.run();
             } else {
-                checkHello(x.read(MAX_HELLO, "hello"), "client", server);
-                x.write(hello("server", mine, null));
+                checkHello(x.read(MAX_HELLO, "hello"), "client", server, binding);
+                x.write(hello("server", mine, null, binding));
                 byte[] expected = transcript.hash();
                 checkProof(x.read(MAX_PROOF, "proof"), config, "client", expected);
                 onAuthenticated.run();
@@ -232,7 +246,7 @@ public final class Handshake {
         }
     }
 
-    private static byte[] hello(String role, byte[] challenge, String server) {
+    private static byte[] hello(String role, byte[] challenge, String server, byte[] binding) {
         Map<String, Object> hello = new LinkedHashMap<>();
         hello.put("magic", MAGIC);
         hello.put("pv", (long) PROTOCOL_VERSION);
@@ -241,11 +255,17 @@ public final class Handshake {
         if (server != null) {
             hello.put("server", server);
         }
+        if (binding != null) {
+            hello.put("tls", binding);
+        }
         return new MsgpackWriter(128).value(hello).toByteArray();
     }
 
-    /** Checks a hello of the peer, who should be in {@code role}; on the server, that it names {@code server}. */
-    private static void checkHello(Map<?, ?> hello, String role, String server) {
+    /**
+     * Checks a hello of the peer, who should be in {@code role}: on the server, that it names {@code server}; that it
+     * is bound to this side's TLS channel {@code binding} (none when {@code null}).
+     */
+    private static void checkHello(Map<?, ?> hello, String role, String server, byte[] binding) {
         if (!MAGIC.equals(hello.get("magic"))) {
             throw new ProtocolException("the peer is not a cuwire transport (its first record has no "
                     + MAGIC + " magic)");
@@ -268,6 +288,15 @@ public final class Handshake {
                 throw new AuthenticationException("the client connected to " + named + ", but this connection "
                         + "arrived at " + server + " (a relay between them, or address translation)");
             }
+        }
+        Object bound = hello.get("tls");
+        if (binding == null && bound != null) {
+            throw new AuthenticationException("the peer's hello is bound to a TLS channel, but this connection is "
+                    + "plaintext (a relay that terminates TLS between them)");
+        }
+        if (binding != null && !(bound instanceof byte[] b && MessageDigest.isEqual(b, binding))) {
+            throw new AuthenticationException("the peer's hello is not bound to this connection's TLS channel (a relay"
+                    + " that terminates TLS between them)");
         }
     }
 
@@ -310,8 +339,11 @@ public final class Handshake {
         return agreed;
     }
 
-    /** Tells the peer why it is refused, best effort (it may be gone). */
-    private static void refuse(RecordChannel channel, TransportException e) {
+    /**
+     * Tells the peer why it is refused, best effort (it may be gone), with a refusal record in place of this side's
+     * next record; the reason is {@code e}'s simple class name and message, cut at 150 characters.
+     */
+    public static void refuse(RecordChannel channel, TransportException e) {
         String reason = e.getClass().getSimpleName() + ": " + e.getMessage();
         if (reason.length() > MAX_REASON_CHARS) {
             reason = reason.substring(0, MAX_REASON_CHARS) + "...";

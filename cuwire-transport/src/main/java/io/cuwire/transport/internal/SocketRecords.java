@@ -29,10 +29,20 @@ public final class SocketRecords implements RecordChannel {
      * @throws TransportException if the socket's streams cannot be had (it is closed)
      */
     public SocketRecords(Socket socket, String peer) {
+        this(socket, peer, null);
+    }
+
+    /**
+     * As {@link #SocketRecords(Socket, String)}, reading through {@code in} (the socket's stream, with bytes the
+     * caller peeked at pushed back) unless it is {@code null}.
+     *
+     * @throws TransportException if the socket's streams cannot be had (it is closed)
+     */
+    public SocketRecords(Socket socket, String peer, InputStream in) {
         this.socket = socket;
         this.peer = peer;
         try {
-            this.in = socket.getInputStream();
+            this.in = in != null ? in : socket.getInputStream();
             this.out = socket.getOutputStream();
         } catch (IOException e) {
             throw new PeerClosedException("cannot use the socket of " + peer + ": " + e.getMessage(), e);

@@ -26,13 +26,13 @@ class TransferBenchTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-            code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,tcp,ucx,ipc",
+            code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,tcp,tls,ucx,ipc",
                     "--sizes", "1KiB,1MiB", "--repeat", "3", "--warmup", "2", "--out", dir.toString()), out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, output);
         boolean ucxSkipped = output.contains("SKIP transport=ucx");
-        int transports = ucxSkipped ? 3 : 4;
+        int transports = ucxSkipped ? 4 : 5;
         Pattern result = Pattern.compile("RESULT transport=(\\w+) family=(\\w+) size=(\\d+) median_ms=\\S+ gbps=\\S+ "
                 + "d2h_bytes=(\\d+) h2d_bytes=(\\d+) vs_raw=\\S+ cold_ms=\\S+ raw_gbps=\\S+ checked=ok");
         Matcher m = result.matcher(output);
@@ -43,20 +43,22 @@ class TransferBenchTest {
                 assertEquals("0", m.group(4), "IPC moves cuda-family frames device to device: " + m.group());
                 assertEquals("0", m.group(5), m.group());
             }
-            if (m.group(1).equals("tcp") && m.group(2).equals("cuda")) {
+            if (m.group(1).matches("tcp|tls") && m.group(2).equals("cuda")) {
                 assertTrue(Long.parseLong(m.group(4)) >= Long.parseLong(m.group(3)), "TCP stages: " + m.group());
             }
         }
         assertEquals(transports * 3 * 2, cases, output);
-        assertTrue(Pattern.compile("RESULT transport=ipc family=cuda size=1024 rtt_us=\\d").matcher(output).find(),
-                output);
+        for (String t : List.of("ipc", "tcp", "tls")) {
+            assertTrue(Pattern.compile("RESULT transport=" + t + " family=cuda size=1024 rtt_us=\\d").matcher(output)
+                    .find(), output);
+        }
         List<Path> csvs;
         try (Stream<Path> files = Files.list(dir)) {
             csvs = files.filter(p -> p.toString().endsWith(".csv")).toList();
         }
         assertEquals(1, csvs.size());
-        assertEquals(1 + transports * 3 * 2 + 1, Files.readAllLines(csvs.getFirst()).size(),
-                "a header, the cases, the round trip");
+        assertEquals(1 + transports * 3 * 2 + 3, Files.readAllLines(csvs.getFirst()).size(),
+                "a header, the cases, the round trips (ipc, tcp, tls)");
     }
 
     @Test

@@ -5,6 +5,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -22,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import javax.net.ssl.SSLException;
 
 /**
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
@@ -35,8 +37,12 @@ import java.util.function.BooleanSupplier;
  * at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
  * and wakes both.
  *
+ * <p>With a {@link TlsSession} every byte read or written goes through it (its engine's records in and out of the
+ * socket, everything above unchanged); without one, the socket's own reads and writes, as before.
+ *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
- * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}.
+ * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}; a TLS record that does not
+ * verify is {@link ProtocolException}.
  */
 public final class SocketIo implements AutoCloseable {
     public static final long NO_DEADLINE = Long.MAX_VALUE;
@@ -56,6 +62,8 @@ public final class SocketIo implements AutoCloseable {
     static final int WRITE_SLOTS = 4;
 
     private final SocketChannel channel;
+    /** The TLS session every byte goes through, or {@code null}: plain TCP. */
+    private final TlsSession tls;
     private final String peer;
     private final Selector readSelector;
     private final Selector writeSelector;
@@ -77,8 +85,17 @@ public final class SocketIo implements AutoCloseable {
      * selector each way, so made only once the peer has authenticated.
      */
     public SocketIo(SocketChannel channel, String peer) throws IOException {
+        this(channel, peer, null);
+    }
+
+    /** As {@link #SocketIo(SocketChannel, String)}, every byte through {@code tls} if it is not {@code null}. */
+    SocketIo(SocketChannel channel, String peer, TlsSession tls) throws IOException {
         this.channel = channel;
+        this.tls = tls;
         this.peer = peer;
+        if (tls != null) {
+            tls.streaming();
+        }
         channel.configureBlocking(false);
         readSelector = Selector.open();
         writeSelector = Selector.open();
@@ -240,14 +257,21 @@ public final class SocketIo implements AutoCloseable {
             while (first < buffers.length && !buffers[first].hasRemaining()) {
                 first++;
             }
-            if (first == buffers.length) {
+            if (first == buffers.length && (tls == null || !tls.pending())) {
                 return true;
             }
             long n;
             try {
-                // One buffer left: the plain write, not the gathering one (less work per call in the JDK and kernel).
-                n = first == buffers.length - 1 ? channel.write(buffers[first])
-                        : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+                if (tls != null) {
+                    n = tls.write(buffers, first, Math.min(buffers.length - first, 1024));
+                } else {
+                    // One buffer left: the plain write, not the gathering one (less work per call in the JDK and
+                    // kernel).
+                    n = first == buffers.length - 1 ? channel.write(buffers[first])
+                            : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
+                }
+            } catch (SSLException e) {
+                throw tlsFailure(e);
             } catch (IOException e) {
                 throw failure("writing to", e);
             }
@@ -485,10 +509,24 @@ public final class SocketIo implements AutoCloseable {
 
     private int readOnce(ByteBuffer target) {
         try {
-            return channel.read(target);
+            if (tls == null) {
+                return channel.read(target);
+            }
+            checkOpen();  // after closeAfterPeer the socket is open a while, but not for this connection's reads
+            return tls.read(target);
+        } catch (SSLException e) {
+            throw tlsFailure(e);
         } catch (IOException e) {
             throw failure("reading from", e);
         }
+    }
+
+    /** A TLS record that is not valid (tampered with, or not TLS at all): the peer broke the protocol. */
+    private TransportException tlsFailure(SSLException e) {
+        if (closed) {
+            return new ConnectionClosedException("connection to " + peer + " is closed", e);
+        }
+        return new ProtocolException("TLS with " + peer + " failed: " + e.getMessage(), e);
     }
 
     /**
@@ -548,6 +586,52 @@ public final class SocketIo implements AutoCloseable {
 
     public boolean isClosed() {
         return closed;
+    }
+
+    /**
+     * Closes as {@link #close()} does for this side's reads and writes (both wake, and fail from now on), but first
+     * ends this side's stream and keeps the socket open on a thread of its own until the peer closed or
+     * {@link Frames#REFUSAL_LINGER_NANOS} passed, dropping what the peer still sends. Over TLS a peer may send at any
+     * time (a key update at its key's limit): closing with those bytes unread would reset the connection, and a reset
+     * makes the peer's system drop what it received of this side's last messages and not read yet. Harmless twice,
+     * and after {@link #close()}.
+     */
+    public void closeAfterPeer() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Selector s : new Selector[] {readSelector, writeSelector}) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        long deadline = System.nanoTime() + Frames.REFUSAL_LINGER_NANOS;
+        try {
+            if (tls != null) {
+                tls.flushQuietly();
+            }
+            channel.shutdownOutput();
+        } catch (IOException | RuntimeException e) {
+            close();
+            return;
+        }
+        Thread.ofVirtual().name("cuwire-closing-" + peer).start(() -> {
+            ByteBuffer dropped = ByteBuffer.allocate(4096);
+            try {
+                while (channel.read(dropped.clear()) >= 0 && System.nanoTime() - deadline < 0) {
+                    if (dropped.position() == 0) {
+                        Thread.sleep(2);
+                    }
+                }
+            } catch (IOException | InterruptedException e) {
+                // the peer reset the connection, or it was closed: nothing more to wait for
+            } finally {
+                close();
+            }
+        });
     }
 
     /** Closes the socket and wakes both directions. Harmless twice. */

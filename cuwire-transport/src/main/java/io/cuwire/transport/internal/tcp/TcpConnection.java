@@ -70,6 +70,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
  * through a staging ring (host to device overlapped with the socket).
+ *
+ * <h2>TLS</h2>
+ * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
+ * byte written or read above, staged device frames included, goes through the session's engine ({@link SocketIo}).
  */
 final class TcpConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
@@ -232,19 +236,23 @@ final class TcpConnection implements Connection, UncheckedSend {
     private final Map<Device, StagingRing> receiveRings = new HashMap<>();
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
+    private final boolean overTls;
 
     /**
      * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
-     * {@code handshake}; closes the socket if it cannot be used.
+     * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
+     * used.
      */
-    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client) {
+    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
+            TlsSession tls) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
+        this.overTls = tls != null;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
-            this.io = new SocketIo(channel, peer);
+            this.io = new SocketIo(channel, peer, tls);
         } catch (IOException e) {
             closeQuietly(channel);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
@@ -484,8 +492,17 @@ final class TcpConnection implements Connection, UncheckedSend {
 
     @Override
     public void close() {
-        shutdown(new ConnectionClosedException(name + " closed"));
-        io.close();  // a refusal's wait for the peer ends now too
+        if (overTls) {
+            // The peer may have sent TLS records of its own (key updates) that nobody reads: closing the socket now
+            // could reset the connection under this side's last messages (SocketIo.closeAfterPeer).
+            if (state.close(new ConnectionClosedException(name + " closed"))) {
+                io.closeAfterPeer();
+                sends.close();
+            }
+        } else {
+            shutdown(new ConnectionClosedException(name + " closed"));
+            io.close();  // a refusal's wait for the peer ends now too
+        }
         sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }

@@ -4,15 +4,22 @@ import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Listener;
+import io.cuwire.transport.PeerClosedException;
+import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.TlsMode;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.RecordChannel;
 import io.cuwire.transport.internal.RefusalLog;
+import io.cuwire.transport.internal.SocketRecords;
 import java.io.IOException;
+import java.io.PushbackInputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -28,6 +35,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
+import javax.net.ssl.SSLContext;
 
 /**
  * A listening TCP socket. Transports that carry their control messages over TCP (CUDA IPC) or bootstrap over it
@@ -44,6 +53,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * else the listener closes it. {@link #accept} hands out the connections whose handshake succeeded, in the order they
  * succeeded; every refused peer is logged once ({@link RefusalLog}).
  *
+ * <p>A {@code tcp://} listener tells TLS from plaintext by the first byte a client sends (a TLS handshake record,
+ * {@code 0x16}, or the first byte of cuwire's hello, {@code 0x00}) and holds it to {@link TransportConfig#tls()}:
+ * plaintext only from a loopback peer in {@link TlsMode#AUTO}, from none in {@link TlsMode#ON}, TLS from none in
+ * {@link TlsMode#OFF}. A client refused for plaintext gets a refusal record saying what to set. Its TLS key is
+ * made at the first TLS client ({@link TlsSession#serverContext}), or at the start when the configuration gives a key
+ * store. Listeners of other transports (IPC, UCX) have no
+ * TLS layer.
+ *
  * <p>Close policy: {@link #close} stops accepting, closes the connections still in their handshake and those
  * authenticated but not yet accepted, and makes a waiting {@code accept} throw {@link ConnectionClosedException};
  * connections already accepted live on. Thread-safe.
@@ -59,6 +76,14 @@ public final class TcpListener implements Listener {
         Connection open(SocketChannel channel, Handshake.Result handshake, TransportConfig config);
     }
 
+    /** Makes the connection of a socket whose peer authenticated, through {@code tls} unless {@code null}. */
+    @FunctionalInterface
+    private interface Opener {
+        Connection open(SocketChannel channel, Handshake.Result handshake, TransportConfig config, TlsSession tls);
+    }
+
+    /** Bytes a client's hello may have (read before a plaintext client is refused). */
+    private static final int MAX_HELLO = 1024;
     /** Connections the kernel queues for the accepting thread; it takes them as fast as they come. */
     private static final int BACKLOG = 1024;
     /** How long the accepting thread pauses after accepting failed (no file descriptor left, say). */
@@ -87,7 +112,12 @@ public final class TcpListener implements Listener {
     private final Selector selector;
     private final TransportConfig config;
     private final Capabilities local;
-    private final Accepted accepted;
+    private final Opener accepted;
+    /** Whether this listener speaks TLS (a {@code tcp://} one), and whether a peer address counts as loopback. */
+    private final boolean tlsLayer;
+    private final Predicate<InetAddress> loopback;
+    private final Object tlsContextLock = new Object();
+    private SSLContext tlsContext;  // guarded by tlsContextLock; made at the first TLS client, or with a key store
     private final String address;
     private final RefusalLog refusals;
     private final long handshakeNanos;
@@ -100,8 +130,14 @@ public final class TcpListener implements Listener {
     private boolean closed;
 
     TcpListener(InetSocketAddress bind, TransportConfig config) {
+        this(bind, config, InetAddress::isLoopbackAddress);
+    }
+
+    /** A {@code tcp://} listener that takes a peer for loopback when {@code loopback} says so (tests). */
+    TcpListener(InetSocketAddress bind, TransportConfig config, Predicate<InetAddress> loopback) {
         this(Transports.TCP, bind, config, Capabilities.local(config.families()),
-                (channel, handshake, c) -> new TcpConnection(channel, c, handshake, false));
+                (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls), true,
+                loopback);
     }
 
     /**
@@ -110,9 +146,20 @@ public final class TcpListener implements Listener {
      */
     public TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
             Accepted accepted) {
+        this(scheme, bind, config, local, (channel, handshake, c, tls) -> accepted.open(channel, handshake, c), false,
+                InetAddress::isLoopbackAddress);
+    }
+
+    private TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
+            Opener accepted, boolean tlsLayer, Predicate<InetAddress> loopback) {
         this.config = config;
         this.local = local;
         this.accepted = accepted;
+        this.tlsLayer = tlsLayer;
+        this.loopback = loopback;
+        if (tlsLayer && config.tls() != TlsMode.OFF && config.tlsKeyStore() != null) {
+            tlsContext();  // a key store that cannot be used fails here, not at the first client
+        }
         this.handshakeNanos = config.handshakeTimeout().toNanos();
         ServerSocketChannel channel = null;
         Selector accepting = null;
@@ -322,8 +369,12 @@ public final class TcpListener implements Listener {
     private void handshake(Pending p) {
         Connection c = null;
         try {
-            Handshake.Result result = Handshake.server(p.channel.socket(), config, local, () -> authenticated(p));
-            c = accepted.open(p.channel, result, config);
+            if (tlsLayer) {
+                c = tcpHandshake(p);
+            } else {
+                Handshake.Result result = Handshake.server(p.channel.socket(), config, local, () -> authenticated(p));
+                c = accepted.open(p.channel, result, config, null);
+            }
         } catch (RuntimeException e) {
             refused(p, e);
         } finally {
@@ -345,6 +396,70 @@ public final class TcpListener implements Listener {
             lock.unlock();
         }
         c.close();
+    }
+
+    /**
+     * The server side of a {@code tcp://} connection's handshake: TLS or not, as the client's first byte says and
+     * {@link TransportConfig#tls()} allows, then cuwire's handshake (inside TLS, bound to its channel).
+     */
+    private Connection tcpHandshake(Pending p) {
+        PushbackInputStream in;
+        int first;
+        try {
+            in = new PushbackInputStream(p.channel.socket().getInputStream(), 1);
+            long left = p.deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new TransportTimeoutException("the handshake with " + p.peer + " did not finish in time");
+            }
+            p.channel.socket().setSoTimeout(Math.clamp(TimeUnit.NANOSECONDS.toMillis(left), 1, Integer.MAX_VALUE));
+            first = in.read();
+            if (first < 0) {
+                throw new PeerClosedException("peer " + p.peer + " closed the connection before "
+                        + "its handshake");
+            }
+            in.unread(first);
+        } catch (SocketTimeoutException e) {
+            throw new TransportTimeoutException("the handshake with " + p.peer + " did not finish in time", e);
+        } catch (IOException e) {
+            throw new PeerClosedException("reading the handshake from " + p.peer + " failed: "
+                    + e.getMessage(), e);
+        }
+        TlsMode mode = config.tls();
+        TlsSession tls = null;
+        RecordChannel records;
+        if (first == TlsSession.HANDSHAKE_RECORD) {
+            if (mode == TlsMode.OFF) {
+                throw new ProtocolException("peer " + p.peer + " began TLS, but this listener's TLS is off ("
+                        + "TransportConfig.tls or -D" + TlsMode.PROPERTY + ")");
+            }
+            tls = TlsSession.server(p.channel, p.peer, tlsContext(), in, p.deadline);
+            records = tls.records();
+        } else {
+            records = new SocketRecords(p.channel.socket(), p.peer, in);
+            if (!mode.acceptsPlaintext(loopback.test(p.source))) {
+                records.readRecord(MAX_HELLO, p.deadline);  // the client's hello: refused in place of the answer
+                ProtocolException e = new ProtocolException(mode == TlsMode.ON
+                        ? "TLS required (listener tls ON): set the client's TransportConfig.tls(ON) or -D"
+                                + TlsMode.PROPERTY + "=on"
+                        : "TLS required from non-loopback peers (listener tls AUTO): set the client's "
+                                + "TransportConfig.tls(ON) or -D" + TlsMode.PROPERTY + "=on");
+                Handshake.refuse(records, e);
+                throw e;
+            }
+        }
+        Handshake.Result result = Handshake.run(records, config, false, local,
+                Handshake.endpoint(p.channel.socket().getLocalSocketAddress()), () -> authenticated(p),
+                tls == null ? null : tls.binding());
+        return accepted.open(p.channel, result, config, tls);
+    }
+
+    private SSLContext tlsContext() {
+        synchronized (tlsContextLock) {
+            if (tlsContext == null) {
+                tlsContext = TlsSession.serverContext(config);
+            }
+            return tlsContext;
+        }
     }
 
     /** Logs why the handshake of {@code p} failed, unless the listener closed it (and said why, if it had to). */

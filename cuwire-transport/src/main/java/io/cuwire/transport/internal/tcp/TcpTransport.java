@@ -35,8 +35,21 @@ public final class TcpTransport implements Transport {
     @Override
     public Connection connect(String address, TransportConfig config) {
         SocketChannel channel = open(Transports.TCP, address, config);
-        Handshake.Result handshake = handshake(channel, config, Capabilities.local(config.families()));
-        return new TcpConnection(channel, config, handshake, true);
+        InetSocketAddress remote = (InetSocketAddress) channel.socket().getRemoteSocketAddress();
+        Capabilities local = Capabilities.local(config.families());
+        if (!config.tls().clientUsesTls(remote.getAddress())) {
+            return new TcpConnection(channel, config, handshake(channel, config, local), true, null);
+        }
+        try {
+            String peer = String.valueOf(remote);
+            TlsSession tls = TlsSession.client(channel, peer, System.nanoTime() + config.handshakeTimeout().toNanos());
+            Handshake.Result handshake = Handshake.run(tls.records(), config, true, local, Handshake.endpoint(remote),
+                    () -> { }, tls.binding());
+            return new TcpConnection(channel, config, handshake, true, tls);
+        } catch (RuntimeException e) {
+            closeQuietly(channel);
+            throw e;
+        }
     }
 
     /**
