@@ -13,8 +13,11 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.SessionKeys;
 import io.cuwire.transport.internal.UncheckedSend;
 import java.io.PrintStream;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -364,11 +367,19 @@ public final class ConformancePeer {
                         Integer.parseInt(hostPort.substring(colon + 1)))) {
             java.io.DataOutputStream out = new java.io.DataOutputStream(socket.getOutputStream());
             java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
-            io.cuwire.transport.internal.Handshake.client(socket, config, Capabilities.local(config.families()));
+            Handshake.Result handshake = Handshake.client(socket, config, Capabilities.local(config.families()));
             byte[] header = TestMessages.message("doomed", List.<Buffer>of(frame)).header();
-            out.writeByte(1);
-            out.writeInt(header.length);
+            ByteBuffer prefix = ByteBuffer.allocate(5).put(0, (byte) 1).putInt(1, header.length);
+            out.write(prefix.array());
+            // with session keys (a secret on both sides), each part is followed by its tag
+            SessionKeys.Direction seal = handshake.keys() == null ? null : handshake.keys().sending(address);
+            if (seal != null) {
+                out.write(seal.seal(prefix));
+            }
             out.write(header);
+            if (seal != null) {
+                out.write(seal.seal(ByteBuffer.wrap(header)));
+            }
             out.flush();
             Runtime.getRuntime().halt(77);
         }

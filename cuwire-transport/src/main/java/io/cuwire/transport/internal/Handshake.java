@@ -57,6 +57,10 @@ import javax.crypto.spec.SecretKeySpec;
  * another listener; and a client that connected to an impostor has handed over a proof usable nowhere else. Proofs
  * are compared with {@link MessageDigest#isEqual} (constant time). A proof is empty when its side has no secret.
  *
+ * <p>When both sides proved the secret, the handshake ends with the connection's {@linkplain SessionKeys session
+ * keys}, derived from the secret and the transcript (both capabilities records included), with which the IPC and
+ * UCX transports authenticate what they send after it; with no secret on either side there are none.
+ *
  * <p>Each record is bounded (hello 1 KiB, proof 256 bytes, capabilities 64 KiB) and refused beyond before it is
  * allocated. A side that refuses its peer sends, best effort, a refusal record in place of its next record
  * ({@code {"magic", "pv", "refused": "auth" | "protocol", "reason"}}: a client of another version reads the
@@ -85,8 +89,10 @@ public final class Handshake {
      *
      * @param peer the peer's capabilities
      * @param families the connection's family chain
+     * @param keys the connection's session keys, when both sides proved the secret; else {@code null} (no secret on
+     *     this side, or a peer without one let in by {@link TransportConfig#allowUnauthenticated()})
      */
-    public record Result(Capabilities peer, List<Family> families) {
+    public record Result(Capabilities peer, List<Family> families, SessionKeys keys) {
     }
 
     /**
@@ -153,29 +159,40 @@ public final class Handshake {
         byte[] mine = new byte[CHALLENGE_BYTES];
         RANDOM.nextBytes(mine);
         try {
+            boolean proved;
             if (client) {
                 x.write(hello("client", mine, server, binding));
                 checkHello(x.read(MAX_HELLO, "hello"), "server", null, binding);
                 x.write(proofRecord(config.secret(), "client", transcript.hash()));
                 byte[] expected = transcript.hash();
-                checkProof(x.read(MAX_PROOF, "proof"), config, "server", expected);
+                proved = checkProof(x.read(MAX_PROOF, "proof"), config, "server", expected);
                 onAuthenticated.run();
             } else {
                 checkHello(x.read(MAX_HELLO, "hello"), "client", server, binding);
                 x.write(hello("server", mine, null, binding));
                 byte[] expected = transcript.hash();
-                checkProof(x.read(MAX_PROOF, "proof"), config, "client", expected);
+                proved = checkProof(x.read(MAX_PROOF, "proof"), config, "client", expected);
                 onAuthenticated.run();
                 x.write(proofRecord(config.secret(), "server", transcript.hash()));
             }
-            channel.writeRecord(encode(local));
+            byte[] proofs = transcript.hash();
+            byte[] capabilities = encode(local);
+            channel.writeRecord(capabilities);
             Capabilities peer = decode(x.read(MAX_CAPABILITIES, "capabilities"));
             if (peer.formatVersion() != Serialized.FORMAT_VERSION) {
                 throw new ProtocolException("peer writes header format version " + peer.formatVersion()
                         + ", this side reads " + Serialized.FORMAT_VERSION);
             }
+            SessionKeys keys = null;
+            if (proved) {
+                Transcript session = new Transcript();
+                session.add(proofs);
+                session.add(sha256(client ? capabilities : x.last));
+                session.add(sha256(client ? x.last : capabilities));
+                keys = SessionKeys.derive(config.secret(), session.hash(), client);
+            }
             return new Result(peer, agree(client ? config.families() : peer.families(),
-                    client ? peer.families() : config.families()));
+                    client ? peer.families() : config.families()), keys);
         } catch (AuthenticationException | ProtocolException e) {
             if (!x.peerRefused) {
                 refuse(channel, e);
@@ -212,12 +229,20 @@ public final class Handshake {
         }
     }
 
+    private static byte[] sha256(byte[] bytes) {
+        Transcript t = new Transcript();
+        t.digest.update(bytes);
+        return t.hash();
+    }
+
     /** Reads and writes records, adding them to the transcript; a record that is a refusal throws its type. */
     private static final class Exchange {
         final RecordChannel channel;
         final long deadline;
         final Transcript transcript;
         boolean peerRefused;
+        /** The last record read. */
+        byte[] last;
 
         Exchange(RecordChannel channel, long deadline, Transcript transcript) {
             this.channel = channel;
@@ -242,6 +267,7 @@ public final class Handshake {
                 throw new ProtocolException(reason);
             }
             transcript.add(record);
+            last = record;
             return map;
         }
     }
@@ -305,8 +331,12 @@ public final class Handshake {
         return new MsgpackWriter(64).value(Map.of("proof", proof)).toByteArray();
     }
 
-    /** Checks the peer's proof record, the peer being in {@code role}, against the transcript before it. */
-    private static void checkProof(Map<?, ?> record, TransportConfig config, String role, byte[] transcriptHash) {
+    /**
+     * Checks the peer's proof record, the peer being in {@code role}, against the transcript before it.
+     *
+     * @return whether the peer proved this side's secret (rather than being let in without a proof)
+     */
+    private static boolean checkProof(Map<?, ?> record, TransportConfig config, String role, byte[] transcriptHash) {
         if (!(record.get("proof") instanceof byte[] proof)) {
             throw new ProtocolException("peer's proof record has no proof");
         }
@@ -315,14 +345,17 @@ public final class Handshake {
             if (!config.allowUnauthenticated()) {
                 throw new AuthenticationException("peer proved no cluster secret, and this side requires one");
             }
+            return false;
         } else if (secret != null) {
             if (!MessageDigest.isEqual(proof, mac(secret, role, transcriptHash))) {
                 throw new AuthenticationException("peer's proof of the cluster secret is wrong (or made for "
                         + "another connection)");
             }
+            return true;
         } else if (!config.allowUnauthenticated()) {
             throw new AuthenticationException("this side has no secret to check the peer's proof with");
         }
+        return false;
     }
 
     private static List<Family> agree(List<Family> clientChain, List<Family> serverChain) {

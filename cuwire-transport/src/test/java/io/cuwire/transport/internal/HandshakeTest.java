@@ -3,6 +3,7 @@ package io.cuwire.transport.internal;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,12 +13,14 @@ import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.FrameAllocator;
+import io.cuwire.transport.MessageAuthenticationException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportTimeoutException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -145,6 +148,58 @@ class HandshakeTest {
         List<Map<?, ?>> fromClient = toServer.seenMaps();
         assertEquals(SERVER, fromClient.get(0).get("server"), "the client's hello names the server it reached");
         assertEquals(2L, fromClient.get(0).get("pv"));
+    }
+
+    /** Runs both sides of one handshake over fresh pipes; the client's config first. */
+    private static Handshake.Result[] connect(TransportConfig clientConfig, TransportConfig serverConfig)
+            throws Exception {
+        Pipe toServer = new Pipe();
+        Pipe toClient = new Pipe();
+        var client = side(end(toServer, toClient), clientConfig, true, SERVER, () -> { }, toServer);
+        var server = side(end(toClient, toServer), serverConfig, false, SERVER, () -> { }, toClient);
+        return new Handshake.Result[] {client.get(20, TimeUnit.SECONDS), server.get(20, TimeUnit.SECONDS)};
+    }
+
+    @Test
+    void shouldDeriveSessionKeysPerDirectionAndConnectionWhenBothSidesProvedTheSecret() throws Exception {
+        Handshake.Result[] one = connect(config(SECRET), config(SECRET));
+        Handshake.Result[] two = connect(config(SECRET), config(SECRET));
+        ByteBuffer header = ByteBuffer.wrap("a header".getBytes());
+        // what the client seals the server opens, in order; the server's own key is another
+        SessionKeys.Direction clientSends = one[0].keys().sending("server");
+        SessionKeys.Direction serverReceives = one[1].keys().receiving("client");
+        byte[] first = clientSends.seal(header);
+        byte[] second = clientSends.seal(header);
+        serverReceives.open(first, "record 0", header);
+        serverReceives.open(second, "record 1", header);
+        assertThrows(MessageAuthenticationException.class, () -> serverReceives.open(first, "a replay", header),
+                "record 2 is not record 0 again");
+        assertThrows(MessageAuthenticationException.class,
+                () -> one[0].keys().receiving("server").open(one[1].keys().receiving("x").seal(header), "reflected",
+                        header), "the server's key is not the client's");
+        assertThrows(MessageAuthenticationException.class,
+                () -> two[1].keys().receiving("client").open(one[0].keys().sending("server").seal(header),
+                        "spliced", header), "another connection's keys differ");
+        ByteBuffer changed = ByteBuffer.wrap("a headeR".getBytes());
+        SessionKeys.Direction again = one[1].keys().receiving("client");
+        assertThrows(MessageAuthenticationException.class,
+                () -> again.open(one[0].keys().sending("server").seal(header), "changed", changed));
+        assertEquals(0, header.position(), "sealing reads its parts without moving them");
+    }
+
+    @Test
+    void shouldDeriveNoSessionKeysUnlessBothSidesProvedTheSecret() throws Exception {
+        TransportConfig open = TransportConfig.builder().allowUnauthenticated(true).receiveInto(NOWHERE).build();
+        TransportConfig secretButOpen = config(SECRET).toBuilder().allowUnauthenticated(true).build();
+        Handshake.Result[] neither = connect(open, open);
+        assertNull(neither[0].keys());
+        assertNull(neither[1].keys());
+        Handshake.Result[] clientOnly = connect(secretButOpen, open);
+        assertNull(clientOnly[0].keys(), "the server proved nothing");
+        assertNull(clientOnly[1].keys(), "the server has no secret");
+        Handshake.Result[] serverOnly = connect(open, secretButOpen);
+        assertNull(serverOnly[0].keys());
+        assertNull(serverOnly[1].keys());
     }
 
     /**

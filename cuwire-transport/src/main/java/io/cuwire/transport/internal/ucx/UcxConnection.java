@@ -31,6 +31,7 @@ import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
+import io.cuwire.transport.internal.SessionKeys;
 import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -64,10 +65,13 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * Message {@code n} is a run of tag-matched UCX messages, tag {@code n << 28 | part}:
  * <pre>
  *   part 0:  [type: 1 byte = 1][device chunk: int32][host part: int32][header length: int32][header]
- *            [small host frames]
+ *            [tag, with session keys][small host frames]
  *   part 1…: the other frames in order, each cut into parts: host frames in parts of the host part, device frames
  *            in parts of the device chunk (the sender's staging chunk)
  * </pre>
+ * With session keys ({@link SessionKeys}: a secret on both sides), the tag covers part 0 up to the end of the
+ * header, numbered {@code n}; the receiver checks it before it reads anything else of part 0, and the peer's
+ * {@code bye} or {@code refused} is tagged too ({@link Bootstrap}). The frames' bytes are not covered.
  * The host part is 64 MiB, or {@link HeapStaging#CHUNK_BYTES} in a message with a large host frame that is not
  * native memory (a heap array's): such a frame has no address to hand UCX, so the sender copies it part by part
  * into a ring of staging slots and sends each part from its slot.
@@ -136,6 +140,10 @@ final class UcxConnection implements Connection, UncheckedSend {
     private final long ioTimeoutNanos;
     private final ConnectionState connection;
     private final Handshake.Result handshake;
+    /** Tags part 0 of each message sent, on the sender thread; {@code null} without session keys. */
+    private final SessionKeys.Direction seal;
+    /** Checks part 0 of each message received, under the receive lock; {@code null} without session keys. */
+    private final SessionKeys.Direction open;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     private final Thread sender;
     private final Thread watcher;
@@ -170,6 +178,9 @@ final class UcxConnection implements Connection, UncheckedSend {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.connection = new ConnectionState(name, bootstrap.peer(), config.maxBytesInFlight());
+        this.seal = handshake.keys() == null ? null : handshake.keys().sending(bootstrap.peer());
+        this.open = handshake.keys() == null ? null : handshake.keys().receiving(bootstrap.peer());
+        bootstrap.authenticate(handshake.keys());
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
@@ -317,11 +328,17 @@ final class UcxConnection implements Connection, UncheckedSend {
             out.seq = nextSendSeq++;
             out.record(Transports.UCX);
             byte[] header = out.message.header();
+            int tagBytes = seal == null ? 0 : SessionKeys.TAG_BYTES;
             ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
-                    + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
+                    + inlineBytes + tagBytes)).order(ByteOrder.BIG_ENDIAN);
             preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(hostPart).putInt(header.length).put(header);
             MemorySegment pre = MemorySegment.ofBuffer(preamble.clear());
             long at = PREAMBLE_BYTES + header.length;
+            if (seal != null) {
+                // the tag of the preamble and header, as message out.seq of this direction, right after them
+                preamble.put((int) at, seal.seal(out.seq, preamble.duplicate().position(0).limit((int) at)));
+                at += tagBytes;
+            }
             for (int i = 0; i < frames.size(); i++) {
                 if (inline.get(i)) {
                     HostBuffer h = (HostBuffer) frames.get(i);
@@ -575,8 +592,9 @@ final class UcxConnection implements Connection, UncheckedSend {
         List<Buffer> frames = new ArrayList<>();
         try {
             long length = first.getRecvLength();
-            long max = PREAMBLE_BYTES + config.limits().maxHeaderBytes() + COALESCE_TOTAL_BYTES;
-            if (length < PREAMBLE_BYTES || length > max) {
+            int tagBytes = open == null ? 0 : SessionKeys.TAG_BYTES;
+            long max = PREAMBLE_BYTES + config.limits().maxHeaderBytes() + COALESCE_TOTAL_BYTES + tagBytes;
+            if (length < PREAMBLE_BYTES + tagBytes || length > max) {
                 throw new ProtocolException("peer " + bootstrap.peer() + " sent a first part of " + length
                         + " bytes", new LimitExceededException("first part of " + length + " bytes exceeds the "
                         + "limit of " + max + " (header limit plus 1 MiB of small frames)"));
@@ -584,6 +602,17 @@ final class UcxConnection implements Connection, UncheckedSend {
             ByteBuffer preamble = ByteBuffer.allocateDirect((int) length);
             MemorySegment pre = MemorySegment.ofBuffer(preamble);
             await(agent.receive(first, pre.address(), length, UcxAgent.HOST));
+            if (open != null) {
+                // the header length bounds what the tag covers, and is covered itself
+                int covered = PREAMBLE_BYTES + preamble.getInt(9);
+                if (covered < PREAMBLE_BYTES || covered > length - tagBytes) {
+                    throw new ProtocolException("peer declared a header of " + preamble.getInt(9) + " bytes in a "
+                            + "first part of " + length);
+                }
+                byte[] tag = new byte[SessionKeys.TAG_BYTES];
+                preamble.get(covered, tag);
+                open.open(received, tag, "message header", preamble.duplicate().position(0).limit(covered));
+            }
             if (preamble.get(0) != TYPE_MESSAGE) {
                 throw new ProtocolException("peer " + bootstrap.peer() + " sent a message of type "
                         + (preamble.get(0) & 0xff) + ": not the cuwire protocol");
@@ -599,7 +628,7 @@ final class UcxConnection implements Connection, UncheckedSend {
                 throw new ProtocolException("peer announced a host part of " + hostPart + " bytes (expected: "
                         + MIN_HOST_PART_BYTES + ".." + HOST_PART_BYTES + ")");
             }
-            if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES) {
+            if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES - tagBytes) {
                 throw new ProtocolException("peer declared a header of " + headerLength + " bytes in a first part "
                         + "of " + length);
             }
@@ -622,14 +651,14 @@ final class UcxConnection implements Connection, UncheckedSend {
                     parts += partsOf(kinds.get(i), lengths.get(i), chunk, hostPart);
                 }
             }
-            if (length != PREAMBLE_BYTES + headerLength + inlineBytes || parts > MAX_PARTS) {
+            if (length != PREAMBLE_BYTES + headerLength + tagBytes + inlineBytes || parts > MAX_PARTS) {
                 throw new ProtocolException("peer's first part of " + length + " bytes does not match its header ("
                         + headerLength + " header bytes, " + inlineBytes + " bytes of small frames, " + parts
                         + " parts)");
             }
             Frames.allocate(header, config, bootstrap.peer(), false, frames);
             long seq = received;
-            long at = PREAMBLE_BYTES + headerLength;
+            long at = PREAMBLE_BYTES + headerLength + tagBytes;
             long part = 1;
             List<CompletableFuture<Void>> hostParts = new ArrayList<>();
             List<Runnable> deviceFrames = new ArrayList<>();
@@ -734,6 +763,10 @@ final class UcxConnection implements Connection, UncheckedSend {
     private void watch() {
         Bootstrap.Goodbye bye = bootstrap.awaitGoodbye();
         if (connection.isClosed()) {
+            return;
+        }
+        if (bye.forged() != null) {
+            shutdown(bye.forged());
             return;
         }
         if (bye.refusal() != null) {
