@@ -31,7 +31,15 @@ final class HandshakeFuzzer {
     /** A client proof record that authenticated an earlier connection: replayed by later cases. */
     private final AtomicReference<byte[]> replayable = new AtomicReference<>();
 
-    HandshakeFuzzer(byte[] secret) {
+    /**
+     * Whether the transport tags each record after the handshake with the session keys (IPC with a secret): the
+     * broken message records then carry a tag, the right one (so the worker's checks behind it are reached) or a wrong
+     * one (so its tag check is), never none, which a receiver would wait for until the message's deadline.
+     */
+    private final boolean tagged;
+
+    HandshakeFuzzer(byte[] secret, boolean tagged) {
+        this.tagged = tagged;
         this.secret = secret.clone();
         this.otherSecret = secret.clone();
         this.otherSecret[0] ^= 1;
@@ -313,9 +321,12 @@ final class HandshakeFuzzer {
         return what;
     }
 
-    private static String badFraming(SplittableRandom random, WireAttacker a) throws IOException {
+    private String badFraming(SplittableRandom random, WireAttacker a) throws IOException {
         a.drain();
         int op = random.nextInt(5);
+        if (tagged) {
+            return badTaggedFraming(random, a, op);
+        }
         ByteArrayOutputStream b = new ByteArrayOutputStream();
         DataOutputStream d = new DataOutputStream(b);
         String what;
@@ -357,5 +368,68 @@ final class HandshakeFuzzer {
         }
         a.writeRaw(b.toByteArray());
         return what;
+    }
+
+    /** As {@link #badFraming}, each record followed by its tag: the right one, or (one case in three) a wrong one. */
+    private String badTaggedFraming(SplittableRandom random, WireAttacker a, int op) throws IOException {
+        boolean wrong = random.nextInt(3) == 0;
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        String what;
+        switch (op) {
+            case 0 -> {
+                // 0, 7, 255: no such record (refused at its type); 2: a consumed record nobody asked for, tag wrong
+                int type = List.of(0, 7, 255, 2, 2).get(random.nextInt(5));
+                b.write(type);
+                b.writeBytes(type == 2 ? random16(random) : new byte[4]);
+                return writeTagged(a, b, "record type " + type);
+            }
+            case 1 -> {
+                int length = List.of(-1, (16 << 20) + 1, Integer.MAX_VALUE, Integer.MIN_VALUE).get(random.nextInt(4));
+                what = "header length " + length;
+                tagged(a, b, prefix(length), 0, wrong, random);
+            }
+            case 2 -> {
+                what = "empty header";
+                tagged(a, b, prefix(0), 0, wrong, random);
+                tagged(a, b, new byte[0], 1, false, random);  // the (empty) header's own tag
+            }
+            case 3 -> {
+                tagged(a, b, prefix(100), 0, wrong, random);
+                b.writeBytes(new byte[10]);
+                a.writeRaw(b.toByteArray());
+                a.close();
+                return "tagged header cut short" + (wrong ? ", prefix tag wrong" : "");
+            }
+            case 4 -> {
+                byte[] junk = new byte[random.nextInt(1, 200)];
+                random.nextBytes(junk);
+                what = "random header";
+                tagged(a, b, prefix(junk.length), 0, wrong, random);
+                tagged(a, b, junk, 1, false, random);
+            }
+            default -> throw new AssertionError(op);
+        }
+        return writeTagged(a, b, what + (wrong ? ", tag wrong" : ""));
+    }
+
+    private static String writeTagged(WireAttacker a, ByteArrayOutputStream b, String what) throws IOException {
+        a.writeRaw(b.toByteArray());
+        return "tagged " + what;
+    }
+
+    private static byte[] prefix(int headerLength) {
+        return java.nio.ByteBuffer.allocate(5).put((byte) WireAttacker.MESSAGE).putInt(headerLength).array();
+    }
+
+    private void tagged(WireAttacker a, ByteArrayOutputStream b, byte[] covered, long seq, boolean wrong,
+            SplittableRandom random) {
+        b.writeBytes(covered);
+        b.writeBytes(wrong ? random16(random) : a.sessionTag(secret, seq, covered));
+    }
+
+    private static byte[] random16(SplittableRandom random) {
+        byte[] t = new byte[16];
+        random.nextBytes(t);
+        return t;
     }
 }

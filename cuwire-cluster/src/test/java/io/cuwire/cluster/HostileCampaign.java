@@ -148,7 +148,7 @@ final class HostileCampaign implements AutoCloseable {
         this.random = new SplittableRandom(seed);
         random.nextBytes(filler);
         this.headerFuzzer = new HeaderFuzzer(random.split());
-        this.handshakeFuzzer = new HandshakeFuzzer(SECRET);
+        this.handshakeFuzzer = new HandshakeFuzzer(SECRET, ipc);
         // The worker and this JVM share the emulated device's directory (a reference over IPC names a file there).
         this.emulatedDir = Path.of(System.getProperty("cuwire.emulated.dir", Files.isDirectory(Path.of("/dev/shm"))
                 ? "/dev/shm" : System.getProperty("java.io.tmpdir")));

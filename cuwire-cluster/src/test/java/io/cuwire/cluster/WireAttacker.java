@@ -22,6 +22,7 @@ import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +53,8 @@ final class WireAttacker implements AutoCloseable {
     /** The worker's endpoint as this side reached it, as the client hello names it. */
     final String server;
     private final MessageDigest transcript;
+    /** Every handshake record written or read, in order (the session keys are derived from them). */
+    private final List<byte[]> records = new ArrayList<>();
     private final CompletableFuture<Void> closedByPeer = new CompletableFuture<>();
     private boolean draining;
 
@@ -138,8 +141,50 @@ final class WireAttacker implements AutoCloseable {
     }
 
     private void addToTranscript(byte[] record) {
+        records.add(record.clone());
         transcript.update(ByteBuffer.allocate(4).putInt(record.length).array());
         transcript.update(record);
+    }
+
+    /**
+     * The tag this side (the client) puts on its record number {@code seq} after a complete handshake of which it
+     * proved {@code secret}, over {@code covered}, as docs/wire-format.md section 9 (Session keys) defines it:
+     * {@code HMAC-SHA256(K_client, covered || seq)} cut to 16 bytes, with {@code K_client = HMAC-SHA256(secret,
+     * "cuwire-session-v1" 0 "client" 0 S)}, {@code S} the hash of the hellos' and proofs' transcript and of both
+     * capabilities records. Over IPC a receiver checks such tags before it uses what they cover.
+     */
+    byte[] sessionTag(byte[] secret, long seq, byte[] covered) {
+        if (records.size() < 6) {
+            throw new IllegalStateException("no complete handshake: " + records.size() + " records");
+        }
+        try {
+            MessageDigest t = MessageDigest.getInstance("SHA-256");
+            for (byte[] r : records.subList(0, 4)) {
+                lengthPrefixed(t, r);
+            }
+            MessageDigest session = MessageDigest.getInstance("SHA-256");
+            lengthPrefixed(session, t.digest());
+            lengthPrefixed(session, MessageDigest.getInstance("SHA-256").digest(records.get(4)));
+            lengthPrefixed(session, MessageDigest.getInstance("SHA-256").digest(records.get(5)));
+            Mac derive = Mac.getInstance("HmacSHA256");
+            derive.init(new SecretKeySpec(secret, "HmacSHA256"));
+            derive.update("cuwire-session-v1".getBytes(StandardCharsets.US_ASCII));
+            derive.update((byte) 0);
+            derive.update("client".getBytes(StandardCharsets.US_ASCII));
+            derive.update((byte) 0);
+            byte[] key = derive.doFinal(session.digest());
+            Mac tag = Mac.getInstance("HmacSHA256");
+            tag.init(new SecretKeySpec(key, "HmacSHA256"));
+            tag.update(covered);
+            return Arrays.copyOf(tag.doFinal(ByteBuffer.allocate(8).putLong(seq).array()), 16);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void lengthPrefixed(MessageDigest d, byte[] bytes) {
+        d.update(ByteBuffer.allocate(4).putInt(bytes.length).array());
+        d.update(bytes);
     }
 
     /** SHA-256 of the records so far, each with its length prefix. */
