@@ -47,7 +47,7 @@ class ReadmeSparkExampleTest {
         model.write().overwrite().save(path);          // the fitted state as a cuwire header plus frames
         PipelineModel loaded = PipelineModel.load(path);
         Row first = loaded.transform(train).select("x0", "x1", "prediction").first();  // each executor fetches once
-        ((CuwireModel) model.stages()[1]).close();     // releases the model and the executors' copies
+        ((CuwireModel) model.stages()[1]).close();     // optional: released anyway once nothing holds it
         ((CuwireModel) loaded.stages()[1]).close();
         // README end
         assertEquals(2 * first.getDouble(0) - first.getDouble(1) + 3, first.getDouble(2), 1e-6);

@@ -10,7 +10,6 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.spark.CuwireSpark;
-import io.cuwire.spark.ModelBroadcast;
 import io.cuwire.spark.ModelRef;
 import io.cuwire.spark.internal.FrameStreams;
 import io.cuwire.spark.internal.Node;
@@ -49,10 +48,19 @@ import org.apache.spark.sql.types.StructType;
  * A fitted cuwire estimator as a Spark ML model. The fitted state lives in the driver's device memory;
  * {@link #transform} broadcasts it once as a handle ({@link CuwireSpark#broadcast}) and runs it in the executors,
  * each executor JVM fetching the frames once: a predicting model appends a double column {@code predictionCol}, a
- * transforming one (PCA) a column {@code outputCol} of ml vectors. {@link #close()} releases the broadcast
- * (evicting the executors' copies) and the fitted state. Saved with Spark ML persistence: the params as Spark's
- * JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long offsets:
- * models over 2 GiB work).
+ * transforming one (PCA) a column {@code outputCol} of ml vectors. Saved with Spark ML persistence: the params as
+ * Spark's JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long
+ * offsets: models over 2 GiB work).
+ *
+ * <h2>Lifetime</h2>
+ * The fitted state is shared, with a count of its holders: this model, each of its {@link #copy copies}, and the
+ * plan of each {@code DataFrame} that {@link #transform} returned (and of those derived from it) hold it. It is
+ * released — the broadcast closed, which evicts the executors' copies, and the driver's device memory freed — once
+ * none of them holds it any more: a holder lets go when it is {@link #close() closed}, or when it becomes
+ * unreachable and the garbage collector has noticed. So a lazy {@code DataFrame} works for as long as it exists,
+ * whatever happened to the model it came from; closing one copy never breaks another; and a model nobody closes
+ * (as Spark's {@code CrossValidator}, {@code Pipeline} and the rest never do) is released after a GC. Closing the
+ * model and its copies releases the memory at once when no DataFrame they made is still around.
  */
 public final class CuwireModel extends Model<CuwireModel> implements MLWritable, AutoCloseable {
     private static final int BATCH_ROWS = 8192;
@@ -107,16 +115,20 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
     private final Param<String> featuresCol;
     private final Param<String> predictionCol;
     private final Param<String> outputCol;
-    private final Estimator fitted;
+    private final FittedState.Hold hold;
     private final Output output;
-    private ModelBroadcast<Estimator> broadcast;
 
-    /** A model of the fitted cuwire estimator {@code fitted}, which it owns from now on. */
-    @SuppressWarnings("this-escape") // Spark params name their parent at construction
+    /** A model of the fitted cuwire estimator {@code fitted}, which it owns from now on (shared with its copies). */
     public CuwireModel(String uid, Estimator fitted) {
+        this(uid, new FittedState(fitted));
+    }
+
+    /** A model holding {@code state}. */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction; the hold names its holder
+    private CuwireModel(String uid, FittedState state) {
         this.uid = uid;
-        this.fitted = fitted;
-        this.output = Output.of(fitted);
+        this.hold = state.hold(this);
+        this.output = Output.of(state.estimator());
         this.featuresCol = new Param<>(this, "featuresCol", "features column: ml vectors or arrays of numbers");
         this.predictionCol = new Param<>(this, "predictionCol", "prediction column, of a predicting model");
         this.outputCol = new Param<>(this, "outputCol", "column of ml vectors, of a transforming model (PCA)");
@@ -174,26 +186,52 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return output == Output.PREDICTION ? predictionCol : outputCol;
     }
 
-    /** The fitted cuwire estimator, in the driver's memory (owned by this model: do not close it). */
+    /**
+     * The fitted cuwire estimator, in the driver's memory, shared with this model's copies (do not close it).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
     public Estimator estimator() {
-        return fitted;
+        return state().estimator();
     }
 
-    /** The handle tasks use, broadcasting the model on first call. */
-    public synchronized ModelRef<Estimator> ref() {
-        if (broadcast == null || broadcast.isReleased()) {
-            broadcast = CuwireSpark.broadcast(fitted);
+    /**
+     * The handle tasks use, broadcasting the fitted estimator on first call (one broadcast for this model and its
+     * copies).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    public ModelRef<Estimator> ref() {
+        return state().ref();
+    }
+
+    /** Whether {@link #close()} ran on this model (its copies and the DataFrames it made are not affected). */
+    public boolean isClosed() {
+        return hold.isClosed();
+    }
+
+    /** The shared state, if this model is open. */
+    FittedState state() {
+        if (hold.isClosed()) {
+            throw new IllegalStateException(getClass().getSimpleName() + " " + uid + " was closed (its copies and "
+                    + "the DataFrames it made keep working)");
         }
-        return broadcast.ref();
+        return hold.state();
     }
 
+    /**
+     * The rows of {@code dataset} with this model's column appended, computed lazily in the executors; the result's
+     * plan holds the fitted state until the result is gone (see the class comment).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
     @Override
     public Dataset<Row> transform(Dataset<?> dataset) {
         StructType out = transformSchema(dataset.schema());
-        ModelRef<Estimator> ref = ref();
+        FittedState.PlanHandle plan = new FittedState.PlanHandle(state());
         Output o = output;
         int features = dataset.schema().fieldIndex(getFeaturesCol());
-        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> apply(ref, o, features, it));
+        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> apply(plan.ref(), o, features, it));
         return dataset.sparkSession().createDataFrame(rows, out);
     }
 
@@ -282,19 +320,25 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return withOutput(schema, getFeaturesCol(), output, getOrDefault(appendedCol()));
     }
 
+    /**
+     * A copy sharing this model's fitted state, with {@code extra}'s params.
+     *
+     * @throws IllegalStateException if this model was closed
+     */
     @Override
     public CuwireModel copy(ParamMap extra) {
-        CuwireModel copy = copyValues(new CuwireModel(uid, fitted), extra);
+        CuwireModel copy = copyValues(new CuwireModel(uid, state()), extra);
         return copy.setParent(parent());
     }
 
-    /** Releases the broadcast (evicting the executors' copies) and the fitted state. Closing twice is harmless. */
+    /**
+     * Lets go of the fitted state: released now (the broadcast closed, evicting the executors' copies, and the
+     * driver's memory freed) if no copy and no DataFrame holds it any more, else when the last of them lets go.
+     * This model cannot be used afterwards; closing twice is harmless.
+     */
     @Override
-    public synchronized void close() {
-        if (broadcast != null) {
-            broadcast.close();
-        }
-        fitted.close();
+    public void close() {
+        hold.close();
     }
 
     // ---------------------------------------------------------------- persistence
@@ -331,11 +375,11 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
             try {
                 FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
                 try (FSDataOutputStream out = fs.create(file, true);
-                        Serialized s = node.registry().serialize(model.fitted, Family.CUDA, Family.HOST)) {
+                        Serialized s = node.registry().serialize(model.estimator(), Family.CUDA, Family.HOST)) {
                     FrameStreams.write(s, out, node.hostMemory());
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("saving " + model.fitted + " to " + file, e);
+                throw new UncheckedIOException("saving " + model.estimator() + " to " + file, e);
             }
         }
     }
