@@ -14,45 +14,58 @@ import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.spark.internal.Node;
 import io.cuwire.spark.internal.SparkPartitions;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsWritable;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * A Spark ML estimator over a cuwire estimator of type {@code E}: {@link #fit} computes the estimator's partial
  * statistics in the executors (each partition's rows as arrays on the executor's device) and merges them on the
- * driver ({@link PartialFits}), giving a {@link CuwireModel} whose fitted state lives in the driver's device memory.
- * Estimators without labels (k-means, PCA) ignore {@code labelCol}; PCA's model appends its own output column
- * rather than {@code predictionCol}.
+ * driver ({@link PartialFits}), giving a model of type {@code M} whose fitted state lives in the driver's device
+ * memory (see {@link CuwireModel} for its lifetime). The stage's params that the model also has (the columns, and
+ * options such as PCA's {@code center}) are copied to it.
  * Spark {@code Param}s named like the cuwire estimator's parameters are passed on to it; their defaults are the
  * cuwire estimator's. Persisted with Spark ML's default params writer.
  *
  * @param <E> the cuwire estimator
+ * @param <S> the concrete stage
+ * @param <M> the model it fits
  */
-public abstract class CuwireEstimator<E extends Estimator> extends org.apache.spark.ml.Estimator<CuwireModel>
-        implements DefaultParamsWritable {
+public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstimator<E, S, M>,
+        M extends CuwireModel<M>> extends org.apache.spark.ml.Estimator<M> implements DefaultParamsWritable {
     private final String uid;
     private final Param<String> featuresCol;
-    private final Param<String> labelCol;
-    private final Param<String> predictionCol;
 
     /** An estimator with the given Spark uid. */
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
-    protected CuwireEstimator(String uid) {
+    CuwireEstimator(String uid) {
         this.uid = uid;
         this.featuresCol = new Param<>(this, "featuresCol", "features column: ml vectors or arrays of numbers");
-        this.labelCol = new Param<>(this, "labelCol", "label column: targets, or class indices 0..k-1");
-        this.predictionCol = new Param<>(this, "predictionCol", "prediction column made by the model");
         setDefault(featuresCol, "features");
-        setDefault(labelCol, "label");
-        setDefault(predictionCol, "prediction");
     }
 
     /** A new, unfitted cuwire estimator of this stage's type. */
     protected abstract E newEstimator();
+
+    /** The model of this stage holding {@code state}, with default params. */
+    abstract M newModel(String uid, FittedState state);
+
+    /** The columns the models append, as far as the stage knows them before fitting. */
+    abstract List<StructField> outputFields();
+
+    /** The label column, or {@code null} for an estimator without labels. */
+    String labelColumn() {
+        return null;
+    }
+
+    /** What the fitted model gets besides its state and params (a training summary); nothing by default. */
+    void fitted(M model, Dataset<?> dataset) {
+    }
 
     /**
      * Sets the defaults of this stage's Spark params that the cuwire estimator also has to the cuwire estimator's
@@ -68,54 +81,35 @@ public abstract class CuwireEstimator<E extends Estimator> extends org.apache.sp
         }
     }
 
+    /** This stage, as its concrete type. */
+    @SuppressWarnings("unchecked")
+    final S self() {
+        return (S) this;
+    }
+
     @Override
-    public String uid() {
+    public final String uid() {
         return uid;
     }
 
-    public Param<String> featuresCol() {
+    /** The features column: ml vectors or arrays of numbers. */
+    public final Param<String> featuresCol() {
         return featuresCol;
     }
 
-    public Param<String> labelCol() {
-        return labelCol;
-    }
-
-    public Param<String> predictionCol() {
-        return predictionCol;
-    }
-
-    public String getFeaturesCol() {
+    public final String getFeaturesCol() {
         return getOrDefault(featuresCol);
     }
 
-    public String getLabelCol() {
-        return getOrDefault(labelCol);
-    }
-
-    public String getPredictionCol() {
-        return getOrDefault(predictionCol);
-    }
-
-    public CuwireEstimator<E> setFeaturesCol(String value) {
+    public final S setFeaturesCol(String value) {
         set(featuresCol, value);
-        return this;
-    }
-
-    public CuwireEstimator<E> setLabelCol(String value) {
-        set(labelCol, value);
-        return this;
-    }
-
-    public CuwireEstimator<E> setPredictionCol(String value) {
-        set(predictionCol, value);
-        return this;
+        return self();
     }
 
     /** Sets the Spark param named {@code name} (one of the cuwire estimator's parameters); returns this. */
-    public CuwireEstimator<E> setParam(String name, Object value) {
+    public final S setParam(String name, Object value) {
         set(getParam(name), value);
-        return this;
+        return self();
     }
 
     /** The cuwire estimator with this stage's parameters. */
@@ -132,14 +126,13 @@ public abstract class CuwireEstimator<E extends Estimator> extends org.apache.sp
     }
 
     @Override
-    public CuwireModel fit(Dataset<?> dataset) {
+    public M fit(Dataset<?> dataset) {
         transformSchema(dataset.schema());
         E e = estimator();
         e.allocator(Node.current().deviceMemory());
-        boolean labelled = !(e instanceof KMeans || e instanceof PCA);
+        String label = labelColumn();
         Estimator fitted;
-        try (SparkPartitions p = new SparkPartitions(dataset, getFeaturesCol(), labelled ? getLabelCol() : null,
-                e instanceof Classifier)) {
+        try (SparkPartitions p = new SparkPartitions(dataset, getFeaturesCol(), label, e instanceof Classifier)) {
             fitted = switch (e) {
                 case LinearModel m -> PartialFits.fit(p, m);
                 case KMeans m -> PartialFits.fit(p, m);
@@ -156,25 +149,27 @@ public abstract class CuwireEstimator<E extends Estimator> extends org.apache.sp
             e.close();
             throw ex;
         }
-        CuwireModel model = new CuwireModel(uid, fitted);
-        model.set(model.featuresCol(), getFeaturesCol());
-        model.set(model.appendedCol(), appendedCol());
+        M model = newModel(uid, new FittedState(fitted));
+        copyValues(model, ParamMap.empty());
         model.setParent(this);
+        fitted(model, dataset);
         return model;
     }
 
-    /** The column the fitted model appends: {@link #predictionCol}, or a transforming stage's output column. */
-    protected String appendedCol() {
-        return getPredictionCol();
-    }
+    /** The column the fitted model appends: {@code predictionCol}, or a transforming stage's output column. */
+    abstract String appendedCol();
 
     @Override
     public StructType transformSchema(StructType schema) {
-        return CuwireModel.withOutput(schema, getFeaturesCol(), CuwireModel.Output.of(newEstimator()), appendedCol());
+        String label = labelColumn();
+        if (label != null) {
+            Schemas.checkNumeric(schema, label);
+        }
+        return Schemas.appended(schema, getFeaturesCol(), outputFields());
     }
 
     @Override
-    public CuwireEstimator<E> copy(ParamMap extra) {
+    public S copy(ParamMap extra) {
         return defaultCopy(extra);
     }
 }

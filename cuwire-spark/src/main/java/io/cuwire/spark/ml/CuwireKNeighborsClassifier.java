@@ -11,7 +11,9 @@ import org.apache.spark.ml.util.MLReader;
  * Spark ML. {@code fit} brings every partition's rows and labels to the driver's device memory (the model is the
  * training set: it must fit there, and in each executor that predicts with it).
  */
-public final class CuwireKNeighborsClassifier extends CuwireEstimator<KNeighborsClassifier> {
+public final class CuwireKNeighborsClassifier
+        extends CuwireClassifier<KNeighborsClassifier, CuwireKNeighborsClassifier,
+        CuwireKNeighborsClassificationModel> {
     private final IntParam nNeighbors;
     private final IntParam nClasses;
 
@@ -34,14 +36,37 @@ public final class CuwireKNeighborsClassifier extends CuwireEstimator<KNeighbors
         return new KNeighborsClassifier();
     }
 
-    /** The cuwire estimator's nNeighbors: neighbors that vote. */
+    @Override
+    CuwireKNeighborsClassificationModel newModel(String uid, FittedState state) {
+        return new CuwireKNeighborsClassificationModel(uid, state);
+    }
+
+    /** Neighbors that vote (k). */
     public IntParam nNeighbors() {
         return nNeighbors;
     }
 
-    /** The cuwire estimator's nClasses: classes (0: from the labels). */
+    public int getNNeighbors() {
+        return (Integer) getOrDefault(nNeighbors);
+    }
+
+    public CuwireKNeighborsClassifier setNNeighbors(int value) {
+        set(nNeighbors, value);
+        return this;
+    }
+
+    /** Classes (0: from the labels). */
     public IntParam nClasses() {
         return nClasses;
+    }
+
+    public int getNClasses() {
+        return (Integer) getOrDefault(nClasses);
+    }
+
+    public CuwireKNeighborsClassifier setNClasses(int value) {
+        set(nClasses, value);
+        return this;
     }
 
     /** The reader of saved stages. */

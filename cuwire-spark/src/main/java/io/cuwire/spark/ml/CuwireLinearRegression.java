@@ -5,9 +5,11 @@ import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.sql.Dataset;
 
 /** Ordinary least squares: cuwire's {@code LinearRegression} as a Spark ML estimator. */
-public final class CuwireLinearRegression extends CuwireEstimator<LinearRegression> {
+public final class CuwireLinearRegression
+        extends CuwirePredictor<LinearRegression, CuwireLinearRegression, CuwireLinearRegressionModel> {
     private final BooleanParam fitIntercept;
 
     /** A stage with a fresh uid. */
@@ -28,9 +30,29 @@ public final class CuwireLinearRegression extends CuwireEstimator<LinearRegressi
         return new LinearRegression();
     }
 
-    /** The cuwire estimator's fitIntercept: whether to fit an intercept. */
+    @Override
+    CuwireLinearRegressionModel newModel(String uid, FittedState state) {
+        return new CuwireLinearRegressionModel(uid, state);
+    }
+
+    @Override
+    void fitted(CuwireLinearRegressionModel model, Dataset<?> dataset) {
+        model.setSummary(new CuwireRegressionSummary(model, dataset, getLabelCol(), model.getPredictionCol(),
+                !model.estimator().fitIntercept()));
+    }
+
+    /** Whether to fit an intercept. */
     public BooleanParam fitIntercept() {
         return fitIntercept;
+    }
+
+    public boolean getFitIntercept() {
+        return (Boolean) getOrDefault(fitIntercept);
+    }
+
+    public CuwireLinearRegression setFitIntercept(boolean value) {
+        set(fitIntercept, value);
+        return this;
     }
 
     /** The reader of saved stages. */

@@ -7,12 +7,14 @@ import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.sql.Dataset;
 
 /**
- * Multinomial logistic regression (L-BFGS on the driver, gradients from the partitions): cuwire's
- * {@code LogisticRegression} as a Spark ML estimator.
+ * Logistic regression (L-BFGS on the driver, gradients from the partitions; binary for two classes, multinomial for
+ * more): cuwire's {@code LogisticRegression} as a Spark ML estimator.
  */
-public final class CuwireLogisticRegression extends CuwireEstimator<LogisticRegression> {
+public final class CuwireLogisticRegression
+        extends CuwireClassifier<LogisticRegression, CuwireLogisticRegression, CuwireLogisticRegressionModel> {
     private final DoubleParam c;
     private final BooleanParam fitIntercept;
     private final IntParam maxIter;
@@ -41,29 +43,84 @@ public final class CuwireLogisticRegression extends CuwireEstimator<LogisticRegr
         return new LogisticRegression();
     }
 
-    /** The cuwire estimator's c: inverse regularization strength. */
+    @Override
+    CuwireLogisticRegressionModel newModel(String uid, FittedState state) {
+        return new CuwireLogisticRegressionModel(uid, state);
+    }
+
+    @Override
+    void fitted(CuwireLogisticRegressionModel model, Dataset<?> dataset) {
+        model.setSummary(new CuwireClassificationSummary(model, dataset, getLabelCol(), model.estimator().nIter()));
+    }
+
+    /** Inverse regularization strength. */
     public DoubleParam c() {
         return c;
     }
 
-    /** The cuwire estimator's fitIntercept: whether to fit an intercept. */
+    public double getC() {
+        return (Double) getOrDefault(c);
+    }
+
+    public CuwireLogisticRegression setC(double value) {
+        set(c, value);
+        return this;
+    }
+
+    /** Whether to fit an intercept. */
     public BooleanParam fitIntercept() {
         return fitIntercept;
     }
 
-    /** The cuwire estimator's maxIter: most L-BFGS iterations. */
+    public boolean getFitIntercept() {
+        return (Boolean) getOrDefault(fitIntercept);
+    }
+
+    public CuwireLogisticRegression setFitIntercept(boolean value) {
+        set(fitIntercept, value);
+        return this;
+    }
+
+    /** Most L-BFGS iterations. */
     public IntParam maxIter() {
         return maxIter;
     }
 
-    /** The cuwire estimator's tol: tolerance on the gradient. */
+    public int getMaxIter() {
+        return (Integer) getOrDefault(maxIter);
+    }
+
+    public CuwireLogisticRegression setMaxIter(int value) {
+        set(maxIter, value);
+        return this;
+    }
+
+    /** Tolerance on the gradient. */
     public DoubleParam tol() {
         return tol;
     }
 
-    /** The cuwire estimator's nClasses: classes (0: from the labels). */
+    public double getTol() {
+        return (Double) getOrDefault(tol);
+    }
+
+    public CuwireLogisticRegression setTol(double value) {
+        set(tol, value);
+        return this;
+    }
+
+    /** Classes (0: from the labels). */
     public IntParam nClasses() {
         return nClasses;
+    }
+
+    public int getNClasses() {
+        return (Integer) getOrDefault(nClasses);
+    }
+
+    public CuwireLogisticRegression setNClasses(int value) {
+        set(nClasses, value);
+        return this;
     }
 
     /** The reader of saved stages. */

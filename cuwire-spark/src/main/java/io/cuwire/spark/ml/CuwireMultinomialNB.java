@@ -12,7 +12,8 @@ import org.apache.spark.ml.util.MLReader;
  * Naive Bayes for count features (class and feature counts from the partitions, summed on the driver): cuwire's
  * {@code MultinomialNB} as a Spark ML estimator. Labels are class indices 0..k-1.
  */
-public final class CuwireMultinomialNB extends CuwireEstimator<MultinomialNB> {
+public final class CuwireMultinomialNB
+        extends CuwireClassifier<MultinomialNB, CuwireMultinomialNB, CuwireMultinomialNBModel> {
     private final DoubleParam alpha;
     private final BooleanParam fitPrior;
     private final IntParam nClasses;
@@ -37,19 +38,51 @@ public final class CuwireMultinomialNB extends CuwireEstimator<MultinomialNB> {
         return new MultinomialNB();
     }
 
-    /** The cuwire estimator's alpha: additive smoothing. */
+    @Override
+    CuwireMultinomialNBModel newModel(String uid, FittedState state) {
+        return new CuwireMultinomialNBModel(uid, state);
+    }
+
+    /** Additive smoothing, >= 0. */
     public DoubleParam alpha() {
         return alpha;
     }
 
-    /** The cuwire estimator's fitPrior: whether to learn class priors. */
+    public double getAlpha() {
+        return (Double) getOrDefault(alpha);
+    }
+
+    public CuwireMultinomialNB setAlpha(double value) {
+        set(alpha, value);
+        return this;
+    }
+
+    /** Whether to learn class priors (else uniform). */
     public BooleanParam fitPrior() {
         return fitPrior;
     }
 
-    /** The cuwire estimator's nClasses: classes (0: from the labels). */
+    public boolean getFitPrior() {
+        return (Boolean) getOrDefault(fitPrior);
+    }
+
+    public CuwireMultinomialNB setFitPrior(boolean value) {
+        set(fitPrior, value);
+        return this;
+    }
+
+    /** Classes (0: from the labels). */
     public IntParam nClasses() {
         return nClasses;
+    }
+
+    public int getNClasses() {
+        return (Integer) getOrDefault(nClasses);
+    }
+
+    public CuwireMultinomialNB setNClasses(int value) {
+        set(nClasses, value);
+        return this;
     }
 
     /** The reader of saved stages. */

@@ -13,8 +13,11 @@ import org.apache.spark.ml.param.LongParam;
  * partitioned: the same partitions give the same forest.
  *
  * @param <E> the cuwire forest
+ * @param <S> the concrete stage
+ * @param <M> the model it fits
  */
-public abstract class CuwireRandomForest<E extends RandomForest> extends CuwireEstimator<E> {
+public abstract class CuwireRandomForest<E extends RandomForest, S extends CuwireRandomForest<E, S, M>,
+        M extends CuwireModel<M>> extends CuwirePredictor<E, S, M> {
     private final IntParam nEstimators;
     private final IntParam maxDepth;
     private final IntParam minSamplesSplit;
@@ -25,7 +28,7 @@ public abstract class CuwireRandomForest<E extends RandomForest> extends CuwireE
 
     /** A stage with {@code uid}; the subclass calls {@link #cuwireDefaults()} once its own params exist. */
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
-    protected CuwireRandomForest(String uid) {
+    CuwireRandomForest(String uid) {
         super(uid);
         this.nEstimators = new IntParam(this, "nEstimators", "trees in the whole forest");
         this.maxDepth = new IntParam(this, "maxDepth", "the deepest a tree grows");
@@ -39,37 +42,100 @@ public abstract class CuwireRandomForest<E extends RandomForest> extends CuwireE
     }
 
     /** The cuwire estimator's nEstimators: trees in the whole forest. */
-    public IntParam nEstimators() {
+    public final IntParam nEstimators() {
         return nEstimators;
     }
 
+    public final int getNEstimators() {
+        return (Integer) getOrDefault(nEstimators);
+    }
+
+    public final S setNEstimators(int value) {
+        set(nEstimators, value);
+        return self();
+    }
+
     /** The cuwire estimator's maxDepth: the deepest a tree grows. */
-    public IntParam maxDepth() {
+    public final IntParam maxDepth() {
         return maxDepth;
     }
 
+    public final int getMaxDepth() {
+        return (Integer) getOrDefault(maxDepth);
+    }
+
+    public final S setMaxDepth(int value) {
+        set(maxDepth, value);
+        return self();
+    }
+
     /** The cuwire estimator's minSamplesSplit: fewest samples a node needs to be split. */
-    public IntParam minSamplesSplit() {
+    public final IntParam minSamplesSplit() {
         return minSamplesSplit;
     }
 
+    public final int getMinSamplesSplit() {
+        return (Integer) getOrDefault(minSamplesSplit);
+    }
+
+    public final S setMinSamplesSplit(int value) {
+        set(minSamplesSplit, value);
+        return self();
+    }
+
     /** The cuwire estimator's minSamplesLeaf: fewest samples in a leaf. */
-    public IntParam minSamplesLeaf() {
+    public final IntParam minSamplesLeaf() {
         return minSamplesLeaf;
     }
 
+    public final int getMinSamplesLeaf() {
+        return (Integer) getOrDefault(minSamplesLeaf);
+    }
+
+    public final S setMinSamplesLeaf(int value) {
+        set(minSamplesLeaf, value);
+        return self();
+    }
+
     /** The cuwire estimator's maxFeatures: share of the features tried at each split. */
-    public DoubleParam maxFeatures() {
+    public final DoubleParam maxFeatures() {
         return maxFeatures;
     }
 
+    public final double getMaxFeatures() {
+        return (Double) getOrDefault(maxFeatures);
+    }
+
+    public final S setMaxFeatures(double value) {
+        set(maxFeatures, value);
+        return self();
+    }
+
     /** The cuwire estimator's bootstrap: whether each tree sees a bootstrap sample. */
-    public BooleanParam bootstrap() {
+    public final BooleanParam bootstrap() {
         return bootstrap;
     }
 
+    public final boolean getBootstrap() {
+        return (Boolean) getOrDefault(bootstrap);
+    }
+
+    public final S setBootstrap(boolean value) {
+        set(bootstrap, value);
+        return self();
+    }
+
     /** The cuwire estimator's seed: random seed. */
-    public LongParam seed() {
+    public final LongParam seed() {
         return seed;
+    }
+
+    public final long getSeed() {
+        return (Long) getOrDefault(seed);
+    }
+
+    public final S setSeed(long value) {
+        set(seed, value);
+        return self();
     }
 }

@@ -6,7 +6,10 @@ import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /** A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} in Spark ML. */
-public final class CuwireRandomForestRegressor extends CuwireRandomForest<RandomForestRegressor> {
+public final class CuwireRandomForestRegressor
+        extends CuwireRandomForest<RandomForestRegressor, CuwireRandomForestRegressor,
+        CuwireRandomForestRegressionModel> {
+
     /** A stage with a fresh uid. */
     public CuwireRandomForestRegressor() {
         this(Identifiable.randomUID("cuwireRandomForestRegressor"));
@@ -22,6 +25,11 @@ public final class CuwireRandomForestRegressor extends CuwireRandomForest<Random
     @Override
     protected RandomForestRegressor newEstimator() {
         return new RandomForestRegressor();
+    }
+
+    @Override
+    CuwireRandomForestRegressionModel newModel(String uid, FittedState state) {
+        return new CuwireRandomForestRegressionModel(uid, state);
     }
 
     /** The reader of saved stages. */

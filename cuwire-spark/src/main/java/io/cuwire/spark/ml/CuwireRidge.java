@@ -6,9 +6,13 @@ import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.sql.Dataset;
 
-/** Least squares with an L2 penalty: cuwire's {@code Ridge} as a Spark ML estimator. */
-public final class CuwireRidge extends CuwireEstimator<Ridge> {
+/**
+ * Least squares with an L2 penalty: cuwire's {@code Ridge} as a Spark ML estimator; its models are linear regression
+ * models.
+ */
+public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, CuwireLinearRegressionModel> {
     private final BooleanParam fitIntercept;
     private final DoubleParam alpha;
 
@@ -31,14 +35,43 @@ public final class CuwireRidge extends CuwireEstimator<Ridge> {
         return new Ridge();
     }
 
-    /** The cuwire estimator's fitIntercept: whether to fit an intercept. */
+    @Override
+    CuwireLinearRegressionModel newModel(String uid, FittedState state) {
+        return new CuwireLinearRegressionModel(uid, state);
+    }
+
+    @Override
+    void fitted(CuwireLinearRegressionModel model, Dataset<?> dataset) {
+        model.setSummary(new CuwireRegressionSummary(model, dataset, getLabelCol(), model.getPredictionCol(),
+                !model.estimator().fitIntercept()));
+    }
+
+    /** Whether to fit an intercept. */
     public BooleanParam fitIntercept() {
         return fitIntercept;
     }
 
-    /** The cuwire estimator's alpha: L2 penalty strength. */
+    public boolean getFitIntercept() {
+        return (Boolean) getOrDefault(fitIntercept);
+    }
+
+    public CuwireRidge setFitIntercept(boolean value) {
+        set(fitIntercept, value);
+        return this;
+    }
+
+    /** L2 penalty strength. */
     public DoubleParam alpha() {
         return alpha;
+    }
+
+    public double getAlpha() {
+        return (Double) getOrDefault(alpha);
+    }
+
+    public CuwireRidge setAlpha(double value) {
+        set(alpha, value);
+        return this;
     }
 
     /** The reader of saved stages. */

@@ -81,7 +81,7 @@ class SparkMlLifetimeTest {
     }
 
     /** Every stage, set to fit in a few Spark jobs on the small frame. */
-    static List<Supplier<CuwireEstimator<?>>> stages() {
+    static List<Supplier<CuwireEstimator<?, ?, ?>>> stages() {
         return List.of(
                 CuwireLinearRegression::new,
                 () -> new CuwireRidge().setParam("alpha", 0.5),
@@ -106,7 +106,7 @@ class SparkMlLifetimeTest {
     }
 
     /** The column a stage's models append. */
-    static String appended(CuwireEstimator<?> stage) {
+    static String appended(CuwireEstimator<?, ?, ?> stage) {
         return stage.appendedCol();
     }
 
@@ -114,8 +114,8 @@ class SparkMlLifetimeTest {
     record Transformed(Dataset<Row> frame, FittedState state, String column) {
     }
 
-    static Transformed fitAndTransform(CuwireEstimator<?> stage, Dataset<Row> df) {
-        CuwireModel model = stage.fit(df);
+    static Transformed fitAndTransform(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
+        CuwireModel<?> model = stage.fit(df);
         return new Transformed(model.transform(df), model.state(), appended(stage));
     }
 
@@ -148,7 +148,7 @@ class SparkMlLifetimeTest {
     @Test
     void transformedFrameOutlivesItsModelThroughAGc() {
         Dataset<Row> df = frame();
-        List<Supplier<CuwireEstimator<?>>> stages = stages();
+        List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
         List<FittedState> all = new ArrayList<>();
         for (int rep = 0; rep < REPEATS; rep++) {
             for (int i : stagesOfRun(rep, stages.size())) {
@@ -160,7 +160,7 @@ class SparkMlLifetimeTest {
     }
 
     /** {@code stage.fit(df).transform(df)}, a GC that collects the model, then an action; the state it held. */
-    private static FittedState fitTransformGcAndAct(CuwireEstimator<?> stage, Dataset<Row> df) {
+    private static FittedState fitTransformGcAndAct(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
         Transformed t = fitAndTransform(stage, df);
         gcUntil(() -> t.state().holds() == 1, () -> stage + ": the model was not collected; holds "
                 + t.state().holds());
@@ -180,10 +180,10 @@ class SparkMlLifetimeTest {
 
     /** A model per stage, transformed with param maps and copied, copies and models closed; their states. */
     private static List<FittedState> transformWithParamMaps(Dataset<Row> df) {
-        List<CuwireModel> models = new ArrayList<>();
+        List<CuwireModel<?>> models = new ArrayList<>();
         List<FittedState> states = new ArrayList<>();
-        for (Supplier<CuwireEstimator<?>> s : stages()) {
-            CuwireModel m = s.get().fit(df);
+        for (Supplier<CuwireEstimator<?, ?, ?>> s : stages()) {
+            CuwireModel<?> m = s.get().fit(df);
             models.add(m);
             states.add(m.state());
         }
@@ -192,7 +192,7 @@ class SparkMlLifetimeTest {
         for (int rep = 0; rep < REPEATS; rep++) {
             List<Dataset<Row>> these = new ArrayList<>();
             for (int i : stagesOfRun(rep, models.size())) {
-                CuwireModel m = models.get(i);
+                CuwireModel<?> m = models.get(i);
                 // what CrossValidator and TrainValidationSplit call: a copy with the params, garbage at once
                 these.add(m.transform(df, new ParamMap().put(m.appendedCol(), "out" + rep)));
                 framesOf[i]++;
@@ -210,22 +210,22 @@ class SparkMlLifetimeTest {
                 assertComputed(f, "out" + rep, ROWS);
             }
         }
-        for (CuwireModel m : models) {
+        for (CuwireModel<?> m : models) {
             closeCopiesAndOriginal(m, df);
         }
         return states;
     }
 
     /** Closing a copy does not break the original, nor closing the original its copies or the frames it made. */
-    private static void closeCopiesAndOriginal(CuwireModel m, Dataset<Row> df) {
+    private static void closeCopiesAndOriginal(CuwireModel<?> m, Dataset<Row> df) {
         String column = m.getOrDefault(m.appendedCol());
-        CuwireModel copy = m.copy(ParamMap.empty());
+        CuwireModel<?> copy = m.copy(ParamMap.empty());
         copy.close();
         assertTrue(copy.isClosed());
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> copy.transform(df));
         assertTrue(e.getMessage().contains("was closed"), e.getMessage());
         assertComputed(m.transform(df), column, ROWS);
-        CuwireModel second = m.copy(ParamMap.empty());
+        CuwireModel<?> second = m.copy(ParamMap.empty());
         Dataset<Row> before = m.transform(df);
         m.close();
         m.close();
@@ -275,13 +275,13 @@ class SparkMlLifetimeTest {
     void crossValidatorAndTrainValidationSplitWorkWithEveryStage() {
         Dataset<Row> df = frame();
         List<FittedState> states = new ArrayList<>();
-        List<Supplier<CuwireEstimator<?>>> stages = stages();
+        List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
         for (int rep = 0; rep < REPEATS; rep++) {
             for (int i : stagesOfRun(rep, stages.size())) {
                 states.add(crossValidate(stages.get(i).get(), df, rep));
             }
         }
-        for (Supplier<CuwireEstimator<?>> s : stages) {
+        for (Supplier<CuwireEstimator<?, ?, ?>> s : stages) {
             states.add(trainValidationSplit(s.get(), df));
         }
         gcUntil(() -> states.stream().allMatch(FittedState::isReleased), () -> "states held after the models went");
@@ -289,23 +289,23 @@ class SparkMlLifetimeTest {
     }
 
     /** A 2-fold cross-validation of {@code stage} whose evaluator forces a GC; the best model's state. */
-    private static FittedState crossValidate(CuwireEstimator<?> stage, Dataset<Row> df, long seed) {
+    private static FittedState crossValidate(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df, long seed) {
         CrossValidatorModel cv = new CrossValidator().setEstimator(stage)
                 .setEvaluator(new GcFirstEvaluator(Identifiable.randomUID("gcFirst"), appended(stage)))
                 .setEstimatorParamMaps(new ParamGridBuilder().build()).setNumFolds(2).setSeed(seed).fit(df);
         assertEquals(1, cv.avgMetrics().length);
         assertTrue(cv.avgMetrics()[0] > 0, stage + ": rows evaluated");
         assertComputed(cv.transform(df), appended(stage), ROWS);
-        return ((CuwireModel) cv.bestModel()).state();
+        return ((CuwireModel<?>) cv.bestModel()).state();
     }
 
     /** A train-validation split of {@code stage} whose evaluator forces a GC; the best model's state. */
-    private static FittedState trainValidationSplit(CuwireEstimator<?> stage, Dataset<Row> df) {
+    private static FittedState trainValidationSplit(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
         TrainValidationSplitModel tvs = new TrainValidationSplit().setEstimator(stage)
                 .setEvaluator(new GcFirstEvaluator(Identifiable.randomUID("gcFirst"), appended(stage)))
                 .setEstimatorParamMaps(new ParamGridBuilder().build()).setTrainRatio(0.5).setSeed(5).fit(df);
         assertComputed(tvs.transform(df), appended(stage), ROWS);
-        return ((CuwireModel) tvs.bestModel()).state();
+        return ((CuwireModel<?>) tvs.bestModel()).state();
     }
 
     @Test
@@ -322,14 +322,18 @@ class SparkMlLifetimeTest {
      * saved and loaded appends the same columns.
      */
     private static void savePipelineAndModel(Dataset<Row> df, Path dir) throws IOException {
-        List<Supplier<CuwireEstimator<?>>> suppliers = stages();
+        List<Supplier<CuwireEstimator<?, ?, ?>>> suppliers = stages();
         PipelineStage[] stages = new PipelineStage[suppliers.size()];
         String[] columns = new String[stages.length + 1];
         columns[0] = "id";
         for (int i = 0; i < stages.length; i++) {
-            CuwireEstimator<?> stage = suppliers.get(i).get();
+            CuwireEstimator<?, ?, ?> stage = suppliers.get(i).get();
             columns[i + 1] = "out" + i;
             stage.set(stage.getParam(stage instanceof CuwirePCA ? "outputCol" : "predictionCol"), columns[i + 1]);
+            if (stage.hasParam("rawPredictionCol")) {
+                stage.set(stage.getParam("rawPredictionCol"), "raw" + i);
+                stage.set(stage.getParam("probabilityCol"), "probability" + i);
+            }
             stages[i] = stage;
         }
         Pipeline pipeline = new Pipeline().setStages(stages);
