@@ -75,7 +75,7 @@ public abstract class CuwireClassificationModel<M extends CuwireClassificationMo
     }
 
     @Override
-    public final Param<String> appendedCol() {
+    final Param<String> appendedCol() {
         return predictionCol;
     }
 

@@ -6,6 +6,7 @@ import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.LongParam;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -154,6 +155,11 @@ public final class CuwireKMeans extends CuwireEstimator<KMeans, CuwireKMeans, Cu
     List<StructField> outputFields() {
         return getPredictionCol().isEmpty() ? List.of()
                 : List.of(new StructField(getPredictionCol(), DataTypes.IntegerType, false, Metadata.empty()));
+    }
+
+    @Override
+    public CuwireKMeans copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

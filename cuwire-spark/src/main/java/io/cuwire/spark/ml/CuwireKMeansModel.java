@@ -8,6 +8,7 @@ import java.util.List;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -52,7 +53,7 @@ public final class CuwireKMeansModel extends CuwireModel<CuwireKMeansModel> {
     }
 
     @Override
-    public Param<String> appendedCol() {
+    Param<String> appendedCol() {
         return predictionCol;
     }
 
@@ -118,6 +119,12 @@ public final class CuwireKMeansModel extends CuwireModel<CuwireKMeansModel> {
     @Override
     public String toString() {
         return "CuwireKMeansModel: uid=" + uid() + ", k=" + numClusters() + ", numFeatures=" + numFeatures();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireKMeansModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

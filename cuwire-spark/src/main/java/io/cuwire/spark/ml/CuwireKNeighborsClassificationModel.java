@@ -3,6 +3,7 @@ package io.cuwire.spark.ml;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -50,6 +51,12 @@ public final class CuwireKNeighborsClassificationModel
     public String toString() {
         return "CuwireKNeighborsClassificationModel: uid=" + uid() + ", numClasses=" + numClasses()
                 + ", numFeatures=" + numFeatures() + ", rows=" + numRows();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireKNeighborsClassificationModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

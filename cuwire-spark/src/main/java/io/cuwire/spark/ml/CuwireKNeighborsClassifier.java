@@ -2,6 +2,7 @@ package io.cuwire.spark.ml;
 
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import org.apache.spark.ml.param.IntParam;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -67,6 +68,11 @@ public final class CuwireKNeighborsClassifier
     public CuwireKNeighborsClassifier setNClasses(int value) {
         set(nClasses, value);
         return this;
+    }
+
+    @Override
+    public CuwireKNeighborsClassifier copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

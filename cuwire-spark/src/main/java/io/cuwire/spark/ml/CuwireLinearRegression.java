@@ -2,6 +2,7 @@ package io.cuwire.spark.ml;
 
 import io.cuwire.ml.linear.LinearRegression;
 import org.apache.spark.ml.param.BooleanParam;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -53,6 +54,11 @@ public final class CuwireLinearRegression
     public CuwireLinearRegression setFitIntercept(boolean value) {
         set(fitIntercept, value);
         return this;
+    }
+
+    @Override
+    public CuwireLinearRegression copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

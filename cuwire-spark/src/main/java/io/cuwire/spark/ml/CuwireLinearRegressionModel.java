@@ -7,6 +7,7 @@ import java.util.List;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -51,7 +52,7 @@ public final class CuwireLinearRegressionModel extends CuwireModel<CuwireLinearR
     }
 
     @Override
-    public Param<String> appendedCol() {
+    Param<String> appendedCol() {
         return predictionCol;
     }
 
@@ -106,6 +107,12 @@ public final class CuwireLinearRegressionModel extends CuwireModel<CuwireLinearR
     @Override
     public String toString() {
         return "CuwireLinearRegressionModel: uid=" + uid() + ", numFeatures=" + numFeatures();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireLinearRegressionModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

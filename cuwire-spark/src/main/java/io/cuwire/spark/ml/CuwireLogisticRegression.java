@@ -4,6 +4,7 @@ import io.cuwire.ml.linear.LogisticRegression;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.param.IntParam;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -121,6 +122,11 @@ public final class CuwireLogisticRegression
     public CuwireLogisticRegression setNClasses(int value) {
         set(nClasses, value);
         return this;
+    }
+
+    @Override
+    public CuwireLogisticRegression copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

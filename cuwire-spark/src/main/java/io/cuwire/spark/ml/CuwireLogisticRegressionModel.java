@@ -7,6 +7,7 @@ import org.apache.spark.ml.linalg.DenseMatrix;
 import org.apache.spark.ml.linalg.Matrix;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -129,6 +130,12 @@ public final class CuwireLogisticRegressionModel extends CuwireClassificationMod
     public String toString() {
         return "CuwireLogisticRegressionModel: uid=" + uid() + ", numClasses=" + numClasses() + ", numFeatures="
                 + numFeatures();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireLogisticRegressionModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

@@ -159,7 +159,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     abstract M create(String uid, FittedState state);
 
     /** The param naming the main column this model appends: {@code predictionCol}, or PCA's {@code outputCol}. */
-    public abstract Param<String> appendedCol();
+    abstract Param<String> appendedCol();
 
     /**
      * The rows of {@code dataset} with this model's columns appended, computed lazily in the executors; the result's

@@ -5,6 +5,7 @@ import java.util.List;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -115,6 +116,11 @@ public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAMo
     @Override
     List<StructField> outputFields() {
         return getOutputCol().isEmpty() ? List.of() : List.of(Schemas.vectors(getOutputCol(), -1));
+    }
+
+    @Override
+    public CuwirePCA copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

@@ -10,6 +10,7 @@ import org.apache.spark.ml.linalg.DenseVector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -73,7 +74,7 @@ public final class CuwirePCAModel extends CuwireModel<CuwirePCAModel> {
     }
 
     @Override
-    public Param<String> appendedCol() {
+    Param<String> appendedCol() {
         return outputCol;
     }
 
@@ -139,6 +140,12 @@ public final class CuwirePCAModel extends CuwireModel<CuwirePCAModel> {
     @Override
     public String toString() {
         return "CuwirePCAModel: uid=" + uid() + ", k=" + k();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwirePCAModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

@@ -3,6 +3,7 @@ package io.cuwire.spark.ml;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -82,6 +83,12 @@ public final class CuwireRandomForestClassificationModel
     public String toString() {
         return "CuwireRandomForestClassificationModel: uid=" + uid() + ", numTrees=" + getNumTrees()
                 + ", numClasses=" + numClasses() + ", numFeatures=" + numFeatures();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireRandomForestClassificationModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

@@ -4,6 +4,7 @@ import io.cuwire.ml.ensemble.RandomForestClassifier;
 import java.util.List;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -98,6 +99,11 @@ public final class CuwireRandomForestClassifier
     @Override
     List<StructField> outputFields() {
         return CuwireClassifier.classifierFields(getRawPredictionCol(), getProbabilityCol(), getPredictionCol());
+    }
+
+    @Override
+    public CuwireRandomForestClassifier copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

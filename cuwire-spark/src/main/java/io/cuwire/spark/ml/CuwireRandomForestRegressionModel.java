@@ -5,6 +5,7 @@ import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import java.util.List;
 import org.apache.spark.ml.param.Param;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -48,7 +49,7 @@ public final class CuwireRandomForestRegressionModel extends CuwireModel<CuwireR
     }
 
     @Override
-    public Param<String> appendedCol() {
+    Param<String> appendedCol() {
         return predictionCol;
     }
 
@@ -82,6 +83,12 @@ public final class CuwireRandomForestRegressionModel extends CuwireModel<CuwireR
     public String toString() {
         return "CuwireRandomForestRegressionModel: uid=" + uid() + ", numTrees=" + getNumTrees() + ", numFeatures="
                 + numFeatures();
+    }
+
+    /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
+    @Override
+    public CuwireRandomForestRegressionModel copy(ParamMap extra) {
+        return super.copy(extra);
     }
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */

@@ -1,6 +1,7 @@
 package io.cuwire.spark.ml;
 
 import io.cuwire.ml.ensemble.RandomForestRegressor;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -30,6 +31,11 @@ public final class CuwireRandomForestRegressor
     @Override
     CuwireRandomForestRegressionModel newModel(String uid, FittedState state) {
         return new CuwireRandomForestRegressionModel(uid, state);
+    }
+
+    @Override
+    public CuwireRandomForestRegressor copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

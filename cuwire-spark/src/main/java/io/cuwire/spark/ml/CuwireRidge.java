@@ -3,6 +3,7 @@ package io.cuwire.spark.ml;
 import io.cuwire.ml.linear.Ridge;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.DoubleParam;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -72,6 +73,11 @@ public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, Cuwir
     public CuwireRidge setAlpha(double value) {
         set(alpha, value);
         return this;
+    }
+
+    @Override
+    public CuwireRidge copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */
