@@ -1,6 +1,7 @@
 package io.cuwire.spark.ml;
 
 import io.cuwire.ml.Estimator;
+import io.cuwire.spark.internal.SparkPartitions;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.ml.param.Param;
@@ -78,6 +79,11 @@ public abstract class CuwireClassifier<E extends Estimator, S extends CuwireClas
     public final S setProbabilityCol(String value) {
         set(probabilityCol, value);
         return self();
+    }
+
+    @Override
+    final SparkPartitions.Labels labels() {
+        return SparkPartitions.Labels.CLASSES;
     }
 
     @Override

@@ -3,14 +3,16 @@ package io.cuwire.spark.ml;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.param.ParamValidators;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
  * Classification by a vote of the {@code nNeighbors} nearest training rows: cuwire's {@code KNeighborsClassifier} in
- * Spark ML. {@code fit} brings every partition's rows and labels to the driver's device memory (the model is the
- * training set: it must fit there, and in each executor that predicts with it).
+ * Spark ML (MLlib has none; the params are cuwire's). {@code fit} brings every partition's rows and labels to the
+ * driver's device memory (the model is the training set: it must fit there, and in each executor that predicts with
+ * it).
  */
 public final class CuwireKNeighborsClassifier
         extends CuwireClassifier<KNeighborsClassifier, CuwireKNeighborsClassifier,
@@ -27,9 +29,11 @@ public final class CuwireKNeighborsClassifier
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireKNeighborsClassifier(String uid) {
         super(uid);
-        this.nNeighbors = new IntParam(this, "nNeighbors", "neighbors that vote (k)");
-        this.nClasses = new IntParam(this, "nClasses", "classes (0: from the labels)");
-        cuwireDefaults();
+        this.nNeighbors = new IntParam(this, "nNeighbors", "the neighbors that vote (k, >= 1)",
+                ParamValidators.gtEq(1));
+        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
+                ParamValidators.gtEq(0));
+        cuwireDefaults(nNeighbors, nClasses);
     }
 
     @Override
@@ -42,7 +46,12 @@ public final class CuwireKNeighborsClassifier
         return new CuwireKNeighborsClassificationModel(uid, state);
     }
 
-    /** Neighbors that vote (k). */
+    @Override
+    public KNeighborsClassifier estimator() {
+        return new KNeighborsClassifier().nNeighbors(getNNeighbors()).nClasses(getNClasses());
+    }
+
+    /** The neighbors that vote (k, >= 1). */
     public IntParam nNeighbors() {
         return nNeighbors;
     }
@@ -56,7 +65,7 @@ public final class CuwireKNeighborsClassifier
         return this;
     }
 
-    /** Classes (0: from the labels). */
+    /** The number of classes (0: from the labels). */
     public IntParam nClasses() {
         return nClasses;
     }

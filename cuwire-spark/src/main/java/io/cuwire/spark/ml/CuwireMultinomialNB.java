@@ -1,20 +1,27 @@
 package io.cuwire.spark.ml;
 
 import io.cuwire.ml.naivebayes.MultinomialNB;
+import io.cuwire.spark.internal.SparkPartitions;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.param.IntParam;
+import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.param.ParamValidators;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
  * Naive Bayes for count features (class and feature counts from the partitions, summed on the driver): cuwire's
- * {@code MultinomialNB} as a Spark ML estimator. Labels are class indices 0..k-1.
+ * {@code MultinomialNB} with MLlib's {@code NaiveBayes} params ({@code smoothing}, {@code modelType}
+ * {@code multinomial}; cuwire's {@code alpha} as an alias). Labels are class indices 0..k-1; features must not be
+ * negative (MLlib's message).
  */
 public final class CuwireMultinomialNB
         extends CuwireClassifier<MultinomialNB, CuwireMultinomialNB, CuwireMultinomialNBModel> {
+    private final DoubleParam smoothing;
+    private final Param<String> modelType;
     private final DoubleParam alpha;
     private final BooleanParam fitPrior;
     private final IntParam nClasses;
@@ -28,10 +35,18 @@ public final class CuwireMultinomialNB
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireMultinomialNB(String uid) {
         super(uid);
-        this.alpha = new DoubleParam(this, "alpha", "additive smoothing, >= 0");
-        this.fitPrior = new BooleanParam(this, "fitPrior", "whether to learn class priors (else uniform)");
-        this.nClasses = new IntParam(this, "nClasses", "classes (0: from the labels)");
-        cuwireDefaults();
+        this.smoothing = new DoubleParam(this, "smoothing", "the additive smoothing (>= 0)",
+                ParamValidators.gtEq(0));
+        this.modelType = new Param<>(this, "modelType", "the model type: multinomial (the only one cuwire has)",
+                ParamValidators.inArray(new String[] {"multinomial"}));
+        this.alpha = new DoubleParam(this, "alpha", "the additive smoothing",
+                ParamValidators.gtEq(0));
+        this.fitPrior = new BooleanParam(this, "fitPrior", "whether to learn the class priors (else uniform)");
+        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
+                ParamValidators.gtEq(0));
+        cuwireDefaults(fitPrior, nClasses);
+        setDefault(smoothing, 1.0);
+        setDefault(modelType, "multinomial");
     }
 
     @Override
@@ -44,13 +59,54 @@ public final class CuwireMultinomialNB
         return new CuwireMultinomialNBModel(uid, state);
     }
 
-    /** Additive smoothing, >= 0. */
+    @Override
+    public MultinomialNB estimator() {
+        return new MultinomialNB().alpha(getSmoothing()).fitPrior(getFitPrior()).nClasses(getNClasses());
+    }
+
+    @Override
+    void configure(MultinomialNB e, SparkPartitions data) {
+        if (data.minFeature() < 0) {
+            throw new IllegalArgumentException("Naive Bayes requires nonnegative feature values but found "
+                    + data.minFeature() + ".");
+        }
+    }
+
+    /** The additive smoothing (>= 0). */
+    public DoubleParam smoothing() {
+        return smoothing;
+    }
+
+    public double getSmoothing() {
+        return aliased(smoothing, alpha, v -> (Double) v);
+    }
+
+    public CuwireMultinomialNB setSmoothing(double value) {
+        set(smoothing, value);
+        return this;
+    }
+
+    /** The model type: multinomial (the only one cuwire has). */
+    public Param<String> modelType() {
+        return modelType;
+    }
+
+    public String getModelType() {
+        return getOrDefault(modelType);
+    }
+
+    public CuwireMultinomialNB setModelType(String value) {
+        set(modelType, value);
+        return this;
+    }
+
+    /** The additive smoothing (cuwire's name; MLlib's is {@code smoothing}). */
     public DoubleParam alpha() {
         return alpha;
     }
 
     public double getAlpha() {
-        return (Double) getOrDefault(alpha);
+        return getSmoothing();
     }
 
     public CuwireMultinomialNB setAlpha(double value) {
@@ -58,7 +114,7 @@ public final class CuwireMultinomialNB
         return this;
     }
 
-    /** Whether to learn class priors (else uniform). */
+    /** Whether to learn the class priors (else uniform). */
     public BooleanParam fitPrior() {
         return fitPrior;
     }
@@ -72,7 +128,7 @@ public final class CuwireMultinomialNB
         return this;
     }
 
-    /** Classes (0: from the labels). */
+    /** The number of classes (0: from the labels). */
     public IntParam nClasses() {
         return nClasses;
     }

@@ -6,21 +6,28 @@ import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.param.ParamValidators;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.types.StructField;
 
 /**
- * Principal component analysis (each partition's mean and scatter, merged on the driver): cuwire's {@code PCA} in
- * Spark ML. Its model appends {@code outputCol}, the projected features as ml vectors: MLlib's projection of the rows
- * as they are, or with {@code center} of the rows minus the training mean (see {@link CuwirePCAModel}).
+ * Principal component analysis (each partition's mean and scatter, merged on the driver): cuwire's {@code PCA} with
+ * MLlib's {@code PCA} params ({@code k}, {@code inputCol}, {@code outputCol}; cuwire's {@code nComponents} and
+ * {@code featuresCol} as aliases). Its model appends {@code outputCol}, the projected features as ml vectors:
+ * MLlib's projection of the rows as they are, or with {@code center} of the rows minus the training mean (see
+ * {@link CuwirePCAModel}).
  */
-public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAModel> {
-    private final IntParam nComponents;
-    private final BooleanParam whiten;
+public final class CuwirePCA
+        extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAModel> {
+    private final IntParam k;
+    private final Param<String> inputCol;
     private final Param<String> outputCol;
     private final BooleanParam center;
+    private final IntParam nComponents;
+    private final BooleanParam whiten;
 
     /** A stage with a fresh uid. */
     public CuwirePCA() {
@@ -31,15 +38,22 @@ public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAMo
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwirePCA(String uid) {
         super(uid);
-        this.nComponents = new IntParam(this, "nComponents", "components to keep (k; 0: min(samples, features))");
-        this.whiten = new BooleanParam(this, "whiten", "whether to scale the projections to unit "
-                + "variance (with center)");
-        this.outputCol = new Param<>(this, "outputCol", "output column: the projections as ml vectors");
-        this.center = new BooleanParam(this, "center", "whether to subtract the training mean before "
-                + "projecting (false: MLlib's projection of the rows as they are)");
-        setDefault(outputCol(), "pcaFeatures");
-        setDefault(center(), false);
-        cuwireDefaults();
+        this.k = new IntParam(this, "k", "the number of principal components (> 0); unset: all of them, min(rows, "
+                + "features)",
+                ParamValidators.gt(0));
+        this.inputCol = new Param<>(this, "inputCol", "the input column (MLlib's name for featuresCol): ml vectors or "
+                + "arrays of numbers");
+        this.outputCol = new Param<>(this, "outputCol", "the output column: the projections as ml vectors");
+        this.center = new BooleanParam(this, "center", "whether to subtract the training mean before projecting "
+                + "(false: MLlib's projection of the rows as they are)");
+        this.nComponents = new IntParam(this, "nComponents", "the number of components to keep (0: all of them)",
+                ParamValidators.gtEq(0));
+        this.whiten = new BooleanParam(this, "whiten", "whether to scale the projections to unit variance (with "
+                + "center)");
+        cuwireDefaults(whiten);
+        setDefault(inputCol, "features");
+        setDefault(outputCol, "pcaFeatures");
+        setDefault(center, false);
     }
 
     @Override
@@ -52,35 +66,64 @@ public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAMo
         return new CuwirePCAModel(uid, state);
     }
 
-    /** Components to keep (k; 0: min(samples, features)). */
-    public IntParam nComponents() {
-        return nComponents;
+    @Override
+    public PCA estimator() {
+        return new PCA().nComponents(getK()).whiten(getWhiten());
     }
 
-    public int getNComponents() {
-        return (Integer) getOrDefault(nComponents);
+    @Override
+    String featuresColumn() {
+        if (isSet(inputCol) && isSet(featuresCol()) && !getOrDefault(inputCol).equals(getFeaturesCol())) {
+            throw new IllegalArgumentException(uid() + ": inputCol is set to " + getOrDefault(inputCol) + " and its "
+                    + "cuwire alias featuresCol to " + getFeaturesCol() + " (set one of them)");
+        }
+        return isSet(inputCol) ? getOrDefault(inputCol) : getFeaturesCol();
     }
 
-    public CuwirePCA setNComponents(int value) {
-        set(nComponents, value);
+    @Override
+    void fitted(CuwirePCAModel model, Dataset<?> dataset) {
+        model.setFeaturesCol(featuresColumn());
+    }
+
+    @Override
+    String appendedCol() {
+        return getOutputCol();
+    }
+
+    @Override
+    List<StructField> outputFields() {
+        return getOutputCol().isEmpty() ? List.of() : List.of(Schemas.vectors(getOutputCol(), -1));
+    }
+
+    /** The number of principal components (> 0); unset: all of them, min(rows, features). */
+    public IntParam k() {
+        return k;
+    }
+
+    public int getK() {
+        return isDefined(k) || isSet(nComponents) ? aliased(k, nComponents, v -> (Integer) v) : 0;
+    }
+
+    public CuwirePCA setK(int value) {
+        set(k, value);
         return this;
     }
 
-    /** Whether to scale the projections to unit variance (with center). */
-    public BooleanParam whiten() {
-        return whiten;
+    /** The input column (MLlib's name for featuresCol): ml vectors or arrays of numbers. */
+    public Param<String> inputCol() {
+        return inputCol;
     }
 
-    public boolean getWhiten() {
-        return (Boolean) getOrDefault(whiten);
+    public String getInputCol() {
+        return featuresColumn();
     }
 
-    public CuwirePCA setWhiten(boolean value) {
-        set(whiten, value);
+    public CuwirePCA setInputCol(String value) {
+        set(inputCol, value);
         return this;
     }
 
-    /** Output column: the projections as ml vectors. */
+    /** The output column: the projections as ml vectors. */
     public Param<String> outputCol() {
         return outputCol;
     }
@@ -108,14 +151,32 @@ public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAMo
         return this;
     }
 
-    @Override
-    String appendedCol() {
-        return getOutputCol();
+    /** The number of components to keep (0: all of them) (cuwire's name; MLlib's is {@code k}). */
+    public IntParam nComponents() {
+        return nComponents;
     }
 
-    @Override
-    List<StructField> outputFields() {
-        return getOutputCol().isEmpty() ? List.of() : List.of(Schemas.vectors(getOutputCol(), -1));
+    public int getNComponents() {
+        return getK();
+    }
+
+    public CuwirePCA setNComponents(int value) {
+        set(nComponents, value);
+        return this;
+    }
+
+    /** Whether to scale the projections to unit variance (with center). */
+    public BooleanParam whiten() {
+        return whiten;
+    }
+
+    public boolean getWhiten() {
+        return (Boolean) getOrDefault(whiten);
+    }
+
+    public CuwirePCA setWhiten(boolean value) {
+        set(whiten, value);
+        return this;
     }
 
     @Override

@@ -1,10 +1,12 @@
 package io.cuwire.spark.ml;
 
 import io.cuwire.ml.ensemble.RandomForestClassifier;
+import io.cuwire.spark.internal.SparkPartitions;
 import java.util.List;
 import org.apache.spark.ml.param.IntParam;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.param.ParamValidators;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
@@ -12,8 +14,9 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.types.StructField;
 
 /**
- * A random-forest classifier grown in the executors: cuwire's {@code RandomForestClassifier} in Spark ML. Its models
- * append MLlib's classifier columns (see {@link CuwireClassificationModel}).
+ * A random-forest classifier grown in the executors: cuwire's {@code RandomForestClassifier} with MLlib's
+ * {@code RandomForestClassifier} params (see {@link CuwireRandomForest}). Its models append MLlib's classifier
+ * columns (see {@link CuwireClassificationModel}).
  */
 public final class CuwireRandomForestClassifier
         extends CuwireRandomForest<RandomForestClassifier, CuwireRandomForestClassifier,
@@ -31,12 +34,13 @@ public final class CuwireRandomForestClassifier
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireRandomForestClassifier(String uid) {
         super(uid);
-        this.nClasses = new IntParam(this, "nClasses", "classes (0: from the labels)");
+        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
+                ParamValidators.gtEq(0));
         this.rawPredictionCol = CuwireClassifier.classifierColumn(this, "rawPredictionCol");
         this.probabilityCol = CuwireClassifier.classifierColumn(this, "probabilityCol");
         setDefault(rawPredictionCol, "rawPrediction");
         setDefault(probabilityCol, "probability");
-        cuwireDefaults();
+        cuwireDefaults(nClasses);
     }
 
     @Override
@@ -50,22 +54,23 @@ public final class CuwireRandomForestClassifier
     }
 
     @Override
+    public RandomForestClassifier estimator() {
+        return forest(new RandomForestClassifier().nClasses(getNClasses()));
+    }
+
+    @Override
+    boolean classification() {
+        return true;
+    }
+
+    @Override
+    SparkPartitions.Labels labels() {
+        return SparkPartitions.Labels.CLASSES;
+    }
+
+    @Override
     void fitted(CuwireRandomForestClassificationModel model, Dataset<?> dataset) {
         model.setSummary(new CuwireClassificationSummary(model, dataset, getLabelCol(), -1));
-    }
-
-    /** Classes (0: from the labels). */
-    public IntParam nClasses() {
-        return nClasses;
-    }
-
-    public int getNClasses() {
-        return (Integer) getOrDefault(nClasses);
-    }
-
-    public CuwireRandomForestClassifier setNClasses(int value) {
-        set(nClasses, value);
-        return this;
     }
 
     /** The raw prediction column: a vector of class votes. */
@@ -99,6 +104,20 @@ public final class CuwireRandomForestClassifier
     @Override
     List<StructField> outputFields() {
         return CuwireClassifier.classifierFields(getRawPredictionCol(), getProbabilityCol(), getPredictionCol());
+    }
+
+    /** The number of classes (0: from the labels). */
+    public IntParam nClasses() {
+        return nClasses;
+    }
+
+    public int getNClasses() {
+        return (Integer) getOrDefault(nClasses);
+    }
+
+    public CuwireRandomForestClassifier setNClasses(int value) {
+        set(nClasses, value);
+        return this;
     }
 
     @Override

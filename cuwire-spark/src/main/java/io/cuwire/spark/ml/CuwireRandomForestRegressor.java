@@ -6,7 +6,10 @@ import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
-/** A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} in Spark ML. */
+/**
+ * A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} with MLlib's
+ * {@code RandomForestRegressor} params (see {@link CuwireRandomForest}).
+ */
 public final class CuwireRandomForestRegressor
         extends CuwireRandomForest<RandomForestRegressor, CuwireRandomForestRegressor,
         CuwireRandomForestRegressionModel> {
@@ -20,7 +23,6 @@ public final class CuwireRandomForestRegressor
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireRandomForestRegressor(String uid) {
         super(uid);
-        cuwireDefaults();
     }
 
     @Override
@@ -31,6 +33,11 @@ public final class CuwireRandomForestRegressor
     @Override
     CuwireRandomForestRegressionModel newModel(String uid, FittedState state) {
         return new CuwireRandomForestRegressionModel(uid, state);
+    }
+
+    @Override
+    public RandomForestRegressor estimator() {
+        return forest(new RandomForestRegressor());
     }
 
     @Override

@@ -4,16 +4,18 @@ import io.cuwire.ml.linear.Ridge;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.param.ParamValidators;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 import org.apache.spark.sql.Dataset;
 
 /**
- * Least squares with an L2 penalty: cuwire's {@code Ridge} as a Spark ML estimator; its models are linear regression
- * models.
+ * Least squares with scikit-learn's L2 penalty {@code alpha}: cuwire's {@code Ridge} as a Spark ML estimator; its
+ * models are linear regression models. (MLlib's {@code regParam} is {@link CuwireLinearRegression}'s.)
  */
-public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, CuwireLinearRegressionModel> {
+public final class CuwireRidge
+        extends CuwirePredictor<Ridge, CuwireRidge, CuwireLinearRegressionModel> {
     private final BooleanParam fitIntercept;
     private final DoubleParam alpha;
 
@@ -27,8 +29,10 @@ public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, Cuwir
     public CuwireRidge(String uid) {
         super(uid);
         this.fitIntercept = new BooleanParam(this, "fitIntercept", "whether to fit an intercept");
-        this.alpha = new DoubleParam(this, "alpha", "L2 penalty strength");
-        cuwireDefaults();
+        this.alpha = new DoubleParam(this, "alpha", "the L2 penalty strength, scikit-learn's: ||y - Xw - b||² + alpha "
+                + "||w||² (>= 0)",
+                ParamValidators.gtEq(0));
+        cuwireDefaults(fitIntercept, alpha);
     }
 
     @Override
@@ -39,6 +43,11 @@ public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, Cuwir
     @Override
     CuwireLinearRegressionModel newModel(String uid, FittedState state) {
         return new CuwireLinearRegressionModel(uid, state);
+    }
+
+    @Override
+    public Ridge estimator() {
+        return new Ridge().fitIntercept(getFitIntercept()).alpha(getAlpha());
     }
 
     @Override
@@ -61,7 +70,7 @@ public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, Cuwir
         return this;
     }
 
-    /** L2 penalty strength. */
+    /** The L2 penalty strength, scikit-learn's: ||y - Xw - b||² + alpha ||w||² (>= 0). */
     public DoubleParam alpha() {
         return alpha;
     }

@@ -57,7 +57,7 @@ class SparkMlOutputsTest {
             assertEquals(k, p.size());
             double sum = 0;
             for (double v : p.toArray()) {
-                assertTrue(v >= 0 && v <= 1, "probability " + p);
+                assertTrue(v >= -1e-12 && v <= 1 + 1e-12, "probability " + p);
                 sum += v;
             }
             assertEquals(1.0, sum, 1e-9, "probabilities " + p);

@@ -152,10 +152,10 @@ class SparkMlTest {
         Dataset<Row> arrays = d.frame().selectExpr("id", "array(f0, f1, f2, f3) as features");
         CuwireKMeans stage = new CuwireKMeans();
         stage.setParam("nClusters", 3).setParam("seed", 7L);
-        assertEquals(300, stage.getOrDefault(stage.maxIter()), "defaults are the cuwire estimator's");
+        assertEquals(20, stage.getMaxIter(), "defaults are MLlib's");
         try (var model = stage.fit(arrays);
                 NdArray x = NdArray.fromMatrix(host, d.x());
-                KMeans single = new KMeans().nClusters(3).seed(7).fit(x)) {
+                KMeans single = new KMeans().nClusters(3).seed(7).maxIter(20).fit(x)) {
             KMeans fitted = model.estimator();
             double[][] a = sorted(fitted.clusterCenters().toDoubleMatrix());
             double[][] b = sorted(single.clusterCenters().toDoubleMatrix());
