@@ -369,7 +369,9 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
             int i = idx[p];
             List<Tuple2<Integer, byte[]>> r = new ArrayList<>();
             if (i >= 0) {
-                r.add(new Tuple2<>(i, runHere(name, encoded.get(i), places.get(i), it.next(), classes)));
+                Block b = it.next();
+                r.add(new Tuple2<>(i, TaskCores.run(() -> runHere(name, encoded.get(i), places.get(i), b,
+                        classes))));
             }
             return r.iterator();
         }, false).collect();

@@ -10,22 +10,19 @@ import io.cuwire.spark.CuwireSpark;
 import io.cuwire.spark.ModelRef;
 import io.cuwire.spark.internal.FrameStreams;
 import io.cuwire.spark.internal.Node;
-import io.cuwire.spark.internal.SparkPartitions;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
 import java.util.function.BiFunction;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.ml.Model;
+import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
@@ -35,9 +32,13 @@ import org.apache.spark.ml.util.DefaultParamsWriter$;
 import org.apache.spark.ml.util.MLReader;
 import org.apache.spark.ml.util.MLWritable;
 import org.apache.spark.ml.util.MLWriter;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -63,8 +64,6 @@ import org.apache.spark.sql.types.StructType;
  * @param <M> the concrete model
  */
 public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> implements MLWritable, AutoCloseable {
-    private static final int BATCH_ROWS = 8192;
-
     /** How an executor computes one appended column for a batch of rows (on its device): a value per row. */
     @FunctionalInterface
     interface Scoring extends Serializable {
@@ -162,80 +161,83 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     abstract Param<String> appendedCol();
 
     /**
-     * The rows of {@code dataset} with this model's columns appended, computed lazily in the executors; the result's
-     * plan holds the fitted state until the result is gone (see the class comment).
+     * The rows of {@code dataset} with this model's columns appended: one user-defined function of the features
+     * column, named {@code cuwire_<Model>}, computes them in the executors, so Catalyst sees an expression it can
+     * prune (a query that reads none of the columns never runs the model) and streaming {@code DataFrame}s work as
+     * batch ones. The result's plan holds the fitted state until the result is gone (see the class comment).
      *
      * @throws IllegalStateException if this model was closed
      */
     @Override
     public Dataset<Row> transform(Dataset<?> dataset) {
-        StructType out = transformSchema(dataset.schema());
+        transformSchema(dataset.schema());
         List<Output> outputs = outputs();
-        FittedState.PlanHandle plan = new FittedState.PlanHandle(state());
-        int features = dataset.schema().fieldIndex(getFeaturesCol());
-        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> apply(plan.ref(), outputs, features, it));
-        return dataset.sparkSession().createDataFrame(rows, out);
-    }
-
-    /**
-     * In an executor: the rows with the model's columns appended, a batch of rows at a time as Spark pulls them
-     * (one batch in memory, not the whole partition).
-     */
-    private static Iterator<Row> apply(ModelRef<Estimator> ref, List<Output> outputs, int features,
-            Iterator<Row> rows) {
-        return new Iterator<>() {
-            private final List<Row> batch = new ArrayList<>();
-            private Object[][] results = new Object[0][];
-            private int next;
-
-            @Override
-            public boolean hasNext() {
-                if (next == batch.size()) {
-                    batch.clear();
-                    next = 0;
-                    while (batch.size() < BATCH_ROWS && rows.hasNext()) {
-                        batch.add(rows.next());
-                    }
-                    results = batch.isEmpty() ? results : applyBatch(ref, outputs, features, batch);
-                }
-                return next < batch.size();
-            }
-
-            @Override
-            public Row next() {
-                if (!hasNext()) {
-                    throw new NoSuchElementException();
-                }
-                Row r = batch.get(next);
-                Object[] values = new Object[r.length() + results.length];
-                for (int j = 0; j < r.length(); j++) {
-                    values[j] = r.get(j);
-                }
-                for (int c = 0; c < results.length; c++) {
-                    values[r.length() + c] = results[c][next];
-                }
-                next++;
-                return RowFactory.create(values);
-            }
-        };
-    }
-
-    private static Object[][] applyBatch(ModelRef<Estimator> ref, List<Output> outputs, int features,
-            List<Row> batch) {
-        Node node = Node.current();
-        double[][] x = new double[batch.size()][];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = SparkPartitions.features(batch.get(i), features);
+        if (outputs.isEmpty()) {
+            return dataset.toDF();
         }
-        try (NdArray input = NdArray.fromMatrix(node.deviceMemory(), x)) {
+        FittedState.PlanHandle plan = new FittedState.PlanHandle(state());
+        List<StructField> fields = new ArrayList<>();
+        for (int c = 0; c < outputs.size(); c++) {
+            StructField f = outputs.get(c).field();
+            fields.add(new StructField("c" + c, f.dataType(), false, Metadata.empty()));
+        }
+        StructType scoredType = new StructType(fields.toArray(new StructField[0]));
+        UDF1<Object, Row> score = features -> score(plan.ref(), outputs, features);
+        Column scored = functions.udf(score, scoredType).asNonNullable()
+                .withName("cuwire_" + getClass().getSimpleName()).apply(functions.col(featuresColumn()));
+        if (outputs.size() == 1) {
+            StructField f = outputs.getFirst().field();
+            return dataset.toDF().withColumn(f.name(), scored.getField("c0").as(f.name(), f.metadata()));
+        }
+        String struct = "__cuwire_" + uid;
+        Dataset<Row> out = dataset.toDF().withColumn(struct, scored);
+        for (int c = 0; c < outputs.size(); c++) {
+            StructField f = outputs.get(c).field();
+            out = out.withColumn(f.name(), functions.col(struct).getField("c" + c).as(f.name(), f.metadata()));
+        }
+        return out.drop(struct);
+    }
+
+    /** The column the features are read from. */
+    String featuresColumn() {
+        return getFeaturesCol();
+    }
+
+    /** In an executor: the model's columns for one row's features (an ml vector or a sequence of numbers). */
+    private static Row score(ModelRef<Estimator> ref, List<Output> outputs, Object features) {
+        double[] x = features(features);
+        Node node = Node.current();
+        try (NdArray input = NdArray.fromArray(node.deviceMemory(), x, 1, x.length)) {
             return ref.apply(m -> {
-                Object[][] out = new Object[outputs.size()][];
-                for (int c = 0; c < out.length; c++) {
-                    out[c] = outputs.get(c).scoring().values(m, input);
+                Object[] values = new Object[outputs.size()];
+                for (int c = 0; c < values.length; c++) {
+                    values[c] = outputs.get(c).scoring().values(m, input)[0];
                 }
-                return out;
+                return RowFactory.create(values);
             });
         }
+    }
+
+    /** The features of one row as the function gets them: an ml vector, or a Scala sequence of numbers. */
+    private static double[] features(Object features) {
+        if (features instanceof Vector v) {
+            return v.toArray();
+        }
+        if (features instanceof scala.collection.Seq<?> seq) {
+            double[] out = new double[seq.length()];
+            for (int j = 0; j < out.length; j++) {
+                Object e = seq.apply(j);
+                if (!(e instanceof Number n)) {
+                    throw new IllegalArgumentException("features hold " + e + " at " + j
+                            + " (expected: numbers, and no null)");
+                }
+                out[j] = n.doubleValue();
+            }
+            return out;
+        }
+        throw new IllegalArgumentException(features == null ? "null features (expected: an ml vector or an array of "
+                + "numbers in every row)" : "features of " + features.getClass().getName()
+                + " (expected: an ml vector or an array of numbers)");
     }
 
     @Override
@@ -244,7 +246,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         for (Output o : outputs()) {
             fields.add(o.field());
         }
-        return Schemas.appended(schema, getFeaturesCol(), fields);
+        return Schemas.appended(schema, featuresColumn(), fields);
     }
 
     /**
