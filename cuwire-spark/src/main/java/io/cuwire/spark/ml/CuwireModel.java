@@ -207,7 +207,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     private static Row score(ModelRef<Estimator> ref, List<Output> outputs, Object features) {
         double[] x = features(features);
         Node node = Node.current();
-        try (NdArray input = NdArray.fromArray(node.deviceMemory(), x, 1, x.length)) {
+        try (NdArray input = NdArray.fromArray(node.scratchMemory(), x, 1, x.length)) {
             return ref.apply(m -> {
                 Object[] values = new Object[outputs.size()];
                 for (int c = 0; c < values.length; c++) {
