@@ -221,13 +221,12 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
         }
         try {
             check(featuresCol, labelCol, labels);
+            if (n == 0) {
+                throw new IllegalArgumentException("the data set has no rows to fit on");
+            }
         } catch (RuntimeException e) {
             gathered.unpersist(false);
             throw e;
-        }
-        if (n == 0) {
-            gathered.unpersist(false);
-            throw new IllegalArgumentException("the data set has no rows to fit on");
         }
         this.count = n;
         this.rows = total;
@@ -256,7 +255,7 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
             throw new IllegalArgumentException("column '" + featuresCol + "' is null in " + nullFeatures
                     + " row(s) (expected: ml vectors or arrays of numbers in every row)");
         }
-        if (labels == Labels.NONE) {
+        if (labels == Labels.NONE || summaries.stream().allMatch(s -> s.rows == 0)) {
             return;
         }
         if (nanLabels > 0) {
@@ -265,7 +264,7 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
         }
         if (labels == Labels.TARGETS) {
             double inf = Double.isInfinite(min) && min < 0 ? min : Double.isInfinite(max) ? max : Double.NaN;
-            if (!Double.isNaN(inf) && summaries.stream().anyMatch(s -> s.rows > 0)) {
+            if (!Double.isNaN(inf)) {
                 throw new IllegalArgumentException("Labels MUST NOT be Infinity, but got " + inf + " (column '"
                         + labelCol + "')");
             }

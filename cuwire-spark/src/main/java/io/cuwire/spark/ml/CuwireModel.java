@@ -41,6 +41,7 @@ import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import scala.collection.Seq;
 
 /**
  * A fitted cuwire estimator as a Spark ML model: the base of the typed models each stage's {@code fit} returns
@@ -223,7 +224,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         if (features instanceof Vector v) {
             return v.toArray();
         }
-        if (features instanceof scala.collection.Seq<?> seq) {
+        if (features instanceof Seq<?> seq) {
             double[] out = new double[seq.length()];
             for (int j = 0; j < out.length; j++) {
                 Object e = seq.apply(j);

@@ -247,11 +247,16 @@ class SparkMlLifetimeTest {
 
         @Override
         public double evaluate(Dataset<?> dataset) {
+            // the copy being evaluated is garbage: collect it, and give the cleaner a moment to drop its hold
             long cleaned = FittedState.cleaned();
             System.gc();
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-            while (FittedState.cleaned() == cleaned && System.nanoTime() < end) {
-                Thread.onSpinWait();
+            for (int i = 0; i < 50 && FittedState.cleaned() == cleaned; i++) {
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
             }
             List<Row> rows = dataset.select(column).collectAsList();
             for (Row r : rows) {
@@ -312,8 +317,6 @@ class SparkMlLifetimeTest {
     void pipelineOfEveryStageSavesAndLoads(@TempDir Path dir) throws IOException {
         Dataset<Row> df = frame();
         savePipelineAndModel(df, dir);
-        gcUntil(() -> CuwireSpark.driverStats().deviceBytes() == 0, () -> "driver device bytes "
-                + CuwireSpark.driverStats().deviceBytes());
         assertNoDeviceBytes();
     }
 
@@ -355,19 +358,32 @@ class SparkMlLifetimeTest {
 
     @AfterAll
     static void nothingLeft() {
-        gcUntil(() -> CuwireSpark.driverStats().deviceBytes() == 0, () -> "driver device bytes "
-                + CuwireSpark.driverStats().deviceBytes());
         assertNoDeviceBytes();
     }
 
-    /** The driver and every executor hold no device memory. */
+    /**
+     * The driver and every executor hold no device memory once GCs ran: what the test dropped and did not track (a
+     * fold's models inside CrossValidator) is released by the cleaner after its GC, so this runs GCs until it is.
+     */
     static void assertNoDeviceBytes() {
-        assertEquals(0, CuwireSpark.driverStats().deviceBytes(), "driver: " + CuwireSpark.driverStats());
+        gcUntil(SparkMlLifetimeTest::noDeviceBytes, () -> "device bytes remain: " + CuwireSpark.driverStats() + " "
+                + CuwireSpark.driverStats().deviceBytes() + " bytes; executors " + CuwireSpark.executorStats(false));
         List<NodeStats> executors = CuwireSpark.executorStats(false);
         assertEquals(SparkCluster.EXECUTORS, executors.size());
         for (NodeStats s : executors) {
-            assertEquals(0, s.deviceBytes(), s + " holds " + s.deviceBytes() + " device bytes");
             assertEquals(0, s.cachedModels(), s.toString());
         }
+    }
+
+    private static boolean noDeviceBytes() {
+        if (CuwireSpark.driverStats().deviceBytes() != 0) {
+            return false;
+        }
+        for (NodeStats s : CuwireSpark.executorStats(false)) {
+            if (s.deviceBytes() != 0) {
+                return false;
+            }
+        }
+        return true;
     }
 }
