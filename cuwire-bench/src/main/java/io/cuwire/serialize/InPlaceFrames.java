@@ -28,6 +28,6 @@ public final class InPlaceFrames {
             }
             borrowed.add(new Frame(f.buffer(), false));
         }
-        return new Serialized(header.root(), borrowed);
+        return new Serialized(header, borrowed);
     }
 }

@@ -32,12 +32,14 @@ public final class Main {
     private static final Map<String, Entry> COMMANDS = new LinkedHashMap<>();
 
     static {
-        COMMANDS.put("demo", new Entry("the main job: a local cluster fits three models, broadcasts each by every "
-                + "family and transport, predicts and checks; prints a table per model and writes an HTML report "
-                + "('demo [--workers N] [--transports tcp,ipc,ucx] [--report DIR]')", Demo::run));
+        COMMANDS.put("demo", new Entry("the main job: a local cluster fits three models beside a payload model "
+                + "sized per platform, broadcasts each by every family and transport, predicts and checks; prints a "
+                + "verdict and a table per model and writes an HTML report with a sweep over model sizes ('demo "
+                + "[--workers N] [--transports tcp,ipc,ucx] [--model-size SIZE] [--sweep SIZES|none] [--repeat N] "
+                + "[--report DIR]')", Demo::run));
         COMMANDS.put("worker", new Entry("a cluster worker started by hand; prints its address ('worker [--listen "
-                + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin)",
-                WorkerCommand::run));
+                + "tcp://127.0.0.1:0] [--device N] [--index N]', secret as hex in CUWIRE_SECRET or on stdin); its exit"
+                + " code says why it stopped ('worker --help' lists the codes)", WorkerCommand::run));
         COMMANDS.put("info", new Entry("devices, the chosen platform and the transports usable here", Main::info));
         COMMANDS.put("bench", new Entry("'bench copy [--size BYTES] [--repeat N] [--out FILE.csv]': copy "
                 + "bandwidth; 'bench transfer [--transports inproc,tcp,ucx,ipc] [--families cuda,host,java] [--sizes "

@@ -1,7 +1,7 @@
 package io.cuwire.cli;
 
 import io.cuwire.cluster.StandaloneWorker;
-import io.cuwire.memory.Devices;
+import io.cuwire.cluster.WorkerExit;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -14,6 +14,7 @@ import java.util.List;
 /**
  * {@code cuwire worker}: starts a cluster worker by hand, for clusters assembled on one host. The secret (hex, at
  * least 16 bytes) comes from {@code CUWIRE_SECRET} or else the first line of standard input, never the command line.
+ * Its exit code says why it stopped ({@link WorkerExit}; {@code --help} lists them).
  */
 final class WorkerCommand {
     static final String SECRET_VARIABLE = "CUWIRE_SECRET";
@@ -26,6 +27,10 @@ final class WorkerCommand {
     }
 
     static int run(List<String> args, String secretVariable, InputStream in, PrintStream out, PrintStream err) {
+        if (args.size() == 1 && (args.getFirst().equals("--help") || args.getFirst().equals("-h"))) {
+            help(out);
+            return Main.OK;
+        }
         String listen = "tcp://127.0.0.1:0";
         int device = 0;
         int index = 0;
@@ -44,10 +49,7 @@ final class WorkerCommand {
                             + "ADDRESS, --device N, --index N)");
                 }
             }
-            if (device >= Devices.all().size()) {
-                throw new IllegalArgumentException("--device " + device + ": this host has " + Devices.all().size()
-                        + " device(s) on platform " + Devices.platform());
-            }
+            StandaloneWorker.checkDevice(device);
         } catch (IllegalArgumentException e) {
             err.println("cuwire worker: " + e.getMessage());
             return Main.USAGE;
@@ -71,8 +73,31 @@ final class WorkerCommand {
             err.println("cuwire worker: " + e.getMessage());
             return Main.USAGE;
         }
-        StandaloneWorker.serve(index, device, listen, secret, out);
+        try {
+            StandaloneWorker.serve(index, device, listen, secret, out);
+        } catch (RuntimeException e) {
+            err.println("cuwire worker: cannot start: " + e.getMessage());
+            return WorkerExit.START_FAILED.code();
+        }
         return Main.OK;
+    }
+
+    /** The usage, with the exit codes. */
+    static void help(PrintStream out) {
+        out.println("usage: cuwire worker [--listen tcp://127.0.0.1:0] [--device N] [--index N]");
+        out.println();
+        out.println("Starts a cluster worker: prints '" + StandaloneWorker.LISTENING + " ADDRESS', serves the first "
+                + "client that");
+        out.println("authenticates with the cluster secret (hex, at least 16 bytes, from " + SECRET_VARIABLE
+                + " or else the first");
+        out.println("line of standard input) and exits when that client goes or closes the cluster. It logs why it "
+                + "stopped,");
+        out.println("and each connection or peer it refused (rate-limited), on standard error.");
+        out.println();
+        out.println("exit codes:");
+        for (WorkerExit e : WorkerExit.values()) {
+            out.printf("  %d  %s%n", e.code(), e.meaning());
+        }
     }
 
     private static int nonNegative(String option, String value) {

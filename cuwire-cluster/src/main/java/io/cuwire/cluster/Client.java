@@ -52,9 +52,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code (id, version)} and drop older versions; broadcasting an unchanged model sends only its identity.
  *
  * <h2>Failures</h2>
- * Every future fails with a {@link ClusterException}: {@link WorkerLostException} when the worker is gone (at once
- * for a worker already lost), {@link UnknownTaskException} or {@link RemoteTaskException} when the worker refused
- * or failed the request. Thread-safe.
+ * A future fails with a {@link ClusterException} when the worker could not serve the call:
+ * {@link WorkerLostException} when the worker is gone (at once for a worker already lost),
+ * {@link UnknownTaskException} or {@link RemoteTaskException} when the worker refused or failed the request, and
+ * {@link RemoteDecodeException} (a {@code RemoteTaskException} with the field path) when the worker could not decode
+ * it. It fails with a {@link io.cuwire.serialize.SerializationException} when this side could not: an argument that
+ * does not serialize ({@link UnserializableException}: nothing was sent), or a result whose type this side's
+ * registry does not know ({@link io.cuwire.serialize.SerializationException#path()} says where). The worker stays
+ * usable after a decode failure on either side. Thread-safe.
  */
 public final class Client {
     private final List<RemoteWorker> workers;
@@ -520,7 +525,7 @@ public final class Client {
         return request(worker, "stats", null, List.of()).thenApply(o -> {
             List<?> v = (List<?>) o;
             return new WorkerStats(worker, (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
-                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8));
+                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8), (Long) v.get(9));
         });
     }
 

@@ -2,6 +2,7 @@ package io.cuwire.cluster;
 
 import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.internal.Worker;
 import io.cuwire.memory.BufferAllocator;
@@ -35,9 +36,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * A cluster on this host: one worker JVM per GPU — or, on the emulated device, as many as asked for, each bound to
- * emulated device {@code index mod devices} — and a {@link Client} connected to each over an authenticated
- * transport. The analogue of dask-cuda's {@code LocalCUDACluster}.
+ * A cluster on this host: one worker JVM per GPU — or, on the emulated device, two by default — and a {@link Client}
+ * connected to each over an authenticated transport. The analogue of dask-cuda's {@code LocalCUDACluster}. Worker
+ * {@code i} binds device {@code i mod devices} (on a host of one GPU, every worker shares device 0, with the client)
+ * unless {@link Builder#devices} says otherwise; an ordinal this process does not see fails {@link Builder#start}
+ * before any worker starts, naming the devices it sees and, on CUDA, {@code CUDA_VISIBLE_DEVICES}.
  *
  * <h2>Workers</h2>
  * Each worker is a JVM started with this JVM's {@code java} binary and class path, native access enabled, and the
@@ -288,10 +291,17 @@ public final class LocalCluster implements AutoCloseable {
                     }
                 } else {
                     scheme = scheme(transport);
+                    int[] ordinals = new int[n];
                     for (int i = 0; i < n; i++) {
-                        int ordinal = this.devices != null ? this.devices[i % this.devices.length] : i % devices;
-                        Devices.get(ordinal);
-                        started.add(launch(i, ordinal, platform, scheme, key));
+                        ordinals[i] = Placement.ordinal(i, this.devices, devices);
+                        try {
+                            Placement.device(ordinals[i]);
+                        } catch (IllegalArgumentException e) {
+                            throw new IllegalArgumentException("worker " + i + ": " + e.getMessage(), e);
+                        }
+                    }
+                    for (int i = 0; i < n; i++) {
+                        started.add(launch(i, ordinals[i], platform, scheme, key));
                     }
                     awaitAddresses(started);
                 }
@@ -301,7 +311,7 @@ public final class LocalCluster implements AutoCloseable {
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("cuwire-client-host",
                         BufferAllocator.UNLIMITED);
                 TransportConfig config = TransportConfig.builder().secret(key).receiveInto(DeviceMap.of(host, dev))
-                        .connectTimeout(startTimeout).build();
+                        .families(ClusterTypes.families()).connectTimeout(startTimeout).build();
                 DecodeTarget target = new DecodeTarget(dev, host, Limits.DEFAULT);
                 for (RemoteWorker w : started) {
                     Connection c = Transports.forAddress(w.address()).connect(w.address(), config);
@@ -374,8 +384,10 @@ public final class LocalCluster implements AutoCloseable {
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             cmd.add("--enable-native-access=ALL-UNNAMED");
             cmd.add("-D" + Devices.PLATFORM_PROPERTY + "=" + platform);
+            // java.io.tmpdir too: where the emulated device's files go when /dev/shm is too small (all processes that
+            // share device memory must use the same directory)
             for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir",
-                    "cuwire.memory.trackAllocations")) {
+                    "java.io.tmpdir", "cuwire.memory.trackAllocations")) {
                 String v = System.getProperty(p);
                 if (v != null) {
                     cmd.add("-D" + p + "=" + v);

@@ -7,7 +7,12 @@ public class RemoteTaskException extends ClusterException {
     private final String remoteType;
 
     public RemoteTaskException(String remoteType, String message) {
-        super(remoteType + ": " + message);
+        this("", remoteType, message);
+    }
+
+    /** A failure whose message is {@code what}, the remote type and the remote message. */
+    protected RemoteTaskException(String what, String remoteType, String message) {
+        super(what + remoteType + ": " + message);
         this.remoteType = remoteType;
     }
 

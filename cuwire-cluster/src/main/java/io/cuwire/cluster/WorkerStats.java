@@ -12,7 +12,8 @@ package io.cuwire.cluster;
  * @param hostBytes host memory its allocator holds
  * @param objects values in its store
  * @param models models in its cache
+ * @param evictedModels models its cache evicted so far to make room in the device's memory
  */
 public record WorkerStats(int worker, long deviceToHostBytes, long hostToDeviceBytes, long deviceToDeviceBytes,
-        long peerBytes, long deviceBytes, long hostBytes, long objects, long models) {
+        long peerBytes, long deviceBytes, long hostBytes, long objects, long models, long evictedModels) {
 }

@@ -32,7 +32,7 @@ class ConnectTest {
         List<String> addresses = new ArrayList<>();
         try {
             for (int i = 0; i < 2; i++) {
-                Process p = startWorker(i, secret);
+                Process p = startWorker(i, secret, "tcp://127.0.0.1:0");
                 processes.add(p);
                 addresses.add(listeningAddress(p));
             }
@@ -73,7 +73,8 @@ class ConnectTest {
                 () -> LocalCluster.builder().connect(List.of("tcp://127.0.0.1:1")).start());
     }
 
-    private static Process startWorker(int index, byte[] secret) throws IOException {
+    /** Starts worker {@code index} in a JVM of its own, listening at {@code listen}, as {@code cuwire worker} does. */
+    static Process startWorker(int index, byte[] secret, String listen) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-D" + Devices.PLATFORM_PROPERTY + "=" + Devices.platform()));
         for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir")) {
@@ -83,7 +84,7 @@ class ConnectTest {
             }
         }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), StandaloneWorkerMain.class.getName(),
-                Integer.toString(index), "tcp://127.0.0.1:0"));
+                Integer.toString(index), listen));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         try (OutputStream in = p.getOutputStream()) {
             in.write((HexFormat.of().formatHex(secret) + "\n").getBytes(StandardCharsets.US_ASCII));
@@ -91,7 +92,8 @@ class ConnectTest {
         return p;
     }
 
-    private static String listeningAddress(Process p) throws IOException {
+    /** The address the worker prints when it listens; its later output is read and dropped. */
+    static String listeningAddress(Process p) throws IOException {
         BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         String line;
         while ((line = r.readLine()) != null) {

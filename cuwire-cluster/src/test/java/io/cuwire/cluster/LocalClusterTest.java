@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Classifier;
 import io.cuwire.ml.Estimator;
@@ -41,7 +42,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** One cluster of two worker JVMs on the emulated device, shared by the tests that do not break it. */
+/**
+ * One cluster of two worker JVMs (on the emulated device, or on the GPUs of a GPU run: one each, or both on device 0
+ * of a one-GPU host), shared by the tests that do not break it.
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LocalClusterTest {
     private static LocalCluster cluster;
@@ -72,12 +76,16 @@ class LocalClusterTest {
     }
 
     @Test
-    void shouldStartTwoWorkersEachOnItsOwnEmulatedDevice() {
+    void shouldStartTwoWorkersOnDevicesRoundRobinSharingDeviceZeroOnAOneDeviceHost() {
         assertEquals(2, cluster.size());
         assertEquals("tcp", cluster.transport());
+        int devices = Devices.all().size();
         for (int w = 0; w < 2; w++) {
             assertTrue(client.isAlive(w));
-            assertEquals(w, client.call(w, TestTasks.DEVICE).join(), "worker " + w + " binds device " + w);
+            long expected = w % devices;
+            assertEquals(expected, client.call(w, TestTasks.DEVICE).join(), "worker " + w + " binds device " + w
+                    + " mod " + devices);
+            assertEquals(expected, cluster.deviceOf(w));
         }
     }
 

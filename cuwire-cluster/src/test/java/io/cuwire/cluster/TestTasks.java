@@ -2,6 +2,10 @@ package io.cuwire.cluster;
 
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 
@@ -17,6 +21,13 @@ public final class TestTasks implements TaskProvider {
     static final TaskType<NdArray> FIT_X = TaskType.of("test.fitx", NdArray.class);
     /** {@code ()}: the worker's device ordinal. */
     static final TaskType<Long> DEVICE = TaskType.of("test.device", Long.class);
+    /** {@code (NdArray)}: the sum of its elements (float32), as a double. */
+    static final TaskType<Double> SUM = TaskType.of("test.sum", Double.class);
+    /**
+     * {@code (value, String path)}: holds its argument (a cached model, say) until the file {@code path + ".release"}
+     * exists (at most a minute), having made {@code path + ".held"} once it holds it; returns nil.
+     */
+    static final TaskType<Object> HOLD = TaskType.of("test.hold", Object.class);
 
     public TestTasks() {
     }
@@ -40,5 +51,26 @@ public final class TestTasks implements TaskProvider {
         registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
         registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
+        registry.register(SUM, (c, a) -> {
+            double sum = 0;
+            for (float v : ((NdArray) a.get(0)).toFloatArray()) {
+                sum += v;
+            }
+            return sum;
+        });
+        registry.register(HOLD, (c, a) -> {
+            Path path = Path.of((String) a.get(1));
+            try {
+                Files.createFile(Path.of(path + ".held"));
+                for (int i = 0; i < 6_000 && !Files.exists(Path.of(path + ".release")); i++) {
+                    Thread.sleep(10);
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        });
     }
 }

@@ -40,12 +40,11 @@ public final class CuBlas implements AutoCloseable {
         this.library = library;
         this.stream = stream;
         this.device = stream.cudaDevice();
-        device.makeCurrent();
-        MemorySegment h = library.create();
+        MemorySegment h = library.create(device);
         try {
-            library.setStream(h, stream.handle());
+            library.setStream(device, h, stream.handle());
         } catch (RuntimeException e) {
-            library.destroy(h);
+            library.destroy(device, h);
             throw e;
         }
         this.handle = h;
@@ -76,14 +75,13 @@ public final class CuBlas implements AutoCloseable {
 
     /** The address of the stream cuBLAS says this handle runs on ({@code cublasGetStream_v2}), for tests. */
     long boundStreamAddress() {
-        return library.getStream(handle()).address();
+        return library.getStream(device, handle()).address();
     }
 
     private MemorySegment handle() {
         if (handle == null) {
             throw new IllegalStateException("CuBlas on " + stream + " is closed");
         }
-        device.makeCurrent();
         return handle;
     }
 
@@ -98,7 +96,7 @@ public final class CuBlas implements AutoCloseable {
         long pa = matrix("A", a, aOffset, lda, rows(transA, m, k), cols(transA, m, k), Float.BYTES);
         long pb = matrix("B", b, bOffset, ldb, rows(transB, k, n), cols(transB, k, n), Float.BYTES);
         long pc = matrix("C", c, cOffset, ldc, m, n, Float.BYTES);
-        library.sgemm(handle(), transA.code(), transB.code(), m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+        library.sgemm(device, handle(), transA.code(), transB.code(), m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
     }
 
     /** {@link #sgemm} in float64. */
@@ -109,7 +107,7 @@ public final class CuBlas implements AutoCloseable {
         long pa = matrix("A", a, aOffset, lda, rows(transA, m, k), cols(transA, m, k), Double.BYTES);
         long pb = matrix("B", b, bOffset, ldb, rows(transB, k, n), cols(transB, k, n), Double.BYTES);
         long pc = matrix("C", c, cOffset, ldc, m, n, Double.BYTES);
-        library.dgemm(handle(), transA.code(), transB.code(), m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+        library.dgemm(device, handle(), transA.code(), transB.code(), m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
     }
 
     /**
@@ -123,7 +121,7 @@ public final class CuBlas implements AutoCloseable {
         long pa = matrix("A", a, aOffset, lda, m, n, Float.BYTES);
         long px = vector("x", x, xOffset, trans == Transpose.NONE ? n : m, incx, Float.BYTES);
         long py = vector("y", y, yOffset, trans == Transpose.NONE ? m : n, incy, Float.BYTES);
-        library.sgemv(handle(), trans.code(), m, n, alpha, pa, lda, px, incx, beta, py, incy);
+        library.sgemv(device, handle(), trans.code(), m, n, alpha, pa, lda, px, incx, beta, py, incy);
     }
 
     /** {@link #sgemv} in float64. */
@@ -133,7 +131,7 @@ public final class CuBlas implements AutoCloseable {
         long pa = matrix("A", a, aOffset, lda, m, n, Double.BYTES);
         long px = vector("x", x, xOffset, trans == Transpose.NONE ? n : m, incx, Double.BYTES);
         long py = vector("y", y, yOffset, trans == Transpose.NONE ? m : n, incy, Double.BYTES);
-        library.dgemv(handle(), trans.code(), m, n, alpha, pa, lda, px, incx, beta, py, incy);
+        library.dgemv(device, handle(), trans.code(), m, n, alpha, pa, lda, px, incx, beta, py, incy);
     }
 
     private static int rows(Transpose t, int r, int c) {
@@ -191,8 +189,7 @@ public final class CuBlas implements AutoCloseable {
         if (handle != null) {
             MemorySegment h = handle;
             handle = null;
-            device.makeCurrent();
-            library.destroy(h);
+            library.destroy(device, h);
         }
     }
 }

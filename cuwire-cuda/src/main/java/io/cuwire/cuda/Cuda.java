@@ -35,6 +35,17 @@ public final class Cuda {
         }
     }
 
+    /**
+     * How {@code CUDA_VISIBLE_DEVICES} limits the GPUs this process sees, for messages:
+     * {@code CUDA_VISIBLE_DEVICES="1"} (the driver shows only GPU 1, as device 0), {@code CUDA_VISIBLE_DEVICES=""}
+     * (none), or
+     * {@code CUDA_VISIBLE_DEVICES not set} (all). Child processes inherit it, and with it the same numbering. Never
+     * throws.
+     */
+    public static String visibleDevices() {
+        return Driver.visibleDevices(System.getenv(Driver.VISIBLE_DEVICES));
+    }
+
     /** The number of visible GPUs; 0 when CUDA is unavailable. */
     public static int deviceCount() {
         return isAvailable() ? Driver.deviceCount() : 0;

@@ -20,8 +20,7 @@ public final class CudaEvent implements AutoCloseable {
 
     private CudaEvent(CudaDevice device) {
         this.device = device;
-        device.makeCurrent();
-        this.handle = Driver.eventCreate();
+        this.handle = Driver.eventCreate(device);
     }
 
     /** A new timing event on {@code device}. */
@@ -42,25 +41,31 @@ public final class CudaEvent implements AutoCloseable {
         if (s.cudaDevice() != device) {
             throw new IllegalArgumentException(stream + " is not a stream of " + device);
         }
-        device.makeCurrent();
-        Driver.eventRecord(handle(), s.handle());
+        Driver.eventRecord(device, handle(), s.handle());
     }
 
     /** Blocks until the work before the last {@link #record} has finished. */
     public void synchronize() {
-        Driver.eventSynchronize(handle());
+        Driver.eventSynchronize(device, handle());
     }
 
-    /** Milliseconds between two completed events of one device. */
+    /**
+     * Milliseconds between two completed events of one device.
+     *
+     * @throws IllegalArgumentException if the events belong to different devices
+     */
     public static float elapsedMillis(CudaEvent start, CudaEvent end) {
-        return Driver.eventElapsedTime(start.handle(), end.handle());
+        if (start.device != end.device) {
+            throw new IllegalArgumentException("CudaEvent of " + start.device + " and CudaEvent of " + end.device
+                    + ": elapsed time is measured between two events of one device");
+        }
+        return Driver.eventElapsedTime(start.device, start.handle(), end.handle());
     }
 
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            device.makeCurrent();
-            Driver.eventDestroy(handle);
+            Driver.eventDestroy(device, handle);
         }
     }
 }

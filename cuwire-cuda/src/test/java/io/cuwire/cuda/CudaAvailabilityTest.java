@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.cuda.internal.CudaDeviceProvider;
+import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.spi.DeviceUnavailableException;
@@ -58,11 +59,19 @@ class CudaAvailabilityTest {
      * environment) and returns what it printed, standard error (the log) included.
      */
     private static String chooseInAFreshProcess() throws IOException, InterruptedException {
+        return chooseInAFreshProcess(null);
+    }
+
+    /** {@link #chooseInAFreshProcess()} with {@code CUDA_VISIBLE_DEVICES} set to {@code visible} unless null. */
+    private static String chooseInAFreshProcess(String visible) throws IOException, InterruptedException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder builder = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
                 System.getProperty("java.class.path"), DeviceSelectionChild.class.getName())).redirectErrorStream(true);
         builder.environment().remove("JAVA_TOOL_OPTIONS");
         builder.environment().remove("JDK_JAVA_OPTIONS");
+        if (visible != null) {
+            builder.environment().put(Driver.VISIBLE_DEVICES, visible);
+        }
         Process child = builder.start();
         String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child did not finish: " + output);
@@ -101,6 +110,45 @@ class CudaAvailabilityTest {
         assertTrue(log.getFirst().endsWith("cuwire devices: platform cuda, " + Cuda.deviceCount() + " device(s)"),
                 output);
         assertTrue(output.contains("CHOSEN cuda DEVICES " + Cuda.deviceCount() + " PASSED OVER {}"), output);
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldFallBackToTheEmulatedPlatformNamingCudaVisibleDevicesWhenItHidesEveryGpu() throws Exception {
+        assumeCuda();
+
+        String output = chooseInAFreshProcess("");
+
+        List<String> log = choiceLogLines(output);
+        assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
+        assertTrue(log.getFirst().contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="),
+                output);
+        String reason = log.getFirst();
+        assertTrue(reason.contains("(CUDA_VISIBLE_DEVICES=\"\")") && (reason.contains("cuInit(0) failed: "
+                + "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is visible to this process")
+                || reason.contains("no CUDA device: cuDeviceGetCount returned 0")), output);
+        assertTrue(output.contains("CHOSEN emulated DEVICES 2"), output);
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldSeeOnlyTheGpuCudaVisibleDevicesNames() throws Exception {
+        assumeCuda();
+        String inherited = System.getenv(Driver.VISIBLE_DEVICES);
+        String first = inherited == null || inherited.isBlank() ? "0" : inherited.split(",")[0].strip();
+
+        String output = chooseInAFreshProcess(first);
+
+        assertTrue(output.contains("CHOSEN cuda DEVICES 1 PASSED OVER {}"), "CUDA_VISIBLE_DEVICES=" + first + ":\n"
+                + output);
+    }
+
+    @Test
+    void shouldDescribeCudaVisibleDevicesForMessages() {
+        assertEquals("CUDA_VISIBLE_DEVICES not set", Driver.visibleDevices(null));
+        assertEquals("CUDA_VISIBLE_DEVICES=\"\"", Driver.visibleDevices(""));
+        assertEquals("CUDA_VISIBLE_DEVICES=\"1,0\"", Driver.visibleDevices("1,0"));
+        assertEquals(Driver.visibleDevices(System.getenv("CUDA_VISIBLE_DEVICES")), Cuda.visibleDevices());
     }
 
     @Test

@@ -13,6 +13,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -81,6 +82,6 @@ class CudaIpcTest {
         assumeCuda();
         IpcHandle foreign = new IpcHandle("emulated", 0, new byte[64], 0, 16);
 
-        assertThrows(IllegalArgumentException.class, () -> Cuda.device(0).openHandle(foreign));
+        assertThrows(InvalidHandleException.class, () -> Cuda.device(0).openHandle(foreign));
     }
 }

@@ -13,9 +13,6 @@ import java.util.Random;
 
 /** Shared helpers of the CUDA tests: the GPU assumption, printed seeds, uploads and downloads. */
 public final class CudaTestSupport {
-    /** System property fixing the seed of randomized tests. */
-    public static final String SEED_PROPERTY = "cuwire.test.seed";
-
     private CudaTestSupport() {
     }
 
@@ -37,11 +34,9 @@ public final class CudaTestSupport {
         assumeTrue(Cuda.deviceCount() >= n, () -> "needs " + n + " GPUs; " + Cuda.deviceCount() + " visible");
     }
 
-    /** A seeded random source; the seed is printed so a failure can be reproduced. */
+    /** A seeded random source ({@link io.cuwire.memory.TestRandom}: fixed by default, printed). */
     public static Random random(String test) {
-        long seed = Long.getLong(SEED_PROPERTY, System.nanoTime());
-        System.out.println(test + ": seed " + seed + " (rerun with -D" + SEED_PROPERTY + "=" + seed + ")");
-        return new Random(seed);
+        return io.cuwire.memory.TestRandom.random("CudaTestSupport." + test);
     }
 
     /** {@code n} random bytes. */

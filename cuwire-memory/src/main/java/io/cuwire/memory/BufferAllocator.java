@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -21,6 +22,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * leaked buffer was allocated. The report names the property either way. Buffers released after the allocator was
  * closed still return their bytes. Closing twice is an error.
  *
+ * <h2>Memory pressure</h2>
+ * An allocation that fails with {@link AllocationLimitException} — this allocator's or an ancestor's limit, or the
+ * memory itself exhausted — first asks the {@link Reclaimer}s registered with this allocator and its ancestors
+ * ({@link #addReclaimer}, nearest first) to free memory, and tries again after each one that freed some, until one
+ * succeeds or none has anything left to free. An allocator of a device's memory made by {@link Device#newAllocator}
+ * (and its children) then fails with the device's {@link DeviceMemoryReport} appended to the message: what holds the
+ * device's memory. Such a root allocator is itself one of the device's {@link MemoryHolder}s until it is closed.
+ *
  * <p>Thread-safe.
  *
  * @param <B> the buffer type
@@ -33,6 +42,23 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
     public static final long UNLIMITED = Long.MAX_VALUE;
 
     private static final Object NO_STACK = new Object();
+    /** Set while this thread runs reclaimers: an allocation they make does not reclaim in turn. */
+    private static final ThreadLocal<Boolean> RECLAIMING = ThreadLocal.withInitial(() -> Boolean.FALSE);
+
+    /**
+     * Frees memory when an allocation would fail: a cache that can drop what it keeps (a worker's unused models).
+     * Called on the allocating thread, with no lock of the allocator held, possibly by several threads at once.
+     */
+    @FunctionalInterface
+    public interface Reclaimer {
+        /**
+         * Frees some memory that allocations of this allocator's tree (or of its device) could use, so that an
+         * allocation of {@code bytes} may succeed; the allocation is then tried again.
+         *
+         * @return whether anything was freed; {@code false} when there is nothing (more) to free, which ends the tries
+         */
+        boolean reclaim(long bytes);
+    }
 
     private final String name;
     private final long limit;
@@ -43,9 +69,15 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
     private final AtomicLong peak = new AtomicLong();
     private final Map<Buffer, Object> live = new ConcurrentHashMap<>();
     private final Map<BufferAllocator<B>, Boolean> children = new ConcurrentHashMap<>();
+    private final List<Reclaimer> reclaimers = new CopyOnWriteArrayList<>();
+    /** The device whose memory this is, when made by {@link Device#newAllocator}; else {@code null}. */
+    private final Device device;
+    /** A root's registration as a holder of its device's memory; {@code null} for children and other memory. */
+    private final Registration holding;
     private volatile boolean closed;
 
-    private BufferAllocator(String name, long limit, BufferAllocator<B> parent, MemoryResource<B> resource) {
+    private BufferAllocator(String name, long limit, BufferAllocator<B> parent, MemoryResource<B> resource,
+            Device device) {
         if (limit < 0) {
             throw new IllegalArgumentException("limit: " + limit + " (expected: >= 0)");
         }
@@ -54,11 +86,22 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         this.parent = parent;
         this.resource = Objects.requireNonNull(resource, "resource");
         this.track = Boolean.getBoolean(TRACK_PROPERTY);
+        this.device = device;
+        this.holding = device != null && parent == null ? device.addMemoryHolder(this::describeHolding) : null;
     }
 
-    /** A root allocator over {@code resource} that refuses to hold more than {@code limit} bytes at once. */
+    /**
+     * A root allocator over {@code resource} that refuses to hold more than {@code limit} bytes at once. For a
+     * device's memory prefer {@link Device#newAllocator}, whose failures name what holds the device's memory.
+     */
     public static <B extends Buffer> BufferAllocator<B> root(String name, long limit, MemoryResource<B> resource) {
-        return new BufferAllocator<>(name, limit, null, resource);
+        return new BufferAllocator<>(name, limit, null, resource, null);
+    }
+
+    /** A root allocator of {@code device}'s memory {@code resource}: see {@link Device#newAllocator}. */
+    static BufferAllocator<DeviceBuffer> ofDevice(String name, long limit, MemoryResource<DeviceBuffer> resource,
+            Device device) {
+        return new BufferAllocator<>(name, limit, null, resource, Objects.requireNonNull(device, "device"));
     }
 
     /** A root allocator of ordinary host memory. */
@@ -69,16 +112,18 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
     /** A child counting against this allocator's (and its ancestors') limits as well as its own. */
     public BufferAllocator<B> newChild(String childName, long childLimit) {
         checkNotClosed();
-        BufferAllocator<B> child = new BufferAllocator<>(name + "/" + childName, childLimit, this, resource);
+        BufferAllocator<B> child = new BufferAllocator<>(name + "/" + childName, childLimit, this, resource, device);
         children.put(child, Boolean.TRUE);
         return child;
     }
 
     /**
-     * Allocates {@code bytes} of this allocator's memory.
+     * Allocates {@code bytes} of this allocator's memory; under pressure the {@link Reclaimer}s are asked first (see
+     * the class comment).
      *
      * @throws AllocationLimitException if this allocator or an ancestor would pass its limit, or the memory is
-     *     not there
+     *     not there, and the reclaimers could not free enough; for a device allocator of {@link Device#newAllocator}
+     *     the message ends with the device's {@link DeviceMemoryReport}
      * @throws IllegalStateException if the allocator is closed
      */
     public B allocate(long bytes) {
@@ -86,6 +131,56 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
             throw new IllegalArgumentException("bytes: " + bytes + " (expected: >= 0)");
         }
         checkNotClosed();
+        AllocationLimitException refused;
+        try {
+            return allocateOnce(bytes);
+        } catch (AllocationLimitException e) {
+            refused = e;
+        }
+        while (reclaim(bytes)) {
+            try {
+                return allocateOnce(bytes);
+            } catch (AllocationLimitException e) {
+                refused = e;
+            }
+        }
+        if (device == null) {
+            throw refused;
+        }
+        throw new AllocationLimitException(refused.getMessage() + "\n" + device.memoryReport(), refused);
+    }
+
+    /**
+     * Registers {@code reclaimer}, asked to free memory when an allocation of this allocator or of a descendant would
+     * fail, until the registration is closed.
+     */
+    public Registration addReclaimer(Reclaimer reclaimer) {
+        Reclaimer r = Objects.requireNonNull(reclaimer, "reclaimer");
+        reclaimers.add(r);
+        return () -> reclaimers.remove(r);
+    }
+
+    /** Asks the reclaimers of this allocator and its ancestors, nearest first, until one frees something. */
+    private boolean reclaim(long bytes) {
+        if (RECLAIMING.get()) {
+            return false;
+        }
+        RECLAIMING.set(Boolean.TRUE);
+        try {
+            for (BufferAllocator<B> a = this; a != null; a = a.parent) {
+                for (Reclaimer r : a.reclaimers) {
+                    if (r.reclaim(bytes)) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        } finally {
+            RECLAIMING.set(Boolean.FALSE);
+        }
+    }
+
+    private B allocateOnce(long bytes) {
         reserve(bytes);
         B buffer;
         try {
@@ -184,6 +279,9 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         if (parent != null) {
             parent.children.remove(this);
         }
+        if (holding != null) {
+            holding.close();
+        }
         List<String> openChildren = new ArrayList<>();
         for (BufferAllocator<B> child : children.keySet()) {
             openChildren.add("'" + child.name + "' (" + child.allocatedBytes() + " bytes)");
@@ -233,6 +331,32 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         for (BufferAllocator<B> child : children.keySet()) {
             child.collectLive(into);
         }
+    }
+
+    /**
+     * This allocator's line in its device's report: its bytes and open buffers, and its children that hold bytes;
+     * {@code null} when it holds nothing.
+     */
+    private String describeHolding() {
+        long bytes = allocated.get();
+        if (bytes == 0) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder("allocator '").append(name).append("': ").append(bytes)
+                .append(" bytes, ").append(live.size()).append(" open buffer(s) of its own");
+        if (limit != UNLIMITED) {
+            b.append(", limit ").append(limit);
+        }
+        List<String> holdingChildren = new ArrayList<>();
+        for (BufferAllocator<B> child : children.keySet()) {
+            if (child.allocatedBytes() > 0) {
+                holdingChildren.add("'" + child.name + "' " + child.allocatedBytes() + " bytes");
+            }
+        }
+        if (!holdingChildren.isEmpty()) {
+            b.append("; children ").append(String.join(", ", holdingChildren));
+        }
+        return b.toString();
     }
 
     @Override

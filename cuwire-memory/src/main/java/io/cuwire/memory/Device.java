@@ -1,6 +1,11 @@
 package io.cuwire.memory;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * One device of a platform: a CUDA GPU, or an emulated device backed by shared-memory files. Devices are made by
@@ -8,9 +13,15 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>The {@code protected} copy methods are the platform's half of the {@link CopyEngine}: the engine checks
  * ranges, counts bytes and then calls them; nothing else may. A {@code null} stream means "synchronously".
+ *
+ * <p>Owners of the device's memory register a {@link MemoryHolder} ({@link #addMemoryHolder}), so that
+ * {@link #memoryReport()} — which the message of a failed allocation through {@link #newAllocator}'s allocators
+ * includes — names what holds the memory.
  */
 public abstract class Device {
     private final int ordinal;
+    /** The registered holders, each in a holder of its own (so that equal holders register apart). */
+    private final List<MemoryHolder[]> holders = new CopyOnWriteArrayList<>();
 
     protected Device(int ordinal) {
         this.ordinal = ordinal;
@@ -54,23 +65,87 @@ public abstract class Device {
     /**
      * Maps a buffer exported by another process. The result is owned by the caller; closing it unmaps the memory
      * and leaves the exporter's buffer alone.
+     *
+     * <p>A handle comes from a peer and is checked before anything is mapped: it must be of this device's platform,
+     * well formed, name an allocation that a device of the platform issued, and its range must lie within that
+     * allocation ({@link IpcHandle#checkWithin}).
+     *
+     * @throws InvalidHandleException if it is not, saying which check failed
      */
     public abstract DeviceBuffer openHandle(IpcHandle handle);
 
     /**
      * A handle of the whole allocation that holds {@code buffer}: offset 0, length the allocation's size. An importer
      * maps the allocation once ({@link #openHandle}) and reaches this and every later buffer in it by
-     * {@link #allocationOffset}, instead of opening a handle per buffer. Equal allocations give equal handles; a new
-     * allocation (even at a freed one's address) gives a new handle.
+     * {@link #allocationOffset}, instead of opening a handle per buffer. The allocation is the platform's unit of
+     * shared memory — a CUDA pool block; on the emulated device a shared-memory file, which for small buffers is a
+     * slab that many of them share — and an importer of it can reach all of it. Equal allocations give equal handles;
+     * new memory (even at a freed allocation's address) gives a new handle.
      */
     public abstract IpcHandle exportAllocation(DeviceBuffer buffer);
+
+    /**
+     * The process that exported {@code handle}, where the platform's handles name it (the emulated device's do;
+     * CUDA's do not): an importer checks it against the peer that sent the handle.
+     *
+     * @throws InvalidHandleException if the handle is not one of this platform's, or malformed
+     */
+    public OptionalLong exportingProcess(IpcHandle handle) {
+        return OptionalLong.empty();
+    }
 
     /** Where {@code buffer} starts within the allocation of {@link #exportAllocation}. */
     public abstract long allocationOffset(DeviceBuffer buffer);
 
-    /** A root allocator of this device's memory. */
+    /**
+     * A root allocator of this device's memory. It is one of the device's {@link MemoryHolder}s until it is closed,
+     * and an allocation of it (or of its children) that fails says what holds the device's memory
+     * ({@link #memoryReport()}) in its message.
+     */
     public final BufferAllocator<DeviceBuffer> newAllocator(String name, long limit) {
-        return BufferAllocator.root(name, limit, memory());
+        return BufferAllocator.ofDevice(name, limit, memory(), this);
+    }
+
+    /**
+     * Registers {@code holder} as holding memory of this device, until the registration is closed: its line goes into
+     * every {@link #memoryReport()}.
+     */
+    public final Registration addMemoryHolder(MemoryHolder holder) {
+        MemoryHolder[] entry = {Objects.requireNonNull(holder, "holder")};
+        holders.add(entry);
+        return () -> holders.remove(entry);
+    }
+
+    /**
+     * What holds this device's memory now: its total and free memory and a line from each registered holder that
+     * holds something (a holder that fails to describe itself is named with its failure). Never throws.
+     */
+    public final DeviceMemoryReport memoryReport() {
+        long free;
+        try {
+            free = freeMemory();
+        } catch (RuntimeException e) {
+            free = -1;
+        }
+        List<String> lines = new ArrayList<>();
+        for (MemoryHolder[] entry : holders) {
+            MemoryHolder h = entry[0];
+            try {
+                String line = h.describeHolding();
+                if (line != null && !line.isEmpty()) {
+                    lines.add(line);
+                }
+            } catch (RuntimeException e) {
+                lines.add(h.getClass().getName() + " could not say what it holds: " + e);
+            }
+        }
+        String what;
+        try {
+            what = this + " (" + name() + ")";
+        } catch (RuntimeException e) {
+            what = toString();
+        }
+        return new DeviceMemoryReport(what, totalMemory(), free, lines);
     }
 
     /** A root allocator of pinned host memory for this device. */

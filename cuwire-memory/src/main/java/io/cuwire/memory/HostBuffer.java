@@ -35,7 +35,9 @@ public final class HostBuffer extends Buffer {
 
     /**
      * Wraps memory that cuwire does not own (a heap array's segment, a mapped file): {@code close()} only ends this
-     * buffer's use. The copy engine treats it as pageable host memory.
+     * buffer's use. The copy engine treats it as pageable host memory. A heap segment has no native address: a
+     * transport sending it as a frame copies it chunk by chunk through native staging memory of its own (never whole),
+     * and receivers get their frames in native memory.
      */
     public static HostBuffer wrap(MemorySegment segment) {
         return new HostBuffer(MemoryKind.HOST, segment, Releaser.NONE);

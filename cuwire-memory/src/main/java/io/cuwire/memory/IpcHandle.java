@@ -24,6 +24,21 @@ public record IpcHandle(String platform, int deviceOrdinal, byte[] handle, long 
         }
     }
 
+    /**
+     * Refuses this handle if its range ({@link #offset()}, {@link #length()}) does not lie within an allocation of
+     * {@code allocationBytes}: what an importer checks against the size of the allocation the handle names, before it
+     * maps any byte.
+     *
+     * @throws InvalidHandleException if {@code offset + length > allocationBytes}
+     */
+    public void checkWithin(long allocationBytes) {
+        if (offset > allocationBytes || length > allocationBytes - offset) {
+            throw new InvalidHandleException(this + " reaches byte " + Long.toUnsignedString(offset + length)
+                    + " of an allocation of " + allocationBytes + " bytes (expected: offset + length <= "
+                    + allocationBytes + ")");
+        }
+    }
+
     @Override
     public byte[] handle() {
         return handle.clone();

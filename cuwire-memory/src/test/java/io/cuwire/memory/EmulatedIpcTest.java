@@ -76,9 +76,9 @@ class EmulatedIpcTest {
     void shouldRefuseHandlesOfOtherPlatformsAndFiles() {
         Device device = Devices.get(0);
         assumeTrue(device.platform().equals("emulated"), "runs on the emulated platform");
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(InvalidHandleException.class,
                 () -> device.openHandle(new IpcHandle("cuda", 0, new byte[64], 0, 8)));
-        assertThrows(IllegalArgumentException.class, () -> device.openHandle(
+        assertThrows(InvalidHandleException.class, () -> device.openHandle(
                 new IpcHandle("emulated", 0, "/etc/passwd".getBytes(StandardCharsets.UTF_8), 0, 8)));
     }
 }

@@ -2,7 +2,7 @@ package io.cuwire.memory;
 
 import java.util.Random;
 
-/** The memories the array tests run over, and the run's random seed. */
+/** The memories the array tests run over. */
 enum TestMemory {
     HOST {
         @Override
@@ -23,21 +23,9 @@ enum TestMemory {
         }
     };
 
-    /** System property overriding the random seed, to rerun a failure. */
-    static final String SEED_PROPERTY = "cuwire.test.seed";
-
-    /** The seed of this run, printed once. */
-    static final long SEED = seed();
-
-    private static long seed() {
-        long seed = Long.getLong(SEED_PROPERTY, System.nanoTime());
-        System.out.println("random seed " + seed + " (rerun with -D" + SEED_PROPERTY + "=" + seed + ")");
-        return seed;
-    }
-
-    /** A random source for one test, derived from the run's seed and the test's name. */
+    /** A random source for one test ({@link TestRandom}). */
     static Random random(String test) {
-        return new Random(SEED ^ test.hashCode());
+        return TestRandom.random("TestMemory." + test);
     }
 
     /** A new root allocator of this memory; the test closes it. */

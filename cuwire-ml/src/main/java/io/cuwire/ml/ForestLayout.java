@@ -40,6 +40,8 @@ public final class ForestLayout {
 
     static final int HEADER_BYTES = 48;
     static final int NODE_BYTES = 16;
+    /** The longest Java array. */
+    private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
 
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
@@ -217,39 +219,52 @@ public final class ForestLayout {
      * Walks the forest in {@code s} (host memory) for {@code rows} rows of {@code x} (row-major, {@code features}
      * columns), writing the mean over trees of the leaf values: {@code out[i * outputs + c]}. The reference the
      * GPU kernel is held to.
+     *
+     * <p>The node table and the leaf values are copied into Java arrays first, in bulk, and the walk reads those: a
+     * read through a {@link MemorySegment} costs a hundred times more until the JIT has compiled the walk, which made
+     * a JVM's first prediction with a forest ten times slower than its later ones.
      */
     public static void predict(MemorySegment s, Info info, double[] x, int rows, double[] out) {
         checkHeader(s, info);
+        if (2 * info.nodes() > MAX_ARRAY || (long) info.outputs() * info.leaves() > MAX_ARRAY) {
+            throw new IllegalArgumentException("forest " + info + " is too large to predict with on the host");
+        }
         int outputs = info.outputs();
         int d = info.features();
         int trees = info.trees();
         long tables = HEADER_BYTES;
         long nodes = tables + 16L * (trees + 1);
         long values = nodes + NODE_BYTES * info.nodes();
-        long[] nodeStart = new long[trees];
+        int[] nodeStart = new int[trees];
         long[] leafStart = new long[trees];
         for (int t = 0; t < trees; t++) {
-            nodeStart[t] = s.get(I64, tables + 16L * t);
+            nodeStart[t] = (int) s.get(I64, tables + 16L * t);
             leafStart[t] = s.get(I64, tables + 16L * t + 8);
         }
+        // per node two longs: feature | child << 32 (little-endian int32s), then the threshold's bits
+        long[] node = new long[(int) (2 * info.nodes())];
+        MemorySegment.copy(s, I64, nodes, node, 0, node.length);
+        double[] value = new double[(int) (outputs * info.leaves())];
+        MemorySegment.copy(s, F64, values, value, 0, value.length);
         Arrays.fill(out, 0, rows * outputs, 0.0);
         double inv = trees == 0 ? 0 : 1.0 / trees;
         for (int i = 0; i < rows; i++) {
             int row = i * d;
             for (int t = 0; t < trees; t++) {
-                long base = nodes + NODE_BYTES * nodeStart[t];
-                long at = base;
-                int feature = s.get(I32, at);
+                int base = nodeStart[t];
+                int at = base;
+                long n = node[2 * at];
+                int feature = (int) n;
                 while (feature >= 0) {
-                    int child = s.get(I32, at + 4);
-                    double threshold = s.get(F64, at + 8);
-                    at = base + (long) NODE_BYTES * (x[row + feature] <= threshold ? child : child + 1);
-                    feature = s.get(I32, at);
+                    int child = (int) (n >>> 32);
+                    double threshold = Double.longBitsToDouble(node[2 * at + 1]);
+                    at = base + (x[row + feature] <= threshold ? child : child + 1);
+                    n = node[2 * at];
+                    feature = (int) n;
                 }
-                long leaf = leafStart[t] + s.get(I32, at + 4);
-                long v = values + 8L * leaf * outputs;
+                int v = (int) ((leafStart[t] + (int) (n >>> 32)) * outputs);
                 for (int c = 0; c < outputs; c++) {
-                    out[i * outputs + c] += s.get(F64, v + 8L * c);
+                    out[i * outputs + c] += value[v + c];
                 }
             }
             for (int c = 0; c < outputs; c++) {

@@ -23,10 +23,11 @@ import java.util.stream.Stream;
 
 /**
  * The closed set of JDK collection and map classes that travel as {@code list}, {@code set} and {@code map} header
- * nodes, each rebuilt by the decoder as the same class or, for the immutable ones, as an immutable collection with
- * the same order. The node's {@code "k"} entry names the kind; it is absent for the node's default kind
- * ({@code ArrayList}, {@code LinkedHashSet}, {@code LinkedHashMap}), which is what headers written before kinds
- * existed decode as.
+ * nodes, each rebuilt by the decoder as the same class or, for the immutable ones, as an immutable collection of the
+ * same family: {@code List.of} and kin through {@code List.copyOf} (so the same JDK classes), the
+ * {@code Collections.unmodifiable*} wrappers as unmodifiable wrappers over a copy in the sender's order. The node's
+ * {@code "k"} entry names the kind; it is absent for the node's default kind ({@code ArrayList},
+ * {@code LinkedHashSet}, {@code LinkedHashMap}), which is what headers written before kinds existed decode as.
  *
  * <p>Classes are matched exactly (a subclass of {@code ArrayList} is not an {@code ArrayList} here: the decoder could
  * not rebuild it), except {@code EnumSet}, whose implementations are the JDK's own.
@@ -37,9 +38,12 @@ enum CollectionKind {
     ARRAY_DEQUE(Node.LIST, "deque", ArrayDeque.class),
     /** {@code Arrays.asList}: fixed size, elements settable. */
     FIXED_LIST(Node.LIST, "fixed", Arrays.asList().getClass()),
-    /** {@code List.of}, {@code List.copyOf}, {@code Stream.toList}, {@code Collections.unmodifiableList} and kin. */
+    /** {@code List.of}, {@code List.copyOf}, {@code Stream.toList}: rebuilt as {@code List.copyOf} (nulls, which only
+     * {@code Stream.toList} holds: as an unmodifiable list). */
     IMMUTABLE_LIST(Node.LIST, "imm", List.of().getClass(), List.of(1).getClass(), List.of(1, 2, 3).subList(0, 1)
-            .getClass(), Collections.emptyList().getClass(), Collections.singletonList(1).getClass(),
+            .getClass()),
+    /** {@code Collections.unmodifiableList}, {@code emptyList}, {@code singletonList} and kin: an unmodifiable list. */
+    UNMODIFIABLE_LIST(Node.LIST, "unmod", Collections.emptyList().getClass(), Collections.singletonList(1).getClass(),
             Collections.unmodifiableList(new ArrayList<>()).getClass(),
             Collections.unmodifiableList(new LinkedList<>()).getClass(),
             Collections.unmodifiableCollection(new ArrayList<>()).getClass()),
@@ -49,9 +53,11 @@ enum CollectionKind {
     TREE_SET(Node.SET, "tree", TreeSet.class),
     /** The element type travels by its registered name ({@code "n"}), so that an empty set keeps it. */
     ENUM_SET(Node.SET, "enum"),
-    /** {@code Set.of}, {@code Set.copyOf}, {@code Collections.unmodifiableSet}, {@code emptySet}, {@code singleton}. */
-    IMMUTABLE_SET(Node.SET, "imm", Set.of().getClass(), Set.of(1).getClass(), Collections.emptySet().getClass(),
-            Collections.singleton(1).getClass(), Collections.unmodifiableSet(new HashSet<>()).getClass()),
+    /** {@code Set.of}, {@code Set.copyOf}: rebuilt as {@code Set.copyOf}. */
+    IMMUTABLE_SET(Node.SET, "imm", Set.of().getClass(), Set.of(1).getClass()),
+    /** {@code Collections.unmodifiableSet}, {@code emptySet}, {@code singleton}: an unmodifiable set, in order. */
+    UNMODIFIABLE_SET(Node.SET, "unmod", Collections.emptySet().getClass(), Collections.singleton(1).getClass(),
+            Collections.unmodifiableSet(new HashSet<>()).getClass()),
     LINKED_HASH_MAP(Node.MAP, null, LinkedHashMap.class),
     HASH_MAP(Node.MAP, "hash", HashMap.class),
     /** Natural order, or a comparator of a registered type ({@code "cmp"}). */
@@ -60,10 +66,11 @@ enum CollectionKind {
     CONCURRENT_HASH_MAP(Node.MAP, "concurrent", ConcurrentHashMap.class),
     /** The key type travels by its registered name ({@code "n"}), so that an empty map keeps it. */
     ENUM_MAP(Node.MAP, "enum", EnumMap.class),
-    /** {@code Map.of}, {@code Map.copyOf}, {@code Collections.unmodifiableMap}, {@code emptyMap}, {@code singletonMap}.
-     */
-    IMMUTABLE_MAP(Node.MAP, "imm", Map.of().getClass(), Map.of(1, 1).getClass(), Collections.emptyMap().getClass(),
-            Collections.singletonMap(1, 1).getClass(), Collections.unmodifiableMap(new HashMap<>()).getClass());
+    /** {@code Map.of}, {@code Map.copyOf}: rebuilt as {@code Map.copyOf}. */
+    IMMUTABLE_MAP(Node.MAP, "imm", Map.of().getClass(), Map.of(1, 1).getClass()),
+    /** {@code Collections.unmodifiableMap}, {@code emptyMap}, {@code singletonMap}: an unmodifiable map, in order. */
+    UNMODIFIABLE_MAP(Node.MAP, "unmod", Collections.emptyMap().getClass(), Collections.singletonMap(1, 1).getClass(),
+            Collections.unmodifiableMap(new HashMap<>()).getClass());
 
     /** The header node a kind travels as. */
     enum Node {

@@ -20,4 +20,9 @@ public record DecodeTarget(BufferAllocator<DeviceBuffer> device, BufferAllocator
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(limits, "limits");
     }
+
+    /** A target with the default limits ({@link Limits#DEFAULT}). */
+    public DecodeTarget(BufferAllocator<DeviceBuffer> device, BufferAllocator<HostBuffer> host) {
+        this(device, host, Limits.DEFAULT);
+    }
 }

@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import java.lang.reflect.Array;
 import java.util.ArrayDeque;
@@ -29,9 +30,18 @@ import java.util.concurrent.ConcurrentHashMap;
  * Rebuilds one value graph from a {@link Serialized}; one decoder per {@link TypeRegistry#deserialize} call. Header
  * nodes are untrusted: every shape is checked, type names resolve only through the registry, and any failure is a
  * {@link SerializationException}. On failure the frames it took, and the memory its serializers made, are released.
+ *
+ * <p>Work is charged to the message's budget ({@link Limits#maxDecodeWork}) before it is done: one unit per node,
+ * and, before an element goes into a hash or tree collection, its <em>span</em> (the nodes hashing or comparing it
+ * reaches: a value shared by {@code ref} counts at every place it is reached) times the hashes and comparisons the
+ * insertion makes. Spans are summed as nodes complete, so a header of a few kilobytes whose references describe
+ * 2^60 paths is refused before anything hashes it. Messages and paths never print a decoded value that is not a
+ * scalar (printing walks it as hashing does).
  */
 final class Decoder {
     private static final Object PENDING = new Object();
+    /** Longest decoded string printed in a path or message; longer ones are cut. */
+    private static final int PRINTED_CHARS = 40;
 
     private final TypeRegistry registry;
     private final Serialized serialized;
@@ -43,6 +53,17 @@ final class Decoder {
     private final List<AutoCloseable> owned = new ArrayList<>();
     /** Indices of the frames taken so far, in order. */
     private final List<Integer> takenIndices = new ArrayList<>();
+    /** Decode work spent so far, in {@link Limits#maxDecodeWork}'s units. */
+    private long work;
+    /**
+     * {@code childSpans[d]}: the spans of the completed children of the node open at depth {@code d} (the root is at
+     * depth 1; index 0 collects the root's own span).
+     */
+    private long[] childSpans = new long[16];
+    /** The span of each {@code ids} entry, once complete. */
+    private long[] idSpans = new long[16];
+    /** The span of the node {@link #node} returned last. */
+    private long lastSpan;
 
     Decoder(TypeRegistry registry, Serialized serialized, DecodeTarget target) {
         this.registry = registry;
@@ -52,7 +73,14 @@ final class Decoder {
 
     Object decode() {
         try {
-            return node(serialized.root(), "root");
+            try {
+                return node(serialized.root(), "root");
+            } catch (StackOverflowError e) {
+                // A serializer or a JDK stream nested deeper than this thread's stack: the frames are gone, the stack
+                // is back, and the message is refused like any other that costs too much.
+                throw new DecodeBudgetExceededException("decoding ran out of thread stack (StackOverflowError): the "
+                        + "value nests too deeply for this thread");
+            }
         } catch (RuntimeException | Error e) {
             for (AutoCloseable resource : owned) {
                 boolean open = switch (resource) {
@@ -68,15 +96,17 @@ final class Decoder {
                     }
                 }
             }
-            if (e instanceof SerializationException || e instanceof Error) {
-                throw e;
-            }
-            throw new MalformedHeaderException("cannot decode " + path() + ": " + e, e);
+            throw e;  // node() made every other failure a SerializationException that says where
         }
     }
 
     DecodeTarget target() {
         return target;
+    }
+
+    /** The format version of the header being decoded. */
+    int formatVersion() {
+        return serialized.formatVersion();
     }
 
     String path() {
@@ -98,17 +128,57 @@ final class Decoder {
     }
 
     private MalformedHeaderException malformed(String what) {
-        return new MalformedHeaderException(what + " at " + path());
+        return new MalformedHeaderException(what, path());
+    }
+
+    /**
+     * Charges {@code units} of work to the message's budget before they are spent; {@code what} says what they pay
+     * for, for the refusal's message.
+     *
+     * @throws DecodeBudgetExceededException if the budget does not cover them
+     */
+    void charge(long units, String what) {
+        long max = target.limits().maxDecodeWork();
+        if (units > max - work) {
+            throw new DecodeBudgetExceededException("decode work exceeds the budget of " + max + " units "
+                    + "(Limits.maxDecodeWork): " + work + " spent, " + what + " would cost " + units, path());
+        }
+        work += units;
+    }
+
+    /** Spans saturate: only how they compare with a budget matters. */
+    private static long add(long a, long b) {
+        long r = a + b;
+        return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
+    }
+
+    private static long times(long span, long count) {
+        return count != 0 && span > Long.MAX_VALUE / count ? Long.MAX_VALUE : span * count;
     }
 
     Object node(Object node, String name) {
         path.push(name);
+        int depth = path.size();
         try {
-            if (path.size() > target.limits().maxDepth()) {
-                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth() + " at "
-                        + path());
+            if (depth > target.limits().maxDepth()) {
+                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth(), path());
             }
-            return nodeOf(node);
+            if (!spend(1)) {
+                charge(1, "a node");
+            }
+            if (depth >= childSpans.length) {
+                childSpans = Arrays.copyOf(childSpans, Math.max(depth + 1, 2 * childSpans.length));
+            }
+            childSpans[depth] = 0;
+            Object value = nodeOf(node);
+            long span = add(1, childSpans[depth]);
+            childSpans[depth - 1] = add(childSpans[depth - 1], span);
+            lastSpan = span;
+            return value;
+        } catch (SerializationException e) {
+            throw e.locate(path());  // the innermost node a failure passes is where it happened
+        } catch (RuntimeException e) {
+            throw new MalformedHeaderException("cannot decode: " + e, path(), e);
         } finally {
             path.pop();
         }
@@ -190,6 +260,7 @@ final class Decoder {
                 if (id < 0 || id >= ids.size() || ids.get((int) id) == PENDING) {
                     throw malformed("reference to " + id + ", which is not an earlier complete value");
                 }
+                childSpans[path.size()] = idSpans[(int) id] - 1;  // reached through here, it spans what it names
                 return ids.get((int) id);
             }
             case "pref": {
@@ -242,7 +313,7 @@ final class Decoder {
             case SET -> set(kind, m, items);
             case MAP -> map(kind, m, items);
         };
-        ids.set(id, value);
+        complete(id, value);
         return value;
     }
 
@@ -261,7 +332,8 @@ final class Decoder {
                 yield new ArrayDeque<>(out);
             }
             case FIXED_LIST -> Arrays.asList(out.toArray());
-            case IMMUTABLE_LIST -> Collections.unmodifiableList(out);
+            case IMMUTABLE_LIST -> out.contains(null) ? Collections.unmodifiableList(out) : List.copyOf(out);
+            case UNMODIFIABLE_LIST -> Collections.unmodifiableList(out);
             default -> throw new IllegalStateException(kind + " is not a list kind");
         };
     }
@@ -270,18 +342,22 @@ final class Decoder {
     private Object set(CollectionKind kind, Map<?, ?> m, List<?> items) {
         Class<?> enumType = kind == CollectionKind.ENUM_SET ? enumType(m) : null;
         Set<Object> out = switch (kind) {
-            case LINKED_HASH_SET, IMMUTABLE_SET -> new LinkedHashSet<>();
+            case LINKED_HASH_SET, IMMUTABLE_SET, UNMODIFIABLE_SET -> new LinkedHashSet<>();
             case HASH_SET -> new HashSet<>();
             case TREE_SET -> new TreeSet<>(comparator(m));
             case ENUM_SET -> EnumSet.noneOf((Class) enumType);
             default -> throw new IllegalStateException(kind + " is not a set kind");
         };
+        Map<Integer, Integer> hashes = kind == CollectionKind.TREE_SET || kind == CollectionKind.ENUM_SET ? null
+                : new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
             Object element = node(items.get(i), "[" + i + "]");
             if (enumType != null && !enumType.isInstance(element)) {
                 throw malformed("element " + i + " of an EnumSet of " + enumType.getName() + " is "
                         + (element == null ? "nil" : "a " + element.getClass().getName()));
             }
+            chargeInsertion(element, lastSpan, kind == CollectionKind.IMMUTABLE_SET ? 2 : 1, hashes,
+                    kind != CollectionKind.IMMUTABLE_SET, i, "set element");
             boolean added;
             try {
                 added = out.add(element);
@@ -292,20 +368,31 @@ final class Decoder {
                 throw malformed("set with duplicate elements");
             }
         }
-        return kind == CollectionKind.IMMUTABLE_SET ? Collections.unmodifiableSet(out) : out;
+        return switch (kind) {
+            case IMMUTABLE_SET -> {
+                if (out.contains(null)) {
+                    throw malformed("immutable set (Set.of) holding nil");
+                }
+                yield Set.copyOf(out);
+            }
+            case UNMODIFIABLE_SET -> Collections.unmodifiableSet(out);
+            default -> out;
+        };
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private Object map(CollectionKind kind, Map<?, ?> m, List<?> kv) {
         Class<?> enumType = kind == CollectionKind.ENUM_MAP ? enumType(m) : null;
         Map<Object, Object> out = switch (kind) {
-            case LINKED_HASH_MAP, IMMUTABLE_MAP -> new LinkedHashMap<>();
+            case LINKED_HASH_MAP, IMMUTABLE_MAP, UNMODIFIABLE_MAP -> new LinkedHashMap<>();
             case HASH_MAP -> new HashMap<>();
             case TREE_MAP -> new TreeMap<>(comparator(m));
             case CONCURRENT_HASH_MAP -> new ConcurrentHashMap<>();
             case ENUM_MAP -> new EnumMap(enumType);
             default -> throw new IllegalStateException(kind + " is not a map kind");
         };
+        Map<Integer, Integer> hashes = kind == CollectionKind.TREE_MAP || kind == CollectionKind.ENUM_MAP ? null
+                : new HashMap<>();
         for (int i = 0; i < kv.size(); i += 2) {
             Object key = node(kv.get(i), "[key " + i / 2 + "]");
             if (enumType != null && !enumType.isInstance(key)) {
@@ -315,6 +402,9 @@ final class Decoder {
             if (kind == CollectionKind.CONCURRENT_HASH_MAP && key == null) {
                 throw malformed("ConcurrentHashMap with a nil key");
             }
+            // containsKey, then put; Map.copyOf hashes once more
+            chargeInsertion(key, lastSpan, kind == CollectionKind.IMMUTABLE_MAP ? 3 : 2, hashes,
+                    kind != CollectionKind.IMMUTABLE_MAP, i / 2, "map key");
             boolean duplicate;
             try {
                 duplicate = out.containsKey(key);
@@ -322,15 +412,88 @@ final class Decoder {
                 throw malformed("key " + i / 2 + " cannot be ordered in a TreeMap: " + e.getMessage());
             }
             if (duplicate) {
-                throw malformed("map with duplicate key " + key);
+                throw malformed("map with duplicate key " + printed(key, i / 2));
             }
-            Object value = node(kv.get(i + 1), "[" + key + "]");
+            Object value = node(kv.get(i + 1), "[" + printed(key, i / 2) + "]");
             if (kind == CollectionKind.CONCURRENT_HASH_MAP && value == null) {
                 throw malformed("ConcurrentHashMap with a nil value under " + key);
             }
             out.put(key, value);
         }
-        return kind == CollectionKind.IMMUTABLE_MAP ? Collections.unmodifiableMap(out) : out;
+        return switch (kind) {
+            case IMMUTABLE_MAP -> {
+                if (out.containsKey(null) || out.containsValue(null)) {
+                    throw malformed("immutable map (Map.of) holding nil");
+                }
+                yield Map.copyOf(out);
+            }
+            case UNMODIFIABLE_MAP -> Collections.unmodifiableMap(out);
+            default -> out;
+        };
+    }
+
+    /**
+     * Charges what inserting {@code element} (of span {@code span}, the {@code index}th) into a hash or tree
+     * collection costs, before it is done: for a hash collection ({@code hashes} not {@code null}: the hash codes met
+     * so far, and how often), the span once per hash the collection computes ({@code hashOps}) and, unless the
+     * collection {@code treeifies} colliding scalars (a JDK string, boxed value or enum, which {@code HashMap} and
+     * {@code ConcurrentHashMap} order in a bin by {@code compareTo}), once more to compute its hash code here and once
+     * per earlier element with the same hash code (each an {@code equals}); for a tree ({@code hashes} {@code null}),
+     * once per comparison of a binary search among {@code index} elements.
+     */
+    private void chargeInsertion(Object element, long span, int hashOps, Map<Integer, Integer> hashes,
+            boolean treeifies, int index, String what) {
+        if (hashes == null) {
+            int comparisons = 1 + (32 - Integer.numberOfLeadingZeros(index));
+            if (!spend(times(span, comparisons))) {
+                charge(times(span, comparisons), "ordering a " + what + " spanning " + span + " nodes");
+            }
+            return;
+        }
+        if (treeifies && isScalar(element)) {
+            if (!spend(times(span, hashOps))) {
+                charge(times(span, hashOps), "hashing a " + what + " spanning " + span + " nodes");
+            }
+            return;
+        }
+        if (!spend(times(span, 1 + hashOps))) {
+            charge(times(span, 1 + hashOps), "hashing a " + what + " spanning " + span + " nodes");
+        }
+        int collisions = hashes.merge(element == null ? 0 : element.hashCode(), 1, Integer::sum) - 1;
+        if (collisions > 0 && !spend(times(span, collisions))) {
+            charge(times(span, collisions), "comparing a " + what + " spanning " + span + " nodes with "
+                    + collisions + " others of its hash code");
+        }
+    }
+
+    /** Spends {@code units} if the budget has them; else spends nothing. */
+    private boolean spend(long units) {
+        if (units > target.limits().maxDecodeWork() - work) {
+            return false;
+        }
+        work += units;
+        return true;
+    }
+
+    private static boolean isScalar(Object o) {
+        return o instanceof String || o instanceof Long || o instanceof Integer || o instanceof Short
+                || o instanceof Byte || o instanceof Double || o instanceof Float || o instanceof Character
+                || o instanceof Boolean || o instanceof Enum<?>;
+    }
+
+    /**
+     * A decoded map key for a path or message: a scalar as it is (a string cut at {@value #PRINTED_CHARS}
+     * characters), anything else by its position ({@code <key 3>}), since printing it would walk it.
+     */
+    private static String printed(Object key, int index) {
+        return switch (key) {
+            case null -> "nil";
+            case String s -> s.length() > PRINTED_CHARS ? s.substring(0, PRINTED_CHARS) + "…" : s;
+            case Long _, Integer _, Short _, Byte _, Double _, Float _, Boolean _ -> key.toString();
+            case Character c -> "'" + c + "'";
+            case Enum<?> e -> e.name();
+            default -> "<key " + index + ">";
+        };
     }
 
     /** The enum an {@code EnumSet} or {@code EnumMap} node names ({@code "n"}); resolved through the registry. */
@@ -338,7 +501,7 @@ final class Decoder {
         if (!(m.get("n") instanceof String name)) {
             throw malformed("enum collection without an element type name");
         }
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!type.isEnum()) {
             throw malformed("'" + name + "' is not an enum");
         }
@@ -367,7 +530,7 @@ final class Decoder {
             if (!(m.get("c") instanceof String name)) {
                 throw malformed("array element type is not a name");
             }
-            component = registry.componentType(name);
+            component = registry.componentType(name, path());
         }
         int id = reserve();
         Object[] out = (Object[]) Array.newInstance(component, items.size());
@@ -379,7 +542,7 @@ final class Decoder {
             }
             out[i] = element;
         }
-        ids.set(id, out);
+        complete(id, out);
         return out;
     }
 
@@ -392,14 +555,23 @@ final class Decoder {
 
     private int reserve() {
         ids.add(PENDING);
+        if (ids.size() > idSpans.length) {
+            idSpans = Arrays.copyOf(idSpans, 2 * idSpans.length);
+        }
         return ids.size() - 1;
+    }
+
+    /** Records the value of {@code id}, which the node open at the current depth made, and its span. */
+    private void complete(int id, Object value) {
+        ids.set(id, value);
+        idSpans[id] = add(1, childSpans[path.size()]);
     }
 
     private Object enumValue(Map<?, ?> m) {
         if (!(m.get("n") instanceof String name) || !(m.get("v") instanceof String constant)) {
             throw malformed("enum node without a name and a constant");
         }
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!type.isEnum()) {
             throw malformed("'" + name + "' is not an enum");
         }
@@ -427,6 +599,12 @@ final class Decoder {
         if (frame.length() != n * kind.elementSize()) {
             throw malformed(kind.tag() + " of " + n + " elements in a frame of " + frame.length() + " bytes");
         }
+        if (frame.owned() && frame.arrayType() != null && frame.arrayType() == kind.frameType()) {
+            // A fresh array the transport received the bytes into, of this type and length, held by nobody else.
+            Object array = ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow();
+            frame.buffer().close();
+            return array;
+        }
         Object array = PrimitiveArrays.newArray(kind, (int) n);
         CopyEngine.copyToSegment(frame.buffer(), 0, PrimitiveArrays.segment(array));
         if (frame.owned()) {
@@ -436,11 +614,16 @@ final class Decoder {
     }
 
     private Object object(String name, Map<?, ?> m) {
-        Class<?> type = registry.classForName(name);
+        Class<?> type = registry.classForName(name, path());
         if (!(m.get("f") instanceof String familyName)) {
             throw malformed("'" + name + "' without a family");
         }
-        Family family = Family.fromWireName(familyName);
+        Family family = family(familyName);
+        if (serialized.formatVersion() >= 2 && !serialized.families().contains(family)) {
+            // The list is what a receiver checked the message against: a node outside it would slip past that check.
+            throw malformed("'" + name + "' in family " + familyName + ", which the header's family list "
+                    + Serialized.familyNames(serialized.families()) + " does not name");
+        }
         int version = 0;
         if (m.containsKey("tv")) {
             long v = longOf(m, "tv");
@@ -452,11 +635,11 @@ final class Decoder {
         int known = registry.versionOf(type);
         if (version > known) {
             throw new IncompatibleVersionException("'" + name + "' version " + version + " is newer than this "
-                    + "reader's " + known + " at " + path());
+                    + "reader's " + known, path());
         }
         Serializer<Object> serializer = registry.serializerFor(type, family);
         if (serializer == null) {
-            throw new UnknownTypeException("'" + name + "' has no " + familyName + " serializer here at " + path());
+            throw new UnknownTypeException("'" + name + "' has no " + familyName + " serializer here", path());
         }
         if (!(m.get("d") instanceof Map<?, ?> data)) {
             throw malformed("'" + name + "' without data");
@@ -481,8 +664,17 @@ final class Decoder {
                 }
             }
         }
-        ids.set(id, value);
+        complete(id, value);
         return value;
+    }
+
+    /** {@link Family#fromWireName}, its refusal saying where. */
+    private Family family(String wireName) {
+        try {
+            return Family.fromWireName(wireName);
+        } catch (MalformedHeaderException e) {
+            throw malformed(e.getMessage());
+        }
     }
 
     /** A sub-header's {@code [first, count]} frames, checked against the frames there are. */

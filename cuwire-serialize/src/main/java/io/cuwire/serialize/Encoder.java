@@ -18,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -30,6 +31,8 @@ final class Encoder {
     private final IdentityHashMap<Object, Boolean> onPath = new IdentityHashMap<>();
     private final IdentityHashMap<Object, Long> primitiveIds = new IdentityHashMap<>();
     private final Deque<String> path = new ArrayDeque<>();
+    /** The families of the registered-type nodes written: the header's family list. */
+    private final Set<Family> families = EnumSet.noneOf(Family.class);
     private long nextId;
 
     Encoder(TypeRegistry registry, List<Family> chain) {
@@ -40,7 +43,7 @@ final class Encoder {
     Serialized encode(Object value) {
         try {
             Object root = node(value, value == null ? "null" : value.getClass().getSimpleName());
-            return new Serialized(root, frames);
+            return new Serialized(root, frames, Serialized.FORMAT_VERSION, families);
         } catch (RuntimeException | Error e) {
             for (Frame f : frames) {
                 if (f.owned() && f.buffer().isOpen()) {
@@ -56,8 +59,12 @@ final class Encoder {
     }
 
     long addFrame(Buffer buffer, boolean owned) {
+        return addFrame(buffer, owned, null);
+    }
+
+    private long addFrame(Buffer buffer, boolean owned, PrimitiveArrayType arrayType) {
         buffer.checkOpen();
-        frames.add(new Frame(buffer, owned));
+        frames.add(new Frame(buffer, owned, arrayType));
         return frames.size() - 1;
     }
 
@@ -164,7 +171,9 @@ final class Encoder {
         m.put("t", kind.tag());
         if (segment.byteSize() >= registry.frameThreshold()) {
             m.put("n", (long) PrimitiveArrays.length(array));
-            m.put("fr", addFrame(HostBuffer.wrap(segment), false));
+            // The array's own memory (a packed copy for boolean[], whose kind has no frame type): the descriptor names
+            // the type, so that a byte-stream receiver can take the bytes into a fresh array the decoder keeps.
+            m.put("fr", addFrame(HostBuffer.wrap(segment), false, kind.frameType()));
         } else {
             m.put("b", segment.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
         }
@@ -324,6 +333,7 @@ final class Encoder {
             WriteContext ctx = new WriteContext(this, family);
             int first = frames.size();
             serializer.write(ctx, value);
+            families.add(family);
             Map<String, Object> m = new LinkedHashMap<>(8);
             m.put("t", name);
             m.put("f", family.wireName());

@@ -7,4 +7,9 @@ public class IncompatibleVersionException extends SerializationException {
     public IncompatibleVersionException(String message) {
         super(message);
     }
+
+    /** A type version at {@code path} in the value that is too new: the message ends with {@code at <path>}. */
+    public IncompatibleVersionException(String message, String path) {
+        super(message + " at " + path, path, null);
+    }
 }

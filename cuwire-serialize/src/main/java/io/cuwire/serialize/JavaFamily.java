@@ -27,8 +27,20 @@ import java.util.Set;
 /**
  * The {@code java} family: JDK serialization for allow-listed types only. A class name in the stream is checked
  * against the allow-list before it is resolved, so a stream naming anything else fails without loading it; an
- * {@link ObjectInputFilter} bounds depth, references and array sizes as well. The writer checks every class it
- * describes against the same list, so a value the receiver would refuse fails at the sender.
+ * {@link ObjectInputFilter} bounds depth ({@value #MAX_DEPTH} levels, or {@link Limits#maxDepth} if smaller), array
+ * sizes (by the stream's length) and stream bytes, and charges every object reference the stream reads to the
+ * message's decode budget ({@link Limits#maxDecodeWork}). The writer checks every class it describes against the
+ * same list, so a value the receiver would refuse fails at the sender.
+ *
+ * <p>Hashing: a JDK stream can share objects by reference, so a few kilobytes can describe a graph whose hash code
+ * walks 2^60 paths ("SerialDOS": sets nested in sets), and the JDK's own {@code HashSet} and {@code HashMap} compute
+ * those hash codes while they read. As each object is rebuilt, the reader works out its <em>span</em> (the objects
+ * hashing it reaches, a shared one counted every time) from its elements' or fields' spans, and refuses the stream
+ * as soon as one object spans more than the whole decode budget, before any set can hash it; every set and map the
+ * stream rebuilt is charged its keys' spans. What stays possible within the budget: a set of many references to one
+ * large earlier object hashes that object once per reference before the set's charge is known, so the work of one
+ * stream can reach its reference count times the budget's span bound, quadratic in the stream's length rather than
+ * exponential. The java family is off unless a type is allow-listed and the connection agreed the family.
  *
  * <p>{@link NdArray}s inside a JDK-serialized value travel as pickle carries GPU arrays: their serial form copies the
  * bytes to the heap inside the stream. While reading, {@link NdArray#readTarget} points at the decode target's
@@ -50,6 +62,8 @@ final class JavaFamily {
             "io.cuwire.serialize.OpaqueBlob$SerialForm", "io.cuwire.serialize.OpaqueBlob");
 
     private static final int INLINE_BYTES = 64 * 1024;
+    /** Deepest nesting of {@code readObject} calls a stream may make (a 60-level SerialDOS stream needs 60). */
+    static final int MAX_DEPTH = 32;
 
     private JavaFamily() {
     }
@@ -104,13 +118,25 @@ final class JavaFamily {
                     }
                 }
                 NdArray.ReadScope arrays = NdArray.readTarget(in.target().device(), in.target().host());
-                try (AllowListStream ois = new AllowListStream(b, registry, in)) {
+                AllowListStream ois = null;
+                try {
+                    ois = new AllowListStream(b, registry, in);
                     Object value = ois.readObject();
                     releaseUnreachable(value, ois.made);
                     return value;
                 } catch (IOException | ClassNotFoundException e) {
+                    if (ois != null && ois.refusal != null) {
+                        throw ois.refusal;  // the filter's typed refusal, which the JDK wrapped
+                    }
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
                 } finally {
+                    if (ois != null) {
+                        try {
+                            ois.close();
+                        } catch (IOException ignored) {
+                            // a stream over bytes in memory: nothing to release
+                        }
+                    }
                     arrays.close();
                 }
             }
@@ -191,6 +217,12 @@ final class JavaFamily {
         private final ReadContext ctx;
         /** The arrays and blobs the stream rebuilt, in order. */
         private final List<AutoCloseable> made = new ArrayList<>();
+        /** The span of each rebuilt object that spans more than itself (see the class comment). */
+        private final Map<Object, Long> spans = new IdentityHashMap<>();
+        /** References the stream read so far, all charged. */
+        private long references;
+        /** Why the filter or a charge refused the stream, when it did: thrown instead of what the JDK makes of it. */
+        private SerializationException refusal;
 
         /**
          * A stream over {@code stream} whose filter also bounds every array the stream makes by the stream's own
@@ -204,10 +236,22 @@ final class JavaFamily {
             this.ctx = ctx;
             enableResolveObject(true);
             long maxBytes = ctx.target().limits().maxTotalFrameBytes();
+            int maxDepth = Math.min(MAX_DEPTH, ctx.target().limits().maxDepth());
             long length = stream.length;
             setObjectInputFilter(info -> {
-                if (info.depth() > ctx.target().limits().maxDepth() || info.references() > 10_000_000
-                        || info.arrayLength() > Integer.MAX_VALUE - 8 || info.streamBytes() > maxBytes) {
+                if (info.depth() > maxDepth) {
+                    return refuse(new LimitExceededException("JDK-serialized value nests deeper than " + maxDepth
+                            + " at " + ctx.path()));
+                }
+                if (info.references() > references) {
+                    try {
+                        ctx.charge(info.references() - references, "JDK stream references");
+                    } catch (DecodeBudgetExceededException e) {
+                        return refuse(e);
+                    }
+                    references = info.references();
+                }
+                if (info.arrayLength() > Integer.MAX_VALUE - 8 || info.streamBytes() > maxBytes) {
                     return ObjectInputFilter.Status.REJECTED;
                 }
                 Class<?> c = info.serialClass();
@@ -233,6 +277,102 @@ final class JavaFamily {
             });
         }
 
+        private ObjectInputFilter.Status refuse(SerializationException why) {
+            if (refusal == null) {
+                refusal = why;
+            }
+            return ObjectInputFilter.Status.REJECTED;
+        }
+
+        /**
+         * Works out the span of an object just rebuilt from its elements', entries' or fields' spans, refusing it if it
+         * spans more than the decode budget; charges a set's or map's keys' spans, the hashing its reading did.
+         */
+        private void account(Object obj) {
+            long span = 1;
+            long keys = 0;
+            switch (obj) {
+                case Collection<?> c -> {
+                    for (Object e : c) {
+                        span = add(span, spanOf(e));
+                    }
+                    if (obj instanceof Set<?>) {
+                        keys = span - 1;
+                    }
+                }
+                case Map<?, ?> m -> {
+                    for (Map.Entry<?, ?> e : m.entrySet()) {
+                        long k = spanOf(e.getKey());
+                        keys = add(keys, k);
+                        span = add(add(span, k), spanOf(e.getValue()));
+                    }
+                }
+                case Object[] a -> {
+                    for (Object e : a) {
+                        span = add(span, spanOf(e));
+                    }
+                }
+                default -> {
+                    Class<?> c = obj.getClass();
+                    if (c.isArray() || obj instanceof String || obj instanceof Number || obj instanceof Boolean
+                            || obj instanceof Character || obj instanceof Enum<?> || obj instanceof NdArray
+                            || obj instanceof OpaqueBlob) {
+                        return;  // hashes by identity or by its own bytes, which are in the stream
+                    }
+                    span = add(span, fieldSpans(obj));
+                }
+            }
+            long max = ctx.target().limits().maxDecodeWork();
+            if (span > max) {
+                throw refused(new DecodeBudgetExceededException("decode work exceeds the budget of " + max
+                        + " units (Limits.maxDecodeWork): a JDK-serialized " + obj.getClass().getName()
+                        + " reaches " + span + " objects when hashed", ctx.path()));
+            }
+            if (keys > 0) {
+                try {
+                    ctx.charge(keys, "hashing the keys of a JDK-serialized set or map");
+                } catch (DecodeBudgetExceededException e) {
+                    throw refused(e);
+                }
+            }
+            if (span > 1) {
+                spans.put(obj, span);
+            }
+        }
+
+        private SerializationException refused(SerializationException why) {
+            refuse(why);
+            return why;
+        }
+
+        private long spanOf(Object o) {
+            return o == null ? 0 : spans.getOrDefault(o, 1L);
+        }
+
+        /** The spans of an object's reference fields; 0 where its class cannot be looked into. */
+        private long fieldSpans(Object obj) {
+            long sum = 0;
+            for (Class<?> c = obj.getClass(); c != null && c != Object.class; c = c.getSuperclass()) {
+                for (Field f : c.getDeclaredFields()) {
+                    if (Modifier.isStatic(f.getModifiers()) || f.getType().isPrimitive()) {
+                        continue;
+                    }
+                    try {
+                        f.setAccessible(true);
+                        sum = add(sum, spanOf(f.get(obj)));
+                    } catch (ReflectiveOperationException | RuntimeException e) {
+                        return sum;
+                    }
+                }
+            }
+            return sum;
+        }
+
+        private static long add(long a, long b) {
+            long r = a + b;
+            return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
+        }
+
         private static int elementBytes(Class<?> primitive) {
             return primitive == long.class || primitive == double.class ? 8
                     : primitive == int.class || primitive == float.class ? 4
@@ -242,6 +382,7 @@ final class JavaFamily {
         /** Arrays and blobs the stream rebuilt belong to the decode until it succeeds: released if anything fails. */
         @Override
         protected Object resolveObject(Object obj) {
+            account(obj);
             if (obj instanceof NdArray a) {
                 ctx.own(a);
                 made.add(a);

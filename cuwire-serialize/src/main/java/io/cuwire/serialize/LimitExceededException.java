@@ -7,4 +7,9 @@ public class LimitExceededException extends SerializationException {
     public LimitExceededException(String message) {
         super(message);
     }
+
+    /** A limit passed at {@code path} in the value: the message ends with {@code at <path>}. */
+    public LimitExceededException(String message, String path) {
+        super(message + " at " + path, path, null);
+    }
 }

@@ -11,4 +11,14 @@ public class MalformedHeaderException extends SerializationException {
     public MalformedHeaderException(String message, Throwable cause) {
         super(message, cause);
     }
+
+    /** A malformed node at {@code path} in the value: the message ends with {@code at <path>}. */
+    public MalformedHeaderException(String message, String path) {
+        super(message + " at " + path, path, null);
+    }
+
+    /** Like {@link #MalformedHeaderException(String, String)}, with the failure that made the node unreadable. */
+    public MalformedHeaderException(String message, String path, Throwable cause) {
+        super(message + " at " + path, path, cause);
+    }
 }

@@ -8,18 +8,24 @@ final class PrimitiveArrays {
     }
 
     enum Kind {
-        I8("i8[]", 1, byte[].class), I16("i16[]", 2, short[].class), U16("u16[]", 2, char[].class),
-        I32("i32[]", 4, int[].class), I64("i64[]", 8, long[].class), F32("f32[]", 4, float[].class),
-        F64("f64[]", 8, double[].class), BOOL("bool[]", 1, boolean[].class);
+        I8(PrimitiveArrayType.I8), I16(PrimitiveArrayType.I16), U16(PrimitiveArrayType.U16),
+        I32(PrimitiveArrayType.I32), I64(PrimitiveArrayType.I64), F32(PrimitiveArrayType.F32),
+        F64(PrimitiveArrayType.F64), BOOL("bool[]", 1, boolean[].class, null);
 
         private final String tag;
         private final int elementSize;
         private final Class<?> type;
+        private final PrimitiveArrayType frameType;
 
-        Kind(String tag, int elementSize, Class<?> type) {
+        Kind(PrimitiveArrayType frameType) {
+            this(frameType.tag(), frameType.elementSize(), frameType.arrayClass(), frameType);
+        }
+
+        Kind(String tag, int elementSize, Class<?> type, PrimitiveArrayType frameType) {
             this.tag = tag;
             this.elementSize = elementSize;
             this.type = type;
+            this.frameType = frameType;
         }
 
         String tag() {
@@ -32,6 +38,11 @@ final class PrimitiveArrays {
 
         Class<?> type() {
             return type;
+        }
+
+        /** The type a frame of this kind's array is described as; {@code null} for BOOL (a packed copy). */
+        PrimitiveArrayType frameType() {
+            return frameType;
         }
     }
 

@@ -37,6 +37,14 @@ public final class ReadContext {
         return typeVersion;
     }
 
+    /**
+     * The format version of the header being read: {@link Serialized#FORMAT_VERSION}, or 1 for a value saved by an
+     * earlier release (whose field rules were lenient: see {@link WireOptional}).
+     */
+    public int formatVersion() {
+        return decoder.formatVersion();
+    }
+
     /** Where rebuilt memory comes from. */
     public DecodeTarget target() {
         return decoder.target();
@@ -149,18 +157,32 @@ public final class ReadContext {
     /**
      * Takes the frame whose index is stored under {@code key}. If it is {@linkplain Frame#owned() owned}, its buffer
      * now belongs to the caller; otherwise it is another value's memory and must not be closed by the caller.
+     *
+     * @throws MalformedHeaderException if the index is not a frame of the value, or names a frame that is a
+     *     primitive array's ({@link Frame#arrayType()}), which only a primitive-array node reads
      */
     public Frame takeFrame(String key) {
         long index = getLong(key);
         if (index < 0 || index > Integer.MAX_VALUE) {
             throw bad(key, "a frame index");
         }
-        return decoder.takeFrame((int) index);
+        Frame frame = decoder.takeFrame((int) index);
+        if (frame.arrayType() != null) {
+            // Only a primitive-array node's frame is an array; a serializer reads frames of bytes.
+            throw new MalformedHeaderException("'" + key + "' at " + decoder.path() + " names frame " + index
+                    + ", a " + frame.arrayType().tag() + " array's frame, not a frame of bytes");
+        }
+        return frame;
     }
 
     /** The path of this value from the root, for messages. */
     public String path() {
         return decoder.path();
+    }
+
+    /** Charges decode work to the message's budget ({@link Decoder#charge}). */
+    void charge(long units, String what) {
+        decoder.charge(units, what);
     }
 
     /** Hands memory made for the value to the decode, which releases it if the decode fails later. */

@@ -7,17 +7,33 @@ import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.Collections;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.zip.CRC32C;
 
 /**
  * A serialized value: a small msgpack header plus out-of-band frames. A frame is a value's own buffer (device
  * memory stays device memory) or, for the {@code host} family, a host copy that this object owns.
  *
  * <h2>Header</h2>
- * {@code {"v": format version, "root": value node, "frames": [[kind, device, length], ...]}}. A value node is a
+ * Format version 2, written by {@link #encodeHeader()} (the full description is the project's
+ * {@code docs/wire-format.md}):
+ * <pre>
+ *   [0xC1][version: 1 byte = 2][CRC32C of the bytes after it: 4 bytes, big-endian][msgpack map]
+ *   map: {"fam": [family, ...], "root": value node, "frames": [descriptor, ...]}
+ *   descriptor: [kind, device, length] or, for a frame that is a primitive array's memory,
+ *               [kind, device, length, array type]   (array type: "i8[]", "i16[]", "u16[]", "i32[]", "i64[]",
+ *                                                      "f32[]", "f64[]"; host frames only, a whole number of elements)
+ * </pre>
+ * {@code 0xC1} is the one byte msgpack never uses, so no version-1 header (a bare msgpack map) begins with it. The
+ * checksum is checked before anything is parsed. {@code "fam"} lists the families of the registered-type nodes in
+ * the header; the decoder refuses a node whose family the list does not name, so a receiver can refuse a message by
+ * its families before allocating its frames. A value node is a
  * simple value (nil, boolean, integer, float, string, binary) or a map whose {@code "t"} names its type: a
  * registered type ({@code {"t": name, "f": family, "tv": type version, "frames": [first, count], "d": {fields}}};
  * {@code "tv"} absent for version 0, {@code "frames"} absent when the value and its nested values have no frames, else
@@ -29,28 +45,78 @@ import java.util.Objects;
  * {@code {"t": "ref", "id": n}} counts structures and registered types in the order they appear,
  * {@code {"t": "pref", "id": n}} primitive arrays.
  *
+ * <p>A descriptor's array type ({@link FrameDescriptor#arrayType()}) lets a byte-stream receiver take the frame into
+ * a fresh array of that type as its bytes arrive ({@link #receivedFrames}), which the decoder then returns as the
+ * array itself instead of copying the frame into a new one; every other receiver treats the frame as bytes. It is
+ * checked with the header, before anything is allocated: host memory, a whole number of elements, at most
+ * {@link PrimitiveArrayType#MAX_LENGTH} of them.
+ *
+ * <p>Format version 1 ({@code {"v": 1, "root": node, "frames": [...]}}, no checksum, no family list) is still read,
+ * for values saved by earlier releases: its values decode under version 1's field rules (a field the header lacks
+ * keeps its default, a header entry the class lacks is ignored); version 2's are strict (see
+ * {@link WireOptional} and {@link Evolving}). Transports carry version 2 only.
+ *
  * <h2>Ownership</h2>
  * Frames marked {@linkplain Frame#owned() owned} belong to this object until a decoder takes them; {@code close()}
  * closes those not taken. Frames that are a live value's own memory are never closed here. Not thread-safe.
  */
 public final class Serialized implements AutoCloseable {
-    /** The header format this code writes and reads. */
-    public static final int FORMAT_VERSION = 1;
+    /** The header format this code writes; it reads this one and version 1. */
+    public static final int FORMAT_VERSION = 2;
+
+    /** The first byte of a version-2 (or later) header: a byte msgpack never uses. */
+    static final int PREFIX = 0xC1;
+    /** Prefix byte, version byte, 4 checksum bytes. */
+    static final int PREFIX_BYTES = 6;
 
     private final Object root;
     private final List<Frame> frames;
+    private final int formatVersion;
+    private final Set<Family> families;
     private final BitSet taken = new BitSet();
     private boolean closed;
 
-    Serialized(Object root, List<Frame> frames) {
+    Serialized(Object root, List<Frame> frames, int formatVersion, Set<Family> families) {
         this.root = root;
         this.frames = List.copyOf(frames);
+        this.formatVersion = formatVersion;
+        this.families = Header.familySet(families);
     }
 
-    /** A parsed header: the root value node and the frame descriptors. */
-    public record Header(Object root, List<FrameDescriptor> frames) {
+    /** A received value of {@code header} over {@code frames}. */
+    Serialized(Header header, List<Frame> frames) {
+        this(header.root(), frames, header.version(), header.families());
+    }
+
+    /**
+     * A parsed header.
+     *
+     * @param version the format version it was written in: {@link #FORMAT_VERSION} or 1
+     * @param families the families its registered-type nodes use, as its {@code "fam"} list says; a version-1 header
+     *     lists none and could use any, so for it this is every family (a check against the families a receiver
+     *     accepts refuses it unless it accepts all)
+     * @param root the root value node
+     * @param frames the frame descriptors, in order
+     */
+    public record Header(int version, Set<Family> families, Object root, List<FrameDescriptor> frames) {
+        /**
+         * Checks and copies the components.
+         *
+         * @throws IllegalArgumentException if {@code version} is neither 1 nor {@link #FORMAT_VERSION}
+         */
         public Header {
+            if (version != 1 && version != FORMAT_VERSION) {
+                throw new IllegalArgumentException("format version " + version + " (expected: 1 or "
+                        + FORMAT_VERSION + ")");
+            }
+            families = familySet(families);
             frames = List.copyOf(frames);
+        }
+
+        static Set<Family> familySet(Set<Family> families) {
+            EnumSet<Family> set = EnumSet.noneOf(Family.class);
+            set.addAll(families);
+            return Collections.unmodifiableSet(set);
         }
 
         /** Sum of all frame lengths. */
@@ -61,20 +127,107 @@ public final class Serialized implements AutoCloseable {
             }
             return total;
         }
+
+        /**
+         * This header's bytes in format version {@link #FORMAT_VERSION}: prefix, version, checksum and the msgpack
+         * map of {@link #families()}, {@link #root()} (header model values only) and {@link #frames()}.
+         *
+         * @throws IllegalStateException if this header is of another version: this code writes no other
+         * @throws IllegalArgumentException if the root holds what a header cannot (not a header model value)
+         */
+        public byte[] encode() {
+            if (version != FORMAT_VERSION) {
+                throw new IllegalStateException("a version-" + version + " header cannot be written: this code "
+                        + "writes format version " + FORMAT_VERSION);
+            }
+            Map<String, Object> top = new LinkedHashMap<>();
+            top.put("fam", familyNames(families));
+            top.put("root", root);
+            List<Object> descriptors = new ArrayList<>(frames.size());
+            for (FrameDescriptor d : frames) {
+                long kind = d.kind().ordinal();
+                long device = d.deviceOrdinal();
+                descriptors.add(d.arrayType() == null ? List.of(kind, device, d.length())
+                        : List.of(kind, device, d.length(), d.arrayType().tag()));
+            }
+            top.put("frames", descriptors);
+            MsgpackWriter writer = new MsgpackWriter(256);
+            writer.raw(new byte[PREFIX_BYTES]);
+            return seal(writer.value(top).toByteArray());
+        }
+    }
+
+    /** The wire names of {@code families}, in {@link Family} order. */
+    static List<Object> familyNames(Set<Family> families) {
+        List<Object> names = new ArrayList<>(families.size());
+        for (Family f : Family.values()) {
+            if (families.contains(f)) {
+                names.add(f.wireName());
+            }
+        }
+        return names;
     }
 
     /**
-     * Parses and checks header bytes from a peer: format version, limits on size, depth, entry counts, frame count
-     * and each frame's size — all before anything is allocated for the frames.
+     * Fills in the prefix, the version and the checksum of {@code bytes}, whose first {@value #PREFIX_BYTES} bytes
+     * were left for them; returns {@code bytes}.
+     */
+    static byte[] seal(byte[] bytes) {
+        bytes[0] = (byte) PREFIX;
+        bytes[1] = (byte) FORMAT_VERSION;
+        int crc = checksum(bytes);
+        bytes[2] = (byte) (crc >>> 24);
+        bytes[3] = (byte) (crc >>> 16);
+        bytes[4] = (byte) (crc >>> 8);
+        bytes[5] = (byte) crc;
+        return bytes;
+    }
+
+    /** The CRC32C of the bytes after the prefix of a version-2 header. */
+    private static int checksum(byte[] bytes) {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, PREFIX_BYTES, bytes.length - PREFIX_BYTES);
+        return (int) crc.getValue();
+    }
+
+    /**
+     * Parses and checks header bytes from a peer or a file, all before anything is allocated for the frames: the
+     * size limit; for a version-2 header the checksum, before any msgpack is parsed; then the format version, depth,
+     * entry counts, the family list, the frame count and each frame's size and array type (a version-2 header
+     * only).
      *
-     * @throws MalformedHeaderException, LimitExceededException, IncompatibleVersionException
+     * @throws LimitExceededException if the header is beyond {@code limits}
+     * @throws HeaderChecksumException if a version-2 header's bytes do not match its checksum
+     * @throws IncompatibleVersionException if the header is of a format version this code does not read
+     * @throws MalformedHeaderException if the bytes are not a header of a version it reads
      */
     public static Header parseHeader(byte[] bytes, Limits limits) {
         if (bytes.length > limits.maxHeaderBytes()) {
             throw new LimitExceededException("header of " + bytes.length + " bytes exceeds the limit of "
                     + limits.maxHeaderBytes());
         }
-        MsgpackReader reader = new MsgpackReader(bytes, 0, bytes.length, limits.maxDepth(),
+        boolean prefixed = bytes.length > 0 && (bytes[0] & 0xff) == PREFIX;
+        int start = 0;
+        if (prefixed) {
+            if (bytes.length < PREFIX_BYTES) {
+                throw new MalformedHeaderException("header of " + bytes.length + " bytes is shorter than its "
+                        + PREFIX_BYTES + "-byte prefix");
+            }
+            int version = bytes[1] & 0xff;
+            if (version != FORMAT_VERSION) {
+                throw new IncompatibleVersionException("header format version " + version + ", this reader reads "
+                        + "version " + FORMAT_VERSION + " (and version 1)");
+            }
+            int expected = ((bytes[2] & 0xff) << 24) | ((bytes[3] & 0xff) << 16) | ((bytes[4] & 0xff) << 8)
+                    | (bytes[5] & 0xff);
+            int actual = checksum(bytes);
+            if (expected != actual) {
+                throw new HeaderChecksumException(Integer.toUnsignedLong(expected), Integer.toUnsignedLong(actual),
+                        bytes.length);
+            }
+            start = PREFIX_BYTES;
+        }
+        MsgpackReader reader = new MsgpackReader(bytes, start, bytes.length - start, limits.maxDepth(),
                 limits.maxCollectionSize());
         if (!(reader.readValue() instanceof Map<?, ?> top)) {
             throw new MalformedHeaderException("header is not a map");
@@ -82,12 +235,31 @@ public final class Serialized implements AutoCloseable {
         if (reader.hasRemaining()) {
             throw new MalformedHeaderException(reader.remaining() + " bytes after the header");
         }
-        if (!(top.get("v") instanceof Long version)) {
-            throw new MalformedHeaderException("header has no format version");
-        }
-        if (version != FORMAT_VERSION) {
-            throw new IncompatibleVersionException("header format version " + version + ", this reader reads "
-                    + FORMAT_VERSION);
+        int version;
+        Set<Family> families;
+        if (prefixed) {
+            version = FORMAT_VERSION;
+            for (Object key : top.keySet()) {
+                if (!key.equals("fam") && !key.equals("root") && !key.equals("frames")) {
+                    throw new MalformedHeaderException("version-" + FORMAT_VERSION + " header has an unknown entry '"
+                            + key + "'");
+                }
+            }
+            families = families(top.get("fam"));
+        } else {
+            if (!(top.get("v") instanceof Long v)) {
+                throw new MalformedHeaderException("header has no format version");
+            }
+            if (v == FORMAT_VERSION) {
+                throw new MalformedHeaderException("an unprefixed header says format version " + v + ", whose "
+                        + "headers begin with 0x" + Integer.toHexString(PREFIX));
+            }
+            if (v != 1) {
+                throw new IncompatibleVersionException("header format version " + v + ", this reader reads version "
+                        + FORMAT_VERSION + " (and version 1)");
+            }
+            version = 1;
+            families = EnumSet.allOf(Family.class);
         }
         if (!top.containsKey("root")) {
             throw new MalformedHeaderException("header has no root value");
@@ -101,12 +273,26 @@ public final class Serialized implements AutoCloseable {
         List<FrameDescriptor> descriptors = new ArrayList<>(list.size());
         long total = 0;
         MemoryKind[] kinds = MemoryKind.values();
+        int entries = version == FORMAT_VERSION ? 4 : 3;
         for (int i = 0; i < list.size(); i++) {
-            if (!(list.get(i) instanceof List<?> d) || d.size() != 3 || !(d.get(0) instanceof Long kind)
-                    || !(d.get(1) instanceof Long device) || !(d.get(2) instanceof Long length)
-                    || kind < 0 || kind >= kinds.length || device < Buffer.HOST_ORDINAL || device > 1 << 16
-                    || length < 0) {
-                throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length]");
+            if (!(list.get(i) instanceof List<?> d) || d.size() < 3 || d.size() > entries
+                    || !(d.get(0) instanceof Long kind) || !(d.get(1) instanceof Long device)
+                    || !(d.get(2) instanceof Long length) || kind < 0 || kind >= kinds.length
+                    || device < Buffer.HOST_ORDINAL || device > 1 << 16 || length < 0) {
+                throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length"
+                        + (entries == 4 ? "] or [kind, device, length, array type]" : "]"));
+            }
+            PrimitiveArrayType arrayType = null;
+            if (d.size() == 4) {
+                if (!(d.get(3) instanceof String tag) || (arrayType = PrimitiveArrayType.ofTag(tag)) == null) {
+                    throw new MalformedHeaderException("frame descriptor " + i + " names array type "
+                            + shortText(d.get(3)) + " (expected: one of " + arrayTags() + ")");
+                }
+                String wrong = FrameDescriptor.arrayFrameProblem(kinds[kind.intValue()], device.intValue(), length,
+                        arrayType);
+                if (wrong != null) {
+                    throw new MalformedHeaderException("frame descriptor " + i + " describes " + wrong);
+                }
             }
             if (length > limits.maxFrameBytes()) {
                 throw new LimitExceededException("frame " + i + " of " + length + " bytes exceeds the limit of "
@@ -117,9 +303,43 @@ public final class Serialized implements AutoCloseable {
                 throw new LimitExceededException("frames total more than the limit of "
                         + limits.maxTotalFrameBytes() + " bytes");
             }
-            descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length));
+            descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length, arrayType));
         }
-        return new Header(top.get("root"), descriptors);
+        return new Header(version, families, top.get("root"), descriptors);
+    }
+
+    /** A header value for a message: strings cut at 40 characters, anything else by its msgpack type. */
+    private static String shortText(Object value) {
+        if (value instanceof String s) {
+            return "'" + (s.length() > 40 ? s.substring(0, 40) + "…" : s) + "'";
+        }
+        return value == null ? "nil" : value.getClass().getSimpleName();
+    }
+
+    private static List<String> arrayTags() {
+        List<String> tags = new ArrayList<>();
+        for (PrimitiveArrayType t : PrimitiveArrayType.values()) {
+            tags.add(t.tag());
+        }
+        return tags;
+    }
+
+    /** The {@code "fam"} entry of a version-2 header: distinct known family names. */
+    private static Set<Family> families(Object entry) {
+        if (!(entry instanceof List<?> names)) {
+            throw new MalformedHeaderException("header has no family list");
+        }
+        EnumSet<Family> families = EnumSet.noneOf(Family.class);
+        for (Object name : names) {
+            if (!(name instanceof String s)) {
+                throw new MalformedHeaderException("family list holds " + (name == null ? "nil"
+                        : name.getClass().getSimpleName()) + ", expected family names");
+            }
+            if (!families.add(Family.fromWireName(s))) {
+                throw new MalformedHeaderException("family list names '" + s + "' twice");
+            }
+        }
+        return families;
     }
 
     /**
@@ -140,7 +360,54 @@ public final class Serialized implements AutoCloseable {
             }
             frames.add(new Frame(b, true));
         }
-        return new Serialized(header.root(), frames);
+        return new Serialized(header, frames);
+    }
+
+    /**
+     * A received value over {@code frames} as the transport made them, each owned by the result from now on (closed
+     * by {@link #close()} unless a decoder takes it). As {@link #received(Header, List)}, except that a frame may
+     * carry an {@linkplain Frame#arrayType() array type}: a fresh array the transport allocated for a descriptor of
+     * that type and filled with the frame's bytes, which the decoder returns as the array's value, without a copy.
+     *
+     * @throws IllegalArgumentException if a frame is not {@linkplain Frame#owned() owned}
+     * @throws MalformedHeaderException if the frames do not match the header's descriptors in number, length or
+     *     array type (a frame without an array type matches any descriptor of its length)
+     */
+    public static Serialized receivedFrames(Header header, List<Frame> frames) {
+        if (frames.size() != header.frames().size()) {
+            throw new MalformedHeaderException("header describes " + header.frames().size() + " frames, "
+                    + frames.size() + " arrived");
+        }
+        for (int i = 0; i < frames.size(); i++) {
+            Frame f = Objects.requireNonNull(frames.get(i), "frame " + i);
+            FrameDescriptor d = header.frames().get(i);
+            if (!f.owned()) {
+                throw new IllegalArgumentException("frame " + i + " (" + f.buffer().describe() + ") is not owned: a "
+                        + "received value owns its frames");
+            }
+            if (f.length() != d.length()) {
+                throw new MalformedHeaderException("frame " + i + " is " + f.length() + " bytes, header says "
+                        + d.length());
+            }
+            if (f.arrayType() != null && f.arrayType() != d.arrayType()) {
+                throw new MalformedHeaderException("frame " + i + " is a " + f.arrayType().tag() + " array, header "
+                        + "says " + (d.arrayType() == null ? "bytes" : d.arrayType().tag()));
+            }
+        }
+        return new Serialized(header, frames);
+    }
+
+    /** The format version of the header this value was read from; {@link #FORMAT_VERSION} for one made here. */
+    public int formatVersion() {
+        return formatVersion;
+    }
+
+    /**
+     * The families the value's registered types were written in: for a value serialized here, those its encoder
+     * used; for a received one, what its header listed (every family for a version-1 header).
+     */
+    public Set<Family> families() {
+        return families;
     }
 
     /** The root value node. */
@@ -171,17 +438,12 @@ public final class Serialized implements AutoCloseable {
         return total;
     }
 
-    /** The header as msgpack bytes. */
+    /**
+     * The header in format version {@link #FORMAT_VERSION} (whatever version a received value was read in): prefix,
+     * checksum, the family list, the root node and the frame descriptors.
+     */
     public byte[] encodeHeader() {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) FORMAT_VERSION);
-        top.put("root", root);
-        List<Object> descriptors = new ArrayList<>(frames.size());
-        for (Frame f : frames) {
-            descriptors.add(List.of((long) f.kind().ordinal(), (long) f.deviceOrdinal(), f.length()));
-        }
-        top.put("frames", descriptors);
-        return new MsgpackWriter(256).value(top).toByteArray();
+        return new Header(FORMAT_VERSION, families, root, frameDescriptors()).encode();
     }
 
     Frame take(int index) {

@@ -150,6 +150,12 @@ public final class TypeRegistry {
      * its class is a registered type, which then goes through its own serializer; so is a {@code TreeSet} or
      * {@code TreeMap} ordered by a comparator whose class is not registered.
      *
+     * <p>Schema evolution (headers of format version 2): a field of the receiving class that the header lacks fails
+     * the decode with a {@link SchemaMismatchException} naming the field and its path, unless the field is
+     * {@link WireOptional} (it then keeps the value the instance was made with); a header field the class does not
+     * have fails it too, unless the class is {@link Evolving} (the entry is skipped). Headers of format version 1,
+     * from files of earlier releases, are read leniently: missing fields keep those values, unknown ones are ignored.
+     *
      * @throws IllegalArgumentException if {@code families} is empty or names {@code java}: that family is JDK
      *     serialization of allow-listed types ({@link #allowJava}), never a field walk
      */
@@ -247,24 +253,24 @@ public final class TypeRegistry {
         return names.get(component);
     }
 
-    /** The element type {@link #componentName} named; never loads a class. */
-    Class<?> componentType(String name) {
+    /** The element type {@link #componentName} named, for an array at {@code path}; never loads a class. */
+    Class<?> componentType(String name, String path) {
         int dims = 0;
         while (dims < name.length() && name.charAt(dims) == '[') {
             dims++;
         }
         if (dims >= MAX_COMPONENT_DIMENSIONS) {
-            throw new MalformedHeaderException("array element type with " + dims + " dimensions");
+            throw new MalformedHeaderException("array element type with " + dims + " dimensions", path);
         }
         String base = name.substring(dims);
         PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(base);
         Class<?> type = kind != null ? kind.type() : base.equals("obj") && dims > 0 ? Object.class
                 : BUILTIN_COMPONENT_TYPES.get(base);
         if (type == null) {
-            type = classForName(base);
+            type = classForName(base, path);
         }
         if (type.isPrimitive()) {
-            throw new MalformedHeaderException("array element type '" + name + "'");
+            throw new MalformedHeaderException("array element type '" + name + "'", path);
         }
         for (int i = 0; i < dims; i++) {
             type = type.arrayType();
@@ -272,12 +278,12 @@ public final class TypeRegistry {
         return type;
     }
 
-    /** The class registered under {@code name}; never loads a class. */
-    Class<?> classForName(String name) {
+    /** The class registered under {@code name}, for the value at {@code path}; never loads a class. */
+    Class<?> classForName(String name, String path) {
         Class<?> type = classes.get(name);
         if (type == null) {
             throw new UnknownTypeException("unregistered type name '" + (name.length() > 200
-                    ? name.substring(0, 200) + "…" : name) + "'");
+                    ? name.substring(0, 200) + "…" : name) + "'", path);
         }
         return type;
     }

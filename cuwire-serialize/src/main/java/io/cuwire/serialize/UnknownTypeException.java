@@ -7,4 +7,9 @@ public class UnknownTypeException extends SerializationException {
     public UnknownTypeException(String message) {
         super(message);
     }
+
+    /** An unknown type at {@code path} in the value: the message ends with {@code at <path>}. */
+    public UnknownTypeException(String message, String path) {
+        super(message + " at " + path, path, null);
+    }
 }

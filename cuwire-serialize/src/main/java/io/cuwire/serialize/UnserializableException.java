@@ -6,20 +6,12 @@ package io.cuwire.serialize;
  */
 public class UnserializableException extends SerializationException {
     private static final long serialVersionUID = 1L;
-    private final String path;
 
     public UnserializableException(String message, String path) {
-        super(message + " (at " + path + ")");
-        this.path = path;
+        super(message + " (at " + path + ")", path, null);
     }
 
     public UnserializableException(String message, String path, Throwable cause) {
-        super(message + " (at " + path + ")", cause);
-        this.path = path;
-    }
-
-    /** The field path from the root value to the value that failed. */
-    public String path() {
-        return path;
+        super(message + " (at " + path + ")", path, cause);
     }
 }

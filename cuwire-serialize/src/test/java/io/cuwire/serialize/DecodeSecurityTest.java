@@ -60,12 +60,23 @@ class DecodeSecurityTest {
         host.close();
     }
 
+    /** A current-version header of raw nodes and raw frame descriptors, listing every family. */
     private static byte[] header(Object root, List<Object> frames) {
         Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", 1L);
+        top.put("fam", List.of("cuda", "host", "java"));
         top.put("root", root);
         top.put("frames", frames);
-        return new MsgpackWriter().value(top).toByteArray();
+        return sealed(top);
+    }
+
+    private static byte[] sealed(Map<String, Object> top) {
+        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+    }
+
+    /** {@code bytes} with the checksum of a version-2 header made to match its (mutated) contents again. */
+    private static byte[] resealed(byte[] bytes) {
+        return bytes.length >= Serialized.PREFIX_BYTES && (bytes[0] & 0xff) == Serialized.PREFIX
+                && bytes[1] == Serialized.FORMAT_VERSION ? Serialized.seal(bytes) : bytes;
     }
 
     private Object decode(byte[] bytes) {
@@ -141,12 +152,24 @@ class DecodeSecurityTest {
 
     @Test
     void shouldRefuseNewerFormatAndTypeVersions() {
+        byte[] v3 = header(null, List.of());
+        v3[1] = 3;
+        IncompatibleVersionException prefixed = assertThrows(IncompatibleVersionException.class,
+                () -> Serialized.parseHeader(v3, Limits.DEFAULT));
+        assertTrue(prefixed.getMessage().contains("header format version 3, this reader reads version 2"),
+                prefixed.getMessage());
         Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", 2L);
+        top.put("v", 3L);
         top.put("root", null);
         top.put("frames", List.of());
-        assertThrows(IncompatibleVersionException.class,
+        IncompatibleVersionException bare = assertThrows(IncompatibleVersionException.class,
                 () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT));
+        assertTrue(bare.getMessage().contains("header format version 3, this reader reads version 2"),
+                bare.getMessage());
+        top.put("v", 2L);
+        assertThrows(MalformedHeaderException.class,
+                () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT),
+                "a version-2 header is prefixed");
         Map<String, Object> node = new LinkedHashMap<>();
         node.put("t", "test.Point");
         node.put("f", "cuda");
@@ -163,7 +186,9 @@ class DecodeSecurityTest {
 
     static final class V2 {
         int a;
+        @WireOptional
         double added = 0.5;
+        @WireOptional
         String alsoAdded = "default";
     }
 
@@ -359,6 +384,11 @@ class DecodeSecurityTest {
                         break;
                     }
                 }
+                if (i % 10 != 1) {
+                    // A checksum stops accidents, not a peer that computes one: most mutants carry a valid one,
+                    // so that what lies behind it is tried too.
+                    bytes = resealed(bytes);
+                }
             }
             try {
                 closeDecoded(decodeWithFreshFrames(registry, bytes, limits));
@@ -373,5 +403,58 @@ class DecodeSecurityTest {
         assertTrue(typed > 50_000, "most mutations are refused: " + typed);
         assertEquals(0, host.allocatedBytes(), "every host frame and array of every attempt was released");
         assertEquals(0, device.allocatedBytes(), "every device frame and array of every attempt was released");
+    }
+
+    /** A decode failure says where in the value it happened: in its message and in its {@code path()}. */
+    @Test
+    void shouldNameTheFieldPathOfADecodeFailure() {
+        Models.KMeans m = new Models.KMeans();
+        m.history.add(1L);
+        m.history.add("two");
+        m.history.add(new Models.Point(1, 2, "p"));
+        m.state = new Models.State();
+        m.state.inner = new Models.State();
+        byte[] bytes;
+        try (Serialized s = registry.serialize(m, Family.CUDA)) {
+            bytes = s.encodeHeader();
+        }
+        registry = new TypeRegistry().registerGeneric(Models.Estimator.class, Family.CUDA)
+                .registerGeneric(Models.State.class, Family.CUDA).register(Models.KMeans.class, "test.KMeans")
+                .register(Models.State.class, "test.State");
+        UnknownTypeException unknown = assertThrows(UnknownTypeException.class, () -> decode(bytes));
+        assertEquals("root.history[2]", unknown.path());
+        assertTrue(unknown.getMessage().endsWith("'test.Point' at root.history[2]"), unknown.getMessage());
+
+        Map<String, Object> node = new LinkedHashMap<>();
+        node.put("t", "test.State");
+        node.put("f", "no-such-family");
+        node.put("d", Map.of());
+        MalformedHeaderException family = assertThrows(MalformedHeaderException.class,
+                () -> decode(header(Map.of("t", "list", "v", List.of(1L, node)), List.of())));
+        assertEquals("root[1]", family.path());
+        assertTrue(family.getMessage().contains("unknown serializer family 'no-such-family' at root[1]"),
+                family.getMessage());
+
+        Map<String, Object> wrongField = new LinkedHashMap<>(node);
+        wrongField.put("f", "cuda");
+        Map<String, Object> outer = new LinkedHashMap<>();
+        outer.put("weights", null);
+        outer.put("lock", null);
+        outer.put("inner", Map.of("t", "test.State", "f", "cuda", "d", Map.of("weights", "x")));
+        wrongField.put("d", outer);
+        SerializationException field = assertThrows(SchemaMismatchException.class,
+                () -> decode(header(wrongField, List.of())));
+        assertEquals("root.inner", field.path(), "a serializer's failure gets the path of the value it read");
+
+        Object deep = 1L;
+        for (int i = 0; i < 5; i++) {
+            deep = Map.of("t", "list", "v", List.of(deep));
+        }
+        target = new DecodeTarget(device, host, new Limits(1 << 20, 16, 3, 1 << 20, 1 << 20, 1024));
+        Object tooDeep = deep;
+        LimitExceededException limit = assertThrows(LimitExceededException.class,
+                () -> decode(header(tooDeep, List.of())));
+        assertEquals("root[0][0][0]", limit.path());
+        assertTrue(limit.getMessage().endsWith("deeper than 3 at root[0][0][0]"), limit.getMessage());
     }
 }

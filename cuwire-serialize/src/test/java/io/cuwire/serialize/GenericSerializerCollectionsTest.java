@@ -656,7 +656,8 @@ class GenericSerializerCollectionsTest {
 
     /** Decodes a hand-written root node (no frames), as a peer could send it. */
     private Object decode(Object root) {
-        try (Serialized s = Serialized.received(new Serialized.Header(root, List.of()), List.of())) {
+        try (Serialized s = Serialized.received(new Serialized.Header(Serialized.FORMAT_VERSION,
+                EnumSet.allOf(Family.class), root, List.of()), List.of())) {
             return registry.deserialize(s, target);
         }
     }

@@ -15,6 +15,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -70,12 +71,14 @@ class GenericSerializerInstantiationTest {
 
     /** Has a no-argument constructor: its initialisers give the fields a header lacks. */
     static final class Defaults extends Models.Estimator {
+        @WireOptional
         int retries = 3;
         int attempts;
     }
 
     /** Made without a constructor: a field a header lacks stays zero. */
     static final class NoDefaults extends Models.Estimator {
+        @WireOptional
         final int retries;
         final int attempts;
 
@@ -151,7 +154,8 @@ class GenericSerializerInstantiationTest {
                 CopyEngine.copy(f.buffer(), b);
                 received.add(b);
             }
-            try (Serialized wire = Serialized.received(new Serialized.Header(root, parsed.frames()), received)) {
+            try (Serialized wire = Serialized.received(new Serialized.Header(parsed.version(),
+                    parsed.families(), root, parsed.frames()), received)) {
                 return registry.deserialize(wire, target);
             }
         }
@@ -244,7 +248,8 @@ class GenericSerializerInstantiationTest {
     }
 
     private Object decode(Map<String, Object> root) {
-        try (Serialized s = Serialized.received(new Serialized.Header(root, List.of()), List.of())) {
+        try (Serialized s = Serialized.received(new Serialized.Header(Serialized.FORMAT_VERSION,
+                EnumSet.allOf(Family.class), root, List.of()), List.of())) {
             return registry.deserialize(s, target);
         }
     }

@@ -3,8 +3,12 @@ package io.cuwire.transport;
 import java.time.Duration;
 
 /**
- * Accepts connections at one address. A failed handshake of one peer fails that {@code accept} with the typed
- * exception (the peer is already closed) and leaves the listener open for the next.
+ * Accepts connections at one address. {@code accept} returns connections whose peer completed the handshake only: a
+ * peer that fails it (a wrong or missing proof, not the protocol, too slow) is closed and logged, once, with the
+ * reason, on the {@code io.cuwire.transport.Listener} logger ({@link System.Logger}, {@code WARNING}, rate-limited),
+ * and never seen by the caller. Listeners over sockets run handshakes by themselves from the start, each
+ * concurrently with the others, with bounds and deadlines that {@link TransportConfig} sets
+ * ({@code handshakeTimeout}, {@code maxUnauthenticated}); a peer that stalls its handshake delays nobody else's.
  *
  * <p>Close policy: {@link #close()} stops accepting and makes a pending {@code accept} throw
  * {@link ConnectionClosedException}; connections already accepted live on. Closing twice is harmless. Thread-safe.
@@ -14,19 +18,18 @@ public interface Listener extends AutoCloseable {
     String address();
 
     /**
-     * Waits for the next peer and runs the handshake, as the server side.
+     * Waits for the next peer that completes the handshake, as the server side.
      *
-     * @throws AuthenticationException if the peer's proof of the secret fails
-     * @throws ProtocolException if the peer sends what is not the protocol
-     * @throws TransportTimeoutException if the handshake takes longer than configured
      * @throws ConnectionClosedException if the listener is or gets closed
+     * @throws TransportException if the waiting thread is interrupted
      */
     Connection accept();
 
     /**
-     * Like {@link #accept()}, waiting at most {@code timeout} for a peer to arrive.
+     * Like {@link #accept()}, waiting at most {@code timeout} for a peer to complete its handshake.
      *
-     * @throws TransportTimeoutException if no peer arrived in time
+     * @throws TransportTimeoutException if none did in time
+     * @throws ConnectionClosedException if the listener is or gets closed
      */
     Connection accept(Duration timeout);
 

@@ -1,6 +1,7 @@
 package io.cuwire.transport;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Limits;
@@ -8,6 +9,7 @@ import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * What a transport moves: a small msgpack header (a {@link Serialized} header, which carries the frame descriptors)
@@ -20,10 +22,12 @@ import java.util.List;
 public final class Message {
     private final byte[] header;
     private final List<Buffer> frames;
+    private final Set<Family> families;
 
-    private Message(byte[] header, List<Buffer> frames) {
+    private Message(byte[] header, List<Buffer> frames, Set<Family> families) {
         this.header = header;
         this.frames = List.copyOf(frames);
+        this.families = families;
     }
 
     /** The message of a serialized value: its encoded header and its frames' buffers. */
@@ -32,14 +36,16 @@ public final class Message {
         for (Frame f : value.frames()) {
             buffers.add(f.buffer());
         }
-        return new Message(value.encodeHeader(), buffers);
+        return new Message(value.encodeHeader(), buffers, value.families());
     }
 
     /**
      * A message of encoded {@code header} bytes and {@code frames}; the header's frame descriptors must describe the
-     * frames exactly (kind, device, length), as a receiver will trust them.
+     * frames exactly (kind, device, length), as a receiver will trust them. The header must be of the current
+     * format version ({@link Serialized#FORMAT_VERSION}): connections carry no other.
      *
-     * @throws IllegalArgumentException if the header does not parse or does not describe the frames
+     * @throws IllegalArgumentException if the header does not parse, is of another format version or does not
+     *     describe the frames
      */
     public static Message of(byte[] header, List<? extends Buffer> frames) {
         Serialized.Header parsed;
@@ -47,6 +53,10 @@ public final class Message {
             parsed = Serialized.parseHeader(header, Limits.DEFAULT);
         } catch (SerializationException e) {
             throw new IllegalArgumentException("not a cuwire header: " + e.getMessage(), e);
+        }
+        if (parsed.version() != Serialized.FORMAT_VERSION) {
+            throw new IllegalArgumentException("a header of format version " + parsed.version() + ": messages carry "
+                    + "version " + Serialized.FORMAT_VERSION);
         }
         if (parsed.frames().size() != frames.size()) {
             throw new IllegalArgumentException("header describes " + parsed.frames().size() + " frames, "
@@ -60,7 +70,15 @@ public final class Message {
                         + b.deviceOrdinal() + ", header says " + d);
             }
         }
-        return new Message(header.clone(), new ArrayList<>(frames));
+        return new Message(header.clone(), new ArrayList<>(frames), parsed.families());
+    }
+
+    /**
+     * The families the header says its values use: what {@link Connection#send} checks against the connection's
+     * agreed chain, and the receiver checks again before it allocates a frame.
+     */
+    public Set<Family> families() {
+        return families;
     }
 
     /** The encoded header. */

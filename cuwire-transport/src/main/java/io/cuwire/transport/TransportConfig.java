@@ -21,10 +21,17 @@ import java.util.Objects;
  *       from a peer, checked before anything is allocated</td></tr>
  *   <tr><td>{@code maxBytesInFlight}</td><td>256 MiB</td><td>header and frame bytes of messages sent but not yet
  *       completed; {@code send} blocks beyond it (a single larger message is let through alone)</td></tr>
- *   <tr><td>{@code connectTimeout}, {@code handshakeTimeout}</td><td>10 s</td><td>bounds on establishing a
- *       connection</td></tr>
+ *   <tr><td>{@code connectTimeout}</td><td>10 s</td><td>bound on a client's TCP connect</td></tr>
+ *   <tr><td>{@code handshakeTimeout}</td><td>5 s</td><td>bound on the whole handshake, on either side; a listener
+ *       closes a connection that has not authenticated by then, however slowly its bytes keep coming</td></tr>
+ *   <tr><td>{@code maxUnauthenticated}, {@code maxUnauthenticatedPerSource}</td><td>256, 32</td><td>how many
+ *       connections a listener holds in their handshake at once, in all and from one source address; at either
+ *       bound the oldest such connection (of all, or of that source) is closed to make room</td></tr>
  *   <tr><td>{@code ioTimeout}</td><td>30 s</td><td>longest stall of a read or write inside a message before the
  *       connection is declared dead</td></tr>
+ *   <tr><td>{@code minReceiveRate}</td><td>16 MiB/s</td><td>a received message must arrive whole within
+ *       {@code ioTimeout} plus its declared bytes at this rate, counted from its first byte, however steadily its
+ *       bytes come ({@link #receiveDeadlineNanos}); the socket transports (TCP, IPC) hold to it</td></tr>
  *   <tr><td>{@code receiveInto}</td><td>(required)</td><td>the {@link FrameAllocator} of received frames</td></tr>
  *   <tr><td>{@code families}</td><td>{@code cuda, host}</td><td>this side's family chain, offered in the
  *       handshake</td></tr>
@@ -43,6 +50,9 @@ public final class TransportConfig {
     private final Duration connectTimeout;
     private final Duration handshakeTimeout;
     private final Duration ioTimeout;
+    private final int maxUnauthenticated;
+    private final int maxUnauthenticatedPerSource;
+    private final long minReceiveRate;
     private final FrameAllocator receiveInto;
     private final List<Family> families;
     private final int stagingChunkBytes;
@@ -56,6 +66,9 @@ public final class TransportConfig {
         this.connectTimeout = b.connectTimeout;
         this.handshakeTimeout = b.handshakeTimeout;
         this.ioTimeout = b.ioTimeout;
+        this.maxUnauthenticated = b.maxUnauthenticated;
+        this.maxUnauthenticatedPerSource = b.maxUnauthenticatedPerSource;
+        this.minReceiveRate = b.minReceiveRate;
         this.receiveInto = b.receiveInto;
         this.families = List.copyOf(b.families);
         this.stagingChunkBytes = b.stagingChunkBytes;
@@ -77,6 +90,9 @@ public final class TransportConfig {
         b.connectTimeout = connectTimeout;
         b.handshakeTimeout = handshakeTimeout;
         b.ioTimeout = ioTimeout;
+        b.maxUnauthenticated = maxUnauthenticated;
+        b.maxUnauthenticatedPerSource = maxUnauthenticatedPerSource;
+        b.minReceiveRate = minReceiveRate;
         b.receiveInto = receiveInto;
         b.families = families;
         b.stagingChunkBytes = stagingChunkBytes;
@@ -113,6 +129,32 @@ public final class TransportConfig {
         return ioTimeout;
     }
 
+    /** Connections a listener holds in their handshake at once, from all sources together. */
+    public int maxUnauthenticated() {
+        return maxUnauthenticated;
+    }
+
+    /** Connections a listener holds in their handshake at once from one source (IP) address. */
+    public int maxUnauthenticatedPerSource() {
+        return maxUnauthenticatedPerSource;
+    }
+
+    /** The slowest average rate, in bytes per second, at which a received message may arrive. */
+    public long minReceiveRate() {
+        return minReceiveRate;
+    }
+
+    /**
+     * How long a message of {@code declaredBytes} (its header and frames, as its header declares them) may take to
+     * arrive, from its first byte: {@link #ioTimeout()} plus the declared bytes at {@link #minReceiveRate()}. A
+     * one-byte drip cannot hold a receiver, and what it allocated for the message, longer than that.
+     */
+    public long receiveDeadlineNanos(long declaredBytes) {
+        long base = ioTimeout.toNanos();
+        double transfer = Math.max(0, declaredBytes) * 1e9 / minReceiveRate;
+        return transfer >= Long.MAX_VALUE - base ? Long.MAX_VALUE : base + (long) transfer;
+    }
+
     public FrameAllocator receiveInto() {
         return receiveInto;
     }
@@ -136,8 +178,11 @@ public final class TransportConfig {
         private Limits limits = Limits.DEFAULT;
         private long maxBytesInFlight = 256L << 20;
         private Duration connectTimeout = Duration.ofSeconds(10);
-        private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private Duration handshakeTimeout = Duration.ofSeconds(5);
         private Duration ioTimeout = Duration.ofSeconds(30);
+        private int maxUnauthenticated = 256;
+        private int maxUnauthenticatedPerSource = 32;
+        private long minReceiveRate = 16L << 20;
         private FrameAllocator receiveInto;
         private List<Family> families = List.of(Family.CUDA, Family.HOST);
         private int stagingChunkBytes = 4 << 20;
@@ -181,6 +226,31 @@ public final class TransportConfig {
 
         public Builder ioTimeout(Duration value) {
             this.ioTimeout = positive("ioTimeout", value);
+            return this;
+        }
+
+        /**
+         * Bounds the connections a listener holds in their handshake at once: {@code total} from all sources,
+         * {@code perSource} from one source address.
+         *
+         * @throws IllegalArgumentException unless {@code 1 <= perSource <= total}
+         */
+        public Builder maxUnauthenticated(int total, int perSource) {
+            if (perSource < 1 || perSource > total) {
+                throw new IllegalArgumentException("maxUnauthenticated(total: " + total + ", perSource: " + perSource
+                        + ") (expected: 1 <= perSource <= total)");
+            }
+            this.maxUnauthenticated = total;
+            this.maxUnauthenticatedPerSource = perSource;
+            return this;
+        }
+
+        /** The slowest average rate, in bytes per second, at which a received message may arrive (see the table). */
+        public Builder minReceiveRate(long bytesPerSecond) {
+            if (bytesPerSecond <= 0) {
+                throw new IllegalArgumentException("minReceiveRate: " + bytesPerSecond + " (expected: > 0)");
+            }
+            this.minReceiveRate = bytesPerSecond;
             return this;
         }
 

@@ -6,6 +6,7 @@ package io.cuwire.transport;
  *   <li>{@link AuthenticationException}: the peer did not prove the cluster secret;</li>
  *   <li>{@link ProtocolException}: bytes that are not the protocol, or more than the limits;</li>
  *   <li>{@link PeerClosedException}: the peer went away (closed, died, reset the connection);</li>
+ *   <li>{@link MessageRefusedException}: the peer refused a message this side sent, said why, and closed;</li>
  *   <li>{@link TransportTimeoutException}: nothing moved for the configured timeout;</li>
  *   <li>{@link ConnectionClosedException}: this side closed the connection while the operation was pending;</li>
  *   <li>{@link TransportUnavailableException}: the transport's native library is not installed here.</li>

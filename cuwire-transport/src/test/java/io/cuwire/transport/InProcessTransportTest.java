@@ -57,6 +57,16 @@ class InProcessTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return false;
+    }
+
+    @Override
+    protected boolean stagesHeapFrames() {
+        return false;
+    }
+
+    @Override
     protected Peer startPeer(String... args) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);

@@ -12,7 +12,10 @@ import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The conformance suite over CUDA IPC with the peer in a second JVM: on the emulated device here (both processes map
@@ -42,8 +45,24 @@ class IpcTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return true;
+    }
+
+    @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldCarryALongArrayOfMoreThan2GiBToAnotherJvmAndBack(TestInfo info) throws Exception {
+        roundTripALongArrayOfMoreThan2GiB(info);
     }
 
     @Test
@@ -77,6 +96,34 @@ class IpcTransportTest extends TransportConformanceSuite {
         assertEquals(0, after.mapped(), after.toString());
         assertEquals(after.opens(), after.closes(), after.toString());
         assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
+    }
+
+    /**
+     * A message referencing more of the sender's allocations than the receiver's mapping cache keeps: the receiver
+     * copies what it mapped so far and gives those mappings back before it maps more, instead of holding one mapping
+     * per allocation until the message ends (65,536 of them can pass {@code vm.max_map_count}).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldHoldNoMoreMappingsThanTheCacheKeepsWhileAMessageReferencesMoreAllocations() throws Exception {
+        int frames = 7;
+        int bytes = 2 << 20;
+        try (Listener listener = new IpcTransport(2, 1L << 40).listen(listenAddress(), config().build())) {
+            Peer p = peer("send-frames", listener, Integer.toString(frames), Integer.toString(bytes));
+            Connection c = accept(listener);
+            try (ReceivedMessage m = c.receive()) {
+                assertEquals(frames, m.value().frames().size());
+                for (int i = 0; i < frames; i++) {
+                    assertArrayEquals(TestMessages.pattern(bytes, i),
+                            TestMessages.contents(m.value().frames().get(i).buffer()), "frame " + i);
+                }
+            }
+            MappingCache.Stats stats = IpcTransport.mappingStats(c);
+            assertEquals(frames, stats.opens(), stats.toString());
+            assertTrue(stats.peakMapped() <= 2, "at most the cache's 2 mappings at once: " + stats);
+            c.close();
+            assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
+        }
     }
 
     @Test

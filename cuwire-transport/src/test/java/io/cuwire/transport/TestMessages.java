@@ -2,13 +2,12 @@ package io.cuwire.transport;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
+import java.util.Set;
 
 /** Messages for transport tests: a header whose root is a label, plus raw frames. */
 public final class TestMessages {
@@ -18,17 +17,14 @@ public final class TestMessages {
     private TestMessages() {
     }
 
-    /** A message labelled {@code label} carrying {@code frames} as they are. */
+    /** A message labelled {@code label} carrying {@code frames} as they are; it uses no family. */
     public static Message message(String label, List<? extends Buffer> frames) {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", label);
-        List<Object> descriptors = new ArrayList<>();
+        List<FrameDescriptor> descriptors = new ArrayList<>();
         for (Buffer b : frames) {
-            descriptors.add(List.of((long) b.kind().ordinal(), (long) b.deviceOrdinal(), b.byteSize()));
+            descriptors.add(new FrameDescriptor(b.kind(), b.deviceOrdinal(), b.byteSize()));
         }
-        top.put("frames", descriptors);
-        return Message.of(new MsgpackWriter(128).value(top).toByteArray(), frames);
+        return Message.of(new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), label, descriptors).encode(),
+                frames);
     }
 
     /** Writes {@code data} to the start of {@code buffer}. */

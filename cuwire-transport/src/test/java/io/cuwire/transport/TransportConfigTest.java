@@ -29,6 +29,21 @@ class TransportConfigTest {
     }
 
     @Test
+    void shouldBoundHandshakesByDefaultAndRefuseBoundsThatCannotHold() {
+        TransportConfig c = TransportConfig.builder().receiveInto(nowhere).secret(TestMessages.SECRET).build();
+        assertEquals(java.time.Duration.ofSeconds(5), c.handshakeTimeout());
+        assertEquals(256, c.maxUnauthenticated());
+        assertEquals(32, c.maxUnauthenticatedPerSource());
+        TransportConfig tight = c.toBuilder().maxUnauthenticated(8, 2).build();
+        assertEquals(8, tight.maxUnauthenticated());
+        assertEquals(2, tight.maxUnauthenticatedPerSource());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> TransportConfig.builder().maxUnauthenticated(4, 5));
+        assertEquals("maxUnauthenticated(total: 4, perSource: 5) (expected: 1 <= perSource <= total)", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TransportConfig.builder().maxUnauthenticated(0, 0));
+    }
+
+    @Test
     void shouldRequireMemoryForReceivedFrames() {
         assertThrows(IllegalStateException.class, () -> TransportConfig.builder().secret(TestMessages.SECRET).build());
     }

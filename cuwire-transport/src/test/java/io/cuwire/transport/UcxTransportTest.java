@@ -52,6 +52,16 @@ class UcxTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesArrayFrames() {
+        return false;
+    }
+
+    @Override
+    protected boolean stagesHeapFrames() {
+        return true;
+    }
+
+    @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
     }
@@ -73,12 +83,14 @@ class UcxTransportTest extends TransportConformanceSuite {
         Listener listener = listen(config().build());
         String a = listener.address().substring("ucx://".length());
         int colon = a.lastIndexOf(':');
-        try (Socket raw = new Socket()) {
+        try (Refusals refusals = new Refusals(); Socket raw = new Socket()) {
             raw.connect(new InetSocketAddress(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1))));
             DataOutputStream out = new DataOutputStream(raw.getOutputStream());
             out.write("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             out.flush();
-            assertThrows(ProtocolException.class, () -> listener.accept(Duration.ofSeconds(10)));
+            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolException",
+                    "not a cuwire transport");
+            assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(100)));
         }
         assertEquals(0, host.peakBytes() + device.peakBytes());
     }

@@ -38,7 +38,8 @@ import java.util.stream.Collectors;
 
 /**
  * {@code cuwire bench broadcast}: a model broadcast from the client (device 0) to {@code --workers} workers, per size
- * and strategy, measured against the raw peer copy of the same bytes in the same run.
+ * and strategy, measured against the raw copy of the same bytes in the same run (a peer copy to the first worker's
+ * GPU; on a host of one device, where the workers share device 0 with the client, a device-to-device copy).
  *
  * <p>Worker {@code i} sits on device {@code 1 + i mod (devices - 1)}: devices 1..N when the host has N + 1, spread
  * round-robin over the devices but 0 when it has fewer, device 0 when it has only one (the header line says where
@@ -255,11 +256,12 @@ public final class ModelBroadcastBench {
         String where = Arrays.stream(devices).mapToObj(Integer::toString).collect(Collectors.joining(","));
         out.printf(Locale.ROOT, "cuwire bench broadcast: platform %s, client on device 0 (%s), %d worker(s) on "
                 + "device(s) %s (worker i on the i-th), sizes %s, strategies %s, repeat %d, chunks of %d bytes; "
-                + "vs_raw = broadcast time (to the last worker's acknowledgement) / raw peer copy time device 0 -> %d, "
+                + "vs_raw = broadcast time (to the last worker's acknowledgement) / raw %s time device 0 -> %d, "
                 + "gbps_aggregate = workers x size / time; targets: %s%n", Devices.platform(), Devices.get(0).name(),
                 n, where, options.sizes().stream().map(String::valueOf).collect(Collectors.joining(",")),
                 options.strategies().stream().map(ModelBroadcastBench::name).collect(Collectors.joining(",")),
-                options.repeat(), options.chunkBytes(), devices[0],
+                options.repeat(), options.chunkBytes(), devices[0] == 0 ? "device-to-device copy" : "peer copy",
+                devices[0],
                 n == 1 ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
                         : "best pipelined warm <= 1.5 x raw from 1 GiB up, unchanged < 1 ms");
         List<Result> results = new ArrayList<>();

@@ -15,6 +15,15 @@ public final class ClusterTypes {
     private ClusterTypes() {
     }
 
+    /**
+     * The family chain of every cluster connection: {@code java} too, since a broadcast may name it
+     * ({@code BroadcastOptions.family}) and a connection carries only the families it agreed; the {@code java}
+     * family still reads only the allow-listed estimators.
+     */
+    public static Family[] families() {
+        return new Family[] {Family.CUDA, Family.HOST, Family.JAVA};
+    }
+
     /** A new registry holding every type that travels in the cluster. */
     public static TypeRegistry registry() {
         TypeRegistry r = Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())));

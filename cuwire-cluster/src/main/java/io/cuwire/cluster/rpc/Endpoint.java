@@ -1,7 +1,10 @@
 package io.cuwire.cluster.rpc;
 
+import io.cuwire.cluster.RemoteDecodeException;
+import io.cuwire.serialize.DecodeBudgetExceededException;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
@@ -9,10 +12,12 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportException;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -23,20 +28,39 @@ import java.util.function.Function;
  * pending call a {@link Reply} answers and hands each {@link Request} to the handler. Sends are asynchronous; the
  * serialized value of a send is closed when the transport is done with its frames.
  *
- * <p>Failure: when receiving fails (peer gone, protocol error), a send fails in the transport or {@link #fail} is
- * called, the endpoint breaks once: {@code onBroken} runs, the connection closes, and every pending call fails with
- * the exception {@code failure} makes of the cause.
- * Later calls fail at once the same way. Thread-safe.
+ * <p>Failure: when receiving fails (peer gone, protocol error, a message the peer's transport refused), a send fails
+ * in the transport or {@link #fail} is called, the endpoint breaks once: {@code onBroken} runs, the connection
+ * closes, and every pending call fails with the exception {@code failure} makes of the cause.
+ * Later calls fail at once the same way.
+ *
+ * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message, and logs it (a
+ * warning naming the connection and the reason, at most 10 such lines per 10 seconds per endpoint). A request this side
+ * cannot decode is answered {@link Reply#UNDECODABLE} with the exception's type, message and field path, and the
+ * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
+ * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
+ * does a call whose request this side cannot serialize (nothing was sent).
+ *
+ * <p>Except a message that costs too much: a decode beyond the message's work budget
+ * ({@link DecodeBudgetExceededException}: the peer sent what no honest peer sends) or one that fails with an
+ * {@link Error} ({@link OutOfMemoryError}, say). It is answered the same way where its request id can be read (the
+ * answer's send is awaited a short while), and then the endpoint breaks as above, closing the connection; so does an
+ * {@code Error} anywhere else on the reader thread (in the transport's receive, in the handler), which never ends the
+ * reader silently. Thread-safe.
  *
  * <p>The one request/reply layer over the transport: the client and workers use it, and so do cuwire-spark's nodes
  * (io.cuwire.spark.internal.Node), whose fetches carry a model as a reply's value.
  */
 public final class Endpoint implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
+
     /** Gets the requests arriving on an endpoint; runs on its reader thread (hand long work elsewhere). */
     @FunctionalInterface
     public interface Handler {
         void onRequest(Endpoint from, Request request);
     }
+
+    /** How long a break waits for the answer to the message that caused it to be sent. */
+    private static final long ANSWER_BEFORE_BREAK_SECONDS = 5;
 
     private final String name;
     private final Connection connection;
@@ -46,6 +70,9 @@ public final class Endpoint implements AutoCloseable {
     private final Function<Throwable, RuntimeException> failure;
     private final Consumer<Throwable> onBroken;
     private final Map<Long, CompletableFuture<Reply>> pending = new ConcurrentHashMap<>();
+    private volatile Thread reader;
+    /** Messages this endpoint could not decode: its peer can send them at will. */
+    private final RateLimitedLog undecodable = new RateLimitedLog(LOG, 10, Duration.ofSeconds(10));
     /** The failure every call fails with once the endpoint broke; {@code null} while it works. */
     private final AtomicReference<RuntimeException> broken = new AtomicReference<>();
     private final AtomicLong messagesSent = new AtomicLong();
@@ -77,8 +104,27 @@ public final class Endpoint implements AutoCloseable {
 
     /** Starts the reader thread; returns this. */
     public Endpoint start() {
-        Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
+        reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
         return this;
+    }
+
+    /**
+     * Waits at most {@code timeout} for the reader thread to end (it ends once the endpoint broke or closed, after
+     * the message it is handling): after that nothing this endpoint received is still being decoded or dispatched.
+     *
+     * @return whether it ended (also when it never started, or when called from the reader itself)
+     */
+    public boolean awaitReader(Duration timeout) {
+        Thread t = reader;
+        if (t == null || t == Thread.currentThread()) {
+            return true;
+        }
+        try {
+            return t.join(timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return !t.isAlive();
+        }
     }
 
     /** The connection's name for messages. */
@@ -92,6 +138,14 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void readLoop() {
+        try {
+            readMessages();
+        } catch (RuntimeException | Error e) {
+            fail(e);  // an Error in the transport or the handler: never a silent end of the reader
+        }
+    }
+
+    private void readMessages() {
         while (broken.get() == null) {
             Object value;
             DispatchEvent event;
@@ -110,6 +164,10 @@ public final class Endpoint implements AutoCloseable {
                 frameBytesReceived.addAndGet(m.metrics().frameBytes());
                 try {
                     value = registry.deserialize(m.value(), target);
+                } catch (DecodeBudgetExceededException | Error e) {
+                    // what no honest peer sends, or what this JVM cannot afford: answer, then break
+                    answerAndBreak(m.value(), e);
+                    return;
                 } catch (RuntimeException e) {
                     answerUndecodable(m.value(), e);
                     continue;
@@ -134,15 +192,32 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
+    /**
+     * Answers the message {@code e} made undecodable (awaiting the answer's send a short while), then breaks the
+     * endpoint with {@code e}.
+     */
+    private void answerAndBreak(Serialized value, Throwable e) {
+        try {
+            answerUndecodable(value, e).get(ANSWER_BEFORE_BREAK_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException x) {
+            Thread.currentThread().interrupt();
+        } catch (Exception | Error x) {
+            // best effort: the peer hears of the break either way
+        }
+        fail(e);
+    }
+
     /** Completes the call a reply answers, or hands a request to the handler. */
     private void dispatch(Object value) {
         switch (value) {
             case Reply r -> {
                 CompletableFuture<Reply> f = pending.remove(r.id());
-                if (f != null) {
-                    f.complete(r);
-                } else {
+                if (f == null) {
                     Values.close(r.value());
+                } else if (Reply.UNDECODABLE.equals(r.status())) {
+                    f.completeExceptionally(new RemoteDecodeException(r.errorType(), r.error(), r.errorPath()));
+                } else {
+                    f.complete(r);
                 }
             }
             case Request r -> {
@@ -151,18 +226,40 @@ public final class Endpoint implements AutoCloseable {
                 } catch (RuntimeException e) {
                     Values.close(r.args());
                     reply(Reply.failed(r.id(), e));
+                } catch (Error e) {
+                    Values.close(r.args());
+                    reply(Reply.failed(r.id(), e));
+                    throw e;  // the reader breaks the endpoint
                 }
             }
             default -> Values.close(value);
         }
     }
 
-    /** A request whose arguments did not decode (an unregistered type, a limit): answered with the error. */
-    private void answerUndecodable(Serialized value, RuntimeException e) {
-        if (value.root() instanceof Map<?, ?> root && "cuwire.cluster.Request".equals(root.get("t"))
-                && root.get("d") instanceof Map<?, ?> d && d.get("id") instanceof Long id) {
-            reply(Reply.failed(id, e));
+    /**
+     * A message that did not decode (an unregistered type, a refused family, a limit, a budget, an {@link Error}): a
+     * request is answered with the error, a reply fails its call with it; the header's untrusted shape is only read
+     * to find the id.
+     *
+     * @return the answer's send, or a completed future where there is nothing to send
+     */
+    private CompletableFuture<?> answerUndecodable(Serialized value, Throwable e) {
+        undecodable.log(System.Logger.Level.WARNING, "undecodable", name + ": could not decode a message from "
+                + connection + ": " + e);
+        if (!(value.root() instanceof Map<?, ?> root && root.get("d") instanceof Map<?, ?> d
+                && d.get("id") instanceof Long id)) {
+            return CompletableFuture.completedFuture(null);
         }
+        Object type = root.get("t");
+        if (registry.nameOf(Request.class).equals(type)) {
+            return send(Reply.undecodable(id, e)).exceptionally(x -> null);  // a failed send is this endpoint's failure
+        } else if (registry.nameOf(Reply.class).equals(type)) {
+            CompletableFuture<Reply> f = pending.remove(id);
+            if (f != null) {
+                f.completeExceptionally(e);
+            }
+        }
+        return CompletableFuture.completedFuture(null);
     }
 
     /** Sends {@code request} and returns the future of its reply (failed with the endpoint's failure if broken). */
@@ -172,10 +269,7 @@ public final class Endpoint implements AutoCloseable {
             return f;
         }
         send(request, chain).exceptionally(e -> {
-            CompletableFuture<Reply> p = pending.remove(request.id());
-            if (p != null) {
-                p.completeExceptionally(failure.apply(e));
-            }
+            failExpected(request.id(), e);
             return null;
         });
         return f;
@@ -197,11 +291,15 @@ public final class Endpoint implements AutoCloseable {
         return f;
     }
 
-    /** Fails the pending reply {@code id}, if any, as a failed send of its request would ({@code failure(cause)}). */
+    /**
+     * Fails the pending reply {@code id}, if any, as a failed send of its request would: with the
+     * {@link SerializationException} when the request did not serialize (nothing was sent), else with
+     * {@code failure(cause)}.
+     */
     public void failExpected(long id, Throwable cause) {
         CompletableFuture<Reply> p = pending.remove(id);
         if (p != null) {
-            p.completeExceptionally(failure.apply(cause));
+            p.completeExceptionally(unwrap(cause) instanceof SerializationException s ? s : failure.apply(cause));
         }
     }
 

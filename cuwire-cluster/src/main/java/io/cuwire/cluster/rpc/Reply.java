@@ -1,5 +1,6 @@
 package io.cuwire.cluster.rpc;
 
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.WireType;
 
 /**
@@ -7,18 +8,28 @@ import io.cuwire.serialize.WireType;
  *
  * @param id the request's id
  * @param status {@value #OK}, {@value #MISSING} (a model identity not in the cache), {@value #UNKNOWN_TASK},
- *     {@value #ERROR} or {@value #REDIRECT} (cuwire-spark: ask the peer whose address is the value instead)
+ *     {@value #ERROR}, {@value #REDIRECT} (cuwire-spark: ask the peer whose address is the value instead) or
+ *     {@value #UNDECODABLE} (the peer could not decode the request: its {@link Endpoint} answered, and the caller's
+ *     future fails with {@link io.cuwire.cluster.RemoteDecodeException})
  * @param value the result (for a redirect, the peer's address), or {@code null}
  * @param errorType the simple class name of the worker's exception, or {@code null}
  * @param error its message, or {@code null}
+ * @param errorPath for {@value #UNDECODABLE}, where in the request the decode failed ({@code root.args[0].model}), if
+ *     known; else {@code null}
  */
 @WireType("cuwire.cluster.Reply")
-public record Reply(long id, String status, Object value, String errorType, String error) {
+public record Reply(long id, String status, Object value, String errorType, String error, String errorPath) {
     public static final String OK = "ok";
     public static final String MISSING = "missing";
     public static final String UNKNOWN_TASK = "unknown-task";
     public static final String ERROR = "error";
     public static final String REDIRECT = "redirect";
+    public static final String UNDECODABLE = "undecodable";
+
+    /** A reply without an error path: every status but {@value #UNDECODABLE}. */
+    public Reply(long id, String status, Object value, String errorType, String error) {
+        this(id, status, value, errorType, error, null);
+    }
 
     public static Reply ok(long id, Object value) {
         return new Reply(id, OK, value, null, null);
@@ -27,5 +38,14 @@ public record Reply(long id, String status, Object value, String errorType, Stri
     public static Reply failed(long id, Throwable t) {
         String status = t instanceof io.cuwire.cluster.UnknownTaskException ? UNKNOWN_TASK : ERROR;
         return new Reply(id, status, null, t.getClass().getSimpleName(), String.valueOf(t.getMessage()));
+    }
+
+    /**
+     * The answer to request {@code id}, which this side could not decode because of {@code e} (a
+     * {@link SerializationException}, or an {@link Error} such as {@link OutOfMemoryError}).
+     */
+    public static Reply undecodable(long id, Throwable e) {
+        return new Reply(id, UNDECODABLE, null, e.getClass().getSimpleName(), String.valueOf(e.getMessage()),
+                e instanceof SerializationException s ? s.path() : null);
     }
 }

@@ -25,7 +25,8 @@ import java.util.List;
  * when set, is the only place tried), else {@code libcublas.so.13} and {@code libcublas.so.12} on the dynamic
  * linker's search path, else those names in {@code /usr/local/cuda/lib64} and
  * {@code /usr/local/cuda/targets/x86_64-linux/lib}. Device pointers are passed as 64-bit integers (the same
- * registers as pointers on the platforms CUDA supports). Internal. Thread-safe.
+ * registers as pointers on the platforms CUDA supports). Every routine takes the {@link CudaDevice} of its handle
+ * and runs in that device's context, set by {@link Driver}'s gate. Internal. Thread-safe.
  */
 @SuppressWarnings("restricted") // binding native code is this class's purpose
 public final class CuBlasLibrary {
@@ -158,20 +159,8 @@ public final class CuBlasLibrary {
         return location;
     }
 
-    @FunctionalInterface
-    private interface Downcall {
-        int invoke() throws Throwable;
-    }
-
-    private static void call(String what, Downcall call) {
-        int status;
-        try {
-            status = call.invoke();
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("downcall failed: " + t, t);
-        }
+    /** Throws a {@link CudaException} naming {@code what} unless {@code status} is {@code CUBLAS_STATUS_SUCCESS}. */
+    private static void check(int status, String what) {
         if (status != CUBLAS_STATUS_SUCCESS) {
             throw new CudaException(what, status, statusName(status));
         }
@@ -194,75 +183,78 @@ public final class CuBlasLibrary {
         };
     }
 
-    /** {@code cublasCreate_v2}, in the current context. */
-    public MemorySegment create() {
+    // Every routine runs in the context of the device the handle was created on (cuBLAS ties a handle to the device
+    // current at cublasCreate and expects it current at every later call): each goes through Driver's gate.
+
+    /** {@code cublasCreate_v2} on {@code device}. */
+    public MemorySegment create(CudaDevice device) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            call("cublasCreate_v2", () -> (int) create.invokeExact(out));
+            check(Driver.inContext(device, () -> (int) create.invokeExact(out)), "cublasCreate_v2");
             return out.get(ADDRESS, 0);
         }
     }
 
-    /** {@code cublasDestroy_v2}. */
-    public void destroy(MemorySegment handle) {
-        call("cublasDestroy_v2", () -> (int) destroy.invokeExact(handle));
+    /** {@code cublasDestroy_v2} of a handle created on {@code device}. */
+    public void destroy(CudaDevice device, MemorySegment handle) {
+        check(Driver.inContext(device, () -> (int) destroy.invokeExact(handle)), "cublasDestroy_v2");
     }
 
-    /** {@code cublasSetStream_v2}. */
-    public void setStream(MemorySegment handle, MemorySegment stream) {
-        call("cublasSetStream_v2", () -> (int) setStream.invokeExact(handle, stream));
+    /** {@code cublasSetStream_v2}: {@code stream} must be a stream of {@code device}, the handle's. */
+    public void setStream(CudaDevice device, MemorySegment handle, MemorySegment stream) {
+        check(Driver.inContext(device, () -> (int) setStream.invokeExact(handle, stream)), "cublasSetStream_v2");
     }
 
     /** {@code cublasGetStream_v2}: the stream the handle's routines run on. */
-    public MemorySegment getStream(MemorySegment handle) {
+    public MemorySegment getStream(CudaDevice device, MemorySegment handle) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            call("cublasGetStream_v2", () -> (int) getStream.invokeExact(handle, out));
+            check(Driver.inContext(device, () -> (int) getStream.invokeExact(handle, out)), "cublasGetStream_v2");
             return out.get(ADDRESS, 0);
         }
     }
 
     /** {@code cublasSgemm_v2}: C = alpha op(A) op(B) + beta C, column-major, alpha and beta on the host. */
-    public void sgemm(MemorySegment handle, int transA, int transB, int m, int n, int k, float alpha, long a, int lda,
-            long b, int ldb, float beta, long c, int ldc) {
+    public void sgemm(CudaDevice device, MemorySegment handle, int transA, int transB, int m, int n, int k,
+            float alpha, long a, int lda, long b, int ldb, float beta, long c, int ldc) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_FLOAT, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_FLOAT, beta);
-            call("cublasSgemm_v2(m " + m + ", n " + n + ", k " + k + ")", () -> (int) sgemm.invokeExact(handle,
-                    transA, transB, m, n, k, pa, a, lda, b, ldb, pb, c, ldc));
+            check(Driver.inContext(device, () -> (int) sgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda,
+                    b, ldb, pb, c, ldc)), "cublasSgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
         }
     }
 
     /** {@code cublasDgemm_v2}. */
-    public void dgemm(MemorySegment handle, int transA, int transB, int m, int n, int k, double alpha, long a,
-            int lda, long b, int ldb, double beta, long c, int ldc) {
+    public void dgemm(CudaDevice device, MemorySegment handle, int transA, int transB, int m, int n, int k,
+            double alpha, long a, int lda, long b, int ldb, double beta, long c, int ldc) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_DOUBLE, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_DOUBLE, beta);
-            call("cublasDgemm_v2(m " + m + ", n " + n + ", k " + k + ")", () -> (int) dgemm.invokeExact(handle,
-                    transA, transB, m, n, k, pa, a, lda, b, ldb, pb, c, ldc));
+            check(Driver.inContext(device, () -> (int) dgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda,
+                    b, ldb, pb, c, ldc)), "cublasDgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
         }
     }
 
     /** {@code cublasSgemv_v2}: y = alpha op(A) x + beta y. */
-    public void sgemv(MemorySegment handle, int trans, int m, int n, float alpha, long a, int lda, long x, int incx,
-            float beta, long y, int incy) {
+    public void sgemv(CudaDevice device, MemorySegment handle, int trans, int m, int n, float alpha, long a, int lda,
+            long x, int incx, float beta, long y, int incy) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_FLOAT, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_FLOAT, beta);
-            call("cublasSgemv_v2(m " + m + ", n " + n + ")", () -> (int) sgemv.invokeExact(handle, trans, m, n, pa,
-                    a, lda, x, incx, pb, y, incy));
+            check(Driver.inContext(device, () -> (int) sgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb,
+                    y, incy)), "cublasSgemv_v2(m " + m + ", n " + n + ")");
         }
     }
 
     /** {@code cublasDgemv_v2}. */
-    public void dgemv(MemorySegment handle, int trans, int m, int n, double alpha, long a, int lda, long x, int incx,
-            double beta, long y, int incy) {
+    public void dgemv(CudaDevice device, MemorySegment handle, int trans, int m, int n, double alpha, long a, int lda,
+            long x, int incx, double beta, long y, int incy) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_DOUBLE, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_DOUBLE, beta);
-            call("cublasDgemv_v2(m " + m + ", n " + n + ")", () -> (int) dgemv.invokeExact(handle, trans, m, n, pa,
-                    a, lda, x, incx, pb, y, incy));
+            check(Driver.inContext(device, () -> (int) dgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb,
+                    y, incy)), "cublasDgemv_v2(m " + m + ", n " + n + ")");
         }
     }
 }

@@ -5,6 +5,7 @@ import io.cuwire.memory.CopyException;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.Stream;
@@ -21,8 +22,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * its memory pool ({@link CudaMemoryPool}), its pinned memory and an 8 MiB pinned staging buffer for copies to and
  * from heap memory.
  *
- * <p>Every driver call that needs a context makes this device's primary context current on the calling thread
- * first ({@link #makeCurrent()}), so any thread may use any device.
+ * <p>Every driver call that needs a context runs in this device's primary context: {@link Driver}'s gate makes it
+ * current on the calling OS thread right before the call, so any thread (platform or virtual, parked and resumed on
+ * another carrier in between) may use any device, and nothing here depends on the context a thread was left in.
  *
  * <p>Copies with a {@code null} stream are synchronous: they return once the bytes have arrived (the legacy
  * default stream is synchronized after copies the driver would otherwise let run on). Copies with a stream are
@@ -58,15 +60,16 @@ public final class CudaDevice extends Device {
         this.totalMemory = Driver.deviceTotalMem(handle);
         this.pciBusId = Driver.devicePciBusId(handle);
         this.multiprocessors = Driver.deviceAttribute(handle, Driver.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-        this.pool = new CudaMemoryPool(this);
+        this.pool = new CudaMemoryPool(this, CudaMemoryPool.Limits.fromSystemProperties());
         this.pinned = new CudaPinnedMemory(this);
+        addMemoryHolder(pool::describeHolding);
     }
 
     void attach(CudaPlatform owner) {
         this.platform = owner;
     }
 
-    /** The device's primary context, retained on first call. */
+    /** The device's primary context, retained on first call, never released (see {@link Driver#primaryCtxRetain}). */
     MemorySegment context() {
         MemorySegment ctx = context;
         if (ctx == null) {
@@ -79,11 +82,6 @@ public final class CudaDevice extends Device {
             }
         }
         return ctx;
-    }
-
-    /** Makes this device's primary context current on the calling thread. Cheap; call before driver work. */
-    public void makeCurrent() {
-        Driver.ctxSetCurrent(context());
     }
 
     /** The device pointer of {@code buffer}'s byte at {@code offset}, for the platform's own calls. */
@@ -152,8 +150,7 @@ public final class CudaDevice extends Device {
 
     @Override
     public long freeMemory() {
-        makeCurrent();
-        return Driver.memGetInfo()[0];
+        return Driver.memGetInfo(this)[0];
     }
 
     @Override
@@ -197,11 +194,8 @@ public final class CudaDevice extends Device {
                 return;
             }
             if (canAccessPeer(peer) && peer.canAccessPeer(this)) {
-                makeCurrent();
-                Driver.ctxEnablePeerAccess(peer.context(), this + " -> " + peer);
-                peer.makeCurrent();
-                Driver.ctxEnablePeerAccess(context(), peer + " -> " + this);
-                makeCurrent();
+                Driver.ctxEnablePeerAccess(this, peer);
+                Driver.ctxEnablePeerAccess(peer, this);
                 peersEnabled.add(peer.ordinal());
                 peer.peersEnabled.add(ordinal());
             }
@@ -222,9 +216,8 @@ public final class CudaDevice extends Device {
             throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
         }
         long ptr = buffer.allocation(CudaAllocation.class).pointer();
-        makeCurrent();
-        long base = Driver.allocationBase(ptr);
-        byte[] ipc = Driver.ipcGetMemHandle(base);
+        long base = Driver.allocationBase(this, ptr);
+        byte[] ipc = Driver.ipcGetMemHandle(this, base);
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
@@ -248,10 +241,9 @@ public final class CudaDevice extends Device {
         if (cached != null) {
             return cached;
         }
-        makeCurrent();
-        long base = Driver.allocationBase(ptr);
-        long size = Driver.allocationSize(base);
-        byte[] ipc = Driver.ipcGetMemHandle(base);
+        long base = Driver.allocationBase(this, ptr);
+        long size = Driver.allocationSize(this, base);
+        byte[] ipc = Driver.ipcGetMemHandle(this, base);
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
@@ -268,8 +260,7 @@ public final class CudaDevice extends Device {
         if (exported.containsKey(ptr)) {
             return buffer.rootOffset();
         }
-        makeCurrent();
-        return ptr - Driver.allocationBase(ptr) + buffer.rootOffset();
+        return ptr - Driver.allocationBase(this, ptr) + buffer.rootOffset();
     }
 
     /** Forgets the exported handle of a block the pool is about to free. */
@@ -283,34 +274,38 @@ public final class CudaDevice extends Device {
      * <p>The memory is mapped into the context of the GPU that holds it when that GPU is visible here (found by PCI
      * bus id), and the buffer belongs to that device; otherwise it is mapped into this device's context with lazy
      * peer access, and belongs to this device. Each open costs milliseconds: cache mappings, don't open per copy.
+     *
+     * <p>The handle's bytes are checked before the driver sees them, and its range (offset, length) against the
+     * size the driver reports for the allocation it opened; a range that reaches past it is closed again and
+     * refused, so no copy can read or write beyond the exporter's allocation ({@link CudaIpcHandles}).
+     *
+     * @throws InvalidHandleException if the handle is malformed or its range lies outside its allocation
+     * @throws CudaException if the driver cannot open it (a handle no process exported, of a process gone)
      */
     @Override
     public DeviceBuffer openHandle(IpcHandle handle) {
-        if (!CudaPlatform.NAME.equals(handle.platform())) {
-            throw new IllegalArgumentException(handle + " was not made by the CUDA platform");
-        }
-        byte[] bytes = handle.handle();
-        if (bytes.length < Driver.IPC_HANDLE_SIZE) {
-            throw new IllegalArgumentException(handle + " holds " + bytes.length + " bytes (expected: at least "
-                    + Driver.IPC_HANDLE_SIZE + ")");
-        }
-        String bus = new String(bytes, Driver.IPC_HANDLE_SIZE, bytes.length - Driver.IPC_HANDLE_SIZE,
-                StandardCharsets.US_ASCII);
+        String bus = CudaIpcHandles.busId(handle);
         CudaDevice found = bus.isEmpty() ? null : platform.deviceByPciBusId(bus);
         CudaDevice owner = found == null ? this : found;
-        owner.makeCurrent();
         long base;
         try {
-            base = Driver.ipcOpenMemHandle(Arrays.copyOf(bytes, Driver.IPC_HANDLE_SIZE));
+            base = Driver.ipcOpenMemHandle(owner, CudaIpcHandles.memHandle(handle));
         } catch (CudaException e) {
             throw new CudaException("cuIpcOpenMemHandle_v2(" + handle + " on " + owner + ")", e.result(),
                     e.errorName());
         }
+        try {
+            CudaIpcHandles.checkOpened(handle, Driver.allocationSize(owner, base));
+        } catch (RuntimeException e) {
+            try {
+                Driver.ipcCloseMemHandle(owner, base);
+            } catch (CudaException c) {
+                e.addSuppressed(c);
+            }
+            throw e;
+        }
         return DeviceBuffer.owning(owner, new CudaAllocation(base + handle.offset(), handle.length()),
-                handle.length(), () -> {
-                    owner.makeCurrent();
-                    Driver.ipcCloseMemHandle(base);
-                });
+                handle.length(), () -> Driver.ipcCloseMemHandle(owner, base));
     }
 
     // ---- copies
@@ -340,14 +335,13 @@ public final class CudaDevice extends Device {
             return;
         }
         try {
-            makeCurrent();
             if (!src.isNative()) {
                 stagedHostToDevice(src, dptr, s);
             } else if (s == null) {
-                Driver.memcpyHtoD(dptr, src, bytes);
-                Driver.streamSynchronize(MemorySegment.NULL);
+                Driver.memcpyHtoD(this, dptr, src, bytes);
+                Driver.streamSynchronize(this, MemorySegment.NULL);
             } else {
-                Driver.memcpyHtoDAsync(dptr, src, bytes, s.handle());
+                Driver.memcpyHtoDAsync(this, dptr, src, bytes, s.handle());
             }
         } catch (CudaException e) {
             throw failed("host-to-device copy", bytes, dst, e);
@@ -363,13 +357,12 @@ public final class CudaDevice extends Device {
             return;
         }
         try {
-            makeCurrent();
             if (!dst.isNative()) {
                 stagedDeviceToHost(sptr, dst, s);
             } else if (s == null) {
-                Driver.memcpyDtoH(dst, sptr, bytes);
+                Driver.memcpyDtoH(this, dst, sptr, bytes);
             } else {
-                Driver.memcpyDtoHAsync(dst, sptr, bytes, s.handle());
+                Driver.memcpyDtoHAsync(this, dst, sptr, bytes, s.handle());
             }
         } catch (CudaException e) {
             throw failed("device-to-host copy", bytes, src, e);
@@ -390,21 +383,19 @@ public final class CudaDevice extends Device {
         }
         try {
             if (target == this) {
-                makeCurrent();
                 if (s == null) {
-                    Driver.memcpyDtoD(dptr, sptr, bytes);
-                    Driver.streamSynchronize(MemorySegment.NULL);
+                    Driver.memcpyDtoD(this, dptr, sptr, bytes);
+                    Driver.streamSynchronize(this, MemorySegment.NULL);
                 } else {
-                    Driver.memcpyDtoDAsync(dptr, sptr, bytes, s.handle());
+                    Driver.memcpyDtoDAsync(this, dptr, sptr, bytes, s.handle());
                 }
             } else {
                 ensurePeerAccess(target);
-                makeCurrent();
                 if (s == null) {
-                    Driver.memcpyPeer(dptr, target.context(), sptr, context(), bytes);
-                    Driver.streamSynchronize(MemorySegment.NULL);
+                    Driver.memcpyPeer(this, dptr, target, sptr, bytes);
+                    Driver.streamSynchronize(this, MemorySegment.NULL);
                 } else {
-                    Driver.memcpyPeerAsync(dptr, target.context(), sptr, context(), bytes, s.handle());
+                    Driver.memcpyPeerAsync(this, dptr, target, sptr, bytes, s.handle());
                 }
             }
         } catch (CudaException e) {
@@ -422,7 +413,8 @@ public final class CudaDevice extends Device {
     @SuppressWarnings("restricted") // the address and size come from cuMemHostAlloc
     private MemorySegment staging() {
         if (staging == null) {
-            staging = Driver.memHostAlloc(STAGING_BYTES, Driver.CU_MEMHOSTALLOC_PORTABLE).reinterpret(STAGING_BYTES);
+            staging = Driver.memHostAlloc(this, STAGING_BYTES, Driver.CU_MEMHOSTALLOC_PORTABLE)
+                    .reinterpret(STAGING_BYTES);
         }
         return staging;
     }
@@ -436,8 +428,8 @@ public final class CudaDevice extends Device {
             for (long off = 0; off < n; off += STAGING_BYTES) {
                 long len = Math.min(STAGING_BYTES, n - off);
                 MemorySegment.copy(src, off, stage, 0, len);
-                Driver.memcpyHtoDAsync(dptr + off, stage, len, stream);
-                Driver.streamSynchronize(stream);
+                Driver.memcpyHtoDAsync(this, dptr + off, stage, len, stream);
+                Driver.streamSynchronize(this, stream);
             }
         } finally {
             stagingLock.unlock();
@@ -452,8 +444,8 @@ public final class CudaDevice extends Device {
             long n = dst.byteSize();
             for (long off = 0; off < n; off += STAGING_BYTES) {
                 long len = Math.min(STAGING_BYTES, n - off);
-                Driver.memcpyDtoHAsync(stage, sptr + off, len, stream);
-                Driver.streamSynchronize(stream);
+                Driver.memcpyDtoHAsync(this, stage, sptr + off, len, stream);
+                Driver.streamSynchronize(this, stream);
                 MemorySegment.copy(stage, 0, dst, off, len);
             }
         } finally {
@@ -464,9 +456,8 @@ public final class CudaDevice extends Device {
     /** Fills {@code bytes} of {@code buffer} from {@code offset} with {@code value}, synchronously. */
     public void memset(DeviceBuffer buffer, long offset, long bytes, byte value) {
         long ptr = checkedPointer(buffer, offset, bytes);
-        makeCurrent();
-        Driver.memsetD8(ptr, value, bytes);
-        Driver.streamSynchronize(MemorySegment.NULL);
+        Driver.memsetD8(this, ptr, value, bytes);
+        Driver.streamSynchronize(this, MemorySegment.NULL);
     }
 
     /** Enqueues a fill of {@code bytes} of {@code buffer} from {@code offset} with {@code value} on {@code stream}. */
@@ -475,7 +466,6 @@ public final class CudaDevice extends Device {
             throw new IllegalArgumentException(stream + " is not a stream of " + this);
         }
         long ptr = checkedPointer(buffer, offset, bytes);
-        makeCurrent();
-        Driver.memsetD8Async(ptr, value, bytes, stream.handle());
+        Driver.memsetD8Async(this, ptr, value, bytes, stream.handle());
     }
 }

@@ -43,8 +43,7 @@ final class CudaPinnedMemory implements MemoryResource<HostBuffer> {
         }
         MemorySegment address;
         try {
-            device.makeCurrent();
-            address = Driver.memHostAlloc(bytes, Driver.CU_MEMHOSTALLOC_PORTABLE);
+            address = Driver.memHostAlloc(device, bytes, Driver.CU_MEMHOSTALLOC_PORTABLE);
         } catch (CudaException e) {
             arena.close();
             if (e.result() == Driver.CUDA_ERROR_OUT_OF_MEMORY) {
@@ -58,8 +57,7 @@ final class CudaPinnedMemory implements MemoryResource<HostBuffer> {
     }
 
     private void free(MemorySegment address) {
-        device.makeCurrent();
-        Driver.memFreeHost(address);
+        Driver.memFreeHost(device, address);
     }
 
     @Override

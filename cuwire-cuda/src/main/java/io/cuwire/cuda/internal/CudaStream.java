@@ -19,8 +19,7 @@ public final class CudaStream extends Stream {
     CudaStream(CudaDevice device) {
         super(device);
         this.device = device;
-        device.makeCurrent();
-        this.handle = Driver.streamCreate(Driver.CU_STREAM_NON_BLOCKING);
+        this.handle = Driver.streamCreate(device, Driver.CU_STREAM_NON_BLOCKING);
     }
 
     /** {@code stream} as a CUDA stream, or an {@link IllegalArgumentException} naming what it is. */
@@ -48,7 +47,7 @@ public final class CudaStream extends Stream {
     public void synchronize() {
         MemorySegment h = handle();
         try {
-            Driver.streamSynchronize(h);
+            Driver.streamSynchronize(device, h);
         } catch (CudaException e) {
             throw new CopyException("work enqueued on " + this + " failed: " + e.getMessage(), e);
         }
@@ -60,12 +59,11 @@ public final class CudaStream extends Stream {
             return;
         }
         try {
-            Driver.streamSynchronize(handle);
+            Driver.streamSynchronize(device, handle);
         } catch (CudaException e) {
             throw new CopyException("work enqueued on " + this + " failed: " + e.getMessage(), e);
         } finally {
-            device.makeCurrent();
-            Driver.streamDestroy(handle);
+            Driver.streamDestroy(device, handle);
         }
     }
 }

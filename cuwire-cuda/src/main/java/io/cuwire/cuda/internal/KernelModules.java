@@ -85,8 +85,7 @@ public final class KernelModules {
     private static Module module(CudaDevice device) {
         return MODULES.computeIfAbsent(device, d -> {
             MemorySegment img = image();
-            d.makeCurrent();
-            MemorySegment handle = Driver.moduleLoadData(img, RESOURCE + " (" + TARGETS + ") on " + d + " (sm_"
+            MemorySegment handle = Driver.moduleLoadData(d, img, RESOURCE + " (" + TARGETS + ") on " + d + " (sm_"
                     + d.computeCapability() + ")");
             return new Module(handle, new ConcurrentHashMap<>());
         });
@@ -94,10 +93,7 @@ public final class KernelModules {
 
     private static MemorySegment function(CudaDevice device, String name) {
         Module m = module(device);
-        return m.functions().computeIfAbsent(name, n -> {
-            device.makeCurrent();
-            return Driver.moduleGetFunction(m.handle(), n);
-        });
+        return m.functions().computeIfAbsent(name, n -> Driver.moduleGetFunction(device, m.handle(), n));
     }
 
     /**
@@ -130,8 +126,7 @@ public final class KernelModules {
         MemorySegment function = function(device, name);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = parameters(arena, name, args);
-            device.makeCurrent();
-            Driver.launchKernel(function, name, blocks, BLOCK, 0, stream.handle(), params);
+            Driver.launchKernel(device, function, name, blocks, BLOCK, 0, stream.handle(), params);
         }
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.cuda.PoolStats;
+import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryLeakException;
@@ -122,5 +123,90 @@ class CudaMemoryPoolTest {
             assertEquals(before.driverAllocations() + 2, after.driverAllocations());
         }
         pool.trim();
+    }
+
+    @Test
+    void shouldReadTheLimitsFromTheirPropertiesAndRefuseWhatIsNotANumberOfBytes() {
+        assertEquals(CudaMemoryPool.Limits.NONE, CudaMemoryPool.Limits.parse(null, null));
+        assertEquals(new CudaMemoryPool.Limits(8L << 30, 0), CudaMemoryPool.Limits.parse("8589934592", " 0 "));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> CudaMemoryPool.Limits.parse("8g", null));
+        assertEquals("-Dcuwire.cuda.pool.maxBytes=8g (expected: a number of bytes >= 1)", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> CudaMemoryPool.Limits.parse(null, "-1"));
+        assertEquals("-Dcuwire.cuda.pool.maxCachedBytes=-1 (expected: a number of bytes >= 0)", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> CudaMemoryPool.Limits.parse("0", null));
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldFreeItsCacheThenRefuseABlockPastItsTotalLimit() throws Exception {
+        assumeCuda();
+        CudaDevice device = CudaPlatform.get().device(0);
+        CudaMemoryPool pool = new CudaMemoryPool(device, new CudaMemoryPool.Limits(8 * MIB, Long.MAX_VALUE));
+        try {
+            DeviceBuffer a = pool.allocate(4 * MIB);
+            pool.allocate(2 * MIB).close();
+            assertEquals(2 * MIB, pool.stats().cachedBytes());
+            // 4 in use + 2 cached + 4 new > 8: the cached block goes, then the new one fits.
+            DeviceBuffer b = pool.allocate(3 * MIB + 1);
+            PoolStats s = pool.stats();
+            assertEquals(0, s.cachedBytes());
+            assertEquals(8 * MIB, s.inUseBytes());
+            AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> pool.allocate(1));
+            assertEquals("DEVICE:cuda0 pool cannot allocate 1 bytes (a block of 256): it holds 8388608 bytes (8388608 "
+                    + "in use, 0 cached, 0 cached bytes freed before this), and its limit is 8388608 "
+                    + "(-Dcuwire.cuda.pool.maxBytes)", e.getMessage());
+            assertEquals(s.driverAllocations(), pool.stats().driverAllocations(), "refused before cuMemAlloc");
+            a.close();
+            b.close();
+            assertEquals(8 * MIB, pool.stats().cachedBytes());
+        } finally {
+            pool.trim();
+        }
+        assertEquals(0, pool.stats().cachedBytes());
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldGiveABlockPastItsCacheLimitBackToTheDriver() throws Exception {
+        assumeCuda();
+        CudaDevice device = CudaPlatform.get().device(0);
+        CudaMemoryPool pool = new CudaMemoryPool(device, new CudaMemoryPool.Limits(Long.MAX_VALUE, 3 * MIB));
+        try {
+            DeviceBuffer a = pool.allocate(2 * MIB);
+            DeviceBuffer b = pool.allocate(2 * MIB);
+            a.close();
+            PoolStats kept = pool.stats();
+            assertEquals(2 * MIB, kept.cachedBytes());
+            b.close();
+            PoolStats after = pool.stats();
+            assertEquals(2 * MIB, after.cachedBytes(), "a second block would pass 3 MiB cached");
+            assertEquals(1, after.cachedBlocks());
+            assertEquals(kept.driverFrees() + 1, after.driverFrees());
+            assertEquals(0, after.inUseBytes());
+        } finally {
+            pool.trim();
+        }
+    }
+
+    @Test
+    @Tag("gpu")
+    void shouldNameThePoolInTheReportOfAFailedAllocation() throws Exception {
+        assumeCuda();
+        CudaDevice device = CudaPlatform.get().device(0);
+        try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("reported", 4 * MIB);
+                DeviceBuffer held = alloc.allocate(3 * MIB)) {
+            device.pool().allocate(MIB).close();
+            AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(2 * MIB));
+            assertTrue(e.getMessage().startsWith("allocator 'reported' cannot allocate 2097152 bytes of DEVICE:cuda0 "
+                    + "pool: 3145728 allocated, limit 4194304\nmemory of cuda0 ("), e.getMessage());
+            assertTrue(e.getMessage().contains("\n  - allocator 'reported': 3145728 bytes, 1 open buffer(s) of its "
+                    + "own, limit 4194304"), e.getMessage());
+            assertTrue(e.getMessage().contains("\n  - CUDA memory pool of cuda0: "), e.getMessage());
+            assertTrue(e.getMessage().contains("cached in "), e.getMessage());
+            assertEquals(3 * MIB, held.byteSize());
+        } finally {
+            device.pool().trim();
+        }
     }
 }

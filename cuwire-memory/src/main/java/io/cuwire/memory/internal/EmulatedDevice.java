@@ -6,23 +6,28 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.HostMemory;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.MemoryException;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.Stream;
-import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
+import java.util.BitSet;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** One emulated device; see {@link EmulatedPlatform}. */
 final class EmulatedDevice extends Device {
+    /** The smallest block of device memory. */
+    static final long MIN_BLOCK = 256;
+    /** The largest allocation served from a slab; larger ones get a file of their own. */
+    static final long SMALL_MAX = 1L << 20;
+    /** Bytes of one slab: 4 blocks of the largest size, 16,384 of the smallest. */
+    static final long SLAB_BYTES = 4L << 20;
+
     private final EmulatedPlatform platform;
     private final long totalMemory;
     private final AtomicLong allocated = new AtomicLong();
@@ -33,6 +38,18 @@ final class EmulatedDevice extends Device {
         super(ordinal);
         this.platform = platform;
         this.totalMemory = totalMemory;
+        addMemoryHolder(this::describeHolding);
+    }
+
+    /** The device's line in its memory report: what this process allocated, and the room left for files. */
+    private String describeHolding() {
+        long used = allocated.get();
+        if (used == 0) {
+            return null;
+        }
+        return "emulated device " + ordinal() + ": " + used + " of " + totalMemory + " bytes allocated by this process"
+                + " (in blocks), in shared-memory files in " + platform.directory() + " (" + platform.usableSpace()
+                + " bytes free there; " + platform.mappedFiles() + " files of this platform mapped)";
     }
 
     @Override
@@ -52,13 +69,7 @@ final class EmulatedDevice extends Device {
 
     @Override
     public long freeMemory() {
-        long left = totalMemory - allocated.get();
-        try {
-            left = Math.min(left, Files.getFileStore(platform.directory()).getUsableSpace());
-        } catch (IOException e) {
-            // report what the accounts say
-        }
-        return Math.max(0, left);
+        return Math.max(0, Math.min(totalMemory - allocated.get(), platform.usableSpace()));
     }
 
     @Override
@@ -87,24 +98,18 @@ final class EmulatedDevice extends Device {
             throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
         }
         EmulatedAllocation a = buffer.allocation(EmulatedAllocation.class);
-        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), a.file().toString().getBytes(StandardCharsets.UTF_8),
+        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), a.file().handleBytes(),
                 a.fileOffset() + buffer.rootOffset(), buffer.byteSize());
     }
 
+    /** {@inheritDoc} The allocation is the buffer's file: a slab that small buffers share, or its own. */
     @Override
     public IpcHandle exportAllocation(DeviceBuffer buffer) {
         if (buffer.device() != this) {
             throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
         }
-        EmulatedAllocation a = buffer.allocation(EmulatedAllocation.class);
-        long size;
-        try {
-            size = Files.size(a.file());
-        } catch (IOException e) {
-            throw new MemoryException("cannot export " + buffer.describe() + ": " + e, e);
-        }
-        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), a.file().toString().getBytes(StandardCharsets.UTF_8),
-                0, size);
+        ShmFile file = buffer.allocation(EmulatedAllocation.class).file();
+        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), file.handleBytes(), 0, file.size());
     }
 
     @Override
@@ -113,29 +118,35 @@ final class EmulatedDevice extends Device {
     }
 
     @Override
+    public OptionalLong exportingProcess(IpcHandle handle) {
+        checkPlatform(handle);
+        return OptionalLong.of(ShmFile.pid(handle));
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The handle's bytes are the exporter's pid and its file's token; the file is found and checked as
+     * {@link ShmFile} describes (in this platform's directory only, no links, a regular file of this user, holding the
+     * handle's range), and only the handle's range is mapped.
+     */
+    @Override
     public DeviceBuffer openHandle(IpcHandle handle) {
+        checkPlatform(handle);
+        Device owner;
+        try {
+            owner = platform.device(handle.deviceOrdinal());
+        } catch (InvalidHandleException e) {
+            throw new InvalidHandleException(handle + " names no device of this platform: " + e.getMessage(), e);
+        }
+        ShmFile file = ShmFile.open(platform, handle);
+        return DeviceBuffer.owning(owner, new EmulatedAllocation(file, handle.offset(), file.segment()),
+                handle.length(), file::close);
+    }
+
+    private static void checkPlatform(IpcHandle handle) {
         if (!EmulatedPlatform.NAME.equals(handle.platform())) {
-            throw new IllegalArgumentException(handle + " was not made by the emulated platform");
-        }
-        Device owner = platform.device(handle.deviceOrdinal());
-        Path file = Path.of(new String(handle.handle(), StandardCharsets.UTF_8));
-        if (!file.getFileName().toString().startsWith(EmulatedPlatform.FILE_PREFIX)) {
-            throw new IllegalArgumentException(handle + " does not name an emulated allocation");
-        }
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            if (ch.size() < handle.offset() + handle.length()) {
-                throw new MemoryException(handle + " is past the end of " + file + " (" + ch.size() + " bytes)");
-            }
-            MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, handle.offset(), handle.length(), arena);
-            return DeviceBuffer.owning(owner, new EmulatedAllocation(file, handle.offset(), segment), handle.length(),
-                    arena::close);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            if (e instanceof MemoryException m) {
-                throw m;
-            }
-            throw new MemoryException("cannot open " + handle + ": " + e, e);
+            throw new InvalidHandleException(handle + " was not made by the emulated platform");
         }
     }
 
@@ -176,8 +187,19 @@ final class EmulatedDevice extends Device {
         run(stream, () -> MemorySegment.copy(src, 0, dst, 0, src.byteSize()));
     }
 
-    /** Device memory: a new shared-memory file per allocation, mapped, deleted on free. */
+    /** The block size that serves {@code bytes}: as {@code CudaMemoryPool} rounds, up to {@link #SMALL_MAX}. */
+    static long blockSize(long bytes) {
+        return bytes <= MIN_BLOCK ? MIN_BLOCK : Long.highestOneBit(bytes - 1) << 1;
+    }
+
+    /**
+     * Device memory: blocks of at most {@link #SMALL_MAX} bytes from slabs of their block size (one file each), larger
+     * allocations a file each; see {@link EmulatedPlatform}. A file goes when its last allocation is freed. Freed
+     * blocks are zeroed, so that new memory reads as zero, as a new file does.
+     */
     private final class Memory implements MemoryResource<DeviceBuffer> {
+        private final Map<Long, SizeClass> classes = new ConcurrentHashMap<>();
+
         @Override
         public MemoryKind kind() {
             return MemoryKind.DEVICE;
@@ -190,43 +212,40 @@ final class EmulatedDevice extends Device {
 
         @Override
         public DeviceBuffer allocate(long bytes) {
-            long now = allocated.addAndGet(bytes);
-            long space = now > totalMemory ? -1 : freeSpace();
-            if (now > totalMemory || bytes > space) {
-                allocated.addAndGet(-bytes);
-                throw new AllocationLimitException("emulated device " + ordinal() + " cannot allocate " + bytes
-                        + " bytes: " + (now - bytes) + " of " + totalMemory + " allocated" + (space < 0 ? ""
-                        : ", " + space + " bytes free in " + platform.directory()));
+            if (bytes < 0) {
+                throw new IllegalArgumentException("bytes: " + bytes + " (expected: >= 0)");
             }
-            Path file = platform.newFile(ordinal());
-            Arena arena = Arena.ofShared();
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                    StandardOpenOption.WRITE)) {
-                MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
-                Buffer.Releaser free = () -> {
-                    try {
-                        arena.close();
-                    } finally {
-                        allocated.addAndGet(-bytes);
-                        deleteQuietly(file);
-                    }
-                };
-                return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(file, 0, segment), bytes, free);
-            } catch (IOException | RuntimeException e) {
-                arena.close();
-                allocated.addAndGet(-bytes);
-                deleteQuietly(file);
+            boolean small = bytes <= SMALL_MAX;
+            long size = small ? blockSize(bytes) : bytes;
+            long now = allocated.addAndGet(size);
+            if (now > totalMemory || now < 0) {
+                allocated.addAndGet(-size);
                 throw new AllocationLimitException("emulated device " + ordinal() + " cannot allocate " + bytes
-                        + " bytes in " + file + ": " + e, e);
+                        + " bytes: " + (now - size) + " of " + totalMemory + " allocated");
+            }
+            try {
+                return small ? classes.computeIfAbsent(size, SizeClass::new).allocate(bytes) : ownFile(bytes);
+            } catch (RuntimeException e) {
+                allocated.addAndGet(-size);
+                if (e instanceof AllocationLimitException a) {
+                    throw new AllocationLimitException("emulated device " + ordinal() + " cannot allocate " + bytes
+                            + " bytes: " + a.getMessage(), a);
+                }
+                throw e;
             }
         }
 
-        private long freeSpace() {
-            try {
-                return Files.getFileStore(platform.directory()).getUsableSpace();
-            } catch (IOException e) {
-                return 0;
-            }
+        private DeviceBuffer ownFile(long bytes) {
+            ShmFile file = ShmFile.create(platform, bytes);
+            Buffer.Releaser free = () -> {
+                try {
+                    file.close();
+                } finally {
+                    allocated.addAndGet(-bytes);
+                }
+            };
+            return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(file, 0, file.segment()), bytes,
+                    free);
         }
 
         @Override
@@ -235,11 +254,65 @@ final class EmulatedDevice extends Device {
         }
     }
 
-    private static void deleteQuietly(Path file) {
-        try {
-            Files.deleteIfExists(file);
-        } catch (IOException ignored) {
-            // the file system went away; nothing to free
+    /** The slabs of one block size; guarded by itself. */
+    private final class SizeClass {
+        private final long block;
+        private final int slots;
+        /** Slabs with a free block, the most recently filled first. */
+        private final ArrayDeque<Slab> partial = new ArrayDeque<>();
+
+        SizeClass(long block) {
+            this.block = block;
+            this.slots = (int) (SLAB_BYTES / block);
+        }
+
+        synchronized DeviceBuffer allocate(long bytes) {
+            Slab slab = partial.peekFirst();
+            if (slab == null) {
+                slab = new Slab(ShmFile.create(platform, SLAB_BYTES), slots);
+                partial.addFirst(slab);
+            }
+            int slot = slab.used.nextClearBit(0);
+            slab.used.set(slot);
+            slab.count++;
+            if (slab.count == slots) {
+                partial.removeFirst();
+            }
+            long offset = slot * block;
+            Slab taken = slab;
+            MemorySegment segment = slab.file.segment().asSlice(offset, bytes);
+            return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(slab.file, offset, segment), bytes,
+                    () -> free(taken, slot, segment));
+        }
+
+        private synchronized void free(Slab slab, int slot, MemorySegment segment) {
+            try {
+                if (slab.count == slots) {
+                    partial.addLast(slab);
+                }
+                slab.used.clear(slot);
+                slab.count--;
+                if (slab.count == 0) {
+                    partial.remove(slab);
+                    slab.file.close();
+                } else {
+                    segment.fill((byte) 0);
+                }
+            } finally {
+                allocated.addAndGet(-block);
+            }
+        }
+    }
+
+    /** One slab: its file and which of its blocks are taken. */
+    private static final class Slab {
+        final ShmFile file;
+        final BitSet used;
+        int count;
+
+        Slab(ShmFile file, int slots) {
+            this.file = file;
+            this.used = new BitSet(slots);
         }
     }
 }

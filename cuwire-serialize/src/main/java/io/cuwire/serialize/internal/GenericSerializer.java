@@ -1,11 +1,14 @@
 package io.cuwire.serialize.internal;
 
+import io.cuwire.serialize.Evolving;
 import io.cuwire.serialize.MalformedHeaderException;
 import io.cuwire.serialize.PostDeserialize;
 import io.cuwire.serialize.ReadContext;
+import io.cuwire.serialize.SchemaMismatchException;
 import io.cuwire.serialize.Serializer;
 import io.cuwire.serialize.SkipSerialization;
 import io.cuwire.serialize.UnserializableException;
+import io.cuwire.serialize.WireOptional;
 import io.cuwire.serialize.WriteContext;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
@@ -43,8 +46,14 @@ import java.util.Set;
  *       constant expression as that constant, whatever the header held).</li>
  * </ul>
  * {@link PostDeserialize#postDeserialize()} runs after every field is set: the place to rebuild skipped state and
- * to verify what a constructor would have. Fields missing from an older header keep the values the instance was made
- * with; header entries with no matching field are ignored.
+ * to verify what a constructor would have.
+ *
+ * <p>Fields the header lacks and header fields the class lacks, checked before any field is decoded (format version
+ * 2; see {@link WireOptional} and {@link Evolving}): a missing field is a {@link SchemaMismatchException} unless it is
+ * {@link WireOptional} (it then keeps the value the instance was made with); a header field the class does not have
+ * is one unless the class is {@link Evolving} (the entry is then skipped). A header of format version 1 is read as
+ * that version did: missing fields keep the values the instance was made with, header entries with no matching field
+ * are ignored.
  *
  * <p>Refused, at the sender with the class and field path (and by a receiver whose header names such a class):
  * hidden classes (lambdas), interfaces and abstract classes, inner, local and anonymous classes that hold their
@@ -64,7 +73,8 @@ public final class GenericSerializer implements Serializer<Object> {
         }
     };
 
-    private record Slot(String key, Class<?> type, MethodHandle getter, MethodHandle setter, boolean simple) {
+    private record Slot(String key, Class<?> type, MethodHandle getter, MethodHandle setter, boolean simple,
+            boolean optional) {
     }
 
     /**
@@ -72,8 +82,23 @@ public final class GenericSerializer implements Serializer<Object> {
      *
      * @param constructor {@code ()Object} for a class (its no-argument constructor, else an instantiator that runs
      *     none), {@code (Object[])Object} for a record (its canonical constructor)
+     * @param keys the slots' keys
+     * @param evolving whether the class is {@link Evolving}
      */
-    private record Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem) {
+    private record Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem,
+            Set<String> keys, boolean evolving) {
+        Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem) {
+            this(type, slots, constructor, record, problem, keysOf(slots), type.isAnnotationPresent(Evolving.class));
+        }
+
+        private static Set<String> keysOf(List<Slot> slots) {
+            Set<String> keys = new HashSet<>();
+            for (Slot slot : slots) {
+                keys.add(slot.key());
+            }
+            return Set.copyOf(keys);
+        }
+
         static Plan of(Class<?> type) {
             String refused = refusal(type);
             if (refused != null) {
@@ -117,7 +142,8 @@ public final class GenericSerializer implements Serializer<Object> {
                             Object.class));
                     MethodHandle setter = LOOKUP.unreflectSetter(f).asType(MethodType.methodType(void.class,
                             Object.class, Object.class));
-                    slots.add(new Slot(key, f.getType(), getter, setter, isSimple(f.getType())));
+                    slots.add(new Slot(key, f.getType(), getter, setter, isSimple(f.getType()),
+                            f.isAnnotationPresent(WireOptional.class)));
                 }
             } catch (ReflectiveOperationException | RuntimeException e) {
                 return refused(type, "its fields cannot be accessed: " + e);
@@ -172,7 +198,8 @@ public final class GenericSerializer implements Serializer<Object> {
                     rc.getAccessor().setAccessible(true);
                     MethodHandle getter = LOOKUP.unreflect(rc.getAccessor()).asType(MethodType.methodType(
                             Object.class, Object.class));
-                    slots.add(new Slot(rc.getName(), rc.getType(), getter, null, isSimple(rc.getType())));
+                    slots.add(new Slot(rc.getName(), rc.getType(), getter, null, isSimple(rc.getType()),
+                            rc.isAnnotationPresent(WireOptional.class)));
                 }
                 Constructor<?> ctor = type.getDeclaredConstructor(types);
                 ctor.setAccessible(true);
@@ -234,6 +261,9 @@ public final class GenericSerializer implements Serializer<Object> {
             throw new MalformedHeaderException(type.getName() + " cannot be deserialized generically: "
                     + plan.problem() + " at " + in.path());
         }
+        if (in.formatVersion() >= 2) {
+            checkFields(plan, in);
+        }
         Object[] values = new Object[plan.slots().size()];
         boolean[] present = new boolean[values.length];
         for (int i = 0; i < values.length; i++) {
@@ -273,6 +303,30 @@ public final class GenericSerializer implements Serializer<Object> {
             hook.postDeserialize();
         }
         return instance;
+    }
+
+    /** Format version 2's rules: no required field missing, no header field unknown unless the class evolves. */
+    private static void checkFields(Plan plan, ReadContext in) {
+        List<String> missing = null;
+        for (Slot slot : plan.slots()) {
+            if (!slot.optional() && !in.has(slot.key())) {
+                missing = missing == null ? new ArrayList<>() : missing;
+                missing.add(slot.key());
+            }
+        }
+        List<String> unknown = null;
+        if (!plan.evolving()) {
+            for (String key : in.keys()) {
+                if (!plan.keys().contains(key)) {
+                    unknown = unknown == null ? new ArrayList<>() : unknown;
+                    unknown.add(key);
+                }
+            }
+        }
+        if (missing != null || unknown != null) {
+            throw new SchemaMismatchException(plan.type(), in.path(), missing == null ? List.of() : missing,
+                    unknown == null ? List.of() : unknown);
+        }
     }
 
     private static Object defaultValue(Class<?> t) {

@@ -39,7 +39,8 @@ public final class JdkSerialization {
             enumMapFields = ((MethodHandle) defaultWrite.invoke(EnumMap.class)).asType(MethodType.methodType(
                     void.class, Object.class, ObjectOutputStream.class));
         } catch (Throwable t) {
-            unavailable = "sun.reflect.ReflectionFactory is not available: " + t;
+            unavailable = "sun.reflect.ReflectionFactory is not available (it is in the module jdk.unsupported: a "
+                    + "runtime made with jlink needs --add-modules jdk.unsupported): " + t;
         }
         NEW_CONSTRUCTOR = newConstructor;
         ENUM_MAP_FIELDS = enumMapFields;

@@ -55,6 +55,14 @@ public final class MsgpackWriter {
         putInt((int) v);
     }
 
+    /** Writes {@code bytes} as they are: bytes that are not msgpack, such as a header's prefix before its map. */
+    public MsgpackWriter raw(byte[] bytes) {
+        ensure(bytes.length);
+        System.arraycopy(bytes, 0, buf, pos, bytes.length);
+        pos += bytes.length;
+        return this;
+    }
+
     public MsgpackWriter nil() {
         put(0xc0);
         return this;

@@ -16,6 +16,7 @@ import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.spark.ModelRef;
@@ -69,6 +70,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * others in the JVM wait for that fetch) and later tasks use the cached value. A model in use by a task is closed
  * only after the task released it, when evicted. A peer asking for a model that this executor is still fetching
  * waits for that fetch.
+ *
+ * <h2>Failures</h2>
+ * A call fails with the transport's exception when its connection broke; with
+ * {@link io.cuwire.cluster.RemoteDecodeException} when the peer could not decode the request; and at once with the
+ * {@link SerializationException} (its {@link SerializationException#path() path} says where) when this node's
+ * registry cannot decode the reply, a model of a type it does not know: no peer is asked again for it then, since
+ * every copy is the same.
  *
  * <p>Thread-safe. One node per JVM at a time ({@link #current()}).
  */
@@ -457,6 +465,8 @@ public final class Node implements AutoCloseable {
                 fetchedFromPeers.incrementAndGet();
                 return v;
             }
+        } catch (SerializationException e) {
+            throw e;  // this node cannot decode the model: the driver's copy would not decode either
         } catch (RuntimeException e) {
             // the peer is gone, broke or sent something else: the driver answers itself, and forgets the peer
         }

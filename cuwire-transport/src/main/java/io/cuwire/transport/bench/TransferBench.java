@@ -15,10 +15,10 @@ import io.cuwire.memory.Order;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
-import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
@@ -48,10 +48,9 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.zip.CRC32;
 
@@ -517,15 +516,12 @@ public final class TransferBench {
     }
 
     private static Message control(String root, List<? extends Buffer> frames) {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", root);
-        List<Object> descriptors = new ArrayList<>();
+        List<FrameDescriptor> descriptors = new ArrayList<>();
         for (Buffer b : frames) {
-            descriptors.add(List.of((long) b.kind().ordinal(), (long) b.deviceOrdinal(), b.byteSize()));
+            descriptors.add(new FrameDescriptor(b.kind(), b.deviceOrdinal(), b.byteSize()));
         }
-        top.put("frames", descriptors);
-        return Message.of(new MsgpackWriter(64).value(top).toByteArray(), frames);
+        return Message.of(new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), root, descriptors).encode(),
+                frames);
     }
 
     /** A model on a device, closed with its arrays. */
@@ -557,7 +553,9 @@ public final class TransferBench {
                     .registerGeneric(Model.class, Family.CUDA, Family.HOST)
                     .register(Model.class, "bench.Model")
                     .allowJava(Model.class);
+            // Every family the bench measures, java included: a connection carries only the families it agreed.
             config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+                    .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
             target = new DecodeTarget(device, host, Limits.DEFAULT);
             rawSource = arena.allocate(Math.max(maxSize, 8), 64);

@@ -1,6 +1,8 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.FamilyRefusedException;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportException;
@@ -70,8 +72,10 @@ public final class ConnectionState {
         return switch (f) {
             case PeerClosedException _ -> new PeerClosedException(msg, f);
             case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
+            case FamilyRefusedException r -> new FamilyRefusedException(msg, r);
             case ProtocolException _ -> new ProtocolException(msg, f);
             case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
+            case MessageRefusedException r -> new MessageRefusedException(msg, r.reason(), f);
             default -> new TransportException(msg, f);
         };
     }
@@ -165,20 +169,26 @@ public final class ConnectionState {
         }
     }
 
-    /** Runs {@code action} under {@code lock} if the lock comes within a while, else skips it; keeps an interrupt. */
-    public static void runLocked(ReentrantLock lock, Runnable action) {
+    /**
+     * Runs {@code action} under {@code lock} if the lock comes within a while, else skips it; keeps an interrupt.
+     *
+     * @return whether it ran
+     */
+    public static boolean runLocked(ReentrantLock lock, Runnable action) {
         boolean locked = false;
         try {
             locked = lock.tryLock(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        if (locked) {
-            try {
-                action.run();
-            } finally {
-                lock.unlock();
-            }
+        if (!locked) {
+            return false;
         }
+        try {
+            action.run();
+        } finally {
+            lock.unlock();
+        }
+        return true;
     }
 }

@@ -6,12 +6,15 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.transport.MessageMetrics;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Measures one message while a transport works on it: its time, the copies made meanwhile (a
  * {@link TransferScope}, when asked for), and the JFR event it commits. One per message; not thread-safe.
  */
 public final class MessageRecorder implements AutoCloseable {
+    private static final AtomicBoolean PREPARED = new AtomicBoolean();
+
     private final MessageMetrics.Direction direction;
     private final String transport;
     private final long startNanos;
@@ -25,6 +28,21 @@ public final class MessageRecorder implements AutoCloseable {
         this.startNanos = startNanos;
         this.scope = countCopies ? CopyEngine.openScope(transport + " " + direction) : null;
         event.begin();
+    }
+
+    /**
+     * Readies the JFR event machinery on a thread of its own, once per process: the first JFR event a JVM makes costs
+     * 150-280 ms on the 2-core VMs (JFR sets itself up and instruments the event class, recording or not), which a
+     * connection's first message would otherwise wait for on both sides. Called as a connection begins.
+     */
+    public static void prepare() {
+        if (PREPARED.compareAndSet(false, true)) {
+            Thread.ofPlatform().daemon().name("cuwire-jfr-prepare").start(() -> {
+                MessageEvent e = new MessageEvent();
+                e.begin();
+                e.end();
+            });
+        }
     }
 
     /** Starts measuring now (or from {@code startNanos}), counting copies when {@code countCopies}. */

@@ -1,13 +1,15 @@
 package io.cuwire.transport.bench;
 
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.HostMemory;
 import io.cuwire.memory.HostMemoryPool;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
@@ -29,20 +31,23 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
+import java.util.Set;
 
 /**
  * Loopback throughput between two processes: a raw blocking socket (write a buffer, read it into a touched buffer,
  * acknowledge one byte) against a transport, TCP or UCX (one message of one host frame, received into pooled, touched
  * memory, acknowledged by an empty message). Each transfer is timed from the start of the send to the arrival of
- * the acknowledgement; the median of the repeats after one warm-up each is reported. UCX keeps to its default
- * network devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two processes of one host it
- * picks its shared-memory transports for the bytes.
+ * the acknowledgement; the median of the repeats after one warm-up each is reported. With {@code heap}, the
+ * transport's frame is a {@code long[]}'s own memory ({@link HostBuffer#wrap}, as the generic serializer hands
+ * primitive arrays over), which the transport stages chunk by chunk, against the raw socket writing native memory.
+ * UCX keeps to its default network devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two
+ * processes of one host it picks its shared-memory transports for the bytes.
  *
- * <pre>java -cp … io.cuwire.transport.bench.SocketVsTransportBench tcp|ucx [bytes=536870912] [repeats=5]</pre>
+ * <pre>
+ * java -cp … io.cuwire.transport.bench.SocketVsTransportBench tcp|ucx [bytes=536870912] [repeats=5] [native|heap]
+ * </pre>
  */
 public final class SocketVsTransportBench {
     private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
@@ -77,7 +82,7 @@ public final class SocketVsTransportBench {
 
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            throw new IllegalArgumentException("usage: SocketVsTransportBench tcp|ucx [bytes] [repeats]");
+            throw new IllegalArgumentException("usage: SocketVsTransportBench tcp|ucx [bytes] [repeats] [native|heap]");
         }
         Kind kind = Kind.of(args[0]);
         if (args.length > 1 && args[1].equals("receiver")) {
@@ -86,6 +91,13 @@ public final class SocketVsTransportBench {
         }
         long bytes = args.length > 1 ? Long.parseLong(args[1]) : 512L << 20;
         int repeats = args.length > 2 ? Integer.parseInt(args[2]) : 5;
+        boolean heap = args.length > 3 && args[3].equals("heap");
+        if (args.length > 3 && !heap && !args[3].equals("native")) {
+            throw new IllegalArgumentException("frame memory must be native or heap, not " + args[3]);
+        }
+        if (heap && bytes % Long.BYTES != 0) {
+            throw new IllegalArgumentException("a heap frame is a long[]: bytes must be a multiple of 8, not " + bytes);
+        }
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
                 SocketVsTransportBench.class.getName(), kind.scheme, "receiver", Long.toString(bytes)));
@@ -100,6 +112,11 @@ public final class SocketVsTransportBench {
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
         HostBuffer frame = host.allocate(bytes);
         frame.segment().fill((byte) 7);
+        HostBuffer sent = heap ? HostBuffer.wrap(MemorySegment.ofArray(new long[Math.toIntExact(bytes / Long.BYTES)]))
+                : frame;
+        if (heap) {
+            sent.segment().fill((byte) 7);
+        }
         List<Double> raw = new ArrayList<>();
         List<Double> transport = new ArrayList<>();
         MessageMetrics last = null;
@@ -109,7 +126,7 @@ public final class SocketVsTransportBench {
                 Connection c = Transports.forAddress(transportAddress).connect(transportAddress, config)) {
             rawChannel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             ByteBuffer ack = ByteBuffer.allocate(1);
-            Message message = Message.of(header(bytes), List.of(frame));
+            Message message = Message.of(header(sent.byteSize()), List.of(sent));
             for (int i = 0; i <= repeats; i++) {
                 long t0 = System.nanoTime();
                 MemorySegment s = frame.segment();
@@ -148,7 +165,8 @@ public final class SocketVsTransportBench {
         double r = median(raw);
         double t = median(transport);
         System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, %s transport "
-                + "median %.3f GB/s, ratio %.2f%n", bytes, repeats, r, kind.summaryLabel, t, t / r);
+                + "median %.3f GB/s (%s frame), ratio %.2f%n", bytes, repeats, r, kind.summaryLabel, t,
+                heap ? "heap" : "native", t / r);
         System.out.println("last send metrics: " + last);
     }
 
@@ -159,11 +177,8 @@ public final class SocketVsTransportBench {
     }
 
     private static byte[] header(long frameBytes) {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", "payload");
-        top.put("frames", List.of(List.of(0L, -1L, frameBytes)));
-        return new MsgpackWriter(64).value(top).toByteArray();
+        return new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), "payload",
+                List.of(new FrameDescriptor(MemoryKind.HOST, Buffer.HOST_ORDINAL, frameBytes))).encode();
     }
 
     private static void receiver(Kind kind, long bytes) throws Exception {
@@ -214,10 +229,6 @@ public final class SocketVsTransportBench {
     }
 
     private static byte[] ackHeader() {
-        Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", (long) Serialized.FORMAT_VERSION);
-        top.put("root", "ack");
-        top.put("frames", List.of());
-        return new MsgpackWriter(32).value(top).toByteArray();
+        return new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), "ack", List.of()).encode();
     }
 }

@@ -9,6 +9,7 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -22,6 +23,7 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,9 +38,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * One end of an in-process connection. A send lends each frame to the receiver and puts the loans in the peer's
  * inbound queue; the send completes when the receiver has closed every loan. Nothing is copied, so the copy counts
- * of its metrics are zero by construction (no copy scope is opened).
+ * of its metrics are zero by construction (no copy scope is opened). A receiver that refuses a message hands the
+ * sender its refusal directly: the refused send, the sender's other sends in flight and its later uses fail with it.
  */
-final class InProcessConnection implements Connection {
+final class InProcessConnection implements Connection, UncheckedSend {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
@@ -54,6 +57,8 @@ final class InProcessConnection implements Connection {
     private volatile Handshake.Result handshake;
     private volatile boolean closed;
     private volatile boolean peerClosed;
+    /** Set by the peer before it closes over a message of this side it refused; {@code null} otherwise. */
+    private volatile MessageRefusedException refusal;
 
     InProcessConnection(TransportConfig config, String address) {
         this.config = config;
@@ -94,7 +99,7 @@ final class InProcessConnection implements Connection {
                 }
                 return r;
             }
-        }, config, client);
+        }, config, client, Capabilities.local(config.families()), address, () -> { });
     }
 
     /** A message lent to the peer: completes its sender's future when every loan has come back. */
@@ -140,8 +145,8 @@ final class InProcessConnection implements Connection {
             }
             inFlight.release(bytes);
             if (dropped) {
-                future.completeExceptionally(new PeerClosedException("peer at " + address
-                        + " closed before receiving the message"));
+                future.completeExceptionally(refusal != null ? refusedError() : new PeerClosedException("peer at "
+                        + address + " closed before receiving the message"));
             } else {
                 future.complete(recorder.finish(header.length, kinds, lengths));
             }
@@ -182,6 +187,12 @@ final class InProcessConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), address);
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         checkUsable();
         Envelope env = new Envelope(message);
         try {
@@ -219,9 +230,18 @@ final class InProcessConnection implements Connection {
         if (closed) {
             throw new ConnectionClosedException("connection to " + address + " is closed");
         }
+        if (refusal != null) {
+            throw refusedError();
+        }
         if (peerClosed) {
             throw new PeerClosedException("peer at " + address + " closed the connection");
         }
+    }
+
+    /** A copy of the peer's refusal, with its own stack. */
+    private MessageRefusedException refusedError() {
+        MessageRefusedException r = refusal;
+        return new MessageRefusedException(r.getMessage(), r.reason(), r);
     }
 
     private synchronized boolean deliver(Envelope env) {
@@ -272,8 +292,12 @@ final class InProcessConnection implements Connection {
                     Transports.IN_PROCESS, env.sentNanos, false);
             Serialized.Header header;
             try {
-                header = Frames.parseHeader(env.header, config, address);
+                header = Frames.parseHeader(env.header, config, address, handshake.families());
             } catch (ProtocolException e) {
+                // the sender learns why before it sees this side close
+                MessageRefusedException r = Frames.refused(address, Frames.refusal(e));
+                peer.refusal = r;
+                env.fail(new MessageRefusedException(r.getMessage(), r.reason(), r));
                 env.drop();
                 close();
                 throw e;

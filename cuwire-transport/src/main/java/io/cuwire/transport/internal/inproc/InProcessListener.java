@@ -7,11 +7,16 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.RefusalLog;
 import java.time.Duration;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-/** The listening end of {@link InProcessTransport}: a queue of connections waiting for their server side. */
+/**
+ * The listening end of {@link InProcessTransport}: a queue of connections waiting for their server side, whose
+ * handshake runs in {@link #accept}; a peer that fails it is closed and logged ({@link RefusalLog}), and
+ * {@code accept} waits on for the next.
+ */
 final class InProcessListener implements Listener {
     private static final Object CLOSED = new Object();
 
@@ -19,12 +24,14 @@ final class InProcessListener implements Listener {
     private final String name;
     private final TransportConfig config;
     private final LinkedBlockingQueue<Object> pending = new LinkedBlockingQueue<>();
+    private final RefusalLog refusals;
     private boolean closed;
 
     InProcessListener(InProcessTransport transport, String name, TransportConfig config) {
         this.transport = transport;
         this.name = name;
         this.config = config;
+        this.refusals = new RefusalLog(address());
     }
 
     TransportConfig config() {
@@ -51,28 +58,32 @@ final class InProcessListener implements Listener {
 
     @Override
     public Connection accept(Duration timeout) {
-        Object next;
-        try {
-            next = timeout == null ? pending.take() : pending.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TransportException("interrupted while accepting at " + address(), e);
+        long deadline = timeout == null ? 0 : System.nanoTime() + timeout.toNanos();
+        while (true) {
+            Object next;
+            try {
+                next = timeout == null ? pending.take()
+                        : pending.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TransportException("interrupted while accepting at " + address(), e);
+            }
+            if (next == null) {
+                throw new TransportTimeoutException("no peer connected to " + address() + " within " + timeout);
+            }
+            if (next == CLOSED) {
+                pending.add(CLOSED);
+                throw new ConnectionClosedException("listener " + address() + " is closed");
+            }
+            InProcessConnection server = (InProcessConnection) next;
+            try {
+                server.handshake(false);
+                return server;
+            } catch (RuntimeException e) {
+                server.close();
+                refusals.refused("a peer in this process", e);
+            }
         }
-        if (next == null) {
-            throw new TransportTimeoutException("no peer connected to " + address() + " within " + timeout);
-        }
-        if (next == CLOSED) {
-            pending.add(CLOSED);
-            throw new ConnectionClosedException("listener " + address() + " is closed");
-        }
-        InProcessConnection server = (InProcessConnection) next;
-        try {
-            server.handshake(false);
-        } catch (RuntimeException e) {
-            server.close();
-            throw e;
-        }
-        return server;
     }
 
     @Override

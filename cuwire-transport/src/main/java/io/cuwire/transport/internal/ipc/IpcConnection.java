@@ -7,16 +7,19 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -32,6 +35,7 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.tcp.SocketIo;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -40,6 +44,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -60,11 +65,22 @@ import java.util.concurrent.locks.ReentrantLock;
  *             device frame: [handle length: int16][handle][exporter's device: int32][allocation bytes: int64]
  *                           [offset in the allocation: int64]
  *   consumed: [2]   one per message with device frames, in order: the sender's memory is free again
+ *   refused:  [3][reason length: int32][reason: UTF-8]   the last record of a side that refused a message of the
+ *             other ({@link Frames#refusal}); it closes after it
  * </pre>
+ * A device frame's reference comes from the peer and is refused ({@link ProtocolException}) before anything is mapped
+ * unless the handle is well formed for this side's platform, names an allocation of the peer itself where the
+ * platform's handles name their exporter ({@link Device#exportingProcess}), and the frame's bytes — at the
+ * reference's offset, of the length the header declared for the frame — lie within the allocation size the reference
+ * declares; opening then checks that the platform issued the handle and that the allocation is that large
+ * ({@link Device#openHandle}). A message that references more allocations than the mapping cache keeps copies what it
+ * mapped so far and gives those mappings back before it maps more.
  *
  * <h2>Threads</h2>
  * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
- * messages — allocates the frames from {@link TransportConfig#receiveInto()}, reads host frames, enqueues the copy
+ * messages — allocates each frame when it begins, from {@link TransportConfig#receiveInto()} (a host frame whose
+ * descriptor names a primitive array type as a fresh array, read through the socket's buffer, which the decoder keeps
+ * without a copy), reads host frames, enqueues the copy
  * of each device frame on a stream of the device that maps the sender's memory ({@link CopyEngine#copyAsync}: device
  * to device or peer, never through the host; one stream per such device: splitting a 1 GiB frame over 2 or 4
  * streams was measured slower on two H200s, 0.83 and 0.80 × the peer copy against 0.90),
@@ -75,17 +91,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * bytes of host frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when
  * consumed).
  * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
- * record then has left when {@code send} returns), else on a writer thread.
+ * record then has left when {@code send} returns), else on a writer thread. Host frames of heap memory go through the
+ * socket's staging, chunk by chunk ({@link SocketIo#write(HostBuffer, long)}).
  *
  * <h2>Sends complete</h2>
  * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
  * memory); when written, for one without.
  */
-final class IpcConnection implements Connection {
+final class IpcConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
+    static final byte TYPE_REFUSED = 3;
     static final long HOST_READ_AHEAD = 4 << 20;
-    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
@@ -149,39 +166,40 @@ final class IpcConnection implements Connection {
     private final Thread reader;
     private final SendQueue<Outgoing> sends;
 
-    /** Wraps a connected socket, runs the handshake and checks that IPC can work with the peer. */
-    IpcConnection(SocketChannel channel, TransportConfig config, boolean client, int maxMappings,
-            long maxMappedBytes) {
+    /**
+     * Wraps a connected socket whose handshake established {@code handshake} and checks that IPC can work with the
+     * peer; closes the socket if not.
+     */
+    IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
+            int maxMappings, long maxMappedBytes) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
+            checkUsable(handshake.peer(), peer);
             this.io = new SocketIo(channel, peer);
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
             try {
                 channel.close();
             } catch (IOException ignored) {
                 // nothing more to free
             }
+            if (e instanceof TransportException t) {
+                throw t;
+            }
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
-        try {
-            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
-                    config, client);
-            checkUsable(handshake.peer(), peer);
-        } catch (RuntimeException e) {
-            io.close();
-            if (e instanceof TransportException t) {
-                throw t;
-            }
-            throw new TransportException("handshake with " + peer + " failed: " + e, e);
-        }
         this.peerProcess = new PeerProcess(handshake.peer().pid());
-        this.mappings = new MappingCache(Device::openHandle, maxMappings, maxMappedBytes);
-        this.sends = new SendQueue<>(name, state, this::writeOrFail, () -> { });
+        this.mappings = new MappingCache("IPC mappings of " + name + "'s peer " + peer + " (pid "
+                + handshake.peer().pid() + ")", Device::openHandle, maxMappings, maxMappedBytes);
+        this.sends = new SendQueue<>(name, state, (out, onCaller) -> {
+            writeOrFail(out);
+            return true;
+        }, () -> { });
         this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
     }
 
@@ -235,6 +253,12 @@ final class IpcConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), io.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -251,6 +275,9 @@ final class IpcConnection implements Connection {
             write(out);
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
             out.fail(t);
             shutdown(t);
             return;
@@ -260,21 +287,36 @@ final class IpcConnection implements Connection {
         }
     }
 
+    /**
+     * Why the peer closed under a send, if it said so first: the refusal the reader read (waited for: the peer's end
+     * ends it soon), else {@code closed}.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        if (Thread.currentThread() != reader) {
+            try {
+                reader.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return state.failure() instanceof MessageRefusedException r ? state.copyOf(r) : closed;
+    }
+
     private void write(Outgoing out) {
-        List<ByteBuffer> gather = new ArrayList<>();
+        SocketIo.Gather gather = io.gather(ioTimeoutNanos);
         gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         gather.add(ByteBuffer.wrap(out.header));
         for (Buffer frame : out.message.frames()) {
             if (frame instanceof DeviceBuffer d) {
                 gather.add(reference(d));
             } else if (frame.byteSize() <= COALESCE_FRAME_BYTES) {
-                gather.add(((HostBuffer) frame).segment().asByteBuffer());
+                gather.add((HostBuffer) frame);
             } else {
-                flush(gather);
-                io.write(((HostBuffer) frame).segment(), ioTimeoutNanos);
+                gather.flush();
+                io.write((HostBuffer) frame, ioTimeoutNanos);
             }
         }
-        flush(gather);
+        gather.flush();
     }
 
     /** A device frame's reference: its allocation's handle (cached by the device) and where in it the frame lies. */
@@ -285,13 +327,6 @@ final class IpcConnection implements Connection {
         byte[] handle = allocation.handle();
         return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length).put(handle)
                 .putInt(allocation.deviceOrdinal()).putLong(allocation.length()).putLong(offset).flip();
-    }
-
-    private void flush(List<ByteBuffer> gather) {
-        if (!gather.isEmpty()) {
-            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            gather.clear();
-        }
     }
 
     // ---- reading
@@ -337,13 +372,16 @@ final class IpcConnection implements Connection {
                             event.commit();
                         }
                     }
+                } else if (type == TYPE_REFUSED) {
+                    throw io.readRefusal(ioTimeoutNanos);
                 } else {
                     throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                             + ": not the cuwire IPC protocol");
                 }
             }
         } catch (RuntimeException e) {
-            shutdown(state.translate(e, "receiving from"));
+            TransportException t = state.translate(e, "receiving from");
+            shutdown(t, Frames.refusal(t));
         } finally {
             received.add(END);
         }
@@ -370,28 +408,38 @@ final class IpcConnection implements Connection {
                 System.nanoTime(), true);
         boolean timed = event.isEnabled();
         long start = timed ? System.nanoTime() : 0;
-        List<Buffer> frames = new ArrayList<>();
+        List<Frame> frames = new ArrayList<>();
         List<MappingCache.Lease> leases = new ArrayList<>();
         List<Stream> used = new ArrayList<>(2);
+        long began = System.nanoTime();  // its type byte is in; a wait for the application to catch up is not counted
         try {
+            io.messageDeadline(began, 5, config);
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
+            io.messageDeadline(began, 5L + headerLength, config);
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
-            Frames.allocate(header, config, io.peer(), true, frames);
-            List<MemoryKind> kinds = new ArrayList<>(frames.size());
-            List<Long> lengths = new ArrayList<>(frames.size());
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            // device frames come through the peer's memory, not the socket: counted all the same (never too short)
+            io.messageDeadline(began, 5L + headerLength + header.totalFrameBytes(), config);
+            List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
+            List<Long> lengths = new ArrayList<>(header.frames().size());
             long mappingNanos = 0;
             long enqueueNanos = 0;
-            for (Buffer frame : frames) {
+            for (int i = 0; i < header.frames().size(); i++) {
+                // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
+                Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), true, true);
+                frames.add(frame);
                 kinds.add(frame.kind());
-                lengths.add(frame.byteSize());
-                if (frame instanceof HostBuffer h) {
-                    io.readFully(h.segment(), ioTimeoutNanos);
+                lengths.add(frame.length());
+                if (frame.buffer() instanceof HostBuffer h) {
+                    io.readFully(h, ioTimeoutNanos);
                 } else {
-                    DeviceBuffer target = (DeviceBuffer) frame;
+                    DeviceBuffer target = (DeviceBuffer) frame.buffer();
                     Reference reference = readReference(target.device());
+                    if (!leases.isEmpty() && mappings.heldAtBound()) {
+                        releaseCopied(used, leases);
+                    }
                     long t0 = timed ? System.nanoTime() : 0;
                     MappingCache.Lease lease = lease(reference, target);
                     leases.add(lease);
@@ -423,7 +471,7 @@ final class IpcConnection implements Connection {
                     event.livenessNanos = System.nanoTime() - t4;
                 }
             }
-            Serialized value = Serialized.received(header, frames);
+            Serialized value = Serialized.receivedFrames(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             copying = false;
@@ -436,13 +484,28 @@ final class IpcConnection implements Connection {
                     e.addSuppressed(suppressed);
                 }
             }
-            Frames.closeOpen(frames);
+            Frames.closeFrames(frames);
             throw e;
         } finally {
+            io.endMessage();
             for (MappingCache.Lease lease : leases) {
                 lease.close();
             }
         }
+    }
+
+    /**
+     * Waits for the copies enqueued so far and gives their mappings back, so that a message referencing more of the
+     * sender's allocations than the cache keeps open ({@link MappingCache#heldAtBound}) holds no more than that.
+     */
+    private static void releaseCopied(List<Stream> used, List<MappingCache.Lease> leases) {
+        for (Stream stream : used) {
+            stream.synchronize();
+        }
+        for (MappingCache.Lease lease : leases) {
+            lease.close();
+        }
+        leases.clear();
     }
 
     /** A device frame's reference: the sender's allocation holding it and where in that allocation it lies. */
@@ -465,11 +528,19 @@ final class IpcConnection implements Connection {
         int ordinal = rest.getInt(handleLength);
         long allocationBytes = rest.getLong(handleLength + 4);
         long offset = rest.getLong(handleLength + 4 + 8);
+        IpcHandle allocation;
+        OptionalLong exporter;
         try {
-            return new Reference(new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes), offset);
-        } catch (IllegalArgumentException e) {
+            allocation = new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes);
+            exporter = device.exportingProcess(allocation);
+        } catch (IllegalArgumentException | InvalidHandleException e) {
             throw new ProtocolException("peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
         }
+        if (exporter.isPresent() && exporter.getAsLong() != handshake.peer().pid()) {
+            throw new ProtocolException("peer " + io.peer() + " (pid " + handshake.peer().pid() + ") sent a reference"
+                    + " to an allocation of process " + exporter.getAsLong() + ": a peer may send its own only");
+        }
+        return new Reference(allocation, offset);
     }
 
     /** A lease on the mapping of the reference's allocation, for {@code frame}'s bytes at its offset. */
@@ -479,6 +550,9 @@ final class IpcConnection implements Connection {
         } catch (IndexOutOfBoundsException e) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
                     + e.getMessage(), e);
+        } catch (InvalidHandleException e) {
+            throw new ProtocolException("peer " + io.peer() + " sent an IPC reference that its device did not issue:"
+                    + " " + e.getMessage(), e);
         }
     }
 
@@ -569,10 +643,18 @@ final class IpcConnection implements Connection {
 
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         if (!state.close(cause)) {
             return;
         }
-        io.close();
+        // after the message being written, if any (no other is written once the state is closed); io closes then
+        if (refusal == null || !ConnectionState.runLocked(sends.lock(), () -> io.refuse(TYPE_REFUSED, refusal))) {
+            io.close();
+        }
         sends.close();
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
@@ -596,6 +678,7 @@ final class IpcConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
+        io.close();  // a refusal's wait for the peer ends now too
         sends.awaitEnd();
         ConnectionState.awaitEnd(reader);
         Object item;

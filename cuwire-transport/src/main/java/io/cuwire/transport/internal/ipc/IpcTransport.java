@@ -1,12 +1,15 @@
 package io.cuwire.transport.internal.ipc;
 
+import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.Transport;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.tcp.TcpListener;
 import io.cuwire.transport.internal.tcp.TcpTransport;
+import java.nio.channels.SocketChannel;
 
 /**
  * CUDA IPC between two processes of one host ({@code ipc://host:port}): control messages and host frames over TCP,
@@ -62,12 +65,15 @@ public final class IpcTransport implements Transport {
     @Override
     public Listener listen(String address, TransportConfig config) {
         return new TcpListener(Transports.IPC, TcpTransport.parse(Transports.IPC, address), config,
-                (channel, c) -> new IpcConnection(channel, c, false, maxMappings, maxMappedBytes));
+                Capabilities.local(config.families()),
+                (channel, handshake, c) -> new IpcConnection(channel, c, handshake, false, maxMappings,
+                        maxMappedBytes));
     }
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        return new IpcConnection(TcpTransport.open(Transports.IPC, address, config), config, true, maxMappings,
-                maxMappedBytes);
+        SocketChannel channel = TcpTransport.open(Transports.IPC, address, config);
+        Handshake.Result handshake = TcpTransport.handshake(channel, config, Capabilities.local(config.families()));
+        return new IpcConnection(channel, config, handshake, true, maxMappings, maxMappedBytes);
     }
 }

@@ -4,7 +4,9 @@ import io.cuwire.memory.Closeables;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.IpcHandle;
+import io.cuwire.memory.Registration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,8 +24,13 @@ import java.util.function.BiFunction;
  * At most {@code maxMappings} mappings of at most {@code maxBytes} bytes together stay open; past either bound the
  * least recently used mapping that no copy holds is closed. A mapping held by a copy ({@link Lease}) is never
  * closed under it: when the bounds can only be kept by closing held mappings, the cache runs over its bounds until
- * their leases come back, and closes them then. A mapping keeps the exporter's memory alive (on CUDA the allocation
- * is not freed while mapped), which is what the byte bound limits.
+ * their leases come back, and closes them then; a receiver whose copies hold the bounds' worth of mappings waits for
+ * them and releases its leases before it acquires more ({@link #heldAtBound}). A mapping keeps the exporter's memory
+ * alive (on CUDA the allocation is not freed while mapped), which is what the byte bound limits.
+ *
+ * <p>The cache is a {@link io.cuwire.memory.MemoryHolder} of each device it opened mappings through, from the first
+ * mapping until it is closed: a failed allocation's report on that device names its mappings and their bytes (on one
+ * GPU, the peer's memory is the same device's).
  *
  * <h2>Close policy</h2>
  * {@link #close()} closes every mapping no lease holds and makes the rest close when their leases are released;
@@ -40,8 +47,10 @@ public final class MappingCache implements AutoCloseable {
      * @param evictions mappings closed to keep the bounds
      * @param mapped mappings open now
      * @param mappedBytes bytes of the mappings open now
+     * @param peakMapped the most mappings open at once
      */
-    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes) {
+    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes,
+            int peakMapped) {
     }
 
     /** One copy's hold on a mapping: {@link #buffer()} is the frame's bytes in it. Release once, by closing. */
@@ -69,36 +78,48 @@ public final class MappingCache implements AutoCloseable {
     private static final class Mapping {
         final IpcHandle key;
         final DeviceBuffer buffer;
+        final Device via;
         int leases;
         boolean removed;
 
-        Mapping(IpcHandle key, DeviceBuffer buffer) {
+        Mapping(IpcHandle key, DeviceBuffer buffer, Device via) {
             this.key = key;
             this.buffer = buffer;
+            this.via = via;
         }
     }
 
+    private final String name;
     private final BiFunction<Device, IpcHandle, DeviceBuffer> opener;
+    /** This cache's registration as a holder of each device it opened mappings through. */
+    private final Map<Device, Registration> holding = new HashMap<>();
     private final int maxMappings;
     private final long maxBytes;
     private final LinkedHashMap<IpcHandle, Mapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
     private final List<Mapping> retired = new ArrayList<>();
     private long mappedBytes;
+    /** Mappings some lease holds, and their bytes. */
+    private int heldMappings;
+    private long heldBytes;
     private long opens;
     private long closes;
     private long hits;
     private long evictions;
+    private int peakMapped;
     private boolean closed;
 
     /**
-     * A cache that opens allocations with {@code opener} (usually {@code Device::openHandle}, called on the device the
-     * copies go to) and keeps at most {@code maxMappings} of at most {@code maxBytes} bytes together.
+     * A cache named {@code name} (for the memory report, e.g. {@code IPC mappings of ipc-3-server's peer
+     * 10.0.0.1:4000}) that opens allocations with {@code opener} (usually {@code Device::openHandle}, called on the
+     * device the copies go to) and keeps at most {@code maxMappings} of at most {@code maxBytes} bytes together.
      */
-    public MappingCache(BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings, long maxBytes) {
+    public MappingCache(String name, BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings,
+            long maxBytes) {
         if (maxMappings < 1 || maxBytes < 1) {
             throw new IllegalArgumentException("maxMappings: " + maxMappings + ", maxBytes: " + maxBytes
                     + " (expected: >= 1 each)");
         }
+        this.name = Objects.requireNonNull(name, "name");
         this.opener = Objects.requireNonNull(opener, "opener");
         this.maxMappings = maxMappings;
         this.maxBytes = maxBytes;
@@ -129,14 +150,28 @@ public final class MappingCache implements AutoCloseable {
                 closeMapping(opened);
                 throw new IllegalStateException("opening " + allocation + " mapped " + opened.byteSize() + " bytes");
             }
-            m = new Mapping(allocation, opened);
+            m = new Mapping(allocation, opened, via);
             mappings.put(allocation, m);
             mappedBytes += allocation.length();
+            holding.computeIfAbsent(via, d -> d.addMemoryHolder(() -> describeHolding(d)));
         }
-        m.leases++;
+        if (m.leases++ == 0) {
+            heldMappings++;
+            heldBytes += allocation.length();
+        }
         Lease lease = new Lease(m, m.buffer.slice(offset, length));
         evict();
+        peakMapped = Math.max(peakMapped, mappings.size() + retired.size());
         return lease;
+    }
+
+    /**
+     * Whether the mappings that leases hold reach the cache's bounds already ({@code maxMappings} of them, or
+     * {@code maxBytes} together), so that opening one more would run over them: a receiver then waits for its copies
+     * and releases its leases before it acquires the next.
+     */
+    public synchronized boolean heldAtBound() {
+        return heldMappings >= maxMappings || heldBytes >= maxBytes;
     }
 
     private synchronized void release(Lease lease) {
@@ -146,9 +181,16 @@ public final class MappingCache implements AutoCloseable {
         lease.released = true;
         Mapping m = lease.mapping;
         m.leases--;
+        if (m.leases == 0) {
+            heldMappings--;
+            heldBytes -= m.key.length();
+        }
         if (m.leases == 0 && m.removed) {
             retired.remove(m);
             closeMapping(m.buffer);
+            if (closed) {
+                dropHoldings();
+            }
         } else if (m.leases == 0) {
             evict();
         }
@@ -174,15 +216,35 @@ public final class MappingCache implements AutoCloseable {
         buffer.close();
     }
 
+    /** This cache's line in {@code device}'s memory report; {@code null} when it has nothing mapped through it. */
+    private synchronized String describeHolding(Device device) {
+        int count = 0;
+        long bytes = 0;
+        int held = 0;
+        List<Mapping> all = new ArrayList<>(mappings.values());
+        all.addAll(retired);
+        for (Mapping m : all) {
+            if (m.via == device) {
+                count++;
+                bytes += m.key.length();
+                held += m.leases > 0 ? 1 : 0;
+            }
+        }
+        if (count == 0) {
+            return null;
+        }
+        return name + ": " + count + " mapping(s) of the peer's allocations, " + bytes + " bytes (kept from being "
+                + "freed while mapped; " + held + " held by copies, the rest closed as the cache's bounds require)";
+    }
+
     /** The counters now. */
     public synchronized Stats stats() {
-        int held = 0;
-        long heldBytes = 0;
+        long retiredBytes = 0;
         for (Mapping m : retired) {
-            held++;
-            heldBytes += m.key.length();
+            retiredBytes += m.key.length();
         }
-        return new Stats(opens, closes, hits, evictions, mappings.size() + held, mappedBytes + heldBytes);
+        return new Stats(opens, closes, hits, evictions, mappings.size() + retired.size(), mappedBytes + retiredBytes,
+                peakMapped);
     }
 
     /** Closes the mappings as described above. */
@@ -204,7 +266,23 @@ public final class MappingCache implements AutoCloseable {
         mappings.clear();
         mappedBytes = 0;
         closes += idle.size();
-        Closeables.closeAll(idle);
+        try {
+            Closeables.closeAll(idle);
+        } finally {
+            dropHoldings();
+        }
+    }
+
+    /** Once closed: leaves the reports of the devices through which no retired mapping is still open. */
+    private void dropHoldings() {
+        Iterator<Map.Entry<Device, Registration>> it = holding.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<Device, Registration> e = it.next();
+            if (retired.stream().noneMatch(m -> m.via == e.getKey())) {
+                e.getValue().close();
+                it.remove();
+            }
+        }
     }
 
     @Override

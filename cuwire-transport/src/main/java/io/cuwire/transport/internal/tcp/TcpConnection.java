@@ -6,13 +6,16 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.Frame;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
+import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
@@ -22,9 +25,11 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -34,35 +39,59 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One TCP connection. After the handshake, each message is one record:
  * <pre>
- *   [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
+ *   message: [type: 1 byte = 1][header length: int32][header: msgpack, with the frame descriptors][frame 0 bytes]...
+ *   refused: [type: 1 byte = 2][reason length: int32][reason: UTF-8]   the last record of a side that refused a
+ *            message of the other ({@link Frames#refusal}); it closes after it
  * </pre>
- * The sending side writes from a writer thread of its own, in order: the record's start, the header and the small
- * host frames that follow it go out in one gathering write; large host frames go straight from their memory;
- * device frames go through a {@link StagingRing} (device to pinned host, overlapped with the socket). The receiving
- * side reads on the caller's thread: the header is checked against the limits before any frame is allocated, then
- * each frame is allocated from the configured {@link io.cuwire.transport.FrameAllocator} and filled (device frames
- * through a staging ring, host to device overlapped with the socket).
+ *
+ * <h2>Sending</h2>
+ * A message of host frames only, of at most {@value #INLINE_HOST_BYTES} bytes, is written on the caller's thread
+ * when nothing is queued ahead of it (no hand-off to the writer and no wake-up: most of a 1 MiB message's latency);
+ * should the socket take nothing for {@value #HAND_OFF_NANOS} ns meanwhile (a peer that does not read, perhaps
+ * because it is sending to this side too), the writer thread writes the rest, so that the caller can go on to
+ * receive. Every other message is written by the writer thread, in order. Either way a message is written as a run
+ * of gathering writes ({@link Writing}): the record's start, the header and the small host frames that follow it
+ * together; large host frames straight from their memory, or, when that is a heap array's, up to
+ * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}); device frames through a
+ * {@link StagingRing} (device to pinned host, overlapped with the socket). The send completes once the last byte was
+ * handed to the socket.
+ *
+ * <h2>Receiving</h2>
+ * The receiving side reads on the caller's thread: the header is checked against the limits before any frame is
+ * allocated, then each frame is allocated when its bytes begin ({@link Frames#allocate(FrameDescriptor, int,
+ * TransportConfig, String, boolean, boolean)}) and filled: a frame whose descriptor names a primitive array type
+ * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
+ * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
+ * through a staging ring (host to device overlapped with the socket).
  */
-final class TcpConnection implements Connection {
+final class TcpConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
-    private static final int MAX_HANDSHAKE_RECORD = 64 << 10;
+    static final byte TYPE_REFUSED = 2;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
-    /** Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits. */
-    private static final long INLINE_HOST_BYTES = 256 << 10;
+    /**
+     * Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits.
+     * Larger ones go to the writer thread, so that a caller that sends several (a broadcast's chunks, a forwarder)
+     * overlaps them with its own work, and a receive can run while a large message is being written.
+     */
+    private static final long INLINE_HOST_BYTES = 4 << 20;
+    /** How long a caller writing its message waits for a socket that takes nothing before the writer takes over. */
+    private static final long HAND_OFF_NANOS = 1_000_000;
     private static final AtomicInteger IDS = new AtomicInteger();
 
-    /** A message waiting to be written; completed or failed exactly once. */
+    /** A message waiting to be written, and how far it is; completed or failed exactly once. */
     private final class Outgoing extends PendingSend {
         final Message message;
         final byte[] header;
         final boolean inline;
+        Writing writing;
 
         Outgoing(Message message) {
             super(state, message.totalBytes());
@@ -73,6 +102,123 @@ final class TcpConnection implements Connection {
                 hostOnly &= b instanceof HostBuffer;
             }
             this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
+        }
+    }
+
+    /**
+     * Where the writing of one message is: the batch being written (its buffers' positions say how far) and what
+     * comes next, so that the writer thread can go on where the caller's thread stopped. Used under the write lock.
+     */
+    private final class Writing {
+        private final List<Buffer> frames;
+        /** The next frame to begin. */
+        private int next;
+        /** A large heap frame being written, and its next chunk to stage. */
+        private HostBuffer heap;
+        private long nextChunk;
+        /** A large native frame being written, and its next byte. */
+        private HostBuffer direct;
+        private long nextByte;
+        private ByteBuffer[] batch;
+
+        Writing(Outgoing out) {
+            this.frames = out.message.frames();
+            List<ByteBuffer> start = new ArrayList<>();
+            start.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
+            start.add(ByteBuffer.wrap(out.header));
+            batch = gather(start, 5L + out.header.length);
+        }
+
+        /**
+         * Writes on, or, with a hand-off, stops once the socket took nothing for {@code handOffNanos}.
+         *
+         * @return whether the whole message was written
+         */
+        boolean writeOn(long handOffNanos) {
+            while (batch != null) {
+                if (!io.write(batch, ioTimeoutNanos, SocketIo.NO_DEADLINE, handOffNanos)) {
+                    return false;
+                }
+                batch = nextBatch();
+            }
+            return true;
+        }
+
+        /** The next buffers to write, {@code null} at the message's end; device frames are written here, whole. */
+        private ByteBuffer[] nextBatch() {
+            while (true) {
+                if (heap != null) {
+                    if (nextChunk < HeapStaging.chunks(heap.byteSize())) {
+                        return new ByteBuffer[] {stageNext()};
+                    }
+                    heap = null;
+                }
+                if (direct != null) {
+                    if (nextByte < direct.byteSize()) {
+                        long n = Math.min(1L << 30, direct.byteSize() - nextByte);
+                        ByteBuffer view = direct.segment().asSlice(nextByte, n).asByteBuffer();
+                        nextByte += n;
+                        return new ByteBuffer[] {view};
+                    }
+                    direct = null;
+                }
+                if (next == frames.size()) {
+                    return null;
+                }
+                Buffer frame = frames.get(next);
+                if (frame instanceof HostBuffer h && h.byteSize() <= COALESCE_FRAME_BYTES) {
+                    return gather(new ArrayList<>(), 0);
+                }
+                next++;
+                if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
+                    beginHeap(h);
+                } else if (frame instanceof HostBuffer h) {
+                    direct = h;
+                    nextByte = 0;
+                } else {
+                    DeviceBuffer d = (DeviceBuffer) frame;
+                    sendRings.computeIfAbsent(d.device(), TcpConnection.this::newRing).send(d, io, ioTimeoutNanos);
+                }
+            }
+        }
+
+        private void beginHeap(HostBuffer h) {
+            heap = h;
+            nextChunk = 0;
+        }
+
+        /** The next chunks of {@link #heap}, staged. */
+        private ByteBuffer stageNext() {
+            ByteBuffer staged = io.stage(heap, nextChunk);
+            nextChunk += (staged.remaining() + HeapStaging.CHUNK_BYTES - 1) / HeapStaging.CHUNK_BYTES;
+            return staged;
+        }
+
+        /**
+         * {@code start} and the small host frames from {@link #next} on, as long as they fit
+         * {@value #COALESCE_TOTAL_BYTES} bytes with {@code gathered} (at least one frame when {@code start} is empty);
+         * heap frames among them staged, once each. When they staged nothing and a large heap frame comes next, its
+         * first staged chunks go along (so a message of a header and one array starts with a single system call).
+         */
+        private ByteBuffer[] gather(List<ByteBuffer> start, long gathered) {
+            SocketIo.Gather g = io.gather(ioTimeoutNanos);
+            for (ByteBuffer b : start) {
+                g.add(b);
+            }
+            while (next < frames.size() && frames.get(next) instanceof HostBuffer h
+                    && h.byteSize() <= COALESCE_FRAME_BYTES
+                    && (gathered + h.byteSize() <= COALESCE_TOTAL_BYTES || gathered == 0)) {
+                g.add(h);
+                gathered += h.byteSize();
+                next++;
+            }
+            if (g.staged() == 0 && next < frames.size() && frames.get(next) instanceof HostBuffer h
+                    && HeapStaging.needed(h)) {
+                next++;
+                beginHeap(h);
+                g.add(stageNext());
+            }
+            return g.buffers();
         }
     }
 
@@ -87,10 +233,14 @@ final class TcpConnection implements Connection {
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
 
-    /** Wraps a connected socket and runs the handshake; closes the socket if the handshake fails. */
-    TcpConnection(SocketChannel channel, TransportConfig config, boolean client) {
+    /**
+     * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
+     * {@code handshake}; closes the socket if it cannot be used.
+     */
+    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client) {
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
+        this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
@@ -101,17 +251,6 @@ final class TcpConnection implements Connection {
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
-        try {
-            this.handshake = Handshake.run(io.handshakeChannel(config.handshakeTimeout(), MAX_HANDSHAKE_RECORD),
-                    config, client);
-        } catch (RuntimeException e) {
-            io.close();
-            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
-                throw e;
-            }
-            throw e instanceof TransportException t ? t
-                    : new TransportException("handshake with " + peer + " failed: " + e, e);
-        }
         this.sends = new SendQueue<>(name, state, this::writeOrFail, this::closeSendRings);
     }
 
@@ -142,6 +281,12 @@ final class TcpConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), io.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -156,54 +301,61 @@ final class TcpConnection implements Connection {
         sendRings.clear();
     }
 
-    /** Writes one message and completes it, or fails it and the connection; the caller holds the write lock. */
-    private void writeOrFail(Outgoing out) {
+    /**
+     * Writes one message (or, on the caller's thread, as much as the socket takes without a wait of
+     * {@value #HAND_OFF_NANOS} ns) and completes it, or fails it and the connection; the caller holds the write lock.
+     *
+     * @return {@code false} if the writer thread is to write the rest
+     */
+    private boolean writeOrFail(Outgoing out, boolean onCaller) {
         try {
-            out.complete(write(out));
+            if (out.writing == null) {
+                out.record(Transports.TCP);
+                out.writing = new Writing(out);
+            }
+            if (!out.writing.writeOn(onCaller ? HAND_OFF_NANOS : SocketIo.NO_HAND_OFF)) {
+                return false;
+            }
+            out.complete(() -> out.recorder().finish(out.header.length, Frames.kinds(out.message.frames()),
+                    Frames.lengths(out.message.frames())));
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
             out.fail(t);
             shutdown(t);
         }
+        return true;
     }
 
-    private MessageMetrics write(Outgoing out) {
-        List<Buffer> frames = out.message.frames();
-        try (MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.TCP,
-                out.startNanos, true)) {
-            List<ByteBuffer> gather = new ArrayList<>();
-            gather.add(ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
-            gather.add(ByteBuffer.wrap(out.header));
-            long gathered = 5L + out.header.length;
-            List<MemoryKind> kinds = new ArrayList<>(frames.size());
-            List<Long> lengths = new ArrayList<>(frames.size());
-            for (Buffer frame : frames) {
-                kinds.add(frame.kind());
-                lengths.add(frame.byteSize());
-                if (frame instanceof HostBuffer h && h.byteSize() <= COALESCE_FRAME_BYTES
-                        && gathered + h.byteSize() <= COALESCE_TOTAL_BYTES) {
-                    gather.add(h.segment().asByteBuffer());
-                    gathered += h.byteSize();
-                    continue;
-                }
-                flush(gather);
-                gathered = 0;
-                if (frame instanceof HostBuffer h) {
-                    io.write(h.segment(), ioTimeoutNanos);
-                } else {
-                    DeviceBuffer d = (DeviceBuffer) frame;
-                    sendRings.computeIfAbsent(d.device(), this::newRing).send(d, io, ioTimeoutNanos);
-                }
-            }
-            flush(gather);
-            return recorder.finish(out.header.length, kinds, lengths);
+    /**
+     * Why the peer closed under a send, if it said so: its refusal, read by a receive in progress (waited for: the
+     * peer's end makes it return soon) or, when none is, here; else {@code closed}. The caller holds the write lock.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        boolean locked = false;
+        try {
+            locked = receiveLock.tryLock(Frames.REFUSAL_LINGER_NANOS, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
-    }
-
-    private void flush(List<ByteBuffer> gather) {
-        if (!gather.isEmpty()) {
-            io.write(gather.toArray(ByteBuffer[]::new), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            gather.clear();
+        if (!locked) {
+            return closed;
+        }
+        try {
+            if (state.failure() instanceof MessageRefusedException r) {
+                return state.copyOf(r);
+            }
+            if (state.isClosed() || !io.awaitData(System.nanoTime())
+                    || io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) != TYPE_REFUSED) {
+                return closed;  // the connection breaks either way: a message read into here is dropped with it
+            }
+            return io.readRefusal(ioTimeoutNanos);
+        } catch (TransportException e) {
+            return closed;
+        } finally {
+            receiveLock.unlock();
         }
     }
 
@@ -245,40 +397,51 @@ final class TcpConnection implements Connection {
     private ReceivedMessage readMessage() {
         MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.TCP,
                 System.nanoTime(), true);
-        List<Buffer> frames = new ArrayList<>();
+        List<Frame> frames = new ArrayList<>();
+        long start = System.nanoTime();
         try {
+            io.messageDeadline(start, 5, config);
             byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            if (type == TYPE_REFUSED) {
+                throw io.readRefusal(ioTimeoutNanos);
+            }
             if (type != TYPE_MESSAGE) {
                 throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                         + ": not the cuwire protocol");
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
+            io.messageDeadline(start, 5L + headerLength, config);
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer());
-            Frames.allocate(header, config, io.peer(), false, frames);
-            List<MemoryKind> kinds = new ArrayList<>(frames.size());
-            List<Long> lengths = new ArrayList<>(frames.size());
-            for (Buffer frame : frames) {
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            io.messageDeadline(start, 5L + headerLength + header.totalFrameBytes(), config);
+            List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
+            List<Long> lengths = new ArrayList<>(header.frames().size());
+            for (int i = 0; i < header.frames().size(); i++) {
+                // Allocated when its bytes begin: a peer gets no frame allocated for bytes it has not sent up to it.
+                Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), false, true);
+                frames.add(frame);
                 kinds.add(frame.kind());
-                lengths.add(frame.byteSize());
-                if (frame instanceof HostBuffer h) {
-                    io.readFully(h.segment(), ioTimeoutNanos);
+                lengths.add(frame.length());
+                if (frame.buffer() instanceof HostBuffer h) {
+                    io.readFully(h, ioTimeoutNanos);
                 } else {
-                    DeviceBuffer d = (DeviceBuffer) frame;
+                    DeviceBuffer d = (DeviceBuffer) frame.buffer();
                     receiveRings.computeIfAbsent(d.device(), this::newRing).receive(io, d, ioTimeoutNanos);
                 }
             }
-            Serialized value = Serialized.received(header, frames);
+            Serialized value = Serialized.receivedFrames(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
-            Frames.closeOpen(frames);
+            Frames.closeFrames(frames);
             TransportException t = state.translate(e, "receiving from");
-            shutdown(t);
+            shutdown(t, Frames.refusal(t));
             closeReceiveRings();
             throw t;
+        } finally {
+            io.endMessage();
         }
     }
 
@@ -294,10 +457,18 @@ final class TcpConnection implements Connection {
 
     /** Breaks the connection because of {@code cause} (a local close when it is a ConnectionClosedException). */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         if (!state.close(cause)) {
             return;
         }
-        io.close();
+        // after the message being written, if any (no other is written once the state is closed); io closes then
+        if (refusal == null || !sends.runAtRecordBoundary(() -> io.refuse(TYPE_REFUSED, refusal))) {
+            io.close();
+        }
         sends.close();
     }
 
@@ -314,6 +485,7 @@ final class TcpConnection implements Connection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
+        io.close();  // a refusal's wait for the peer ends now too
         sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
     }

@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.tcp;
 
+import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Listener;
@@ -7,7 +8,10 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.RefusalLog;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
@@ -15,53 +19,137 @@ import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * A listening TCP socket; each accepted socket runs the server side of the handshake in {@link #accept}. Transports
- * that carry their control messages over TCP (CUDA IPC) or bootstrap over it (UCX) listen with it too, making their
- * own connections.
+ * A listening TCP socket. Transports that carry their control messages over TCP (CUDA IPC) or bootstrap over it
+ * (UCX) listen with it too, making their own connections once the handshake is done.
+ *
+ * <p>From the start one thread of the listener's accepts every connection at once and hands it to a virtual thread of
+ * its own for the server side of the handshake ({@link Handshake#server}), so that no peer's handshake waits for
+ * another's, nor for {@link #accept}. Until its peer authenticated, a connection holds its socket, the handshake's
+ * 4-byte buffer and records (at most 1 KiB) and a parked virtual thread; the connection's buffers and threads are
+ * made after ({@link Accepted#open}). Connections in their handshake are bounded, in all
+ * ({@link TransportConfig#maxUnauthenticated()}) and per source address
+ * ({@link TransportConfig#maxUnauthenticatedPerSource()}): one arriving at a bound closes the oldest (of that source,
+ * or of all) to make room. Each must authenticate within {@link TransportConfig#handshakeTimeout()} of its arrival,
+ * else the listener closes it. {@link #accept} hands out the connections whose handshake succeeded, in the order they
+ * succeeded; every refused peer is logged once ({@link RefusalLog}).
+ *
+ * <p>Close policy: {@link #close} stops accepting, closes the connections still in their handshake and those
+ * authenticated but not yet accepted, and makes a waiting {@code accept} throw {@link ConnectionClosedException};
+ * connections already accepted live on. Thread-safe.
  */
 public final class TcpListener implements Listener {
-    /** Makes the connection of an accepted socket, running the server side of the handshake. */
+    /** Makes the connection of a socket whose peer authenticated. */
     @FunctionalInterface
     public interface Accepted {
-        Connection open(SocketChannel channel, TransportConfig config);
+        /**
+         * The connection over {@code channel} (blocking, the handshake read to its end), whose handshake established
+         * {@code handshake}; closes the channel if it fails.
+         */
+        Connection open(SocketChannel channel, Handshake.Result handshake, TransportConfig config);
+    }
+
+    /** Connections the kernel queues for the accepting thread; it takes them as fast as they come. */
+    private static final int BACKLOG = 1024;
+    /** How long the accepting thread pauses after accepting failed (no file descriptor left, say). */
+    private static final long ACCEPT_RETRY_MILLIS = 100;
+
+    /** Where a connection accepted by the listener is on its way to {@link #accept}. */
+    private enum Stage { HANDSHAKE, AUTHENTICATED, DROPPED }
+
+    /** A connection in its handshake. */
+    private static final class Pending {
+        final SocketChannel channel;
+        final String peer;
+        final InetAddress source;
+        final long deadline;
+        Stage stage = Stage.HANDSHAKE;  // guarded by the listener's lock
+
+        Pending(SocketChannel channel, InetSocketAddress remote, long deadline) {
+            this.channel = channel;
+            this.peer = String.valueOf(remote);
+            this.source = remote.getAddress();
+            this.deadline = deadline;
+        }
     }
 
     private final ServerSocketChannel server;
-    private final Accepted accepted;
     private final Selector selector;
     private final TransportConfig config;
+    private final Capabilities local;
+    private final Accepted accepted;
     private final String address;
-    private volatile boolean closed;
+    private final RefusalLog refusals;
+    private final long handshakeNanos;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition authenticated = lock.newCondition();
+    // guarded by lock: in their handshake, oldest first (so also the first deadline first), and the same by source
+    private final LinkedHashSet<Pending> handshaking = new LinkedHashSet<>();
+    private final Map<InetAddress, ArrayDeque<Pending>> bySource = new HashMap<>();
+    private final ArrayDeque<Connection> ready = new ArrayDeque<>();
+    private boolean closed;
 
     TcpListener(InetSocketAddress bind, TransportConfig config) {
-        this(Transports.TCP, bind, config, (channel, c) -> new TcpConnection(channel, c, false));
+        this(Transports.TCP, bind, config, Capabilities.local(config.families()),
+                (channel, handshake, c) -> new TcpConnection(channel, c, handshake, false));
     }
 
-    /** Listens at {@code bind}; its address reads {@code scheme://host:port}. */
-    public TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Accepted accepted) {
+    /**
+     * Listens at {@code bind}, telling peers {@code local} as this side's capabilities; its address reads
+     * {@code scheme://host:port}.
+     */
+    public TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
+            Accepted accepted) {
         this.config = config;
+        this.local = local;
         this.accepted = accepted;
+        this.handshakeNanos = config.handshakeTimeout().toNanos();
+        ServerSocketChannel channel = null;
+        Selector accepting = null;
         try {
-            server = ServerSocketChannel.open();
-            server.bind(bind);
-            server.configureBlocking(false);
-            selector = Selector.open();
-            server.register(selector, SelectionKey.OP_ACCEPT);
+            channel = ServerSocketChannel.open();
+            channel.bind(bind, BACKLOG);
+            channel.configureBlocking(false);
+            accepting = Selector.open();
+            channel.register(accepting, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {
+            TcpTransport.closeQuietly(channel);
+            closeQuietly(accepting);
             throw new TransportException("cannot listen at " + bind + ": " + e.getMessage(), e);
         }
+        this.server = channel;
+        this.selector = accepting;
         InetSocketAddress bound = (InetSocketAddress) server.socket().getLocalSocketAddress();
         String host = bound.getAddress().isAnyLocalAddress() ? "127.0.0.1" : bound.getAddress().getHostAddress();
         this.address = scheme + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":"
                 + bound.getPort();
+        this.refusals = new RefusalLog(address);
+        Thread.ofPlatform().daemon().name("cuwire-accept-" + address).start(this::acceptLoop);
     }
 
     @Override
     public String address() {
         return address;
+    }
+
+    /** The connections in their handshake now (for tests and monitoring). */
+    public int handshaking() {
+        lock.lock();
+        try {
+            return handshaking.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override
@@ -71,47 +159,263 @@ public final class TcpListener implements Listener {
 
     @Override
     public Connection accept(Duration timeout) {
-        long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
-        SocketChannel channel;
-        synchronized (this) {
-            try {
-                while (true) {
-                    if (closed) {
-                        throw new ConnectionClosedException("listener " + address + " is closed");
-                    }
-                    channel = server.accept();
-                    if (channel != null) {
-                        break;
-                    }
-                    long left = timeout == null ? Long.MAX_VALUE / 2 : deadline - System.nanoTime();
-                    if (left <= 0) {
-                        throw new TransportTimeoutException("no peer connected to " + address + " within "
-                                + timeout);
-                    }
-                    selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
-                    selector.selectedKeys().clear();
-                }
-                channel.configureBlocking(true);
-                TcpTransport.configure(channel);
-            } catch (IOException | ClosedSelectorException e) {
+        long left = timeout == null ? Long.MAX_VALUE : timeout.toNanos();
+        lock.lock();
+        try {
+            while (ready.isEmpty()) {
                 if (closed) {
-                    throw new ConnectionClosedException("listener " + address + " is closed", e);
+                    throw new ConnectionClosedException("listener " + address + " is closed");
                 }
-                throw new TransportException("accepting at " + address + " failed: " + e.getMessage(), e);
+                if (left <= 0) {
+                    throw new TransportTimeoutException("no peer connected to " + address + " within " + timeout);
+                }
+                if (timeout == null) {
+                    authenticated.await();
+                } else {
+                    left = authenticated.awaitNanos(left);
+                }
+            }
+            return ready.poll();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransportException("interrupted while accepting at " + address, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- the accepting thread
+
+    private void acceptLoop() {
+        while (true) {
+            long wait = expire();
+            try {
+                selector.select(wait);
+                selector.selectedKeys().clear();
+                SocketChannel channel;
+                while ((channel = server.accept()) != null) {
+                    admit(channel);
+                }
+            } catch (ClosedSelectorException | IOException e) {
+                if (isClosed()) {
+                    return;
+                }
+                refusals.refused("the next peer", "accepting at " + address + " failed: " + e);
+                pause();
             }
         }
-        return accepted.open(channel, config);
+    }
+
+    private boolean isClosed() {
+        lock.lock();
+        try {
+            return closed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(ACCEPT_RETRY_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Closes the connections whose handshake deadline passed; the milliseconds until the next deadline (0: none).
+     */
+    private long expire() {
+        List<Pending> late = new ArrayList<>();
+        long wait = 0;
+        lock.lock();
+        try {
+            long now = System.nanoTime();
+            while (!handshaking.isEmpty()) {
+                Pending oldest = handshaking.getFirst();
+                if (oldest.deadline - now > 0) {
+                    wait = Math.max(1, TimeUnit.NANOSECONDS.toMillis(oldest.deadline - now) + 1);
+                    break;
+                }
+                drop(oldest);
+                late.add(oldest);
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (Pending p : late) {
+            TcpTransport.closeQuietly(p.channel);
+            refusals.refused(p.peer, "no handshake within " + config.handshakeTimeout());
+        }
+        return wait;
+    }
+
+    /** Takes an accepted socket into its handshake, making room at the bounds by closing the oldest. */
+    private void admit(SocketChannel channel) {
+        Pending p;
+        List<Pending> evicted = new ArrayList<>(2);
+        List<String> why = new ArrayList<>(2);
+        try {
+            channel.configureBlocking(true);
+            TcpTransport.configure(channel);
+            p = new Pending(channel, (InetSocketAddress) channel.getRemoteAddress(), System.nanoTime()
+                    + handshakeNanos);
+        } catch (IOException | RuntimeException e) {
+            TcpTransport.closeQuietly(channel);  // reset before it could be looked at
+            return;
+        }
+        lock.lock();
+        try {
+            if (closed) {
+                TcpTransport.closeQuietly(channel);
+                return;
+            }
+            ArrayDeque<Pending> same = bySource.get(p.source);
+            if (same != null && same.size() >= config.maxUnauthenticatedPerSource()) {
+                why.add("closed as the oldest of " + (same.size() + 1) + " connections in their handshake from "
+                        + p.source.getHostAddress() + " (at most " + config.maxUnauthenticatedPerSource()
+                        + " per source address)");
+                Pending oldest = same.getFirst();
+                drop(oldest);
+                evicted.add(oldest);
+            }
+            if (handshaking.size() >= config.maxUnauthenticated()) {
+                why.add("closed as the oldest of " + (handshaking.size() + 1) + " connections in their handshake (at"
+                        + " most " + config.maxUnauthenticated() + ")");
+                Pending oldest = handshaking.getFirst();
+                drop(oldest);
+                evicted.add(oldest);
+            }
+            handshaking.add(p);
+            bySource.computeIfAbsent(p.source, s -> new ArrayDeque<>()).addLast(p);
+        } finally {
+            lock.unlock();
+        }
+        for (int i = 0; i < evicted.size(); i++) {
+            TcpTransport.closeQuietly(evicted.get(i).channel);
+            refusals.refused(evicted.get(i).peer, why.get(i));
+        }
+        Pending admitted = p;
+        Thread.ofVirtual().name("cuwire-handshake-" + p.peer).start(() -> handshake(admitted));
+    }
+
+    /** Takes {@code p} out of the handshake bounds; the caller holds the lock and closes its channel. */
+    private void drop(Pending p) {
+        p.stage = Stage.DROPPED;
+        forget(p);
+    }
+
+    private void forget(Pending p) {
+        handshaking.remove(p);
+        ArrayDeque<Pending> same = bySource.get(p.source);
+        if (same != null) {
+            same.remove(p);
+            if (same.isEmpty()) {
+                bySource.remove(p.source);
+            }
+        }
+    }
+
+    // ---- a handshake's virtual thread
+
+    private void handshake(Pending p) {
+        Connection c = null;
+        try {
+            Handshake.Result result = Handshake.server(p.channel.socket(), config, local, () -> authenticated(p));
+            c = accepted.open(p.channel, result, config);
+        } catch (RuntimeException e) {
+            refused(p, e);
+        } finally {
+            if (c == null) {
+                TcpTransport.closeQuietly(p.channel);  // also after an Error, which goes on up
+            }
+        }
+        if (c == null) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (!closed) {
+                ready.add(c);
+                authenticated.signal();
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        c.close();
+    }
+
+    /** Logs why the handshake of {@code p} failed, unless the listener closed it (and said why, if it had to). */
+    private void refused(Pending p, RuntimeException e) {
+        boolean ours;
+        lock.lock();
+        try {
+            ours = p.stage != Stage.DROPPED && !closed;
+            if (p.stage == Stage.HANDSHAKE) {
+                drop(p);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (ours) {
+            refusals.refused(p.peer, e);
+        }
+    }
+
+    /** The peer of {@code p} proved the secret: it leaves the bounds, unless the listener dropped it meanwhile. */
+    private void authenticated(Pending p) {
+        lock.lock();
+        try {
+            if (p.stage != Stage.HANDSHAKE) {
+                throw new ConnectionClosedException("the listener closed " + p.peer + " during its handshake");
+            }
+            p.stage = Stage.AUTHENTICATED;
+            forget(p);
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override
     public void close() {
-        closed = true;
+        List<Pending> pending;
+        List<Connection> unaccepted;
+        lock.lock();
         try {
-            selector.close();
-        } catch (IOException ignored) {
-            // closing anyway
+            if (closed) {
+                return;
+            }
+            closed = true;
+            pending = new ArrayList<>(handshaking);
+            for (Pending p : pending) {
+                drop(p);
+            }
+            unaccepted = new ArrayList<>(ready);
+            ready.clear();
+            authenticated.signalAll();
+        } finally {
+            lock.unlock();
         }
+        closeQuietly(selector);
         TcpTransport.closeQuietly(server);
+        for (Pending p : pending) {
+            TcpTransport.closeQuietly(p.channel);
+        }
+        for (Connection c : unaccepted) {
+            c.close();
+        }
+    }
+
+    private static void closeQuietly(Selector s) {
+        if (s != null) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
     }
 
     @Override

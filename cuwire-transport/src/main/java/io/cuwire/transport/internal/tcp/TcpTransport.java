@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.tcp;
 
+import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.Transport;
@@ -7,6 +8,7 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
@@ -32,10 +34,31 @@ public final class TcpTransport implements Transport {
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        return new TcpConnection(open(Transports.TCP, address, config), config, true);
+        SocketChannel channel = open(Transports.TCP, address, config);
+        Handshake.Result handshake = handshake(channel, config, Capabilities.local(config.families()));
+        return new TcpConnection(channel, config, handshake, true);
     }
 
-    /** A connected, configured socket to {@code scheme://host:port}. */
+    /**
+     * Runs the client side of the handshake over a socket from {@link #open}, telling the server {@code local};
+     * closes the socket if it fails.
+     *
+     * @throws TransportException (the handshake's typed failures) if it fails
+     */
+    public static Handshake.Result handshake(SocketChannel channel, TransportConfig config, Capabilities local) {
+        try {
+            return Handshake.client(channel.socket(), config, local);
+        } catch (RuntimeException e) {
+            closeQuietly(channel);
+            if (e instanceof TransportException t) {
+                throw t;
+            }
+            throw new TransportException("handshake with " + channel.socket().getRemoteSocketAddress() + " failed: "
+                    + e, e);
+        }
+    }
+
+    /** A connected, configured, blocking socket to {@code scheme://host:port}. */
     public static SocketChannel open(String scheme, String address, TransportConfig config) {
         InetSocketAddress target = parse(scheme, address);
         SocketChannel channel = null;
@@ -59,7 +82,8 @@ public final class TcpTransport implements Transport {
         channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
     }
 
-    static void closeQuietly(java.nio.channels.Channel channel) {
+    /** Closes {@code channel} (if not {@code null}), ignoring a failure. */
+    public static void closeQuietly(java.nio.channels.Channel channel) {
         if (channel != null) {
             try {
                 channel.close();

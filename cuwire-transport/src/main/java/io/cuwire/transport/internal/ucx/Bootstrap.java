@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.ucx;
 
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -10,18 +11,35 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The small TCP socket beside a UCX connection. It carries what UCX cannot before it is connected — the handshake
  * and the two workers' addresses — and then stays open as the connection's life line: a clean close sends a
- * {@code bye} with the number of messages the closing side completed, so the other side can still take those; the
- * socket's end without a {@code bye} means the peer died. Records are a 4-byte length and the bytes, as over the TCP
+ * {@code bye} with the number of messages the closing side completed, so the other side can still take those; a side
+ * that refused a message of the other sends {@code refused} with its reason instead; the socket's end without either
+ * means the peer died. Records are a 4-byte length and the bytes, as over the TCP
  * transport. Reads come from one thread at a time, writes from one thread at a time; {@link #close} from any.
  */
 final class Bootstrap implements RecordChannel, AutoCloseable {
     private static final int MAX_RECORD = 64 << 10;
     private static final byte BYE = 2;
+    private static final byte REFUSED = 3;
+
+    /**
+     * How the peer ended the connection.
+     *
+     * @param completedMessages for a {@code bye}, the number of messages the peer completed; else -1
+     * @param refusal for a {@code refused}, the peer's reason (UTF-8); else {@code null}
+     */
+    record Goodbye(long completedMessages, byte[] refusal) {
+        static final Goodbye DIED = new Goodbye(-1, null);
+
+        boolean died() {
+            return completedMessages < 0 && refusal == null;
+        }
+    }
 
     private final Socket socket;
     private final DataInputStream in;
@@ -86,30 +104,40 @@ final class Bootstrap implements RecordChannel, AutoCloseable {
         writeRecord(r);
     }
 
+    /** Tells the peer this side refused a message of it, and why; the last record this side sends. */
+    void writeRefusal(byte[] reason) {
+        byte[] r = new byte[1 + reason.length];
+        r[0] = REFUSED;
+        System.arraycopy(reason, 0, r, 1, reason.length);
+        writeRecord(r);
+    }
+
     /**
-     * Waits, with no time limit, for the peer's {@code bye}.
-     *
-     * @return the number of messages the peer completed, or -1 if the socket ended (or broke) without one
+     * Waits, with no time limit, for the peer's {@code bye} or {@code refused}; {@link Goodbye#DIED} if the socket
+     * ended (or broke) without one, or sent something else.
      */
-    long awaitBye() {
+    Goodbye awaitGoodbye() {
         try {
             socket.setSoTimeout(0);
             int length = in.readInt();
-            if (length != 9) {
-                return -1;
+            if (length < 1 || length > 1 + MessageRefusedException.MAX_REASON_BYTES) {
+                return Goodbye.DIED;
             }
-            byte[] r = new byte[9];
+            byte[] r = new byte[length];
             in.readFully(r);
-            if (r[0] != BYE) {
-                return -1;
+            if (r[0] == REFUSED) {
+                return new Goodbye(-1, Arrays.copyOfRange(r, 1, length));
+            }
+            if (r[0] != BYE || length != 9) {
+                return Goodbye.DIED;
             }
             long n = 0;
             for (int i = 0; i < 8; i++) {
                 n = (n << 8) | (r[1 + i] & 0xff);
             }
-            return n;
+            return new Goodbye(n, null);
         } catch (IOException e) {
-            return -1;
+            return Goodbye.DIED;
         }
     }
 

@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal.ucx;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
@@ -10,12 +11,12 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
+import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -26,9 +27,11 @@ import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
+import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -37,6 +40,7 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,10 +63,14 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * <h2>Wire</h2>
  * Message {@code n} is a run of tag-matched UCX messages, tag {@code n << 28 | part}:
  * <pre>
- *   part 0:  [type: 1 byte = 1][device chunk: int32][header length: int32][header][small host frames]
- *   part 1…: the other frames in order, each cut into parts: host frames in 64 MiB parts, device frames in parts of
- *            the device chunk (the sender's staging chunk)
+ *   part 0:  [type: 1 byte = 1][device chunk: int32][host part: int32][header length: int32][header]
+ *            [small host frames]
+ *   part 1…: the other frames in order, each cut into parts: host frames in parts of the host part, device frames
+ *            in parts of the device chunk (the sender's staging chunk)
  * </pre>
+ * The host part is 64 MiB, or {@link HeapStaging#CHUNK_BYTES} in a message with a large host frame that is not
+ * native memory (a heap array's): such a frame has no address to hand UCX, so the sender copies it part by part
+ * into a ring of staging slots and sends each part from its slot.
  * A host frame of at most 64 KiB goes into part 0 while part 0's frames stay within 1 MiB (the same rule on both
  * sides, from the header's descriptors). The receiver probes for part 0, refuses a length beyond its header limit
  * before allocating anything, checks the header against its limits, allocates the frames, then posts the receives.
@@ -71,23 +79,33 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * pinned {@link UcxStaging} ring. Each side chooses for itself: the wire is the same.
  *
  * <h2>Threads</h2>
- * The agent's thread makes every UCX call; a sender thread stages device frames, hands parts to the agent and
+ * The agent's thread makes every UCX call; a sender thread stages device and heap frames, hands parts to the agent and
  * completes send futures in order of completion; the receiving caller's thread does its own receive; a watcher waits
- * on the bootstrap socket for the peer's {@code bye} or death.
+ * on the bootstrap socket for the peer's {@code bye}, refusal or death.
+ *
+ * <h2>Refusals</h2>
+ * A message this side's checks refuse is answered on the bootstrap socket, not in UCX ({@link Frames#refusal}): the
+ * receiver writes {@code refused} with its reason there and, on a thread of its own, waits up to
+ * {@link Frames#REFUSAL_LINGER_NANOS} for the peer to close (its worker stays up meanwhile, so the peer's transfers to
+ * it do not fail first), then closes; {@link #close} cuts the wait short.
  *
  * <h2>Timeouts</h2>
  * Every wait for a UCX request inside a message is bounded by the I/O timeout; on the sending side, outstanding parts
  * that make no progress for that long break the connection too.
  */
-final class UcxConnection implements Connection {
+final class UcxConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final int PART_BITS = 28;
     static final long MAX_PARTS = 1L << PART_BITS;
-    static final long HOST_PART_BYTES = 64L << 20;
+    static final int HOST_PART_BYTES = 64 << 20;
+    /** The smallest host part a receiver accepts: its host receives are all posted at once. */
+    static final int MIN_HOST_PART_BYTES = 64 << 10;
+    /** Slots of the staging of heap frames: parts in flight while the next one is copied. */
+    static final int HEAP_STAGING_SLOTS = 4;
     static final int MAX_DEVICE_CHUNK = 256 << 20;
     static final long COALESCE_FRAME_BYTES = 64 << 10;
     static final long COALESCE_TOTAL_BYTES = 1 << 20;
-    static final int PREAMBLE_BYTES = 9;
+    static final int PREAMBLE_BYTES = 13;
     private static final int MAX_ADDRESS_BYTES = 64 << 10;
     /** The record each side writes once its UCX endpoint to the other is connected. */
     private static final byte[] READY = {'R'};
@@ -120,9 +138,12 @@ final class UcxConnection implements Connection {
     private final Handshake.Result handshake;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     private final Thread sender;
+    private final Thread watcher;
     private final ReentrantLock receiveLock = new ReentrantLock();
     private final Map<Device, UcxStaging> sendRings = new HashMap<>();
     private final Map<Device, UcxStaging> receiveRings = new HashMap<>();
+    /** The sender's staging of heap frames, made on first use; sender thread only. */
+    private HeapStaging heapStaging;
     private final Object state = new Object();
     // sender thread only
     private long nextSendSeq;
@@ -132,10 +153,14 @@ final class UcxConnection implements Connection {
     private long received;
     private long peerCompleted = -1;
 
-    /** Runs the handshake and connects UCX over {@code socket}; closes everything if that fails. */
-    UcxConnection(Ucx ucx, Socket socket, TransportConfig config, boolean client) {
+    /**
+     * Connects UCX over {@code socket}, whose handshake established {@code handshake}; closes everything if that
+     * fails.
+     */
+    UcxConnection(Ucx ucx, Socket socket, TransportConfig config, Handshake.Result handshake, boolean client) {
         this.ucx = ucx;
         this.config = config;
+        this.handshake = handshake;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
@@ -148,8 +173,6 @@ final class UcxConnection implements Connection {
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
-            this.handshake = Handshake.run(bootstrap, config, client,
-                    Capabilities.local(config.families()).withUcx(ucx.carriesCuda()));
             made = new UcxAgent(ucx, name);
             ByteBuffer address = made.workerAddress(Math.max(1, deadline - System.nanoTime()));
             byte[] mine = new byte[address.remaining()];
@@ -175,9 +198,6 @@ final class UcxConnection implements Connection {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            if (e instanceof AuthenticationException || e instanceof ProtocolException) {
-                throw (TransportException) e;
-            }
             if (e instanceof TransportException t) {
                 throw t;
             }
@@ -190,7 +210,7 @@ final class UcxConnection implements Connection {
         }
         this.agent = made;
         this.sender = Thread.ofPlatform().daemon().name("cuwire-" + name + "-sender").start(this::sendLoop);
-        Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
+        this.watcher = Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
     }
 
     private static void closeQuietly(Socket socket) {
@@ -224,6 +244,12 @@ final class UcxConnection implements Connection {
 
     @Override
     public CompletableFuture<MessageMetrics> send(Message message) {
+        Frames.checkSendable(message, handshake.families(), bootstrap.peer());
+        return sendUnchecked(message);
+    }
+
+    @Override
+    public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
         connection.checkUsable();
         Outgoing out = new Outgoing(message);
         connection.acquire(out.bytes);
@@ -268,6 +294,12 @@ final class UcxConnection implements Connection {
             List<Buffer> frames = out.message.frames();
             int chunk = config.stagingChunkBytes();
             List<Boolean> inline = coalesced(Frames.kinds(frames), Frames.lengths(frames));
+            int hostPart = HOST_PART_BYTES;
+            for (int i = 0; i < frames.size(); i++) {
+                if (!inline.get(i) && frames.get(i) instanceof HostBuffer h && HeapStaging.needed(h)) {
+                    hostPart = HeapStaging.CHUNK_BYTES;
+                }
+            }
             long parts = 1;
             long inlineBytes = 0;
             for (int i = 0; i < frames.size(); i++) {
@@ -275,7 +307,7 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     inlineBytes += f.byteSize();
                 } else {
-                    parts += partsOf(f.kind(), f.byteSize(), chunk);
+                    parts += partsOf(f.kind(), f.byteSize(), chunk, hostPart);
                 }
             }
             if (parts > MAX_PARTS) {
@@ -287,13 +319,13 @@ final class UcxConnection implements Connection {
             byte[] header = out.message.header();
             ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
                     + inlineBytes)).order(ByteOrder.BIG_ENDIAN);
-            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(header.length).put(header);
+            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(hostPart).putInt(header.length).put(header);
             MemorySegment pre = MemorySegment.ofBuffer(preamble.clear());
             long at = PREAMBLE_BYTES + header.length;
             for (int i = 0; i < frames.size(); i++) {
                 if (inline.get(i)) {
                     HostBuffer h = (HostBuffer) frames.get(i);
-                    MemorySegment.copy(h.segment(), 0, pre, at, h.byteSize());
+                    CopyEngine.copyToSegment(h, 0, pre.asSlice(at, h.byteSize()));
                     at += h.byteSize();
                 }
             }
@@ -305,10 +337,13 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     continue;
                 }
-                if (f instanceof HostBuffer h) {
+                if (f instanceof HostBuffer h && HeapStaging.needed(h)) {
+                    sendStaged(h, out.seq, part);
+                    part += HeapStaging.chunks(h.byteSize());
+                } else if (f instanceof HostBuffer h) {
                     MemorySegment s = h.segment();
-                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
-                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                    for (long off = 0; off < s.byteSize(); off += hostPart) {
+                        long n = Math.min(hostPart, s.byteSize() - off);
                         requests.add(agent.send(s.address() + off, n, tag(out.seq, part++), UcxAgent.HOST));
                     }
                 } else {
@@ -333,9 +368,7 @@ final class UcxConnection implements Connection {
                 if (e != null) {
                     Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
                             ? e.getCause() : e;
-                    TransportException t = translate(c, "sending to");
-                    out.fail(t);
-                    shutdownAsync(t);
+                    failSend(out, translate(c, "sending to"));
                 } else {
                     senderQueue.add(() -> out.complete(out.recorder().finish(header.length, kinds, lengths)));
                 }
@@ -344,10 +377,41 @@ final class UcxConnection implements Connection {
             });
             watchStall(out, requests);
         } catch (RuntimeException e) {
-            TransportException t = translate(e, "sending to");
-            out.fail(t);
-            shutdown(t);
+            failSend(out, translate(e, "sending to"));
         }
+    }
+
+    /**
+     * Fails {@code out} and breaks the connection over {@code t}; when that is the peer's end
+     * ({@link PeerClosedException}), first lets the watcher read a refusal the peer may have sent before it closed,
+     * which then explains both (on a thread of its own: the wait may take a while).
+     */
+    private void failSend(Outgoing out, TransportException t) {
+        if (!(t instanceof PeerClosedException)) {
+            out.fail(t);
+            shutdownAsync(t);
+            return;
+        }
+        Thread.ofVirtual().name("cuwire-" + name + "-shutdown").start(() -> {
+            TransportException why = refusalOr(t);
+            out.fail(why);
+            shutdown(why);
+        });
+    }
+
+    /**
+     * The peer's refusal, if its watcher reads one before the peer's socket ends (waited for a while: it ends soon
+     * once the peer is gone), else {@code closed}.
+     */
+    private TransportException refusalOr(TransportException closed) {
+        if (Thread.currentThread() != watcher) {
+            try {
+                watcher.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return connection.failure() instanceof MessageRefusedException r ? connection.copyOf(r) : closed;
     }
 
     /** Breaks the connection if the message's parts stall for longer than the I/O timeout. */
@@ -364,6 +428,35 @@ final class UcxConnection implements Connection {
                     }
                     return null;
                 });
+    }
+
+    /**
+     * Sends all of {@code frame}, a host frame that is not native memory, as parts {@code firstPart, firstPart + 1,
+     * …} of message {@code seq} ({@link HeapStaging#CHUNK_BYTES} each): part {@code k} is copied into slot
+     * {@code k % slots} once the slot's previous part was sent, so that the next parts are copied while earlier ones
+     * are on their way. Returns when every part was sent. Sender thread only.
+     */
+    private void sendStaged(HostBuffer frame, long seq, long firstPart) {
+        if (heapStaging == null) {
+            heapStaging = new HeapStaging(HEAP_STAGING_SLOTS);
+        }
+        HeapStaging staging = heapStaging;
+        List<CompletableFuture<Void>> sending = new ArrayList<>(Collections.nCopies(staging.slots(), null));
+        long chunks = HeapStaging.chunks(frame.byteSize());
+        for (long k = 0; k < chunks; k++) {
+            int slot = (int) (k % staging.slots());
+            CompletableFuture<Void> previous = sending.get(slot);
+            if (previous != null) {
+                await(previous);
+            }
+            MemorySegment part = staging.stageChunk(frame, k, slot);
+            sending.set(slot, agent.send(part.address(), part.byteSize(), tag(seq, firstPart + k), UcxAgent.HOST));
+        }
+        for (CompletableFuture<Void> f : sending) {
+            if (f != null) {
+                await(f);
+            }
+        }
     }
 
     private UcxStaging newRing(Device device, int chunk) {
@@ -393,8 +486,9 @@ final class UcxConnection implements Connection {
         }
     }
 
-    static long partsOf(MemoryKind kind, long length, int chunk) {
-        long unit = kind == MemoryKind.DEVICE ? chunk : HOST_PART_BYTES;
+    /** Parts of a frame of {@code kind} and {@code length}: device chunks or host parts. */
+    static long partsOf(MemoryKind kind, long length, int deviceChunk, int hostPart) {
+        long unit = kind == MemoryKind.DEVICE ? deviceChunk : hostPart;
         return (length + unit - 1) / unit;
     }
 
@@ -466,6 +560,9 @@ final class UcxConnection implements Connection {
                     throw t;
                 }
                 TransportException t = translate(e.getCause(), "receiving from");
+                if (t instanceof PeerClosedException) {
+                    t = refusalOr(t);
+                }
                 shutdown(t);
                 throw t;
             }
@@ -492,10 +589,15 @@ final class UcxConnection implements Connection {
                         + (preamble.get(0) & 0xff) + ": not the cuwire protocol");
             }
             int chunk = preamble.getInt(1);
-            int headerLength = preamble.getInt(5);
+            int hostPart = preamble.getInt(5);
+            int headerLength = preamble.getInt(9);
             if (chunk < 4096 || chunk > MAX_DEVICE_CHUNK) {
                 throw new ProtocolException("peer announced a device chunk of " + chunk + " bytes (expected: 4096.."
                         + MAX_DEVICE_CHUNK + ")");
+            }
+            if (hostPart < MIN_HOST_PART_BYTES || hostPart > HOST_PART_BYTES) {
+                throw new ProtocolException("peer announced a host part of " + hostPart + " bytes (expected: "
+                        + MIN_HOST_PART_BYTES + ".." + HOST_PART_BYTES + ")");
             }
             if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES) {
                 throw new ProtocolException("peer declared a header of " + headerLength + " bytes in a first part "
@@ -503,7 +605,7 @@ final class UcxConnection implements Connection {
             }
             byte[] headerBytes = new byte[headerLength];
             preamble.get(PREAMBLE_BYTES, headerBytes);
-            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer());
+            Serialized.Header header = Frames.parseHeader(headerBytes, config, bootstrap.peer(), handshake.families());
             List<MemoryKind> kinds = new ArrayList<>();
             List<Long> lengths = new ArrayList<>();
             for (FrameDescriptor d : header.frames()) {
@@ -517,7 +619,7 @@ final class UcxConnection implements Connection {
                 if (inline.get(i)) {
                     inlineBytes += lengths.get(i);
                 } else {
-                    parts += partsOf(kinds.get(i), lengths.get(i), chunk);
+                    parts += partsOf(kinds.get(i), lengths.get(i), chunk, hostPart);
                 }
             }
             if (length != PREAMBLE_BYTES + headerLength + inlineBytes || parts > MAX_PARTS) {
@@ -540,8 +642,8 @@ final class UcxConnection implements Connection {
                 }
                 if (b instanceof HostBuffer h) {
                     MemorySegment s = h.segment();
-                    for (long off = 0; off < s.byteSize(); off += HOST_PART_BYTES) {
-                        long n = Math.min(HOST_PART_BYTES, s.byteSize() - off);
+                    for (long off = 0; off < s.byteSize(); off += hostPart) {
+                        long n = Math.min(hostPart, s.byteSize() - off);
                         hostParts.add(agent.receive(s.address() + off, n, tag(seq, part++), UcxAgent.HOST));
                     }
                 } else {
@@ -566,7 +668,10 @@ final class UcxConnection implements Connection {
         } catch (RuntimeException e) {
             recorder.close();
             TransportException t = translate(e, "receiving from");
-            shutdown(t);
+            if (t instanceof PeerClosedException) {
+                t = refusalOr(t);
+            }
+            shutdown(t, Frames.refusal(t));
             Frames.closeOpen(frames);
             closeReceiveRings();
             throw t;
@@ -627,15 +732,20 @@ final class UcxConnection implements Connection {
     // ---- the peer's life line
 
     private void watch() {
-        long n = bootstrap.awaitBye();
+        Bootstrap.Goodbye bye = bootstrap.awaitGoodbye();
         if (connection.isClosed()) {
             return;
         }
-        if (n < 0) {
+        if (bye.refusal() != null) {
+            shutdown(Frames.refused(bootstrap.peer(), bye.refusal()));
+            return;
+        }
+        if (bye.died()) {
             shutdown(new PeerClosedException("peer " + bootstrap.peer() + " went away (its socket closed without "
                     + "a bye)"));
             return;
         }
+        long n = bye.completedMessages();
         boolean drained;
         synchronized (state) {
             peerCompleted = n;
@@ -669,9 +779,37 @@ final class UcxConnection implements Connection {
      * the agent (its worker then touches no memory), tells a clean close to the peer, closes the socket.
      */
     private void shutdown(TransportException cause) {
+        shutdown(cause, null);
+    }
+
+    /** As {@link #shutdown(TransportException)}, first telling the peer {@code refusal} if not {@code null}. */
+    private void shutdown(TransportException cause, byte[] refusal) {
         boolean local = cause instanceof ConnectionClosedException;
         if (!connection.close(cause)) {
             agent.close(LINGER_NANOS);
+            if (local) {
+                bootstrap.close();  // a refusal's wait for the peer ends now too
+            }
+            return;
+        }
+        if (refusal != null) {
+            try {
+                bootstrap.writeRefusal(refusal);
+            } catch (TransportException ignored) {
+                // the peer is gone already
+            }
+            Thread.ofVirtual().name("cuwire-" + name + "-refused").start(() -> {
+                try {
+                    // the watcher returns when the peer, told, closed its socket; this side's worker is up till then
+                    watcher.join(Duration.ofNanos(Frames.REFUSAL_LINGER_NANOS));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                agent.close(LINGER_NANOS);
+                bootstrap.close();
+                senderQueue.add(() -> { });
+                ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
+            });
             return;
         }
         agent.close(LINGER_NANOS);

@@ -1,17 +1,17 @@
 package io.cuwire.transport.internal.ucx;
 
+import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.Transport;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
-import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.tcp.TcpListener;
-import java.io.IOException;
+import io.cuwire.transport.internal.tcp.TcpTransport;
 import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
+import java.nio.channels.SocketChannel;
 
 /**
  * UCX through JUCX ({@code ucx://host:port}); see {@link UcxConnection} for the wire.
@@ -60,34 +60,21 @@ public final class UcxTransport implements Transport {
     public Listener listen(String address, TransportConfig config) {
         InetSocketAddress bind = parse(address);
         Ucx ucx = Ucx.get();
-        return new TcpListener(Transports.UCX, bind, config,
-                (channel, c) -> new UcxConnection(ucx, channel.socket(), c, false));
+        return new TcpListener(Transports.UCX, bind, config, local(ucx, config),
+                (channel, handshake, c) -> new UcxConnection(ucx, channel.socket(), c, handshake, false));
     }
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        InetSocketAddress target = parse(address);
+        parse(address);
         Ucx ucx = Ucx.get();
-        Socket socket = new Socket();
-        try {
-            socket.connect(target, (int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()));
-        } catch (SocketTimeoutException e) {
-            closeQuietly(socket);
-            throw new TransportTimeoutException("connecting to " + address + " took longer than "
-                    + config.connectTimeout(), e);
-        } catch (IOException e) {
-            closeQuietly(socket);
-            throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
-        }
-        return new UcxConnection(ucx, socket, config, true);
+        SocketChannel channel = TcpTransport.open(Transports.UCX, address, config);
+        Handshake.Result handshake = TcpTransport.handshake(channel, config, local(ucx, config));
+        return new UcxConnection(ucx, channel.socket(), config, handshake, true);
     }
 
-    static void closeQuietly(java.io.Closeable c) {
-        try {
-            c.close();
-        } catch (IOException ignored) {
-            // nothing more to free
-        }
+    private static Capabilities local(Ucx ucx, TransportConfig config) {
+        return Capabilities.local(config.families()).withUcx(ucx.carriesCuda());
     }
 
     static InetSocketAddress parse(String address) {

@@ -23,9 +23,13 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The receiver's mapping cache over real exported allocations of this process's device (the emulated device maps
- * its own files; the opener also counts what it opened and what is still open).
+ * its own files; the opener also counts what it opened and what is still open). The allocations are larger than the
+ * emulated device's slabbed sizes, so that each is an allocation of its own, as a CUDA pool block is.
  */
 class MappingCacheTest {
+    /** More than the emulated device serves from a shared slab. */
+    private static final int LARGE = 2 << 20;
+
     private BufferAllocator<DeviceBuffer> exporter;
     private Device device;
     private final List<DeviceBuffer> opened = new ArrayList<>();
@@ -44,7 +48,7 @@ class MappingCacheTest {
     private MappingCache cache(int maxMappings, long maxBytes) {
         assumeTrue(device.platform().equals("emulated"), "CUDA does not open a process's own IPC handles; the cache"
                 + " runs on CUDA in IpcTransportTest, between two processes");
-        return new MappingCache((via, h) -> {
+        return new MappingCache("test mappings", (via, h) -> {
             DeviceBuffer b = via.openHandle(h);
             opened.add(b);
             return b;
@@ -61,7 +65,7 @@ class MappingCacheTest {
 
     @Test
     void shouldOpenAnAllocationOnceAndReachEveryBufferInItByOffset() {
-        try (DeviceBuffer a = exporter.allocate(4096); MappingCache cache = cache(4, 1 << 20)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(4, 1 << 30)) {
             byte[] data = new byte[4096];
             for (int i = 0; i < data.length; i++) {
                 data[i] = (byte) i;
@@ -70,27 +74,51 @@ class MappingCacheTest {
             DeviceBuffer second = a.slice(1000, 96);
             assertEquals(1000, device.allocationOffset(second));
             assertEquals(allocation(a), allocation(second), "a slice is in the same allocation");
-            try (MappingCache.Lease l1 = cache.acquire(allocation(a), 0, 4096, device);
+            try (MappingCache.Lease l1 = cache.acquire(allocation(a), 0, LARGE, device);
                     MappingCache.Lease l2 = cache.acquire(allocation(second), 1000, 96, device)) {
                 byte[] got = new byte[96];
                 CopyEngine.copyToSegment(l2.buffer(), 0, MemorySegment.ofArray(got));
                 assertEquals(data[1000], got[0]);
                 assertEquals(data[1095], got[95]);
-                assertEquals(4096, l1.buffer().byteSize());
+                assertEquals(LARGE, l1.buffer().byteSize());
             }
             MappingCache.Stats s = cache.stats();
             assertEquals(1, s.opens());
             assertEquals(1, s.hits());
             assertEquals(1, s.mapped());
-            assertEquals(4096, s.mappedBytes());
+            assertEquals(LARGE, s.mappedBytes());
         }
         assertEquals(0, openNow(), "closing the cache closed the mapping");
     }
 
     @Test
+    void shouldNameItsMappingsInTheMemoryReportOfTheDeviceTheyWereOpenedThrough() {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE)) {
+            MappingCache cache = cache(4, 1 << 30);
+            assertTrue(mine(device).isEmpty(), "nothing mapped yet");
+            try (MappingCache.Lease held = cache.acquire(allocation(a), 0, 16, device)) {
+                cache.acquire(allocation(b), 0, 16, device).close();
+                assertEquals(List.of("test mappings: 2 mapping(s) of the peer's allocations, " + 2 * LARGE + " bytes "
+                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                        + "bounds require)"), mine(device));
+                cache.close();
+                assertEquals(List.of("test mappings: 1 mapping(s) of the peer's allocations, " + LARGE + " bytes "
+                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                        + "bounds require)"), mine(device), "off the report once closed, but for what a copy holds");
+                assertTrue(held.buffer().isOpen());
+            }
+            assertTrue(mine(device).isEmpty());
+        }
+    }
+
+    private static List<String> mine(Device d) {
+        return d.memoryReport().holders().stream().filter(h -> h.startsWith("test mappings")).toList();
+    }
+
+    @Test
     void shouldEvictTheLeastRecentlyUsedMappingPastTheCountBound() {
-        try (DeviceBuffer a = exporter.allocate(100); DeviceBuffer b = exporter.allocate(100);
-                DeviceBuffer c = exporter.allocate(100); MappingCache cache = cache(2, 1 << 20)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer c = exporter.allocate(LARGE); MappingCache cache = cache(2, 1 << 30)) {
             cache.acquire(allocation(a), 0, 100, device).close();
             cache.acquire(allocation(b), 0, 100, device).close();
             cache.acquire(allocation(a), 0, 100, device).close();
@@ -110,13 +138,13 @@ class MappingCacheTest {
 
     @Test
     void shouldEvictPastTheByteBound() {
-        try (DeviceBuffer a = exporter.allocate(600); DeviceBuffer b = exporter.allocate(600);
-                MappingCache cache = cache(10, 1000)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+                MappingCache cache = cache(10, LARGE + LARGE / 2)) {
             cache.acquire(allocation(a), 0, 600, device).close();
             cache.acquire(allocation(b), 0, 600, device).close();
             MappingCache.Stats s = cache.stats();
             assertEquals(1, s.mapped());
-            assertEquals(600, s.mappedBytes());
+            assertEquals(LARGE, s.mappedBytes());
             assertEquals(1, s.evictions());
             assertEquals(1, openNow());
         }
@@ -124,8 +152,8 @@ class MappingCacheTest {
 
     @Test
     void shouldNotCloseAMappingHeldByACopyUntilItIsReleased() {
-        try (DeviceBuffer a = exporter.allocate(256); DeviceBuffer b = exporter.allocate(256);
-                DeviceBuffer target = exporter.allocate(256); MappingCache cache = cache(1, 1 << 20)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer target = exporter.allocate(256); MappingCache cache = cache(1, 1 << 30)) {
             MappingCache.Lease held = cache.acquire(allocation(a), 0, 256, device);
             MappingCache.Lease other = cache.acquire(allocation(b), 0, 256, device);
             assertEquals(2, cache.stats().mapped(), "over the bound while both are held");
@@ -143,8 +171,8 @@ class MappingCacheTest {
 
     @Test
     void shouldCloseAHeldMappingWhenItsLeaseComesBackAfterTheCacheClosed() {
-        try (DeviceBuffer a = exporter.allocate(256)) {
-            MappingCache cache = cache(4, 1 << 20);
+        try (DeviceBuffer a = exporter.allocate(LARGE)) {
+            MappingCache cache = cache(4, 1 << 30);
             MappingCache.Lease held = cache.acquire(allocation(a), 0, 256, device);
             cache.close();
             assertEquals(1, openNow(), "still held by a copy");
@@ -160,10 +188,36 @@ class MappingCacheTest {
 
     @Test
     void shouldRefuseARangeOutsideTheAllocationBeforeOpening() {
-        try (DeviceBuffer a = exporter.allocate(256); MappingCache cache = cache(4, 1 << 20)) {
-            assertThrows(IndexOutOfBoundsException.class, () -> cache.acquire(allocation(a), 200, 100, device));
+        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(4, 1 << 30)) {
+            assertThrows(IndexOutOfBoundsException.class, () -> cache.acquire(allocation(a), LARGE - 50, 100,
+                    device));
             assertEquals(0, cache.stats().opens());
         }
+    }
+
+    @Test
+    void shouldSayWhenTheMappingsLeasesHoldReachItsBounds() {
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer c = exporter.allocate(LARGE); MappingCache cache = cache(2, 1 << 30)) {
+            MappingCache.Lease first = cache.acquire(allocation(a), 0, 10, device);
+            MappingCache.Lease again = cache.acquire(allocation(a), 10, 10, device);
+            assertTrue(!cache.heldAtBound(), "two leases of one mapping hold one mapping");
+            MappingCache.Lease second = cache.acquire(allocation(b), 0, 10, device);
+            assertTrue(cache.heldAtBound(), "two mappings held: one more would pass the bound");
+            first.close();
+            again.close();
+            assertTrue(!cache.heldAtBound());
+            cache.acquire(allocation(c), 0, 10, device).close();
+            second.close();
+            assertEquals(2, cache.stats().mapped());
+        }
+        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(8, LARGE)) {
+            try (MappingCache.Lease held = cache.acquire(allocation(a), 0, 10, device)) {
+                assertTrue(cache.heldAtBound(), "the byte bound is held");
+                assertTrue(held.buffer().isOpen());
+            }
+        }
+        assertEquals(0, openNow());
     }
 
     @Test

@@ -45,8 +45,9 @@ class UcxTest {
                 List.of(MemoryKind.HOST, MemoryKind.DEVICE, MemoryKind.PINNED, MemoryKind.HOST, MemoryKind.HOST),
                 List.of(100L, 10L, 64L << 10, (64L << 10) + 1, 0L));
         assertEquals(List.of(true, false, true, false, true), inline);
-        assertEquals(3, UcxConnection.partsOf(MemoryKind.DEVICE, (8L << 20) + 1, 4 << 20));
-        assertEquals(2, UcxConnection.partsOf(MemoryKind.HOST, (64L << 20) + 1, 4 << 20));
+        assertEquals(3, UcxConnection.partsOf(MemoryKind.DEVICE, (8L << 20) + 1, 4 << 20, 64 << 20));
+        assertEquals(2, UcxConnection.partsOf(MemoryKind.HOST, (64L << 20) + 1, 4 << 20, 64 << 20));
+        assertEquals(257, UcxConnection.partsOf(MemoryKind.PINNED, (64L << 20) + 1, 4 << 20, 256 << 10));
         assertEquals((5L << 28) | 7, UcxConnection.tag(5, 7));
     }
 }

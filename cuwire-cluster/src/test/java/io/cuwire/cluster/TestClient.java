@@ -1,0 +1,82 @@
+package io.cuwire.cluster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.cuwire.cluster.internal.ClusterTypes;
+import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.rpc.Reply;
+import io.cuwire.cluster.rpc.Request;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
+import io.cuwire.memory.HostBuffer;
+import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.Limits;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.Connection;
+import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.TransportConfig;
+import io.cuwire.transport.Transports;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A connection to a worker as its client (or, when it is not the worker's first, as a peer), with the cluster's
+ * registry and families and memory of its own, for tests that send what {@link Client} would not. Closing closes the
+ * connection and checks that its memory came back.
+ */
+final class TestClient implements AutoCloseable {
+    private static final AtomicLong IDS = new AtomicLong(1);
+
+    final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("test-client-device",
+            BufferAllocator.UNLIMITED);
+    final BufferAllocator<HostBuffer> host = BufferAllocator.host("test-client-host", BufferAllocator.UNLIMITED);
+    final TypeRegistry registry = ClusterTypes.registry();
+    final Endpoint endpoint;
+
+    private TestClient(String address, byte[] secret) {
+        TransportConfig config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
+                .families(ClusterTypes.families()).build();
+        Connection c = Transports.forAddress(address).connect(address, config);
+        endpoint = new Endpoint("test-client", c, registry, new DecodeTarget(device, host, Limits.DEFAULT),
+                (from, r) -> { }, e -> new ClusterException("test client's connection broken", e), e -> { }).start();
+    }
+
+    static TestClient connect(String address, byte[] secret) {
+        return new TestClient(address, secret);
+    }
+
+    /** A new request id. */
+    static long nextId() {
+        return IDS.getAndIncrement();
+    }
+
+    /** Sends {@code op args} and returns the reply's future. */
+    CompletableFuture<Reply> request(String op, Object... args) {
+        return endpoint.call(new Request(nextId(), op, null, List.of(args)));
+    }
+
+    /** Sends {@code op args} and returns the value of its {@code ok} reply (within 60 s). */
+    Object call(String op, Object... args) throws Exception {
+        Reply r = request(op, args).get(60, TimeUnit.SECONDS);
+        assertEquals(Reply.OK, r.status(), op + ": " + r.errorType() + ": " + r.error());
+        return r.value();
+    }
+
+    /** The worker's device bytes in use, from its {@code stats}. */
+    long workerDeviceBytes() throws Exception {
+        List<?> stats = (List<?>) call("stats");
+        return (Long) stats.get(stats.size() - 4);
+    }
+
+    @Override
+    public void close() {
+        endpoint.close();
+        assertEquals(0, device.allocatedBytes(), device.toString());
+        assertEquals(0, host.allocatedBytes(), host.toString());
+        device.close();
+        host.close();
+    }
+}
