@@ -1,5 +1,6 @@
 package io.cuwire.spark.ml;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,6 +13,7 @@ import io.cuwire.spark.SparkCluster;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -52,9 +54,10 @@ import org.junit.jupiter.api.io.TempDir;
  * once models and DataFrames are dropped and a GC ran, no device bytes remain on the driver or the executors. The
  * scenarios run 20 times each ({@code -Dcuwire.spark.lifetimeRepeats=N} changes that), run {@code r} with stage
  * {@code r % 9}, so that every stage takes part at least twice; with {@code -Dcuwire.spark.lifetimeEveryStage=true}
- * every run takes every stage (nine times the Spark jobs: minutes on two cores). {@value #ROWS} rows in two
- * partitions, stages set to fit in a few Spark jobs. Each step runs in a method of its own, so that no local
- * variable of a test keeps a model or a frame reachable.
+ * every run takes every stage (nine times the Spark jobs: 23 minutes on two busy cores; add
+ * {@code -Djunit.jupiter.execution.timeout.mode=disabled}, as a method can outrun the class's timeout). {@value #ROWS}
+ * rows in two partitions, stages set to fit in a few Spark jobs. Each step runs in a method of its own, so that no
+ * local variable of a test keeps a model or a frame reachable.
  */
 @ExtendWith(SparkCluster.class)
 @Timeout(value = 15, unit = TimeUnit.MINUTES)
@@ -105,6 +108,23 @@ class SparkMlLifetimeTest {
         return out;
     }
 
+    /**
+     * Checks that the runs of a scenario all passed: {@code passed[i]} runs of stage {@code i} got through their
+     * assertions, as many as {@link #stagesOfRun} asked for in {@code REPEATS} runs (with 20, every stage at least
+     * twice); prints the count.
+     */
+    static void allRunsPassed(String scenario, int[] passed) {
+        int[] expected = new int[passed.length];
+        for (int rep = 0; rep < REPEATS; rep++) {
+            for (int i : stagesOfRun(rep, passed.length)) {
+                expected[i]++;
+            }
+        }
+        assertArrayEquals(expected, passed, scenario + ": runs by stage");
+        System.out.println(scenario + ": " + Arrays.stream(passed).sum() + " of " + Arrays.stream(expected).sum()
+                + " runs passed, by stage " + Arrays.toString(passed));
+    }
+
     /** The column a stage's models append. */
     static String appended(CuwireEstimator<?, ?, ?> stage) {
         return stage.appendedCol();
@@ -150,11 +170,14 @@ class SparkMlLifetimeTest {
         Dataset<Row> df = frame();
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
         List<FittedState> all = new ArrayList<>();
+        int[] passed = new int[stages.size()];
         for (int rep = 0; rep < REPEATS; rep++) {
             for (int i : stagesOfRun(rep, stages.size())) {
                 all.add(fitTransformGcAndAct(stages.get(i).get(), df));
+                passed[i]++;
             }
         }
+        allRunsPassed("fit(df).transform(df), a GC, an action", passed);
         gcUntil(() -> all.stream().allMatch(FittedState::isReleased), () -> "states held after the frames went");
         assertNoDeviceBytes();
     }
@@ -189,6 +212,7 @@ class SparkMlLifetimeTest {
         }
         List<Dataset<Row>> frames = new ArrayList<>();
         int[] framesOf = new int[models.size()];
+        int[] passed = new int[models.size()];
         for (int rep = 0; rep < REPEATS; rep++) {
             List<Dataset<Row>> these = new ArrayList<>();
             for (int i : stagesOfRun(rep, models.size())) {
@@ -209,7 +233,11 @@ class SparkMlLifetimeTest {
             for (Dataset<Row> f : these) {
                 assertComputed(f, "out" + rep, ROWS);
             }
+            for (int i : stagesOfRun(rep, models.size())) {
+                passed[i]++;
+            }
         }
+        allRunsPassed("transform(df, paramMap), a GC, an action", passed);
         for (CuwireModel<?> m : models) {
             closeCopiesAndOriginal(m, df);
         }
@@ -281,11 +309,14 @@ class SparkMlLifetimeTest {
         Dataset<Row> df = frame();
         List<FittedState> states = new ArrayList<>();
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
+        int[] passed = new int[stages.size()];
         for (int rep = 0; rep < REPEATS; rep++) {
             for (int i : stagesOfRun(rep, stages.size())) {
                 states.add(crossValidate(stages.get(i).get(), df, rep));
+                passed[i]++;
             }
         }
+        allRunsPassed("CrossValidator, a GC before each evaluation", passed);
         for (Supplier<CuwireEstimator<?, ?, ?>> s : stages) {
             states.add(trainValidationSplit(s.get(), df));
         }

@@ -226,5 +226,11 @@ class SparkMlParamsTest {
                 IllegalArgumentException.class, () -> new CuwireMultinomialNB().fit(negativeCounts)).getMessage());
         assertEquals(3, new CuwireLinearRegression().fit(fractional).coefficients().size(),
                 "a regressor takes fractional targets");
+        Dataset<Row> empty = df.where("id < 0");
+        for (CuwireEstimator<?, ?, ?> stage : List.of(new CuwireLogisticRegression(), new CuwireLinearRegression(),
+                new CuwireKMeans())) {
+            assertEquals("the data set has no rows to fit on", assertThrows(IllegalArgumentException.class,
+                    () -> stage.fit(empty)).getMessage(), stage + ": no rows, not a label's message");
+        }
     }
 }
