@@ -32,7 +32,9 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
  *       channel (protect that with {@code spark.authenticate})</td></tr>
  *   <tr><td>{@value #DEVICE}</td><td>the executor's first GPU, else 0</td><td>the device ordinal of the
  *       executor's endpoint; without it, the first address of the {@code gpu} resource Spark assigned</td></tr>
- *   <tr><td>{@value #HOST}</td><td>the executor's host</td><td>the address the endpoints listen on</td></tr>
+ *   <tr><td>{@value #HOST}</td><td>the driver's {@code spark.driver.host} (else {@code 127.0.0.1}); an executor's
+ *       host as its BlockManager knows it</td><td>the address the endpoints listen on (on a cluster the executors'
+ *       default is a non-loopback address)</td></tr>
  * </table>
  */
 public final class CuwirePlugin implements SparkPlugin {

@@ -3,7 +3,7 @@ package io.cuwire.spark;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.cuwire.spark.ml.CuwireLinearRegression;
-import io.cuwire.spark.ml.CuwireModel;
+import io.cuwire.spark.ml.CuwireLinearRegressionModel;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -47,8 +47,8 @@ class ReadmeSparkExampleTest {
         model.write().overwrite().save(path);          // the fitted state as a cuwire header plus frames
         PipelineModel loaded = PipelineModel.load(path);
         Row first = loaded.transform(train).select("x0", "x1", "prediction").first();  // each executor fetches once
-        ((CuwireModel) model.stages()[1]).close();     // releases the model and the executors' copies
-        ((CuwireModel) loaded.stages()[1]).close();
+        ((CuwireLinearRegressionModel) model.stages()[1]).close();  // optional: released once nothing holds it
+        ((CuwireLinearRegressionModel) loaded.stages()[1]).close();
         // README end
         assertEquals(2 * first.getDouble(0) - first.getDouble(1) + 3, first.getDouble(2), 1e-6);
     }

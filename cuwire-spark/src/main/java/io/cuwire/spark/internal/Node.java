@@ -90,11 +90,18 @@ public final class Node implements AutoCloseable {
     /** The request for a node's {@link NodeStats}. */
     static final String STATS = "stats";
 
+    /** The largest scratch buffer kept for reuse. */
+    private static final long SCRATCH_BUFFER_BYTES = 64 << 10;
+    /** The most bytes of free scratch buffers kept. */
+    private static final long SCRATCH_RETAINED_BYTES = 8 << 20;
+
     private static volatile Node current;
 
     private final String executorId;
     private final Device device;
     private final BufferAllocator<DeviceBuffer> deviceMemory;
+    private final PooledMemory scratch;
+    private final BufferAllocator<DeviceBuffer> scratchMemory;
     private final BufferAllocator<HostBuffer> hostMemory;
     private final TypeRegistry registry = newRegistry();
     private final DecodeTarget target;
@@ -119,6 +126,8 @@ public final class Node implements AutoCloseable {
         this.device = device;
         String name = "spark-" + executorId;
         this.deviceMemory = device.newAllocator(name + "-device", BufferAllocator.UNLIMITED);
+        this.scratch = new PooledMemory(device.memory(), SCRATCH_BUFFER_BYTES, SCRATCH_RETAINED_BYTES);
+        this.scratchMemory = BufferAllocator.root(name + "-scratch", BufferAllocator.UNLIMITED, scratch);
         this.hostMemory = BufferAllocator.host(name + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(deviceMemory, hostMemory, Limits.DEFAULT);
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(hostMemory, deviceMemory))
@@ -189,6 +198,14 @@ public final class Node implements AutoCloseable {
 
     public BufferAllocator<HostBuffer> hostMemory() {
         return hostMemory;
+    }
+
+    /**
+     * Device memory for the small arrays of row-at-a-time work (scoring one row): freed buffers up to 64 KiB are
+     * kept for reuse (8 MiB at most), and released once this node caches no model any more.
+     */
+    public BufferAllocator<DeviceBuffer> scratchMemory() {
+        return scratchMemory;
     }
 
     public TypeRegistry registry() {
@@ -491,6 +508,9 @@ public final class Node implements AutoCloseable {
                 e.getValue().thenAccept(Cached::release);
             }
         }
+        if (cache.isEmpty()) {
+            scratch.trim();
+        }
     }
 
     // ---------------------------------------------------------------- serving
@@ -604,7 +624,7 @@ public final class Node implements AutoCloseable {
         }
         NodeStats s = new NodeStats(executorId, address(), fetchedFromDriver.get(), fetchedFromPeers.get(),
                 fetchedBytes.get(), servedToPeers.get(), redirects.get(), evicted.get(), cache.size(), copies,
-                deviceMemory.allocatedBytes());
+                deviceMemory.allocatedBytes() + scratchMemory.allocatedBytes() + scratch.retainedBytes());
         if (reset) {
             for (AtomicLong a : List.of(fetchedFromDriver, fetchedFromPeers, fetchedBytes, servedToPeers, redirects,
                     evicted)) {
@@ -684,7 +704,7 @@ public final class Node implements AutoCloseable {
             }
         }
         try {
-            Closeables.closeAll(List.of(deviceMemory, hostMemory));
+            Closeables.closeAll(List.<AutoCloseable>of(scratchMemory, scratch::trim, deviceMemory, hostMemory));
         } catch (RuntimeException e) {
             System.getLogger(Node.class.getName()).log(System.Logger.Level.WARNING,
                     "cuwire endpoint of " + executorId + " closed with memory in use: " + e.getMessage());

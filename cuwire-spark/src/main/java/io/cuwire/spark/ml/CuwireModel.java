@@ -1,34 +1,28 @@
 package io.cuwire.spark.ml;
 
-import io.cuwire.cluster.MlTasks;
-import io.cuwire.cluster.TaskRegistry;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.NdArray;
-import io.cuwire.cluster.TaskType;
 import io.cuwire.ml.Estimator;
-import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.spark.CuwireSpark;
-import io.cuwire.spark.ModelBroadcast;
 import io.cuwire.spark.ModelRef;
 import io.cuwire.spark.internal.FrameStreams;
 import io.cuwire.spark.internal.Node;
-import io.cuwire.spark.internal.SparkPartitions;
 import java.io.IOException;
+import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
+import java.util.function.BiFunction;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.ml.Model;
-import org.apache.spark.ml.linalg.VectorUDT;
+import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
@@ -38,221 +32,255 @@ import org.apache.spark.ml.util.DefaultParamsWriter$;
 import org.apache.spark.ml.util.MLReader;
 import org.apache.spark.ml.util.MLWritable;
 import org.apache.spark.ml.util.MLWriter;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import scala.collection.Seq;
 
 /**
- * A fitted cuwire estimator as a Spark ML model. The fitted state lives in the driver's device memory;
- * {@link #transform} broadcasts it once as a handle ({@link CuwireSpark#broadcast}) and runs it in the executors,
- * each executor JVM fetching the frames once: a predicting model appends a double column {@code predictionCol}, a
- * transforming one (PCA) a column {@code outputCol} of ml vectors. {@link #close()} releases the broadcast
- * (evicting the executors' copies) and the fitted state. Saved with Spark ML persistence: the params as Spark's
- * JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long offsets:
- * models over 2 GiB work).
+ * A fitted cuwire estimator as a Spark ML model: the base of the typed models each stage's {@code fit} returns
+ * ({@link CuwireLinearRegressionModel}, {@link CuwireKMeansModel}, {@link CuwireLogisticRegressionModel}, …). The
+ * fitted state lives in the driver's device memory; {@link #transform} broadcasts it once as a handle
+ * ({@link CuwireSpark#broadcast}) and computes the model's columns in the executors, each executor JVM fetching the
+ * frames once, a batch of rows at a time on the executor's device. Saved with Spark ML persistence: the params as
+ * Spark's JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long
+ * offsets: models over 2 GiB work).
+ *
+ * <h2>Lifetime</h2>
+ * The fitted state is shared, with a count of its holders: this model, each of its {@link #copy copies}, and the
+ * plan of each {@code DataFrame} that {@link #transform} returned (and of those derived from it) hold it. It is
+ * released — the broadcast closed, which evicts the executors' copies, and the driver's device memory freed — once
+ * none of them holds it any more: a holder lets go when it is {@link #close() closed}, or when it becomes
+ * unreachable and the garbage collector has noticed. So a lazy {@code DataFrame} works for as long as it exists,
+ * whatever happened to the model it came from; closing one copy never breaks another; and a model nobody closes
+ * (as Spark's {@code CrossValidator}, {@code Pipeline} and the rest never do) is released after a GC. Closing the
+ * model and its copies releases the memory at once when no DataFrame they made is still around.
+ *
+ * @param <M> the concrete model
  */
-public final class CuwireModel extends Model<CuwireModel> implements MLWritable, AutoCloseable {
-    private static final int BATCH_ROWS = 8192;
-    private static final TaskRegistry TASKS = TaskRegistry.standard();
-
-    /** What a model appends to each row: a prediction, or the transformed features. */
-    enum Output {
-        /** {@code predict}: a double per row, in {@code predictionCol}. */
-        PREDICTION(MlTasks.PREDICT, DataTypes.DoubleType),
-        /** {@code transform}: an ml vector per row, in {@code outputCol}. */
-        TRANSFORM(MlTasks.TRANSFORM, new VectorUDT());
-
-        private final TaskType<NdArray> task;
-        private final DataType type;
-
-        Output(TaskType<NdArray> task, DataType type) {
-            this.task = task;
-            this.type = type;
-        }
-
-        /** The output of {@code e}'s fitted models. */
-        static Output of(Estimator e) {
-            return e instanceof PCA ? TRANSFORM : PREDICTION;
-        }
-
-        /** The column type. */
-        DataType type() {
-            return type;
-        }
-
-        /** The column values of {@code result}, one per row: boxed doubles or dense vectors. */
-        Object[] values(NdArray result) {
-            double[] v = doubles(result);
-            if (this == PREDICTION) {
-                Object[] out = new Object[v.length];
-                for (int i = 0; i < v.length; i++) {
-                    out[i] = v[i];
-                }
-                return out;
-            }
-            int rows = (int) result.dim(0);
-            int cols = rows == 0 ? 0 : v.length / rows;
-            Object[] out = new Object[rows];
-            for (int i = 0; i < rows; i++) {
-                out[i] = Vectors.dense(Arrays.copyOfRange(v, i * cols, (i + 1) * cols));
-            }
-            return out;
-        }
-    }
-
-    private final String uid;
-    private final Param<String> featuresCol;
-    private final Param<String> predictionCol;
-    private final Param<String> outputCol;
-    private final Estimator fitted;
-    private final Output output;
-    private ModelBroadcast<Estimator> broadcast;
-
-    /** A model of the fitted cuwire estimator {@code fitted}, which it owns from now on. */
-    @SuppressWarnings("this-escape") // Spark params name their parent at construction
-    public CuwireModel(String uid, Estimator fitted) {
-        this.uid = uid;
-        this.fitted = fitted;
-        this.output = Output.of(fitted);
-        this.featuresCol = new Param<>(this, "featuresCol", "features column: ml vectors or arrays of numbers");
-        this.predictionCol = new Param<>(this, "predictionCol", "prediction column, of a predicting model");
-        this.outputCol = new Param<>(this, "outputCol", "column of ml vectors, of a transforming model (PCA)");
-        setDefault(featuresCol, "features");
-        setDefault(predictionCol, "prediction");
-        setDefault(outputCol, "output");
-    }
-
-    @Override
-    public String uid() {
-        return uid;
-    }
-
-    public Param<String> featuresCol() {
-        return featuresCol;
-    }
-
-    public Param<String> predictionCol() {
-        return predictionCol;
-    }
-
-    public Param<String> outputCol() {
-        return outputCol;
-    }
-
-    public String getFeaturesCol() {
-        return getOrDefault(featuresCol);
-    }
-
-    public String getPredictionCol() {
-        return getOrDefault(predictionCol);
-    }
-
-    public String getOutputCol() {
-        return getOrDefault(outputCol);
-    }
-
-    public CuwireModel setFeaturesCol(String value) {
-        set(featuresCol, value);
-        return this;
-    }
-
-    public CuwireModel setPredictionCol(String value) {
-        set(predictionCol, value);
-        return this;
-    }
-
-    public CuwireModel setOutputCol(String value) {
-        set(outputCol, value);
-        return this;
-    }
-
-    /** The param naming the column this model appends: {@link #predictionCol} or, for PCA, {@link #outputCol}. */
-    public Param<String> appendedCol() {
-        return output == Output.PREDICTION ? predictionCol : outputCol;
-    }
-
-    /** The fitted cuwire estimator, in the driver's memory (owned by this model: do not close it). */
-    public Estimator estimator() {
-        return fitted;
-    }
-
-    /** The handle tasks use, broadcasting the model on first call. */
-    public synchronized ModelRef<Estimator> ref() {
-        if (broadcast == null || broadcast.isReleased()) {
-            broadcast = CuwireSpark.broadcast(fitted);
-        }
-        return broadcast.ref();
-    }
-
-    @Override
-    public Dataset<Row> transform(Dataset<?> dataset) {
-        StructType out = transformSchema(dataset.schema());
-        ModelRef<Estimator> ref = ref();
-        Output o = output;
-        int features = dataset.schema().fieldIndex(getFeaturesCol());
-        JavaRDD<Row> rows = dataset.toDF().javaRDD().mapPartitions(it -> apply(ref, o, features, it));
-        return dataset.sparkSession().createDataFrame(rows, out);
+public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> implements MLWritable, AutoCloseable {
+    /** How an executor computes one appended column for a batch of rows (on its device): a value per row. */
+    @FunctionalInterface
+    interface Scoring extends Serializable {
+        /** The column's values for the rows of {@code x}, computed with the fitted estimator {@code fitted}. */
+        Object[] values(Estimator fitted, NdArray x);
     }
 
     /**
-     * In an executor: the rows with the model's output appended, a batch of rows at a time as Spark pulls them
-     * (one batch in memory, not the whole partition).
+     * A column the model appends.
+     *
+     * @param field the column's name, type and metadata
+     * @param scoring how its values are computed
      */
-    private static Iterator<Row> apply(ModelRef<Estimator> ref, Output output, int features, Iterator<Row> rows) {
-        return new Iterator<>() {
-            private final List<Row> batch = new ArrayList<>();
-            private Object[] results = new Object[0];
-            private int next;
-
-            @Override
-            public boolean hasNext() {
-                if (next == batch.size()) {
-                    batch.clear();
-                    next = 0;
-                    while (batch.size() < BATCH_ROWS && rows.hasNext()) {
-                        batch.add(rows.next());
-                    }
-                    results = batch.isEmpty() ? results : applyBatch(ref, output, features, batch);
-                }
-                return next < batch.size();
-            }
-
-            @Override
-            public Row next() {
-                if (!hasNext()) {
-                    throw new NoSuchElementException();
-                }
-                Row r = batch.get(next);
-                Object[] values = new Object[r.length() + 1];
-                for (int j = 0; j < r.length(); j++) {
-                    values[j] = r.get(j);
-                }
-                values[r.length()] = results[next++];
-                return RowFactory.create(values);
-            }
-        };
+    record Output(StructField field, Scoring scoring) implements Serializable {
     }
 
-    private static Object[] applyBatch(ModelRef<Estimator> ref, Output output, int features, List<Row> batch) {
+    private final String uid;
+    private final FittedState.Hold hold;
+    private final Param<String> featuresCol;
+
+    /** A model holding {@code state}. */
+    @SuppressWarnings("this-escape") // Spark params name their parent at construction; the hold names its holder
+    CuwireModel(String uid, FittedState state) {
+        this.uid = uid;
+        this.hold = state.hold(this);
+        this.featuresCol = new Param<>(this, "featuresCol", "features column: ml vectors or arrays of numbers");
+        setDefault(featuresCol, "features");
+    }
+
+    @Override
+    public final String uid() {
+        return uid;
+    }
+
+    /** The features column: ml vectors or arrays of numbers. */
+    public final Param<String> featuresCol() {
+        return featuresCol;
+    }
+
+    public final String getFeaturesCol() {
+        return getOrDefault(featuresCol);
+    }
+
+    public final M setFeaturesCol(String value) {
+        set(featuresCol, value);
+        return self();
+    }
+
+    /** This model, as its concrete type. */
+    @SuppressWarnings("unchecked")
+    final M self() {
+        return (M) this;
+    }
+
+    /**
+     * The fitted cuwire estimator, in the driver's memory, shared with this model's copies (do not close it).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    public Estimator estimator() {
+        return state().estimator();
+    }
+
+    /**
+     * The handle tasks use, broadcasting the fitted estimator on first call (one broadcast for this model and its
+     * copies).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    public final ModelRef<Estimator> ref() {
+        return state().ref();
+    }
+
+    /** Whether {@link #close()} ran on this model (its copies and the DataFrames it made are not affected). */
+    public final boolean isClosed() {
+        return hold.isClosed();
+    }
+
+    /** The shared state, if this model is open. */
+    final FittedState state() {
+        if (hold.isClosed()) {
+            throw new IllegalStateException(getClass().getSimpleName() + " " + uid + " was closed (its copies and "
+                    + "the DataFrames it made keep working)");
+        }
+        return hold.state();
+    }
+
+    /** The columns this model appends with its current params, in order (those whose name is empty left out). */
+    abstract List<Output> outputs();
+
+    /** A new model of this type holding {@code state}, with default params (the base of {@link #copy}). */
+    abstract M create(String uid, FittedState state);
+
+    /** The param naming the main column this model appends: {@code predictionCol}, or PCA's {@code outputCol}. */
+    abstract Param<String> appendedCol();
+
+    /**
+     * The rows of {@code dataset} with this model's columns appended: one user-defined function of the features
+     * column, named {@code cuwire_<Model>}, computes them in the executors, so Catalyst sees an expression it can
+     * prune (a query that reads none of the columns never runs the model) and streaming {@code DataFrame}s work as
+     * batch ones. The result's plan holds the fitted state until the result is gone (see the class comment).
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    @Override
+    public Dataset<Row> transform(Dataset<?> dataset) {
+        transformSchema(dataset.schema());
+        List<Output> outputs = outputs();
+        if (outputs.isEmpty()) {
+            return dataset.toDF();
+        }
+        FittedState.PlanHandle plan = new FittedState.PlanHandle(state());
+        List<StructField> fields = new ArrayList<>();
+        for (int c = 0; c < outputs.size(); c++) {
+            StructField f = outputs.get(c).field();
+            fields.add(new StructField("c" + c, f.dataType(), false, Metadata.empty()));
+        }
+        StructType scoredType = new StructType(fields.toArray(new StructField[0]));
+        UDF1<Object, Row> score = features -> score(plan.ref(), outputs, features);
+        Column scored = functions.udf(score, scoredType).asNonNullable()
+                .withName("cuwire_" + getClass().getSimpleName()).apply(functions.col(featuresColumn()));
+        if (outputs.size() == 1) {
+            StructField f = outputs.getFirst().field();
+            return dataset.toDF().withColumn(f.name(), scored.getField("c0").as(f.name(), f.metadata()));
+        }
+        String struct = "__cuwire_" + uid;
+        Dataset<Row> out = dataset.toDF().withColumn(struct, scored);
+        for (int c = 0; c < outputs.size(); c++) {
+            StructField f = outputs.get(c).field();
+            out = out.withColumn(f.name(), functions.col(struct).getField("c" + c).as(f.name(), f.metadata()));
+        }
+        return out.drop(struct);
+    }
+
+    /** The column the features are read from. */
+    String featuresColumn() {
+        return getFeaturesCol();
+    }
+
+    /** In an executor: the model's columns for one row's features (an ml vector or a sequence of numbers). */
+    private static Row score(ModelRef<Estimator> ref, List<Output> outputs, Object features) {
+        double[] x = features(features);
         Node node = Node.current();
-        double[][] x = new double[batch.size()][];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = SparkPartitions.features(batch.get(i), features);
-        }
-        try (NdArray input = NdArray.fromMatrix(node.deviceMemory(), x)) {
-            io.cuwire.cluster.TaskContext ctx = new io.cuwire.cluster.TaskContext(0, node.device().ordinal(),
-                    node.deviceMemory(), node.hostMemory());
-            try (NdArray p = ref.apply(m -> (NdArray) TASKS.get(output.task.name()).run(ctx, List.of(m, input)))) {
-                return output.values(p);
-            }
+        try (NdArray input = NdArray.fromArray(node.scratchMemory(), x, 1, x.length)) {
+            return ref.apply(m -> {
+                Object[] values = new Object[outputs.size()];
+                for (int c = 0; c < values.length; c++) {
+                    values[c] = outputs.get(c).scoring().values(m, input)[0];
+                }
+                return RowFactory.create(values);
+            });
         }
     }
+
+    /** The features of one row as the function gets them: an ml vector, or a Scala sequence of numbers. */
+    private static double[] features(Object features) {
+        if (features instanceof Vector v) {
+            return v.toArray();
+        }
+        if (features instanceof Seq<?> seq) {
+            double[] out = new double[seq.length()];
+            for (int j = 0; j < out.length; j++) {
+                Object e = seq.apply(j);
+                if (!(e instanceof Number n)) {
+                    throw new IllegalArgumentException("features hold " + e + " at " + j
+                            + " (expected: numbers, and no null)");
+                }
+                out[j] = n.doubleValue();
+            }
+            return out;
+        }
+        throw new IllegalArgumentException(features == null ? "null features (expected: an ml vector or an array of "
+                + "numbers in every row)" : "features of " + features.getClass().getName()
+                + " (expected: an ml vector or an array of numbers)");
+    }
+
+    @Override
+    public StructType transformSchema(StructType schema) {
+        List<StructField> fields = new ArrayList<>();
+        for (Output o : outputs()) {
+            fields.add(o.field());
+        }
+        return Schemas.appended(schema, featuresColumn(), fields);
+    }
+
+    /**
+     * A copy sharing this model's fitted state, with {@code extra}'s params.
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    @Override
+    public M copy(ParamMap extra) {
+        M copy = copyValues(create(uid, state()), extra);
+        copy.setParent(parent());
+        copyExtras(copy);
+        return copy;
+    }
+
+    /** Carries what a copy shares besides the state and the params (a training summary); nothing by default. */
+    void copyExtras(M copy) {
+    }
+
+    /**
+     * Lets go of the fitted state: released now (the broadcast closed, evicting the executors' copies, and the
+     * driver's memory freed) if no copy and no DataFrame holds it any more, else when the last of them lets go.
+     * This model cannot be used afterwards; closing twice is harmless.
+     */
+    @Override
+    public void close() {
+        hold.close();
+    }
+
+    // ---------------------------------------------------------------- executor-side values
 
     /** The elements of a float or integer array as doubles. */
-    private static double[] doubles(NdArray p) {
+    static double[] doubles(NdArray p) {
         return switch (p.dtype()) {
             case FLOAT64 -> p.toDoubleArray();
             case FLOAT32 -> {
@@ -268,33 +296,48 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         };
     }
 
-    /** {@code schema} with {@code output}'s column {@code column}, after checking that {@code features} is there. */
-    static StructType withOutput(StructType schema, String features, Output output, String column) {
-        schema.fieldIndex(features);
-        if (List.of(schema.fieldNames()).contains(column)) {
-            throw new IllegalArgumentException("column '" + column + "' exists already in " + schema);
+    /** The elements of {@code p} (one per row) as boxed doubles; closes {@code p}. */
+    static Object[] boxedDoubles(NdArray p) {
+        try (p) {
+            double[] v = doubles(p);
+            Object[] out = new Object[v.length];
+            for (int i = 0; i < v.length; i++) {
+                out[i] = v[i];
+            }
+            return out;
         }
-        return schema.add(column, output.type(), false);
     }
 
-    @Override
-    public StructType transformSchema(StructType schema) {
-        return withOutput(schema, getFeaturesCol(), output, getOrDefault(appendedCol()));
-    }
-
-    @Override
-    public CuwireModel copy(ParamMap extra) {
-        CuwireModel copy = copyValues(new CuwireModel(uid, fitted), extra);
-        return copy.setParent(parent());
-    }
-
-    /** Releases the broadcast (evicting the executors' copies) and the fitted state. Closing twice is harmless. */
-    @Override
-    public synchronized void close() {
-        if (broadcast != null) {
-            broadcast.close();
+    /** The elements of int32 {@code p} (one per row) as boxed integers; closes {@code p}. */
+    static Object[] boxedInts(NdArray p) {
+        try (p) {
+            int[] v = p.toIntArray();
+            Object[] out = new Object[v.length];
+            for (int i = 0; i < v.length; i++) {
+                out[i] = v[i];
+            }
+            return out;
         }
-        fitted.close();
+    }
+
+    /** The rows of matrix {@code p} (n x k) as dense vectors, each scaled by {@code scale}; closes {@code p}. */
+    static Object[] rowVectors(NdArray p, double scale) {
+        try (p) {
+            double[] v = doubles(p);
+            int rows = (int) p.dim(0);
+            int cols = rows == 0 ? 0 : v.length / rows;
+            Object[] out = new Object[rows];
+            for (int i = 0; i < rows; i++) {
+                double[] row = Arrays.copyOfRange(v, i * cols, (i + 1) * cols);
+                if (scale != 1) {
+                    for (int j = 0; j < cols; j++) {
+                        row[j] *= scale;
+                    }
+                }
+                out[i] = Vectors.dense(row);
+            }
+            return out;
+        }
     }
 
     // ---------------------------------------------------------------- persistence
@@ -306,20 +349,10 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
         return new Writer(this);
     }
 
-    /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */
-    public static MLReader<CuwireModel> read() {
-        return new Reader();
-    }
-
-    /** Loads a saved model into the driver's device memory. */
-    public static CuwireModel load(String path) {
-        return read().load(path);
-    }
-
     private static final class Writer extends MLWriter {
-        private final CuwireModel model;
+        private final CuwireModel<?> model;
 
-        Writer(CuwireModel model) {
+        Writer(CuwireModel<?> model) {
             this.model = model;
         }
 
@@ -328,37 +361,64 @@ public final class CuwireModel extends Model<CuwireModel> implements MLWritable,
             DefaultParamsWriter$.MODULE$.saveMetadata(model, path, sparkSession());
             Node node = Node.current();
             Path file = new Path(path, DATA);
+            Estimator fitted = model.estimator();
             try {
                 FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
                 try (FSDataOutputStream out = fs.create(file, true);
-                        Serialized s = node.registry().serialize(model.fitted, Family.CUDA, Family.HOST)) {
+                        Serialized s = node.registry().serialize(fitted, Family.CUDA, Family.HOST)) {
                     FrameStreams.write(s, out, node.hostMemory());
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("saving " + model.fitted + " to " + file, e);
+                throw new UncheckedIOException("saving " + fitted + " to " + file, e);
             }
         }
     }
 
-    private static final class Reader extends MLReader<CuwireModel> {
+    /**
+     * The reader of saved models of class {@code type}, whose fitted estimator is a {@code fitted}: the model is
+     * made with {@code make} and gets the saved params.
+     */
+    static <M extends CuwireModel<M>> MLReader<M> reader(Class<M> type, Class<? extends Estimator> fitted,
+            BiFunction<String, FittedState, M> make) {
+        return new Reader<>(type, fitted, make);
+    }
+
+    private static final class Reader<M extends CuwireModel<M>> extends MLReader<M> {
+        private final Class<M> type;
+        private final Class<? extends Estimator> fitted;
+        private final BiFunction<String, FittedState, M> make;
+
+        Reader(Class<M> type, Class<? extends Estimator> fitted, BiFunction<String, FittedState, M> make) {
+            this.type = type;
+            this.fitted = fitted;
+            this.make = make;
+        }
+
         @Override
-        public CuwireModel load(String path) {
+        public M load(String path) {
             DefaultParamsReader.Metadata meta = DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession(),
-                    CuwireModel.class.getName());
+                    type.getName());
             Node node = Node.current();
             Path file = new Path(path, DATA);
-            Estimator fitted;
+            Object value;
             try {
                 FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
                 try (FSDataInputStream in = fs.open(file);
                         Serialized s = FrameStreams.read(in, node.frameAllocator(), node.hostMemory(),
                                 Limits.DEFAULT)) {
-                    fitted = (Estimator) node.registry().deserialize(s, node.target());
+                    value = node.registry().deserialize(s, node.target());
                 }
             } catch (IOException e) {
                 throw new UncheckedIOException("loading a cuwire model from " + file, e);
             }
-            CuwireModel model = new CuwireModel(meta.uid(), fitted);
+            if (!fitted.isInstance(value)) {
+                if (value instanceof AutoCloseable c) {
+                    Closeables.closeAll(List.of(c));
+                }
+                throw new IllegalArgumentException(file + " holds a " + value.getClass().getSimpleName()
+                        + " (expected: a fitted " + fitted.getSimpleName() + ", for " + type.getSimpleName() + ")");
+            }
+            M model = make.apply(meta.uid(), new FittedState(fitted.cast(value)));
             meta.getAndSetParams(model, scala.Option.apply(null));
             return model;
         }

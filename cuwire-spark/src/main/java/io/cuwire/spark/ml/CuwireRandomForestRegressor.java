@@ -1,12 +1,19 @@
 package io.cuwire.spark.ml;
 
 import io.cuwire.ml.ensemble.RandomForestRegressor;
+import org.apache.spark.ml.param.ParamMap;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
-/** A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} in Spark ML. */
-public final class CuwireRandomForestRegressor extends CuwireRandomForest<RandomForestRegressor> {
+/**
+ * A random-forest regressor grown in the executors: cuwire's {@code RandomForestRegressor} with MLlib's
+ * {@code RandomForestRegressor} params (see {@link CuwireRandomForest}).
+ */
+public final class CuwireRandomForestRegressor
+        extends CuwireRandomForest<RandomForestRegressor, CuwireRandomForestRegressor,
+        CuwireRandomForestRegressionModel> {
+
     /** A stage with a fresh uid. */
     public CuwireRandomForestRegressor() {
         this(Identifiable.randomUID("cuwireRandomForestRegressor"));
@@ -16,12 +23,26 @@ public final class CuwireRandomForestRegressor extends CuwireRandomForest<Random
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireRandomForestRegressor(String uid) {
         super(uid);
-        cuwireDefaults();
     }
 
     @Override
     protected RandomForestRegressor newEstimator() {
         return new RandomForestRegressor();
+    }
+
+    @Override
+    CuwireRandomForestRegressionModel newModel(String uid, FittedState state) {
+        return new CuwireRandomForestRegressionModel(uid, state);
+    }
+
+    @Override
+    public RandomForestRegressor estimator() {
+        return forest(new RandomForestRegressor());
+    }
+
+    @Override
+    public CuwireRandomForestRegressor copy(ParamMap extra) {
+        return defaultCopy(extra);
     }
 
     /** The reader of saved stages. */

@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.ml.linalg.Vector;
+import org.apache.spark.ml.util.DefaultParamsReader$;
 import org.apache.spark.ml.linalg.VectorUDT;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.sql.Dataset;
@@ -108,11 +109,13 @@ class SparkMlStagesTest {
     }
 
     /** Saves {@code model}, loads it back, and checks that it appends the same column; closes both. */
-    static void assertSavedAndLoaded(CuwireModel model, Dataset<Row> frame, Path dir) throws IOException {
+    static void assertSavedAndLoaded(CuwireModel<?> model, Dataset<Row> frame, Path dir) throws IOException {
         String column = model.getOrDefault(model.appendedCol());
         String path = dir.resolve(model.uid()).toString();
         model.write().overwrite().save(path);
-        try (model; CuwireModel back = CuwireModel.load(path)) {
+        try (model; CuwireModel<?> back = DefaultParamsReader$.MODULE$.loadParamsInstance(path,
+                SparkCluster.session())) {
+            assertEquals(model.getClass(), back.getClass());
             assertEquals(model.estimator().getClass(), back.estimator().getClass());
             assertEquals(model.estimator().params(), back.estimator().params());
             assertEquals(column, back.getOrDefault(back.appendedCol()));
@@ -123,7 +126,7 @@ class SparkMlStagesTest {
     }
 
     /** Saves the unfitted stage and loads it with {@code load}; the cuwire estimator's parameters survive. */
-    static <S extends CuwireEstimator<?>> void assertStageSavedAndLoaded(S stage, Path dir,
+    static <S extends CuwireEstimator<?, ?, ?>> void assertStageSavedAndLoaded(S stage, Path dir,
             Function<String, S> load) throws IOException {
         String path = dir.resolve("stage-" + stage.uid()).toString();
         stage.write().overwrite().save(path);
@@ -154,8 +157,8 @@ class SparkMlStagesTest {
                 NdArray y = NdArray.fromArray(CuwireSpark.deviceMemory(), ints(labels), ROWS);
                 MultinomialNB single = new MultinomialNB().alpha(0.5).fit(x, y);
                 NdArray expected = single.predict(x)) {
-            CuwireModel model = nbStage.fit(nbFrame);
-            MultinomialNB fitted = (MultinomialNB) model.estimator();
+            var model = nbStage.fit(nbFrame);
+            MultinomialNB fitted = model.estimator();
             assertEquals(3, fitted.classes());
             assertArrayEquals(single.featureLogProb().toDoubleArray(), fitted.featureLogProb().toDoubleArray(), 1e-12);
             assertArrayEquals(single.classLogPrior().toDoubleArray(), fitted.classLogPrior().toDoubleArray(), 1e-12);
@@ -174,8 +177,8 @@ class SparkMlStagesTest {
                 NdArray y = NdArray.fromArray(CuwireSpark.deviceMemory(), ints(knnLabels), ROWS);
                 KNeighborsClassifier single = new KNeighborsClassifier().nNeighbors(7).fit(x, y);
                 NdArray expected = single.predict(x)) {
-            CuwireModel model = knnStage.fit(knnFrame);
-            KNeighborsClassifier fitted = (KNeighborsClassifier) model.estimator();
+            var model = knnStage.fit(knnFrame);
+            KNeighborsClassifier fitted = model.estimator();
             assertTrue(single.fitX().contentEquals(fitted.fitX()), "the partitions' rows, in order, on the driver");
             double[] want = SparkMlTest.toDoubles(expected);
             double[] got = predictions(model.transform(knnFrame), "vote");
@@ -230,8 +233,8 @@ class SparkMlStagesTest {
                 RandomForestClassifier merged = mergedForest((RandomForestClassifier) new RandomForestClassifier()
                         .setParams(params), x, labels, true);
                 NdArray expected = merged.predict(all)) {
-            CuwireModel model = stage.fit(classes);
-            RandomForestClassifier fitted = (RandomForestClassifier) model.estimator();
+            var model = stage.fit(classes);
+            RandomForestClassifier fitted = model.estimator();
             assertEquals(12, fitted.info().trees());
             double[] want = SparkMlTest.toDoubles(expected);
             assertArrayEquals(want, predictions(model.transform(classes), "prediction"), 0.0);
@@ -256,8 +259,8 @@ class SparkMlStagesTest {
                         .setParams(Map.of("nEstimators", 8, "maxDepth", 8, "seed", 5L, "maxFeatures", 1.0)), x,
                         targets, false);
                 NdArray expected = merged.predict(all)) {
-            CuwireModel model = regressor.fit(values);
-            assertEquals(8, ((RandomForestRegressor) model.estimator()).info().trees());
+            var model = regressor.fit(values);
+            assertEquals(8, (model.estimator()).info().trees());
             double[] want = expected.toDoubleArray();
             assertArrayEquals(want, predictions(model.transform(values), "prediction"), 1e-9);
             double sse = 0;
@@ -287,14 +290,14 @@ class SparkMlStagesTest {
         Dataset<Row> frame = frame(x, new double[ROWS]).drop("label");
         CuwirePCA stage = new CuwirePCA();
         stage.setParam("nComponents", 2);
-        stage.setOutputCol("projected");
+        stage.setOutputCol("projected").setCenter(true);
         assertStageSavedAndLoaded(stage, dir, CuwirePCA::load);
         assertInstanceOf(VectorUDT.class, stage.transformSchema(frame.schema()).apply("projected").dataType());
         try (NdArray all = NdArray.fromMatrix(CuwireSpark.deviceMemory(), x);
                 PCA single = new PCA().nComponents(2).fit(all);
                 NdArray projected = single.transform(all)) {
-            CuwireModel model = stage.fit(frame);
-            PCA fitted = (PCA) model.estimator();
+            var model = stage.fit(frame);
+            PCA fitted = model.estimator();
             double[][] a = single.components().toDoubleMatrix();
             double[][] b = fitted.components().toDoubleMatrix();
             double[] sign = new double[2];
