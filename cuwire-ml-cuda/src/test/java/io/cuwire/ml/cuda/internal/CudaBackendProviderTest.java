@@ -1,4 +1,4 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

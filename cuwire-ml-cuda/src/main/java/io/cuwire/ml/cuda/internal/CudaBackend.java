@@ -1,8 +1,7 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import io.cuwire.cuda.CuBlas;
 import io.cuwire.cuda.Kernels;
-import io.cuwire.cuda.MlKernels;
 import io.cuwire.cuda.Transpose;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
@@ -73,6 +72,15 @@ public final class CudaBackend extends ComputeBackend {
             throw e;
         }
         this.scratch = device.newAllocator("cuwire-ml cuda backend scratch on " + device, BufferAllocator.UNLIMITED);
+    }
+
+    @Override
+    public String nearestRowsPath(NdArray x, long centers) {
+        long cols = x.dim(1);
+        if (!MlKernels.nearestRowsFits(centers, cols)) {
+            return "gemm_argmin";
+        }
+        return MlKernels.nearestRowsKernel(MlKernels.nearestKernelSetting(), x.dtype(), dev(x), cols, centers);
     }
 
     @Override

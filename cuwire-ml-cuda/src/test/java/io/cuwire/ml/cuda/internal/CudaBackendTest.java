@@ -1,4 +1,4 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaTestSupport;

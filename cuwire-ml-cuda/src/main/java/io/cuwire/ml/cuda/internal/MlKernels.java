@@ -1,29 +1,32 @@
-package io.cuwire.cuda;
+package io.cuwire.ml.cuda.internal;
 
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.CudaStream;
-import io.cuwire.cuda.internal.KernelModules;
+import io.cuwire.cuda.Kernel;
+import io.cuwire.cuda.KernelArgs;
+import io.cuwire.cuda.KernelModule;
+import io.cuwire.cuda.KernelParam;
+import io.cuwire.cuda.Kernels;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Stream;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.IntPredicate;
 
 /**
- * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda/ml_kernels.cuh}, in the same fatbin as
- * {@link Kernels}): element-wise functions, row-wise softmax, selection and counting, reductions, the fused
- * cross-entropy, the parts of squared distances that are not a product, gathers, scatters and counts, per-row top-k
- * and merges, and the forest walk. The semantics of each are those of {@code io.cuwire.ml.CpuBackend}; the kernels
- * compute in double precision whatever the element type, so a float32 result is the double result rounded once, but
- * for the float32 distances of {@link #nearestRows} (see {@link NearestKernel}).
+ * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda}, compiled by nvcc into the fatbin {@value
+ * #RESOURCE}, a {@link KernelModule} of its own): element-wise functions, row-wise softmax, selection and counting,
+ * reductions, the fused cross-entropy, the parts of squared distances that are not a product, gathers, scatters and
+ * counts, per-row top-k and merges, and the forest walk. The semantics of each are those of cuwire-ml's CPU backend;
+ * the kernels compute in double precision whatever the element type, so a float32 result is the double result rounded
+ * once, but for the float32 distances of {@link #nearestRows} (see {@link NearestKernel}).
  *
- * <p>As for {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns; results are there
- * after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays are dense and
- * row-major, each buffer starting at its first element (pass a {@link DeviceBuffer#slice} for an offset); counts are
- * elements, not bytes. Buffers are checked before anything is enqueued: on the stream's device, large enough, aligned
- * to their elements. Floating operands are {@link DType#FLOAT32} or {@link DType#FLOAT64}, labels int32.
+ * <p>As for the platform's {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns;
+ * results are there after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays
+ * are dense and row-major, each buffer starting at its first element (pass a {@link DeviceBuffer#slice} for an offset);
+ * counts are elements, not bytes. Buffers are checked before anything is enqueued: on the stream's device, large
+ * enough, aligned to their elements. Floating operands are {@link DType#FLOAT32} or {@link DType#FLOAT64}, labels
+ * int32.
  *
  * <p>Scalar results go to a one-element float64 {@code result} buffer, computed in two passes through a
  * {@code scratch} buffer of at least {@link #SCRATCH_BYTES}. Kernels that check values (labels in range, indices
@@ -74,22 +77,12 @@ public final class MlKernels {
     /** The most blocks of the per-block {@link #bincount}: each adds its {@code k} counts to the output. */
     static final int BINCOUNT_BLOCKS = 1024;
 
-    /** The C parameter kinds of a kernel, checked at every launch and against the CUDA source by a test. */
-    enum Param {
-        I32(Integer.class), I64(Long.class), PTR(Long.class), F32(Float.class), F64(Double.class);
-
-        private final Class<?> javaType;
-
-        Param(Class<?> javaType) {
-            this.javaType = javaType;
-        }
-
-        Class<?> javaType() {
-            return javaType;
-        }
-    }
-
-    private static final Map<String, Param[]> SIGNATURES = signatures();
+    /** The fatbin of these kernels, built from {@code src/main/cuda} by nvcc. */
+    static final String RESOURCE = "io/cuwire/ml/cuda/ml_kernels.fatbin";
+    /** The module of these kernels. */
+    static final KernelModule MODULE = KernelModule.of(MlKernels.class.getClassLoader(), RESOURCE,
+            "sm_80, sm_90, compute_90 PTX", "cuwire-ml-cuda");
+    private static final Map<String, Kernel> KERNELS = kernels();
 
     /** An element-wise function of {@link #map}. */
     public enum Function {
@@ -109,92 +102,77 @@ public final class MlKernels {
     private MlKernels() {
     }
 
-    private static Map<String, Param[]> signatures() {
-        Map<String, Param[]> m = new LinkedHashMap<>();
-        Param i32 = Param.I32;
-        Param i64 = Param.I64;
-        Param ptr = Param.PTR;
-        Param f64 = Param.F64;
-        m.put("ml_fill_i32", new Param[] {i64, i32, ptr});
-        m.put("ml_fill_i64", new Param[] {i64, i64, ptr});
+    private static Map<String, Kernel> kernels() {
+        Map<String, KernelParam[]> m = new LinkedHashMap<>();
+        KernelParam i32 = KernelParam.I32;
+        KernelParam i64 = KernelParam.I64;
+        KernelParam ptr = KernelParam.PTR;
+        KernelParam f64 = KernelParam.F64;
+        m.put("ml_fill_i32", sig(i64, i32, ptr));
+        m.put("ml_fill_i64", sig(i64, i64, ptr));
         for (String t : new String[] {"f32", "f64"}) {
-            m.put("ml_map_" + t, new Param[] {i64, i32, ptr, ptr});
-            m.put("ml_broadcast_rows_" + t, new Param[] {i64, i64, i32, ptr, ptr});
-            m.put("ml_softmax_rows_" + t, new Param[] {i64, i64, ptr, ptr});
-            m.put("ml_dot_" + t, new Param[] {i64, ptr, ptr, ptr});
-            m.put("ml_arg_rows_" + t, new Param[] {i64, i64, i32, ptr, ptr, ptr});
-            m.put("ml_cross_entropy_" + t, new Param[] {i64, i64, ptr, ptr, ptr, ptr, ptr});
-            m.put("ml_row_sq_norms_" + t, new Param[] {i64, i64, ptr, ptr});
-            m.put("ml_add_norms_clamp_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
-            m.put("ml_scatter_add_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr, ptr});
-            m.put("ml_bincount_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
-            m.put("ml_scatter_sums_" + t, new Param[] {i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, ptr});
-            m.put("ml_scatter_finish_" + t, new Param[] {i64, i64, ptr, ptr});
-            m.put("ml_bincount_blocks_" + t, new Param[] {i64, i64, ptr, ptr, ptr});
-            m.put("ml_count_rows_" + t, new Param[] {i64, i64, i64, ptr, ptr, ptr});
-            m.put("ml_smallest_k_" + t, new Param[] {i64, i64, i64, i64, ptr, ptr, ptr});
-            m.put("ml_select_radix_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
-            m.put("ml_select_radix_merge_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
+            m.put("ml_map_" + t, sig(i64, i32, ptr, ptr));
+            m.put("ml_broadcast_rows_" + t, sig(i64, i64, i32, ptr, ptr));
+            m.put("ml_softmax_rows_" + t, sig(i64, i64, ptr, ptr));
+            m.put("ml_dot_" + t, sig(i64, ptr, ptr, ptr));
+            m.put("ml_arg_rows_" + t, sig(i64, i64, i32, ptr, ptr, ptr));
+            m.put("ml_cross_entropy_" + t, sig(i64, i64, ptr, ptr, ptr, ptr, ptr));
+            m.put("ml_row_sq_norms_" + t, sig(i64, i64, ptr, ptr));
+            m.put("ml_add_norms_clamp_" + t, sig(i64, i64, ptr, ptr, ptr));
+            m.put("ml_scatter_add_rows_" + t, sig(i64, i64, i64, ptr, ptr, ptr, ptr));
+            m.put("ml_bincount_" + t, sig(i64, i64, ptr, ptr, ptr));
+            m.put("ml_scatter_sums_" + t, sig(i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, ptr));
+            m.put("ml_scatter_finish_" + t, sig(i64, i64, ptr, ptr));
+            m.put("ml_bincount_blocks_" + t, sig(i64, i64, ptr, ptr, ptr));
+            m.put("ml_count_rows_" + t, sig(i64, i64, i64, ptr, ptr, ptr));
+            m.put("ml_smallest_k_" + t, sig(i64, i64, i64, i64, ptr, ptr, ptr));
+            m.put("ml_select_radix_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
+            m.put("ml_select_radix_merge_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
             for (String kmax : new String[] {"k8", "k32"}) {
-                m.put("ml_select_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr});
-                m.put("ml_select_merge_" + kmax + "_" + t, new Param[] {i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr});
+                m.put("ml_select_" + kmax + "_" + t, sig(i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr));
+                m.put("ml_select_merge_" + kmax + "_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
             }
-            m.put("ml_merge_neighbors_" + t + "_i32", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
-            m.put("ml_merge_neighbors_" + t + "_i64", new Param[] {i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr});
-            m.put("ml_predict_forest_" + t, new Param[] {i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr});
-            m.put("ml_gemv_rows_" + t, new Param[] {i64, i64, i32, f64, ptr, ptr, f64, ptr});
-            m.put("ml_nearest_rows_k8_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
-            m.put("ml_nearest_rows_k32_" + t, new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+            m.put("ml_merge_neighbors_" + t + "_i32", sig(i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr));
+            m.put("ml_merge_neighbors_" + t + "_i64", sig(i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr));
+            m.put("ml_predict_forest_" + t, sig(i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr));
+            m.put("ml_gemv_rows_" + t, sig(i64, i64, i32, f64, ptr, ptr, f64, ptr));
+            m.put("ml_nearest_rows_k8_" + t, sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
+            m.put("ml_nearest_rows_k32_" + t, sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
         }
-        m.put("ml_nearest_rows_v4_k8_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
-        m.put("ml_nearest_rows_v4_k32_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+        m.put("ml_nearest_rows_v4_k8_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
+        m.put("ml_nearest_rows_v4_k32_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
         for (String regs : new String[] {"k8x1", "k4x2"}) {
-            m.put("ml_nearest_rows_regs_" + regs + "_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
-            m.put("ml_nearest_rows_regs_v4_" + regs + "_f32", new Param[] {i64, i64, i64, i32, ptr, ptr, ptr, ptr});
+            m.put("ml_nearest_rows_regs_" + regs + "_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
+            m.put("ml_nearest_rows_regs_v4_" + regs + "_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
         }
         for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
-            m.put("ml_reduce_" + t, new Param[] {i64, i32, ptr, ptr});
+            m.put("ml_reduce_" + t, sig(i64, i32, ptr, ptr));
         }
-        m.put("ml_count_equal_i32", new Param[] {i64, ptr, ptr, ptr});
-        m.put("ml_count_equal_i64", new Param[] {i64, ptr, ptr, ptr});
+        m.put("ml_count_equal_i32", sig(i64, ptr, ptr, ptr));
+        m.put("ml_count_equal_i64", sig(i64, ptr, ptr, ptr));
         for (String w : new String[] {"w8", "w4", "w1"}) {
-            m.put("ml_gather_rows_" + w, new Param[] {i64, i64, i64, ptr, i32, ptr, ptr, ptr});
+            m.put("ml_gather_rows_" + w, sig(i64, i64, i64, ptr, i32, ptr, ptr, ptr));
         }
-        return m;
+        Map<String, Kernel> kernels = new LinkedHashMap<>();
+        m.forEach((name, params) -> kernels.put(name, MODULE.kernel(name, params)));
+        return Map.copyOf(kernels);
     }
 
-    /** The declared parameter kinds of every kernel launched here, by name. */
-    static Map<String, Param[]> kernelSignatures() {
-        return SIGNATURES;
+    private static KernelParam[] sig(KernelParam... params) {
+        return params;
     }
 
-    /** Checks {@code args} against the declared signature of {@code name}. */
-    static void checkArguments(String name, Object... args) {
-        Param[] params = SIGNATURES.get(name);
-        if (params == null) {
+    /** The declared kernels, by name. */
+    static Map<String, Kernel> kernelTable() {
+        return KERNELS;
+    }
+
+    private static Kernel kernel(String name) {
+        Kernel k = KERNELS.get(name);
+        if (k == null) {
             throw new IllegalStateException("kernel " + name + " has no declared signature");
         }
-        if (params.length != args.length) {
-            throw new IllegalStateException("kernel " + name + ": " + args.length + " arguments (expected: "
-                    + params.length + ", " + Arrays.toString(params) + ")");
-        }
-        for (int i = 0; i < params.length; i++) {
-            if (args[i] == null || args[i].getClass() != params[i].javaType()) {
-                throw new IllegalStateException("kernel " + name + " argument " + i + ": "
-                        + (args[i] == null ? "null" : args[i].getClass().getSimpleName()) + " (expected: "
-                        + params[i].javaType().getSimpleName() + " for " + params[i] + ")");
-            }
-        }
-    }
-
-    private static void launch(CudaStream s, String name, long work, Object... args) {
-        checkArguments(name, args);
-        KernelModules.launch(s, name, work, args);
-    }
-
-    private static void launchBlocks(CudaStream s, String name, int blocks, Object... args) {
-        checkArguments(name, args);
-        KernelModules.launchBlocks(s, name, blocks, args);
+        return k;
     }
 
     // ---------------------------------------------------------------- element-wise
@@ -204,11 +182,8 @@ public final class MlKernels {
         switch (dtype) {
             case FLOAT32 -> Kernels.fillF32(stream, y, n, (float) value);
             case FLOAT64 -> Kernels.fillF64(stream, y, n, value);
-            case INT32 -> {
-                CudaStream s = CudaStream.of(stream);
-                long py = Kernels.array(s, "y", y, n, Integer.BYTES);
-                launch(s, "ml_fill_i32", n, n, (int) value, py);
-            }
+            case INT32 -> kernel("ml_fill_i32").launch(n, KernelArgs.on(stream).i64(n).i32((int) value)
+                    .array("y", y, n, Integer.BYTES));
             case INT64 -> fillLong(stream, y, n, (long) value);
             default -> throw new IllegalArgumentException("fill: dtype " + dtype.wireName()
                     + " (expected: float32, float64, int32 or int64)");
@@ -216,9 +191,7 @@ public final class MlKernels {
     }
 
     private static void fillLong(Stream stream, DeviceBuffer y, long n, long value) {
-        CudaStream s = CudaStream.of(stream);
-        long py = Kernels.array(s, "y", y, n, Long.BYTES);
-        launch(s, "ml_fill_i64", n, n, value, py);
+        kernel("ml_fill_i64").launch(n, KernelArgs.on(stream).i64(n).i64(value).array("y", y, n, Long.BYTES));
     }
 
     /** Sets the int64 {@code error} buffer to {@link #NO_ERROR}. */
@@ -228,33 +201,27 @@ public final class MlKernels {
 
     /** {@code out[i] = f(in[i])} for {@code i < n}; {@code out} may be {@code in}. */
     public static void map(Stream stream, DType dtype, Function f, DeviceBuffer in, DeviceBuffer out, long n) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("map", dtype);
-        long pi = Kernels.array(s, "in", in, n, es);
-        long po = Kernels.array(s, "out", out, n, es);
-        launch(s, "ml_map_" + suffix(dtype), n, n, f.ordinal(), pi, po);
+        kernel("ml_map_" + suffix(dtype)).launch(n, KernelArgs.on(stream).i64(n).i32(f.ordinal())
+                .array("in", in, n, es).array("out", out, n, es));
     }
 
     /** {@code a[i, j] = a[i, j] op v[j]} for a {@code rows x cols} matrix and a vector of {@code cols}. */
     public static void broadcastRows(Stream stream, DType dtype, Operator op, DeviceBuffer a, DeviceBuffer v, long rows,
             long cols) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("broadcastRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        long pa = Kernels.array(s, "a", a, n, es);
-        long pv = Kernels.array(s, "v", v, cols, es);
-        launch(s, "ml_broadcast_rows_" + suffix(dtype), n, n, cols, op.ordinal(), pa, pv);
+        kernel("ml_broadcast_rows_" + suffix(dtype)).launch(n, KernelArgs.on(stream).i64(n).i64(cols)
+                .i32(op.ordinal()).array("a", a, n, es).array("v", v, cols, es));
     }
 
     /** {@code out[i, :] = softmax(in[i, :])}, the row maximum subtracted; one thread a row; out may be in. */
     public static void softmaxRows(Stream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows,
             long cols) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("softmaxRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        long pi = Kernels.array(s, "in", in, n, es);
-        long po = Kernels.array(s, "out", out, n, es);
-        launch(s, "ml_softmax_rows_" + suffix(dtype), rows, rows, cols, pi, po);
+        kernel("ml_softmax_rows_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+                .array("in", in, n, es).array("out", out, n, es));
     }
 
     // ---------------------------------------------------------------- reductions
@@ -265,58 +232,43 @@ public final class MlKernels {
      */
     public static void reduce(Stream stream, DType dtype, Reduction r, DeviceBuffer a, long n, DeviceBuffer scratch,
             DeviceBuffer result) {
-        CudaStream s = CudaStream.of(stream);
         if (dtype != DType.FLOAT32 && dtype != DType.FLOAT64 && !dtype.isIndex()) {
             throw new IllegalArgumentException("reduce: dtype " + dtype.wireName()
                     + " (expected: float32, float64, int32 or int64)");
         }
-        long pa = Kernels.array(s, "a", a, n, dtype.byteSize());
-        twoPass(s, "ml_reduce_" + suffix(dtype), r.ordinal(), n, scratch, result, pa);
+        twoPass(kernel("ml_reduce_" + suffix(dtype)), r.ordinal(), n, scratch, result,
+                KernelArgs.on(stream).i64(n).i32(r.ordinal()).array("a", a, n, dtype.byteSize()));
     }
 
     /** The sum of {@code x[i] * y[i]} for {@code i < n}, accumulated in float64, into {@code result} (float64). */
     public static void dot(Stream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n, DeviceBuffer scratch,
             DeviceBuffer result) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("dot", dtype);
-        long px = Kernels.array(s, "x", x, n, es);
-        long py = Kernels.array(s, "y", y, n, es);
-        twoPass(s, "ml_dot_" + suffix(dtype), -1, n, scratch, result, px, py);
+        twoPass(kernel("ml_dot_" + suffix(dtype)), Reduction.SUM.ordinal(), n, scratch, result,
+                KernelArgs.on(stream).i64(n).array("x", x, n, es).array("y", y, n, es));
     }
 
     /** How many of the {@code n} elements of int32 or int64 {@code a} and {@code b} are equal, as a float64. */
     public static void countEqual(Stream stream, DType dtype, DeviceBuffer a, DeviceBuffer b, long n,
             DeviceBuffer scratch, DeviceBuffer result) {
-        CudaStream s = CudaStream.of(stream);
         if (!dtype.isIndex()) {
             throw new IllegalArgumentException("countEqual: dtype " + dtype.wireName() + " (expected: int32 or int64)");
         }
-        long pa = Kernels.array(s, "a", a, n, dtype.byteSize());
-        long pb = Kernels.array(s, "b", b, n, dtype.byteSize());
-        twoPass(s, "ml_count_equal_" + suffix(dtype), -1, n, scratch, result, pa, pb);
+        twoPass(kernel("ml_count_equal_" + suffix(dtype)), Reduction.SUM.ordinal(), n, scratch, result,
+                KernelArgs.on(stream).i64(n).array("a", a, n, dtype.byteSize()).array("b", b, n, dtype.byteSize()));
     }
 
     /**
-     * Pass one: {@code blocks} partial results of kernel {@code name} ({@code n}, [{@code op},] operands...,
-     * partial) into scratch; pass two: their {@code op} (a sum when {@code op < 0}) in one block into result.
+     * Pass one: {@code first} with {@code operands} (its arguments but the last) and the partial results of its
+     * blocks into scratch; pass two: their {@code op} in one block into result.
      */
-    private static void twoPass(CudaStream s, String name, int op, long n, DeviceBuffer scratch, DeviceBuffer result,
-            long... operands) {
-        long ps = Kernels.array(s, "scratch", scratch, REDUCE_BLOCKS, Double.BYTES);
-        long pr = Kernels.array(s, "result", result, 1, Double.BYTES);
-        int blocks = Math.min(REDUCE_BLOCKS, KernelModules.grid(n));
-        Object[] args = new Object[operands.length + (op < 0 ? 2 : 3)];
-        int i = 0;
-        args[i++] = n;
-        if (op >= 0) {
-            args[i++] = op;
-        }
-        for (long p : operands) {
-            args[i++] = p;
-        }
-        args[i] = ps;
-        launchBlocks(s, name, blocks, args);
-        launchBlocks(s, "ml_reduce_f64", 1, (long) blocks, Math.max(op, 0), ps, pr);
+    private static void twoPass(Kernel first, int op, long n, DeviceBuffer scratch, DeviceBuffer result,
+            KernelArgs operands) {
+        int blocks = Math.min(REDUCE_BLOCKS, KernelModule.grid(n));
+        KernelArgs second = KernelArgs.on(operands.stream()).i64(blocks).i32(op)
+                .array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES).array("result", result, 1, Double.BYTES);
+        first.launchBlocks(blocks, operands.array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES));
+        kernel("ml_reduce_f64").launchBlocks(1, second);
     }
 
     /**
@@ -326,15 +278,13 @@ public final class MlKernels {
      */
     public static void argRows(Stream stream, DType dtype, boolean largest, DeviceBuffer a, long rows, long cols,
             DeviceBuffer index, DeviceBuffer best) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("argRows", dtype);
         if (cols < 1 && rows > 0) {
             throw new IllegalArgumentException("argRows: cols " + cols + " (expected: >= 1)");
         }
-        long pa = Kernels.array(s, "a", a, Math.multiplyExact(rows, cols), es);
-        long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
-        long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
-        launch(s, "ml_arg_rows_" + suffix(dtype), rows, rows, cols, largest ? 1 : 0, pa, pi, pb);
+        kernel("ml_arg_rows_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+                .i32(largest ? 1 : 0).array("a", a, Math.multiplyExact(rows, cols), es)
+                .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es));
     }
 
     // ---------------------------------------------------------------- fused
@@ -347,26 +297,21 @@ public final class MlKernels {
      */
     public static void crossEntropy(Stream stream, DType dtype, DeviceBuffer logits, DeviceBuffer labels,
             DeviceBuffer grad, long rows, long cols, DeviceBuffer rowLoss, DeviceBuffer error) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("crossEntropy", dtype);
         long n = Math.multiplyExact(rows, cols);
-        long pz = Kernels.array(s, "logits", logits, n, es);
-        long pl = Kernels.array(s, "labels", labels, rows, Integer.BYTES);
-        long pg = Kernels.array(s, "grad", grad, n, es);
-        long pr = Kernels.array(s, "rowLoss", rowLoss, rows, Double.BYTES);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).array("logits", logits, n, es)
+                .array("labels", labels, rows, Integer.BYTES).array("grad", grad, n, es)
+                .array("rowLoss", rowLoss, rows, Double.BYTES).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        launch(s, "ml_cross_entropy_" + suffix(dtype), rows, rows, cols, pz, pl, pg, pr, pe);
+        kernel("ml_cross_entropy_" + suffix(dtype)).launch(rows, args);
     }
 
     /** {@code norms[i]} = the squared Euclidean norm of row {@code i} of {@code x} ({@code rows x cols}). */
     public static void rowSquaredNorms(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer norms) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("rowSquaredNorms", dtype);
-        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, cols), es);
-        long pn = Kernels.array(s, "norms", norms, rows, es);
-        launch(s, "ml_row_sq_norms_" + suffix(dtype), rows, rows, cols, px, pn);
+        kernel("ml_row_sq_norms_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+                .array("x", x, Math.multiplyExact(rows, cols), es).array("norms", norms, rows, es));
     }
 
     /**
@@ -375,13 +320,10 @@ public final class MlKernels {
      */
     public static void addNormsAndClamp(Stream stream, DType dtype, DeviceBuffer out, long n, long m,
             DeviceBuffer xNorms, DeviceBuffer yNorms) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("addNormsAndClamp", dtype);
         long work = Math.multiplyExact(n, m);
-        long po = Kernels.array(s, "out", out, work, es);
-        long px = Kernels.array(s, "xNorms", xNorms, n, es);
-        long py = Kernels.array(s, "yNorms", yNorms, m, es);
-        launch(s, "ml_add_norms_clamp_" + suffix(dtype), work, n, m, po, px, py);
+        kernel("ml_add_norms_clamp_" + suffix(dtype)).launch(work, KernelArgs.on(stream).i64(n).i64(m)
+                .array("out", out, work, es).array("xNorms", xNorms, n, es).array("yNorms", yNorms, m, es));
     }
 
     // ---------------------------------------------------------------- indexing
@@ -393,26 +335,27 @@ public final class MlKernels {
      */
     public static void gatherRows(Stream stream, DeviceBuffer src, long srcRows, long rowBytes, DeviceBuffer index,
             DType indexType, long count, DeviceBuffer out, DeviceBuffer error) {
-        CudaStream s = CudaStream.of(stream);
         if (!indexType.isIndex()) {
             throw new IllegalArgumentException("gatherRows: index dtype " + indexType.wireName()
                     + " (expected: int32 or int64)");
         }
-        long ps = Kernels.array(s, "src", src, Math.multiplyExact(srcRows, rowBytes), 1);
-        long pi = Kernels.array(s, "index", index, count, indexType.byteSize());
-        long po = Kernels.array(s, "out", out, Math.multiplyExact(count, rowBytes), 1);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
-        int word = wordSize(rowBytes, ps, po);
+        // src and out checked (on the stream's device, large enough) before their addresses pick the word size
+        KernelArgs.on(stream).array("src", src, Math.multiplyExact(srcRows, rowBytes), 1)
+                .array("out", out, Math.multiplyExact(count, rowBytes), 1);
+        int word = wordSize(rowBytes, w -> KernelModule.aligned(src, w) && KernelModule.aligned(out, w));
         long words = rowBytes / word;
+        KernelArgs args = KernelArgs.on(stream).i64(count).i64(words).i64(srcRows)
+                .array("index", index, count, indexType.byteSize()).i32(indexType == DType.INT64 ? 1 : 0)
+                .array("src", src, srcRows * rowBytes, 1).array("out", out, count * rowBytes, 1)
+                .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        launch(s, "ml_gather_rows_w" + word, Math.multiplyExact(count, words), count, words, srcRows, pi,
-                indexType == DType.INT64 ? 1 : 0, ps, po, pe);
+        kernel("ml_gather_rows_w" + word).launch(Math.multiplyExact(count, words), args);
     }
 
-    /** The widest of 8, 4 and 1 bytes that divides the row size and both addresses. */
-    static int wordSize(long rowBytes, long src, long out) {
+    /** The widest of 8, 4 and 1 bytes that divides the row size and for which both addresses are {@code aligned}. */
+    static int wordSize(long rowBytes, IntPredicate aligned) {
         for (int w : new int[] {8, 4}) {
-            if (rowBytes % w == 0 && src % w == 0 && out % w == 0) {
+            if (rowBytes % w == 0 && aligned.test(w)) {
                 return w;
             }
         }
@@ -448,7 +391,7 @@ public final class MlKernels {
         long parts = Math.max(1, Math.min(runs, SCATTER_MAX_BLOCKS / tiles));
         long rowsPerPart = (n + parts - 1) / parts;
         parts = (n + rowsPerPart - 1) / rowsPerPart;
-        int lanes = (int) Math.min(KernelModules.BLOCK / 32, SCATTER_MAX_K / k);
+        int lanes = (int) Math.min(KernelModule.BLOCK / 32, SCATTER_MAX_K / k);
         long scratch = Math.multiplyExact(Math.multiplyExact(parts, k), Math.multiplyExact(cols, (long) Double.BYTES));
         return new ScatterPlan(parts, rowsPerPart, lanes, blocks(Math.multiplyExact(parts, tiles)), scratch);
     }
@@ -462,26 +405,27 @@ public final class MlKernels {
      */
     public static void scatterAddRows(Stream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
             long cols, DeviceBuffer out, long k, DeviceBuffer error, DeviceBuffer scratch) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("scatterAddRows", dtype);
         long work = Math.multiplyExact(n, cols);
-        long ps = Kernels.array(s, "src", src, work, es);
-        long pi = Kernels.array(s, "index", index, n, Integer.BYTES);
         long elements = Math.multiplyExact(k, cols);
-        long po = Kernels.array(s, "out", out, elements, es);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
         ScatterPlan plan = scatterPlan(n, cols, k);
         if (plan.parts() == 0) {
+            KernelArgs args = KernelArgs.on(stream).i64(n).i64(cols).i64(k).array("src", src, work, es)
+                    .array("index", index, n, Integer.BYTES).array("out", out, elements, es)
+                    .array("error", error, 1, Long.BYTES);
             resetError(stream, error);
-            launch(s, "ml_scatter_add_rows_" + suffix(dtype), work, n, cols, k, ps, pi, po, pe);
+            kernel("ml_scatter_add_rows_" + suffix(dtype)).launch(work, args);
             return;
         }
-        long pp = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Double.BYTES, Double.BYTES);
+        long partials = plan.scratchBytes() / Double.BYTES;
+        KernelArgs sums = KernelArgs.on(stream).i64(n).i64(cols).i64(k).i64(plan.parts()).i64(plan.rowsPerPart())
+                .i32(plan.lanes()).array("src", src, work, es).array("index", index, n, Integer.BYTES)
+                .array("scratch", scratch, partials, Double.BYTES).array("error", error, 1, Long.BYTES);
+        KernelArgs finish = KernelArgs.on(stream).i64(plan.parts()).i64(elements)
+                .array("scratch", scratch, partials, Double.BYTES).array("out", out, elements, es);
         resetError(stream, error);
-        launchBlocks(s, "ml_scatter_sums_" + suffix(dtype), plan.blocks(), n, cols, k, plan.parts(),
-                plan.rowsPerPart(), plan.lanes(), ps, pi, pp, pe);
-        launchBlocks(s, "ml_scatter_finish_" + suffix(dtype), blocks((elements + 31) / 32), plan.parts(), elements, pp,
-                po);
+        kernel("ml_scatter_sums_" + suffix(dtype)).launchBlocks(plan.blocks(), sums);
+        kernel("ml_scatter_finish_" + suffix(dtype)).launchBlocks(blocks((elements + 31) / 32), finish);
     }
 
     /**
@@ -492,17 +436,15 @@ public final class MlKernels {
      */
     public static void bincount(Stream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
             DeviceBuffer error) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("bincount", dtype);
-        long pi = Kernels.array(s, "index", index, n, Integer.BYTES);
-        long po = Kernels.array(s, "out", out, k, es);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        KernelArgs args = KernelArgs.on(stream).i64(n).i64(k).array("index", index, n, Integer.BYTES)
+                .array("out", out, k, es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         if (k > BINCOUNT_BLOCK_MAX_K || n == 0) {
-            launch(s, "ml_bincount_" + suffix(dtype), n, n, k, pi, po, pe);
+            kernel("ml_bincount_" + suffix(dtype)).launch(n, args);
         } else {
-            launchBlocks(s, "ml_bincount_blocks_" + suffix(dtype), Math.min(BINCOUNT_BLOCKS, KernelModules.grid(n)),
-                    n, k, pi, po, pe);
+            kernel("ml_bincount_blocks_" + suffix(dtype)).launchBlocks(Math.min(BINCOUNT_BLOCKS, KernelModule.grid(n)),
+                    args);
         }
     }
 
@@ -513,13 +455,12 @@ public final class MlKernels {
      */
     public static void countRows(Stream stream, DType dtype, DeviceBuffer labels, long rows, long k, DeviceBuffer out,
             long classes, DeviceBuffer error) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("countRows", dtype);
-        long pl = Kernels.array(s, "labels", labels, Math.multiplyExact(rows, k), Integer.BYTES);
-        long po = Kernels.array(s, "out", out, Math.multiplyExact(rows, classes), es);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(k).i64(classes)
+                .array("labels", labels, Math.multiplyExact(rows, k), Integer.BYTES)
+                .array("out", out, Math.multiplyExact(rows, classes), es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        launch(s, "ml_count_rows_" + suffix(dtype), rows, rows, k, classes, pl, po, pe);
+        kernel("ml_count_rows_" + suffix(dtype)).launch(rows, args);
     }
 
     // ---------------------------------------------------------------- neighbors
@@ -555,13 +496,13 @@ public final class MlKernels {
             return new SelectPlan(null, null, 0, 0, 0, 0);
         }
         if (k > SELECT_RADIX_MAX_K || cols > Integer.MAX_VALUE) {
-            return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModules.grid(rows), 0);
+            return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModule.grid(rows), 0);
         }
         boolean radix = k > SELECT_MAX_K;
         String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
         String kernel = radix ? RADIX + t : "ml_select_" + kmax + "_" + t;
         String merge = radix ? RADIX_MERGE + t : "ml_select_merge_" + kmax + "_" + t;
-        long warps = KernelModules.BLOCK / 32;
+        long warps = KernelModule.BLOCK / 32;
         if (!radix && cols <= SELECT_WARP_MAX_COLS) {
             return new SelectPlan(kernel, null, 1, 32, blocks((rows + warps - 1) / warps), 0);
         }
@@ -569,21 +510,21 @@ public final class MlKernels {
         long slices = (cols + SELECT_MIN_SLICE - 1) / SELECT_MIN_SLICE;
         long parts = Math.max(1, Math.min(slices, (target + rows - 1) / rows));
         if (parts == 1) {
-            return new SelectPlan(kernel, null, 1, KernelModules.BLOCK, blocks(rows), 0);
+            return new SelectPlan(kernel, null, 1, KernelModule.BLOCK, blocks(rows), 0);
         }
         long keyBytes = dtype == DType.FLOAT32 ? Long.BYTES : 2L * Long.BYTES;
         long scratch = Math.multiplyExact(Math.multiplyExact(rows, parts), k * keyBytes);
-        return new SelectPlan(kernel, merge, parts, KernelModules.BLOCK, blocks(rows * parts), scratch);
+        return new SelectPlan(kernel, merge, parts, KernelModule.BLOCK, blocks(rows * parts), scratch);
     }
 
     private static int blocks(long n) {
-        return (int) Math.max(1, Math.min(KernelModules.MAX_GRID, n));
+        return (int) Math.max(1, Math.min(KernelModule.MAX_GRID, n));
     }
 
     /** How {@link #smallestK} runs this shape on {@code stream}'s device (its scratch bytes are often 0). */
     public static SelectPlan smallestKPlan(Stream stream, DType dtype, long rows, long cols, long k) {
         floating("smallestK", dtype);
-        return selectPlan(dtype, rows, cols, k, CudaStream.of(stream).cudaDevice().multiprocessors());
+        return selectPlan(dtype, rows, cols, k, KernelModule.multiprocessors(stream));
     }
 
     /**
@@ -597,38 +538,44 @@ public final class MlKernels {
      */
     public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
             long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("smallestK", dtype);
         if (k < 0 || k > cols) {
             throw new IllegalArgumentException("smallestK: k " + k + " (expected: 0 <= k <= " + cols + ")");
         }
-        long pv = Kernels.array(s, "values", values, Math.multiplyExact(rows, cols), es);
-        long po = Kernels.array(s, "outValues", outValues, Math.multiplyExact(rows, k), es);
-        long pi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), Long.BYTES);
-        SelectPlan plan = selectPlan(dtype, rows, cols, k, s.cudaDevice().multiprocessors());
+        long nv = Math.multiplyExact(rows, cols);
+        long no = Math.multiplyExact(rows, k);
+        KernelArgs.on(stream).array("values", values, nv, es).array("outValues", outValues, no, es)
+                .array("outIds", outIds, no, Long.BYTES);
+        SelectPlan plan = selectPlan(dtype, rows, cols, k, KernelModule.multiprocessors(stream));
         if (plan.kernel() == null) {
             return;
         }
+        Kernel first = kernel(plan.kernel());
         if (plan.group() == 1) {
-            launch(s, plan.kernel(), rows, rows, cols, k, idOffset, pv, po, pi);
+            first.launch(rows, KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(idOffset)
+                    .array("values", values, nv, es).array("outValues", outValues, no, es)
+                    .array("outIds", outIds, no, Long.BYTES));
             return;
         }
-        long ps = 0L;
-        if (plan.scratchBytes() > 0) {
-            if (scratch == null) {
-                throw new IllegalArgumentException("smallestK: no scratch (expected: " + plan.scratchBytes()
-                        + " bytes for " + rows + " rows of " + cols + " in " + plan.parts() + " parts, k " + k + ")");
-            }
-            ps = Kernels.array(s, "scratch", scratch, plan.scratchBytes() / Long.BYTES, Long.BYTES);
+        if (plan.scratchBytes() > 0 && scratch == null) {
+            throw new IllegalArgumentException("smallestK: no scratch (expected: " + plan.scratchBytes()
+                    + " bytes for " + rows + " rows of " + cols + " in " + plan.parts() + " parts, k " + k + ")");
         }
-        if (plan.kernel().startsWith(RADIX)) {
-            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), idOffset, pv, po, pi, ps);
-        } else {
-            launchBlocks(s, plan.kernel(), plan.blocks(), rows, cols, k, plan.parts(), plan.group(), idOffset, pv, po,
-                    pi, ps);
+        long keys = plan.scratchBytes() / Long.BYTES;
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(plan.parts());
+        if (!plan.kernel().startsWith(RADIX)) {
+            args.i32(plan.group());
         }
-        if (plan.merge() != null) {
-            launchBlocks(s, plan.merge(), blocks(rows), rows, cols, k, plan.parts(), idOffset, pv, ps, po, pi);
+        args.i64(idOffset).array("values", values, nv, es).array("outValues", outValues, no, es)
+                .array("outIds", outIds, no, Long.BYTES).optionalArray("scratch", keys > 0 ? scratch : null, keys,
+                        Long.BYTES);
+        KernelArgs merge = plan.merge() == null ? null : KernelArgs.on(stream).i64(rows).i64(cols).i64(k)
+                .i64(plan.parts()).i64(idOffset).array("values", values, nv, es)
+                .array("scratch", scratch, keys, Long.BYTES).array("outValues", outValues, no, es)
+                .array("outIds", outIds, no, Long.BYTES);
+        first.launchBlocks(plan.blocks(), args);
+        if (merge != null) {
+            kernel(plan.merge()).launchBlocks(blocks(rows), merge);
         }
     }
 
@@ -640,7 +587,6 @@ public final class MlKernels {
     public static void mergeNeighbors(Stream stream, DType dtype, DType idType, DeviceBuffer distA, DeviceBuffer idsA,
             long ka, DeviceBuffer distB, DeviceBuffer idsB, long kb, long rows, DeviceBuffer outDist,
             DeviceBuffer outIds, long k) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("mergeNeighbors", dtype);
         if (!idType.isIndex()) {
             throw new IllegalArgumentException("mergeNeighbors: id dtype " + idType.wireName()
@@ -651,14 +597,13 @@ public final class MlKernels {
                     + ")");
         }
         int is = idType.byteSize();
-        long pda = Kernels.array(s, "distA", distA, Math.multiplyExact(rows, ka), es);
-        long pia = Kernels.array(s, "idsA", idsA, Math.multiplyExact(rows, ka), is);
-        long pdb = Kernels.array(s, "distB", distB, Math.multiplyExact(rows, kb), es);
-        long pib = Kernels.array(s, "idsB", idsB, Math.multiplyExact(rows, kb), is);
-        long pod = Kernels.array(s, "outDist", outDist, Math.multiplyExact(rows, k), es);
-        long poi = Kernels.array(s, "outIds", outIds, Math.multiplyExact(rows, k), is);
-        launch(s, "ml_merge_neighbors_" + suffix(dtype) + "_" + suffix(idType), rows, rows, ka, kb, k, pda, pia, pdb,
-                pib, pod, poi);
+        kernel("ml_merge_neighbors_" + suffix(dtype) + "_" + suffix(idType)).launch(rows, KernelArgs.on(stream)
+                .i64(rows).i64(ka).i64(kb).i64(k).array("distA", distA, Math.multiplyExact(rows, ka), es)
+                .array("idsA", idsA, Math.multiplyExact(rows, ka), is)
+                .array("distB", distB, Math.multiplyExact(rows, kb), es)
+                .array("idsB", idsB, Math.multiplyExact(rows, kb), is)
+                .array("outDist", outDist, Math.multiplyExact(rows, k), es)
+                .array("outIds", outIds, Math.multiplyExact(rows, k), is));
     }
 
     // ---------------------------------------------------------------- row groups
@@ -684,14 +629,11 @@ public final class MlKernels {
      */
     public static void gemvRows(Stream stream, DType dtype, DeviceBuffer a, long rows, long cols, DeviceBuffer x,
             double alpha, double beta, DeviceBuffer y) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("gemvRows", dtype);
-        long pa = Kernels.array(s, "a", a, Math.multiplyExact(rows, cols), es);
-        long px = Kernels.array(s, "x", x, cols, es);
-        long py = Kernels.array(s, "y", y, rows, es);
         int lanes = rowLanes(cols);
-        launch(s, "ml_gemv_rows_" + suffix(dtype), Math.multiplyExact(rows, (long) lanes), rows, cols, lanes, alpha,
-                pa, px, beta, py);
+        kernel("ml_gemv_rows_" + suffix(dtype)).launch(Math.multiplyExact(rows, (long) lanes), KernelArgs.on(stream)
+                .i64(rows).i64(cols).i32(lanes).f64(alpha).array("a", a, Math.multiplyExact(rows, cols), es)
+                .array("x", x, cols, es).f64(beta).array("y", y, rows, es));
     }
 
     /**
@@ -766,7 +708,7 @@ public final class MlKernels {
      */
     public static String nearestRowsKernel(NearestKernel choice, DType dtype, DeviceBuffer x, long cols, long k) {
         floating("nearestRows", dtype);
-        return nearestKernel(choice, dtype, cols, k, CudaDevice.pointer(x, 0) % 16 == 0);
+        return nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
     }
 
     /**
@@ -788,27 +730,25 @@ public final class MlKernels {
     /** {@link #nearestRows} by the kernel of {@code choice} (for tests and measurements that compare them). */
     public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best, NearestKernel choice) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("nearestRows", dtype);
         if (!nearestRowsFits(k, cols)) {
             throw new IllegalArgumentException("nearestRows: " + k + " centers of " + cols + " columns (expected: 1 <="
                     + " k <= " + NEAREST_MAX_CENTERS + " and k x cols <= " + NEAREST_MAX_ELEMENTS + ")");
         }
-        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, cols), es);
-        long pc = Kernels.array(s, "centers", centers, k * cols, es);
-        long pi = Kernels.array(s, "index", index, rows, Integer.BYTES);
-        long pb = best == null ? 0L : Kernels.array(s, "best", best, rows, es);
         int lanes = rowLanes(cols);
-        String name = nearestKernel(choice, dtype, cols, k, px % 16 == 0);
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i32(lanes)
+                .array("x", x, Math.multiplyExact(rows, cols), es).array("centers", centers, k * cols, es)
+                .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es);
+        String name = nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
         long work = Math.multiplyExact(rows, (long) lanes);
         if (name.startsWith("ml_nearest_rows_regs_")) {
-            int blocks = (int) Math.min(KernelModules.grid(work),
-                    (long) NEAREST_REGS_BLOCKS_PER_SM * s.cudaDevice().multiprocessors());
+            int blocks = (int) Math.min(KernelModule.grid(work),
+                    (long) NEAREST_REGS_BLOCKS_PER_SM * KernelModule.multiprocessors(stream));
             if (work > 0) {
-                launchBlocks(s, name, Math.max(1, blocks), rows, cols, k, lanes, px, pc, pi, pb);
+                kernel(name).launchBlocks(Math.max(1, blocks), args);
             }
         } else {
-            launch(s, name, work, rows, cols, k, lanes, px, pc, pi, pb);
+            kernel(name).launch(work, args);
         }
     }
 
@@ -833,23 +773,21 @@ public final class MlKernels {
      */
     public static void predictForest(Stream stream, DType dtype, DeviceBuffer forest, int trees, int features,
             int outputs, long nodes, long leaves, DeviceBuffer x, long rows, DeviceBuffer out, DeviceBuffer error) {
-        CudaStream s = CudaStream.of(stream);
         int es = floating("predictForest", dtype);
         if (trees < 0 || features < 0 || outputs < 1 || nodes < 0 || leaves < 0) {
             throw new IllegalArgumentException("predictForest: trees " + trees + ", features " + features
                     + ", outputs " + outputs + ", nodes " + nodes + ", leaves " + leaves
                     + " (expected: counts >= 0, outputs >= 1)");
         }
-        long pf = Kernels.array(s, "forest", forest, forestBytes(trees, outputs, nodes, leaves), 1);
-        if (pf % Long.BYTES != 0) {
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i32(trees).i32(features).i32(outputs).i64(nodes)
+                .i64(leaves).array("forest", forest, forestBytes(trees, outputs, nodes, leaves), 1);
+        if (!KernelModule.aligned(forest, Long.BYTES)) {
             throw new IllegalArgumentException("forest: " + forest.describe() + " is not aligned to 8 bytes");
         }
-        long px = Kernels.array(s, "x", x, Math.multiplyExact(rows, features), es);
-        long po = Kernels.array(s, "out", out, Math.multiplyExact(rows, outputs), es);
-        long pe = Kernels.array(s, "error", error, 1, Long.BYTES);
+        args.array("x", x, Math.multiplyExact(rows, features), es)
+                .array("out", out, Math.multiplyExact(rows, outputs), es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        launch(s, "ml_predict_forest_" + suffix(dtype), rows, rows, trees, features, outputs, nodes, leaves, pf, px,
-                po, pe);
+        kernel("ml_predict_forest_" + suffix(dtype)).launch(rows, args);
     }
 
     // ---------------------------------------------------------------- helpers

@@ -1,16 +1,17 @@
-package io.cuwire.cuda;
+package io.cuwire.ml.cuda.internal;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.cuda.Kernel;
+import io.cuwire.cuda.KernelParam;
 import io.cuwire.memory.DType;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -25,14 +26,14 @@ class MlKernelsSignatureTest {
     private static final Pattern GLOBAL = Pattern.compile("__global__\\s+void\\s+(\\w+)\\s*\\(([^)]*)\\)");
 
     /** Every {@code __global__} function of the CUDA sources, with its parameters' kinds. */
-    private static Map<String, MlKernels.Param[]> parseSources() throws IOException {
+    private static Map<String, KernelParam[]> parseSources() throws IOException {
         assumeTrue(Files.isDirectory(SOURCES), "the CUDA sources are not here (run from the cuwire-cuda module)");
-        Map<String, MlKernels.Param[]> out = new LinkedHashMap<>();
-        for (String file : new String[] {"kernels.cu", "ml_kernels.cuh"}) {
+        Map<String, KernelParam[]> out = new LinkedHashMap<>();
+        for (String file : new String[] {"ml_kernels.cuh"}) {
             Matcher m = GLOBAL.matcher(Files.readString(SOURCES.resolve(file)));
             while (m.find()) {
                 String[] params = m.group(2).split(",");
-                MlKernels.Param[] kinds = new MlKernels.Param[params.length];
+                KernelParam[] kinds = new KernelParam[params.length];
                 for (int i = 0; i < params.length; i++) {
                     kinds[i] = kind(params[i].strip());
                 }
@@ -42,31 +43,29 @@ class MlKernelsSignatureTest {
         return out;
     }
 
-    private static MlKernels.Param kind(String param) {
+    private static KernelParam kind(String param) {
         if (param.contains("*")) {
-            return MlKernels.Param.PTR;
+            return KernelParam.PTR;
         }
         String type = param.substring(0, param.lastIndexOf(' ')).strip();
         return switch (type) {
-            case "int32_t" -> MlKernels.Param.I32;
-            case "int64_t" -> MlKernels.Param.I64;
-            case "float" -> MlKernels.Param.F32;
-            case "double" -> MlKernels.Param.F64;
+            case "int32_t" -> KernelParam.I32;
+            case "int64_t" -> KernelParam.I64;
+            case "float" -> KernelParam.F32;
+            case "double" -> KernelParam.F64;
             default -> throw new AssertionError("unexpected kernel parameter type: " + param);
         };
     }
 
     @Test
     void shouldDeclareEveryKernelExactlyAsTheCudaSourceDefinesIt() throws IOException {
-        Map<String, MlKernels.Param[]> source = parseSources();
-        for (Map.Entry<String, MlKernels.Param[]> e : MlKernels.kernelSignatures().entrySet()) {
+        Map<String, KernelParam[]> source = parseSources();
+        for (Map.Entry<String, Kernel> e : MlKernels.kernelTable().entrySet()) {
             assertTrue(source.containsKey(e.getKey()), "no kernel " + e.getKey() + " in " + SOURCES);
-            assertArrayEquals(source.get(e.getKey()), e.getValue(), e.getKey());
+            assertEquals(List.of(source.get(e.getKey())), e.getValue().signature(), e.getKey());
         }
         for (String name : source.keySet()) {
-            if (name.startsWith("ml_")) {
-                assertTrue(MlKernels.kernelSignatures().containsKey(name), name + " is not declared in MlKernels");
-            }
+            assertTrue(MlKernels.kernelTable().containsKey(name), name + " is not declared in MlKernels");
         }
     }
 
@@ -184,21 +183,11 @@ class MlKernelsSignatureTest {
     }
 
     @Test
-    void shouldRefuseArgumentsThatDoNotMatchTheSignature() {
-        MlKernels.checkArguments("ml_map_f32", 10L, 0, 1L, 2L);
-        IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> MlKernels.checkArguments("ml_map_f32", 10L, 0L, 1L, 2L));
-        assertEquals("kernel ml_map_f32 argument 1: Long (expected: Integer for I32)", e.getMessage());
-        assertThrows(IllegalStateException.class, () -> MlKernels.checkArguments("ml_map_f32", 10L, 0, 1L));
-        assertThrows(IllegalStateException.class, () -> MlKernels.checkArguments("ml_no_such", 1L));
-    }
-
-    @Test
     void shouldGatherInTheWidestWordThatDividesRowsAndAddresses() {
-        assertEquals(8, MlKernels.wordSize(24, 256, 512));
-        assertEquals(4, MlKernels.wordSize(12, 256, 512));
-        assertEquals(4, MlKernels.wordSize(24, 260, 512));
-        assertEquals(1, MlKernels.wordSize(3, 256, 512));
+        assertEquals(8, MlKernels.wordSize(24, w -> 256 % w == 0 && 512 % w == 0));
+        assertEquals(4, MlKernels.wordSize(12, w -> 256 % w == 0 && 512 % w == 0));
+        assertEquals(4, MlKernels.wordSize(24, w -> 260 % w == 0 && 512 % w == 0));
+        assertEquals(1, MlKernels.wordSize(3, w -> 256 % w == 0 && 512 % w == 0));
     }
 
     @Test

@@ -1,11 +1,15 @@
-package io.cuwire.ml;
+package io.cuwire.ml.internal;
 
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
-import io.cuwire.ml.internal.HostArrays;
+import io.cuwire.ml.BinaryOp;
+import io.cuwire.ml.ComputeBackend;
+import io.cuwire.ml.ForestLayout;
+import io.cuwire.ml.Reduction;
+import io.cuwire.ml.UnaryOp;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;

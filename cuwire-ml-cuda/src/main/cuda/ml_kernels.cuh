@@ -1,6 +1,7 @@
-// The kernels of cuwire-ml's CUDA compute backend, included into kernels.cu (one fatbin, one loader) and launched
-// from io.cuwire.cuda.MlKernels. Conventions, as in kernels.cu: extern "C" entry points, 64-bit counts and indices,
-// grid-stride loops (any grid covers any n). Launches use blocks of ML_BLOCK threads (KernelModules.BLOCK); the
+// The kernels of cuwire-ml's CUDA compute backend, included into ml_kernels.cu and launched from
+// io.cuwire.ml.cuda.internal.MlKernels. Conventions, as in cuwire-cuda's kernels.cu: extern "C" entry points, 64-bit
+// counts and indices, grid-stride loops (any grid covers any n). Launches use blocks of ML_BLOCK threads
+// (io.cuwire.cuda.KernelModule.BLOCK); the
 // block reductions rely on it. Arithmetic is done in double precision whatever the element type, so that a float32
 // result is the double result rounded once, as on cuwire's CPU backend; only the cuBLAS products, the float32
 // atomics of ml_scatter_add_rows (more than 192 rows out), the float32 sum of tree outputs beyond 8 classes and the

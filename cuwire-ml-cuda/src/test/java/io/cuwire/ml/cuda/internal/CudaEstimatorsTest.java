@@ -1,4 +1,4 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import static io.cuwire.ml.MlTesting.array;
 import static io.cuwire.ml.MlTesting.gaussian;

@@ -1,4 +1,4 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import static io.cuwire.ml.MlTesting.array;
 import static io.cuwire.ml.MlTesting.values;
@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaTestSupport;
-import io.cuwire.cuda.MlKernels;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
@@ -19,7 +18,7 @@ import io.cuwire.memory.Stream;
 import io.cuwire.memory.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
-import io.cuwire.ml.CpuBackend;
+import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.neighbors.NearestNeighbors;

@@ -1,4 +1,4 @@
-package io.cuwire.ml.internal.cuda;
+package io.cuwire.ml.cuda.internal;
 
 import static io.cuwire.ml.MlTesting.array;
 import static io.cuwire.ml.MlTesting.labels;
@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaTestSupport;
-import io.cuwire.cuda.MlKernels;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
@@ -20,7 +19,7 @@ import io.cuwire.memory.Order;
 import io.cuwire.memory.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
-import io.cuwire.ml.CpuBackend;
+import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.internal.HostArrays;
