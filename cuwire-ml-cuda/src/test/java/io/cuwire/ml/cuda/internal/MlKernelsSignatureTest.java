@@ -29,7 +29,7 @@ class MlKernelsSignatureTest {
     private static Map<String, KernelParam[]> parseSources() throws IOException {
         assumeTrue(Files.isDirectory(SOURCES), "the CUDA sources are not here (run from the cuwire-cuda module)");
         Map<String, KernelParam[]> out = new LinkedHashMap<>();
-        for (String file : new String[] {"ml_kernels.cuh"}) {
+        for (String file : new String[] {"ml_kernels.cu"}) {
             Matcher m = GLOBAL.matcher(Files.readString(SOURCES.resolve(file)));
             while (m.find()) {
                 String[] params = m.group(2).split(",");
