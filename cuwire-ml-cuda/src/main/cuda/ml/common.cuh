@@ -1,5 +1,6 @@
 // Shared by every family of cuwire-ml-cuda's kernels: the grid-stride loop, constants, the operation codes and the
-// device helpers (operation dispatch, value order, error reports, block reductions).
+// device helpers: the operations' dispatch (ml_unary, ml_binary, ml_combine: the one CUDA place an operation of the
+// manifest is implemented), value order, error reports, block reductions.
 #pragma once
 
 #include <math_constants.h>
@@ -22,9 +23,8 @@
 
 namespace {
 
-enum MlUnary { ML_EXP = 0, ML_LOG = 1, ML_SQRT = 2, ML_SIGMOID = 3 };
-enum MlBinary { ML_ADD = 0, ML_SUB = 1, ML_MUL = 2, ML_DIV = 3 };
-enum MlReduce { ML_SUM = 0, ML_MIN = 1, ML_MAX = 2 };
+// The operation codes (MlUnary, MlBinary, MlReduce), generated from cuwire-ml's operations.manifest.
+#include "ml_ops.cuh"
 
 __device__ __forceinline__ double ml_sigmoid(double x) {
     if (x >= 0) {
@@ -39,7 +39,8 @@ __device__ __forceinline__ double ml_unary(int32_t op, double x) {
         case ML_EXP: return exp(x);
         case ML_LOG: return log(x);
         case ML_SQRT: return sqrt(x);
-        default: return ml_sigmoid(x);
+        case ML_SIGMOID: return ml_sigmoid(x);
+        default: return CUDART_NAN;  // an operation of the manifest without its case here
     }
 }
 
@@ -48,7 +49,8 @@ __device__ __forceinline__ double ml_binary(int32_t op, double a, double b) {
         case ML_ADD: return a + b;
         case ML_SUB: return a - b;
         case ML_MUL: return a * b;
-        default: return a / b;
+        case ML_DIV: return a / b;
+        default: return CUDART_NAN;  // an operation of the manifest without its case here
     }
 }
 

@@ -6,6 +6,13 @@
 namespace {
 
 template <typename T>
+__device__ void ml_fill(int64_t n, T value, T* y) {
+    GRID_STRIDE_LOOP(i, n) {
+        y[i] = value;
+    }
+}
+
+template <typename T>
 __device__ void ml_map(int64_t n, int32_t op, const T* in, T* out) {
     GRID_STRIDE_LOOP(i, n) {
         out[i] = (T) ml_unary(op, (double) in[i]);

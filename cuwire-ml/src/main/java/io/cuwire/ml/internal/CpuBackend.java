@@ -189,11 +189,34 @@ public final class CpuBackend extends ComputeBackend {
         }
     }
 
+    /**
+     * {@code f} on one value, in double precision: the reference every backend is held to (the operation codes come
+     * from {@code operations.manifest}; a new one needs its case here).
+     */
+    public static double apply(UnaryOp f, double x) {
+        return switch (f) {
+            case EXP -> Math.exp(x);
+            case LOG -> Math.log(x);
+            case SQRT -> Math.sqrt(x);
+            case SIGMOID -> x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x));
+        };
+    }
+
+    /** {@code f} on one pair, in double precision. */
+    public static double apply(BinaryOp f, double a, double b) {
+        return switch (f) {
+            case ADD -> a + b;
+            case SUB -> a - b;
+            case MUL -> a * b;
+            case DIV -> a / b;
+        };
+    }
+
     @Override
     protected void doMap(UnaryOp f, NdArray in, NdArray out) {
         double[] v = HostArrays.doubles(in);
         for (int i = 0; i < v.length; i++) {
-            v[i] = f.apply(v[i]);
+            v[i] = apply(f, v[i]);
         }
         HostArrays.write(out, v);
     }
@@ -204,7 +227,7 @@ public final class CpuBackend extends ComputeBackend {
         double[] vv = HostArrays.doubles(v);
         int cols = vv.length;
         for (int i = 0; i < av.length; i++) {
-            av[i] = f.apply(av[i], vv[i % cols]);
+            av[i] = apply(f, av[i], vv[i % cols]);
         }
         HostArrays.write(a, av);
     }
@@ -337,7 +360,7 @@ public final class CpuBackend extends ComputeBackend {
             if (cols == 1) {
                 double zi = z[i];
                 loss += Math.max(zi, 0) - y[i] * zi + Math.log1p(Math.exp(-Math.abs(zi)));
-                z[i] = UnaryOp.SIGMOID.apply(zi) - y[i];
+                z[i] = apply(UnaryOp.SIGMOID, zi) - y[i];
             } else {
                 int r = i * cols;
                 double max = Double.NEGATIVE_INFINITY;

@@ -316,25 +316,13 @@ public final class CudaBackend extends ComputeBackend {
 
     @Override
     protected void doMap(UnaryOp f, NdArray in, NdArray out) {
-        MlKernels.Function fn = switch (f) {
-            case EXP -> MlKernels.Function.EXP;
-            case LOG -> MlKernels.Function.LOG;
-            case SQRT -> MlKernels.Function.SQRT;
-            case SIGMOID -> MlKernels.Function.SIGMOID;
-        };
-        MlKernels.map(stream, in.dtype(), fn, dev(in), dev(out), in.size());
+        MlKernels.map(stream, in.dtype(), f, dev(in), dev(out), in.size());
         sync();
     }
 
     @Override
     protected void doBroadcastRows(BinaryOp f, NdArray a, NdArray v) {
-        MlKernels.Operator op = switch (f) {
-            case ADD -> MlKernels.Operator.ADD;
-            case SUB -> MlKernels.Operator.SUB;
-            case MUL -> MlKernels.Operator.MUL;
-            case DIV -> MlKernels.Operator.DIV;
-        };
-        MlKernels.broadcastRows(stream, a.dtype(), op, dev(a), dev(v), a.dim(0), a.dim(1));
+        MlKernels.broadcastRows(stream, a.dtype(), f, dev(a), dev(v), a.dim(0), a.dim(1));
         sync();
     }
 
@@ -351,15 +339,10 @@ public final class CudaBackend extends ComputeBackend {
         if (a.size() == 0) {
             return 0;
         }
-        MlKernels.Reduction red = switch (r) {
-            case SUM -> MlKernels.Reduction.SUM;
-            case MIN -> MlKernels.Reduction.MIN;
-            case MAX -> MlKernels.Reduction.MAX;
-        };
         try (Scratch s = new Scratch(MlKernels.SCRATCH_BYTES, Double.BYTES)) {
             DeviceBuffer partial = s.take(MlKernels.SCRATCH_BYTES);
             DeviceBuffer result = s.take(Double.BYTES);
-            MlKernels.reduce(stream, a.dtype(), red, dev(a), a.size(), partial, result);
+            MlKernels.reduce(stream, a.dtype(), r, dev(a), a.size(), partial, result);
             sync();
             return readDouble(result);
         }
@@ -429,7 +412,7 @@ public final class CudaBackend extends ComputeBackend {
             checked(s, error -> {
                 MlKernels.crossEntropy(stream, logits.dtype(), dev(logits), dev(labels), dev(grad), rows, cols,
                         rowLoss, error);
-                MlKernels.reduce(stream, DType.FLOAT64, MlKernels.Reduction.SUM, rowLoss, rows, partial, result);
+                MlKernels.reduce(stream, DType.FLOAT64, Reduction.SUM, rowLoss, rows, partial, result);
             }, bad -> "crossEntropy: labels[" + bad + "] = " + element(labels, bad) + " (expected: 0 <= label < "
                     + Math.max(cols, 2) + ")");
             return readDouble(result);

@@ -3,14 +3,14 @@ package io.cuwire.ml.cuda.internal;
 import io.cuwire.cuda.Kernel;
 import io.cuwire.cuda.KernelArgs;
 import io.cuwire.cuda.KernelModule;
-import io.cuwire.cuda.KernelParam;
 import io.cuwire.cuda.Kernels;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Stream;
-import java.util.LinkedHashMap;
+import io.cuwire.ml.BinaryOp;
+import io.cuwire.ml.Reduction;
+import io.cuwire.ml.UnaryOp;
 import java.util.Locale;
-import java.util.Map;
 import java.util.function.IntPredicate;
 
 /**
@@ -60,10 +60,6 @@ public final class MlKernels {
     static final long SELECT_WARP_MAX_COLS = 2048;
     /** The least elements of the slice of a row one block selects from, when rows are cut. */
     static final long SELECT_MIN_SLICE = 8192;
-    /** The radix select's kernel name, less its type. */
-    private static final String RADIX = "ml_select_radix_";
-    /** The radix select's merge of a row's slices, less its type. */
-    private static final String RADIX_MERGE = "ml_select_radix_merge_";
     /** Blocks per multiprocessor that cutting few long rows into slices aims at. */
     static final int SELECT_BLOCKS_PER_SM = 4;
     /** The most rows of {@code out} {@link #scatterAddRows} sums deterministically: {@code ML_SCATTER_SHARED / 32}. */
@@ -77,102 +73,7 @@ public final class MlKernels {
     /** The most blocks of the per-block {@link #bincount}: each adds its {@code k} counts to the output. */
     static final int BINCOUNT_BLOCKS = 1024;
 
-    /** The fatbin of these kernels, built from {@code src/main/cuda} by nvcc. */
-    static final String RESOURCE = "io/cuwire/ml/cuda/ml_kernels.fatbin";
-    /** The module of these kernels. */
-    static final KernelModule MODULE = KernelModule.of(MlKernels.class.getClassLoader(), RESOURCE,
-            "sm_80, sm_90, compute_90 PTX", "cuwire-ml-cuda");
-    private static final Map<String, Kernel> KERNELS = kernels();
-
-    /** An element-wise function of {@link #map}. */
-    public enum Function {
-        EXP, LOG, SQRT, SIGMOID
-    }
-
-    /** An operator of {@link #broadcastRows}: {@code a[i, j] = a[i, j] op v[j]}. */
-    public enum Operator {
-        ADD, SUB, MUL, DIV
-    }
-
-    /** A reduction of {@link #reduce}: Java's {@code +}, {@code Math.min}, {@code Math.max} (NaN propagates). */
-    public enum Reduction {
-        SUM, MIN, MAX
-    }
-
     private MlKernels() {
-    }
-
-    private static Map<String, Kernel> kernels() {
-        Map<String, KernelParam[]> m = new LinkedHashMap<>();
-        KernelParam i32 = KernelParam.I32;
-        KernelParam i64 = KernelParam.I64;
-        KernelParam ptr = KernelParam.PTR;
-        KernelParam f64 = KernelParam.F64;
-        m.put("ml_fill_i32", sig(i64, i32, ptr));
-        m.put("ml_fill_i64", sig(i64, i64, ptr));
-        for (String t : new String[] {"f32", "f64"}) {
-            m.put("ml_map_" + t, sig(i64, i32, ptr, ptr));
-            m.put("ml_broadcast_rows_" + t, sig(i64, i64, i32, ptr, ptr));
-            m.put("ml_softmax_rows_" + t, sig(i64, i64, ptr, ptr));
-            m.put("ml_dot_" + t, sig(i64, ptr, ptr, ptr));
-            m.put("ml_arg_rows_" + t, sig(i64, i64, i32, ptr, ptr, ptr));
-            m.put("ml_cross_entropy_" + t, sig(i64, i64, ptr, ptr, ptr, ptr, ptr));
-            m.put("ml_row_sq_norms_" + t, sig(i64, i64, ptr, ptr));
-            m.put("ml_add_norms_clamp_" + t, sig(i64, i64, ptr, ptr, ptr));
-            m.put("ml_scatter_add_rows_" + t, sig(i64, i64, i64, ptr, ptr, ptr, ptr));
-            m.put("ml_bincount_" + t, sig(i64, i64, ptr, ptr, ptr));
-            m.put("ml_scatter_sums_" + t, sig(i64, i64, i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-            m.put("ml_scatter_finish_" + t, sig(i64, i64, ptr, ptr));
-            m.put("ml_bincount_blocks_" + t, sig(i64, i64, ptr, ptr, ptr));
-            m.put("ml_count_rows_" + t, sig(i64, i64, i64, ptr, ptr, ptr));
-            m.put("ml_smallest_k_" + t, sig(i64, i64, i64, i64, ptr, ptr, ptr));
-            m.put("ml_select_radix_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
-            m.put("ml_select_radix_merge_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
-            for (String kmax : new String[] {"k8", "k32"}) {
-                m.put("ml_select_" + kmax + "_" + t, sig(i64, i64, i64, i64, i32, i64, ptr, ptr, ptr, ptr));
-                m.put("ml_select_merge_" + kmax + "_" + t, sig(i64, i64, i64, i64, i64, ptr, ptr, ptr, ptr));
-            }
-            m.put("ml_merge_neighbors_" + t + "_i32", sig(i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr));
-            m.put("ml_merge_neighbors_" + t + "_i64", sig(i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr));
-            m.put("ml_predict_forest_" + t, sig(i64, i32, i32, i32, i64, i64, ptr, ptr, ptr, ptr));
-            m.put("ml_gemv_rows_" + t, sig(i64, i64, i32, f64, ptr, ptr, f64, ptr));
-            m.put("ml_nearest_rows_k8_" + t, sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-            m.put("ml_nearest_rows_k32_" + t, sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-        }
-        m.put("ml_nearest_rows_v4_k8_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-        m.put("ml_nearest_rows_v4_k32_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-        for (String regs : new String[] {"k8x1", "k4x2"}) {
-            m.put("ml_nearest_rows_regs_" + regs + "_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-            m.put("ml_nearest_rows_regs_v4_" + regs + "_f32", sig(i64, i64, i64, i32, ptr, ptr, ptr, ptr));
-        }
-        for (String t : new String[] {"f32", "f64", "i32", "i64"}) {
-            m.put("ml_reduce_" + t, sig(i64, i32, ptr, ptr));
-        }
-        m.put("ml_count_equal_i32", sig(i64, ptr, ptr, ptr));
-        m.put("ml_count_equal_i64", sig(i64, ptr, ptr, ptr));
-        for (String w : new String[] {"w8", "w4", "w1"}) {
-            m.put("ml_gather_rows_" + w, sig(i64, i64, i64, ptr, i32, ptr, ptr, ptr));
-        }
-        Map<String, Kernel> kernels = new LinkedHashMap<>();
-        m.forEach((name, params) -> kernels.put(name, MODULE.kernel(name, params)));
-        return Map.copyOf(kernels);
-    }
-
-    private static KernelParam[] sig(KernelParam... params) {
-        return params;
-    }
-
-    /** The declared kernels, by name. */
-    static Map<String, Kernel> kernelTable() {
-        return KERNELS;
-    }
-
-    private static Kernel kernel(String name) {
-        Kernel k = KERNELS.get(name);
-        if (k == null) {
-            throw new IllegalStateException("kernel " + name + " has no declared signature");
-        }
-        return k;
     }
 
     // ---------------------------------------------------------------- element-wise
@@ -182,7 +83,7 @@ public final class MlKernels {
         switch (dtype) {
             case FLOAT32 -> Kernels.fillF32(stream, y, n, (float) value);
             case FLOAT64 -> Kernels.fillF64(stream, y, n, value);
-            case INT32 -> kernel("ml_fill_i32").launch(n, KernelArgs.on(stream).i64(n).i32((int) value)
+            case INT32 -> MlKernelTable.FILL_I32.launch(n, KernelArgs.on(stream).i64(n).i32((int) value)
                     .array("y", y, n, Integer.BYTES));
             case INT64 -> fillLong(stream, y, n, (long) value);
             default -> throw new IllegalArgumentException("fill: dtype " + dtype.wireName()
@@ -191,7 +92,7 @@ public final class MlKernels {
     }
 
     private static void fillLong(Stream stream, DeviceBuffer y, long n, long value) {
-        kernel("ml_fill_i64").launch(n, KernelArgs.on(stream).i64(n).i64(value).array("y", y, n, Long.BYTES));
+        MlKernelTable.FILL_I64.launch(n, KernelArgs.on(stream).i64(n).i64(value).array("y", y, n, Long.BYTES));
     }
 
     /** Sets the int64 {@code error} buffer to {@link #NO_ERROR}. */
@@ -200,19 +101,19 @@ public final class MlKernels {
     }
 
     /** {@code out[i] = f(in[i])} for {@code i < n}; {@code out} may be {@code in}. */
-    public static void map(Stream stream, DType dtype, Function f, DeviceBuffer in, DeviceBuffer out, long n) {
+    public static void map(Stream stream, DType dtype, UnaryOp f, DeviceBuffer in, DeviceBuffer out, long n) {
         int es = floating("map", dtype);
-        kernel("ml_map_" + suffix(dtype)).launch(n, KernelArgs.on(stream).i64(n).i32(f.ordinal())
+        MlKernelTable.map(dtype).launch(n, KernelArgs.on(stream).i64(n).i32(f.code())
                 .array("in", in, n, es).array("out", out, n, es));
     }
 
     /** {@code a[i, j] = a[i, j] op v[j]} for a {@code rows x cols} matrix and a vector of {@code cols}. */
-    public static void broadcastRows(Stream stream, DType dtype, Operator op, DeviceBuffer a, DeviceBuffer v, long rows,
+    public static void broadcastRows(Stream stream, DType dtype, BinaryOp op, DeviceBuffer a, DeviceBuffer v, long rows,
             long cols) {
         int es = floating("broadcastRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        kernel("ml_broadcast_rows_" + suffix(dtype)).launch(n, KernelArgs.on(stream).i64(n).i64(cols)
-                .i32(op.ordinal()).array("a", a, n, es).array("v", v, cols, es));
+        MlKernelTable.broadcastRows(dtype).launch(n, KernelArgs.on(stream).i64(n).i64(cols)
+                .i32(op.code()).array("a", a, n, es).array("v", v, cols, es));
     }
 
     /** {@code out[i, :] = softmax(in[i, :])}, the row maximum subtracted; one thread a row; out may be in. */
@@ -220,7 +121,7 @@ public final class MlKernels {
             long cols) {
         int es = floating("softmaxRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        kernel("ml_softmax_rows_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+        MlKernelTable.softmaxRows(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
                 .array("in", in, n, es).array("out", out, n, es));
     }
 
@@ -236,15 +137,15 @@ public final class MlKernels {
             throw new IllegalArgumentException("reduce: dtype " + dtype.wireName()
                     + " (expected: float32, float64, int32 or int64)");
         }
-        twoPass(kernel("ml_reduce_" + suffix(dtype)), r.ordinal(), n, scratch, result,
-                KernelArgs.on(stream).i64(n).i32(r.ordinal()).array("a", a, n, dtype.byteSize()));
+        twoPass(MlKernelTable.reduce(dtype), r.code(), n, scratch, result,
+                KernelArgs.on(stream).i64(n).i32(r.code()).array("a", a, n, dtype.byteSize()));
     }
 
     /** The sum of {@code x[i] * y[i]} for {@code i < n}, accumulated in float64, into {@code result} (float64). */
     public static void dot(Stream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n, DeviceBuffer scratch,
             DeviceBuffer result) {
         int es = floating("dot", dtype);
-        twoPass(kernel("ml_dot_" + suffix(dtype)), Reduction.SUM.ordinal(), n, scratch, result,
+        twoPass(MlKernelTable.dot(dtype), Reduction.SUM.code(), n, scratch, result,
                 KernelArgs.on(stream).i64(n).array("x", x, n, es).array("y", y, n, es));
     }
 
@@ -254,7 +155,7 @@ public final class MlKernels {
         if (!dtype.isIndex()) {
             throw new IllegalArgumentException("countEqual: dtype " + dtype.wireName() + " (expected: int32 or int64)");
         }
-        twoPass(kernel("ml_count_equal_" + suffix(dtype)), Reduction.SUM.ordinal(), n, scratch, result,
+        twoPass(MlKernelTable.countEqual(dtype), Reduction.SUM.code(), n, scratch, result,
                 KernelArgs.on(stream).i64(n).array("a", a, n, dtype.byteSize()).array("b", b, n, dtype.byteSize()));
     }
 
@@ -268,7 +169,7 @@ public final class MlKernels {
         KernelArgs second = KernelArgs.on(operands.stream()).i64(blocks).i32(op)
                 .array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES).array("result", result, 1, Double.BYTES);
         first.launchBlocks(blocks, operands.array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES));
-        kernel("ml_reduce_f64").launchBlocks(1, second);
+        MlKernelTable.REDUCE_F64.launchBlocks(1, second);
     }
 
     /**
@@ -282,7 +183,7 @@ public final class MlKernels {
         if (cols < 1 && rows > 0) {
             throw new IllegalArgumentException("argRows: cols " + cols + " (expected: >= 1)");
         }
-        kernel("ml_arg_rows_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+        MlKernelTable.argRows(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
                 .i32(largest ? 1 : 0).array("a", a, Math.multiplyExact(rows, cols), es)
                 .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es));
     }
@@ -303,14 +204,14 @@ public final class MlKernels {
                 .array("labels", labels, rows, Integer.BYTES).array("grad", grad, n, es)
                 .array("rowLoss", rowLoss, rows, Double.BYTES).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        kernel("ml_cross_entropy_" + suffix(dtype)).launch(rows, args);
+        MlKernelTable.crossEntropy(dtype).launch(rows, args);
     }
 
     /** {@code norms[i]} = the squared Euclidean norm of row {@code i} of {@code x} ({@code rows x cols}). */
     public static void rowSquaredNorms(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer norms) {
         int es = floating("rowSquaredNorms", dtype);
-        kernel("ml_row_sq_norms_" + suffix(dtype)).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
+        MlKernelTable.rowSqNorms(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
                 .array("x", x, Math.multiplyExact(rows, cols), es).array("norms", norms, rows, es));
     }
 
@@ -322,7 +223,7 @@ public final class MlKernels {
             DeviceBuffer xNorms, DeviceBuffer yNorms) {
         int es = floating("addNormsAndClamp", dtype);
         long work = Math.multiplyExact(n, m);
-        kernel("ml_add_norms_clamp_" + suffix(dtype)).launch(work, KernelArgs.on(stream).i64(n).i64(m)
+        MlKernelTable.addNormsClamp(dtype).launch(work, KernelArgs.on(stream).i64(n).i64(m)
                 .array("out", out, work, es).array("xNorms", xNorms, n, es).array("yNorms", yNorms, m, es));
     }
 
@@ -349,7 +250,7 @@ public final class MlKernels {
                 .array("src", src, srcRows * rowBytes, 1).array("out", out, count * rowBytes, 1)
                 .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        kernel("ml_gather_rows_w" + word).launch(Math.multiplyExact(count, words), args);
+        MlKernelTable.gatherRows(word).launch(Math.multiplyExact(count, words), args);
     }
 
     /** The widest of 8, 4 and 1 bytes that divides the row size and for which both addresses are {@code aligned}. */
@@ -414,7 +315,7 @@ public final class MlKernels {
                     .array("index", index, n, Integer.BYTES).array("out", out, elements, es)
                     .array("error", error, 1, Long.BYTES);
             resetError(stream, error);
-            kernel("ml_scatter_add_rows_" + suffix(dtype)).launch(work, args);
+            MlKernelTable.scatterAddRows(dtype).launch(work, args);
             return;
         }
         long partials = plan.scratchBytes() / Double.BYTES;
@@ -424,8 +325,8 @@ public final class MlKernels {
         KernelArgs finish = KernelArgs.on(stream).i64(plan.parts()).i64(elements)
                 .array("scratch", scratch, partials, Double.BYTES).array("out", out, elements, es);
         resetError(stream, error);
-        kernel("ml_scatter_sums_" + suffix(dtype)).launchBlocks(plan.blocks(), sums);
-        kernel("ml_scatter_finish_" + suffix(dtype)).launchBlocks(blocks((elements + 31) / 32), finish);
+        MlKernelTable.scatterSums(dtype).launchBlocks(plan.blocks(), sums);
+        MlKernelTable.scatterFinish(dtype).launchBlocks(blocks((elements + 31) / 32), finish);
     }
 
     /**
@@ -441,9 +342,9 @@ public final class MlKernels {
                 .array("out", out, k, es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         if (k > BINCOUNT_BLOCK_MAX_K || n == 0) {
-            kernel("ml_bincount_" + suffix(dtype)).launch(n, args);
+            MlKernelTable.bincount(dtype).launch(n, args);
         } else {
-            kernel("ml_bincount_blocks_" + suffix(dtype)).launchBlocks(Math.min(BINCOUNT_BLOCKS, KernelModule.grid(n)),
+            MlKernelTable.bincountBlocks(dtype).launchBlocks(Math.min(BINCOUNT_BLOCKS, KernelModule.grid(n)),
                     args);
         }
     }
@@ -460,7 +361,7 @@ public final class MlKernels {
                 .array("labels", labels, Math.multiplyExact(rows, k), Integer.BYTES)
                 .array("out", out, Math.multiplyExact(rows, classes), es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        kernel("ml_count_rows_" + suffix(dtype)).launch(rows, args);
+        MlKernelTable.countRows(dtype).launch(rows, args);
     }
 
     // ---------------------------------------------------------------- neighbors
@@ -476,7 +377,7 @@ public final class MlKernels {
      * @param blocks the first kernel's blocks
      * @param scratchBytes the scratch the parts' keys need (0 with one part)
      */
-    public record SelectPlan(String kernel, String merge, long parts, int group, int blocks, long scratchBytes) {
+    public record SelectPlan(Kernel kernel, Kernel merge, long parts, int group, int blocks, long scratchBytes) {
     }
 
     /**
@@ -491,17 +392,16 @@ public final class MlKernels {
      * {@code ml_smallest_k}, one thread a row.
      */
     static SelectPlan selectPlan(DType dtype, long rows, long cols, long k, int multiprocessors) {
-        String t = suffix(dtype);
         if (rows == 0 || k == 0) {
             return new SelectPlan(null, null, 0, 0, 0, 0);
         }
         if (k > SELECT_RADIX_MAX_K || cols > Integer.MAX_VALUE) {
-            return new SelectPlan("ml_smallest_k_" + t, null, 1, 1, KernelModule.grid(rows), 0);
+            return new SelectPlan(MlKernelTable.smallestK(dtype), null, 1, 1, KernelModule.grid(rows), 0);
         }
         boolean radix = k > SELECT_MAX_K;
-        String kmax = k <= SELECT_SMALL_K ? "k8" : "k32";
-        String kernel = radix ? RADIX + t : "ml_select_" + kmax + "_" + t;
-        String merge = radix ? RADIX_MERGE + t : "ml_select_merge_" + kmax + "_" + t;
+        int kmax = k <= SELECT_SMALL_K ? SELECT_SMALL_K : SELECT_MAX_K;
+        Kernel kernel = radix ? MlKernelTable.selectRadix(dtype) : MlKernelTable.select(kmax, dtype);
+        Kernel merge = radix ? MlKernelTable.selectRadixMerge(dtype) : MlKernelTable.selectMerge(kmax, dtype);
         long warps = KernelModule.BLOCK / 32;
         if (!radix && cols <= SELECT_WARP_MAX_COLS) {
             return new SelectPlan(kernel, null, 1, 32, blocks((rows + warps - 1) / warps), 0);
@@ -550,7 +450,7 @@ public final class MlKernels {
         if (plan.kernel() == null) {
             return;
         }
-        Kernel first = kernel(plan.kernel());
+        Kernel first = plan.kernel();
         if (plan.group() == 1) {
             first.launch(rows, KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(idOffset)
                     .array("values", values, nv, es).array("outValues", outValues, no, es)
@@ -563,7 +463,7 @@ public final class MlKernels {
         }
         long keys = plan.scratchBytes() / Long.BYTES;
         KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(plan.parts());
-        if (!plan.kernel().startsWith(RADIX)) {
+        if (plan.kernel() != MlKernelTable.selectRadix(dtype)) {
             args.i32(plan.group());
         }
         args.i64(idOffset).array("values", values, nv, es).array("outValues", outValues, no, es)
@@ -575,7 +475,7 @@ public final class MlKernels {
                 .array("outIds", outIds, no, Long.BYTES);
         first.launchBlocks(plan.blocks(), args);
         if (merge != null) {
-            kernel(plan.merge()).launchBlocks(blocks(rows), merge);
+            plan.merge().launchBlocks(blocks(rows), merge);
         }
     }
 
@@ -597,7 +497,7 @@ public final class MlKernels {
                     + ")");
         }
         int is = idType.byteSize();
-        kernel("ml_merge_neighbors_" + suffix(dtype) + "_" + suffix(idType)).launch(rows, KernelArgs.on(stream)
+        MlKernelTable.mergeNeighbors(dtype, idType).launch(rows, KernelArgs.on(stream)
                 .i64(rows).i64(ka).i64(kb).i64(k).array("distA", distA, Math.multiplyExact(rows, ka), es)
                 .array("idsA", idsA, Math.multiplyExact(rows, ka), is)
                 .array("distB", distB, Math.multiplyExact(rows, kb), es)
@@ -631,7 +531,7 @@ public final class MlKernels {
             double alpha, double beta, DeviceBuffer y) {
         int es = floating("gemvRows", dtype);
         int lanes = rowLanes(cols);
-        kernel("ml_gemv_rows_" + suffix(dtype)).launch(Math.multiplyExact(rows, (long) lanes), KernelArgs.on(stream)
+        MlKernelTable.gemvRows(dtype).launch(Math.multiplyExact(rows, (long) lanes), KernelArgs.on(stream)
                 .i64(rows).i64(cols).i32(lanes).f64(alpha).array("a", a, Math.multiplyExact(rows, cols), es)
                 .array("x", x, cols, es).f64(beta).array("y", y, rows, es));
     }
@@ -683,23 +583,33 @@ public final class MlKernels {
     }
 
     /**
-     * The name of the kernel {@link #nearestRows} launches with {@code choice} for {@code k} centers of {@code cols}
-     * columns of {@code dtype}, rows starting 16-byte {@code aligned} or not.
+     * The kernel {@link #nearestRows} launches with {@code choice} for {@code k} centers of {@code cols} columns of
+     * {@code dtype}, rows starting 16-byte {@code aligned} or not.
      */
-    static String nearestKernel(NearestKernel choice, DType dtype, long cols, long k, boolean aligned) {
-        String kmax = k <= 8 ? "k8" : "k" + NEAREST_MAX_CENTERS;
+    static Kernel nearestKernel(NearestKernel choice, DType dtype, long cols, long k, boolean aligned) {
+        int kmax = k <= 8 ? 8 : NEAREST_MAX_CENTERS;
         if (dtype != DType.FLOAT32 || choice == NearestKernel.SCALAR) {
-            return "ml_nearest_rows_" + kmax + "_" + suffix(dtype);
+            return MlKernelTable.nearestRows(kmax, dtype);
         }
-        String v4 = cols % 4 == 0 && aligned ? "v4_" : "";
+        boolean v4 = cols % 4 == 0 && aligned;
         if (choice == NearestKernel.AUTO) {
             long runs = (cols + 8L * rowLanes(cols) - 1) / (8L * rowLanes(cols));
-            String regs = runs <= 1 && k <= 8 ? "k8x1" : runs <= 2 && k <= 4 ? "k4x2" : null;
-            if (regs != null) {
-                return "ml_nearest_rows_regs_" + v4 + regs + "_f32";
+            if (runs <= 1 && k <= 8) {
+                return v4 ? MlKernelTable.NEAREST_ROWS_REGS_V4_K8X1_F32 : MlKernelTable.NEAREST_ROWS_REGS_K8X1_F32;
+            }
+            if (runs <= 2 && k <= 4) {
+                return v4 ? MlKernelTable.NEAREST_ROWS_REGS_V4_K4X2_F32 : MlKernelTable.NEAREST_ROWS_REGS_K4X2_F32;
             }
         }
-        return "ml_nearest_rows_" + v4 + kmax + "_f32";
+        return v4 ? MlKernelTable.nearestRowsV4F32(kmax) : MlKernelTable.nearestRows(kmax, dtype);
+    }
+
+    /** Whether {@code kernel} is one of the registers kernels of {@link NearestKernel#AUTO} (a grid of their own). */
+    private static boolean registersKernel(Kernel kernel) {
+        return kernel == MlKernelTable.NEAREST_ROWS_REGS_V4_K8X1_F32
+                || kernel == MlKernelTable.NEAREST_ROWS_REGS_K8X1_F32
+                || kernel == MlKernelTable.NEAREST_ROWS_REGS_V4_K4X2_F32
+                || kernel == MlKernelTable.NEAREST_ROWS_REGS_K4X2_F32;
     }
 
     /**
@@ -708,7 +618,7 @@ public final class MlKernels {
      */
     public static String nearestRowsKernel(NearestKernel choice, DType dtype, DeviceBuffer x, long cols, long k) {
         floating("nearestRows", dtype);
-        return nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
+        return nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16)).name();
     }
 
     /**
@@ -739,16 +649,16 @@ public final class MlKernels {
         KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i32(lanes)
                 .array("x", x, Math.multiplyExact(rows, cols), es).array("centers", centers, k * cols, es)
                 .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es);
-        String name = nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
+        Kernel kernel = nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
         long work = Math.multiplyExact(rows, (long) lanes);
-        if (name.startsWith("ml_nearest_rows_regs_")) {
+        if (registersKernel(kernel)) {
             int blocks = (int) Math.min(KernelModule.grid(work),
                     (long) NEAREST_REGS_BLOCKS_PER_SM * KernelModule.multiprocessors(stream));
             if (work > 0) {
-                kernel(name).launchBlocks(Math.max(1, blocks), args);
+                kernel.launchBlocks(Math.max(1, blocks), args);
             }
         } else {
-            kernel(name).launch(work, args);
+            kernel.launch(work, args);
         }
     }
 
@@ -787,7 +697,7 @@ public final class MlKernels {
         args.array("x", x, Math.multiplyExact(rows, features), es)
                 .array("out", out, Math.multiplyExact(rows, outputs), es).array("error", error, 1, Long.BYTES);
         resetError(stream, error);
-        kernel("ml_predict_forest_" + suffix(dtype)).launch(rows, args);
+        MlKernelTable.predictForest(dtype).launch(rows, args);
     }
 
     // ---------------------------------------------------------------- helpers
@@ -797,15 +707,5 @@ public final class MlKernels {
             throw new IllegalArgumentException(op + ": dtype " + dtype.wireName() + " (expected: float32 or float64)");
         }
         return dtype.byteSize();
-    }
-
-    static String suffix(DType dtype) {
-        return switch (dtype) {
-            case FLOAT32 -> "f32";
-            case FLOAT64 -> "f64";
-            case INT32 -> "i32";
-            case INT64 -> "i64";
-            default -> throw new IllegalArgumentException("no kernels for dtype " + dtype.wireName());
-        };
     }
 }

@@ -103,10 +103,10 @@ class CudaKernelPathsTest {
         if (plan.group() == 1) {
             return "one thread a row";
         }
-        if (plan.kernel().startsWith("ml_select_radix_")) {
+        if (plan.kernel().name().startsWith("ml_select_radix_")) {
             return plan.parts() > 1 ? "parts radix" : "radix";
         }
-        String keys = plan.kernel().contains("_k8_") ? "k8" : "k32";
+        String keys = plan.kernel().name().contains("_k8_") ? "k8" : "k32";
         return (plan.parts() > 1 ? "parts " : plan.group() == 32 ? "warp " : "block ") + keys;
     }
 
@@ -253,7 +253,7 @@ class CudaKernelPathsTest {
             }
             MlKernels.SelectPlan plan = MlKernels.smallestKPlan(stream, dt, q, n, k);
             assertTrue(plan.parts() > 1, "k " + k + ": rows cut into parts");
-            assertEquals(k > MlKernels.SELECT_MAX_K, plan.kernel().startsWith("ml_select_radix_"),
+            assertEquals(k > MlKernels.SELECT_MAX_K, plan.kernel().name().startsWith("ml_select_radix_"),
                     "k " + k + ": the radix select above " + MlKernels.SELECT_MAX_K + " neighbors");
         }
     }

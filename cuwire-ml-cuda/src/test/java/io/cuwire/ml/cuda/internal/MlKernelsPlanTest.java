@@ -1,72 +1,59 @@
 package io.cuwire.ml.cuda.internal;
 
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_K32_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_K32_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_K8_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_K8_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_REGS_K4X2_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_REGS_K8X1_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_REGS_V4_K4X2_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_REGS_V4_K8X1_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_V4_K32_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.NEAREST_ROWS_V4_K8_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_K32_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_K32_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_K8_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_K8_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_MERGE_K32_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_MERGE_K8_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_RADIX_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_RADIX_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_RADIX_MERGE_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SELECT_RADIX_MERGE_F64;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SMALLEST_K_F32;
+import static io.cuwire.ml.cuda.internal.MlKernelTable.SMALLEST_K_F64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.cuda.Kernel;
 import io.cuwire.cuda.KernelParam;
 import io.cuwire.memory.DType;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * Without a GPU: the argument kinds {@link MlKernels} declares (and checks at every launch) against the CUDA source
- * of each kernel, so that a launch packs exactly the parameters its kernel takes.
+ * Without a GPU: the launch plans of {@link MlKernels} (which kernel of {@link MlKernelTable}, how many blocks, how
+ * much scratch) at the bounds of each path, and the kernel table that the kernels manifest generates.
  */
-class MlKernelsSignatureTest {
-    private static final Path SOURCES = Path.of("src/main/cuda");
-    private static final Pattern GLOBAL = Pattern.compile("__global__\\s+void\\s+(\\w+)\\s*\\(([^)]*)\\)");
-
-    /** Every {@code __global__} function of the CUDA sources, with its parameters' kinds. */
-    private static Map<String, KernelParam[]> parseSources() throws IOException {
-        assumeTrue(Files.isDirectory(SOURCES), "the CUDA sources are not here (run from the cuwire-cuda module)");
-        Map<String, KernelParam[]> out = new LinkedHashMap<>();
-        for (String file : new String[] {"ml_kernels.cu"}) {
-            Matcher m = GLOBAL.matcher(Files.readString(SOURCES.resolve(file)));
-            while (m.find()) {
-                String[] params = m.group(2).split(",");
-                KernelParam[] kinds = new KernelParam[params.length];
-                for (int i = 0; i < params.length; i++) {
-                    kinds[i] = kind(params[i].strip());
-                }
-                out.put(m.group(1), kinds);
-            }
-        }
-        return out;
-    }
-
-    private static KernelParam kind(String param) {
-        if (param.contains("*")) {
-            return KernelParam.PTR;
-        }
-        String type = param.substring(0, param.lastIndexOf(' ')).strip();
-        return switch (type) {
-            case "int32_t" -> KernelParam.I32;
-            case "int64_t" -> KernelParam.I64;
-            case "float" -> KernelParam.F32;
-            case "double" -> KernelParam.F64;
-            default -> throw new AssertionError("unexpected kernel parameter type: " + param);
-        };
-    }
-
+class MlKernelsPlanTest {
+    /** The table holds each kernel of the manifest once, and its selectors find each instantiation by its axes. */
     @Test
-    void shouldDeclareEveryKernelExactlyAsTheCudaSourceDefinesIt() throws IOException {
-        Map<String, KernelParam[]> source = parseSources();
-        for (Map.Entry<String, Kernel> e : MlKernels.kernelTable().entrySet()) {
-            assertTrue(source.containsKey(e.getKey()), "no kernel " + e.getKey() + " in " + SOURCES);
-            assertEquals(List.of(source.get(e.getKey())), e.getValue().signature(), e.getKey());
-        }
-        for (String name : source.keySet()) {
-            assertTrue(MlKernels.kernelTable().containsKey(name), name + " is not declared in MlKernels");
-        }
+    void shouldSelectEachInstantiationOfTheManifestByItsAxes() {
+        assertEquals(MlKernelTable.ALL.size(), MlKernelTable.ALL.stream().map(Kernel::name).distinct().count());
+        assertEquals("ml_map_f32", MlKernelTable.map(DType.FLOAT32).name());
+        assertEquals(List.of(KernelParam.I64, KernelParam.I32, KernelParam.PTR, KernelParam.PTR),
+                MlKernelTable.map(DType.FLOAT64).signature());
+        assertEquals("ml_merge_neighbors_f64_i32", MlKernelTable.mergeNeighbors(DType.FLOAT64, DType.INT32).name());
+        assertEquals("ml_select_merge_k32_f32", MlKernelTable.selectMerge(32, DType.FLOAT32).name());
+        assertEquals("ml_gather_rows_w4", MlKernelTable.gatherRows(4).name());
+        assertEquals(List.of(KernelParam.I64, KernelParam.I64, KernelParam.I32, KernelParam.F64, KernelParam.PTR,
+                KernelParam.PTR, KernelParam.F64, KernelParam.PTR), MlKernelTable.gemvRows(DType.FLOAT32).signature());
+        assertEquals("no kernel ml_map_{T} for T = INT32",
+                assertThrows(IllegalArgumentException.class, () -> MlKernelTable.map(DType.INT32)).getMessage());
+        assertEquals("no kernel ml_select_{K}_{T} for K = 16, T = FLOAT32",
+                assertThrows(IllegalArgumentException.class, () -> MlKernelTable.select(16, DType.FLOAT32))
+                        .getMessage());
     }
 
     @Test
@@ -120,37 +107,37 @@ class MlKernelsSignatureTest {
     void shouldPlanEachSelectionPathAtItsBounds() {
         int sms = 132;
         MlKernels.SelectPlan warp = MlKernels.selectPlan(DType.FLOAT32, 1000, 2048, 8, sms);
-        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f32", null, 1, 32, 125, 0), warp);
-        assertEquals("ml_select_k32_f64", MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
-        assertEquals("ml_select_k32_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
-        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f32", null, 1, 256, 1, 0),
+        assertEquals(new MlKernels.SelectPlan(SELECT_K8_F32, null, 1, 32, 125, 0), warp);
+        assertEquals(SELECT_K32_F64, MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
+        assertEquals(SELECT_K32_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
+        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F32, null, 1, 256, 1, 0),
                 MlKernels.selectPlan(DType.FLOAT32, 1, 33, 33, sms));
-        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f64", null, 1, 256, 1000, 0),
+        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F64, null, 1, 256, 1000, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, MlKernels.SELECT_RADIX_MAX_K, sms),
                 "short rows: a block a row all the same");
-        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f32", "ml_select_radix_merge_f32", 13, 256, 41 * 13,
+        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F32, SELECT_RADIX_MERGE_F32, 13, 256, 41 * 13,
                 41L * 13 * 100 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 100, sms), "few long rows: cut");
-        assertEquals(new MlKernels.SelectPlan("ml_select_radix_f64", "ml_select_radix_merge_f64", 528, 256, 528,
+        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F64, SELECT_RADIX_MERGE_F64, 528, 256, 528,
                 528L * 1024 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 1024, sms));
         assertEquals(1, MlKernels.selectPlan(DType.FLOAT64, 528, 100_000, 33, sms).parts(), "rows enough: not cut");
         assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 100_000, 2000, 100, sms).blocks(), "grid capped");
-        assertEquals(new MlKernels.SelectPlan("ml_smallest_k_f64", null, 1, 1, 1, 0),
+        assertEquals(new MlKernels.SelectPlan(SMALLEST_K_F64, null, 1, 1, 1, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 3, 2000, MlKernels.SELECT_RADIX_MAX_K + 1, sms));
-        assertEquals("ml_smallest_k_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 33, sms).kernel(),
+        assertEquals(SMALLEST_K_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 33, sms).kernel(),
                 "columns past int32, k above 32: one thread a row");
-        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f64", null, 1, 256, 528, 0),
+        assertEquals(new MlKernels.SelectPlan(SELECT_K8_F64, null, 1, 256, 528, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 528, 2049, 5, sms), "enough rows: a block a row, no parts");
         // 41 rows of 100,000 (the neighbors bench's blocks): 13 slices of ~7,700, keys of 8 bytes
-        assertEquals(new MlKernels.SelectPlan("ml_select_k8_f32", "ml_select_merge_k8_f32", 13, 256, 41 * 13,
+        assertEquals(new MlKernels.SelectPlan(SELECT_K8_F32, SELECT_MERGE_K8_F32, 13, 256, 41 * 13,
                 41L * 13 * 5 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 5, sms));
         // one row of 10,000,000: as many slices as 4 blocks an SM, keys of 16 bytes for float64
-        assertEquals(new MlKernels.SelectPlan("ml_select_k32_f64", "ml_select_merge_k32_f64", 528, 256, 528,
+        assertEquals(new MlKernels.SelectPlan(SELECT_K32_F64, SELECT_MERGE_K32_F64, 528, 256, 528,
                 528L * 32 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 32, sms));
         assertEquals(2, MlKernels.selectPlan(DType.FLOAT32, 1, 8193, 1, sms).parts(), "slices of at least ~8192");
         assertEquals(1, MlKernels.selectPlan(DType.FLOAT32, 1, 8192, 1, sms).parts());
         assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 0, 10, 3, sms).kernel(), "no rows: nothing to launch");
         assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 10, 10, 0, sms).kernel(), "k = 0: nothing to launch");
-        assertEquals("ml_smallest_k_f32", MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 5, sms).kernel(),
+        assertEquals(SMALLEST_K_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 5, sms).kernel(),
                 "columns past int32: one thread a row");
         assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 10_000_000, 100, 5, sms).blocks(), "grid capped");
     }
@@ -161,22 +148,22 @@ class MlKernelsSignatureTest {
         MlKernels.NearestKernel auto = MlKernels.NearestKernel.AUTO;
         MlKernels.NearestKernel v4 = MlKernels.NearestKernel.V4;
         MlKernels.NearestKernel scalar = MlKernels.NearestKernel.SCALAR;
-        assertEquals("ml_nearest_rows_regs_v4_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, true));
-        assertEquals("ml_nearest_rows_regs_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, false));
-        assertEquals("ml_nearest_rows_regs_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 63, 1, true));
-        assertEquals("ml_nearest_rows_regs_v4_k8x1_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 256, 5, true));
-        assertEquals("ml_nearest_rows_regs_v4_k4x2_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 4, true));
-        assertEquals("ml_nearest_rows_regs_k4x2_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 511, 2, true));
-        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 5, true));
-        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 516, 1, true));
-        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 513, 1, true));
-        assertEquals("ml_nearest_rows_v4_k32_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 9, true));
-        assertEquals("ml_nearest_rows_k32_f32", MlKernels.nearestKernel(auto, DType.FLOAT32, 66, 9, true));
-        assertEquals("ml_nearest_rows_k8_f64", MlKernels.nearestKernel(auto, DType.FLOAT64, 64, 8, true));
-        assertEquals("ml_nearest_rows_k32_f64", MlKernels.nearestKernel(v4, DType.FLOAT64, 64, 9, true));
-        assertEquals("ml_nearest_rows_v4_k8_f32", MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, true));
-        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, false));
-        assertEquals("ml_nearest_rows_k8_f32", MlKernels.nearestKernel(scalar, DType.FLOAT32, 64, 8, true));
+        assertEquals(NEAREST_ROWS_REGS_V4_K8X1_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, true));
+        assertEquals(NEAREST_ROWS_REGS_K8X1_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 8, false));
+        assertEquals(NEAREST_ROWS_REGS_K8X1_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 63, 1, true));
+        assertEquals(NEAREST_ROWS_REGS_V4_K8X1_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 256, 5, true));
+        assertEquals(NEAREST_ROWS_REGS_V4_K4X2_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 4, true));
+        assertEquals(NEAREST_ROWS_REGS_K4X2_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 511, 2, true));
+        assertEquals(NEAREST_ROWS_V4_K8_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 260, 5, true));
+        assertEquals(NEAREST_ROWS_V4_K8_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 516, 1, true));
+        assertEquals(NEAREST_ROWS_K8_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 513, 1, true));
+        assertEquals(NEAREST_ROWS_V4_K32_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 64, 9, true));
+        assertEquals(NEAREST_ROWS_K32_F32, MlKernels.nearestKernel(auto, DType.FLOAT32, 66, 9, true));
+        assertEquals(NEAREST_ROWS_K8_F64, MlKernels.nearestKernel(auto, DType.FLOAT64, 64, 8, true));
+        assertEquals(NEAREST_ROWS_K32_F64, MlKernels.nearestKernel(v4, DType.FLOAT64, 64, 9, true));
+        assertEquals(NEAREST_ROWS_V4_K8_F32, MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, true));
+        assertEquals(NEAREST_ROWS_K8_F32, MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, false));
+        assertEquals(NEAREST_ROWS_K8_F32, MlKernels.nearestKernel(scalar, DType.FLOAT32, 64, 8, true));
         assertEquals(System.getProperty(MlKernels.NEAREST_KERNEL_PROPERTY, "auto"),
                 MlKernels.nearestKernelSetting().settingName(), "the setting of this run (auto by default)");
         assertEquals("scalar", scalar.settingName());
