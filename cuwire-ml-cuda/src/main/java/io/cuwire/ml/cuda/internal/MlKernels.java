@@ -14,12 +14,13 @@ import java.util.Locale;
 import java.util.function.IntPredicate;
 
 /**
- * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda}, compiled by nvcc into the fatbin {@value
- * #RESOURCE}, a {@link KernelModule} of its own): element-wise functions, row-wise softmax, selection and counting,
- * reductions, the fused cross-entropy, the parts of squared distances that are not a product, gathers, scatters and
- * counts, per-row top-k and merges, and the forest walk. The semantics of each are those of cuwire-ml's CPU backend;
- * the kernels compute in double precision whatever the element type, so a float32 result is the double result rounded
- * once, but for the float32 distances of {@link #nearestRows} (see {@link NearestKernel}).
+ * The kernels of cuwire-ml's CUDA compute backend ({@code src/main/cuda}, compiled by nvcc into a fatbin of its own,
+ * {@link MlKernelTable#MODULE}; entry points and signatures from {@code src/main/manifest/kernels.manifest}):
+ * element-wise functions, row-wise softmax, selection and counting, reductions, the fused cross-entropy, the parts of
+ * squared distances that are not a product, gathers, scatters and counts, per-row top-k and merges, and the forest
+ * walk. The semantics of each are those of cuwire-ml's CPU backend; the kernels compute in double precision whatever
+ * the element type, so a float32 result is the double result rounded once, but for the float32 distances of
+ * {@link #nearestRows} (see {@link NearestKernel}).
  *
  * <p>As for the platform's {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns;
  * results are there after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays
