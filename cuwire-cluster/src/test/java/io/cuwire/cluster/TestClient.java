@@ -7,6 +7,7 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
@@ -67,8 +68,9 @@ final class TestClient implements AutoCloseable {
 
     /** The worker's device bytes in use, from its {@code stats}. */
     long workerDeviceBytes() throws Exception {
+        // stats: the copy engine's bytes per direction, then device, host, stored objects, models, evictions
         List<?> stats = (List<?>) call("stats");
-        return (Long) stats.get(stats.size() - 4);
+        return (Long) stats.get(CopyDirection.values().length);
     }
 
     @Override
