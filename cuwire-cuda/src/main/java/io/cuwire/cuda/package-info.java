@@ -1,6 +1,10 @@
 /**
- * CUDA for cuwire: availability ({@link io.cuwire.cuda.Cuda}), errors ({@link io.cuwire.cuda.CudaException}),
- * timing events, cuwire's kernels ({@link io.cuwire.cuda.Kernels}) and cuBLAS ({@link io.cuwire.cuda.CuBlas}).
+ * CUDA for cuwire, the platform: availability ({@link io.cuwire.cuda.Cuda}), errors
+ * ({@link io.cuwire.cuda.CudaException}), timing events, cuBLAS ({@link io.cuwire.cuda.CuBlas}), kernel launching
+ * ({@link io.cuwire.cuda.KernelModule}: a fatbin resource loaded once per device; {@link io.cuwire.cuda.Kernel}: one
+ * kernel with its declared signature; {@link io.cuwire.cuda.KernelArgs}: typed, checked arguments) and the platform's
+ * own element-wise kernels ({@link io.cuwire.cuda.Kernels}). Compute kernels of higher layers (cuwire-ml-cuda's) are
+ * modules of their own on this API.
  * CUDA devices themselves are {@link io.cuwire.memory.Device}s, found through {@link io.cuwire.memory.Devices}.
  * No raw pointer or driver handle appears here: buffers are {@link io.cuwire.memory.DeviceBuffer}s and streams
  * are {@link io.cuwire.memory.Stream}s.

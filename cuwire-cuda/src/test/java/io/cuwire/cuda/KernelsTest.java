@@ -3,7 +3,6 @@ package io.cuwire.cuda;
 import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
 import static io.cuwire.cuda.CudaTestSupport.downloadDoubles;
 import static io.cuwire.cuda.CudaTestSupport.downloadFloats;
-import static io.cuwire.cuda.CudaTestSupport.downloadInts;
 import static io.cuwire.cuda.CudaTestSupport.upload;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -116,84 +115,24 @@ class KernelsTest {
     }
 
     @Test
-    void shouldComputeSquaredDistancesAndArgminInFloat32() {
-        int rows = 1000;
-        int k = 7;
-        int dims = 13;
-        float[] x = floats(rows * dims);
-        float[] c = floats(k * dims);
-        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dc = upload(memory.resource(), c);
-                DeviceBuffer dist = memory.allocate((long) rows * k * Float.BYTES);
-                DeviceBuffer index = memory.allocate((long) rows * Integer.BYTES);
-                DeviceBuffer min = memory.allocate((long) rows * Float.BYTES)) {
-            Kernels.squaredDistancesF32(stream, dx, dc, dist, rows, k, dims);
-            Kernels.argminRowsF32(stream, dist, rows, k, index, min);
-            stream.synchronize();
-
-            float[] d = downloadFloats(dist, rows * k);
-            int[] idx = downloadInts(index, rows);
-            float[] mins = downloadFloats(min, rows);
-            for (int r = 0; r < rows; r++) {
-                int best = 0;
-                for (int j = 0; j < k; j++) {
-                    double expected = 0;
-                    for (int t = 0; t < dims; t++) {
-                        double diff = x[r * dims + t] - c[j * dims + t];
-                        expected += diff * diff;
-                    }
-                    assertEquals(expected, d[r * k + j], 1e-5 * Math.max(1, expected), "distance " + r + "," + j);
-                    if (d[r * k + j] < d[r * k + best]) {
-                        best = j;
-                    }
-                }
-                assertEquals(best, idx[r], "argmin of row " + r);
-                assertEquals(d[r * k + best], mins[r], "minimum of row " + r);
-            }
-        }
-    }
-
-    @Test
-    void shouldComputeSquaredDistancesAndArgminInFloat64() {
-        int rows = 513;
-        int k = 5;
-        int dims = 3;
-        double[] x = doubles(rows * dims);
-        double[] c = doubles(k * dims);
-        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dc = upload(memory.resource(), c);
-                DeviceBuffer dist = memory.allocate((long) rows * k * Double.BYTES);
-                DeviceBuffer index = memory.allocate((long) rows * Integer.BYTES);
-                DeviceBuffer min = memory.allocate((long) rows * Double.BYTES)) {
-            Kernels.squaredDistancesF64(stream, dx, dc, dist, rows, k, dims);
-            Kernels.argminRowsF64(stream, dist, rows, k, index, min);
-            stream.synchronize();
-
-            double[] d = downloadDoubles(dist, rows * k);
-            int[] idx = downloadInts(index, rows);
-            for (int r = 0; r < rows; r++) {
-                int best = 0;
-                for (int j = 0; j < k; j++) {
-                    double expected = 0;
-                    for (int t = 0; t < dims; t++) {
-                        double diff = x[r * dims + t] - c[j * dims + t];
-                        expected += diff * diff;
-                    }
-                    assertEquals(expected, d[r * k + j], 1e-12, "distance " + r + "," + j);
-                    if (d[r * k + j] < d[r * k + best]) {
-                        best = j;
-                    }
-                }
-                assertEquals(best, idx[r], "argmin of row " + r);
-            }
-        }
-    }
-
-    @Test
     void shouldRefuseShortMisalignedOrForeignBuffersBeforeLaunching() {
         try (DeviceBuffer x = memory.allocate(400); DeviceBuffer y = memory.allocate(400)) {
             assertThrows(IndexOutOfBoundsException.class, () -> Kernels.axpyF32(stream, 1f, x, y, 101));
             assertThrows(IllegalArgumentException.class, () -> Kernels.axpyF32(stream, 1f, x.slice(2, 200), y, 10));
-            assertThrows(IllegalArgumentException.class, () -> Kernels.argminRowsF32(stream, x, 10, 0, y, y));
             assertThrows(IllegalArgumentException.class, () -> Kernels.fillF32(stream, y, -1, 0f));
+        }
+    }
+
+    @Test
+    void shouldRefuseArgumentsThatAreNotTheKernelsSignatureBeforeLaunching() {
+        Kernel fill = Kernels.MODULE.kernel("fill_f32", KernelParam.I64, KernelParam.F32, KernelParam.PTR);
+        try (DeviceBuffer y = memory.allocate(400)) {
+            KernelArgs wrong = KernelArgs.on(stream).i64(10).f64(1.0).array("y", y, 10, Float.BYTES);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> fill.launch(10, wrong));
+            assertEquals("kernel fill_f32: arguments [I64, F64, PTR] (expected: [I64, F32, PTR])", e.getMessage());
+            KernelArgs right = KernelArgs.on(stream).i64(10).f32(1.0f).array("y", y, 10, Float.BYTES);
+            assertEquals("kernel fill_f32 blocks: 0 (expected: 1 <= blocks <= 65535)",
+                    assertThrows(IllegalArgumentException.class, () -> fill.launchBlocks(0, right)).getMessage());
         }
     }
 

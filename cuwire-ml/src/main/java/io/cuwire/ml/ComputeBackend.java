@@ -11,9 +11,10 @@ import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * The arithmetic the estimators run, on {@link NdArray}s that live where the backend computes: the pure-Java
- * {@link CpuBackend} for host and emulated-device memory, a CUDA backend (cuBLAS plus cuwire's kernels) for CUDA
- * devices. {@link ComputeBackends#forArray} picks the backend by where the data lives; estimators never choose.
+ * The arithmetic the estimators run, on {@link NdArray}s that live where the backend computes: the pure-Java CPU
+ * backend (internal to this module) for host and emulated-device memory, cuwire-ml-cuda's CUDA backend (cuBLAS plus its
+ * kernels) for CUDA devices, found through {@link io.cuwire.ml.spi.BackendProvider}. {@link ComputeBackends#forArray}
+ * picks the backend by where the data lives; estimators never choose.
  *
  * <h2>The operations, and what each maps to on CUDA</h2>
  * <table>
@@ -329,6 +330,14 @@ public abstract class ComputeBackend {
             shape(op, "min", min, "the rows of x", x.dim(0));
         }
         doNearestRows(x, y, index, min);
+    }
+
+    /**
+     * What {@link #nearestRows} runs for rows like {@code x} and {@code centers} centers, for benchmark reports: a
+     * backend with several kernels names the one it picks; this default is the backend's {@link #name}.
+     */
+    public String nearestRowsPath(NdArray x, long centers) {
+        return name();
     }
 
     // ---------------------------------------------------------------- indexing

@@ -3,16 +3,17 @@ package io.cuwire.ml;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.spi.BackendProvider;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Picks the backend by where the data lives: host and pinned memory and the emulated device compute on the
- * {@link CpuBackend}; any other device platform on the backend its {@link BackendProvider} gives (found with
- * {@link ServiceLoader}, once per device). A device with no provider is an error naming the platform: there is no
- * silent fallback from a GPU to the CPU.
+ * Picks the backend by where the data lives: host and pinned memory and the emulated device compute on the pure-Java
+ * CPU backend (internal to cuwire-ml); any other device platform on the backend its {@link BackendProvider} gives
+ * (found with {@link ServiceLoader}, once per device). A device with no provider is an error naming the platform: there
+ * is no silent fallback from a GPU to the CPU.
  */
 public final class ComputeBackends {
     private static final Map<Device, ComputeBackend> BY_DEVICE = new ConcurrentHashMap<>();

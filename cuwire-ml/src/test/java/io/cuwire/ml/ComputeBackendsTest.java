@@ -14,6 +14,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.TransferScope;
+import io.cuwire.ml.internal.CpuBackend;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,7 @@
 package io.cuwire.ml;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.ml.internal.CpuBackend;
 
 /** The CPU backend on emulated-device memory, staged through the copy engine. */
 class CpuBackendDeviceTest extends BackendConformanceSuite {

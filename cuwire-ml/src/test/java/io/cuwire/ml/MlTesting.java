@@ -27,9 +27,9 @@ public final class MlTesting {
     }
 
     /**
-     * Skips the calling test unless the process's devices are emulated: where a GPU is present (and cuwire-cuda,
-     * which cuwire-ml depends on, is on the class path), {@link Devices} picks CUDA, and tests of the CPU backend on
-     * emulated-device memory do not apply.
+     * Skips the calling test unless the process's devices are emulated: where a GPU is present (and cuwire-cuda is on
+     * the class path, as in cuwire-ml-cuda's tests or the GPU bundle), {@link Devices} picks CUDA, and tests of the CPU
+     * backend on emulated-device memory do not apply.
      */
     public static void assumeEmulatedDevices() {
         Assumptions.assumeTrue(Devices.platform().equals("emulated"),

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.cuda.CudaException;
+import io.cuwire.cuda.Kernels;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -18,19 +19,20 @@ import org.junit.jupiter.api.Test;
 class KernelModulesTest {
     @Test
     void shouldNameTheMissingResourceAndTheMissingNvcc() {
-        String message = KernelModules.missingResourceMessage();
+        String message = Kernels.MODULE.missingResourceMessage();
 
         assertTrue(message.contains("io/cuwire/cuda/kernels.fatbin"), message);
-        assertTrue(message.contains("without nvcc"), message);
+        assertTrue(message.contains("this cuwire-cuda was built without nvcc"), message);
     }
 
     @Test
     void shouldFailToLoadKernelsWithTheMissingResourceMessageWhenTheFatbinIsNotOnTheClassPath() {
         ClassLoader withoutFatbin = new ClassLoader(null) { };  // the JDK's resources only, as a build without nvcc
 
-        CudaException e = assertThrows(CudaException.class, () -> KernelModules.readImage(withoutFatbin));
+        CudaException e = assertThrows(CudaException.class, () -> KernelModules.readImage(withoutFatbin,
+                Kernels.RESOURCE, "cuwire-cuda"));
 
-        assertEquals(KernelModules.missingResourceMessage(), e.getMessage());
+        assertEquals(Kernels.MODULE.missingResourceMessage(), e.getMessage());
         assertEquals(CudaException.NO_RESULT, e.result());
     }
 
@@ -38,8 +40,8 @@ class KernelModulesTest {
     void shouldPackageTheKernelFatbinWhenBuiltWithNvcc() throws IOException {
         assumeTrue(Files.exists(Path.of("/usr/local/cuda/bin/nvcc")), "no nvcc: the build made no fatbin");
 
-        try (InputStream in = KernelModules.class.getClassLoader().getResourceAsStream(KernelModules.RESOURCE)) {
-            assertNotNull(in, KernelModules.RESOURCE);
+        try (InputStream in = Kernels.class.getClassLoader().getResourceAsStream(Kernels.RESOURCE)) {
+            assertNotNull(in, Kernels.RESOURCE);
             byte[] head = in.readNBytes(4);
             // fatbin magic 0xBA55ED50, little-endian
             assertArrayEquals(new byte[] {0x50, (byte) 0xED, 0x55, (byte) 0xBA}, head, Arrays.toString(head));

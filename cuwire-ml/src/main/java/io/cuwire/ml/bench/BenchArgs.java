@@ -6,11 +6,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What the benchmarks' command lines share: {@code --name value} options. Their medians are the copy benchmark's,
- * {@link io.cuwire.cuda.bench.CopyBenchmark#median}.
+ * What the benchmarks' command lines share: {@code --name value} options, and their median (the one of cuwire-cuda's
+ * copy benchmark; cuwire-ml does not depend on cuwire-cuda).
  */
 final class BenchArgs {
     private BenchArgs() {
+    }
+
+    /** The median of {@code values} (the mean of the middle two for an even count). */
+    static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     /**

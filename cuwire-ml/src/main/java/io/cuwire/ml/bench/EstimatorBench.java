@@ -1,6 +1,5 @@
 package io.cuwire.ml.bench;
 
-import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
@@ -501,8 +500,8 @@ public final class EstimatorBench {
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                Measured m = new Measured(model, predicted, CopyBenchmark.median(fits),
-                        CopyBenchmark.median(predicts));
+                Measured m = new Measured(model, predicted, BenchArgs.median(fits),
+                        BenchArgs.median(predicts));
                 model = null;
                 predicted = null;
                 return m;

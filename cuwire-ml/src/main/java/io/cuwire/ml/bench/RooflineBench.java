@@ -1,7 +1,5 @@
 package io.cuwire.ml.bench;
 
-import io.cuwire.cuda.MlKernels;
-import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
@@ -188,7 +186,7 @@ public final class RooflineBench {
                     double ms = predictMs(o.repeat(), () -> km.predict(x));
                     boolean ok = check(x, o, km::predict, rows -> kmeansReference(km, rows, o.cols()));
                     results[1] = new Result("KMeans", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                            roofline, o.rows() * Integer.BYTES, ok, kmeansKernel(backend, x, o.cols(), o.clusters()));
+                            roofline, o.rows() * Integer.BYTES, ok, kmeansKernel(x, o.clusters()));
                 }
             }
             out.println(results[1].line());
@@ -198,19 +196,12 @@ public final class RooflineBench {
     }
 
     /**
-     * The kernel KMeans's predict runs on {@code x}: on the CUDA backend, the nearest-rows kernel that
-     * {@code -D}{@value MlKernels#NEAREST_KERNEL_PROPERTY} ({@code auto}, {@code v4} or {@code scalar}) picks for this
-     * shape, or {@code gemm_argmin} beyond the centers it takes; on another backend, the backend's name.
+     * The kernel KMeans's predict runs on {@code x}: {@link io.cuwire.ml.ComputeBackend#nearestRowsPath} of its
+     * backend for {@code clusters} centers (on CUDA, the nearest-rows kernel that {@code -Dcuwire.ml.nearestKernel}
+     * picks for this shape, or {@code gemm_argmin} beyond the centers it takes; elsewhere the backend's name).
      */
-    static String kmeansKernel(String backend, NdArray x, int cols, int clusters) {
-        if (!backend.equals("cuda")) {
-            return backend;
-        }
-        if (!MlKernels.nearestRowsFits(clusters, cols)) {
-            return "gemm_argmin";
-        }
-        return MlKernels.nearestRowsKernel(MlKernels.nearestKernelSetting(), DType.FLOAT32, (DeviceBuffer) x.buffer(),
-                cols, clusters);
+    static String kmeansKernel(NdArray x, int clusters) {
+        return ComputeBackends.forArray(x).nearestRowsPath(x, clusters);
     }
 
     // ---------------------------------------------------------------- data
@@ -286,7 +277,7 @@ public final class RooflineBench {
                 ms[i] = (t1 - t0) / 1e6;
             }
         }
-        return CopyBenchmark.median(ms);
+        return BenchArgs.median(ms);
     }
 
     /** The median time of {@code predict}, which leaves its result on the device, after two warm-ups, in ms. */

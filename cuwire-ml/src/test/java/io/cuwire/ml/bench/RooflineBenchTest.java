@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cuda.MlKernels;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -37,10 +36,11 @@ class RooflineBenchTest {
         // the emulated device computes on the CPU backend; on a GPU, 16 float32 columns and 8 clusters take the
         // registers kernel by default, or the kernel of -Dcuwire.ml.nearestKernel
         String backend = results[1].backend();
-        String want = !backend.equals("cuda") ? backend : switch (MlKernels.nearestKernelSetting()) {
-            case AUTO -> "ml_nearest_rows_regs_v4_k8x1_f32";
-            case V4 -> "ml_nearest_rows_v4_k8_f32";
-            case SCALAR -> "ml_nearest_rows_k8_f32";
+        String setting = System.getProperty("cuwire.ml.nearestKernel", "auto");
+        String want = !backend.equals("cuda") ? backend : switch (setting) {
+            case "v4" -> "ml_nearest_rows_v4_k8_f32";
+            case "scalar" -> "ml_nearest_rows_k8_f32";
+            default -> "ml_nearest_rows_regs_v4_k8x1_f32";
         };
         assertEquals(want, results[1].kernel(), lines[4]);
     }

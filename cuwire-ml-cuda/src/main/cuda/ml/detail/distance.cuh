@@ -1,0 +1,352 @@
+// The implementation of ml/distance.cuh.
+#pragma once
+
+#include "../common.cuh"
+
+namespace {
+
+// Row groups: `lanes` consecutive threads of one warp (a power of two, at most 32) share a row; lane l reads the
+// row's elements l, l + lanes, ... ML_ROW_UNROLL loads at a time, all issued before they are used, so that enough
+// bytes are in flight to keep the memory busy, and a warp reads 32 / lanes rows of contiguous sectors at once. The
+// loop over rows is warp-uniform (every lane of a warp runs while the warp's first row is in range, lanes past the
+// last row add zeros), so the shuffles of ml_group_sum always see the whole warp: rows are visited as
+//     for (r = thread / lanes, first = (thread & ~31) / lanes; first < rows; r += step, first += step)
+// with step = threads / lanes (lanes divides the block, so every warp is whole).
+
+// The sum of v over the `lanes` lanes of a row group (every lane gets it).
+template <typename A>
+__device__ __forceinline__ A ml_group_sum(A v, int32_t lanes) {
+    for (int32_t offset = lanes >> 1; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    }
+    return v;
+}
+
+// Loads the elements j0, j0 + lanes, ... (ML_ROW_UNROLL of them) of a row into v, zeros past cols: all the loads are
+// issued before any is used.
+template <typename T>
+__device__ __forceinline__ void ml_load_row_chunk(const T* __restrict__ row, int64_t j0, int32_t lanes, int64_t cols,
+                                                  T (&v)[ML_ROW_UNROLL]) {
+#pragma unroll
+    for (int u = 0; u < ML_ROW_UNROLL; u++) {
+        int64_t j = j0 + (int64_t) u * lanes;
+        v[u] = j < cols ? row[j] : (T) 0;
+    }
+}
+
+// y[r] = alpha * (row r of a) . x + beta * y[r] (y ignored when beta is 0), for a row-major rows x cols a: one row
+// group per row, products summed in double.
+template <typename T>
+__device__ void ml_gemv_rows(int64_t rows, int64_t cols, int32_t lanes, double alpha, const T* __restrict__ a,
+                             const T* __restrict__ x, double beta, T* __restrict__ y) {
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
+         r += step, first += step) {
+        bool valid = r < rows;
+        double acc = 0;
+        if (valid) {
+            const T* ar = a + r * cols;
+            for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
+                T v[ML_ROW_UNROLL];
+                ml_load_row_chunk(ar, j0, lanes, cols, v);
+#pragma unroll
+                for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                    int64_t j = j0 + (int64_t) u * lanes;
+                    if (j < cols) {
+                        acc += (double) v[u] * (double) x[j];
+                    }
+                }
+            }
+        }
+        acc = ml_group_sum(acc, lanes);
+        if (valid && lane == 0) {
+            double out = alpha * acc;
+            if (beta != 0) {
+                out += beta * (double) y[r];
+            }
+            y[r] = (T) out;
+        }
+    }
+}
+
+// The end of a row of the nearest-rows kernels: sums each center's partial distances (double, or float for
+// ml_nearest_rows_regs) over the row group (every lane takes part in the shuffles), picks the first smallest, and has
+// the writer lane store it in index[r] and, unless best is null, the distance in best[r].
+template <int KMAX, typename A, typename T>
+__device__ __forceinline__ void ml_store_nearest(const A (&acc)[KMAX], int64_t k, int32_t lanes, bool writer,
+                                                 int64_t r, int32_t* __restrict__ index, T* __restrict__ best) {
+    int32_t arg = 0;
+    A nearest = 0;
+#pragma unroll
+    for (int q = 0; q < KMAX; q++) {
+        if (q < k) {
+            A s = ml_group_sum(acc[q], lanes);
+            if (q == 0 || s < nearest) {
+                nearest = s;
+                arg = q;
+            }
+        }
+    }
+    if (writer) {
+        index[r] = arg;
+        if (best != nullptr) {
+            best[r] = (T) nearest;
+        }
+    }
+}
+
+// For each row of x (rows x cols): index[r] = the nearest of the k rows of c (k x cols, k <= KMAX,
+// k * cols <= ML_NEAREST_SHARED) by squared Euclidean distance, the first of equals, and best[r] that distance
+// (unless best is null). Reads x once: the centers sit in shared memory as doubles, each lane keeps the partial
+// sums of its columns for every center, a row group adds them up. Sums in double.
+template <int KMAX, typename T>
+__device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const T* __restrict__ x,
+                                const T* __restrict__ c, int32_t* __restrict__ index, T* __restrict__ best) {
+    __shared__ double centers[ML_NEAREST_SHARED];
+    for (int64_t i = threadIdx.x; i < k * cols; i += blockDim.x) {
+        centers[i] = (double) c[i];
+    }
+    __syncthreads();
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
+         r += step, first += step) {
+        bool valid = r < rows;
+        double acc[KMAX];
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            acc[q] = 0;
+        }
+        if (valid) {
+            const T* xr = x + r * cols;
+            for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
+                T v[ML_ROW_UNROLL];
+                ml_load_row_chunk(xr, j0, lanes, cols, v);
+#pragma unroll
+                for (int u = 0; u < ML_ROW_UNROLL; u++) {
+                    int64_t j = j0 + (int64_t) u * lanes;
+                    if (j < cols) {
+                        double e = (double) v[u];
+#pragma unroll
+                        for (int q = 0; q < KMAX; q++) {
+                            if (q < k) {
+                                double diff = e - centers[q * cols + j];
+                                acc[q] += diff * diff;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
+    }
+}
+
+// ml_nearest_rows for float32 rows of a multiple of 4 elements starting 16-byte aligned: each lane of a row group
+// takes runs of 8 contiguous elements (two float4 loads) and reads the matching centers from shared memory as
+// float4, so a run costs 2 shared loads per center instead of 8; differences and squares in float, each run's sum
+// added to a double per center. The float64 pipe and scalar shared loads bounded ml_nearest_rows at 38% of the
+// H200's copy bandwidth on 10M x 64 rows with 8 centers.
+template <int KMAX>
+__device__ void ml_nearest_rows_v4(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* __restrict__ x,
+                                   const float* __restrict__ c, int32_t* __restrict__ index,
+                                   float* __restrict__ best) {
+    __shared__ __align__(16) float centers[ML_NEAREST_SHARED];
+    for (int64_t i = threadIdx.x; i < k * cols; i += blockDim.x) {
+        centers[i] = c[i];
+    }
+    __syncthreads();
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
+         r += step, first += step) {
+        bool valid = r < rows;
+        double acc[KMAX];
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            acc[q] = 0;
+        }
+        if (valid) {
+            const float* xr = x + r * cols;
+            for (int64_t j = (int64_t) lane * 8; j < cols; j += (int64_t) lanes * 8) {
+                float v[8];
+                bool whole = j + 8 <= cols;
+                if (whole) {
+                    float4 a = *reinterpret_cast<const float4*>(xr + j);
+                    float4 b = *reinterpret_cast<const float4*>(xr + j + 4);
+                    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+                    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+                } else {
+#pragma unroll
+                    for (int u = 0; u < 8; u++) {
+                        v[u] = j + u < cols ? xr[j + u] : 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < KMAX; q++) {
+                    if (q < k) {
+                        const float* cq = centers + q * cols + j;
+                        float w[8];
+                        if (whole) {
+                            float4 a = *reinterpret_cast<const float4*>(cq);
+                            float4 b = *reinterpret_cast<const float4*>(cq + 4);
+                            w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+                            w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+                        } else {
+#pragma unroll
+                            for (int u = 0; u < 8; u++) {
+                                w[u] = j + u < cols ? cq[u] : 0.0f;
+                            }
+                        }
+                        float s = 0.0f;
+#pragma unroll
+                        for (int u = 0; u < 8; u++) {
+                            float d = v[u] - w[u];
+                            s = fmaf(d, d, s);
+                        }
+                        acc[q] += (double) s;
+                    }
+                }
+            }
+        }
+        ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
+    }
+}
+
+// ml_nearest_rows for float32 with the centers in registers. With `lanes` threads per row and at most RUNS chunks
+// of 8 elements per lane (cols <= RUNS x 8 x lanes), a lane reads the same columns of every row, so it loads its
+// columns of every center once, before the first row (KMAX x RUNS x 8 floats, zeros past k and past cols), and a
+// row costs no shared-memory load. VEC (float32 rows of a multiple of 4 elements from a 16-byte aligned start): a
+// lane's chunk is 8 contiguous elements, two float4 loads (one for the last 4 of a row of 8m + 4); otherwise chunk t
+// of lane l holds the elements l + 8 t lanes + u lanes (u < 8), coalesced scalar loads as in ml_load_row_chunk. Each
+// center's distance is summed in float (differences and squares by fmaf, then the row group's shuffles), and the
+// next row's elements are loaded before the current row's distances are computed, so two rows' loads are in flight
+// per thread. Rows as in the other row-group kernels (warp-uniform loop; lanes past the last row compute zeros).
+template <bool VEC>
+__device__ __forceinline__ int64_t ml_regs_column(int32_t lane, int32_t lanes, int t, int u) {
+    return VEC ? ((int64_t) t * lanes + lane) * 8 + u : (int64_t) lane + (int64_t) t * 8 * lanes + (int64_t) u * lanes;
+}
+
+// Loads lane `lane`'s elements of row r of x into v (zeros past cols, and all zeros when r >= rows).
+template <int RUNS, bool VEC>
+__device__ __forceinline__ void ml_regs_load(const float* __restrict__ x, int64_t r, int64_t rows, int64_t cols,
+                                             int32_t lane, int32_t lanes, float (&v)[RUNS][8]) {
+    const float* xr = x + r * cols;
+#pragma unroll
+    for (int t = 0; t < RUNS; t++) {
+        if (VEC) {
+            int64_t j = ml_regs_column<true>(lane, lanes, t, 0);
+            int64_t rest = r < rows ? cols - j : 0;
+            float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            float4 b = a;
+            if (rest >= 4) {
+                a = *reinterpret_cast<const float4*>(xr + j);
+            }
+            if (rest >= 8) {
+                b = *reinterpret_cast<const float4*>(xr + j + 4);
+            }
+            v[t][0] = a.x; v[t][1] = a.y; v[t][2] = a.z; v[t][3] = a.w;
+            v[t][4] = b.x; v[t][5] = b.y; v[t][6] = b.z; v[t][7] = b.w;
+        } else {
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int64_t j = ml_regs_column<false>(lane, lanes, t, u);
+                v[t][u] = r < rows && j < cols ? xr[j] : 0.0f;
+            }
+        }
+    }
+}
+
+template <int KMAX, int RUNS, bool VEC>
+__device__ void ml_nearest_rows_regs(int64_t rows, int64_t cols, int64_t k, int32_t lanes,
+                                     const float* __restrict__ x, const float* __restrict__ c,
+                                     int32_t* __restrict__ index, float* __restrict__ best) {
+    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
+    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
+    float w[KMAX][RUNS][8];
+#pragma unroll
+    for (int q = 0; q < KMAX; q++) {
+#pragma unroll
+        for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int64_t j = ml_regs_column<VEC>(lane, lanes, t, u);
+                w[q][t][u] = q < k && j < cols ? c[q * cols + j] : 0.0f;
+            }
+        }
+    }
+    // One chunk a lane (RUNS == 1): the next row's loads are issued before this row's distances. More chunks already
+    // put RUNS loads of 32 bytes in flight per row, and their registers would not fit twice.
+    const bool prefetch = RUNS == 1;
+    int64_t r = thread / lanes;
+    int64_t first = (thread & ~(int64_t) 31) / lanes;
+    float v[RUNS][8];
+    if (prefetch) {
+        ml_regs_load<RUNS, VEC>(x, r, rows, cols, lane, lanes, v);
+    }
+    for (; first < rows; r += step, first += step) {
+        float next[RUNS][8];
+        if (prefetch) {
+            ml_regs_load<RUNS, VEC>(x, r + step, rows, cols, lane, lanes, next);
+        } else {
+            ml_regs_load<RUNS, VEC>(x, r, rows, cols, lane, lanes, v);
+        }
+        float acc[KMAX];
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            float s = 0.0f;
+            if (q < k) {
+#pragma unroll
+                for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+                    for (int u = 0; u < 8; u++) {
+                        float d = v[t][u] - w[q][t][u];
+                        s = fmaf(d, d, s);
+                    }
+                }
+            }
+            acc[q] = s;
+        }
+        ml_store_nearest<KMAX>(acc, k, lanes, r < rows && lane == 0, r, index, best);
+        if (prefetch) {
+#pragma unroll
+            for (int t = 0; t < RUNS; t++) {
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    v[t][u] = next[t][u];
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ void ml_row_sq_norms(int64_t rows, int64_t cols, const T* x, T* norms) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* xr = x + r * cols;
+        double acc = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            double e = (double) xr[j];
+            acc += e * e;
+        }
+        norms[r] = (T) acc;
+    }
+}
+
+// out[i, j] = max(0, out[i, j] + xn[i] + yn[j]) for an n x m out holding -2 x.y (NaN stays NaN).
+template <typename T>
+__device__ void ml_add_norms_clamp(int64_t n, int64_t m, T* out, const T* xn, const T* yn) {
+    GRID_STRIDE_LOOP(t, n * m) {
+        int64_t i = t / m;
+        int64_t j = t - i * m;
+        double v = (double) out[t] + (double) xn[i] + (double) yn[j];
+        out[t] = (T) (v < 0 ? 0.0 : v);
+    }
+}
+
+}  // namespace

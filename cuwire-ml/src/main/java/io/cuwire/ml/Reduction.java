@@ -1,8 +1,0 @@
-package io.cuwire.ml;
-
-/** A reduction of all elements to one number ({@link ComputeBackend#reduce}). */
-public enum Reduction {
-    SUM,
-    MIN,
-    MAX
-}
