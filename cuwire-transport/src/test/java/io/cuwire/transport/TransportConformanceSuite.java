@@ -656,9 +656,9 @@ public abstract class TransportConformanceSuite {
         // 256 MiB: wide enough that the peer's watcher thread sees the half-way mark even on a loaded machine
         Peer p = peer("send-and-die", listener, Long.toString(256L << 20));
         Connection c = accept(listener);
-        long start = System.nanoTime();
+        // PeerClosedException, not TransportTimeoutException: the receive learnt of the peer's death, it did not wait
+        // out the I/O timeout (no clock is read: a loaded machine must not fail this)
         assertThrows(PeerClosedException.class, c::receive);
-        assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos(), "within the I/O timeout");
         assertEquals(77, p.await(Duration.ofSeconds(30)), p::output);
         assertTrue(device.peakBytes() >= 256L << 20, "the frame had been allocated: the peer died mid-message");
         assertEquals(0, device.allocatedBytes() + host.allocatedBytes(), "the broken message's frames are freed");
@@ -671,14 +671,13 @@ public abstract class TransportConformanceSuite {
         Connection c = accept(listener);
         try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
                 DeviceBuffer d = sender.allocate(64 << 20)) {
-            long start = System.nanoTime();
             try {
+                // PeerClosedException, not a timeout: the send learnt of the peer's death
                 CompletableFuture<MessageMetrics> f = c.send(message("doomed", List.of(d)));
                 ExecutionFailure.of(f, Duration.ofSeconds(20), PeerClosedException.class);
             } catch (PeerClosedException expected) {
                 // the peer was gone before the send began
             }
-            assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos(), "within the I/O timeout");
         }
         assertEquals(peerInOwnProcess() ? 77 : 0, p.await(Duration.ofSeconds(30)), p::output);
         assertThrows(TransportException.class, () -> c.send(message("after", List.of())));
