@@ -38,6 +38,10 @@ import java.util.Objects;
  *       handshake</td></tr>
  *   <tr><td>{@code stagingChunkBytes}, {@code stagingSlots}</td><td>4 MiB, 3</td><td>the pinned bounce ring
  *       through which a byte-stream transport stages device frames</td></tr>
+ *   <tr><td>{@code ipcPushArenaBytes}</td><td>4 MiB</td><td>the device memory an {@code ipc://} connection's
+ *       accepting side offers its dialling peer to push small device frames into, so that receiving them needs no
+ *       GPU work of its own (on one GPU shared by two processes, every context's GPU work waits for a context
+ *       switch); {@code 0}: the accepting side copies every frame in itself</td></tr>
  *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>
  *       <td>whether {@code tcp://} connections run inside TLS 1.3: by default toward and from every peer that is
  *       not a loopback address ({@link TlsMode})</td></tr>
@@ -64,6 +68,7 @@ public final class TransportConfig {
     private final List<Family> families;
     private final int stagingChunkBytes;
     private final int stagingSlots;
+    private final long ipcPushArenaBytes;
     private final TlsMode tls;
     private final KeyStore tlsKeyStore;
     private final char[] tlsKeyPassword;
@@ -83,6 +88,7 @@ public final class TransportConfig {
         this.families = List.copyOf(b.families);
         this.stagingChunkBytes = b.stagingChunkBytes;
         this.stagingSlots = b.stagingSlots;
+        this.ipcPushArenaBytes = b.ipcPushArenaBytes;
         this.tls = b.tls;
         this.tlsKeyStore = b.tlsKeyStore;
         this.tlsKeyPassword = b.tlsKeyPassword;
@@ -114,6 +120,7 @@ public final class TransportConfig {
         b.families = families;
         b.stagingChunkBytes = stagingChunkBytes;
         b.stagingSlots = stagingSlots;
+        b.ipcPushArenaBytes = ipcPushArenaBytes;
         b.tls = tls;
         b.tlsKeyStore = tlsKeyStore;
         b.tlsKeyPassword = tlsKeyPassword;
@@ -191,6 +198,11 @@ public final class TransportConfig {
         return stagingSlots;
     }
 
+    /** The push arena an {@code ipc://} connection's accepting side offers its peer, in bytes; 0: none. */
+    public long ipcPushArenaBytes() {
+        return ipcPushArenaBytes;
+    }
+
     /** Whether {@code tcp://} connections run inside TLS ({@link TlsMode}). */
     public TlsMode tls() {
         return tls;
@@ -222,6 +234,7 @@ public final class TransportConfig {
         private List<Family> families = List.of(Family.CUDA, Family.HOST);
         private int stagingChunkBytes = 4 << 20;
         private int stagingSlots = 3;
+        private long ipcPushArenaBytes = 4L << 20;
         private TlsMode tls = TlsMode.fromProperty();
         private KeyStore tlsKeyStore;
         private char[] tlsKeyPassword;
@@ -312,6 +325,20 @@ public final class TransportConfig {
             }
             this.stagingChunkBytes = chunkBytes;
             this.stagingSlots = slots;
+            return this;
+        }
+
+        /**
+         * The device memory an {@code ipc://} connection's accepting side offers its dialling peer to push device
+         * frames of up to 64 KiB into (see the class table); {@code 0} turns it off.
+         *
+         * @throws IllegalArgumentException if {@code bytes} is negative or over 1 GiB
+         */
+        public Builder ipcPushArenaBytes(long bytes) {
+            if (bytes < 0 || bytes > 1L << 30) {
+                throw new IllegalArgumentException("ipcPushArenaBytes: " + bytes + " (expected: 0 to 1 GiB)");
+            }
+            this.ipcPushArenaBytes = bytes;
             return this;
         }
 

@@ -4,13 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.Devices;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -124,6 +128,69 @@ class IpcTransportTest extends TransportConformanceSuite {
             c.close();
             assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
         }
+    }
+
+    /**
+     * Small device frames between two processes: once the accepting side (this test) pulled one, it offers a push
+     * arena; the dialling peer (echoing) then copies the frames it sends into it, and this side receives them as loans
+     * of the arena: nothing allocated from its frame allocator, the bytes right. While the arena is full, frames are
+     * pulled as before; loans given back make room again; a loan outlives its connection.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldReceiveSmallDeviceFramesPushedIntoItsArenaAndPullThemWhileTheArenaIsFull() throws Exception {
+        int bytes = 16 << 10;
+        Listener listener = listen(config().ipcPushArenaBytes(4L * bytes).build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        try (BufferAllocator<DeviceBuffer> sending = Devices.get(0).newAllocator("sent", BufferAllocator.UNLIMITED);
+                DeviceBuffer frame = sending.allocate(bytes)) {
+            int[] round = {0};
+            // the first echo is pulled; the arena's offer follows it to the peer
+            boolean pushed = false;
+            while (round[0] < 200 && !pushed) {
+                ReceivedMessage m = echo(c, frame, bytes, round);
+                pushed = device.allocatedBytes() == 0;
+                m.close();
+            }
+            assertTrue(pushed, () -> "within 200 round trips an echo came back pushed into the arena; peer:\n"
+                    + p.output());
+            List<ReceivedMessage> held = new ArrayList<>();
+            try {
+                for (int i = 0; i < 6; i++) {
+                    held.add(echo(c, frame, bytes, round));
+                    // four loans fill the arena of four frames: the fifth and sixth echo are pulled
+                    assertEquals(i < 4 ? 0 : (long) (i - 3) * bytes, device.allocatedBytes(), "echo " + i + " held");
+                }
+            } finally {
+                held.forEach(ReceivedMessage::close);
+            }
+            assertEquals(0, device.allocatedBytes());
+            for (int i = 0; i < 4; i++) {
+                held.add(echo(c, frame, bytes, round));
+                assertEquals(0, device.allocatedBytes(), "the loans came back: echo " + i + " pushed again");
+            }
+            ReceivedMessage last = held.getLast();
+            held.subList(0, held.size() - 1).forEach(ReceivedMessage::close);
+            c.close();
+            assertArrayEquals(TestMessages.pattern(bytes, round[0] - 1),
+                    TestMessages.contents(last.value().frames().getFirst().buffer()), "a loan outlives its connection");
+            last.close();
+        }
+        assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
+    }
+
+    /** Sends {@code frame} with the next round's pattern, receives its echo, checks the bytes; the caller closes it. */
+    private static ReceivedMessage echo(Connection c, DeviceBuffer frame, int bytes, int[] round) {
+        int r = round[0]++;
+        TestMessages.fill(frame, TestMessages.pattern(bytes, r));
+        c.send(TestMessages.message("m" + r, List.of(frame))).join();
+        ReceivedMessage m = c.receive();
+        assertEquals("m" + r, m.value().root());
+        assertEquals(MemoryKind.DEVICE, m.value().frames().getFirst().kind());
+        assertArrayEquals(TestMessages.pattern(bytes, r), TestMessages.contents(m.value().frames().getFirst().buffer()),
+                "echo " + r);
+        return m;
     }
 
     @Test

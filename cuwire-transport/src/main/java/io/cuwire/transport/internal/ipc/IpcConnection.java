@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal.ipc;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
@@ -13,6 +14,7 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
+import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -69,7 +71,25 @@ import java.util.concurrent.locks.ReentrantLock;
  *   consumed: [2]   one per message with device frames, in order: the sender's memory is free again
  *   refused:  [3][reason length: int32][reason: UTF-8]   the last record of a side that refused a message of the
  *             other ({@link Frames#refusal}); it closes after it
+ *   arena:    [4][device-frame reference of the accepting side's push arena][its bytes: int64]   accepting side to
+ *             dialling side, once
+ *   returned: [5][ranges: int32][offset: int64, length: int64]...   accepting side to dialling side: bytes of the
+ *             push arena free again
+ *   pushed device frame (in a message from the dialling side): [0: int16][offset in the push arena: int64]
  * </pre>
+ *
+ * <h2>Small frames on one GPU: the push arena</h2>
+ * Two processes on one GPU each have a CUDA context, and the GPU time-slices between them: GPU work of one context
+ * waits for a switch from the other's (~145 µs each on an H200, measured with a raw two-process ping-pong:
+ * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
+ * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
+ * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
+ * ({@link TransportConfig#ipcPushArenaBytes()}); the dialling side maps it once and copies each later device frame of
+ * up to that size into a free range of it, synchronizes, and sends a pushed reference instead of its own memory's.
+ * The accepting side receives such a frame as a loan of the arena's bytes ({@link ReceiveArena}, no copy, no GPU
+ * work) and tells the peer when the loan comes back. Without a free range the frame is pulled as before. A message
+ * whose device frames were all pushed completes when written; frames the other way are pulled by the dialling side,
+ * as every frame is.
  * With session keys ({@link SessionKeys}: a secret on both sides), a tag follows the message record's type and header
  * length, its header, and each device frame's reference, and ends the consumed record and the refusal (whose length
  * then counts the tag); each is the next of its direction's numbered tags and is checked before what it covers is
@@ -111,6 +131,11 @@ final class IpcConnection implements Connection, UncheckedSend {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
     static final byte TYPE_REFUSED = 3;
+    static final byte TYPE_ARENA = 4;
+    static final byte TYPE_RETURNED = 5;
+    /** The largest device frame pushed into the peer's arena. */
+    static final long PUSH_FRAME_BYTES = 64 << 10;
+    private static final int MAX_RETURNED_RANGES = 4096;
     static final long HOST_READ_AHEAD = 4 << 20;
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
@@ -124,6 +149,10 @@ final class IpcConnection implements Connection, UncheckedSend {
         final byte[] header;
         final boolean hasDeviceFrames;
         final boolean inline;
+        /** Per frame, where it was pushed into the peer's arena, or -1; set under the send lock. */
+        long[] pushed;
+        /** Device frames the peer pulls (their consumed record completes the send); set under the send lock. */
+        int pulledFrames;
 
         Outgoing(Message message) {
             super(state, message.totalBytes());
@@ -178,6 +207,19 @@ final class IpcConnection implements Connection, UncheckedSend {
     private final SessionKeys.Direction seal;
     /** Checks what the peer sends, on the reader; {@code null} without session keys. */
     private final SessionKeys.Direction open;
+    private final boolean client;
+    /** The accepting side's push arena, once offered; {@code null} before and on the dialling side. */
+    private volatile ReceiveArena receiveArena;
+    /** Whether the accepting side may still offer an arena (not offered yet, not failed, not turned off). */
+    private boolean mayOfferArena;
+    /** The device of a small device frame the last message had this side pull, or {@code null}. */
+    private Device pulledSmallDevice;
+    /** The peer's arena as offered (dialling side, set by the reader), mapped on the first push. */
+    private volatile OfferedArena offeredArena;
+    /** The peer's arena, mapped (dialling side): made under the send lock, released into by the reader. */
+    private volatile PushArena pushArena;
+    /** Set when the connection ended: no arena is mapped after it. */
+    private boolean pushArenaEnded;
 
     /**
      * Wraps a connected socket whose handshake established {@code handshake} and checks that IPC can work with the
@@ -186,6 +228,8 @@ final class IpcConnection implements Connection, UncheckedSend {
     IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
             int maxMappings, long maxMappedBytes) {
         this.config = config;
+        this.client = client;
+        this.mayOfferArena = !client && config.ipcPushArenaBytes() > 0;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
         String peer;
@@ -283,11 +327,20 @@ final class IpcConnection implements Connection, UncheckedSend {
     /** Writes one message; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
         out.record(Transports.IPC);
-        if (out.hasDeviceFrames) {
+        try {
+            push(out);
+        } catch (RuntimeException e) {
+            TransportException t = state.translate(e, "sending to");
+            out.fail(t);
+            shutdown(t);
+            return;
+        }
+        if (out.pulledFrames > 0) {
             awaitingConsumed.add(out);
         }
         try {
             write(out);
+            writeReturned();
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             if (t instanceof PeerClosedException) {
@@ -297,8 +350,117 @@ final class IpcConnection implements Connection, UncheckedSend {
             shutdown(t);
             return;
         }
-        if (!out.hasDeviceFrames) {
+        if (out.pulledFrames == 0) {
+            if (out.hasDeviceFrames) {
+                consumedNanos = System.nanoTime();  // pushed: a reply may follow soon, as after a consumed record
+            }
             out.complete();
+        }
+    }
+
+    /**
+     * Copies the message's small device frames into the peer's push arena, where it offered one and a range is
+     * free, and waits for the copies; sets {@link Outgoing#pushed} and {@link Outgoing#pulledFrames}. The caller
+     * holds the write lock.
+     */
+    private void push(Outgoing out) {
+        List<Buffer> frames = out.message.frames();
+        int pulled = 0;
+        long[] pushed = null;
+        PushArena arena = out.hasDeviceFrames ? pushArena(frames) : null;
+        try {
+            for (int i = 0; i < frames.size(); i++) {
+                if (!(frames.get(i) instanceof DeviceBuffer d)) {
+                    continue;
+                }
+                long offset = -1;
+                if (arena != null && d.byteSize() > 0 && d.byteSize() <= PUSH_FRAME_BYTES
+                        && d.device().equals(arena.device())) {
+                    offset = arena.reserve(d.byteSize());
+                }
+                if (offset < 0) {
+                    pulled++;
+                    continue;
+                }
+                if (pushed == null) {
+                    pushed = new long[frames.size()];
+                    Arrays.fill(pushed, -1);
+                }
+                pushed[i] = offset;
+                CopyEngine.copyAsync(d, 0, arena.target(offset, d.byteSize()), 0, d.byteSize(), arena.stream());
+            }
+            if (pushed != null) {
+                arena.stream().synchronize();
+            }
+        } catch (RuntimeException e) {
+            if (pushed != null) {
+                try {
+                    arena.stream().synchronize();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                for (int i = 0; i < pushed.length; i++) {
+                    if (pushed[i] >= 0) {
+                        arena.release(pushed[i], frames.get(i).byteSize(), "(this side)");
+                    }
+                }
+            }
+            throw e;
+        }
+        out.pushed = pushed;
+        out.pulledFrames = pulled;
+    }
+
+    /**
+     * The peer's push arena, mapped on first use on the device of the message's first small device frame;
+     * {@code null} if it offered none. The caller holds the write lock.
+     */
+    private PushArena pushArena(List<Buffer> frames) {
+        PushArena arena = pushArena;
+        OfferedArena offered = offeredArena;
+        if (arena != null || offered == null) {
+            return arena;
+        }
+        Device device = null;
+        for (Buffer b : frames) {
+            if (b instanceof DeviceBuffer d && d.byteSize() <= PUSH_FRAME_BYTES) {
+                device = d.device();
+                break;
+            }
+        }
+        if (device == null) {
+            return null;
+        }
+        offeredArena = null;
+        MappingCache.Lease lease;
+        try {
+            lease = mappings.acquire(offered.reference().allocation(), offered.reference().offset(), offered.bytes(),
+                    device);
+        } catch (IndexOutOfBoundsException | InvalidHandleException e) {
+            throw new ProtocolException("peer " + io.peer() + " offered a push arena that cannot be mapped: "
+                    + e.getMessage(), e);
+        }
+        arena = new PushArena(lease, device);
+        synchronized (this) {
+            if (!pushArenaEnded) {
+                pushArena = arena;
+                return arena;
+            }
+        }
+        arena.close();
+        return null;
+    }
+
+    /** Unmaps the peer's push arena, once; after it none is mapped. */
+    private void endPushArena() {
+        PushArena arena;
+        synchronized (this) {
+            pushArenaEnded = true;
+            arena = pushArena;
+            pushArena = null;
+        }
+        if (arena != null) {
+            arena.close();
         }
     }
 
@@ -321,9 +483,12 @@ final class IpcConnection implements Connection, UncheckedSend {
         SocketIo.Gather gather = io.gather(ioTimeoutNanos);
         sealed(gather, ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         sealed(gather, ByteBuffer.wrap(out.header));
-        for (Buffer frame : out.message.frames()) {
+        List<Buffer> frames = out.message.frames();
+        for (int i = 0; i < frames.size(); i++) {
+            Buffer frame = frames.get(i);
             if (frame instanceof DeviceBuffer d) {
-                sealed(gather, reference(d));
+                sealed(gather, out.pushed != null && out.pushed[i] >= 0
+                        ? ByteBuffer.allocate(2 + 8).putShort((short) 0).putLong(out.pushed[i]).flip() : reference(d));
             } else if (frame.byteSize() <= COALESCE_FRAME_BYTES) {
                 gather.add((HostBuffer) frame);
             } else {
@@ -332,6 +497,83 @@ final class IpcConnection implements Connection, UncheckedSend {
             }
         }
         gather.flush();
+    }
+
+    /**
+     * Tells the peer which ranges of its push arena came back (accepting side), if any did; the caller holds the
+     * write lock.
+     */
+    private void writeReturned() {
+        ReceiveArena arena = receiveArena;
+        if (arena == null || !arena.hasReturned()) {
+            return;
+        }
+        List<long[]> ranges = arena.drainReturned();
+        SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+        for (int from = 0; from < ranges.size(); from += MAX_RETURNED_RANGES) {
+            int n = Math.min(MAX_RETURNED_RANGES, ranges.size() - from);
+            ByteBuffer record = ByteBuffer.allocate(5 + 16 * n).put(TYPE_RETURNED).putInt(n);
+            for (int i = from; i < from + n; i++) {
+                record.putLong(ranges.get(i)[0]).putLong(ranges.get(i)[1]);
+            }
+            sealed(gather, record.flip());
+        }
+        gather.flush();
+    }
+
+    /**
+     * Runs when a loan of the push arena comes back (on the thread that closed it): tells the peer now if no other
+     * thread is writing, else the writer does after its record.
+     */
+    private void arenaReturned() {
+        ReentrantLock lock = sends.lock();
+        if (lock.isHeldByCurrentThread() || state.isClosed() || !lock.tryLock()) {
+            return;
+        }
+        try {
+            writeReturned();
+        } catch (RuntimeException e) {
+            shutdown(state.translate(e, "sending to"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Offers the peer a push arena on {@code device} (accepting side, on the reader), allocated by an allocator of
+     * the connection's own, which device-memory reports name; nothing is offered if the memory is not there.
+     */
+    private void offerArena(Device device) {
+        mayOfferArena = false;
+        BufferAllocator<DeviceBuffer> owner = null;
+        DeviceBuffer arena = null;
+        ByteBuffer record;
+        try {
+            owner = device.newAllocator("IPC push arena of " + name + " (peer " + io.peer() + ")",
+                    config.ipcPushArenaBytes());
+            arena = owner.allocate(config.ipcPushArenaBytes());
+            ByteBuffer ref = reference(arena);
+            record = ByteBuffer.allocate(1 + ref.remaining() + 8).put(TYPE_ARENA).put(ref).putLong(arena.byteSize())
+                    .flip();
+        } catch (RuntimeException e) {
+            // no device memory to spare, or the device exports none: frames are pulled, as without an arena
+            Closeables.closeAll(Arrays.asList(arena, owner));
+            return;
+        }
+        ReceiveArena offered = new ReceiveArena(arena, owner, this::arenaReturned);
+        sends.lock().lock();
+        try {
+            if (state.isClosed()) {
+                offered.end();
+                return;
+            }
+            receiveArena = offered;
+            SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+            sealed(gather, record);
+            gather.flush();
+        } finally {
+            sends.lock().unlock();
+        }
     }
 
     /** Adds {@code part} to {@code gather}, followed by its tag when the connection has session keys. */
@@ -438,6 +680,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                         sends.lock().lock();
                         try {
                             io.write(consumedRecord(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                            writeReturned();
                         } finally {
                             sends.lock().unlock();
                         }
@@ -446,6 +689,13 @@ final class IpcConnection implements Connection, UncheckedSend {
                             event.commit();
                         }
                     }
+                    if (pulledSmallDevice != null && mayOfferArena) {
+                        offerArena(pulledSmallDevice);
+                    }
+                } else if (type == TYPE_ARENA && client) {
+                    readArena();
+                } else if (type == TYPE_RETURNED && client) {
+                    readReturned();
                 } else if (type == TYPE_REFUSED) {
                     throw readRefusal();
                 } else {
@@ -458,6 +708,65 @@ final class IpcConnection implements Connection, UncheckedSend {
             shutdown(t, Frames.refusal(t));
         } finally {
             received.add(END);
+        }
+    }
+
+    /** Reads the peer's push-arena offer (dialling side): mapped when this side first pushes. */
+    private void readArena() {
+        short length = readShort();
+        int handleLength = Short.toUnsignedInt(length);
+        if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
+            throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
+        }
+        ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
+        ByteBuffer size = ByteBuffer.allocate(8);
+        io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        io.readFully(size, ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        if (open != null) {
+            openTag("push-arena offer", ByteBuffer.allocate(3).put(0, TYPE_ARENA).putShort(1, length), rest.flip(),
+                    size.flip());
+        }
+        Device device = Devices.all().isEmpty() ? null : Devices.all().getFirst();
+        if (device == null || offeredArena != null || pushArena != null) {
+            throw new ProtocolException("peer " + io.peer() + " offered a push arena "
+                    + (device == null ? "to a side without devices" : "twice"));
+        }
+        Reference reference = parseReference(rest, device);
+        long bytes = size.getLong(0);
+        if (bytes < PUSH_FRAME_BYTES / 64 || bytes > 1L << 30 || reference.offset() < 0
+                || reference.offset() > reference.allocation().length() - bytes) {
+            throw new ProtocolException("peer " + io.peer() + " offered a push arena of " + bytes + " bytes at offset "
+                    + reference.offset() + " of an allocation of " + reference.allocation().length() + " bytes"
+                    + " (expected: 1 KiB to 1 GiB within the allocation)");
+        }
+        offeredArena = new OfferedArena(reference, bytes);
+    }
+
+    /** The push arena the peer offered: where it lies in which allocation of the peer's, and its size. */
+    private record OfferedArena(Reference reference, long bytes) {
+    }
+
+    /** Reads which ranges of the peer's push arena came back (dialling side) and frees them for pushes. */
+    private void readReturned() {
+        int n = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        if (n < 1 || n > MAX_RETURNED_RANGES) {
+            throw new ProtocolException("peer " + io.peer() + " returned " + n + " ranges of its push arena in one"
+                    + " record (expected: 1 to " + MAX_RETURNED_RANGES + ")");
+        }
+        ByteBuffer body = ByteBuffer.allocate(16 * n);
+        io.readFully(body, ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        if (open != null) {
+            openTag("returned record", ByteBuffer.allocate(5).put(0, TYPE_RETURNED).putInt(1, n), body.flip());
+        }
+        PushArena arena = pushArena;
+        if (arena == null) {
+            if (pushArenaEnded) {
+                return;
+            }
+            throw new ProtocolException("peer " + io.peer() + " returned ranges of a push arena never pushed into");
+        }
+        for (int i = 0; i < n; i++) {
+            arena.release(body.getLong(16 * i), body.getLong(16 * i + 8), io.peer());
         }
     }
 
@@ -506,18 +815,34 @@ final class IpcConnection implements Connection, UncheckedSend {
             List<Long> lengths = new ArrayList<>(header.frames().size());
             long mappingNanos = 0;
             long enqueueNanos = 0;
+            int pulled = 0;
+            pulledSmallDevice = null;
+            boolean arena = receiveArena != null;
             for (int i = 0; i < header.frames().size(); i++) {
+                FrameDescriptor descriptor = header.frames().get(i);
+                // a device frame's reference begins with its handle's length: 0 for a frame pushed into the arena
+                // (only once this side offered one; else the frame is allocated first, as its reference begins)
+                short referenceLength = arena && descriptor.kind() == MemoryKind.DEVICE ? readShort() : -1;
                 // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
-                Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), true, true);
+                Frame frame = referenceLength == 0 ? pushedFrame(descriptor, i)
+                        : Frames.allocate(descriptor, i, config, io.peer(), true, true);
                 frames.add(frame);
                 kinds.add(frame.kind());
                 lengths.add(frame.length());
+                if (referenceLength == 0) {
+                    continue;
+                }
                 if (frame.buffer() instanceof HostBuffer h) {
                     io.readFully(h, ioTimeoutNanos);
                 } else {
                     DeviceBuffer target = (DeviceBuffer) frame.buffer();
                     // its tag checked before anything of it is used
-                    Reference reference = parseReference(readRawReference(), target.device());
+                    Reference reference = parseReference(readReferenceRest(referenceLength == -1 ? readShort()
+                            : referenceLength, (byte) -1, "device-frame reference"), target.device());
+                    pulled++;
+                    if (target.byteSize() > 0 && target.byteSize() <= PUSH_FRAME_BYTES) {
+                        pulledSmallDevice = target.device();
+                    }
                     if (!leases.isEmpty() && mappings.heldAtBound()) {
                         releaseCopied(used, leases);
                     }
@@ -533,7 +858,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                     }
                 }
             }
-            if (!leases.isEmpty()) {
+            if (pulled > 0) {
                 copying = true;
                 long t3 = timed ? System.nanoTime() : 0;
                 for (Stream stream : used) {
@@ -544,7 +869,7 @@ final class IpcConnection implements Connection, UncheckedSend {
                     throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
                             + ") died while its device frames were being copied");
                 }
-                event.deviceFrames = leases.size();
+                event.deviceFrames = pulled;
                 if (timed) {
                     event.headerNanos = t3 - start - mappingNanos - enqueueNanos;
                     event.mappingNanos = mappingNanos;
@@ -594,14 +919,14 @@ final class IpcConnection implements Connection, UncheckedSend {
     }
 
     /**
-     * Reads a device frame's reference, {@code [handle length: int16][handle][exporter's device: int32]
-     * [allocation bytes: int64][offset in the allocation: int64]}, and its tag when there are session keys, checked
-     * before anything of it is used.
+     * Reads the rest of a device frame's reference after its handle length {@code length},
+     * {@code [handle][exporter's device: int32][allocation bytes: int64][offset in the allocation: int64]}, and its
+     * tag when there are session keys (over the record's type {@code type} first, unless it is -1), checked before
+     * anything of it is used.
      *
      * @return the reference after its handle length
      */
-    private ByteBuffer readRawReference() {
-        short length = readShort();
+    private ByteBuffer readReferenceRest(short length, byte type, String what) {
         int handleLength = Short.toUnsignedInt(length);
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
@@ -609,12 +934,37 @@ final class IpcConnection implements Connection, UncheckedSend {
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (open != null) {
-            openTag("device-frame reference", ByteBuffer.allocate(2).putShort(0, length), rest.flip());
+            ByteBuffer prefix = type == -1 ? ByteBuffer.allocate(2).putShort(0, length)
+                    : ByteBuffer.allocate(3).put(0, type).putShort(1, length);
+            openTag(what, prefix, rest.flip());
         }
         return rest;
     }
 
-    /** Parses a reference {@link #readRawReference} read; {@code device} receives the frame. */
+    /**
+     * A device frame the peer pushed into this side's arena: its offset there (and tag) read, the bytes lent out of
+     * the arena as the frame.
+     */
+    private Frame pushedFrame(FrameDescriptor descriptor, int index) {
+        ByteBuffer offsetBytes = ByteBuffer.allocate(8);
+        io.readFully(offsetBytes, ioTimeoutNanos, SocketIo.NO_DEADLINE);
+        if (open != null) {
+            openTag("pushed device-frame reference", ByteBuffer.allocate(2), offsetBytes.flip());
+        }
+        ReceiveArena arena = receiveArena;
+        if (arena == null) {
+            throw new ProtocolException("peer " + io.peer() + " sent frame " + index + " as pushed into a push arena"
+                    + " this side never offered");
+        }
+        try {
+            return new Frame(arena.lend(offsetBytes.getLong(0), descriptor.length()), true);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor + ") badly: "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /** Parses a reference {@link #readReferenceRest} read; {@code device} receives the frame. */
     private Reference parseReference(ByteBuffer rest, Device device) {
         int handleLength = rest.capacity() - 4 - 8 - 8;
         byte[] handle = new byte[handleLength];
@@ -751,6 +1101,10 @@ final class IpcConnection implements Connection, UncheckedSend {
             io.close();
         }
         sends.close();
+        ReceiveArena arena = receiveArena;
+        if (arena != null) {
+            arena.end();
+        }
         Outgoing out;
         while ((out = awaitingConsumed.poll()) != null) {
             out.fail(state.closedError());
@@ -786,6 +1140,7 @@ final class IpcConnection implements Connection, UncheckedSend {
         List<AutoCloseable> streams = new ArrayList<>(copyStreams.values());
         copyStreams.clear();
         Closeables.closeAll(streams);
+        endPushArena();
         mappings.close();
     }
 
