@@ -559,7 +559,11 @@ public final class TransferBench {
                     .allowJava(Model.class);
             // Every family the bench measures, java included: a connection carries only the families it agreed.
             // A first TLS handshake between two fresh JVMs on a busy machine can take seconds: the bench waits.
-            config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+            // -Dcuwire.bench.noSecret=true (passed to the receiver too): no secret, so no handshake proof and no
+            // message tags, to measure what they cost
+            TransportConfig.Builder keyed = Boolean.getBoolean("cuwire.bench.noSecret")
+                    ? TransportConfig.builder().allowUnauthenticated(true) : TransportConfig.builder().secret(SECRET);
+            config = keyed.ioTimeout(Duration.ofSeconds(120))
                     .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();

@@ -136,6 +136,8 @@ final class IpcConnection implements Connection, UncheckedSend {
     /** The largest device frame pushed into the peer's arena. */
     static final long PUSH_FRAME_BYTES = 64 << 10;
     private static final int MAX_RETURNED_RANGES = 4096;
+    /** How long a range of the push arena that came back waits for a record to ride along with. */
+    static final long RETURN_DELAY_MICROS = 200;
     static final long HOST_READ_AHEAD = 4 << 20;
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
@@ -210,6 +212,8 @@ final class IpcConnection implements Connection, UncheckedSend {
     private final boolean client;
     /** The accepting side's push arena, once offered; {@code null} before and on the dialling side. */
     private volatile ReceiveArena receiveArena;
+    /** Whether a write of returned ranges is scheduled. */
+    private final AtomicBoolean returnScheduled = new AtomicBoolean();
     /** Whether the accepting side may still offer an arena (not offered yet, not failed, not turned off). */
     private boolean mayOfferArena;
     /** The device of a small device frame the last message had this side pull, or {@code null}. */
@@ -340,7 +344,6 @@ final class IpcConnection implements Connection, UncheckedSend {
         }
         try {
             write(out);
-            writeReturned();
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             if (t instanceof PeerClosedException) {
@@ -481,6 +484,7 @@ final class IpcConnection implements Connection, UncheckedSend {
 
     private void write(Outgoing out) {
         SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+        addReturned(gather);  // ranges of the push arena given back ride along: no write of their own
         sealed(gather, ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         sealed(gather, ByteBuffer.wrap(out.header));
         List<Buffer> frames = out.message.frames();
@@ -500,16 +504,15 @@ final class IpcConnection implements Connection, UncheckedSend {
     }
 
     /**
-     * Tells the peer which ranges of its push arena came back (accepting side), if any did; the caller holds the
-     * write lock.
+     * Adds to {@code gather} the records that tell the peer which ranges of its push arena came back (accepting
+     * side), if any did; the caller holds the write lock.
      */
-    private void writeReturned() {
+    private void addReturned(SocketIo.Gather gather) {
         ReceiveArena arena = receiveArena;
         if (arena == null || !arena.hasReturned()) {
             return;
         }
         List<long[]> ranges = arena.drainReturned();
-        SocketIo.Gather gather = io.gather(ioTimeoutNanos);
         for (int from = 0; from < ranges.size(); from += MAX_RETURNED_RANGES) {
             int n = Math.min(MAX_RETURNED_RANGES, ranges.size() - from);
             ByteBuffer record = ByteBuffer.allocate(5 + 16 * n).put(TYPE_RETURNED).putInt(n);
@@ -518,24 +521,38 @@ final class IpcConnection implements Connection, UncheckedSend {
             }
             sealed(gather, record.flip());
         }
-        gather.flush();
     }
 
     /**
-     * Runs when a loan of the push arena comes back (on the thread that closed it): tells the peer now if no other
-     * thread is writing, else the writer does after its record.
+     * Runs when a loan of the push arena comes back (on the thread that closed it): the range rides along with
+     * the next record this side writes — in a request-reply exchange the reply follows at once — or, if none is
+     * written within {@value #RETURN_DELAY_MICROS} µs, goes in a record of its own then.
      */
     private void arenaReturned() {
-        ReentrantLock lock = sends.lock();
-        if (lock.isHeldByCurrentThread() || state.isClosed() || !lock.tryLock()) {
+        if (returnScheduled.compareAndSet(false, true)) {
+            CompletableFuture.delayedExecutor(RETURN_DELAY_MICROS, TimeUnit.MICROSECONDS).execute(this::flushReturned);
+        }
+    }
+
+    /** Writes the ranges of the push arena that came back and that no record took along yet. */
+    private void flushReturned() {
+        returnScheduled.set(false);
+        ReceiveArena arena = receiveArena;
+        if (arena == null || !arena.hasReturned() || state.isClosed()) {
             return;
         }
+        sends.lock().lock();
         try {
-            writeReturned();
+            if (state.isClosed()) {
+                return;
+            }
+            SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+            addReturned(gather);
+            gather.flush();
         } catch (RuntimeException e) {
             shutdown(state.translate(e, "sending to"));
         } finally {
-            lock.unlock();
+            sends.lock().unlock();
         }
     }
 
@@ -679,8 +696,10 @@ final class IpcConnection implements Connection, UncheckedSend {
                         long t = event.isEnabled() ? System.nanoTime() : 0;
                         sends.lock().lock();
                         try {
-                            io.write(consumedRecord(), ioTimeoutNanos, SocketIo.NO_DEADLINE);
-                            writeReturned();
+                            SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+                            gather.add(consumedRecord());
+                            addReturned(gather);
+                            gather.flush();
                         } finally {
                             sends.lock().unlock();
                         }
