@@ -84,10 +84,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
  * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
  * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
- * ({@link TransportConfig#ipcPushArenaBytes()}); the dialling side maps it once and copies each later device frame of
- * up to that size into a free range of it, synchronizes, and sends a pushed reference instead of its own memory's.
+ * ({@link TransportConfig#ipcPushArenaBytes()}); the dialling side maps it once and, for each later message whose
+ * device frames are all of up to that size, copies them into free ranges of it, synchronizes, and sends pushed
+ * references instead of its own memory's (a message with a larger frame is pulled whole).
  * The accepting side receives such a frame as a loan of the arena's bytes ({@link ReceiveArena}, no copy, no GPU
- * work) and tells the peer when the loan comes back. Without a free range the frame is pulled as before. A message
+ * work) and tells the peer when the loan comes back. Without free ranges for all, the frames are pulled. A message
  * whose device frames were all pushed completes when written; frames the other way are pulled by the dialling side,
  * as every frame is.
  * With session keys ({@link SessionKeys}: a secret on both sides), a tag follows the message record's type and header
@@ -362,56 +363,72 @@ final class IpcConnection implements Connection, UncheckedSend {
     }
 
     /**
-     * Copies the message's small device frames into the peer's push arena, where it offered one and a range is
-     * free, and waits for the copies; sets {@link Outgoing#pushed} and {@link Outgoing#pulledFrames}. The caller
-     * holds the write lock.
+     * Copies the message's device frames into the peer's push arena if the peer offered one and every one of them
+     * can go there (at most {@value #PUSH_FRAME_BYTES} bytes, on the device that maps the arena, a free range for
+     * each), and waits for the copies; sets {@link Outgoing#pushed} and {@link Outgoing#pulledFrames}. All or none:
+     * a message with a frame the peer must pull keeps the peer's context busy anyway, and a push of this side's
+     * before it would only add a switch between the two contexts (on one H200 a 1 GiB message whose 8-byte frame
+     * was pushed took 1.25 ms: {@code bench/results/ipc-rtt-profile-*}). The caller holds the write lock.
      */
     private void push(Outgoing out) {
         List<Buffer> frames = out.message.frames();
-        int pulled = 0;
-        long[] pushed = null;
+        int deviceFrames = 0;
+        boolean all = true;
         PushArena arena = out.hasDeviceFrames ? pushArena(frames) : null;
+        for (Buffer b : frames) {
+            if (b instanceof DeviceBuffer d) {
+                deviceFrames++;
+                all &= arena != null && d.byteSize() > 0 && d.byteSize() <= PUSH_FRAME_BYTES
+                        && d.device().equals(arena.device());
+            }
+        }
+        out.pushed = null;
+        out.pulledFrames = deviceFrames;
+        if (deviceFrames == 0 || !all) {
+            return;
+        }
+        long[] pushed = new long[frames.size()];
+        Arrays.fill(pushed, -1);
         try {
             for (int i = 0; i < frames.size(); i++) {
-                if (!(frames.get(i) instanceof DeviceBuffer d)) {
-                    continue;
-                }
-                long offset = -1;
-                if (arena != null && d.byteSize() > 0 && d.byteSize() <= PUSH_FRAME_BYTES
-                        && d.device().equals(arena.device())) {
-                    offset = arena.reserve(d.byteSize());
-                }
-                if (offset < 0) {
-                    pulled++;
-                    continue;
-                }
-                if (pushed == null) {
-                    pushed = new long[frames.size()];
-                    Arrays.fill(pushed, -1);
-                }
-                pushed[i] = offset;
-                CopyEngine.copyAsync(d, 0, arena.target(offset, d.byteSize()), 0, d.byteSize(), arena.stream());
-            }
-            if (pushed != null) {
-                arena.stream().synchronize();
-            }
-        } catch (RuntimeException e) {
-            if (pushed != null) {
-                try {
-                    arena.stream().synchronize();
-                } catch (RuntimeException suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-                for (int i = 0; i < pushed.length; i++) {
-                    if (pushed[i] >= 0) {
-                        arena.release(pushed[i], frames.get(i).byteSize(), "(this side)");
+                if (frames.get(i) instanceof DeviceBuffer d) {
+                    long offset = arena.reserve(d.byteSize());
+                    if (offset < 0) {
+                        release(arena, pushed, frames);
+                        return;  // no room for all of them: the peer pulls them
                     }
+                    pushed[i] = offset;
                 }
             }
+            for (int i = 0; i < frames.size(); i++) {
+                if (pushed[i] >= 0) {
+                    Buffer d = frames.get(i);
+                    CopyEngine.copyAsync((DeviceBuffer) d, 0, arena.target(pushed[i], d.byteSize()), 0, d.byteSize(),
+                            arena.stream());
+                }
+            }
+            arena.stream().synchronize();
+        } catch (RuntimeException e) {
+            try {
+                arena.stream().synchronize();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            release(arena, pushed, frames);
             throw e;
         }
         out.pushed = pushed;
-        out.pulledFrames = pulled;
+        out.pulledFrames = 0;
+    }
+
+    /** Gives back the ranges of {@code pushed} (never told to the peer). */
+    private static void release(PushArena arena, long[] pushed, List<Buffer> frames) {
+        for (int i = 0; i < pushed.length; i++) {
+            if (pushed[i] >= 0) {
+                arena.release(pushed[i], frames.get(i).byteSize(), "(this side)");
+                pushed[i] = -1;
+            }
+        }
     }
 
     /**
