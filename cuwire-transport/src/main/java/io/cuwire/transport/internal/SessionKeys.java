@@ -78,19 +78,72 @@ public final class SessionKeys {
     }
 
     /**
+     * HMAC-SHA256 (RFC 2104) whose key's inner and outer pad blocks are hashed once, at construction: a tag then costs
+     * the message's blocks and one more, where {@link Mac} hashes both pads again for every tag (four SHA-256 blocks
+     * for a short record instead of two). The same bytes as the JDK's {@code HmacSHA256}. Safe for concurrent use:
+     * each tag works on copies of the two states.
+     */
+    static final class PaddedHmac {
+        private static final int BLOCK = 64;
+        private final MessageDigest inner;
+        private final MessageDigest outer;
+
+        PaddedHmac(byte[] key) {
+            byte[] k = key.length > BLOCK ? sha256().digest(key) : key;
+            byte[] ipad = new byte[BLOCK];
+            byte[] opad = new byte[BLOCK];
+            for (int i = 0; i < BLOCK; i++) {
+                byte b = i < k.length ? k[i] : 0;
+                ipad[i] = (byte) (b ^ 0x36);
+                opad[i] = (byte) (b ^ 0x5c);
+            }
+            this.inner = sha256();
+            this.inner.update(ipad);
+            this.outer = sha256();
+            this.outer.update(opad);
+        }
+
+        /** The inner hash of a new tag, its key's pad already in: feed it the message, then {@link #finish}. */
+        MessageDigest begin() {
+            return copy(inner);
+        }
+
+        /** The tag of the message {@code inner} was fed. */
+        byte[] finish(MessageDigest inner) {
+            MessageDigest o = copy(outer);
+            o.update(inner.digest());
+            return o.digest();
+        }
+
+        private static MessageDigest copy(MessageDigest d) {
+            try {
+                return (MessageDigest) d.clone();
+            } catch (CloneNotSupportedException e) {
+                throw new IllegalStateException("the JDK's SHA-256 can be cloned", e);
+            }
+        }
+
+        private static MessageDigest sha256() {
+            try {
+                return MessageDigest.getInstance("SHA-256");
+            } catch (GeneralSecurityException e) {
+                throw new IllegalStateException("SHA-256 is part of every JDK", e);
+            }
+        }
+    }
+
+    /**
      * One direction's key and record counter: {@link #seal} tags the next record, {@link #open} checks it. Not
      * thread-safe, but for {@link #sealApart} and {@link #openApart}.
      */
     public static final class Direction {
-        private final byte[] key;
         private final String peer;
-        private final Mac units;
+        private final PaddedHmac units;
         private long next;
 
         private Direction(byte[] key, String peer) {
-            this.key = key;
             this.peer = peer;
-            this.units = hmac(key);
+            this.units = new PaddedHmac(key);
         }
 
         /** The tag of the next record, made of {@code parts} (read from their positions, which do not move). */
@@ -127,7 +180,7 @@ public final class SessionKeys {
          * safe beside the counted ones.
          */
         public byte[] sealApart(long seq, ByteBuffer... parts) {
-            return tag(hmac(key), seq, parts);
+            return tag(units, seq, parts);
         }
 
         /**
@@ -136,21 +189,18 @@ public final class SessionKeys {
          * @throws MessageAuthenticationException if {@code tag} is not its tag (logged, rate-limited)
          */
         public void openApart(long seq, byte[] tag, String what, ByteBuffer... parts) {
-            check(tag, tag(hmac(key), seq, parts), what);
+            check(tag, tag(units, seq, parts), what);
         }
 
-        private byte[] tag(Mac mac, long seq, ByteBuffer... parts) {
+        private static byte[] tag(PaddedHmac hmac, long seq, ByteBuffer... parts) {
+            MessageDigest inner = hmac.begin();
             for (ByteBuffer p : parts) {
-                mac.update(p.duplicate());
+                inner.update(p.duplicate());
             }
-            return finish(mac, seq);
-        }
-
-        private byte[] finish(Mac mac, long seq) {
             byte[] seqBytes = new byte[8];
             ByteBuffer.wrap(seqBytes).putLong(0, seq);
-            mac.update(seqBytes);
-            return Arrays.copyOf(mac.doFinal(), TAG_BYTES);
+            inner.update(seqBytes);
+            return Arrays.copyOf(hmac.finish(inner), TAG_BYTES);
         }
 
         private void check(byte[] tag, byte[] expected, String what) {
