@@ -17,7 +17,6 @@ import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
-import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
@@ -45,6 +44,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
+    private final String scheme;
     private final String address;
     private final InFlight inFlight;
     private final LinkedBlockingQueue<byte[]> handshakeIn = new LinkedBlockingQueue<>();
@@ -60,8 +60,9 @@ final class InProcessConnection implements Connection, UncheckedSend {
     /** Set by the peer before it closes over a message of this side it refused; {@code null} otherwise. */
     private volatile MessageRefusedException refusal;
 
-    InProcessConnection(TransportConfig config, String address) {
+    InProcessConnection(TransportConfig config, String scheme, String address) {
         this.config = config;
+        this.scheme = scheme;
         this.address = address;
         this.inFlight = new InFlight(config.maxBytesInFlight());
     }
@@ -119,7 +120,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
             this.header = message.header();
             this.bytes = message.totalBytes();
             this.unreturned = new AtomicInteger(message.frames().size());
-            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IN_PROCESS, sentNanos,
+            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, scheme, sentNanos,
                     false);
             for (Buffer b : message.frames()) {
                 kinds.add(b.kind());
@@ -172,7 +173,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
 
     @Override
     public String transport() {
-        return Transports.IN_PROCESS;
+        return scheme;
     }
 
     @Override
@@ -289,7 +290,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
             @SuppressWarnings("unchecked")
             Envelope env = (Envelope) next;
             MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED,
-                    Transports.IN_PROCESS, env.sentNanos, false);
+                    scheme, env.sentNanos, false);
             Serialized.Header header;
             try {
                 header = Frames.parseHeader(env.header, config, address, handshake.families());
