@@ -35,7 +35,7 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.SessionKeys;
-import io.cuwire.transport.internal.tcp.SocketIo;
+import io.cuwire.transport.internal.socket.SocketIo;
 import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -30,6 +30,10 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.UncheckedSend;
+import io.cuwire.transport.internal.socket.SocketIo;
+import io.cuwire.transport.internal.socket.SocketListener;
+import io.cuwire.transport.internal.socket.Sockets;
+import io.cuwire.transport.internal.socket.TlsSession;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -239,7 +243,7 @@ final class TcpConnection implements Connection, UncheckedSend {
     private final boolean overTls;
 
     /**
-     * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
+     * Wraps a connected socket whose handshake ({@link Sockets#handshake}, {@link SocketListener}) established
      * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
      * used.
      */

@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.HostBuffer;
@@ -89,7 +89,7 @@ public final class SocketIo implements AutoCloseable {
     }
 
     /** As {@link #SocketIo(SocketChannel, String)}, every byte through {@code tls} if it is not {@code null}. */
-    SocketIo(SocketChannel channel, String peer, TlsSession tls) throws IOException {
+    public SocketIo(SocketChannel channel, String peer, TlsSession tls) throws IOException {
         this.channel = channel;
         this.tls = tls;
         this.peer = peer;

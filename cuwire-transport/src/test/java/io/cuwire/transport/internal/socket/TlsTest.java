@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,6 +27,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.tcp.TcpTransport;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -91,12 +92,12 @@ class TlsTest {
         return resource;
     }
 
-    private TcpListener listen(TransportConfig config, boolean peersAreLoopback) {
-        return closing(new TcpListener(new InetSocketAddress("127.0.0.1", 0), config, a -> peersAreLoopback));
+    private SocketListener listen(TransportConfig config, boolean peersAreLoopback) {
+        return closing(TcpTransport.listen(new InetSocketAddress("127.0.0.1", 0), config, a -> peersAreLoopback));
     }
 
     private static InetSocketAddress socketAddress(String address) {
-        return TcpTransport.parse(address);
+        return Sockets.parse("tcp", address);
     }
 
     /** A connected pair of blocking sockets over loopback: [client, server]. */
@@ -207,7 +208,7 @@ class TlsTest {
 
     @Test
     void shouldRefusePlaintextFromANonLoopbackPeerInAutoSayingWhatToSet() {
-        TcpListener listener = listen(config(TlsMode.AUTO), false);
+        SocketListener listener = listen(config(TlsMode.AUTO), false);
         ProtocolException e = assertThrows(ProtocolException.class,
                 () -> TcpTransport.INSTANCE.connect(listener.address(), config(TlsMode.AUTO)));
         assertTrue(e.getMessage().contains("TLS required from non-loopback peers (listener tls AUTO): set the "
@@ -239,12 +240,12 @@ class TlsTest {
 
     @Test
     void shouldTakePlaintextFromALoopbackPeerInAutoAndRefuseTlsWhenOff() {
-        TcpListener auto = listen(config(TlsMode.AUTO), true);
+        SocketListener auto = listen(config(TlsMode.AUTO), true);
         try (Connection c = TcpTransport.INSTANCE.connect(auto.address(), config(TlsMode.AUTO));
                 Connection s = auto.accept(Duration.ofSeconds(10))) {
             assertTrue(c.isOpen() && s.isOpen());
         }
-        TcpListener off = listen(config(TlsMode.OFF), false);
+        SocketListener off = listen(config(TlsMode.OFF), false);
         assertThrows(PeerClosedException.class, () -> TcpTransport.INSTANCE.connect(off.address(),
                 config(TlsMode.ON)));
         try (Connection c = TcpTransport.INSTANCE.connect(off.address(), config(TlsMode.OFF));
@@ -338,13 +339,13 @@ class TlsTest {
         }
     }
 
-    private static String endpoint(TcpListener listener) {
+    private static String endpoint(SocketListener listener) {
         return Handshake.endpoint(socketAddress(listener.address()));
     }
 
     @Test
     void shouldHaveTheServerRefuseARelayThatPassesTheClientsHelloOnAsItIs() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -357,7 +358,7 @@ class TlsTest {
 
     @Test
     void shouldHaveTheClientRefuseARelayThatRebindsTheClientsHelloBeforeItProvesAnything() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.CLIENT_HELLO, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -371,7 +372,7 @@ class TlsTest {
 
     @Test
     void shouldHaveTheServerRefuseTheProofOfAClientWhoseHellosWereBothRebound() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.BOTH_HELLOS, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -383,7 +384,7 @@ class TlsTest {
 
     @Test
     void shouldHaveAPlaintextServerRefuseAHelloBoundToATlsChannel() throws Exception {
-        TcpListener server = listen(config(TlsMode.AUTO), true);
+        SocketListener server = listen(config(TlsMode.AUTO), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, false));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -407,7 +408,7 @@ class TlsTest {
                 () -> listen(wrong, true));
         assertTrue(e.getMessage().startsWith("cannot set up TLS for a listener: "), e.getMessage());
         TransportConfig right = wrong.toBuilder().tlsKeyStore(store, "right".toCharArray()).build();
-        TcpListener listener = listen(right, true);
+        SocketListener listener = listen(right, true);
         try (Connection c = TcpTransport.INSTANCE.connect(listener.address(), right);
                 Connection s = listener.accept(Duration.ofSeconds(10))) {
             assertTrue(c.isOpen() && s.isOpen());
