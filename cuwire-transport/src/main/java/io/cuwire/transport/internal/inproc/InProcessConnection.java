@@ -2,10 +2,8 @@ package io.cuwire.transport.internal.inproc;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
@@ -17,12 +15,12 @@ import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
-import io.cuwire.transport.internal.UncheckedSend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +38,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of its metrics are zero by construction (no copy scope is opened). A receiver that refuses a message hands the
  * sender its refusal directly: the refused send, the sender's other sends in flight and its later uses fail with it.
  */
-final class InProcessConnection implements Connection, UncheckedSend {
+final class InProcessConnection extends AbstractConnection {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
@@ -61,6 +59,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
     private volatile MessageRefusedException refusal;
 
     InProcessConnection(TransportConfig config, String scheme, String address) {
+        super(scheme);
         this.config = config;
         this.scheme = scheme;
         this.address = address;
@@ -172,24 +171,13 @@ final class InProcessConnection implements Connection, UncheckedSend {
     }
 
     @Override
-    public String transport() {
-        return scheme;
+    protected Handshake.Result handshake() {
+        return handshake;
     }
 
     @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
-    @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), address);
-        return sendUnchecked(message);
+    protected String peerName() {
+        return address;
     }
 
     @Override
@@ -252,11 +240,6 @@ final class InProcessConnection implements Connection, UncheckedSend {
         inbound.add(env);
         arrivals.incrementAndGet();
         return true;
-    }
-
-    @Override
-    public ReceivedMessage receive() {
-        return receive(null);
     }
 
     @Override

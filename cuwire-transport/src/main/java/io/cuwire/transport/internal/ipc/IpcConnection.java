@@ -11,11 +11,9 @@ import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
@@ -29,6 +27,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
@@ -36,7 +35,6 @@ import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.SessionKeys;
 import io.cuwire.transport.internal.socket.SocketIo;
-import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -107,7 +105,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
  * memory); when written, for one without.
  */
-final class IpcConnection implements Connection, UncheckedSend {
+final class IpcConnection extends AbstractConnection {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
     static final byte TYPE_REFUSED = 3;
@@ -185,6 +183,7 @@ final class IpcConnection implements Connection, UncheckedSend {
      */
     IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
             int maxMappings, long maxMappedBytes) {
+        super(Transports.IPC);
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
@@ -244,21 +243,6 @@ final class IpcConnection implements Connection, UncheckedSend {
         }
     }
 
-    @Override
-    public String transport() {
-        return Transports.IPC;
-    }
-
-    @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
     /** The receiver's mapping cache counters: how often allocations of the peer were opened, reused, closed. */
     MappingCache.Stats mappingStats() {
         return mappings.stats();
@@ -267,9 +251,13 @@ final class IpcConnection implements Connection, UncheckedSend {
     // ---- sending
 
     @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), io.peer());
-        return sendUnchecked(message);
+    protected Handshake.Result handshake() {
+        return handshake;
+    }
+
+    @Override
+    protected String peerName() {
+        return io.peer();
     }
 
     @Override
@@ -665,11 +653,6 @@ final class IpcConnection implements Connection, UncheckedSend {
     private short readShort() {
         return (short) ((io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) & 0xff) << 8
                 | io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) & 0xff);
-    }
-
-    @Override
-    public ReceivedMessage receive() {
-        return receive(null);
     }
 
     @Override
