@@ -5,13 +5,13 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
-import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -248,8 +248,9 @@ final class InProcessConnection extends AbstractConnection {
             int seen = arrivals.get();
             Object next = inbound.pollFirst();
             if (next == null) {
+                IdleStrategy idle = config.idle();
                 long spinStart = System.nanoTime();
-                while (arrivals.get() == seen && Spin.keepSpinning(System.nanoTime() - spinStart, () -> false)) {
+                while (arrivals.get() == seen && idle.keepSpinning(System.nanoTime() - spinStart, () -> false)) {
                     Thread.onSpinWait();
                 }
                 next = inbound.pollFirst();

@@ -254,7 +254,7 @@ final class TcpConnection extends AbstractConnection {
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
-            this.io = new SocketIo(channel, peer, tls);
+            this.io = new SocketIo(channel, peer, tls, config.idle());
         } catch (IOException e) {
             closeQuietly(channel);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);

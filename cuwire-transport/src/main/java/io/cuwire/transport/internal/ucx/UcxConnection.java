@@ -182,7 +182,7 @@ final class UcxConnection extends AbstractConnection {
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
-            made = new UcxAgent(ucx, name);
+            made = new UcxAgent(ucx, name, config.idle());
             ByteBuffer address = made.workerAddress(Math.max(1, deadline - System.nanoTime()));
             byte[] mine = new byte[address.remaining()];
             address.duplicate().get(mine);

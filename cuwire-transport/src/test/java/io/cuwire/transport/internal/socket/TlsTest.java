@@ -17,6 +17,7 @@ import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -166,8 +167,8 @@ class TlsTest {
     void shouldCarryBytesBothWaysThroughTheEngineAndFailAGarbledRecordAsAProtocolError() throws Exception {
         SocketChannel[] pair = socketPair();
         TlsSession[] tls = tlsPair(pair);
-        SocketIo client = closing(new SocketIo(pair[0], "server", tls[0]));
-        SocketIo server = closing(new SocketIo(pair[1], "client", tls[1]));
+        SocketIo client = closing(new SocketIo(pair[0], "server", tls[0], IdleStrategy.spinFor(Duration.ZERO)));
+        SocketIo server = closing(new SocketIo(pair[1], "client", tls[1], IdleStrategy.spinFor(Duration.ZERO)));
         long stall = TimeUnit.SECONDS.toNanos(10);
         byte[] big = TestMessages.pattern(3 << 20, 7);  // many records, more than the socket buffers hold
         ByteBuffer direct = ByteBuffer.allocateDirect(big.length);

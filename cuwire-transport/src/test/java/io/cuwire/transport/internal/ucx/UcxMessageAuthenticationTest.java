@@ -76,7 +76,7 @@ class UcxMessageAuthenticationTest {
         SocketChannel channel = Sockets.open(Transports.UCX, listener.address(), config);
         Handshake.Result handshake = Sockets.handshake(channel, config, Capabilities.local(config.families()));
         Bootstrap bootstrap = new Bootstrap(channel.socket());
-        UcxAgent agent = new UcxAgent(Ucx.get(), "raw");
+        UcxAgent agent = new UcxAgent(Ucx.get(), "raw", config.idle());
         toClose.add(bootstrap);
         toClose.add(() -> agent.close(0));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
