@@ -18,9 +18,9 @@ import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.serialize.UnserializableException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
-import io.cuwire.transport.Spin;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -66,6 +66,8 @@ public final class Client {
     private final TypeRegistry registry;
     private final BufferAllocator<DeviceBuffer> memory;
     private final BufferAllocator<HostBuffer> hostMemory;
+    /** How this client waits for a worker's acknowledgement: the transports' default (spin, then park). */
+    private final IdleStrategy idle = IdleStrategy.fromProperty();
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final AtomicLong nextModel = new AtomicLong(1);
     private final Map<Object, Tracked> models = new WeakHashMap<>();
@@ -345,7 +347,7 @@ public final class Client {
             Message message = Message.of(s);
             for (int w : need) {
                 Endpoint e = remote(w).endpoint();
-                MessageMetrics m = Spin.await(e.sendMessage(message).handle((sent, x) -> {
+                MessageMetrics m = idle.await(e.sendMessage(message).handle((sent, x) -> {
                     if (x != null) {
                         e.failExpected(bid, x);
                     }
@@ -481,9 +483,9 @@ public final class Client {
         throw thrown;
     }
 
-    private static Reply unwrap(CompletableFuture<Reply> f) {
+    private Reply unwrap(CompletableFuture<Reply> f) {
         try {
-            return Spin.await(f);
+            return idle.await(f);
         } catch (CompletionException e) {
             throw e.getCause() instanceof RuntimeException r ? r : e;
         }

@@ -9,7 +9,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.transport.internal.tcp.TcpListener;
+import io.cuwire.transport.internal.socket.SocketListener;
 import io.cuwire.transport.internal.ucx.UcxTransport;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -183,7 +183,7 @@ class HostileAcceptTest {
         for (int[] bound : bounds) {
             try (Refusals refusals = new Refusals()) {
                 Listener listener = listen(scheme, config().maxUnauthenticated(bound[0], bound[1]).build());
-                TcpListener tcp = (TcpListener) listener;
+                SocketListener tcp = (SocketListener) listener;
                 CompletableFuture<Connection> accepted = acceptLoop(listener);
                 List<Socket> attackers = stalled(listener.address(), 100);
                 closeAll(attackers);
@@ -236,7 +236,7 @@ class HostileAcceptTest {
     void shouldHoldNoDirectBufferNorPlatformThreadPerConnectionBeforeItAuthenticates(String scheme)
             throws Exception {
         Listener listener = listen(scheme, config().build());
-        TcpListener tcp = (TcpListener) listener;
+        SocketListener tcp = (SocketListener) listener;
         BufferPoolMXBean direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
                 .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
         System.gc();

@@ -14,12 +14,8 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.TransferStats;
 import io.cuwire.transport.internal.MessageEvent;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -68,37 +64,7 @@ class InProcessTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        CompletableFuture<Integer> exit = new CompletableFuture<>();
-        Thread thread = Thread.ofPlatform().daemon().name("conformance-peer-" + args[0]).start(() -> {
-            try {
-                exit.complete(ConformancePeer.run(args, out, false));
-            } catch (Throwable t) {
-                t.printStackTrace(out);
-                exit.complete(9);
-            }
-        });
-        return new Peer() {
-            @Override
-            public int await(Duration timeout) throws Exception {
-                return exit.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            }
-
-            @Override
-            public String output() {
-                return bytes.toString(StandardCharsets.UTF_8);
-            }
-
-            @Override
-            public void close() {
-                try {
-                    thread.join(10_000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        };
+        return ThreadPeer.start(args);
     }
 
     @Test

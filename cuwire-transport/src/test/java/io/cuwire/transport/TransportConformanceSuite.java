@@ -33,7 +33,7 @@ import io.cuwire.serialize.PrimitiveArrayType;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.internal.HeapStaging;
-import io.cuwire.transport.internal.tcp.SocketIo;
+import io.cuwire.transport.internal.socket.SocketIo;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;

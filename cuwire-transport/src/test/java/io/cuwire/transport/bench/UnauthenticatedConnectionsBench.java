@@ -10,7 +10,7 @@ import io.cuwire.transport.Listener;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
-import io.cuwire.transport.internal.tcp.TcpListener;
+import io.cuwire.transport.internal.socket.SocketListener;
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
@@ -98,7 +98,7 @@ public final class UnauthenticatedConnectionsBench {
                     s.close();
                 }
             }
-            TcpListener tcp = (TcpListener) listener;
+            SocketListener tcp = (SocketListener) listener;
             long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (mode.equals("idle") ? tcp.handshaking() < n : tcp.handshaking() > 0) {
                 if (System.nanoTime() > end) {

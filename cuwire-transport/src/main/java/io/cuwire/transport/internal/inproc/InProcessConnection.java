@@ -2,28 +2,25 @@ package io.cuwire.transport.internal.inproc;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
-import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
-import io.cuwire.transport.Transports;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.InFlight;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.RecordChannel;
-import io.cuwire.transport.internal.UncheckedSend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,10 +38,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of its metrics are zero by construction (no copy scope is opened). A receiver that refuses a message hands the
  * sender its refusal directly: the refused send, the sender's other sends in flight and its later uses fail with it.
  */
-final class InProcessConnection implements Connection, UncheckedSend {
+final class InProcessConnection extends AbstractConnection {
     private static final Object CLOSED = new Object();
     private static final byte[] EOF = new byte[0];
     private final TransportConfig config;
+    private final String scheme;
     private final String address;
     private final InFlight inFlight;
     private final LinkedBlockingQueue<byte[]> handshakeIn = new LinkedBlockingQueue<>();
@@ -60,8 +58,10 @@ final class InProcessConnection implements Connection, UncheckedSend {
     /** Set by the peer before it closes over a message of this side it refused; {@code null} otherwise. */
     private volatile MessageRefusedException refusal;
 
-    InProcessConnection(TransportConfig config, String address) {
+    InProcessConnection(TransportConfig config, String scheme, String address) {
+        super(scheme);
         this.config = config;
+        this.scheme = scheme;
         this.address = address;
         this.inFlight = new InFlight(config.maxBytesInFlight());
     }
@@ -119,7 +119,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
             this.header = message.header();
             this.bytes = message.totalBytes();
             this.unreturned = new AtomicInteger(message.frames().size());
-            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, Transports.IN_PROCESS, sentNanos,
+            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, scheme, sentNanos,
                     false);
             for (Buffer b : message.frames()) {
                 kinds.add(b.kind());
@@ -171,24 +171,13 @@ final class InProcessConnection implements Connection, UncheckedSend {
     }
 
     @Override
-    public String transport() {
-        return Transports.IN_PROCESS;
+    protected Handshake.Result handshake() {
+        return handshake;
     }
 
     @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
-    @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), address);
-        return sendUnchecked(message);
+    protected String peerName() {
+        return address;
     }
 
     @Override
@@ -254,18 +243,14 @@ final class InProcessConnection implements Connection, UncheckedSend {
     }
 
     @Override
-    public ReceivedMessage receive() {
-        return receive(null);
-    }
-
-    @Override
     public ReceivedMessage receive(Duration timeout) {
         synchronized (receiveLock) {
             int seen = arrivals.get();
             Object next = inbound.pollFirst();
             if (next == null) {
+                IdleStrategy idle = config.idle();
                 long spinStart = System.nanoTime();
-                while (arrivals.get() == seen && Spin.keepSpinning(System.nanoTime() - spinStart, () -> false)) {
+                while (arrivals.get() == seen && idle.keepSpinning(System.nanoTime() - spinStart, () -> false)) {
                     Thread.onSpinWait();
                 }
                 next = inbound.pollFirst();
@@ -289,7 +274,7 @@ final class InProcessConnection implements Connection, UncheckedSend {
             @SuppressWarnings("unchecked")
             Envelope env = (Envelope) next;
             MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED,
-                    Transports.IN_PROCESS, env.sentNanos, false);
+                    scheme, env.sentNanos, false);
             Serialized.Header header;
             try {
                 header = Frames.parseHeader(env.header, config, address, handshake.families());

@@ -6,7 +6,6 @@ import io.cuwire.transport.Listener;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
-import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.RefusalLog;
 import java.time.Duration;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -48,7 +47,7 @@ final class InProcessListener implements Listener {
 
     @Override
     public String address() {
-        return Transports.IN_PROCESS + "://" + name;
+        return transport.name() + "://" + name;
     }
 
     @Override

@@ -10,21 +10,25 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Connections between two parts of one JVM ({@code inproc://name}): frames are lent to the receiver
- * ({@link io.cuwire.memory.Buffer#lend}), never copied; the handshake runs as on every transport.
+ * ({@link io.cuwire.memory.Buffer#lend}), never copied; the handshake runs as on every transport. Each instance has
+ * its own scheme and its own names.
  */
 public final class InProcessTransport implements Transport {
-    public static final InProcessTransport INSTANCE = new InProcessTransport();
+    public static final InProcessTransport INSTANCE = new InProcessTransport(Transports.IN_PROCESS);
 
-    private static final String PREFIX = Transports.IN_PROCESS + "://";
-
+    private final String scheme;
+    private final String prefix;
     private final ConcurrentHashMap<String, InProcessListener> listeners = new ConcurrentHashMap<>();
 
-    private InProcessTransport() {
+    /** A transport of its own names at {@code scheme://name}. */
+    public InProcessTransport(String scheme) {
+        this.scheme = scheme;
+        this.prefix = scheme + "://";
     }
 
     @Override
     public String name() {
-        return Transports.IN_PROCESS;
+        return scheme;
     }
 
     @Override
@@ -43,8 +47,8 @@ public final class InProcessTransport implements Transport {
         if (listener == null) {
             throw new TransportException("nothing listens at " + address);
         }
-        InProcessConnection client = new InProcessConnection(config, address);
-        InProcessConnection server = new InProcessConnection(listener.config(), address);
+        InProcessConnection client = new InProcessConnection(config, scheme, address);
+        InProcessConnection server = new InProcessConnection(listener.config(), scheme, address);
         InProcessConnection.link(client, server);
         if (!listener.offer(server)) {
             throw new TransportException("nothing listens at " + address + " (listener closed)");
@@ -62,11 +66,11 @@ public final class InProcessTransport implements Transport {
         listeners.remove(name, listener);
     }
 
-    private static String nameOf(String address) {
-        if (!address.startsWith(PREFIX) || address.length() == PREFIX.length()) {
-            throw new TransportException("not an in-process address: '" + address + "' (expected: " + PREFIX
+    private String nameOf(String address) {
+        if (!address.startsWith(prefix) || address.length() == prefix.length()) {
+            throw new TransportException("not an in-process address: '" + address + "' (expected: " + prefix
                     + "name)");
         }
-        return address.substring(PREFIX.length());
+        return address.substring(prefix.length());
     }
 }

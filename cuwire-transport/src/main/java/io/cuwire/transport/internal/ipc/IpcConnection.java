@@ -12,33 +12,31 @@ import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.Stream;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
-import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.SessionKeys;
-import io.cuwire.transport.internal.tcp.SocketIo;
-import io.cuwire.transport.internal.UncheckedSend;
+import io.cuwire.transport.internal.socket.SocketIo;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -117,9 +115,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * waits for all of them at once, checks that the sender is still alive ({@link PeerProcess}), queues the message
  * for {@link #receive} and then writes {@code consumed}. Waiting threads spin briefly before they block, and for as
  * long as a transfer they wait for is in progress — the reader copying a message in, or the peer copying one of
- * this side's out ({@link Spin}). The reader reads ahead of the application by at most {@value #HOST_READ_AHEAD}
- * bytes of host frames (device frames are bounded by the sender's bytes in flight, as their sends complete only when
- * consumed).
+ * this side's out ({@link IdleStrategy}). The reader reads ahead of the application by at most
+ * {@value #HOST_READ_AHEAD} bytes of host frames (device frames are bounded by the sender's bytes in flight, as their
+ * sends complete only when consumed).
  * Sends write on the caller's thread when nothing is queued ahead and the message's host frames are small (the
  * record then has left when {@code send} returns), else on a writer thread. Host frames of heap memory go through the
  * socket's staging, chunk by chunk ({@link SocketIo#write(HostBuffer, long)}).
@@ -128,7 +126,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * when the peer consumed the message, for a message with device frames (the peer read them out of the sender's
  * memory); when written, for one without.
  */
-final class IpcConnection implements Connection, UncheckedSend {
+final class IpcConnection extends AbstractConnection {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_CONSUMED = 2;
     static final byte TYPE_REFUSED = 3;
@@ -182,6 +180,8 @@ final class IpcConnection implements Connection, UncheckedSend {
 
     private final SocketIo io;
     private final TransportConfig config;
+    /** How the receiving threads wait: this side's configuration's. */
+    private final IdleStrategy idle;
     private final String name;
     private final long ioTimeoutNanos;
     private final ConnectionState state;
@@ -196,7 +196,7 @@ final class IpcConnection implements Connection, UncheckedSend {
     /** When the reader last read a record ({@link System#nanoTime()}): a reply often follows a consumed record. */
     private volatile long lastRecordNanos = System.nanoTime();
     /** When the peer last consumed a message of this side ({@link System#nanoTime()}): a reply often follows. */
-    private volatile long consumedNanos = System.nanoTime() - Spin.REPLY_NANOS;
+    private volatile long consumedNanos;
     private final MappingCache mappings;
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
@@ -232,16 +232,19 @@ final class IpcConnection implements Connection, UncheckedSend {
      */
     IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
             int maxMappings, long maxMappedBytes) {
+        super(Transports.IPC);
         this.config = config;
         this.client = client;
         this.mayOfferArena = !client && config.ipcPushArenaBytes() > 0;
+        this.idle = config.idle();
+        this.consumedNanos = System.nanoTime() - idle.replyNanos();
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
             checkUsable(handshake.peer(), peer);
-            this.io = new SocketIo(channel, peer);
+            this.io = new SocketIo(channel, peer, config.idle());
         } catch (IOException | RuntimeException e) {
             try {
                 channel.close();
@@ -293,21 +296,6 @@ final class IpcConnection implements Connection, UncheckedSend {
         }
     }
 
-    @Override
-    public String transport() {
-        return Transports.IPC;
-    }
-
-    @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
     /** The receiver's mapping cache counters: how often allocations of the peer were opened, reused, closed. */
     MappingCache.Stats mappingStats() {
         return mappings.stats();
@@ -316,9 +304,13 @@ final class IpcConnection implements Connection, UncheckedSend {
     // ---- sending
 
     @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), io.peer());
-        return sendUnchecked(message);
+    protected Handshake.Result handshake() {
+        return handshake;
+    }
+
+    @Override
+    protected String peerName() {
+        return io.peer();
     }
 
     @Override
@@ -1054,11 +1046,6 @@ final class IpcConnection implements Connection, UncheckedSend {
     }
 
     @Override
-    public ReceivedMessage receive() {
-        return receive(null);
-    }
-
-    @Override
     public ReceivedMessage receive(Duration timeout) {
         receiveLock.lock();
         try {
@@ -1069,7 +1056,7 @@ final class IpcConnection implements Connection, UncheckedSend {
             Object item = received.poll();
             if (item == null) {
                 long spinStart = System.nanoTime();
-                while (arrivals.get() == seen && Spin.keepSpinning(System.nanoTime() - spinStart, this::arriving)) {
+                while (arrivals.get() == seen && idle.keepSpinning(System.nanoTime() - spinStart, this::arriving)) {
                     Thread.onSpinWait();
                 }
                 item = received.poll();
@@ -1107,16 +1094,16 @@ final class IpcConnection implements Connection, UncheckedSend {
 
     /**
      * Whether the peer is copying a message of this side out of its memory (its consumed record, and often a reply,
-     * will follow), or consumed one within {@link Spin#REPLY_NANOS} (its reply may be on the way: on the H200 host a
-     * worker's acknowledgement of a 1 GiB model came ~0.3 ms after its consumed record, past the plain spin).
+     * will follow), or consumed one within {@link IdleStrategy#replyNanos()} (its reply may be on the way: on the H200
+     * host a worker's acknowledgement of a 1 GiB model came ~0.3 ms after its consumed record, past the plain spin).
      */
     private boolean awaitingPeer() {
-        return !awaitingConsumed.isEmpty() || System.nanoTime() - consumedNanos < Spin.REPLY_NANOS;
+        return !awaitingConsumed.isEmpty() || System.nanoTime() - consumedNanos < idle.replyNanos();
     }
 
     /** Whether a message is likely to arrive soon: being copied in, a reply expected, or a record just read. */
     private boolean arriving() {
-        return copying || awaitingPeer() || System.nanoTime() - lastRecordNanos < Spin.NANOS;
+        return copying || awaitingPeer() || System.nanoTime() - lastRecordNanos < idle.spinNanos();
     }
 
     // ---- state

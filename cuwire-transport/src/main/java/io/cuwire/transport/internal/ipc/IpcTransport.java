@@ -7,8 +7,8 @@ import io.cuwire.transport.Transport;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.tcp.TcpListener;
-import io.cuwire.transport.internal.tcp.TcpTransport;
+import io.cuwire.transport.internal.socket.SocketListener;
+import io.cuwire.transport.internal.socket.Sockets;
 import java.nio.channels.SocketChannel;
 
 /**
@@ -64,7 +64,7 @@ public final class IpcTransport implements Transport {
 
     @Override
     public Listener listen(String address, TransportConfig config) {
-        return new TcpListener(Transports.IPC, TcpTransport.parse(Transports.IPC, address), config,
+        return new SocketListener(Transports.IPC, Sockets.parse(Transports.IPC, address), config,
                 Capabilities.local(config.families()),
                 (channel, handshake, c) -> new IpcConnection(channel, c, handshake, false, maxMappings,
                         maxMappedBytes));
@@ -72,8 +72,8 @@ public final class IpcTransport implements Transport {
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        SocketChannel channel = TcpTransport.open(Transports.IPC, address, config);
-        Handshake.Result handshake = TcpTransport.handshake(channel, config, Capabilities.local(config.families()));
+        SocketChannel channel = Sockets.open(Transports.IPC, address, config);
+        Handshake.Result handshake = Sockets.handshake(channel, config, Capabilities.local(config.families()));
         return new IpcConnection(channel, config, handshake, true, maxMappings, maxMappedBytes);
     }
 }

@@ -4,6 +4,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.transport.internal.PinnedSlots;
+import io.cuwire.transport.internal.socket.SocketIo;
 import java.nio.ByteBuffer;
 
 /**

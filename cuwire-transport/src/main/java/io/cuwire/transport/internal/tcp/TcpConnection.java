@@ -5,12 +5,9 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
@@ -23,13 +20,17 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
-import io.cuwire.transport.internal.UncheckedSend;
+import io.cuwire.transport.internal.socket.SocketIo;
+import io.cuwire.transport.internal.socket.SocketListener;
+import io.cuwire.transport.internal.socket.Sockets;
+import io.cuwire.transport.internal.socket.TlsSession;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -75,7 +76,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
  * byte written or read above, staged device frames included, goes through the session's engine ({@link SocketIo}).
  */
-final class TcpConnection implements Connection, UncheckedSend {
+final class TcpConnection extends AbstractConnection {
     static final byte TYPE_MESSAGE = 1;
     static final byte TYPE_REFUSED = 2;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
@@ -239,12 +240,13 @@ final class TcpConnection implements Connection, UncheckedSend {
     private final boolean overTls;
 
     /**
-     * Wraps a connected socket whose handshake ({@link TcpTransport#handshake}, {@link TcpListener}) established
+     * Wraps a connected socket whose handshake ({@link Sockets#handshake}, {@link SocketListener}) established
      * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
      * used.
      */
     TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
             TlsSession tls) {
+        super(Transports.TCP);
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
@@ -252,7 +254,7 @@ final class TcpConnection implements Connection, UncheckedSend {
         String peer;
         try {
             peer = String.valueOf(channel.getRemoteAddress());
-            this.io = new SocketIo(channel, peer, tls);
+            this.io = new SocketIo(channel, peer, tls, config.idle());
         } catch (IOException e) {
             closeQuietly(channel);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
@@ -270,27 +272,16 @@ final class TcpConnection implements Connection, UncheckedSend {
         }
     }
 
-    @Override
-    public String transport() {
-        return Transports.TCP;
-    }
-
-    @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
     // ---- sending
 
     @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), io.peer());
-        return sendUnchecked(message);
+    protected Handshake.Result handshake() {
+        return handshake;
+    }
+
+    @Override
+    protected String peerName() {
+        return io.peer();
     }
 
     @Override
@@ -373,11 +364,6 @@ final class TcpConnection implements Connection, UncheckedSend {
     }
 
     // ---- receiving
-
-    @Override
-    public ReceivedMessage receive() {
-        return receive(null);
-    }
 
     @Override
     public ReceivedMessage receive(Duration timeout) {

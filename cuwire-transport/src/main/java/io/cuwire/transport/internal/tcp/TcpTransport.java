@@ -5,15 +5,15 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.Transport;
 import io.cuwire.transport.TransportConfig;
-import io.cuwire.transport.TransportException;
-import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import java.io.IOException;
+import io.cuwire.transport.internal.socket.SocketListener;
+import io.cuwire.transport.internal.socket.Sockets;
+import io.cuwire.transport.internal.socket.TlsSession;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
-import java.net.StandardSocketOptions;
 import java.nio.channels.SocketChannel;
+import java.util.function.Predicate;
 
 /** TCP over NIO sockets ({@code tcp://host:port}); see {@link TcpConnection} for the wire. */
 public final class TcpTransport implements Transport {
@@ -29,16 +29,16 @@ public final class TcpTransport implements Transport {
 
     @Override
     public Listener listen(String address, TransportConfig config) {
-        return new TcpListener(parse(address), config);
+        return listen(Sockets.parse(Transports.TCP, address), config, InetAddress::isLoopbackAddress);
     }
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        SocketChannel channel = open(Transports.TCP, address, config);
+        SocketChannel channel = Sockets.open(Transports.TCP, address, config);
         InetSocketAddress remote = (InetSocketAddress) channel.socket().getRemoteSocketAddress();
         Capabilities local = Capabilities.local(config.families());
         if (!config.tls().clientUsesTls(remote.getAddress())) {
-            return new TcpConnection(channel, config, handshake(channel, config, local), true, null);
+            return new TcpConnection(channel, config, Sockets.handshake(channel, config, local), true, null);
         }
         try {
             String peer = String.valueOf(remote);
@@ -47,90 +47,15 @@ public final class TcpTransport implements Transport {
                     () -> { }, tls.binding());
             return new TcpConnection(channel, config, handshake, true, tls);
         } catch (RuntimeException e) {
-            closeQuietly(channel);
+            Sockets.closeQuietly(channel);
             throw e;
         }
     }
 
-    /**
-     * Runs the client side of the handshake over a socket from {@link #open}, telling the server {@code local};
-     * closes the socket if it fails.
-     *
-     * @throws TransportException (the handshake's typed failures) if it fails
-     */
-    public static Handshake.Result handshake(SocketChannel channel, TransportConfig config, Capabilities local) {
-        try {
-            return Handshake.client(channel.socket(), config, local);
-        } catch (RuntimeException e) {
-            closeQuietly(channel);
-            if (e instanceof TransportException t) {
-                throw t;
-            }
-            throw new TransportException("handshake with " + channel.socket().getRemoteSocketAddress() + " failed: "
-                    + e, e);
-        }
-    }
-
-    /** A connected, configured, blocking socket to {@code scheme://host:port}. */
-    public static SocketChannel open(String scheme, String address, TransportConfig config) {
-        InetSocketAddress target = parse(scheme, address);
-        SocketChannel channel = null;
-        try {
-            channel = SocketChannel.open();
-            configure(channel);
-            channel.socket().connect(target, (int) Math.min(Integer.MAX_VALUE,
-                    config.connectTimeout().toMillis()));
-        } catch (SocketTimeoutException e) {
-            closeQuietly(channel);
-            throw new TransportTimeoutException("connecting to " + address + " took longer than "
-                    + config.connectTimeout(), e);
-        } catch (IOException e) {
-            closeQuietly(channel);
-            throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
-        }
-        return channel;
-    }
-
-    static void configure(SocketChannel channel) throws IOException {
-        channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-    }
-
-    /** Closes {@code channel} (if not {@code null}), ignoring a failure. */
-    public static void closeQuietly(java.nio.channels.Channel channel) {
-        if (channel != null) {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // nothing more to free
-            }
-        }
-    }
-
-    static InetSocketAddress parse(String address) {
-        return parse(Transports.TCP, address);
-    }
-
-    /** The socket address of {@code scheme://host:port}. */
-    public static InetSocketAddress parse(String scheme, String address) {
-        String prefix = scheme + "://";
-        if (!address.startsWith(prefix)) {
-            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
-                    + "host:port)");
-        }
-        String rest = address.substring(prefix.length());
-        int colon = rest.lastIndexOf(':');
-        if (colon <= 0) {
-            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
-                    + "host:port)");
-        }
-        String host = rest.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) {
-            host = host.substring(1, host.length() - 1);
-        }
-        try {
-            return new InetSocketAddress(host, Integer.parseInt(rest.substring(colon + 1)));
-        } catch (IllegalArgumentException e) {
-            throw new TransportException("not a " + scheme + " address: '" + address + "': " + e.getMessage(), e);
-        }
+    /** A {@code tcp://} listener at {@code bind} that takes a peer for loopback where {@code loopback} says so. */
+    public static SocketListener listen(InetSocketAddress bind, TransportConfig config,
+            Predicate<InetAddress> loopback) {
+        return SocketListener.withTls(Transports.TCP, bind, config, Capabilities.local(config.families()), loopback,
+                (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls));
     }
 }

@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.ucx;
 
+import io.cuwire.transport.IdleStrategy;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -27,8 +28,9 @@ import org.openucx.jucx.ucs.UcsConstants;
  * completed on this thread from UCX's callbacks; keep what runs on them short.
  *
  * <p>Duty cycle: run the queued commands, {@code ucp_worker_progress}, poll the pending probes; when nothing happened,
- * back off (spin, yield, then park from 1 µs up to {@value #MAX_PARK_MICROS_BUSY} µs while requests are outstanding,
- * {@value #MAX_PARK_MICROS_IDLE} µs when idle); a new command unparks it at once.
+ * back off as the connection's {@link IdleStrategy} does (spin for its spin, then park from 1 µs, doubling up to
+ * {@value #MAX_PARK_MICROS_BUSY} µs while requests are outstanding, {@value #MAX_PARK_MICROS_IDLE} µs when idle); a
+ * new command unparks it at once.
  *
  * <p>Every request names its memory type explicitly ({@code UCS_MEMORY_TYPE_HOST} or {@code UCS_MEMORY_TYPE_CUDA}):
  * JUCX 1.16's default is the 1.16 numbering of "unknown", which UCX 1.13 refuses.
@@ -44,8 +46,6 @@ final class UcxAgent implements AutoCloseable {
     static final int CUDA = UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA;
     private static final long MAX_PARK_MICROS_BUSY = 50;
     private static final long MAX_PARK_MICROS_IDLE = 1000;
-    private static final int SPINS = 200;
-    private static final int YIELDS = 20;
 
     /** A UCX request failed: its status and UCX's text. */
     static final class RequestFailure extends RuntimeException {
@@ -111,6 +111,7 @@ final class UcxAgent implements AutoCloseable {
     }
 
     private final String name;
+    private final IdleStrategy idle;
     private final boolean peerErrorHandling;
     private final Queue<Command> commands = new ConcurrentLinkedQueue<>();
     private final Thread thread;
@@ -127,9 +128,10 @@ final class UcxAgent implements AutoCloseable {
     private volatile long lingerNanos;
     private volatile Runnable onEndpointError = () -> { };
 
-    /** Starts the agent's thread, which creates the worker in {@code ucx}'s context. */
-    UcxAgent(Ucx ucx, String name) {
+    /** Starts the agent's thread, which creates the worker in {@code ucx}'s context and idles as {@code idle} says. */
+    UcxAgent(Ucx ucx, String name, IdleStrategy idle) {
         this.name = name;
+        this.idle = idle;
         this.peerErrorHandling = ucx.peerErrorHandling();
         this.thread = Thread.ofPlatform().daemon().name("cuwire-" + name + "-ucx").start(() -> run(ucx));
     }
@@ -264,8 +266,7 @@ final class UcxAgent implements AutoCloseable {
     }
 
     private void loop() {
-        int idle = 0;
-        long parkNanos = 1_000;
+        IdleStrategy.Backoff backoff = idle.backoff();
         while (!stopping) {
             int work = runCommands();
             try {
@@ -275,19 +276,10 @@ final class UcxAgent implements AutoCloseable {
             }
             work += pollProbes();
             if (work > 0) {
-                idle = 0;
-                parkNanos = 1_000;
-            } else if (idle < SPINS) {
-                idle++;
-                Thread.onSpinWait();
-            } else if (idle < SPINS + YIELDS) {
-                idle++;
-                Thread.yield();
+                backoff.worked();
             } else {
-                LockSupport.parkNanos(parkNanos);
-                long max = TimeUnit.MICROSECONDS.toNanos(outstanding.isEmpty() ? MAX_PARK_MICROS_IDLE
-                        : MAX_PARK_MICROS_BUSY);
-                parkNanos = Math.min(max, parkNanos * 2);
+                backoff.idle(TimeUnit.MICROSECONDS.toNanos(outstanding.isEmpty() ? MAX_PARK_MICROS_IDLE
+                        : MAX_PARK_MICROS_BUSY));
             }
         }
     }

@@ -7,12 +7,9 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.spi.DeviceAllocation;
-import io.cuwire.serialize.Family;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Serialized;
-import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
@@ -25,6 +22,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
 import io.cuwire.transport.internal.HeapStaging;
@@ -32,7 +30,6 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.PinnedSlots;
 import io.cuwire.transport.internal.SessionKeys;
-import io.cuwire.transport.internal.UncheckedSend;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Socket;
@@ -97,7 +94,7 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * Every wait for a UCX request inside a message is bounded by the I/O timeout; on the sending side, outstanding parts
  * that make no progress for that long break the connection too.
  */
-final class UcxConnection implements Connection, UncheckedSend {
+final class UcxConnection extends AbstractConnection {
     static final byte TYPE_MESSAGE = 1;
     static final int PART_BITS = 28;
     static final long MAX_PARTS = 1L << PART_BITS;
@@ -166,6 +163,7 @@ final class UcxConnection implements Connection, UncheckedSend {
      * fails.
      */
     UcxConnection(Ucx ucx, Socket socket, TransportConfig config, Handshake.Result handshake, boolean client) {
+        super(Transports.UCX);
         this.ucx = ucx;
         this.config = config;
         this.handshake = handshake;
@@ -184,7 +182,7 @@ final class UcxConnection implements Connection, UncheckedSend {
         UcxAgent made = null;
         try {
             long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
-            made = new UcxAgent(ucx, name);
+            made = new UcxAgent(ucx, name, config.idle());
             ByteBuffer address = made.workerAddress(Math.max(1, deadline - System.nanoTime()));
             byte[] mine = new byte[address.remaining()];
             address.duplicate().get(mine);
@@ -236,27 +234,16 @@ final class UcxConnection implements Connection, UncheckedSend {
         return (seq << PART_BITS) | part;
     }
 
-    @Override
-    public String transport() {
-        return Transports.UCX;
-    }
-
-    @Override
-    public Capabilities peer() {
-        return handshake.peer();
-    }
-
-    @Override
-    public List<Family> families() {
-        return handshake.families();
-    }
-
     // ---- sending
 
     @Override
-    public CompletableFuture<MessageMetrics> send(Message message) {
-        Frames.checkSendable(message, handshake.families(), bootstrap.peer());
-        return sendUnchecked(message);
+    protected Handshake.Result handshake() {
+        return handshake;
+    }
+
+    @Override
+    protected String peerName() {
+        return bootstrap.peer();
     }
 
     @Override
@@ -526,11 +513,6 @@ final class UcxConnection implements Connection, UncheckedSend {
     }
 
     // ---- receiving
-
-    @Override
-    public ReceivedMessage receive() {
-        return receive(null);
-    }
 
     @Override
     public ReceivedMessage receive(Duration timeout) {

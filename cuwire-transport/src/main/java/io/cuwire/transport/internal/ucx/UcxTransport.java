@@ -8,8 +8,8 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.tcp.TcpListener;
-import io.cuwire.transport.internal.tcp.TcpTransport;
+import io.cuwire.transport.internal.socket.SocketListener;
+import io.cuwire.transport.internal.socket.Sockets;
 import java.net.InetSocketAddress;
 import java.nio.channels.SocketChannel;
 
@@ -25,8 +25,6 @@ import java.nio.channels.SocketChannel;
  */
 public final class UcxTransport implements Transport {
     public static final UcxTransport INSTANCE = new UcxTransport();
-
-    private static final String PREFIX = Transports.UCX + "://";
 
     private UcxTransport() {
     }
@@ -58,43 +56,22 @@ public final class UcxTransport implements Transport {
 
     @Override
     public Listener listen(String address, TransportConfig config) {
-        InetSocketAddress bind = parse(address);
+        InetSocketAddress bind = Sockets.parse(Transports.UCX, address);
         Ucx ucx = Ucx.get();
-        return new TcpListener(Transports.UCX, bind, config, local(ucx, config),
+        return new SocketListener(Transports.UCX, bind, config, local(ucx, config),
                 (channel, handshake, c) -> new UcxConnection(ucx, channel.socket(), c, handshake, false));
     }
 
     @Override
     public Connection connect(String address, TransportConfig config) {
-        parse(address);
+        Sockets.parse(Transports.UCX, address);
         Ucx ucx = Ucx.get();
-        SocketChannel channel = TcpTransport.open(Transports.UCX, address, config);
-        Handshake.Result handshake = TcpTransport.handshake(channel, config, local(ucx, config));
+        SocketChannel channel = Sockets.open(Transports.UCX, address, config);
+        Handshake.Result handshake = Sockets.handshake(channel, config, local(ucx, config));
         return new UcxConnection(ucx, channel.socket(), config, handshake, true);
     }
 
     private static Capabilities local(Ucx ucx, TransportConfig config) {
         return Capabilities.local(config.families()).withUcx(ucx.carriesCuda());
-    }
-
-    static InetSocketAddress parse(String address) {
-        String expected = " (expected: " + PREFIX + "host:port)";
-        if (!address.startsWith(PREFIX)) {
-            throw new TransportException("not a UCX address: '" + address + "'" + expected);
-        }
-        String rest = address.substring(PREFIX.length());
-        int colon = rest.lastIndexOf(':');
-        if (colon <= 0) {
-            throw new TransportException("not a UCX address: '" + address + "'" + expected);
-        }
-        String host = rest.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) {
-            host = host.substring(1, host.length() - 1);
-        }
-        try {
-            return new InetSocketAddress(host, Integer.parseInt(rest.substring(colon + 1)));
-        } catch (IllegalArgumentException e) {
-            throw new TransportException("not a UCX address: '" + address + "': " + e.getMessage(), e);
-        }
     }
 }

@@ -16,7 +16,7 @@ import io.cuwire.transport.TestMessages;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
-import io.cuwire.transport.internal.tcp.TcpTransport;
+import io.cuwire.transport.internal.socket.Sockets;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -73,10 +73,10 @@ class UcxMessageAuthenticationTest {
 
     /** Connects a raw client as {@link UcxConnection} does: handshake, worker addresses, ready records. */
     private Raw connect() throws Exception {
-        SocketChannel channel = TcpTransport.open(Transports.UCX, listener.address(), config);
-        Handshake.Result handshake = TcpTransport.handshake(channel, config, Capabilities.local(config.families()));
+        SocketChannel channel = Sockets.open(Transports.UCX, listener.address(), config);
+        Handshake.Result handshake = Sockets.handshake(channel, config, Capabilities.local(config.families()));
         Bootstrap bootstrap = new Bootstrap(channel.socket());
-        UcxAgent agent = new UcxAgent(Ucx.get(), "raw");
+        UcxAgent agent = new UcxAgent(Ucx.get(), "raw", config.idle());
         toClose.add(bootstrap);
         toClose.add(() -> agent.close(0));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);

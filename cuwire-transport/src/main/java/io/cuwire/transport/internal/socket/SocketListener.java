@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
@@ -10,7 +10,6 @@ import io.cuwire.transport.TlsMode;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
-import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.RecordChannel;
 import io.cuwire.transport.internal.RefusalLog;
@@ -39,8 +38,9 @@ import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
 
 /**
- * A listening TCP socket. Transports that carry their control messages over TCP (CUDA IPC) or bootstrap over it
- * (UCX) listen with it too, making their own connections once the handshake is done.
+ * A listening socket: the server side of every transport over sockets. TCP listens with it
+ * ({@link #withTls}), and so do the transports that carry their control messages over a socket (CUDA IPC) or
+ * bootstrap over one (UCX), each making its own connections once the handshake is done ({@link Accepted}).
  *
  * <p>From the start one thread of the listener's accepts every connection at once and hands it to a virtual thread of
  * its own for the server side of the handshake ({@link Handshake#server}), so that no peer's handshake waits for
@@ -53,19 +53,18 @@ import javax.net.ssl.SSLContext;
  * else the listener closes it. {@link #accept} hands out the connections whose handshake succeeded, in the order they
  * succeeded; every refused peer is logged once ({@link RefusalLog}).
  *
- * <p>A {@code tcp://} listener tells TLS from plaintext by the first byte a client sends (a TLS handshake record,
- * {@code 0x16}, or the first byte of cuwire's hello, {@code 0x00}) and holds it to {@link TransportConfig#tls()}:
- * plaintext only from a loopback peer in {@link TlsMode#AUTO}, from none in {@link TlsMode#ON}, TLS from none in
- * {@link TlsMode#OFF}. A client refused for plaintext gets a refusal record saying what to set. Its TLS key is
- * made at the first TLS client ({@link TlsSession#serverContext}), or at the start when the configuration gives a key
- * store. Listeners of other transports (IPC, UCX) have no
- * TLS layer.
+ * <p>A listener with a TLS layer ({@code tcp://}) tells TLS from plaintext by the first byte a client sends (a TLS
+ * handshake record, {@code 0x16}, or the first byte of cuwire's hello, {@code 0x00}) and holds it to
+ * {@link TransportConfig#tls()}: plaintext only from a loopback peer in {@link TlsMode#AUTO}, from none in
+ * {@link TlsMode#ON}, TLS from none in {@link TlsMode#OFF}. A client refused for plaintext gets a refusal record
+ * saying what to set. Its TLS key is made at the first TLS client ({@link TlsSession#serverContext}), or at the start
+ * when the configuration gives a key store. Listeners of other transports (IPC, UCX) have no TLS layer.
  *
  * <p>Close policy: {@link #close} stops accepting, closes the connections still in their handshake and those
  * authenticated but not yet accepted, and makes a waiting {@code accept} throw {@link ConnectionClosedException};
  * connections already accepted live on. Thread-safe.
  */
-public final class TcpListener implements Listener {
+public final class SocketListener implements Listener {
     /** Makes the connection of a socket whose peer authenticated. */
     @FunctionalInterface
     public interface Accepted {
@@ -78,7 +77,8 @@ public final class TcpListener implements Listener {
 
     /** Makes the connection of a socket whose peer authenticated, through {@code tls} unless {@code null}. */
     @FunctionalInterface
-    private interface Opener {
+    public interface SecureAccepted {
+        /** As {@link Accepted#open}, over {@code tls} when the peer spoke TLS, else {@code null}. */
         Connection open(SocketChannel channel, Handshake.Result handshake, TransportConfig config, TlsSession tls);
     }
 
@@ -112,7 +112,7 @@ public final class TcpListener implements Listener {
     private final Selector selector;
     private final TransportConfig config;
     private final Capabilities local;
-    private final Opener accepted;
+    private final SecureAccepted accepted;
     /** Whether this listener speaks TLS (a {@code tcp://} one), and whether a peer address counts as loopback. */
     private final boolean tlsLayer;
     private final Predicate<InetAddress> loopback;
@@ -129,29 +129,27 @@ public final class TcpListener implements Listener {
     private final ArrayDeque<Connection> ready = new ArrayDeque<>();
     private boolean closed;
 
-    TcpListener(InetSocketAddress bind, TransportConfig config) {
-        this(bind, config, InetAddress::isLoopbackAddress);
-    }
-
-    /** A {@code tcp://} listener that takes a peer for loopback when {@code loopback} says so (tests). */
-    TcpListener(InetSocketAddress bind, TransportConfig config, Predicate<InetAddress> loopback) {
-        this(Transports.TCP, bind, config, Capabilities.local(config.families()),
-                (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls), true,
-                loopback);
+    /**
+     * Listens at {@code bind} with a TLS layer ({@code tcp://}): TLS or plaintext by the client's first byte, held to
+     * {@link TransportConfig#tls()}, a peer counting as loopback where {@code loopback} says so.
+     */
+    public static SocketListener withTls(String scheme, InetSocketAddress bind, TransportConfig config,
+            Capabilities local, Predicate<InetAddress> loopback, SecureAccepted accepted) {
+        return new SocketListener(scheme, bind, config, local, accepted, true, loopback);
     }
 
     /**
-     * Listens at {@code bind}, telling peers {@code local} as this side's capabilities; its address reads
-     * {@code scheme://host:port}.
+     * Listens at {@code bind} without a TLS layer, telling peers {@code local} as this side's capabilities; its
+     * address reads {@code scheme://host:port}.
      */
-    public TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
+    public SocketListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
             Accepted accepted) {
         this(scheme, bind, config, local, (channel, handshake, c, tls) -> accepted.open(channel, handshake, c), false,
                 InetAddress::isLoopbackAddress);
     }
 
-    private TcpListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
-            Opener accepted, boolean tlsLayer, Predicate<InetAddress> loopback) {
+    private SocketListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
+            SecureAccepted accepted, boolean tlsLayer, Predicate<InetAddress> loopback) {
         this.config = config;
         this.local = local;
         this.accepted = accepted;
@@ -170,7 +168,7 @@ public final class TcpListener implements Listener {
             accepting = Selector.open();
             channel.register(accepting, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {
-            TcpTransport.closeQuietly(channel);
+            Sockets.closeQuietly(channel);
             closeQuietly(accepting);
             throw new TransportException("cannot listen at " + bind + ": " + e.getMessage(), e);
         }
@@ -292,7 +290,7 @@ public final class TcpListener implements Listener {
             lock.unlock();
         }
         for (Pending p : late) {
-            TcpTransport.closeQuietly(p.channel);
+            Sockets.closeQuietly(p.channel);
             refusals.refused(p.peer, "no handshake within " + config.handshakeTimeout());
         }
         return wait;
@@ -305,17 +303,17 @@ public final class TcpListener implements Listener {
         List<String> why = new ArrayList<>(2);
         try {
             channel.configureBlocking(true);
-            TcpTransport.configure(channel);
+            Sockets.configure(channel);
             p = new Pending(channel, (InetSocketAddress) channel.getRemoteAddress(), System.nanoTime()
                     + handshakeNanos);
         } catch (IOException | RuntimeException e) {
-            TcpTransport.closeQuietly(channel);  // reset before it could be looked at
+            Sockets.closeQuietly(channel);  // reset before it could be looked at
             return;
         }
         lock.lock();
         try {
             if (closed) {
-                TcpTransport.closeQuietly(channel);
+                Sockets.closeQuietly(channel);
                 return;
             }
             ArrayDeque<Pending> same = bySource.get(p.source);
@@ -340,7 +338,7 @@ public final class TcpListener implements Listener {
             lock.unlock();
         }
         for (int i = 0; i < evicted.size(); i++) {
-            TcpTransport.closeQuietly(evicted.get(i).channel);
+            Sockets.closeQuietly(evicted.get(i).channel);
             refusals.refused(evicted.get(i).peer, why.get(i));
         }
         Pending admitted = p;
@@ -379,7 +377,7 @@ public final class TcpListener implements Listener {
             refused(p, e);
         } finally {
             if (c == null) {
-                TcpTransport.closeQuietly(p.channel);  // also after an Error, which goes on up
+                Sockets.closeQuietly(p.channel);  // also after an Error, which goes on up
             }
         }
         if (c == null) {
@@ -514,9 +512,9 @@ public final class TcpListener implements Listener {
             lock.unlock();
         }
         closeQuietly(selector);
-        TcpTransport.closeQuietly(server);
+        Sockets.closeQuietly(server);
         for (Pending p : pending) {
-            TcpTransport.closeQuietly(p.channel);
+            Sockets.closeQuietly(p.channel);
         }
         for (Connection c : unaccepted) {
             c.close();
@@ -535,6 +533,6 @@ public final class TcpListener implements Listener {
 
     @Override
     public String toString() {
-        return "TcpListener[" + address + "]";
+        return "SocketListener[" + address + "]";
     }
 }

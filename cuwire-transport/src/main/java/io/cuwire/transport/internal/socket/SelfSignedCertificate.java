@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;

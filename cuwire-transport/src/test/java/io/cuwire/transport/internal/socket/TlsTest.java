@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -17,6 +17,7 @@ import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
 import io.cuwire.transport.ReceivedMessage;
@@ -27,6 +28,7 @@ import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.RecordChannel;
+import io.cuwire.transport.internal.tcp.TcpTransport;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -91,12 +93,12 @@ class TlsTest {
         return resource;
     }
 
-    private TcpListener listen(TransportConfig config, boolean peersAreLoopback) {
-        return closing(new TcpListener(new InetSocketAddress("127.0.0.1", 0), config, a -> peersAreLoopback));
+    private SocketListener listen(TransportConfig config, boolean peersAreLoopback) {
+        return closing(TcpTransport.listen(new InetSocketAddress("127.0.0.1", 0), config, a -> peersAreLoopback));
     }
 
     private static InetSocketAddress socketAddress(String address) {
-        return TcpTransport.parse(address);
+        return Sockets.parse("tcp", address);
     }
 
     /** A connected pair of blocking sockets over loopback: [client, server]. */
@@ -165,8 +167,8 @@ class TlsTest {
     void shouldCarryBytesBothWaysThroughTheEngineAndFailAGarbledRecordAsAProtocolError() throws Exception {
         SocketChannel[] pair = socketPair();
         TlsSession[] tls = tlsPair(pair);
-        SocketIo client = closing(new SocketIo(pair[0], "server", tls[0]));
-        SocketIo server = closing(new SocketIo(pair[1], "client", tls[1]));
+        SocketIo client = closing(new SocketIo(pair[0], "server", tls[0], IdleStrategy.spinFor(Duration.ZERO)));
+        SocketIo server = closing(new SocketIo(pair[1], "client", tls[1], IdleStrategy.spinFor(Duration.ZERO)));
         long stall = TimeUnit.SECONDS.toNanos(10);
         byte[] big = TestMessages.pattern(3 << 20, 7);  // many records, more than the socket buffers hold
         ByteBuffer direct = ByteBuffer.allocateDirect(big.length);
@@ -207,7 +209,7 @@ class TlsTest {
 
     @Test
     void shouldRefusePlaintextFromANonLoopbackPeerInAutoSayingWhatToSet() {
-        TcpListener listener = listen(config(TlsMode.AUTO), false);
+        SocketListener listener = listen(config(TlsMode.AUTO), false);
         ProtocolException e = assertThrows(ProtocolException.class,
                 () -> TcpTransport.INSTANCE.connect(listener.address(), config(TlsMode.AUTO)));
         assertTrue(e.getMessage().contains("TLS required from non-loopback peers (listener tls AUTO): set the "
@@ -239,12 +241,12 @@ class TlsTest {
 
     @Test
     void shouldTakePlaintextFromALoopbackPeerInAutoAndRefuseTlsWhenOff() {
-        TcpListener auto = listen(config(TlsMode.AUTO), true);
+        SocketListener auto = listen(config(TlsMode.AUTO), true);
         try (Connection c = TcpTransport.INSTANCE.connect(auto.address(), config(TlsMode.AUTO));
                 Connection s = auto.accept(Duration.ofSeconds(10))) {
             assertTrue(c.isOpen() && s.isOpen());
         }
-        TcpListener off = listen(config(TlsMode.OFF), false);
+        SocketListener off = listen(config(TlsMode.OFF), false);
         assertThrows(PeerClosedException.class, () -> TcpTransport.INSTANCE.connect(off.address(),
                 config(TlsMode.ON)));
         try (Connection c = TcpTransport.INSTANCE.connect(off.address(), config(TlsMode.OFF));
@@ -338,13 +340,13 @@ class TlsTest {
         }
     }
 
-    private static String endpoint(TcpListener listener) {
+    private static String endpoint(SocketListener listener) {
         return Handshake.endpoint(socketAddress(listener.address()));
     }
 
     @Test
     void shouldHaveTheServerRefuseARelayThatPassesTheClientsHelloOnAsItIs() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -357,7 +359,7 @@ class TlsTest {
 
     @Test
     void shouldHaveTheClientRefuseARelayThatRebindsTheClientsHelloBeforeItProvesAnything() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.CLIENT_HELLO, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -371,7 +373,7 @@ class TlsTest {
 
     @Test
     void shouldHaveTheServerRefuseTheProofOfAClientWhoseHellosWereBothRebound() throws Exception {
-        TcpListener server = listen(config(TlsMode.ON), true);
+        SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.BOTH_HELLOS, true));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -383,7 +385,7 @@ class TlsTest {
 
     @Test
     void shouldHaveAPlaintextServerRefuseAHelloBoundToATlsChannel() throws Exception {
-        TcpListener server = listen(config(TlsMode.AUTO), true);
+        SocketListener server = listen(config(TlsMode.AUTO), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, false));
         AuthenticationException e = assertThrows(AuthenticationException.class,
                 () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
@@ -407,7 +409,7 @@ class TlsTest {
                 () -> listen(wrong, true));
         assertTrue(e.getMessage().startsWith("cannot set up TLS for a listener: "), e.getMessage());
         TransportConfig right = wrong.toBuilder().tlsKeyStore(store, "right".toCharArray()).build();
-        TcpListener listener = listen(right, true);
+        SocketListener listener = listen(right, true);
         try (Connection c = TcpTransport.INSTANCE.connect(listener.address(), right);
                 Connection s = listener.accept(Duration.ofSeconds(10))) {
             assertTrue(c.isOpen() && s.isOpen());

@@ -1,4 +1,4 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
@@ -49,7 +49,7 @@ import javax.net.ssl.X509TrustManager;
  * no {@code close_notify} is sent (a peer sees the stream end, as over plain TCP). The buffers are freed by the
  * garbage collector.
  */
-final class TlsSession {
+public final class TlsSession {
     /** The first byte of a TLS record of the handshake: what a TLS client sends first. */
     static final int HANDSHAKE_RECORD = 0x16;
     static final String EXPORTER_LABEL = "EXPORTER-cuwire-handshake";
@@ -166,7 +166,7 @@ final class TlsSession {
      * @throws TransportTimeoutException if it did not finish in time
      * @throws PeerClosedException if the peer went away
      */
-    static TlsSession client(SocketChannel channel, String peer, long deadlineNanos) {
+    public static TlsSession client(SocketChannel channel, String peer, long deadlineNanos) {
         SSLEngine engine = ClientContext.INSTANCE.createSSLEngine();
         engine.setUseClientMode(true);
         return handshake(channel, engine, peer, streamOf(channel, peer), deadlineNanos);
@@ -228,7 +228,7 @@ final class TlsSession {
     }
 
     /** The channel binding: this session's exporter value of label {@value #EXPORTER_LABEL}, 32 bytes. */
-    byte[] binding() {
+    public byte[] binding() {
         return binding.clone();
     }
 
@@ -236,7 +236,7 @@ final class TlsSession {
      * cuwire's handshake records ({@code [length: int32][bytes]}, as over plain TCP) inside this session, while the
      * socket is blocking.
      */
-    RecordChannel records() {
+    public RecordChannel records() {
         return new RecordChannel() {
             @Override
             public void writeRecord(byte[] record) {

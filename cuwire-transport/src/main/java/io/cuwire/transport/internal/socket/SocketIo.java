@@ -1,12 +1,12 @@
-package io.cuwire.transport.internal.tcp;
+package io.cuwire.transport.internal.socket;
 
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolException;
-import io.cuwire.transport.Spin;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -28,14 +28,14 @@ import javax.net.ssl.SSLException;
 /**
  * Moves bytes over one non-blocking socket with timeouts: every wait is a {@code select} bounded by a stall timeout
  * (no progress for that long fails) and, where given, a hard deadline. A wait in the middle of a transfer (the socket
- * full under a write, a frame's next bytes not in yet) first retries for {@link Spin#NANOS} (with cores to spare the
- * bytes or the room often come within microseconds while the peer works at the other end, and a thread that parks in
- * {@code select} pays a wake-up each time). Reads go through a buffer of {@value #READ_BUFFER_BYTES} bytes, so that
- * a message's type, header and small frames cost few system calls, while large reads of native memory land straight
- * in their destination. Host frames that are not native memory (heap arrays) are written through a staging buffer of
- * the writer's, several chunks per write ({@link HeapStaging}), and read through the read buffer, a buffer's worth
- * at a time. One thread reads and one thread writes at a time; {@link #close()} may come from any thread
- * and wakes both.
+ * full under a write, a frame's next bytes not in yet) first retries for the connection's spin
+ * ({@link IdleStrategy#spinNanos}; with cores to spare the bytes or the room often come within microseconds while the
+ * peer works at the other end, and a thread that parks in {@code select} pays a wake-up each time). Reads go through
+ * a buffer of {@value #READ_BUFFER_BYTES} bytes, so that a message's type, header and small frames cost few system
+ * calls, while large reads of native memory land straight in their destination. Host frames that are not native
+ * memory (heap arrays) are written through a staging buffer of the writer's, several chunks per write
+ * ({@link HeapStaging}), and read through the read buffer, a buffer's worth at a time. One thread reads and one
+ * thread writes at a time; {@link #close()} may come from any thread and wakes both.
  *
  * <p>With a {@link TlsSession} every byte read or written goes through it (its engine's records in and out of the
  * socket, everything above unchanged); without one, the socket's own reads and writes, as before.
@@ -65,6 +65,7 @@ public final class SocketIo implements AutoCloseable {
     /** The TLS session every byte goes through, or {@code null}: plain TCP. */
     private final TlsSession tls;
     private final String peer;
+    private final IdleStrategy idle;
     private final Selector readSelector;
     private final Selector writeSelector;
     private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER_BYTES).flip();
@@ -82,17 +83,22 @@ public final class SocketIo implements AutoCloseable {
 
     /**
      * Takes over {@code channel} (made non-blocking) for a connection's messages: a 256 KiB direct read buffer and a
-     * selector each way, so made only once the peer has authenticated.
+     * selector each way, so made only once the peer has authenticated; spinning as {@code idle} says before either
+     * selector blocks.
      */
-    public SocketIo(SocketChannel channel, String peer) throws IOException {
-        this(channel, peer, null);
+    public SocketIo(SocketChannel channel, String peer, IdleStrategy idle) throws IOException {
+        this(channel, peer, null, idle);
     }
 
-    /** As {@link #SocketIo(SocketChannel, String)}, every byte through {@code tls} if it is not {@code null}. */
-    SocketIo(SocketChannel channel, String peer, TlsSession tls) throws IOException {
+    /**
+     * As {@link #SocketIo(SocketChannel, String, IdleStrategy)}, every byte through {@code tls} if it is not
+     * {@code null}.
+     */
+    public SocketIo(SocketChannel channel, String peer, TlsSession tls, IdleStrategy idle) throws IOException {
         this.channel = channel;
         this.tls = tls;
         this.peer = peer;
+        this.idle = idle;
         if (tls != null) {
             tls.streaming();
         }
@@ -283,7 +289,7 @@ public final class SocketIo implements AutoCloseable {
             if (waited >= handOffNanos) {
                 return false;
             }
-            if (waited < Spin.NANOS) {
+            if (waited < idle.spinNanos()) {
                 Thread.onSpinWait();
                 continue;
             }
@@ -369,9 +375,9 @@ public final class SocketIo implements AutoCloseable {
     }
 
     /**
-     * As {@link #awaitData(long)}, but first reads without blocking as long as {@link Spin#keepSpinning} says (with
-     * {@code busy} telling whether bytes are known to be on their way): bytes that come meanwhile skip the selector's
-     * thread wake-up. {@code busy} {@code null}: no spin.
+     * As {@link #awaitData(long)}, but first reads without blocking as long as {@link IdleStrategy#keepSpinning}
+     * says (with {@code busy} telling whether bytes are known to be on their way): bytes that come meanwhile skip the
+     * selector's thread wake-up. {@code busy} {@code null}: no spin.
      */
     public boolean awaitData(long deadlineNanos, BooleanSupplier busy) {
         if (in.hasRemaining()) {
@@ -388,7 +394,7 @@ public final class SocketIo implements AutoCloseable {
                 if (n < 0) {
                     throw new PeerClosedException("peer " + peer + " closed the connection");
                 }
-                if (busy != null && Spin.keepSpinning(System.nanoTime() - spinStart, busy)) {
+                if (busy != null && idle.keepSpinning(System.nanoTime() - spinStart, busy)) {
                     Thread.onSpinWait();
                     continue;
                 }
@@ -488,7 +494,8 @@ public final class SocketIo implements AutoCloseable {
 
     /**
      * After a read in the middle of a message that got {@code got} bytes: the new time of the last progress, after
-     * a wait if it got none (a spin of {@link Spin#NANOS} since the last progress, then {@code select}).
+     * a wait if it got none (the connection's spin, {@link IdleStrategy#spinNanos}, since the last progress, then
+     * {@code select}).
      *
      * @throws PeerClosedException if the stream ended
      */
@@ -499,7 +506,7 @@ public final class SocketIo implements AutoCloseable {
         if (got > 0) {
             return System.nanoTime();
         }
-        if (System.nanoTime() - progressAt < Spin.NANOS) {
+        if (System.nanoTime() - progressAt < idle.spinNanos()) {
             Thread.onSpinWait();
         } else {
             await(readSelector, progressAt + stallNanos, deadlineNanos, "reading from", stallNanos, Long.MAX_VALUE);
