@@ -86,6 +86,17 @@ public final class CpuBackend extends ComputeBackend {
         });
     }
 
+    /**
+     * Runs {@code body} over the rows {@code [first, first + count)} of one reduction's chunk in blocks of at most
+     * {@code rowsPerChunk(cols)} rows (the block's index: -1), so that a large chunk is read a cache's worth at a time.
+     */
+    private static void blocks(int first, int count, long cols, RowChunk body) {
+        int per = rowsPerChunk(cols);
+        for (int f = first; f < first + count; f += per) {
+            body.run(-1, f, Math.min(per, first + count - f));
+        }
+    }
+
     /** Adds {@code partials} (each of {@code length}) in their order. */
     private static double[] sum(double[][] partials, int length) {
         double[] s = new double[length];
@@ -238,16 +249,18 @@ public final class CpuBackend extends ComputeBackend {
             int per = reductionRows(rows, cols);
             double[][] partials = new double[CpuParallel.chunks(rows, per)][];
             forRows(rows, per, (chunk, first, count) -> {
-                double[] av = new double[count * cols];
-                HostArrays.read(a, (long) first * cols, av, count * cols);
+                double[] av = new double[Math.min(count, rowsPerChunk(cols)) * cols];
                 double[] p = new double[cols];
-                for (int i = 0; i < count; i++) {
-                    double s = xv[first + i];
-                    int r = i * cols;
-                    for (int j = 0; j < cols; j++) {
-                        p[j] += s * av[r + j];
+                blocks(first, count, cols, (block, f, c) -> {
+                    HostArrays.read(a, (long) f * cols, av, c * cols);
+                    for (int i = 0; i < c; i++) {
+                        double s = xv[f + i];
+                        int r = i * cols;
+                        for (int j = 0; j < cols; j++) {
+                            p[j] += s * av[r + j];
+                        }
                     }
-                }
+                });
                 partials[chunk] = p;
             });
             double[] s = sum(partials, cols);
@@ -315,11 +328,15 @@ public final class CpuBackend extends ComputeBackend {
         int per = reductionRows(n, 1);
         double[][] partials = new double[CpuParallel.chunks(n, per)][];
         forRows(n, per, (chunk, first, count) -> {
-            double[] xv = new double[count];
-            double[] yv = new double[count];
-            HostArrays.read(x, first, xv, count);
-            HostArrays.read(y, first, yv, count);
-            partials[chunk] = new double[] {CpuKernels.dot(xv, 0, yv, 0, count)};
+            double[] xv = new double[Math.min(count, CHUNK_ELEMENTS)];
+            double[] yv = new double[xv.length];
+            double[] acc = new double[1];
+            blocks(first, count, 1, (block, f, c) -> {
+                HostArrays.read(x, f, xv, c);
+                HostArrays.read(y, f, yv, c);
+                acc[0] += CpuKernels.dot(xv, 0, yv, 0, c);
+            });
+            partials[chunk] = acc;
         });
         return sum(partials, 1)[0];
     }
@@ -454,13 +471,15 @@ public final class CpuBackend extends ComputeBackend {
         int per = reductionRows(n, 1);
         double[][] partials = new double[CpuParallel.chunks(n, per)][];
         forRows(n, per, (chunk, first, count) -> {
-            double[] v = new double[count];
-            HostArrays.read(a, first, v, count);
-            double acc = init;
-            for (int i = 0; i < count; i++) {
-                acc = reduce(r, acc, v[i]);
-            }
-            partials[chunk] = new double[] {acc};
+            double[] v = new double[Math.min(count, CHUNK_ELEMENTS)];
+            double[] acc = {init};
+            blocks(first, count, 1, (block, f, c) -> {
+                HostArrays.read(a, f, v, c);
+                for (int i = 0; i < c; i++) {
+                    acc[0] = reduce(r, acc[0], v[i]);
+                }
+            });
+            partials[chunk] = acc;
         });
         double acc = init;
         for (double[] p : partials) {
@@ -484,14 +503,16 @@ public final class CpuBackend extends ComputeBackend {
         int per = reductionRows(rows, cols);
         double[][] partials = new double[CpuParallel.chunks(rows, per)][];
         forRows(rows, per, (chunk, first, count) -> {
-            double[] v = new double[count * cols];
-            HostArrays.read(a, (long) first * cols, v, count * cols);
+            double[] v = new double[Math.min(count, rowsPerChunk(cols)) * cols];
             double[] s = new double[cols];
-            for (int r = 0; r < count * cols; r += cols) {
-                for (int j = 0; j < cols; j++) {
-                    s[j] += v[r + j];
+            blocks(first, count, cols, (block, f, c) -> {
+                HostArrays.read(a, (long) f * cols, v, c * cols);
+                for (int r = 0; r < c * cols; r += cols) {
+                    for (int j = 0; j < cols; j++) {
+                        s[j] += v[r + j];
+                    }
                 }
-            }
+            });
             partials[chunk] = s;
         });
         HostArrays.write(out, sum(partials, cols));
