@@ -49,8 +49,9 @@ public final class Main {
                 + "[--repeat N] [--warmup N] [--out DIR] [--java true|false]': a cluster broadcast from device 0 to "
                 + "N workers (devices 1..N) over ipc (cuda family), each in turn and pipelined, cold, warm and "
                 + "unchanged, against the raw peer copy, and with one worker over tcp with the java family; 'bench "
-                + "estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--out DIR]': fit and "
-                + "predict time per estimator on device 0 and the CPU, checked against the CPU; 'bench roofline "
+                + "estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--peer sklearn] "
+                + "[--out DIR]': fit and predict time per estimator on device 0 and the CPU, checked against the "
+                + "CPU (and scikit-learn's beside the CPU's with --peer sklearn); 'bench roofline "
                 + "[--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]': LinearRegression and KMeans "
                 + "predict against the device copy bandwidth",
                 Main::bench));

@@ -184,10 +184,11 @@ class MainTest {
         Result r = run("bench", "roofline", "--rows", "2000", "--cols", "8", "--repeat", "1");
         assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
         String[] lines = r.out().strip().split("\n");
-        assertEquals(5, lines.length, r.out());
-        assertTrue(lines[4].startsWith("RESULT bench=roofline estimator=KMeans rows=2000 cols=8 predict_ms="),
-                lines[4]);
-        assertTrue(lines[4].endsWith(" matches_cpu=true"), lines[4]);
+        assertEquals(6, lines.length, r.out());
+        assertTrue(lines[3].startsWith("RESULT bench=roofline read=sum bytes=64000 read_ms="), lines[3]);
+        assertTrue(lines[5].startsWith("RESULT bench=roofline estimator=KMeans rows=2000 cols=8 predict_ms="),
+                lines[5]);
+        assertTrue(lines[5].endsWith(" matches_cpu=true"), lines[5]);
         r = run("bench", "roofline", "--clusters", "0");
         assertEquals(Main.USAGE, r.exitCode());
         assertEquals("cuwire bench roofline: --clusters 0 (expected: >= 1)", r.err().strip());

@@ -383,6 +383,9 @@ public final class LocalCluster implements AutoCloseable {
             List<String> cmd = new ArrayList<>();
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             cmd.add("--enable-native-access=ALL-UNNAMED");
+            if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+                cmd.add("--add-modules=jdk.incubator.vector"); // the CPU backend's kernels, as in this JVM
+            }
             cmd.add("-D" + Devices.PLATFORM_PROPERTY + "=" + platform);
             // java.io.tmpdir too: where the emulated device's files go when /dev/shm is too small (all processes that
             // share device memory must use the same directory)

@@ -4,6 +4,7 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.internal.CpuBackend;
+import io.cuwire.ml.internal.CpuParallel;
 import io.cuwire.ml.spi.BackendProvider;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -36,6 +37,26 @@ public final class ComputeBackends {
             return CpuBackend.instance();
         }
         return BY_DEVICE.computeIfAbsent(device, ComputeBackends::open);
+    }
+
+    /**
+     * The threads the CPU backend computes on when called from a thread outside any fork-join pool: the
+     * {@code cuwire.ml.cpuThreads} system property when set, else {@link Runtime#availableProcessors()}, or what
+     * {@link #setCpuThreads} set last. Called from a fork-join worker thread (a Spark task that runs its work in a
+     * pool of {@code spark.task.cpus} threads, or any caller's own pool), the backend computes in that pool instead.
+     * Results do not depend on the threads.
+     */
+    public static int cpuThreads() {
+        return CpuParallel.threads();
+    }
+
+    /**
+     * Sets the threads of {@link #cpuThreads()} for the operations that start afterwards.
+     *
+     * @throws IllegalArgumentException if {@code threads < 1}
+     */
+    public static void setCpuThreads(int threads) {
+        CpuParallel.setThreads(threads);
     }
 
     private static ComputeBackend open(Device device) {

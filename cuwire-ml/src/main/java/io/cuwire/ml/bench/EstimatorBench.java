@@ -26,10 +26,13 @@ import io.cuwire.ml.neighbors.Neighbors;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -38,8 +41,9 @@ import java.util.stream.Collectors;
 
 /**
  * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--neighbors K]
- * [--estimators NAME,NAME] [--out DIR]}: per estimator (all, or those named) and backend, the median fit and predict
- * time on the same synthetic data and whether the fitted model matches the reference, one line each:
+ * [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR]}: per estimator (all, or those named) and
+ * backend, the median fit and predict time on the same synthetic data and whether the fitted model matches the
+ * reference, one line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
  * With {@code --out DIR} it also writes {@code DIR/estimators.md} (the backends side by side, with the CPU-to-device
  * time ratio) and {@code DIR/estimators.csv} (one row per line above).
@@ -48,8 +52,18 @@ import java.util.stream.Collectors;
  * {@code device} is device 0 ({@link Devices#get}): a GPU where one is present (the CUDA backend, printed
  * {@code backend=cuda}), else the emulated device (the CPU backend staging every operand through the copy engine,
  * printed {@code backend=emulated}); {@code cuda} is the same but refuses to run without a CUDA device 0;
- * {@code cpu} is the CPU backend on host memory, all of its arithmetic in doubles, large products on the common
- * fork-join pool.
+ * {@code cpu} is the CPU backend on host memory, all of its arithmetic in doubles, on
+ * {@link io.cuwire.ml.ComputeBackends#cpuThreads()} threads.
+ *
+ * <h2>scikit-learn beside it</h2>
+ * With {@code --peer sklearn} the bench writes its data sets to a temporary directory and runs scikit-learn on them in
+ * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default
+ * {@code python3}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code tol},
+ * {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO peer=sklearn
+ * ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=... n_iter=...}); the
+ * table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both iteration
+ * counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults). Without
+ * Python or scikit-learn the peer is skipped, with the reason printed and written.
  *
  * <h2>What "matches the reference" means</h2>
  * scikit-learn is not at hand at arbitrary sizes, so the reference is the same estimator fitted on the same
@@ -65,7 +79,8 @@ import java.util.stream.Collectors;
  * <h2>Timing</h2>
  * Data is generated on the host and uploaded once per estimator and backend, outside the timings. A fit ends when
  * the estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host,
- * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs. Neighbor queries
+ * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs after one untimed fit
+ * and predict (the JIT's first compilations are not the estimator's cost). Neighbor queries
  * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
  * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
  * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
@@ -113,9 +128,11 @@ public final class EstimatorBench {
      * @param neighbors the {@code k} of NearestNeighbors and KNeighborsClassifier
      * @param estimators the estimators to run, by name, or empty for all
      * @param out the directory for the table files, or {@code null} for none
+     * @param peerSklearn whether to run scikit-learn beside the bench
+     * @param python the Python that runs scikit-learn
      */
     public record Options(long rows, int cols, int repeat, List<Backend> backends, int neighbors,
-            List<String> estimators, Path out) {
+            List<String> estimators, Path out, boolean peerSklearn, String python) {
         /** Checks the ranges. */
         public Options {
             if (rows < CLUSTERS || rows > Integer.MAX_VALUE) {
@@ -151,13 +168,14 @@ public final class EstimatorBench {
         }
 
         /**
-         * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --out DIR};
-         * defaults 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no files.
+         * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --peer sklearn
+         * --python PATH --out DIR}; defaults 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every
+         * estimator, no peer ({@code python3} for one), no files.
          */
         public static Options parse(String... args) {
             Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
-                    + "--neighbors K, --estimators NAME,NAME, --out DIR", "--rows", "--cols", "--repeat", "--backends",
-                    "--neighbors", "--estimators", "--out");
+                    + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR", "--rows",
+                    "--cols", "--repeat", "--backends", "--neighbors", "--estimators", "--peer", "--python", "--out");
             long rows = BenchArgs.longOption(o, "--rows", 100_000);
             int cols = BenchArgs.intOption(o, "--cols", 32);
             int repeat = BenchArgs.intOption(o, "--repeat", 3);
@@ -167,7 +185,12 @@ public final class EstimatorBench {
             List<String> estimators = o.containsKey("--estimators") ? Arrays.stream(o.get("--estimators")
                     .split(",", -1)).map(String::strip).toList() : List.of();
             Path out = o.containsKey("--out") ? Path.of(o.get("--out")) : null;
-            return new Options(rows, cols, repeat, backends, neighbors, estimators, out);
+            String peer = o.get("--peer");
+            if (peer != null && !peer.equals("sklearn")) {
+                throw new IllegalArgumentException("--peer " + peer + " (expected: sklearn)");
+            }
+            return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer != null,
+                    o.getOrDefault("--python", "python3"));
         }
     }
 
@@ -215,6 +238,7 @@ public final class EstimatorBench {
         out.println("INFO bench=estimators " + settings);
         Data data = Data.make(o, new SplittableRandom(20240611L));
         List<Result> results = new ArrayList<>();
+        Map<String, String> iterations = new HashMap<>();
         try (BufferAllocator<DeviceBuffer> onGpu = onDevice ? device.newAllocator("bench-estimators",
                 BufferAllocator.UNLIMITED) : null;
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-estimators-host",
@@ -232,6 +256,7 @@ public final class EstimatorBench {
                             if (backend == Backend.CPU) {
                                 reference = b.measure(o, h);
                                 r = reference.result(b.name(), "cpu", rows, true);
+                                iterations.put(b.name(), iterations(reference.model()));
                             } else {
                                 try (Uploaded d = data.upload(onGpu, rows); Measured m = b.measure(o, d)) {
                                     if (reference == null) {
@@ -256,10 +281,56 @@ public final class EstimatorBench {
                 }
             }
         }
+        SklearnPeer.Outcome peer = o.peerSklearn() ? peer(o, data, results, out) : null;
         if (o.out() != null) {
-            writeTables(o.out(), settings, results);
+            writeTables(o.out(), settings, results, peer, iterations);
         }
         return results;
+    }
+
+    /** The iterations an estimator ran (LogisticRegression's and KMeans's), else {@code -}. */
+    private static String iterations(Estimator e) {
+        return switch (e) {
+            case LogisticRegression lr -> Integer.toString(lr.nIter());
+            case KMeans km -> Integer.toString(km.nIter());
+            default -> "-";
+        };
+    }
+
+    /** Runs scikit-learn on the data of the estimators measured (forests aside), in a temporary directory. */
+    private static SklearnPeer.Outcome peer(Options o, Data data, List<Result> results, PrintStream out) {
+        List<String> names = results.stream().map(Result::estimator).distinct()
+                .filter(e -> !e.startsWith("RandomForest")).toList();
+        SklearnPeer.Outcome outcome;
+        Path dir = null;
+        try {
+            dir = Files.createTempDirectory("cuwire-sklearn-peer");
+            data.write(dir);
+            outcome = names.isEmpty() ? SklearnPeer.Outcome.skipped("no estimator it runs was measured")
+                    : SklearnPeer.run(o.python(), dir, o.repeat(), o.neighbors(), names, out);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the peer's data: " + e.getMessage(), e);
+        } finally {
+            deleteAll(dir);
+        }
+        if (outcome.skipped() != null) {
+            out.println("INFO peer=sklearn skipped: " + outcome.skipped());
+        }
+        return outcome;
+    }
+
+    private static void deleteAll(Path dir) {
+        if (dir == null) {
+            return;
+        }
+        try (var files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                Files.deleteIfExists(f);
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete the peer's data in " + dir + ": " + e.getMessage(), e);
+        }
     }
 
     private static String settings(Options o, Device device) {
@@ -272,8 +343,12 @@ public final class EstimatorBench {
 
     // ---------------------------------------------------------------- tables
 
-    /** Writes {@code estimators.csv} (one row per result) and {@code estimators.md} (backends side by side). */
-    static void writeTables(Path dir, String settings, List<Result> results) {
+    /**
+     * Writes {@code estimators.csv} (one row per result) and {@code estimators.md} (backends side by side, and
+     * cuwire's CPU backend beside scikit-learn when {@code peer} is not {@code null}).
+     */
+    static void writeTables(Path dir, String settings, List<Result> results, SklearnPeer.Outcome peer,
+            Map<String, String> iterations) {
         List<String> backends = results.stream().map(Result::backend).distinct().toList();
         List<String> estimators = results.stream().map(Result::estimator).distinct().toList();
         StringBuilder csv = new StringBuilder("estimator,backend,rows,fit_ms,predict_ms,matches_reference\n");
@@ -313,12 +388,45 @@ public final class EstimatorBench {
             }
             md.append(' ').append(matches).append(" |\n");
         }
+        if (peer != null) {
+            peerTable(md, results, peer, iterations);
+        }
         try {
             Files.createDirectories(dir);
             Files.writeString(dir.resolve("estimators.csv"), csv);
             Files.writeString(dir.resolve("estimators.md"), md);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the tables to " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The section with the CPU backend beside scikit-learn. */
+    private static void peerTable(StringBuilder md, List<Result> results, SklearnPeer.Outcome peer,
+            Map<String, String> iterations) {
+        md.append("\n## cuwire's CPU backend beside scikit-learn\n\n");
+        if (peer.info() != null) {
+            md.append('`').append(peer.info()).append("`\n\n");
+        }
+        if (peer.skipped() != null) {
+            md.append("scikit-learn did not run: ").append(peer.skipped()).append(".\n");
+        }
+        if (peer.rows().isEmpty()) {
+            return;
+        }
+        md.append("Median ms in the same run, on the same data. Ratios are cuwire / scikit-learn (below 1: cuwire "
+                + "is faster). Iterations: cuwire / scikit-learn (for PCA and the neighbors, the solver or "
+                + "algorithm scikit-learn chose).\n\n| estimator | cuwire cpu fit | scikit-learn fit | fit ratio | "
+                + "cuwire cpu predict | scikit-learn predict | predict ratio | iterations | scikit-learn settings "
+                + "|\n|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+        for (Result r : results) {
+            SklearnPeer.Row p = peer.rows().get(r.estimator());
+            if (!r.backend().equals("cpu") || p == null) {
+                continue;
+            }
+            md.append(String.format(Locale.ROOT, "| %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f | %s / %s | %s |%n",
+                    r.estimator(), r.fitMs(), p.fitMs(), r.fitMs() / p.fitMs(), r.predictMs(), p.predictMs(),
+                    r.predictMs() / p.predictMs(), iterations.getOrDefault(r.estimator(), "-"), p.nIter(),
+                    p.settings()));
         }
     }
 
@@ -384,6 +492,40 @@ public final class EstimatorBench {
             }
             double[] init = Arrays.copyOf(blobs, CLUSTERS * d);
             return new Data(n, d, Math.min(n, QUERIES), x, y, labels, blobs, init, counts, scaled);
+        }
+
+        /**
+         * Writes every data set to {@code dir} for the peer: {@code NAME.bin} (raw little-endian elements, rows in
+         * order) and {@code data.txt} (a line per set: name, NumPy dtype, shape).
+         */
+        void write(Path dir) throws IOException {
+            StringBuilder index = new StringBuilder();
+            String matrix = " " + n + " " + d + "\n";
+            writeDoubles(dir, "x", x);
+            index.append("x f8").append(matrix);
+            writeDoubles(dir, "y", y);
+            index.append("y f8 ").append(n).append('\n');
+            ByteBuffer l = ByteBuffer.allocate(labels.length * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            l.asIntBuffer().put(labels);
+            Files.write(dir.resolve("labels.bin"), l.array());
+            index.append("labels i4 ").append(n).append('\n');
+            writeDoubles(dir, "blobs", blobs);
+            index.append("blobs f8").append(matrix);
+            writeDoubles(dir, "init", init);
+            index.append("init f8 ").append(CLUSTERS).append(' ').append(d).append('\n');
+            writeDoubles(dir, "counts", counts);
+            index.append("counts f8").append(matrix);
+            writeDoubles(dir, "scaled", scaled);
+            index.append("scaled f8").append(matrix);
+            writeDoubles(dir, "queries", Arrays.copyOf(x, q * d));
+            index.append("queries f8 ").append(q).append(' ').append(d).append('\n');
+            Files.writeString(dir.resolve("data.txt"), index);
+        }
+
+        private static void writeDoubles(Path dir, String name, double[] v) throws IOException {
+            ByteBuffer b = ByteBuffer.allocate(v.length * Double.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            b.asDoubleBuffer().put(v);
+            Files.write(dir.resolve(name + ".bin"), b.array());
         }
 
         /** The first {@code rows} rows of every data set (the start and the queries whole), in {@code mem}. */
@@ -481,6 +623,9 @@ public final class EstimatorBench {
             Estimator model = null;
             NdArray predicted = null;
             try {
+                try (Estimator warm = fit.fit(u); NdArray p = predict.predict(warm, u)) {
+                    ComputeBackends.forArray(p).reduce(Reduction.SUM, p);
+                }
                 for (int i = 0; i < o.repeat(); i++) {
                     if (model != null) {
                         model.close();

@@ -9,6 +9,7 @@ import io.cuwire.memory.Devices;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.ml.ComputeBackends;
+import io.cuwire.ml.Reduction;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.linear.LinearRegression;
@@ -28,8 +29,11 @@ import java.util.stream.IntStream;
  * 2.56 GB), it prints
  * <pre>
  * RESULT bench=roofline copy=d2d bytes=… copy_ms=… gbps=…
+ * RESULT bench=roofline read=sum bytes=… read_ms=… gbps=…
  * RESULT bench=roofline estimator=LinearRegression rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=…
- * RESULT bench=roofline estimator=KMeans rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=… … kernel=…
+ *     read_gbps=… vs_read=… …
+ * RESULT bench=roofline estimator=KMeans rows=… cols=… predict_ms=… gbps=… roofline_gbps=… fraction=…
+ *     read_gbps=… vs_read=… … kernel=…
  * </pre>
  *
  * <h2>What is measured</h2>
@@ -41,6 +45,12 @@ import java.util.stream.IntStream;
  *   <li>The roofline: a synchronous device-to-device copy of the bytes of {@code X} through the
  *       {@link CopyEngine}, in the same run, median of {@code repeat} after one warm-up; {@code gbps} counts the bytes
  *       once (a copy reads and writes them, so the memory moves twice that).</li>
+ *   <li>The read ceiling: the backend's {@link io.cuwire.ml.Reduction#SUM} of {@code X}, in the same run, median of
+ *       {@code repeat} after one warm-up: a reduction that reads every byte of {@code X} once and writes nothing
+ *       (on CUDA, float4 loads: {@code ml_reduce_sum_v4_f32}). A prediction also reads {@code X} once, so its
+ *       {@code vs_read}, the predict time over the read time, is how far it is from the memory roofline (1: there;
+ *       the copy's {@code fraction} counts the copy's bytes once while it reads and writes them, and so
+ *       overstates how close a prediction is).</li>
  *   <li>The models: LinearRegression fitted on all rows; KMeans with {@code K} clusters fitted on the first
  *       {@code fit-rows} rows (default at most 1,000,000), started from the first {@code K} rows, at most 30 Lloyd
  *       steps. Fit times are printed for information.</li>
@@ -125,24 +135,31 @@ public final class RooflineBench {
      * @param predictMs the median predict time
      * @param gbps bytes of X over the predict time, GB/s
      * @param rooflineGbps the device copy's bandwidth, GB/s
+     * @param readGbps the read ceiling's bandwidth (the sum of X), GB/s
      * @param outBytes bytes of the prediction (left on the device)
      * @param matchesCpu whether the checked rows agree with the model evaluated on the host
      * @param kernel for KMeans, the kernel its predict runs ({@link #kmeansKernel}); {@code null} for the others
      */
     public record Result(String estimator, String backend, long rows, int cols, double fitMs, double predictMs,
-            double gbps, double rooflineGbps, long outBytes, boolean matchesCpu, String kernel) {
+            double gbps, double rooflineGbps, double readGbps, long outBytes, boolean matchesCpu, String kernel) {
         /** {@code gbps / rooflineGbps}. */
         public double fraction() {
             return gbps / rooflineGbps;
         }
 
+        /** The predict time over the read ceiling's ({@code readGbps / gbps}): 1 at the memory roofline. */
+        public double vsRead() {
+            return readGbps / gbps;
+        }
+
         /** The RESULT line. */
         public String line() {
             return String.format(Locale.ROOT, "RESULT bench=roofline estimator=%s rows=%d cols=%d predict_ms=%.3f "
-                    + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f backend=%s%s fit_ms=%.1f out_bytes=%d out=device "
-                    + "checked_rows=%d matches_cpu=%s", estimator, rows, cols, predictMs, gbps, rooflineGbps,
-                    fraction(), backend, kernel == null ? "" : " kernel=" + kernel, fitMs, outBytes,
-                    Math.min(rows, CHECKED_ROWS), matchesCpu);
+                    + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f read_gbps=%.1f vs_read=%.3f backend=%s%s "
+                    + "fit_ms=%.1f out_bytes=%d out=device checked_rows=%d matches_cpu=%s", estimator, rows, cols,
+                    predictMs, gbps, rooflineGbps, fraction(), readGbps, vsRead(), backend,
+                    kernel == null ? "" : " kernel=" + kernel, fitMs, outBytes, Math.min(rows, CHECKED_ROWS),
+                    matchesCpu);
         }
     }
 
@@ -164,6 +181,13 @@ public final class RooflineBench {
             double roofline = bytes / (copyMs * 1e6);
             out.printf(Locale.ROOT, "RESULT bench=roofline copy=d2d bytes=%d copy_ms=%.3f gbps=%.1f%n", bytes, copyMs,
                     roofline);
+            double readMs = medianMs(1, o.repeat(), () -> {
+                ComputeBackends.forArray(x).reduce(Reduction.SUM, x);
+                return () -> { };
+            });
+            double read = bytes / (readMs * 1e6);
+            out.printf(Locale.ROOT, "RESULT bench=roofline read=sum bytes=%d read_ms=%.3f gbps=%.1f%n", bytes, readMs,
+                    read);
             out.flush();
             String backend = ComputeBackends.forArray(x).name();
             Result[] results = new Result[2];
@@ -173,7 +197,7 @@ public final class RooflineBench {
                 double ms = predictMs(o.repeat(), () -> lr.predict(x));
                 boolean ok = check(x, o, lr::predict, rows -> linearReference(lr, rows, o.cols()));
                 results[0] = new Result("LinearRegression", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                        roofline, o.rows() * Float.BYTES, ok, null);
+                        roofline, read, o.rows() * Float.BYTES, ok, null);
             }
             out.println(results[0].line());
             out.flush();
@@ -186,7 +210,7 @@ public final class RooflineBench {
                     double ms = predictMs(o.repeat(), () -> km.predict(x));
                     boolean ok = check(x, o, km::predict, rows -> kmeansReference(km, rows, o.cols()));
                     results[1] = new Result("KMeans", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                            roofline, o.rows() * Integer.BYTES, ok, kmeansKernel(x, o.clusters()));
+                            roofline, read, o.rows() * Integer.BYTES, ok, kmeansKernel(x, o.clusters()));
                 }
             }
             out.println(results[1].line());

@@ -13,7 +13,6 @@ import io.cuwire.ml.UnaryOp;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-import java.util.stream.IntStream;
 
 /**
  * The pure-Java backend: computes on host and pinned memory, and on the <em>emulated</em> device.
@@ -26,13 +25,22 @@ import java.util.stream.IntStream;
  * elements.
  *
  * <p>All arithmetic is done in doubles, float32 operands included (their results are rounded once, on the way
- * out). Large products run on the common fork-join pool. Stateless and thread-safe.
+ * out). Every operation works through its operands a chunk of rows at a time (at most {@value #CHUNK_ELEMENTS}
+ * elements, read into the heap, where they stay in the cache while they are used; products in tiles of
+ * {@value #TILE_COLS} output columns), the chunks in parallel on {@link CpuParallel}'s threads, in plain loops the JIT
+ * vectorizes (the inner loop of a product is an axpy over a row of its output tile). Chunks follow from the operands'
+ * shapes only and partial sums are added in chunk order, so results do not depend on the number of threads.
+ * Stateless and thread-safe.
  */
 public final class CpuBackend extends ComputeBackend {
     private static final CpuBackend INSTANCE = new CpuBackend();
 
-    /** Products with at least this many multiply-adds run in parallel. */
-    private static final long PARALLEL_WORK = 1L << 18;
+    /** Elements one chunk of an operation reads at most (256 KiB of doubles: a chunk stays in the L2 cache). */
+    private static final int CHUNK_ELEMENTS = 1 << 15;
+    /** Columns of one tile of a product's output (2 KiB of doubles: a tile row stays in the L1 cache). */
+    private static final int TILE_COLS = 256;
+    /** Partial sums of one reduction at most (the chunks grow beyond). */
+    private static final int MAX_PARTIALS = 256;
 
     private CpuBackend() {
     }
@@ -52,6 +60,69 @@ public final class CpuBackend extends ComputeBackend {
         return a.kind().isHostAccessible() || ((DeviceBuffer) a.buffer()).device().platform().equals("emulated");
     }
 
+    // ---------------------------------------------------------------- chunks
+
+    /** One chunk of rows: its index, its first row and its rows. */
+    @FunctionalInterface
+    private interface RowChunk {
+        void run(int chunk, int first, int count);
+    }
+
+    /** Rows of {@code cols} elements one chunk takes. */
+    private static int rowsPerChunk(long cols) {
+        return (int) Math.max(1, CHUNK_ELEMENTS / Math.max(cols, 1));
+    }
+
+    /** Rows per chunk of a reduction over {@code rows} rows of {@code cols}: at most {@link #MAX_PARTIALS} chunks. */
+    private static int reductionRows(long rows, long cols) {
+        return Math.max(rowsPerChunk(cols), CpuParallel.chunks(rows, MAX_PARTIALS));
+    }
+
+    /** Runs {@code body} over {@code rows} rows in chunks of {@code per}, in parallel. */
+    private static void forRows(long rows, int per, RowChunk body) {
+        CpuParallel.forEach(CpuParallel.chunks(rows, per), c -> {
+            int first = c * per;
+            body.run(c, first, (int) Math.min(per, rows - first));
+        });
+    }
+
+    /**
+     * Runs {@code body} over the rows {@code [first, first + count)} of one reduction's chunk in blocks of at most
+     * {@code rowsPerChunk(cols)} rows (the block's index: -1), so that a large chunk is read a cache's worth at a time.
+     */
+    private static void blocks(int first, int count, long cols, RowChunk body) {
+        int per = rowsPerChunk(cols);
+        for (int f = first; f < first + count; f += per) {
+            body.run(-1, f, Math.min(per, first + count - f));
+        }
+    }
+
+    /** Adds {@code partials} (each of {@code length}) in their order. */
+    private static double[] sum(double[][] partials, int length) {
+        double[] s = new double[length];
+        for (double[] p : partials) {
+            for (int j = 0; j < length; j++) {
+                s[j] += p[j];
+            }
+        }
+        return s;
+    }
+
+    /** Rows of a row-major matrix, read a chunk at a time. */
+    @FunctionalInterface
+    private interface Rows {
+        /** Reads rows {@code [first, first + count)} into {@code into}. */
+        void read(int first, int count, double[] into);
+
+        static Rows of(NdArray a, int cols) {
+            return (first, count, into) -> HostArrays.read(a, (long) first * cols, into, count * cols);
+        }
+
+        static Rows of(double[] v, int cols) {
+            return (first, count, into) -> System.arraycopy(v, first * cols, into, 0, count * cols);
+        }
+    }
+
     // ---------------------------------------------------------------- products
 
     @Override
@@ -60,37 +131,100 @@ public final class CpuBackend extends ComputeBackend {
         int m = (int) c.dim(0);
         int n = (int) c.dim(1);
         int k = (int) (transA ? a.dim(0) : a.dim(1));
-        double[] av = HostArrays.doubles(a);
-        double[] bv = HostArrays.doubles(b);
-        double[] opA = transA ? transpose(av, k, m) : av;
-        double[] opB = transB ? transpose(bv, n, k) : bv;
+        if (transA) {
+            Rows bRows = transB ? Rows.of(transpose(HostArrays.doubles(b), n, k), n) : Rows.of(b, n);
+            gemmTn(alpha, Rows.of(a, m), a == b && !transB ? null : bRows, beta, c, m, n, k);
+        } else {
+            gemmTiles(alpha, a, b, transB, beta, c, m, n, k);
+        }
+    }
+
+    /**
+     * {@code c = alpha a^T b + beta c} for {@code a} (k x m) and {@code b} (k x n; {@code null}: {@code a} itself):
+     * the rows of {@code a} and {@code b} in chunks, a partial {@code m x n} sum of rank-one updates per chunk, the
+     * partials added in chunk order.
+     */
+    private static void gemmTn(double alpha, Rows a, Rows b, double beta, NdArray c, int m, int n, int k) {
+        int per = reductionRows(k, Math.max(m, n));
+        double[][] partials = new double[CpuParallel.chunks(k, per)][];
+        forRows(k, per, (chunk, first, count) -> {
+            double[] av = new double[count * m];
+            a.read(first, count, av);
+            double[] bv = av;
+            if (b != null) {
+                bv = new double[count * n];
+                b.read(first, count, bv);
+            }
+            double[] p = new double[m * n];
+            CpuKernels.multiplyAdd(av, 0, 1, m, bv, 0, n, p, 0, n, m, n, count);
+            partials[chunk] = p;
+        });
+        double[] s = sum(partials, m * n);
         double[] cv = beta == 0 ? new double[m * n] : HostArrays.doubles(c);
-        multiply(alpha, opA, opB, beta, cv, m, n, k);
+        for (int i = 0; i < cv.length; i++) {
+            cv[i] = alpha * s[i] + (beta == 0 ? 0 : beta * cv[i]);
+        }
         HostArrays.write(c, cv);
     }
 
-    /** {@code c = alpha a b + beta c} for row-major {@code a} (m x k), {@code b} (k x n), {@code c} (m x n). */
-    static void multiply(double alpha, double[] a, double[] b, double beta, double[] c, int m, int n, int k) {
-        IntStream rows = IntStream.range(0, m);
-        if ((long) m * n * k >= PARALLEL_WORK && m > 1) {
-            rows = rows.parallel();
-        }
-        rows.forEach(i -> {
-            int cr = i * n;
-            if (beta == 0) {
-                Arrays.fill(c, cr, cr + n, 0.0);
-            } else if (beta != 1) {
-                for (int j = 0; j < n; j++) {
-                    c[cr + j] *= beta;
+    /** Reads columns {@code [col, col + w)} of {@code op(b)} (k x n) as a row-major {@code k x w} tile. */
+    private static double[] tile(NdArray b, boolean transB, int col, int w, int n, int k) {
+        double[] t = new double[k * w];
+        if (transB) {
+            double[] rows = new double[w * k];
+            HostArrays.read(b, (long) col * k, rows, w * k);
+            for (int j = 0; j < w; j++) {
+                for (int p = 0; p < k; p++) {
+                    t[p * w + j] = rows[j * k + p];
                 }
             }
-            int ar = i * k;
+        } else {
+            double[] row = new double[w];
             for (int p = 0; p < k; p++) {
-                double aip = alpha * a[ar + p];
-                int br = p * n;
-                for (int j = 0; j < n; j++) {
-                    c[cr + j] += aip * b[br + j];
+                HostArrays.read(b, (long) p * n + col, row, w);
+                System.arraycopy(row, 0, t, p * w, w);
+            }
+        }
+        return t;
+    }
+
+    /** A rectangle of a product's output: rows {@code [first, first + count)}, columns {@code [col, col + w)}. */
+    @FunctionalInterface
+    private interface Tile {
+        void run(int first, int count, int col, int w);
+    }
+
+    /** Runs {@code body} over the tiles of an {@code m x n} output whose rows take {@code k} inputs, in parallel. */
+    private static void forTiles(int m, int n, int k, Tile body) {
+        int per = rowsPerChunk(k);
+        int rowChunks = CpuParallel.chunks(m, per);
+        int colChunks = CpuParallel.chunks(n, TILE_COLS);
+        CpuParallel.forEach(rowChunks * colChunks, t -> {
+            int first = (t / colChunks) * per;
+            int col = (t % colChunks) * TILE_COLS;
+            body.run(first, Math.min(per, m - first), col, Math.min(TILE_COLS, n - col));
+        });
+    }
+
+    /** {@code c = alpha a op(b) + beta c} for {@code a} (m x k) and many columns: tiles of the output. */
+    private static void gemmTiles(double alpha, NdArray a, NdArray b, boolean transB, double beta, NdArray c, int m,
+            int n, int k) {
+        forTiles(m, n, k, (first, count, col, w) -> {
+            double[] av = new double[count * k];
+            HostArrays.read(a, (long) first * k, av, count * k);
+            double[] t = tile(b, transB, col, w, n, k);
+            double[] acc = new double[count * w];
+            CpuKernels.multiplyAdd(av, 0, k, 1, t, 0, w, acc, 0, w, count, w, k);
+            double[] old = new double[w];
+            for (int i = 0; i < count; i++) {
+                long at = (long) (first + i) * n + col;
+                if (beta != 0) {
+                    HostArrays.read(c, at, old, w);
                 }
+                for (int j = 0; j < w; j++) {
+                    old[j] = alpha * acc[i * w + j] + (beta == 0 ? 0 : beta * old[j]);
+                }
+                HostArrays.write(c, at, old, w);
             }
         });
     }
@@ -110,63 +244,101 @@ public final class CpuBackend extends ComputeBackend {
     protected void doGemv(boolean transA, double alpha, NdArray a, NdArray x, double beta, NdArray y) {
         int rows = (int) a.dim(0);
         int cols = (int) a.dim(1);
-        double[] av = HostArrays.doubles(a);
         double[] xv = HostArrays.doubles(x);
-        double[] yv = beta == 0 ? new double[(int) y.size()] : HostArrays.doubles(y);
-        if (beta != 1) {
-            for (int i = 0; i < yv.length; i++) {
-                yv[i] = beta == 0 ? 0 : yv[i] * beta;
-            }
-        }
         if (transA) {
-            for (int i = 0; i < rows; i++) {
-                double s = alpha * xv[i];
-                int r = i * cols;
-                for (int j = 0; j < cols; j++) {
-                    yv[j] += s * av[r + j];
-                }
+            int per = reductionRows(rows, cols);
+            double[][] partials = new double[CpuParallel.chunks(rows, per)][];
+            forRows(rows, per, (chunk, first, count) -> {
+                double[] av = new double[Math.min(count, rowsPerChunk(cols)) * cols];
+                double[] p = new double[cols];
+                blocks(first, count, cols, (block, f, c) -> {
+                    HostArrays.read(a, (long) f * cols, av, c * cols);
+                    for (int i = 0; i < c; i++) {
+                        double s = xv[f + i];
+                        int r = i * cols;
+                        for (int j = 0; j < cols; j++) {
+                            p[j] += s * av[r + j];
+                        }
+                    }
+                });
+                partials[chunk] = p;
+            });
+            double[] s = sum(partials, cols);
+            double[] yv = beta == 0 ? new double[cols] : HostArrays.doubles(y);
+            for (int j = 0; j < cols; j++) {
+                yv[j] = alpha * s[j] + (beta == 0 ? 0 : beta * yv[j]);
             }
+            HostArrays.write(y, yv);
         } else {
-            for (int i = 0; i < rows; i++) {
-                double s = 0;
-                int r = i * cols;
-                for (int j = 0; j < cols; j++) {
-                    s += av[r + j] * xv[j];
+            forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
+                double[] av = new double[count * cols];
+                HostArrays.read(a, (long) first * cols, av, count * cols);
+                double[] yv = new double[count];
+                if (beta != 0) {
+                    HostArrays.read(y, first, yv, count);
                 }
-                yv[i] += alpha * s;
-            }
+                for (int i = 0; i < count; i++) {
+                    double d = alpha * CpuKernels.dot(av, i * cols, xv, 0, cols);
+                    yv[i] = beta == 0 ? d : d + beta * yv[i];
+                }
+                HostArrays.write(y, first, yv, count);
+            });
         }
-        HostArrays.write(y, yv);
+    }
+
+    /** Work on a range of elements, read into {@code v} ({@code count} of them, the first at {@code first}). */
+    @FunctionalInterface
+    private interface Range {
+        void run(long first, int count, double[] v);
+    }
+
+    /** Reads {@code a} a chunk at a time, runs {@code f} on each chunk in parallel and writes it to {@code out}. */
+    private static void mapRanges(NdArray a, NdArray out, Range f) {
+        forRows(a.size(), CHUNK_ELEMENTS, (chunk, first, count) -> {
+            double[] v = new double[count];
+            HostArrays.read(a, first, v, count);
+            f.run(first, count, v);
+            HostArrays.write(out, first, v, count);
+        });
     }
 
     @Override
     protected void doAxpy(double alpha, NdArray x, NdArray y) {
-        double[] xv = HostArrays.doubles(x);
-        double[] yv = HostArrays.doubles(y);
-        for (int i = 0; i < yv.length; i++) {
-            yv[i] += alpha * xv[i];
-        }
-        HostArrays.write(y, yv);
+        mapRanges(y, y, (first, count, v) -> {
+            double[] xv = new double[count];
+            HostArrays.read(x, first, xv, count);
+            for (int i = 0; i < count; i++) {
+                v[i] += alpha * xv[i];
+            }
+        });
     }
 
     @Override
     protected void doScale(double alpha, NdArray x) {
-        double[] v = HostArrays.doubles(x);
-        for (int i = 0; i < v.length; i++) {
-            v[i] *= alpha;
-        }
-        HostArrays.write(x, v);
+        mapRanges(x, x, (first, count, v) -> {
+            for (int i = 0; i < count; i++) {
+                v[i] *= alpha;
+            }
+        });
     }
 
     @Override
     protected double doDot(NdArray x, NdArray y) {
-        double[] xv = HostArrays.doubles(x);
-        double[] yv = HostArrays.doubles(y);
-        double s = 0;
-        for (int i = 0; i < xv.length; i++) {
-            s += xv[i] * yv[i];
-        }
-        return s;
+        long n = x.size();
+        int per = reductionRows(n, 1);
+        double[][] partials = new double[CpuParallel.chunks(n, per)][];
+        forRows(n, per, (chunk, first, count) -> {
+            double[] xv = new double[Math.min(count, CHUNK_ELEMENTS)];
+            double[] yv = new double[xv.length];
+            double[] acc = new double[1];
+            blocks(first, count, 1, (block, f, c) -> {
+                HostArrays.read(x, f, xv, c);
+                HostArrays.read(y, f, yv, c);
+                acc[0] += CpuKernels.dot(xv, 0, yv, 0, c);
+            });
+            partials[chunk] = acc;
+        });
+        return sum(partials, 1)[0];
     }
 
     // ---------------------------------------------------------------- element-wise
@@ -175,9 +347,11 @@ public final class CpuBackend extends ComputeBackend {
     protected void doFill(NdArray a, double value) {
         int n = (int) a.size();
         if (a.dtype().isFloatingPoint()) {
-            double[] v = new double[n];
-            Arrays.fill(v, value);
-            HostArrays.write(a, v);
+            forRows(n, CHUNK_ELEMENTS, (chunk, first, count) -> {
+                double[] v = new double[count];
+                Arrays.fill(v, value);
+                HostArrays.write(a, first, v, count);
+            });
         } else if (a.dtype() == DType.INT32) {
             int[] v = new int[n];
             Arrays.fill(v, (int) value);
@@ -214,76 +388,134 @@ public final class CpuBackend extends ComputeBackend {
 
     @Override
     protected void doMap(UnaryOp f, NdArray in, NdArray out) {
-        double[] v = HostArrays.doubles(in);
-        for (int i = 0; i < v.length; i++) {
-            v[i] = apply(f, v[i]);
-        }
-        HostArrays.write(out, v);
+        mapRanges(in, out, (first, count, v) -> {
+            for (int i = 0; i < count; i++) {
+                v[i] = apply(f, v[i]);
+            }
+        });
     }
 
     @Override
     protected void doBroadcastRows(BinaryOp f, NdArray a, NdArray v) {
-        double[] av = HostArrays.doubles(a);
+        int rows = (int) a.dim(0);
+        int cols = (int) a.dim(1);
         double[] vv = HostArrays.doubles(v);
-        int cols = vv.length;
-        for (int i = 0; i < av.length; i++) {
-            av[i] = apply(f, av[i], vv[i % cols]);
-        }
-        HostArrays.write(a, av);
+        forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
+            double[] av = new double[count * cols];
+            HostArrays.read(a, (long) first * cols, av, count * cols);
+            for (int r = 0; r < count * cols; r += cols) {
+                if (f == BinaryOp.ADD) {
+                    for (int j = 0; j < cols; j++) {
+                        av[r + j] += vv[j];
+                    }
+                } else if (f == BinaryOp.SUB) {
+                    for (int j = 0; j < cols; j++) {
+                        av[r + j] -= vv[j];
+                    }
+                } else if (f == BinaryOp.MUL) {
+                    for (int j = 0; j < cols; j++) {
+                        av[r + j] *= vv[j];
+                    }
+                } else {
+                    for (int j = 0; j < cols; j++) {
+                        av[r + j] = apply(f, av[r + j], vv[j]);
+                    }
+                }
+            }
+            HostArrays.write(a, (long) first * cols, av, count * cols);
+        });
     }
 
     @Override
     protected void doSoftmaxRows(NdArray in, NdArray out) {
         int rows = (int) in.dim(0);
         int cols = (int) in.dim(1);
-        double[] v = HostArrays.doubles(in);
-        for (int i = 0; i < rows; i++) {
-            int r = i * cols;
-            double max = Double.NEGATIVE_INFINITY;
-            for (int j = 0; j < cols; j++) {
-                max = Math.max(max, v[r + j]);
+        forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
+            double[] v = new double[count * cols];
+            HostArrays.read(in, (long) first * cols, v, count * cols);
+            for (int r = 0; r < count * cols; r += cols) {
+                double max = Double.NEGATIVE_INFINITY;
+                for (int j = 0; j < cols; j++) {
+                    max = Math.max(max, v[r + j]);
+                }
+                double sum = 0;
+                for (int j = 0; j < cols; j++) {
+                    v[r + j] = Math.exp(v[r + j] - max);
+                    sum += v[r + j];
+                }
+                for (int j = 0; j < cols; j++) {
+                    v[r + j] /= sum;
+                }
             }
-            double sum = 0;
-            for (int j = 0; j < cols; j++) {
-                v[r + j] = Math.exp(v[r + j] - max);
-                sum += v[r + j];
-            }
-            for (int j = 0; j < cols; j++) {
-                v[r + j] /= sum;
-            }
-        }
-        HostArrays.write(out, v);
+            HostArrays.write(out, (long) first * cols, v, count * cols);
+        });
     }
 
     // ---------------------------------------------------------------- reductions
 
     @Override
     protected double doReduce(Reduction r, NdArray a) {
-        double[] v = HostArrays.numbers(a);
-        double acc = switch (r) {
+        double init = switch (r) {
             case SUM -> 0;
             case MIN -> Double.POSITIVE_INFINITY;
             case MAX -> Double.NEGATIVE_INFINITY;
         };
-        for (double x : v) {
-            acc = switch (r) {
-                case SUM -> acc + x;
-                case MIN -> Math.min(acc, x);
-                case MAX -> Math.max(acc, x);
-            };
+        if (!a.dtype().isFloatingPoint()) {
+            double acc = init;
+            for (double x : HostArrays.numbers(a)) {
+                acc = reduce(r, acc, x);
+            }
+            return acc;
+        }
+        long n = a.size();
+        int per = reductionRows(n, 1);
+        double[][] partials = new double[CpuParallel.chunks(n, per)][];
+        forRows(n, per, (chunk, first, count) -> {
+            double[] v = new double[Math.min(count, CHUNK_ELEMENTS)];
+            double[] acc = {init};
+            blocks(first, count, 1, (block, f, c) -> {
+                HostArrays.read(a, f, v, c);
+                for (int i = 0; i < c; i++) {
+                    acc[0] = reduce(r, acc[0], v[i]);
+                }
+            });
+            partials[chunk] = acc;
+        });
+        double acc = init;
+        for (double[] p : partials) {
+            acc = reduce(r, acc, p[0]);
         }
         return acc;
     }
 
+    private static double reduce(Reduction r, double acc, double x) {
+        return switch (r) {
+            case SUM -> acc + x;
+            case MIN -> Math.min(acc, x);
+            case MAX -> Math.max(acc, x);
+        };
+    }
+
     @Override
     protected void doColumnSums(NdArray a, NdArray out) {
+        int rows = (int) a.dim(0);
         int cols = (int) a.dim(1);
-        double[] v = HostArrays.doubles(a);
-        double[] s = new double[cols];
-        for (int i = 0; i < v.length; i++) {
-            s[i % cols] += v[i];
-        }
-        HostArrays.write(out, s);
+        int per = reductionRows(rows, cols);
+        double[][] partials = new double[CpuParallel.chunks(rows, per)][];
+        forRows(rows, per, (chunk, first, count) -> {
+            double[] v = new double[Math.min(count, rowsPerChunk(cols)) * cols];
+            double[] s = new double[cols];
+            blocks(first, count, cols, (block, f, c) -> {
+                HostArrays.read(a, (long) f * cols, v, c * cols);
+                for (int r = 0; r < c * cols; r += cols) {
+                    for (int j = 0; j < cols; j++) {
+                        s[j] += v[r + j];
+                    }
+                }
+            });
+            partials[chunk] = s;
+        });
+        HostArrays.write(out, sum(partials, cols));
     }
 
     @Override
@@ -301,45 +533,39 @@ public final class CpuBackend extends ComputeBackend {
 
     @Override
     protected void doArgminRows(NdArray a, NdArray index, NdArray min) {
-        int rows = (int) a.dim(0);
-        int cols = (int) a.dim(1);
-        double[] v = HostArrays.doubles(a);
-        int[] idx = new int[rows];
-        double[] best = new double[rows];
-        for (int i = 0; i < rows; i++) {
-            int r = i * cols;
-            int arg = 0;
-            for (int j = 1; j < cols; j++) {
-                if (v[r + j] < v[r + arg]) {
-                    arg = j;
-                }
-            }
-            idx[i] = arg;
-            best[i] = v[r + arg];
-        }
-        HostArrays.write(index, idx);
-        if (min != null) {
-            HostArrays.write(min, best);
-        }
+        argRows(a, index, min, true);
     }
 
     @Override
     protected void doArgmaxRows(NdArray a, NdArray index) {
+        argRows(a, index, null, false);
+    }
+
+    /** The first smallest ({@code smallest}) or largest element of each row, its value into {@code best}. */
+    private static void argRows(NdArray a, NdArray index, NdArray best, boolean smallest) {
         int rows = (int) a.dim(0);
         int cols = (int) a.dim(1);
-        double[] v = HostArrays.doubles(a);
-        int[] idx = new int[rows];
-        for (int i = 0; i < rows; i++) {
-            int r = i * cols;
-            int arg = 0;
-            for (int j = 1; j < cols; j++) {
-                if (v[r + j] > v[r + arg]) {
-                    arg = j;
+        forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
+            double[] v = new double[count * cols];
+            HostArrays.read(a, (long) first * cols, v, count * cols);
+            int[] idx = new int[count];
+            double[] b = new double[count];
+            for (int i = 0; i < count; i++) {
+                int r = i * cols;
+                int arg = 0;
+                for (int j = 1; j < cols; j++) {
+                    if (smallest ? v[r + j] < v[r + arg] : v[r + j] > v[r + arg]) {
+                        arg = j;
+                    }
                 }
+                idx[i] = arg;
+                b[i] = v[r + arg];
             }
-            idx[i] = arg;
-        }
-        HostArrays.write(index, idx);
+            HostArrays.write(index, first, idx, count);
+            if (best != null) {
+                HostArrays.write(best, first, b, count);
+            }
+        });
     }
 
     // ---------------------------------------------------------------- fused
@@ -348,39 +574,46 @@ public final class CpuBackend extends ComputeBackend {
     protected double doCrossEntropy(NdArray logits, NdArray labels, NdArray grad) {
         int rows = (int) logits.dim(0);
         int cols = (int) logits.dim(1);
-        double[] z = HostArrays.doubles(logits);
-        int[] y = HostArrays.ints(labels);
         int classes = Math.max(cols, 2);
-        double loss = 0;
-        for (int i = 0; i < rows; i++) {
-            if (y[i] < 0 || y[i] >= classes) {
-                throw new IllegalArgumentException("crossEntropy: labels[" + i + "] = " + y[i]
-                        + " (expected: 0 <= label < " + classes + ")");
+        int per = reductionRows(rows, cols);
+        double[][] partials = new double[CpuParallel.chunks(rows, per)][];
+        forRows(rows, per, (chunk, first, count) -> {
+            double[] z = new double[count * cols];
+            HostArrays.read(logits, (long) first * cols, z, count * cols);
+            int[] y = new int[count];
+            HostArrays.read(labels, first, y, count);
+            double loss = 0;
+            for (int i = 0; i < count; i++) {
+                if (y[i] < 0 || y[i] >= classes) {
+                    throw new IllegalArgumentException("crossEntropy: labels[" + (first + i) + "] = " + y[i]
+                            + " (expected: 0 <= label < " + classes + ")");
+                }
+                if (cols == 1) {
+                    double zi = z[i];
+                    loss += Math.max(zi, 0) - y[i] * zi + Math.log1p(Math.exp(-Math.abs(zi)));
+                    z[i] = apply(UnaryOp.SIGMOID, zi) - y[i];
+                } else {
+                    int r = i * cols;
+                    double max = Double.NEGATIVE_INFINITY;
+                    for (int j = 0; j < cols; j++) {
+                        max = Math.max(max, z[r + j]);
+                    }
+                    double sum = 0;
+                    for (int j = 0; j < cols; j++) {
+                        sum += Math.exp(z[r + j] - max);
+                    }
+                    double lse = max + Math.log(sum);
+                    loss += lse - z[r + y[i]];
+                    for (int j = 0; j < cols; j++) {
+                        z[r + j] = Math.exp(z[r + j] - lse);
+                    }
+                    z[r + y[i]] -= 1;
+                }
             }
-            if (cols == 1) {
-                double zi = z[i];
-                loss += Math.max(zi, 0) - y[i] * zi + Math.log1p(Math.exp(-Math.abs(zi)));
-                z[i] = apply(UnaryOp.SIGMOID, zi) - y[i];
-            } else {
-                int r = i * cols;
-                double max = Double.NEGATIVE_INFINITY;
-                for (int j = 0; j < cols; j++) {
-                    max = Math.max(max, z[r + j]);
-                }
-                double sum = 0;
-                for (int j = 0; j < cols; j++) {
-                    sum += Math.exp(z[r + j] - max);
-                }
-                double lse = max + Math.log(sum);
-                loss += lse - z[r + y[i]];
-                for (int j = 0; j < cols; j++) {
-                    z[r + j] = Math.exp(z[r + j] - lse);
-                }
-                z[r + y[i]] -= 1;
-            }
-        }
-        HostArrays.write(grad, z);
-        return loss;
+            partials[chunk] = new double[] {loss};
+            HostArrays.write(grad, (long) first * cols, z, count * cols);
+        });
+        return sum(partials, 1)[0];
     }
 
     @Override
@@ -388,18 +621,27 @@ public final class CpuBackend extends ComputeBackend {
         int n = (int) x.dim(0);
         int m = (int) y.dim(0);
         int d = (int) x.dim(1);
-        double[] xv = HostArrays.doubles(x);
-        double[] yv = HostArrays.doubles(y);
-        double[] xn = rowSquaredNorms(xv, n, d);
-        double[] yn = rowSquaredNorms(yv, m, d);
-        double[] g = new double[n * m];
-        multiply(-2, xv, transpose(yv, m, d), 0, g, n, m, d);
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < m; j++) {
-                g[i * m + j] = Math.max(0, g[i * m + j] + xn[i] + yn[j]);
+        forTiles(n, m, d, (first, count, col, w) -> {
+            double[] xv = new double[count * d];
+            HostArrays.read(x, (long) first * d, xv, count * d);
+            double[] t = tile(y, true, col, w, m, d);
+            double[] yn = new double[w];
+            for (int p = 0; p < d; p++) {
+                for (int j = 0; j < w; j++) {
+                    yn[j] += t[p * w + j] * t[p * w + j];
+                }
             }
-        }
-        HostArrays.write(out, g);
+            double[] acc = new double[count * w];
+            CpuKernels.multiplyAdd(xv, 0, d, 1, t, 0, w, acc, 0, w, count, w, d);
+            double[] row = new double[w];
+            for (int i = 0; i < count; i++) {
+                double xn = CpuKernels.dot(xv, i * d, xv, i * d, d);
+                for (int j = 0; j < w; j++) {
+                    row[j] = Math.max(0, -2 * acc[i * w + j] + xn + yn[j]);
+                }
+                HostArrays.write(out, (long) (first + i) * m + col, row, w);
+            }
+        });
     }
 
     @Override
@@ -407,48 +649,34 @@ public final class CpuBackend extends ComputeBackend {
         int n = (int) x.dim(0);
         int m = (int) y.dim(0);
         int d = (int) x.dim(1);
-        double[] xv = HostArrays.doubles(x);
         double[] yv = HostArrays.doubles(y);
-        int[] idx = new int[n];
-        double[] best = new double[n];
-        IntStream rows = IntStream.range(0, n);
-        if ((long) n * m * d >= PARALLEL_WORK && n > 1) {
-            rows = rows.parallel();
-        }
-        rows.forEach(i -> {
-            int arg = 0;
-            double nearest = 0;
-            for (int c = 0; c < m; c++) {
-                double s = 0;
-                for (int j = 0; j < d; j++) {
-                    double diff = xv[i * d + j] - yv[c * d + j];
-                    s += diff * diff;
+        forRows(n, rowsPerChunk(d), (chunk, first, count) -> {
+            double[] xv = new double[count * d];
+            HostArrays.read(x, (long) first * d, xv, count * d);
+            int[] idx = new int[count];
+            double[] best = new double[count];
+            for (int i = 0; i < count; i++) {
+                int arg = 0;
+                double nearest = 0;
+                for (int c = 0; c < m; c++) {
+                    double s = 0;
+                    for (int j = 0; j < d; j++) {
+                        double diff = xv[i * d + j] - yv[c * d + j];
+                        s += diff * diff;
+                    }
+                    if (c == 0 || s < nearest) {
+                        nearest = s;
+                        arg = c;
+                    }
                 }
-                if (c == 0 || s < nearest) {
-                    nearest = s;
-                    arg = c;
-                }
+                idx[i] = arg;
+                best[i] = nearest;
             }
-            idx[i] = arg;
-            best[i] = nearest;
+            HostArrays.write(index, first, idx, count);
+            if (min != null) {
+                HostArrays.write(min, first, best, count);
+            }
         });
-        HostArrays.write(index, idx);
-        if (min != null) {
-            HostArrays.write(min, best);
-        }
-    }
-
-    private static double[] rowSquaredNorms(double[] v, int rows, int cols) {
-        double[] s = new double[rows];
-        for (int i = 0; i < rows; i++) {
-            double acc = 0;
-            for (int j = 0; j < cols; j++) {
-                double e = v[i * cols + j];
-                acc += e * e;
-            }
-            s[i] = acc;
-        }
-        return s;
     }
 
     // ---------------------------------------------------------------- indexing
@@ -532,35 +760,38 @@ public final class CpuBackend extends ComputeBackend {
         int rows = (int) values.dim(0);
         int cols = (int) values.dim(1);
         int k = (int) outValues.dim(1);
-        double[] v = HostArrays.doubles(values);
-        double[] ov = new double[rows * k];
-        long[] oi = new long[rows * k];
-        double[] bestV = new double[k];
-        int[] bestI = new int[k];
-        for (int i = 0; i < rows; i++) {
-            int r = i * cols;
-            int count = 0;
-            for (int j = 0; j < cols; j++) {
-                double x = v[r + j];
-                if (count == k && Double.compare(x, bestV[k - 1]) >= 0) {
-                    continue;
+        forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
+            double[] v = new double[count * cols];
+            HostArrays.read(values, (long) first * cols, v, count * cols);
+            double[] ov = new double[count * k];
+            long[] oi = new long[count * k];
+            double[] bestV = new double[k];
+            int[] bestI = new int[k];
+            for (int i = 0; i < count; i++) {
+                int r = i * cols;
+                int found = 0;
+                for (int j = 0; j < cols; j++) {
+                    double x = v[r + j];
+                    if (found == k && Double.compare(x, bestV[k - 1]) >= 0) {
+                        continue;
+                    }
+                    int p = found < k ? found++ : k - 1;
+                    while (p > 0 && Double.compare(bestV[p - 1], x) > 0) {
+                        bestV[p] = bestV[p - 1];
+                        bestI[p] = bestI[p - 1];
+                        p--;
+                    }
+                    bestV[p] = x;
+                    bestI[p] = j;
                 }
-                int p = count < k ? count++ : k - 1;
-                while (p > 0 && Double.compare(bestV[p - 1], x) > 0) {
-                    bestV[p] = bestV[p - 1];
-                    bestI[p] = bestI[p - 1];
-                    p--;
+                for (int q = 0; q < k; q++) {
+                    ov[i * k + q] = bestV[q];
+                    oi[i * k + q] = bestI[q] + idOffset;
                 }
-                bestV[p] = x;
-                bestI[p] = j;
             }
-            for (int q = 0; q < k; q++) {
-                ov[i * k + q] = bestV[q];
-                oi[i * k + q] = bestI[q] + idOffset;
-            }
-        }
-        HostArrays.write(outValues, ov);
-        HostArrays.write(outIds, oi);
+            HostArrays.write(outValues, (long) first * k, ov, count * k);
+            HostArrays.write(outIds, (long) first * k, oi, count * k);
+        });
     }
 
     @Override

@@ -233,6 +233,134 @@ public final class HostArrays {
         }
     }
 
+    private static void checkRange(NdArray a, long first, int count) {
+        a.checkOpen();
+        if (first < 0 || count < 0 || first + count > a.size()) {
+            throw new IllegalArgumentException(a + ": elements " + first + " .. " + (first + count) + " (expected: "
+                    + "within 0 .. " + a.size() + ")");
+        }
+    }
+
+    /**
+     * Reads elements {@code [first, first + count)} of a float32 or float64 array, in storage order, into
+     * {@code into[0 .. count)} as doubles: in place from host memory, through the copy engine from a device.
+     */
+    public static void read(NdArray a, long first, double[] into, int count) {
+        checkRange(a, first, count);
+        if (count == 0) {
+            return;
+        }
+        MemorySegment seg = hostSegment(a);
+        if (a.dtype() == DType.FLOAT64) {
+            if (seg != null) {
+                MemorySegment.copy(seg, F64, first * Double.BYTES, into, 0, count);
+            } else {
+                CopyEngine.copyToSegment(a.buffer(), first * Double.BYTES, MemorySegment.ofArray(into)
+                        .asSlice(0, (long) count * Double.BYTES));
+            }
+        } else if (a.dtype() == DType.FLOAT32) {
+            float[] f = new float[count];
+            if (seg != null) {
+                MemorySegment.copy(seg, F32, first * Float.BYTES, f, 0, count);
+            } else {
+                CopyEngine.copyToSegment(a.buffer(), first * Float.BYTES, MemorySegment.ofArray(f));
+            }
+            for (int i = 0; i < count; i++) {
+                into[i] = f[i];
+            }
+        } else {
+            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
+                    + "float64)");
+        }
+    }
+
+    /** Reads elements {@code [first, first + count)} of an int32 array into {@code into[0 .. count)}. */
+    public static void read(NdArray a, long first, int[] into, int count) {
+        if (a.dtype() != DType.INT32) {
+            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: int32)");
+        }
+        checkRange(a, first, count);
+        if (count == 0) {
+            return;
+        }
+        MemorySegment seg = hostSegment(a);
+        if (seg != null) {
+            MemorySegment.copy(seg, I32, first * Integer.BYTES, into, 0, count);
+        } else {
+            CopyEngine.copyToSegment(a.buffer(), first * Integer.BYTES, MemorySegment.ofArray(into)
+                    .asSlice(0, (long) count * Integer.BYTES));
+        }
+    }
+
+    /**
+     * Writes {@code from[0 .. count)} (rounded to float32 for a float32 array) over elements
+     * {@code [first, first + count)} of {@code a}.
+     */
+    public static void write(NdArray a, long first, double[] from, int count) {
+        checkRange(a, first, count);
+        if (count == 0) {
+            return;
+        }
+        MemorySegment seg = hostSegment(a);
+        if (a.dtype() == DType.FLOAT64) {
+            if (seg != null) {
+                MemorySegment.copy(from, 0, seg, F64, first * Double.BYTES, count);
+            } else {
+                CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Double.BYTES),
+                        a.buffer(), first * Double.BYTES);
+            }
+        } else if (a.dtype() == DType.FLOAT32) {
+            float[] f = new float[count];
+            for (int i = 0; i < count; i++) {
+                f[i] = (float) from[i];
+            }
+            if (seg != null) {
+                MemorySegment.copy(f, 0, seg, F32, first * Float.BYTES, count);
+            } else {
+                CopyEngine.copyFromSegment(MemorySegment.ofArray(f), a.buffer(), first * Float.BYTES);
+            }
+        } else {
+            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
+                    + "float64)");
+        }
+    }
+
+    /** Writes {@code from[0 .. count)} over elements {@code [first, first + count)} of an int32 array. */
+    public static void write(NdArray a, long first, int[] from, int count) {
+        if (a.dtype() != DType.INT32) {
+            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: int32)");
+        }
+        checkRange(a, first, count);
+        if (count == 0) {
+            return;
+        }
+        MemorySegment seg = hostSegment(a);
+        if (seg != null) {
+            MemorySegment.copy(from, 0, seg, I32, first * Integer.BYTES, count);
+        } else {
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Integer.BYTES),
+                    a.buffer(), first * Integer.BYTES);
+        }
+    }
+
+    /** Writes {@code from[0 .. count)} over elements {@code [first, first + count)} of an int64 array. */
+    public static void write(NdArray a, long first, long[] from, int count) {
+        if (a.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: int64)");
+        }
+        checkRange(a, first, count);
+        if (count == 0) {
+            return;
+        }
+        MemorySegment seg = hostSegment(a);
+        if (seg != null) {
+            MemorySegment.copy(from, 0, seg, I64, first * Long.BYTES, count);
+        } else {
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Long.BYTES),
+                    a.buffer(), first * Long.BYTES);
+        }
+    }
+
     private static void checkLength(NdArray a, int n) {
         a.checkOpen();
         if (a.size() != n) {

@@ -11,6 +11,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,6 +44,65 @@ class EstimatorBenchTest {
                 md.toString());
         assertTrue(md.stream().anyMatch(l -> l.startsWith("| RandomForestRegressor | 300 | ") && l.endsWith(" true |")),
                 md.toString());
+    }
+
+    @Test
+    void peerShouldBeSkippedWithTheReasonWhenThereIsNoPython(@TempDir Path dir) throws IOException {
+        String out = run(dir, "/nonexistent/python3", "Ridge");
+        assertTrue(out.contains("INFO peer=sklearn skipped: cannot start /nonexistent/python3 ("), out);
+        String md = Files.readString(dir.resolve("estimators.md"));
+        assertTrue(md.contains("scikit-learn did not run: cannot start /nonexistent/python3 ("), md);
+    }
+
+    @Test
+    void peerShouldRunScikitLearnOnTheSameDataAndWriteTheComparison(@TempDir Path dir) throws IOException {
+        String python = List.of("python3", "/usr/bin/python3").stream().filter(EstimatorBenchTest::hasSklearn)
+                .findFirst().orElse(null);
+        Assumptions.assumeTrue(python != null, "no python3 with scikit-learn here");
+        String out = run(dir, python, "Ridge,KMeans,NearestNeighbors,RandomForestClassifier");
+        assertTrue(out.contains("INFO peer=sklearn sklearn="), out);
+        for (String e : List.of("Ridge", "KMeans", "NearestNeighbors")) {
+            assertTrue(out.matches("(?s).*\nPEER estimator=" + e + " fit_ms=[0-9.]+ predict_ms=[0-9.]+ .*"), out);
+        }
+        assertTrue(!out.contains("PEER estimator=RandomForest"), out);
+        String md = Files.readString(dir.resolve("estimators.md"));
+        assertTrue(md.matches("(?s).*\\| KMeans \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| "
+                + "[0-9.]+ \\| \\d+ / \\d+ \\| n_clusters=8,init=given,n_init=1,tol=0,max_iter=100,.*"), md);
+    }
+
+    @Test
+    void peerLinesShouldParseAndRefuseWhatTheyLack() {
+        SklearnPeer.Row r = SklearnPeer.parse("PEER estimator=KMeans fit_ms=1.5 predict_ms=0.25 n_iter=3 "
+                + "settings=n_clusters=8,tol=0");
+        assertEquals(new SklearnPeer.Row("KMeans", 1.5, 0.25, "3", "n_clusters=8,tol=0"), r);
+        assertEquals("peer line without predict_ms: PEER estimator=KMeans fit_ms=1.5",
+                assertThrows(IllegalArgumentException.class,
+                        () -> SklearnPeer.parse("PEER estimator=KMeans fit_ms=1.5")).getMessage());
+        assertEquals("--peer torch (expected: sklearn)", assertThrows(IllegalArgumentException.class,
+                () -> EstimatorBench.Options.parse("--peer", "torch")).getMessage());
+    }
+
+    private static String run(Path dir, String python, String estimators) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            EstimatorBench.run(EstimatorBench.Options.parse("--rows", "200", "--cols", "4", "--repeat", "1",
+                    "--backends", "cpu", "--estimators", estimators, "--peer", "sklearn", "--python", python, "--out",
+                    dir.toString()), out);
+        }
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    private static boolean hasSklearn(String python) {
+        try {
+            Process p = new ProcessBuilder(python, "-c", "import sklearn").redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     @Test
@@ -79,7 +140,8 @@ class EstimatorBenchTest {
     @Test
     void shouldRefuseUnknownOptionsAndBadSizes() {
         assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R, --backends device,cpu, "
-                + "--neighbors K, --estimators NAME,NAME, --out DIR)", assertThrows(IllegalArgumentException.class,
+                + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR)",
+                assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--size", "4")).getMessage());
         assertEquals("--rows 2 (expected: 8 .. 2147483647)", assertThrows(IllegalArgumentException.class,
                 () -> EstimatorBench.Options.parse("--rows", "2")).getMessage());

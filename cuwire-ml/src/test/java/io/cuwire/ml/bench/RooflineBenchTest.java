@@ -19,18 +19,22 @@ class RooflineBenchTest {
                     "--fit-rows", "5000"), out);
         }
         String[] lines = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
-        assertEquals(5, lines.length, String.join("\n", lines));
+        assertEquals(6, lines.length, String.join("\n", lines));
         assertTrue(lines[0].startsWith("INFO bench=roofline device="), lines[0]);
         assertTrue(lines[2].matches("RESULT bench=roofline copy=d2d bytes=1280000 copy_ms=[0-9.]+ gbps=[0-9.]+"),
                 lines[2]);
+        assertTrue(lines[3].matches("RESULT bench=roofline read=sum bytes=1280000 read_ms=[0-9.]+ gbps=[0-9.]+"),
+                lines[3]);
         String number = "[0-9.]+";
         for (int i = 0; i < 2; i++) {
             String name = i == 0 ? "LinearRegression" : "KMeans";
             String kernel = i == 0 ? "" : " kernel=\\w+";
-            assertTrue(lines[3 + i].matches("RESULT bench=roofline estimator=" + name + " rows=20000 cols=16 "
+            assertTrue(lines[4 + i].matches("RESULT bench=roofline estimator=" + name + " rows=20000 cols=16 "
                     + "predict_ms=" + number + " gbps=" + number + " roofline_gbps=" + number + " fraction="
-                    + number + " backend=\\w+" + kernel + " fit_ms=" + number + " out_bytes=80000 out=device "
-                    + "checked_rows=10000 matches_cpu=true"), lines[3 + i]);
+                    + number + " read_gbps=" + number + " vs_read=" + number + " backend=\\w+" + kernel + " fit_ms="
+                    + number + " out_bytes=80000 out=device checked_rows=10000 matches_cpu=true"), lines[4 + i]);
+            assertEquals(results[i].predictMs() / (1280000 / (results[i].readGbps() * 1e6)), results[i].vsRead(),
+                    1e-9 * results[i].vsRead());
             assertTrue(results[i].matchesCpu(), results[i].toString());
         }
         // the emulated device computes on the CPU backend; on a GPU, 16 float32 columns and 8 clusters take the
@@ -42,7 +46,7 @@ class RooflineBenchTest {
             case "scalar" -> "ml_nearest_rows_k8_f32";
             default -> "ml_nearest_rows_regs_v4_k8x1_f32";
         };
-        assertEquals(want, results[1].kernel(), lines[4]);
+        assertEquals(want, results[1].kernel(), lines[5]);
     }
 
     @Test

@@ -1,0 +1,86 @@
+package io.cuwire.ml.internal;
+
+/**
+ * The CPU backend's inner loops: the JDK's Vector API ({@link VectorKernels}) when the JVM runs with
+ * {@code --add-modules jdk.incubator.vector}, else plain loops. The Vector API is still incubating in JDK 25, so it
+ * is optional: without the module every operation gives the same results to rounding, more slowly (C2 does not
+ * vectorize these loops by itself: it cannot tell two {@code double[]} apart, and it keeps the order of floating-point
+ * sums). The {@value #KERNELS_PROPERTY} system property set to {@code scalar} keeps to the plain loops.
+ */
+final class CpuKernels {
+    /** The system property that picks the kernels: {@code auto} (the default) or {@code scalar}. */
+    static final String KERNELS_PROPERTY = "cuwire.ml.cpuKernels";
+
+    /** Whether the Vector API kernels run. */
+    static final boolean VECTOR = vector();
+
+    private CpuKernels() {
+    }
+
+    private static boolean vector() {
+        String v = System.getProperty(KERNELS_PROPERTY, "auto").strip();
+        if (!v.equals("auto") && !v.equals("scalar")) {
+            throw new IllegalArgumentException("-D" + KERNELS_PROPERTY + "=" + v + " (expected: auto or scalar)");
+        }
+        return v.equals("auto") && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+    }
+
+    /** {@code vector} or {@code scalar}: the kernels that run. */
+    static String name() {
+        return VECTOR ? "vector " + VectorKernels.lanes() + " x f64" : "scalar";
+    }
+
+    /**
+     * {@code c[cOff + i ldc + j] += sum over p of a[aOff + i ai + p ap] b[bOff + p ldb + j]} for {@code i < m},
+     * {@code j < n}, {@code p < k}: {@code C += A B} with {@code A} read through strides (row-major {@code A} has
+     * {@code ai = k, ap = 1}; the transpose of a row-major {@code k x m} matrix {@code ai = 1, ap = m}) and
+     * {@code B}, {@code C} row-major.
+     */
+    static void multiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c, int cOff,
+            int ldc, int m, int n, int k) {
+        if (VECTOR) {
+            VectorKernels.multiplyAdd(a, aOff, ai, ap, b, bOff, ldb, c, cOff, ldc, m, n, k);
+        } else {
+            scalarMultiplyAdd(a, aOff, ai, ap, b, bOff, ldb, c, cOff, ldc, m, n, k);
+        }
+    }
+
+    /** {@link #multiplyAdd} in plain loops. */
+    static void scalarMultiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c,
+            int cOff, int ldc, int m, int n, int k) {
+        for (int i = 0; i < m; i++) {
+            int cr = cOff + i * ldc;
+            for (int p = 0; p < k; p++) {
+                double x = a[aOff + i * ai + p * ap];
+                int br = bOff + p * ldb;
+                for (int j = 0; j < n; j++) {
+                    c[cr + j] += x * b[br + j];
+                }
+            }
+        }
+    }
+
+    /** {@code x[xo ..] . y[yo ..]} over {@code len} elements. */
+    static double dot(double[] x, int xo, double[] y, int yo, int len) {
+        return VECTOR ? VectorKernels.dot(x, xo, y, yo, len) : scalarDot(x, xo, y, yo, len);
+    }
+
+    /** {@link #dot} in plain loops. */
+    static double scalarDot(double[] x, int xo, double[] y, int yo, int len) {
+        double s0 = 0;
+        double s1 = 0;
+        double s2 = 0;
+        double s3 = 0;
+        int p = 0;
+        for (; p + 3 < len; p += 4) {
+            s0 += x[xo + p] * y[yo + p];
+            s1 += x[xo + p + 1] * y[yo + p + 1];
+            s2 += x[xo + p + 2] * y[yo + p + 2];
+            s3 += x[xo + p + 3] * y[yo + p + 3];
+        }
+        for (; p < len; p++) {
+            s0 += x[xo + p] * y[yo + p];
+        }
+        return (s0 + s1) + (s2 + s3);
+    }
+}

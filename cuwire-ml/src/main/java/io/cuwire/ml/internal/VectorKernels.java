@@ -1,0 +1,126 @@
+package io.cuwire.ml.internal;
+
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * {@link CpuKernels} on the JDK's Vector API, the machine's widest double vectors: loaded only when the JVM has the
+ * {@code jdk.incubator.vector} module. Products keep a block of 4 rows x 2 vectors of the output in registers over the
+ * whole inner dimension (the edges in masked vectors). Sums across lanes go lane by lane, in order
+ * ({@code reduceLanes} leaves the order open), so a result is the same at every call.
+ */
+final class VectorKernels {
+    private static final VectorSpecies<Double> S = DoubleVector.SPECIES_PREFERRED;
+    private static final int L = S.length();
+
+    private VectorKernels() {
+    }
+
+    static int lanes() {
+        return L;
+    }
+
+    static void multiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c, int cOff,
+            int ldc, int m, int n, int k) {
+        int i = 0;
+        for (; i + 4 <= m; i += 4) {
+            int j = 0;
+            for (; j + 2 * L <= n; j += 2 * L) {
+                block4x2(a, aOff + i * ai, ai, ap, b, bOff + j, ldb, c, cOff + i * ldc + j, ldc, k);
+            }
+            for (; j < n; j += L) {
+                block4x1(a, aOff + i * ai, ai, ap, b, bOff + j, ldb, c, cOff + i * ldc + j, ldc, k,
+                        S.indexInRange(j, n));
+            }
+        }
+        for (; i < m; i++) {
+            for (int j = 0; j < n; j += L) {
+                VectorMask<Double> mask = S.indexInRange(j, n);
+                DoubleVector acc = DoubleVector.zero(S);
+                int ao = aOff + i * ai;
+                for (int p = 0; p < k; p++) {
+                    acc = DoubleVector.fromArray(S, b, bOff + p * ldb + j, mask)
+                            .fma(DoubleVector.broadcast(S, a[ao + p * ap]), acc);
+                }
+                int co = cOff + i * ldc + j;
+                DoubleVector.fromArray(S, c, co, mask).add(acc).intoArray(c, co, mask);
+            }
+        }
+    }
+
+    private static void block4x2(double[] a, int ao, int ai, int ap, double[] b, int bo, int ldb, double[] c, int co,
+            int ldc, int k) {
+        DoubleVector c00 = DoubleVector.zero(S);
+        DoubleVector c01 = c00;
+        DoubleVector c10 = c00;
+        DoubleVector c11 = c00;
+        DoubleVector c20 = c00;
+        DoubleVector c21 = c00;
+        DoubleVector c30 = c00;
+        DoubleVector c31 = c00;
+        for (int p = 0; p < k; p++) {
+            int br = bo + p * ldb;
+            DoubleVector b0 = DoubleVector.fromArray(S, b, br);
+            DoubleVector b1 = DoubleVector.fromArray(S, b, br + L);
+            int ar = ao + p * ap;
+            DoubleVector a0 = DoubleVector.broadcast(S, a[ar]);
+            c00 = b0.fma(a0, c00);
+            c01 = b1.fma(a0, c01);
+            DoubleVector a1 = DoubleVector.broadcast(S, a[ar + ai]);
+            c10 = b0.fma(a1, c10);
+            c11 = b1.fma(a1, c11);
+            DoubleVector a2 = DoubleVector.broadcast(S, a[ar + 2 * ai]);
+            c20 = b0.fma(a2, c20);
+            c21 = b1.fma(a2, c21);
+            DoubleVector a3 = DoubleVector.broadcast(S, a[ar + 3 * ai]);
+            c30 = b0.fma(a3, c30);
+            c31 = b1.fma(a3, c31);
+        }
+        add(c, co, c00, c01);
+        add(c, co + ldc, c10, c11);
+        add(c, co + 2 * ldc, c20, c21);
+        add(c, co + 3 * ldc, c30, c31);
+    }
+
+    private static void add(double[] c, int co, DoubleVector v0, DoubleVector v1) {
+        DoubleVector.fromArray(S, c, co).add(v0).intoArray(c, co);
+        DoubleVector.fromArray(S, c, co + L).add(v1).intoArray(c, co + L);
+    }
+
+    private static void block4x1(double[] a, int ao, int ai, int ap, double[] b, int bo, int ldb, double[] c, int co,
+            int ldc, int k, VectorMask<Double> mask) {
+        DoubleVector c0 = DoubleVector.zero(S);
+        DoubleVector c1 = c0;
+        DoubleVector c2 = c0;
+        DoubleVector c3 = c0;
+        for (int p = 0; p < k; p++) {
+            DoubleVector bv = DoubleVector.fromArray(S, b, bo + p * ldb, mask);
+            int ar = ao + p * ap;
+            c0 = bv.fma(DoubleVector.broadcast(S, a[ar]), c0);
+            c1 = bv.fma(DoubleVector.broadcast(S, a[ar + ai]), c1);
+            c2 = bv.fma(DoubleVector.broadcast(S, a[ar + 2 * ai]), c2);
+            c3 = bv.fma(DoubleVector.broadcast(S, a[ar + 3 * ai]), c3);
+        }
+        DoubleVector.fromArray(S, c, co, mask).add(c0).intoArray(c, co, mask);
+        DoubleVector.fromArray(S, c, co + ldc, mask).add(c1).intoArray(c, co + ldc, mask);
+        DoubleVector.fromArray(S, c, co + 2 * ldc, mask).add(c2).intoArray(c, co + 2 * ldc, mask);
+        DoubleVector.fromArray(S, c, co + 3 * ldc, mask).add(c3).intoArray(c, co + 3 * ldc, mask);
+    }
+
+    static double dot(double[] x, int xo, double[] y, int yo, int len) {
+        DoubleVector acc = DoubleVector.zero(S);
+        int p = 0;
+        for (; p + L <= len; p += L) {
+            acc = DoubleVector.fromArray(S, x, xo + p).fma(DoubleVector.fromArray(S, y, yo + p), acc);
+        }
+        double s = 0;
+        for (int lane = 0; lane < L; lane++) {
+            s += acc.lane(lane);
+        }
+        for (; p < len; p++) {
+            s += x[xo + p] * y[yo + p];
+        }
+        return s;
+    }
+}
