@@ -72,8 +72,8 @@ import java.util.stream.Collectors;
  * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
  * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
  * say so; {@code --forest-trees}, {@code --forest-depth} and {@code --forest-rows} change the three, e.g. to issue
- * 23's 100 trees of depth 12 on 10<sup>6</sup> x 64 with {@code --rows 1000000 --cols 64}): the trees are grown on
- * the host whatever the backend (in parallel), so their fit times differ by the copies only.
+ * 23's 100 trees of depth 12 on 10<sup>6</sup> x 64 with {@code --rows 1000000 --cols 64}): with histogram splits,
+ * the CUDA backend grows the trees on the GPU, the CPU and emulated backends on the host (in parallel).
  *
  * <h2>scikit-learn beside the forests</h2>
  * With {@code --forest-peer sklearn} each forest is also fitted by scikit-learn ({@link SklearnForests}, every core)
@@ -359,7 +359,8 @@ public final class EstimatorBench {
         }
         StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`").append(settings).append("`\n\n")
                 .append("Median times in ms. The cpu backend is the reference (its rows match by definition); forests "
-                        + "are grown on the host whatever the backend.\n\n| estimator | rows |");
+                        + "are grown on the GPU by the cuda backend, on the host by the others.\n\n")
+                .append("| estimator | rows |");
         StringBuilder rule = new StringBuilder("\n|---|---:|");
         for (String b : backends) {
             md.append(' ').append(b).append(" fit | ").append(b).append(" predict |");

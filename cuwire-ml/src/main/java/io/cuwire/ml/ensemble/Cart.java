@@ -152,9 +152,12 @@ final class Cart {
     private record Split(int feature, double threshold, double score, int bin) {
     }
 
-    /** {@code maxFeatures} features drawn without replacement (a partial Fisher-Yates shuffle), in draw order. */
     private int[] draw() {
-        int k = Math.min(params.maxFeatures(), d);
+        return draw(random, d, Math.min(params.maxFeatures(), d));
+    }
+
+    /** {@code k} of {@code d} features drawn without replacement (a partial Fisher-Yates shuffle), in draw order. */
+    static int[] draw(SplittableRandom random, int d, int k) {
         int[] features = new int[d];
         for (int j = 0; j < d; j++) {
             features[j] = j;

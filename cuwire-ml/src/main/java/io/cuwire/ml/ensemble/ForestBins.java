@@ -42,13 +42,8 @@ final class ForestBins {
         return edges[f].length + 1;
     }
 
-    /**
-     * Quantizes row-major {@code x} ({@code n} rows of {@code d} features), the features in parallel.
-     *
-     * @throws IllegalArgumentException if {@code maxBins} is not in {@code 2 .. 256}
-     */
-    static ForestBins quantize(double[] x, int n, int d, int maxBins) {
-        double[][] edges = edges(x, n, d, maxBins);
+    /** Quantizes row-major {@code x} ({@code n} rows of {@code d} features) at {@code edges}, in parallel. */
+    static ForestBins quantize(double[] x, int n, int d, double[][] edges) {
         byte[] codes = new byte[Math.multiplyExact(n, d)];
         IntStream.range(0, d).parallel().forEach(f -> {
             double[] e = edges[f];
@@ -60,7 +55,11 @@ final class ForestBins {
         return new ForestBins(n, d, edges, codes);
     }
 
-    /** The edges of every feature of row-major {@code x}, from the sample of rows described above. */
+    /**
+     * The edges of every feature of row-major {@code x}, from the sample of rows described above.
+     *
+     * @throws IllegalArgumentException if {@code maxBins} is not in {@code 2 .. 256}
+     */
     static double[][] edges(double[] x, int n, int d, int maxBins) {
         if (maxBins < 2 || maxBins > MAX_BINS) {
             throw new IllegalArgumentException("maxBins " + maxBins + " (expected: 2 .. " + MAX_BINS + ")");

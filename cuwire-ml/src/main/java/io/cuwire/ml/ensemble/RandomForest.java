@@ -7,6 +7,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ForestLayout;
+import io.cuwire.ml.HistogramTrees;
 import io.cuwire.ml.Param;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
@@ -14,6 +15,7 @@ import java.io.Serial;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
@@ -42,8 +44,10 @@ import java.util.stream.IntStream;
  *
  * <p>Trees are grown on the host from a copy of the partition (counted by the copy engine when it lives on a
  * device), several at once on the common fork-join pool, and the features of a large node are scanned in parallel;
- * each tree depends only on its seed and the data, so the forest is the same whatever the parallelism. A GPU tree
- * builder is not part of this module.
+ * each tree depends only on its seed and the data, so the forest is the same whatever the parallelism. A backend
+ * with its own histogram tree builder ({@link io.cuwire.ml.ComputeBackend#histogramTrees}: cuwire-ml-cuda's, on a
+ * GPU) grows the histogram-split trees where the partition lives, one tree after another, from the same samples and
+ * feature draws; the bins' edges are placed on the host from a copy either way.
  */
 public abstract sealed class RandomForest extends Estimator permits RandomForestClassifier, RandomForestRegressor {
     @Serial
@@ -153,17 +157,39 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         Cart.Params params = new Cart.Params(maxDepth, minSamplesSplit, minSamplesLeaf, Math.min(features, d));
         int first = (int) ((long) nEstimators * index / count);
         int last = (int) ((long) nEstimators * (index + 1) / count);
-        ForestBins bins = exactSplits ? null : ForestBins.quantize(xv, n, d, maxBins);
+        double[][] edges = exactSplits ? null : ForestBins.edges(xv, n, d, maxBins);
+        if (edges != null) {
+            Optional<HistogramTrees> own = backend(x).histogramTrees(x, target, classes, edges);
+            if (own.isPresent()) {
+                try (HistogramTrees grower = own.get()) {
+                    HistogramTrees.Params p = new HistogramTrees.Params(maxDepth, minSamplesSplit, minSamplesLeaf);
+                    List<ForestLayout.Tree> trees = new ArrayList<>();
+                    for (int t = first; t < last; t++) {
+                        SplittableRandom random = new SplittableRandom(seed + t);
+                        int[] rows = sample(random, n);
+                        trees.add(grower.grow(rows, () -> Cart.draw(random, d, params.maxFeatures()), p));
+                    }
+                    return upload(memoryFor(x), trees, d, classes);
+                }
+            }
+        }
+        ForestBins bins = edges == null ? null : ForestBins.quantize(xv, n, d, edges);
         List<ForestLayout.Tree> trees = IntStream.range(first, last).parallel().mapToObj(t -> {
             SplittableRandom random = new SplittableRandom(seed + t);
-            int[] rows = new int[n];
-            for (int i = 0; i < n; i++) {
-                rows[i] = bootstrap ? random.nextInt(n) : i;
-            }
+            int[] rows = sample(random, n);
             return bins == null ? Cart.grow(xv, d, target, classes, rows, params, random)
                     : Cart.grow(bins, target, classes, rows, params, random);
         }).toList();
         return upload(memoryFor(x), trees, d, classes);
+    }
+
+    /** Tree {@code t}'s rows: a bootstrap sample drawn first from its random sequence, or every row. */
+    private int[] sample(SplittableRandom random, int n) {
+        int[] rows = new int[n];
+        for (int i = 0; i < n; i++) {
+            rows[i] = bootstrap ? random.nextInt(n) : i;
+        }
+        return rows;
     }
 
     private static OpaqueBlob upload(BufferAllocator<?> mem, List<ForestLayout.Tree> trees, int features,
