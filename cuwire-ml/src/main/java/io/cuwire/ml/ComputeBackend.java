@@ -9,6 +9,7 @@ import io.cuwire.memory.Order;
 import io.cuwire.serialize.OpaqueBlob;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * The arithmetic the estimators run, on {@link NdArray}s that live where the backend computes: the pure-Java CPU
@@ -505,6 +506,17 @@ public abstract class ComputeBackend {
             shape(op, "out", out, "the rows of x", x.dim(0));
         }
         doPredictForest(forest, info, x, out);
+    }
+
+    /**
+     * This backend's builder of histogram-split trees for partition {@code x} ({@code n x d}, on this backend) with
+     * {@code targets} (class indices in {@code 0 .. classes - 1} when {@code classes > 0}, else values), its
+     * features binned at {@code edges[f]} (ascending, at most 255 each: value {@code v} falls in the first bin
+     * {@code b} with {@code v <= edges[f][b]}); empty when the estimator is to grow the trees on the host, as it does
+     * for the CPU backend.
+     */
+    public Optional<HistogramTrees> histogramTrees(NdArray x, double[] targets, int classes, double[][] edges) {
+        return Optional.empty();
     }
 
     // ---------------------------------------------------------------- kernels, called after the checks

@@ -36,14 +36,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
 
 /**
  * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--neighbors K]
- * [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR]}: per estimator (all, or those named) and
- * backend, the median fit and predict time on the same synthetic data and whether the fitted model matches the
- * reference, one line each:
+ * [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR] [--forest-rows N] [--forest-trees T]
+ * [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend, the median fit and
+ * predict time on the same synthetic data and whether the fitted model matches the reference, one line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
  * With {@code --out DIR} it also writes {@code DIR/estimators.md} (the backends side by side, with the CPU-to-device
  * time ratio) and {@code DIR/estimators.csv} (one row per line above).
@@ -84,8 +85,16 @@ import java.util.stream.Collectors;
  * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
  * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
  * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
- * say so): the trees are grown on the host whatever the backend (in parallel), so their fit times differ by the
- * copies only.
+ * say so; {@code --forest-trees}, {@code --forest-depth} and {@code --forest-rows} change the three, e.g. to issue
+ * 23's 100 trees of depth 12 on 10<sup>6</sup> x 64 with {@code --rows 1000000 --cols 64}): with histogram splits,
+ * the CUDA backend grows the trees on the GPU, the CPU and emulated backends on the host (in parallel).
+ *
+ * <h2>scikit-learn beside the forests</h2>
+ * With {@code --forest-peer sklearn} each forest is also fitted by scikit-learn ({@link SklearnForests}, every core)
+ * on the same rows with the same trees, depth and {@code sqrt} features per split, and predicts the same rows: a
+ * line {@code backend=sklearn} whose {@code matches_reference} says that its training accuracy or R² is within
+ * 0.05 of the CPU backend's. Where Python cannot import scikit-learn an {@code INFO} line says why and there is no
+ * such line. This peer is the forests' own; it measures nothing else.
  */
 public final class EstimatorBench {
     static final int QUERIES = 1000;
@@ -130,9 +139,10 @@ public final class EstimatorBench {
      * @param out the directory for the table files, or {@code null} for none
      * @param peerSklearn whether to run scikit-learn beside the bench
      * @param python the Python that runs scikit-learn
+     * @param forests the forests' sizes and peer
      */
     public record Options(long rows, int cols, int repeat, List<Backend> backends, int neighbors,
-            List<String> estimators, Path out, boolean peerSklearn, String python) {
+            List<String> estimators, Path out, boolean peerSklearn, String python, Forests forests) {
         /** Checks the ranges. */
         public Options {
             if (rows < CLUSTERS || rows > Integer.MAX_VALUE) {
@@ -151,7 +161,7 @@ public final class EstimatorBench {
                         + Math.min(rows, QUERIES) + ")");
             }
             estimators = List.copyOf(estimators);
-            List<String> known = benches(neighbors).stream().map(Bench::name).toList();
+            List<String> known = benches(neighbors, forests).stream().map(Bench::name).toList();
             for (String e : estimators) {
                 if (!known.contains(e)) {
                     throw new IllegalArgumentException("--estimators: unknown estimator '" + e + "' (expected: "
@@ -169,13 +179,17 @@ public final class EstimatorBench {
 
         /**
          * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --peer sklearn
-         * --python PATH --out DIR}; defaults 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every
-         * estimator, no peer ({@code python3} for one), no files.
+         * --python PATH --out DIR --forest-rows N --forest-trees T --forest-depth D --forest-peer sklearn}; defaults
+         * 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no peer ({@code python3}
+         * for one), no files, forests of {@value #TREES} trees of depth {@value #DEPTH} on {@value #FOREST_ROWS} rows
+         * at most, no forest peer.
          */
         public static Options parse(String... args) {
             Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
-                    + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR", "--rows",
-                    "--cols", "--repeat", "--backends", "--neighbors", "--estimators", "--peer", "--python", "--out");
+                    + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR, "
+                    + "--forest-rows N, --forest-trees T, --forest-depth D, --forest-peer sklearn", "--rows",
+                    "--cols", "--repeat", "--backends", "--neighbors", "--estimators", "--peer", "--python", "--out",
+                    "--forest-rows", "--forest-trees", "--forest-depth", "--forest-peer");
             long rows = BenchArgs.longOption(o, "--rows", 100_000);
             int cols = BenchArgs.intOption(o, "--cols", 32);
             int repeat = BenchArgs.intOption(o, "--repeat", 3);
@@ -189,8 +203,33 @@ public final class EstimatorBench {
             if (peer != null && !peer.equals("sklearn")) {
                 throw new IllegalArgumentException("--peer " + peer + " (expected: sklearn)");
             }
+            String forestPeer = o.getOrDefault("--forest-peer", "none");
+            if (!forestPeer.equals("none") && !forestPeer.equals("sklearn")) {
+                throw new IllegalArgumentException("--forest-peer " + forestPeer + " (expected: sklearn or none)");
+            }
+            Forests forests = new Forests(BenchArgs.intOption(o, "--forest-rows", FOREST_ROWS),
+                    BenchArgs.intOption(o, "--forest-trees", TREES), BenchArgs.intOption(o, "--forest-depth", DEPTH),
+                    forestPeer.equals("sklearn"));
             return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer != null,
-                    o.getOrDefault("--python", "python3"));
+                    o.getOrDefault("--python", "python3"), forests);
+        }
+    }
+
+    /**
+     * The forests' part of the options.
+     *
+     * @param rows the most rows a forest is grown on
+     * @param trees trees per forest
+     * @param depth the deepest a tree grows
+     * @param sklearn whether scikit-learn's forests run beside them
+     */
+    public record Forests(int rows, int trees, int depth, boolean sklearn) {
+        /** Checks the ranges. */
+        public Forests {
+            if (rows < 1 || trees < 1 || depth < 1) {
+                throw new IllegalArgumentException("--forest-rows " + rows + ", --forest-trees " + trees
+                        + ", --forest-depth " + depth + " (expected: each >= 1)");
+            }
         }
     }
 
@@ -243,7 +282,7 @@ public final class EstimatorBench {
                 BufferAllocator.UNLIMITED) : null;
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-estimators-host",
                         BufferAllocator.UNLIMITED)) {
-            for (Bench b : benches(o.neighbors())) {
+            for (Bench b : benches(o.neighbors(), o.forests())) {
                 if (!o.estimators().isEmpty() && !o.estimators().contains(b.name())) {
                     continue;
                 }
@@ -272,6 +311,17 @@ public final class EstimatorBench {
                             results.add(r);
                             out.println(r.line());
                             out.flush();
+                        }
+                        if (o.forests().sklearn() && FORESTS.contains(b.name())) {
+                            if (reference == null) {
+                                reference = b.reference(h);
+                            }
+                            Result r = sklearnForest(b.name(), o, data, rows, reference, h, out);
+                            if (r != null) {
+                                results.add(r);
+                                out.println(r.line());
+                                out.flush();
+                            }
                         }
                     } finally {
                         if (reference != null) {
@@ -338,7 +388,32 @@ public final class EstimatorBench {
                 + "neighbors_queries=%d forest_trees=%d forest_depth=%d forest_rows=%d", o.rows(), o.cols(), o.repeat(),
                 o.backends().stream().map(b -> b.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
                 device == null ? "none" : device.platform() + device.ordinal() + " (" + device.name() + ")",
-                o.neighbors(), Math.min(o.rows(), QUERIES), TREES, DEPTH, Math.min(o.rows(), FOREST_ROWS));
+                o.neighbors(), Math.min(o.rows(), QUERIES), o.forests().trees(), o.forests().depth(),
+                Math.min(o.rows(), o.forests().rows()));
+    }
+
+    /**
+     * scikit-learn's forest on the rows the CPU backend's {@code reference} was grown on; null (with an INFO line)
+     * where Python cannot import it.
+     */
+    private static Result sklearnForest(String name, Options o, Data data, int rows, Measured reference, Uploaded h,
+            PrintStream out) {
+        Optional<String> why = SklearnForests.unavailable();
+        if (why.isPresent()) {
+            out.println("INFO estimator=" + name + " backend=sklearn skipped: " + why.get());
+            return null;
+        }
+        boolean classifier = name.equals("RandomForestClassifier");
+        double[] x = Arrays.copyOf(data.x(), rows * data.d());
+        double[] y = classifier ? Arrays.stream(data.labels(), 0, rows).asDoubleStream().toArray()
+                : Arrays.copyOf(data.y(), rows);
+        SklearnForests.Run run = SklearnForests.run(classifier, x, rows, data.d(), y, rows, o.forests().trees(),
+                o.forests().depth(), 0, 7, o.repeat());
+        double ours = classifier ? Metrics.accuracy(h.labels(), reference.predicted())
+                : Metrics.r2(h.y(), reference.predicted());
+        out.println(String.format(Locale.ROOT, "INFO estimator=%s training score cuwire cpu %.4f, scikit-learn %s "
+                + "%.4f", name, ours, run.version(), run.score()));
+        return new Result(name, "sklearn", run.fitMs(), run.predictMs(), rows, Math.abs(ours - run.score()) <= 0.05);
     }
 
     // ---------------------------------------------------------------- tables
@@ -358,7 +433,8 @@ public final class EstimatorBench {
         }
         StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`").append(settings).append("`\n\n")
                 .append("Median times in ms. The cpu backend is the reference (its rows match by definition); forests "
-                        + "are grown on the host whatever the backend.\n\n| estimator | rows |");
+                        + "are grown on the GPU by the cuda backend, on the host by the others.\n\n")
+                .append("| estimator | rows |");
         StringBuilder rule = new StringBuilder("\n|---|---:|");
         for (String b : backends) {
             md.append(' ').append(b).append(" fit | ").append(b).append(" predict |");
@@ -673,7 +749,10 @@ public final class EstimatorBench {
     }
 
 
-    private static List<Bench> benches(int neighbors) {
+    /** The forests, which {@code --forest-…} options size. */
+    private static final List<String> FORESTS = List.of("RandomForestClassifier", "RandomForestRegressor");
+
+    private static List<Bench> benches(int neighbors, Forests forests) {
         List<Bench> all = new ArrayList<>();
         Agree linear = (dm, dp, hm, hp, d, h) -> rel(dp, hp) <= 1e-9
                 && rel(((io.cuwire.ml.linear.LinearModel) dm).coef(), ((io.cuwire.ml.linear.LinearModel) hm).coef())
@@ -709,16 +788,17 @@ public final class EstimatorBench {
                 (e, u) -> ((KNeighborsClassifier) e).predict(u.queries()),
                 (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.ints(dp), HostArrays.ints(hp))));
         all.add(new Bench("RandomForestClassifier",
-                u -> new RandomForestClassifier().nEstimators(TREES).maxDepth(DEPTH).seed(7).fit(u.x(), u.labels()),
+                u -> new RandomForestClassifier().nEstimators(forests.trees()).maxDepth(forests.depth()).seed(7)
+                        .fit(u.x(), u.labels()),
                 (e, u) -> ((RandomForestClassifier) e).predict(u.x()),
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.accuracy(d.labels(), dp)
-                        - Metrics.accuracy(h.labels(), hp)) <= 0.05, FOREST_ROWS));
+                        - Metrics.accuracy(h.labels(), hp)) <= 0.05, forests.rows()));
         all.add(new Bench("RandomForestRegressor",
-                u -> new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH).maxFeatures(0).seed(7)
-                        .fit(u.x(), u.y()),
+                u -> new RandomForestRegressor().nEstimators(forests.trees()).maxDepth(forests.depth()).maxFeatures(0)
+                        .seed(7).fit(u.x(), u.y()),
                 (e, u) -> ((RandomForestRegressor) e).predict(u.x()),
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.r2(d.y(), dp) - Metrics.r2(h.y(), hp)) <= 0.05,
-                FOREST_ROWS));
+                forests.rows()));
         return all;
     }
 

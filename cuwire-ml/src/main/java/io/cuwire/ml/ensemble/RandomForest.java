@@ -7,6 +7,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ForestLayout;
+import io.cuwire.ml.HistogramTrees;
 import io.cuwire.ml.Param;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.serialize.OpaqueBlob;
@@ -14,6 +15,7 @@ import java.io.Serial;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
@@ -31,9 +33,21 @@ import java.util.stream.IntStream;
  * ({@link #partial}); {@link #merge} concatenates the partitions' trees into one forest. Tree {@code t} is grown with
  * seed {@code seed + t}, so a forest depends only on the data each tree saw.
  *
+ * <h2>Splits: histograms by default, exact on request</h2>
+ * By default ({@link #exactSplits} false) the partition's features are quantized once into at most {@link #maxBins}
+ * bins at their quantiles ({@link ForestBins}) and each node's best split is found on histograms of its rows' bins,
+ * as scikit-learn's histogram estimators, XGBoost and cuML do; thresholds are the bins' edges. With
+ * {@code exactSplits} the trees are scikit-learn's exact CART trees (thresholds halfway between consecutive values
+ * of the node), as before histograms. Either way tree {@code t} draws its bootstrap sample and its features per split
+ * from seed {@code seed + t}, in the same order; a feature of at most {@code maxBins} distinct values splits the
+ * same rows both ways.
+ *
  * <p>Trees are grown on the host from a copy of the partition (counted by the copy engine when it lives on a
- * device), several at once on the common fork-join pool; each tree depends only on its seed and the data, so the
- * forest is the same whatever the parallelism. A GPU tree builder is not part of this module.
+ * device), several at once on the common fork-join pool, and the features of a large node are scanned in parallel;
+ * each tree depends only on its seed and the data, so the forest is the same whatever the parallelism. A backend
+ * with its own histogram tree builder ({@link io.cuwire.ml.ComputeBackend#histogramTrees}: cuwire-ml-cuda's, on a
+ * GPU) grows the histogram-split trees where the partition lives, one tree after another, from the same samples and
+ * feature draws; the bins' edges are placed on the host from a copy either way.
  */
 public abstract sealed class RandomForest extends Estimator permits RandomForestClassifier, RandomForestRegressor {
     @Serial
@@ -66,6 +80,14 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
     /** The seed; tree {@code t} uses {@code seed + t}. */
     @Param
     long seed;
+
+    /** Whether splits are exact (every threshold of the node) rather than found on histograms of binned features. */
+    @Param
+    boolean exactSplits;
+
+    /** The most bins per feature for histogram splits, in {@code 2 .. 256}. */
+    @Param
+    int maxBins = ForestBins.MAX_BINS;
 
     /** The fitted forest. */
     OpaqueBlob forest;
@@ -120,6 +142,10 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         int classes = leafClasses(x, y, op);
         int n = Math.toIntExact(x.dim(0));
         int d = Math.toIntExact(x.dim(1));
+        if (!exactSplits && (maxBins < 2 || maxBins > ForestBins.MAX_BINS)) {
+            throw new IllegalArgumentException(op + ": maxBins " + maxBins + " (expected: 2 .. " + ForestBins.MAX_BINS
+                    + ")");
+        }
         double[] xv = HostArrays.doubles(x);
         double[] target = targets(y);
         if (!(maxFeatures >= 0 && maxFeatures <= 1)) {
@@ -131,15 +157,39 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         Cart.Params params = new Cart.Params(maxDepth, minSamplesSplit, minSamplesLeaf, Math.min(features, d));
         int first = (int) ((long) nEstimators * index / count);
         int last = (int) ((long) nEstimators * (index + 1) / count);
+        double[][] edges = exactSplits ? null : ForestBins.edges(xv, n, d, maxBins);
+        if (edges != null) {
+            Optional<HistogramTrees> own = backend(x).histogramTrees(x, target, classes, edges);
+            if (own.isPresent()) {
+                try (HistogramTrees grower = own.get()) {
+                    HistogramTrees.Params p = new HistogramTrees.Params(maxDepth, minSamplesSplit, minSamplesLeaf);
+                    List<ForestLayout.Tree> trees = new ArrayList<>();
+                    for (int t = first; t < last; t++) {
+                        SplittableRandom random = new SplittableRandom(seed + t);
+                        int[] rows = sample(random, n);
+                        trees.add(grower.grow(rows, () -> Cart.draw(random, d, params.maxFeatures()), p));
+                    }
+                    return upload(memoryFor(x), trees, d, classes);
+                }
+            }
+        }
+        ForestBins bins = edges == null ? null : ForestBins.quantize(xv, n, d, edges);
         List<ForestLayout.Tree> trees = IntStream.range(first, last).parallel().mapToObj(t -> {
             SplittableRandom random = new SplittableRandom(seed + t);
-            int[] rows = new int[n];
-            for (int i = 0; i < n; i++) {
-                rows[i] = bootstrap ? random.nextInt(n) : i;
-            }
-            return Cart.grow(xv, d, target, classes, rows, params, random);
+            int[] rows = sample(random, n);
+            return bins == null ? Cart.grow(xv, d, target, classes, rows, params, random)
+                    : Cart.grow(bins, target, classes, rows, params, random);
         }).toList();
         return upload(memoryFor(x), trees, d, classes);
+    }
+
+    /** Tree {@code t}'s rows: a bootstrap sample drawn first from its random sequence, or every row. */
+    private int[] sample(SplittableRandom random, int n) {
+        int[] rows = new int[n];
+        for (int i = 0; i < n; i++) {
+            rows[i] = bootstrap ? random.nextInt(n) : i;
+        }
+        return rows;
     }
 
     private static OpaqueBlob upload(BufferAllocator<?> mem, List<ForestLayout.Tree> trees, int features,

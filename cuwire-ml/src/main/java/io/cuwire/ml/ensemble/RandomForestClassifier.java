@@ -54,6 +54,18 @@ public final class RandomForestClassifier extends RandomForest implements Classi
         return this;
     }
 
+    /** Sets whether splits are exact rather than found on histograms of binned features; returns this. */
+    public RandomForestClassifier exactSplits(boolean value) {
+        exactSplits = value;
+        return this;
+    }
+
+    /** Sets the most bins per feature for histogram splits (2 .. 256); returns this. */
+    public RandomForestClassifier maxBins(int value) {
+        maxBins = value;
+        return this;
+    }
+
     /** Sets the number of classes (0: count them); returns this. */
     public RandomForestClassifier nClasses(int value) {
         nClasses = value;

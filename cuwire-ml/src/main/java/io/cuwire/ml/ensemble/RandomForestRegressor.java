@@ -47,6 +47,18 @@ public final class RandomForestRegressor extends RandomForest implements Regress
         return this;
     }
 
+    /** Sets whether splits are exact rather than found on histograms of binned features; returns this. */
+    public RandomForestRegressor exactSplits(boolean value) {
+        exactSplits = value;
+        return this;
+    }
+
+    /** Sets the most bins per feature for histogram splits (2 .. 256); returns this. */
+    public RandomForestRegressor maxBins(int value) {
+        maxBins = value;
+        return this;
+    }
+
     @Override
     int leafClasses(NdArray x, NdArray y, String op) {
         checkTargets(op, y, x);

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -140,7 +141,8 @@ class EstimatorBenchTest {
     @Test
     void shouldRefuseUnknownOptionsAndBadSizes() {
         assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R, --backends device,cpu, "
-                + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR)",
+                + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR, "
+                + "--forest-rows N, --forest-trees T, --forest-depth D, --forest-peer sklearn)",
                 assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--size", "4")).getMessage());
         assertEquals("--rows 2 (expected: 8 .. 2147483647)", assertThrows(IllegalArgumentException.class,
@@ -153,5 +155,38 @@ class EstimatorBenchTest {
         assertEquals("--backends [device, cuda] (expected: one or more of device or cuda, and cpu, each once)",
                 assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--backends", "device,cuda")).getMessage());
+    }
+
+    @Test
+    void shouldTakeTheIssuesForestSizeAndRefuseABadPeer() {
+        EstimatorBench.Options o = EstimatorBench.Options.parse("--rows", "1000000", "--cols", "64", "--forest-rows",
+                "1000000", "--forest-trees", "100", "--forest-depth", "12", "--forest-peer", "sklearn");
+        assertEquals(new EstimatorBench.Forests(1_000_000, 100, 12, true), o.forests());
+        assertEquals(new EstimatorBench.Forests(50_000, 8, 10, false), EstimatorBench.Options.parse().forests());
+        assertEquals("--forest-peer cuml (expected: sklearn or none)", assertThrows(IllegalArgumentException.class,
+                () -> EstimatorBench.Options.parse("--forest-peer", "cuml")).getMessage());
+        assertEquals("--forest-rows 1000, --forest-trees 0, --forest-depth 10 (expected: each >= 1)",
+                assertThrows(IllegalArgumentException.class, () -> EstimatorBench.Options.parse("--forest-rows",
+                        "1000", "--forest-trees", "0")).getMessage());
+    }
+
+    @Test
+    void forestPeerShouldPutScikitLearnBesideTheForests() {
+        Optional<String> why = SklearnForests.unavailable();
+        Assumptions.assumeTrue(why.isEmpty(), () -> "scikit-learn not available: " + why.orElseThrow());
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        List<EstimatorBench.Result> results;
+        try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+            results = EstimatorBench.run(EstimatorBench.Options.parse("--rows", "400", "--cols", "4", "--repeat", "1",
+                    "--backends", "cpu", "--estimators", "RandomForestClassifier,RandomForestRegressor",
+                    "--forest-trees", "5", "--forest-depth", "4", "--forest-rows", "300", "--forest-peer", "sklearn"),
+                    out);
+        }
+        String printed = bytes.toString(StandardCharsets.UTF_8);
+        assertEquals(List.of("RandomForestClassifier/cpu", "RandomForestClassifier/sklearn",
+                "RandomForestRegressor/cpu", "RandomForestRegressor/sklearn"), results.stream()
+                .map(r -> r.estimator() + "/" + r.backend()).toList(), printed);
+        assertTrue(results.stream().allMatch(r -> r.rows() == 300 && r.matchesReference()), printed);
+        assertTrue(printed.contains(" forest_trees=5 forest_depth=4 forest_rows=300"), printed);
     }
 }

@@ -15,10 +15,12 @@ import io.cuwire.memory.Stream;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ForestLayout;
+import io.cuwire.ml.HistogramTrees;
 import io.cuwire.ml.Reduction;
 import io.cuwire.ml.UnaryOp;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 
@@ -560,6 +562,16 @@ public final class CudaBackend extends ComputeBackend {
     }
 
     // ---------------------------------------------------------------- forests
+
+    /** Trees grown on this device ({@link CudaForestGrower}), its memory from the backend's scratch allocator. */
+    @Override
+    public Optional<HistogramTrees> histogramTrees(NdArray x, double[] targets, int classes, double[][] edges) {
+        if (!supports(x)) {
+            throw new IllegalArgumentException("histogramTrees: x is on " + x.buffer().describe() + " (expected: "
+                    + device + ")");
+        }
+        return Optional.of(new CudaForestGrower(stream, scratch, x, targets, classes, edges));
+    }
 
     @Override
     protected void doPredictForest(OpaqueBlob forest, ForestLayout.Info info, NdArray x, NdArray out) {

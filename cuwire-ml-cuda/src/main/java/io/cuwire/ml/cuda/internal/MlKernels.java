@@ -703,6 +703,123 @@ public final class MlKernels {
         MlKernelTable.predictForest(dtype).launch(rows, args);
     }
 
+    // ---------------------------------------------------------------- growing trees on histograms
+
+    /** Bins per (node slot, drawn feature) of the tree-growing histograms ({@code ML_FOREST_BINS}). */
+    public static final int FOREST_BINS = 256;
+
+    /**
+     * Quantizes {@code x} ({@code rows x cols}) into one byte per value, feature after feature: {@code codes[f * rows
+     * + r]} is the number of feature {@code f}'s edges below {@code x[r, f]} (its edges are
+     * {@code edges[edgeStart[f] .. edgeStart[f + 1])}, ascending, at most 255), compared in float64.
+     */
+    public static void forestQuantize(Stream stream, DType dtype, DeviceBuffer x, long rows, int cols,
+            DeviceBuffer edges, long edgeCount, DeviceBuffer edgeStart, DeviceBuffer codes) {
+        int es = floating("forestQuantize", dtype);
+        KernelArgs args = KernelArgs.on(stream).i64(rows).i32(cols).array("x", x, Math.multiplyExact(rows, cols), es)
+                .array("edges", edges, edgeCount, Double.BYTES).array("edgeStart", edgeStart, cols + 1L, Long.BYTES)
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1);
+        MlKernelTable.forestQuantize(dtype).launch(Math.multiplyExact(rows, cols), args);
+    }
+
+    /**
+     * Adds one to the uint32 class-count histogram {@code hist} ({@code slots x k x} {@value #FOREST_BINS}
+     * {@code x classes}, zeroed by the caller) for each of the {@code count} sample entries {@code row[i]} in slot
+     * {@code slot[i] >= 0} and each of its slot's {@code k} features {@code drawn[slot * k + t]} (a slot whose first
+     * is -1 is skipped), at the entry's code and int32 label.
+     */
+    public static void forestClassHistogram(Stream stream, long count, long rows, int cols, int k, int classes,
+            int slots, DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes,
+            DeviceBuffer labels, DeviceBuffer hist) {
+        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).i32(k).i32(classes)
+                .array("row", row, count, Integer.BYTES).array("slot", slot, count, Integer.BYTES)
+                .array("drawn", drawn, (long) slots * k, Integer.BYTES)
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1).array("labels", labels, rows, Integer.BYTES)
+                .array("hist", hist, histogramCells(slots, k, classes), Integer.BYTES);
+        MlKernelTable.FOREST_CLASS_HISTOGRAM.launch(Math.multiplyExact(count, (long) k), args);
+    }
+
+    /**
+     * The same for float64 targets {@code values}: their sums into {@code sum} and the entries into uint32
+     * {@code rowsIn} ({@code slots x k x} {@value #FOREST_BINS} each, zeroed by the caller); the sums follow the
+     * order the atomic additions land in.
+     */
+    public static void forestValueHistogram(Stream stream, long count, long rows, int cols, int k, int slots,
+            DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes, DeviceBuffer values,
+            DeviceBuffer sum, DeviceBuffer rowsIn) {
+        long cells = histogramCells(slots, k, 1);
+        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).i32(k)
+                .array("row", row, count, Integer.BYTES).array("slot", slot, count, Integer.BYTES)
+                .array("drawn", drawn, (long) slots * k, Integer.BYTES)
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1).array("values", values, rows, Double.BYTES)
+                .array("sum", sum, cells, Double.BYTES).array("rowsIn", rowsIn, cells, Integer.BYTES);
+        MlKernelTable.FOREST_VALUE_HISTOGRAM.launch(Math.multiplyExact(count, (long) k), args);
+    }
+
+    /**
+     * Per slot of a class-count histogram: the best split over its drawn features (as the CPU's histogram scan
+     * does, scores bit for bit), into int32 {@code bestT} (the drawn feature's position, -1 for none),
+     * {@code bestBin}, float64 {@code bestScore}, and the left side's class counts {@code left}
+     * ({@code slots x classes} float64); {@code work} holds {@code 2 x slots x classes} float64.
+     */
+    public static void forestBestClassSplit(Stream stream, int slots, int k, int classes, int minLeaf,
+            DeviceBuffer drawn, DeviceBuffer hist, DeviceBuffer work, DeviceBuffer bestT, DeviceBuffer bestBin,
+            DeviceBuffer bestScore, DeviceBuffer left) {
+        KernelArgs args = KernelArgs.on(stream).i32(slots).i32(k).i32(classes).i32(minLeaf)
+                .array("drawn", drawn, (long) slots * k, Integer.BYTES)
+                .array("hist", hist, histogramCells(slots, k, classes), Integer.BYTES)
+                .array("work", work, 2L * slots * classes, Double.BYTES).array("bestT", bestT, slots, Integer.BYTES)
+                .array("bestBin", bestBin, slots, Integer.BYTES).array("bestScore", bestScore, slots, Double.BYTES)
+                .array("left", left, (long) slots * classes, Double.BYTES);
+        MlKernelTable.FOREST_BEST_CLASS_SPLIT.launch(slots, args);
+    }
+
+    /**
+     * The same for target sums: the left side's sum and entries into {@code left} ({@code slots x 2} float64).
+     */
+    public static void forestBestValueSplit(Stream stream, int slots, int k, int minLeaf, DeviceBuffer drawn,
+            DeviceBuffer sum, DeviceBuffer rowsIn, DeviceBuffer bestT, DeviceBuffer bestBin, DeviceBuffer bestScore,
+            DeviceBuffer left) {
+        long cells = histogramCells(slots, k, 1);
+        KernelArgs args = KernelArgs.on(stream).i32(slots).i32(k).i32(minLeaf)
+                .array("drawn", drawn, (long) slots * k, Integer.BYTES).array("sum", sum, cells, Double.BYTES)
+                .array("rowsIn", rowsIn, cells, Integer.BYTES).array("bestT", bestT, slots, Integer.BYTES)
+                .array("bestBin", bestBin, slots, Integer.BYTES).array("bestScore", bestScore, slots, Double.BYTES)
+                .array("left", left, 2L * slots, Double.BYTES);
+        MlKernelTable.FOREST_BEST_VALUE_SPLIT.launch(slots, args);
+    }
+
+    /**
+     * Moves each sample entry of a slot split on ({@code feature[slot]}, {@code bin[slot]}) to the next level's
+     * slot {@code child[slot]} (code at most the bin) or {@code child[slot] + 1}; entries of slots with feature -1
+     * get slot -1.
+     */
+    public static void forestPartition(Stream stream, long count, long rows, int cols, int slots, DeviceBuffer row,
+            DeviceBuffer slot, DeviceBuffer feature, DeviceBuffer bin, DeviceBuffer child, DeviceBuffer codes) {
+        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES).array("feature", feature, slots, Integer.BYTES)
+                .array("bin", bin, slots, Integer.BYTES).array("child", child, slots, Integer.BYTES)
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1);
+        MlKernelTable.FOREST_PARTITION.launch(count, args);
+    }
+
+    /**
+     * The least and greatest float64 target of each slot's entries, as order-preserving uint64 ({@code lo}
+     * starts at all ones, {@code hi} at zero; the caller fills them).
+     */
+    public static void forestValueRange(Stream stream, long count, long rows, int slots, DeviceBuffer row,
+            DeviceBuffer slot, DeviceBuffer values, DeviceBuffer lo, DeviceBuffer hi) {
+        KernelArgs args = KernelArgs.on(stream).i64(count).array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES).array("values", values, rows, Double.BYTES)
+                .array("lo", lo, slots, Long.BYTES).array("hi", hi, slots, Long.BYTES);
+        MlKernelTable.FOREST_VALUE_RANGE.launch(count, args);
+    }
+
+    /** The cells of a histogram of {@code slots x k} features of {@value #FOREST_BINS} bins, {@code stats} each. */
+    public static long histogramCells(int slots, int k, int stats) {
+        return Math.multiplyExact(Math.multiplyExact((long) slots * k, (long) FOREST_BINS), (long) stats);
+    }
+
     // ---------------------------------------------------------------- helpers
 
     private static int floating(String op, DType dtype) {
