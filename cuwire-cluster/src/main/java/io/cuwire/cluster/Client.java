@@ -2,6 +2,7 @@ package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.BroadcastEvent;
+import io.cuwire.cluster.internal.BroadcastSender;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -9,18 +10,13 @@ import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.DType;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.memory.NdArray;
-import io.cuwire.memory.Order;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.serialize.UnserializableException;
 import io.cuwire.transport.IdleStrategy;
-import io.cuwire.transport.Message;
-import io.cuwire.transport.MessageMetrics;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -62,6 +58,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * usable after a decode failure on either side. Thread-safe.
  */
 public final class Client {
+    private static final String UNKNOWN_TASK = UnknownTaskException.class.getSimpleName();
+
     private final List<RemoteWorker> workers;
     private final TypeRegistry registry;
     private final BufferAllocator<DeviceBuffer> memory;
@@ -71,6 +69,22 @@ public final class Client {
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final AtomicLong nextModel = new AtomicLong(1);
     private final Map<Object, Tracked> models = new WeakHashMap<>();
+    private final BroadcastSender.Links links = new BroadcastSender.Links() {
+        @Override
+        public Endpoint endpoint(int worker) {
+            return remote(worker).endpoint();
+        }
+
+        @Override
+        public long nextRequestId() {
+            return nextRequest.getAndIncrement();
+        }
+
+        @Override
+        public TypeRegistry registry() {
+            return registry;
+        }
+    };
 
     /** A model's identity, last version and what it looked like then. */
     private static final class Tracked {
@@ -135,11 +149,14 @@ public final class Client {
     }
 
     private static Object valueOf(Reply reply) {
-        return switch (reply.status()) {
-            case Reply.OK -> reply.value();
-            case Reply.UNKNOWN_TASK -> throw new UnknownTaskException(reply.error());
-            default -> throw new RemoteTaskException(String.valueOf(reply.errorType()), reply.error());
-        };
+        if (Reply.OK.equals(reply.status())) {
+            return reply.value();
+        }
+        // the worker's TaskRegistry refused the name: the cluster's own type, known by its name on the wire
+        if (Reply.ERROR.equals(reply.status()) && UNKNOWN_TASK.equals(reply.errorType())) {
+            throw new UnknownTaskException(reply.error());
+        }
+        throw new RemoteTaskException(String.valueOf(reply.errorType()), reply.error());
     }
 
     // ---------------------------------------------------------------- data
@@ -224,8 +241,10 @@ public final class Client {
     }
 
     /**
-     * Broadcasts {@code model} to every live worker: serialized once; a worker that holds this version gets only its
-     * identity; the others get the frames, from the client in turn or down a chain or tree of workers.
+     * Broadcasts {@code model} to every live worker: serialized once with the {@code cuda} family (the change check's
+     * form is what is sent; a {@code host} or {@code java} broadcast serializes it once more, for the send); a worker
+     * that holds this version gets only its identity; the others get the frames, from the client in turn or down a
+     * chain or tree of workers ({@link BroadcastOptions.Strategy}).
      *
      * @throws WorkerLostException if a worker was lost on the way (naming it, and which workers hold the model);
      *     the other workers got the model or nothing, and hold no memory for it
@@ -239,217 +258,134 @@ public final class Client {
         }
         synchronized (t) {
             BroadcastEvent event = new BroadcastEvent();
-            track(t, model, options.family());
-            long tracked = System.nanoTime();
-            ModelHandle handle = new ModelHandle(t.id, t.version);
-            List<Integer> need = new ArrayList<>();
-            List<Integer> live = new ArrayList<>();
-            for (RemoteWorker w : workers) {
-                // isAlive, not only lost() == null: a worker whose connection broke or whose process is gone must
-                // not be a link of the next broadcast even before the client's reader marks it lost (a broadcast that
-                // lost it can end on a report from the worker above it).
-                if (w.isAlive()) {
-                    live.add(w.index());
-                }
+            try (Probe probe = probe(model, options.family())) {
+                return broadcast(model, options, t, probe, event, start);
             }
-            int hits = 0;
-            List<CompletableFuture<Object>> checks = new ArrayList<>();
-            List<Integer> checked = new ArrayList<>();
-            for (int w : live) {
-                if (t.holders.contains(w)) {
-                    List<Object> args = new ArrayList<>(List.of(t.id, t.version));
-                    args.add(null);
-                    checks.add(request(w, "model", null, args).handle((v, e) -> e == null ? Boolean.TRUE : null));
-                    checked.add(w);
-                } else {
-                    need.add(w);
-                }
-            }
-            for (int i = 0; i < checks.size(); i++) {
-                if (checks.get(i).join() == Boolean.TRUE) {
-                    hits++;
-                } else {
-                    need.add(checked.get(i));
-                }
-            }
-            BroadcastOptions.Strategy strategy = options.strategyFor(need.size());
-            long bytes = 0;
-            long checkedAt = System.nanoTime();
-            long sentAt = checkedAt;
-            if (!need.isEmpty()) {
-                long bid = nextRequest.getAndIncrement();
-                List<CompletableFuture<Reply>> acks = new ArrayList<>();
-                for (int w : need) {
-                    acks.add(remote(w).endpoint().expect(bid));
-                }
-                bytes = strategy == BroadcastOptions.Strategy.EACH_IN_TURN ? eachInTurn(bid, t, model, options, need)
-                        : forward(bid, t, model, options, need, acks, strategy);
-                sentAt = System.nanoTime();
-                settle(t, need, acks);
-            }
-            long end = System.nanoTime();
-            if (event.shouldCommit()) {
-                event.model = t.id;
-                event.version = t.version;
-                event.strategy = strategy.name();
-                event.sent = need.size();
-                event.trackNanos = tracked - start;
-                event.checkNanos = checkedAt - tracked;
-                event.sendNanos = sentAt - checkedAt;
-                event.settleNanos = end - sentAt;
-                event.commit();
-            }
-            return new BroadcastResult(handle, need.size(), hits, strategy, bytes, end - start);
         }
     }
 
-    /** Compares the model with its last broadcast; a change makes a new version that no worker holds. */
-    private void track(Tracked t, Object model, Family family) {
-        Serialized probe;
-        try {
-            probe = registry.serialize(model, Family.CUDA);
-        } catch (UnserializableException e) {
-            probe = registry.serialize(model, chainOf(family));
+    /** {@link #broadcast(Object, BroadcastOptions)} of {@code t}'s model, with its change check's form. */
+    private BroadcastResult broadcast(Object model, BroadcastOptions options, Tracked t, Probe probe,
+            BroadcastEvent event, long start) {
+        track(t, probe.form());
+        long tracked = System.nanoTime();
+        ModelHandle handle = new ModelHandle(t.id, t.version);
+        List<Integer> need = new ArrayList<>();
+        List<Integer> live = new ArrayList<>();
+        for (RemoteWorker w : workers) {
+            // isAlive, not only lost() == null: a worker whose connection broke or whose process is gone must
+            // not be a link of the next broadcast even before the client's reader marks it lost (a broadcast that
+            // lost it can end on a report from the worker above it).
+            if (w.isAlive()) {
+                live.add(w.index());
+            }
         }
-        try (Serialized s = probe) {
-            byte[] header = s.encodeHeader();
-            List<Buffer> buffers = new ArrayList<>();
-            for (Frame f : s.frames()) {
-                buffers.add(f.buffer());
+        int hits = 0;
+        List<CompletableFuture<Object>> checks = new ArrayList<>();
+        List<Integer> checked = new ArrayList<>();
+        for (int w : live) {
+            if (t.holders.contains(w)) {
+                List<Object> args = new ArrayList<>(List.of(t.id, t.version));
+                args.add(null);
+                checks.add(request(w, "model", null, args).handle((v, e) -> e == null ? Boolean.TRUE : null));
+                checked.add(w);
+            } else {
+                need.add(w);
             }
-            boolean same = t.header != null && Arrays.equals(header, t.header) && buffers.size() == t.buffers.size();
-            for (int i = 0; same && i < buffers.size(); i++) {
-                Buffer b = buffers.get(i);
-                same = !s.frames().get(i).owned() && t.buffers.get(i).get() == b && b.isOpen();
+        }
+        for (int i = 0; i < checks.size(); i++) {
+            if (checks.get(i).join() == Boolean.TRUE) {
+                hits++;
+            } else {
+                need.add(checked.get(i));
             }
-            if (!same) {
-                t.version++;
-                t.header = header;
-                List<WeakReference<Buffer>> refs = new ArrayList<>();
-                for (Buffer b : buffers) {
-                    refs.add(new WeakReference<>(b));
+        }
+        BroadcastOptions.Strategy strategy = options.strategyFor(need.size());
+        long bytes = 0;
+        long checkedAt = System.nanoTime();
+        long sentAt = checkedAt;
+        if (!need.isEmpty()) {
+            long bid = nextRequest.getAndIncrement();
+            List<CompletableFuture<Reply>> acks = new ArrayList<>();
+            for (int w : need) {
+                acks.add(remote(w).endpoint().expect(bid));
+            }
+            BroadcastSender sender = BroadcastSender.of(strategy, links, options.chunkBytes());
+            if (probe.sendable()) {
+                bytes = sender.send(bid, t.id, t.version, probe.form(), need, acks);
+            } else {
+                try (Serialized s = registry.serialize(model, chainOf(options.family()))) {
+                    bytes = sender.send(bid, t.id, t.version, s, need, acks);
                 }
-                t.buffers = refs;
-                t.holders.clear();
             }
+            sentAt = System.nanoTime();
+            settle(t, need, acks);
+        }
+        long end = System.nanoTime();
+        if (event.shouldCommit()) {
+            event.model = t.id;
+            event.version = t.version;
+            event.strategy = strategy.name();
+            event.sent = need.size();
+            event.trackNanos = tracked - start;
+            event.checkNanos = checkedAt - tracked;
+            event.sendNanos = sentAt - checkedAt;
+            event.settleNanos = end - sentAt;
+            event.commit();
+        }
+        return new BroadcastResult(handle, need.size(), hits, strategy, bytes, end - start);
+    }
+
+    /**
+     * The form the change check compares: the model serialized with the {@code cuda} family, whose frames are the
+     * model's own buffers (no copy); or, for a model that family cannot take, with the broadcast's chain. It is
+     * also what is sent when the broadcast's family is {@code cuda} or the check fell back to its chain, so that the
+     * model is serialized once; a {@code host} or {@code java} broadcast serializes it for the send as well.
+     *
+     * @param form the serialized model
+     * @param sendable whether {@code form} is what the broadcast sends
+     */
+    private record Probe(Serialized form, boolean sendable) implements AutoCloseable {
+        @Override
+        public void close() {
+            form.close();
+        }
+    }
+
+    private Probe probe(Object model, Family family) {
+        try {
+            return new Probe(registry.serialize(model, Family.CUDA), family == Family.CUDA);
+        } catch (UnserializableException e) {
+            return new Probe(registry.serialize(model, chainOf(family)), true);
+        }
+    }
+
+    /** Compares the model's form with its last broadcast; a change makes a new version that no worker holds. */
+    private static void track(Tracked t, Serialized s) {
+        byte[] header = s.encodeHeader();
+        List<Buffer> buffers = new ArrayList<>();
+        for (Frame f : s.frames()) {
+            buffers.add(f.buffer());
+        }
+        boolean same = t.header != null && Arrays.equals(header, t.header) && buffers.size() == t.buffers.size();
+        for (int i = 0; same && i < buffers.size(); i++) {
+            Buffer b = buffers.get(i);
+            same = !s.frames().get(i).owned() && t.buffers.get(i).get() == b && b.isOpen();
+        }
+        if (!same) {
+            t.version++;
+            t.header = header;
+            List<WeakReference<Buffer>> refs = new ArrayList<>();
+            for (Buffer b : buffers) {
+                refs.add(new WeakReference<>(b));
+            }
+            t.buffers = refs;
+            t.holders.clear();
         }
     }
 
     private static Family[] chainOf(Family family) {
         return family == Family.JAVA ? new Family[] {Family.JAVA, Family.HOST} : new Family[] {family};
-    }
-
-    private long eachInTurn(long bid, Tracked t, Object model, BroadcastOptions options, List<Integer> need) {
-        List<Object> args = new ArrayList<>(List.of(t.id, t.version));
-        args.add(model);
-        long bytes = 0;
-        try (Serialized s = registry.serialize(new Request(bid, "model", null, args), chainOf(options.family()))) {
-            Message message = Message.of(s);
-            for (int w : need) {
-                Endpoint e = remote(w).endpoint();
-                MessageMetrics m = idle.await(e.sendMessage(message).handle((sent, x) -> {
-                    if (x != null) {
-                        e.failExpected(bid, x);
-                    }
-                    return sent;
-                }));
-                bytes += m == null ? 0 : m.totalBytes();
-            }
-        }
-        return bytes;
-    }
-
-    /**
-     * Sends the model in chunks to the first worker of {@code need}, which forwards each chunk as it arrives down a
-     * chain ({@code need} in order) or a binary tree (worker {@code i}'s children are {@code 2i+1} and {@code 2i+2}).
-     * When a worker fails, or reports a child it could not reach, the workers below it are told to drop their copy,
-     * so that every acknowledgement comes.
-     */
-    private long forward(long bid, Tracked t, Object model, BroadcastOptions options, List<Integer> need,
-            List<CompletableFuture<Reply>> acks, BroadcastOptions.Strategy strategy) {
-        int[] parent = new int[need.size()];
-        for (int i = 0; i < parent.length; i++) {
-            parent[i] = i == 0 ? -1 : strategy == BroadcastOptions.Strategy.CHAIN ? i - 1 : (i - 1) / 2;
-        }
-        for (int i = 0; i < parent.length; i++) {
-            int node = i;
-            acks.get(i).whenComplete((r, e) -> {
-                if (e != null || !Reply.OK.equals(r.status())) {
-                    abortBelow(bid, t, need, parent, node, "worker " + need.get(node) + " above it failed");
-                } else if (r.value() instanceof List<?> unreached) {
-                    for (Object w : unreached) {
-                        int child = need.indexOf(((Long) w).intValue());
-                        if (child >= 0) {
-                            abort(bid, t, need.get(child), "worker " + need.get(node) + " could not reach it");
-                            abortBelow(bid, t, need, parent, child, "worker " + need.get(node) + " could not reach "
-                                    + "worker " + need.get(child));
-                        }
-                    }
-                }
-            });
-        }
-        Endpoint first = remote(need.getFirst()).endpoint();
-        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
-        List<NdArray> views = new ArrayList<>();
-        try (Serialized s = registry.serialize(model, chainOf(options.family()))) {
-            sends.add(first.send(new Request(bid, "bcast-begin", null, List.of(t.id, t.version, s.encodeHeader(),
-                    subtree(need, parent, 0)))));
-            for (int i = 0; i < s.frames().size(); i++) {
-                Buffer b = s.frames().get(i).buffer();
-                for (long off = 0; off < b.byteSize(); off += options.chunkBytes()) {
-                    long len = Math.min(options.chunkBytes(), b.byteSize() - off);
-                    NdArray view = NdArray.view(b, off, DType.UINT8, Order.C, len);
-                    views.add(view);
-                    sends.add(first.send(new Request(bid, "bcast-chunk", null, List.of((long) i, off, view)),
-                            Family.CUDA));
-                }
-            }
-            long bytes = 0;
-            for (CompletableFuture<MessageMetrics> f : sends) {
-                MessageMetrics m = f.handle((sent, x) -> {
-                    if (x != null) {
-                        first.failExpected(bid, x);
-                    }
-                    return sent;
-                }).join();
-                bytes += m == null ? 0 : m.totalBytes();
-            }
-            return bytes;
-        } finally {
-            for (NdArray v : views) {
-                v.close();
-            }
-        }
-    }
-
-    /** The workers below {@code node}, as the {@code [worker, children]} pairs a worker forwards to. */
-    private static List<Object> subtree(List<Integer> need, int[] parent, int node) {
-        List<Object> children = new ArrayList<>();
-        for (int c = 0; c < parent.length; c++) {
-            if (parent[c] == node) {
-                children.add(List.of((long) need.get(c), subtree(need, parent, c)));
-            }
-        }
-        return children;
-    }
-
-    private void abortBelow(long bid, Tracked t, List<Integer> need, int[] parent, int node, String why) {
-        for (int c = 0; c < parent.length; c++) {
-            if (parent[c] == node) {
-                abort(bid, t, need.get(c), why);
-                abortBelow(bid, t, need, parent, c, why);
-            }
-        }
-    }
-
-    /** Tells {@code worker} to drop broadcast {@code bid}; it answers the broadcast's own acknowledgement. */
-    private void abort(long bid, Tracked t, int worker, String why) {
-        Endpoint e = remote(worker).endpoint();
-        e.send(new Request(nextRequest.getAndIncrement(), "bcast-abort", null, List.of(bid, t.id, t.version, why)))
-                .exceptionally(x -> {
-                    e.failExpected(bid, x);
-                    return null;
-                });
     }
 
     /**

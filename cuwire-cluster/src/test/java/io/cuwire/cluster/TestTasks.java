@@ -4,6 +4,11 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.neighbors.NearestNeighbors;
+import io.cuwire.serialize.Family;
+import io.cuwire.serialize.ReadContext;
+import io.cuwire.serialize.Serializer;
+import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.serialize.WriteContext;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.BufferPoolMXBean;
@@ -13,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.management.JMException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -54,7 +60,42 @@ public final class TestTasks implements TaskProvider {
      */
     static final TaskType<Object> HOLD = TaskType.of("test.hold", Object.class);
 
+    /** {@code (CountedModel)}: the sum of its weights (float64). */
+    static final TaskType<Double> COUNTED_SUM = TaskType.of("test.counted-sum", Double.class);
+    /** How often this JVM serialized a {@link CountedModel}. */
+    static final AtomicInteger COUNTED_WRITES = new AtomicInteger();
+
+    /** A model whose serializer counts its calls ({@link #COUNTED_WRITES}): one array, closed with the model. */
+    public record CountedModel(NdArray weights) implements AutoCloseable {
+        @Override
+        public void close() {
+            weights.close();
+        }
+    }
+
+    /** {@link CountedModel}'s serializer in every family but {@code java}: the array as a nested value. */
+    static final class CountingSerializer implements Serializer<CountedModel> {
+        @Override
+        public void write(WriteContext out, CountedModel value) {
+            COUNTED_WRITES.incrementAndGet();
+            out.writeValue("weights", value.weights());
+        }
+
+        @Override
+        public CountedModel read(ReadContext in) {
+            return new CountedModel(in.readValue("weights", NdArray.class));
+        }
+    }
+
     public TestTasks() {
+    }
+
+    @Override
+    public void registerTypes(TypeRegistry registry) {
+        registry.register(CountedModel.class, "test.counted-model");
+        for (Family f : List.of(Family.CUDA, Family.HOST)) {
+            registry.register(CountedModel.class, f, new CountingSerializer());
+        }
     }
 
     @Override
@@ -94,6 +135,13 @@ public final class TestTasks implements TaskProvider {
         registry.register(SUM, (c, a) -> {
             double sum = 0;
             for (float v : ((NdArray) a.get(0)).toFloatArray()) {
+                sum += v;
+            }
+            return sum;
+        });
+        registry.register(COUNTED_SUM, (c, a) -> {
+            double sum = 0;
+            for (double v : ((CountedModel) a.get(0)).weights().toDoubleArray()) {
                 sum += v;
             }
             return sum;

@@ -53,6 +53,8 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
     private final AtomicBoolean closed;
     private final AtomicBoolean lenderClosed;
     private volatile BufferAllocator<?> owner;
+    /** For a loan made with one: the allocator its borrower takes more such memory from ({@link #allocator()}). */
+    private final BufferAllocator<?> lentFor;
 
     /** An owning (or wrapping) root buffer. */
     Buffer(MemoryKind kind, long byteSize, Releaser releaser) {
@@ -66,10 +68,14 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         this.releaser = releaser;
         this.closed = new AtomicBoolean();
         this.lenderClosed = null;
+        this.lentFor = null;
     }
 
-    /** A loan of {@code lender}'s memory: a root buffer of its own that frees nothing. */
-    Buffer(Buffer lender, Releaser onReturn) {
+    /**
+     * A loan of {@code lender}'s memory: a root buffer of its own that frees nothing; {@code lentFor} (or
+     * {@code null}) is what its {@link #allocator()} reports.
+     */
+    Buffer(Buffer lender, Releaser onReturn, BufferAllocator<?> lentFor) {
         this.kind = lender.kind;
         this.byteSize = lender.byteSize;
         this.root = this;
@@ -77,6 +83,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         this.releaser = Objects.requireNonNull(onReturn, "onReturn");
         this.closed = new AtomicBoolean();
         this.lenderClosed = lender.root.closed;
+        this.lentFor = lentFor;
     }
 
     /** A slice of {@code parent}: no memory of its own. */
@@ -88,6 +95,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         this.releaser = Releaser.NONE;
         this.closed = parent.root.closed;
         this.lenderClosed = parent.root.lenderClosed;
+        this.lentFor = null;
     }
 
     /** Where the bytes live. */
@@ -125,7 +133,8 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
      * Lends this buffer's memory to a borrower: the loan is a buffer of its own over the same bytes (no copy) that
      * the borrower owns and closes; closing it frees nothing and runs {@code onReturn} once, which is how the
      * lender learns that it may reuse or free the memory. The lender keeps this buffer open until then; a loan
-     * whose lender was closed reports itself closed. Loans are not accounted by any allocator.
+     * whose lender was closed reports itself closed. Loans are not accounted by any allocator: their bytes are the
+     * lender's ({@link DeviceBuffer#lend(Releaser, BufferAllocator)} names an allocator for the borrower's own).
      */
     public abstract Buffer lend(Releaser onReturn);
 
@@ -154,9 +163,14 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
         owner = allocator;
     }
 
-    /** The allocator that accounts for this buffer, or {@code null} for wrapped, imported and unaccounted ones. */
+    /**
+     * The allocator that accounts for this buffer, or {@code null} for wrapped, imported and unaccounted ones; for a
+     * loan made with an allocator, that allocator (where its borrower takes more such memory from, though the loan's
+     * bytes stay counted where the lender's are).
+     */
     public final BufferAllocator<?> allocator() {
-        return root.owner;
+        BufferAllocator<?> a = root.owner;
+        return a != null ? a : root.lentFor;
     }
 
     /**

@@ -23,8 +23,8 @@ public final class DeviceBuffer extends Buffer {
         this.allocation = parent.allocation;
     }
 
-    private DeviceBuffer(DeviceBuffer lender, Releaser onReturn) {
-        super(lender, onReturn);
+    private DeviceBuffer(DeviceBuffer lender, Releaser onReturn, BufferAllocator<DeviceBuffer> lentFor) {
+        super(lender, onReturn, lentFor);
         this.device = lender.device;
         this.allocation = lender.allocation;
     }
@@ -72,7 +72,18 @@ public final class DeviceBuffer extends Buffer {
     @Override
     public DeviceBuffer lend(Releaser onReturn) {
         checkOpen();
-        return new DeviceBuffer(this, onReturn);
+        return new DeviceBuffer(this, onReturn, null);
+    }
+
+    /**
+     * As {@link #lend(Releaser)}, the loan reporting {@code lentFor} as its {@link #allocator()}: the allocator its
+     * borrower takes more memory of this device from, as it would for a buffer that allocator made (a transport lends
+     * received bytes of its own memory this way, naming the allocator the receiver's frames come from). The loan's
+     * bytes are not counted there, and closing it returns nothing to it.
+     */
+    public DeviceBuffer lend(Releaser onReturn, BufferAllocator<DeviceBuffer> lentFor) {
+        checkOpen();
+        return new DeviceBuffer(this, onReturn, Objects.requireNonNull(lentFor, "lentFor"));
     }
 
     @Override

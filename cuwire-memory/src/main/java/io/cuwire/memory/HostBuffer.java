@@ -18,7 +18,7 @@ public final class HostBuffer extends Buffer {
     }
 
     private HostBuffer(HostBuffer lender, Releaser onReturn) {
-        super(lender, onReturn);
+        super(lender, onReturn, null);
         this.segment = lender.segment;
     }
 

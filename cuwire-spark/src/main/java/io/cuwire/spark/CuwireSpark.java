@@ -83,7 +83,7 @@ public final class CuwireSpark {
 
     /** The driver endpoint's counters. */
     public static NodeStats driverStats() {
-        return driver().stats(false);
+        return of(driver().stats(false));
     }
 
     /**
@@ -95,12 +95,18 @@ public final class CuwireSpark {
         List<NodeStats> out = new ArrayList<>();
         for (Map.Entry<String, String> e : executors().entrySet()) {
             try {
-                out.add(node.statsOf(e.getValue(), reset));
+                out.add(of(node.statsOf(e.getValue(), reset)));
             } catch (RuntimeException ex) {
                 // a lost executor: nothing to count
             }
         }
         return out;
+    }
+
+    private static NodeStats of(Node.Counters c) {
+        return new NodeStats(c.executorId(), c.address(), c.fetchedFromDriver(), c.fetchedFromPeers(),
+                c.fetchedBytes(), c.servedToPeers(), c.redirects(), c.evicted(), c.cachedModels(), c.copyBytes(),
+                c.deviceBytes());
     }
 
     private static Node driver() {

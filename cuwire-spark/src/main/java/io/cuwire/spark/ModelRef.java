@@ -1,5 +1,6 @@
 package io.cuwire.spark;
 
+import io.cuwire.cluster.runtime.ModelCache;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.spark.internal.Node;
@@ -75,7 +76,8 @@ public final class ModelRef<T> implements Serializable {
      * @throws IllegalStateException if the model was released, or this JVM has no cuwire endpoint (no plugin)
      */
     public Lease<T> acquire() {
-        Node.Lease l = Node.current().acquire(this);
+        ModelCache.Lease l = Node.current().acquire(new Node.Wanted(id, version, frameBytes, driverAddress,
+                toString()));
         T value = type.cast(l.value());
         return new Lease<>(value, l);
     }
@@ -100,9 +102,9 @@ public final class ModelRef<T> implements Serializable {
      */
     public static final class Lease<T> implements AutoCloseable {
         private final T value;
-        private final Node.Lease lease;
+        private final ModelCache.Lease lease;
 
-        Lease(T value, Node.Lease lease) {
+        Lease(T value, ModelCache.Lease lease) {
             this.value = value;
             this.lease = lease;
         }

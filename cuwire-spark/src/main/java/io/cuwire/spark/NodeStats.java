@@ -1,7 +1,6 @@
 package io.cuwire.spark;
 
 import io.cuwire.memory.CopyDirection;
-import io.cuwire.serialize.WireType;
 
 /**
  * What one cuwire endpoint of a Spark application (the driver's or an executor's) did so far.
@@ -18,7 +17,6 @@ import io.cuwire.serialize.WireType;
  * @param copyBytes the process's bytes copied by the copy engine, by {@link CopyDirection} ordinal
  * @param deviceBytes bytes of device memory the endpoint holds now
  */
-@WireType("cuwire.spark.NodeStats")
 public record NodeStats(String executorId, String address, long fetchedFromDriver, long fetchedFromPeers,
         long fetchedBytes, long servedToPeers, long redirects, long evicted, long cachedModels, long[] copyBytes,
         long deviceBytes) {

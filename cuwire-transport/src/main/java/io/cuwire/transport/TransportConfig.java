@@ -38,10 +38,13 @@ import java.util.Objects;
  *       handshake</td></tr>
  *   <tr><td>{@code stagingChunkBytes}, {@code stagingSlots}</td><td>4 MiB, 3</td><td>the pinned bounce ring
  *       through which a byte-stream transport stages device frames</td></tr>
- *   <tr><td>{@code ipcPushArenaBytes}</td><td>4 MiB</td><td>the device memory an {@code ipc://} connection's
- *       accepting side offers its dialling peer to push small device frames into, so that receiving them needs no
- *       GPU work of its own (on one GPU shared by two processes, every context's GPU work waits for a context
- *       switch); {@code 0}: the accepting side copies every frame in itself</td></tr>
+ *   <tr><td>{@code ipcPushArenaBytes}</td><td>0 (none), or the system property
+ *       {@value #IPC_PUSH_ARENA_PROPERTY}</td><td>the device memory an {@code ipc://} connection's accepting side
+ *       offers its dialling peer to push small device frames into, so that receiving them needs no GPU work of its
+ *       own (on one GPU shared by two processes, every context's GPU work waits for a context switch: a 1 KiB round
+ *       trip on one H200 took 100-121 µs with 4 MiB, 298-484 µs without); {@code 0}: the accepting side copies every
+ *       frame in itself. Off by default for now: frames received into it are loans of the connection's memory,
+ *       which a cluster worker's resource accounting does not yet tell from its own</td></tr>
  *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>
  *       <td>whether {@code tcp://} connections run inside TLS 1.3: by default toward and from every peer that is
  *       not a loopback address ({@link TlsMode})</td></tr>
@@ -54,6 +57,8 @@ import java.util.Objects;
  * </table>
  */
 public final class TransportConfig {
+    /** System property: the default {@code ipcPushArenaBytes}, in bytes. */
+    public static final String IPC_PUSH_ARENA_PROPERTY = "cuwire.transport.ipcPushArenaBytes";
     /** Shortest cluster secret accepted. */
     public static final int MIN_SECRET_BYTES = 16;
 
@@ -246,7 +251,7 @@ public final class TransportConfig {
         private List<Family> families = List.of(Family.CUDA, Family.HOST);
         private int stagingChunkBytes = 4 << 20;
         private int stagingSlots = 3;
-        private long ipcPushArenaBytes = 4L << 20;
+        private long ipcPushArenaBytes = pushArenaFromProperty();
         private TlsMode tls = TlsMode.fromProperty();
         private KeyStore tlsKeyStore;
         private char[] tlsKeyPassword;
@@ -339,6 +344,22 @@ public final class TransportConfig {
             this.stagingChunkBytes = chunkBytes;
             this.stagingSlots = slots;
             return this;
+        }
+
+        private static long pushArenaFromProperty() {
+            String v = System.getProperty(IPC_PUSH_ARENA_PROPERTY);
+            if (v == null || v.isBlank()) {
+                return 0;
+            }
+            try {
+                long bytes = Long.parseLong(v.strip());
+                if (bytes >= 0 && bytes <= 1L << 30) {
+                    return bytes;
+                }
+            } catch (NumberFormatException e) {
+                // refused below
+            }
+            throw new IllegalArgumentException(IPC_PUSH_ARENA_PROPERTY + "=" + v + " (expected: bytes, 0 to 1 GiB)");
         }
 
         /**

@@ -2,14 +2,16 @@ package io.cuwire.cluster.internal;
 
 import io.cuwire.cluster.ModelHandle;
 import io.cuwire.cluster.ObjectRef;
+import io.cuwire.cluster.TaskProvider;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import java.util.ServiceLoader;
 
 /**
- * The registry client and workers share: the ml types (estimators also on the {@code java} allow-list) plus the
- * cluster's control messages and handles.
+ * The registry client and workers share: the ml types (estimators also on the {@code java} allow-list), the
+ * cluster's control messages and handles, and the types of the {@link TaskProvider}s on the class path.
  */
 public final class ClusterTypes {
     private ClusterTypes() {
@@ -30,6 +32,13 @@ public final class ClusterTypes {
         for (Class<?> type : new Class<?>[] {ObjectRef.class, ModelHandle.class}) {
             r.registerGeneric(type, Family.CUDA, Family.HOST);
             r.register(type);
+        }
+        r.register(ModelFrame.class);
+        for (Family f : new Family[] {Family.CUDA, Family.HOST}) {
+            r.register(ModelFrame.class, f, new ModelFrame.FrameSerializer());
+        }
+        for (TaskProvider p : ServiceLoader.load(TaskProvider.class, ClusterTypes.class.getClassLoader())) {
+            p.registerTypes(r);
         }
         return r;
     }

@@ -15,21 +15,18 @@ import io.cuwire.cluster.rpc.RateLimitedLog;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
+import io.cuwire.cluster.runtime.ModelCache;
+import io.cuwire.cluster.runtime.ObjectStore;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
-import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.memory.NdArray;
-import io.cuwire.memory.Order;
 import io.cuwire.memory.TransferStats;
 import io.cuwire.serialize.DecodeTarget;
-import io.cuwire.serialize.Family;
-import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
@@ -51,7 +48,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -64,8 +60,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -89,13 +83,15 @@ import jdk.jfr.RecordingState;
  * breaks, the models still arriving on it are dropped and their memory released at once (once forwards of it to
  * other workers are done), and the client is told. The bytes allocated for arriving models and not yet filled are
  * bounded per worker by {@value #MAX_ASSEMBLY_BYTES_PROPERTY} (bytes; default: the device's total memory, so that
- * any model that fits the device is taken); a begin beyond it is refused with a {@link ClusterException}.
+ * any model that fits the device is taken); a begin beyond it is refused with a {@link ClusterException}
+ * ({@link BroadcastAssemblies}).
  *
  * <h2>Model cache</h2>
- * Broadcast models are cached by id, one version each; a new version retires the old one, which is closed once no
- * running task uses it. When an allocation of the worker's device memory would fail — a broadcast's frames, a value
- * arriving, a task's result — the cache evicts its least recently used model that no running task holds (used: cached,
- * confirmed to a broadcast, or taken by a task), then the allocation is tried again, until it fits or nothing is left
+ * Broadcast models are cached by id, one version each ({@link ModelCache}, the Spark executor's cache too); a new
+ * version retires the old one, which is closed once no running task uses it. When an allocation of the worker's
+ * device memory would fail — a broadcast's frames, a value arriving, a task's result — the cache evicts its least
+ * recently used model that no running task holds (used: cached, confirmed to a broadcast, or taken by a task), then
+ * the allocation is tried again, until it fits or nothing is left
  * to evict ({@link BufferAllocator.Reclaimer}); a model in use is never evicted. The client's next broadcast of an
  * evicted model sends it again (it asks the worker first); a task given its handle meanwhile fails, saying it was
  * evicted. An allocation that fails even so names what holds the device's memory, this cache among the holders
@@ -123,8 +119,9 @@ import jdk.jfr.RecordingState;
  *   <tr><td>{@code free [ids]}</td><td>closes and forgets stored values</td></tr>
  *   <tr><td>{@code run name args}</td><td>runs a task, stores its result, answers the ref</td></tr>
  *   <tr><td>{@code call name args}</td><td>runs a task and answers its result, storing nothing</td></tr>
- *   <tr><td>{@code model [id, version, value or nil]}</td><td>caches a model; with nil, answers whether it has
- *       it ({@code missing} if not)</td></tr>
+ *   <tr><td>{@code model [id, version, header, frames]}, {@code model [id, version, nil]}</td><td>caches a model
+ *       sent whole (its encoded header and its frames); with nil, answers whether it has it
+ *       ({@code missing} if not)</td></tr>
  *   <tr><td>{@code bcast-begin}, {@code bcast-chunk}</td><td>a model arriving in chunks down a chain or tree of
  *       workers: each chunk is copied into place and that slice forwarded to the children as it arrives; the
  *       acknowledgement names children that could not be reached</td></tr>
@@ -151,23 +148,11 @@ public final class Worker implements Endpoint.Handler {
     private final DecodeTarget target;
     private final TransportConfig config;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    private final Map<Long, Object> store = new ConcurrentHashMap<>();
-    private final AtomicLong nextId = new AtomicLong(1);
+    private final ObjectStore store = new ObjectStore();
     private final AtomicLong nextRequest = new AtomicLong(1);
-    private final Map<Long, CachedModel> models = new ConcurrentHashMap<>();
-    /** The cache's clock: a model's last use is the tick it was cached, confirmed or taken at. */
-    private final AtomicLong uses = new AtomicLong();
-    /** The version of each model evicted and not cached since, for the message of a task that asks for it. */
-    private final Map<Long, Long> evicted = new ConcurrentHashMap<>();
-    private final AtomicLong evictions = new AtomicLong();
-    /** Broadcasts arriving in chunks, by sender and broadcast id; changed under {@code assemblies}' lock. */
-    private final Map<AssemblyKey, Assembly> assemblies = new ConcurrentHashMap<>();
-    /** Broadcasts dropped before they began here, and those being decoded; guarded by {@code assemblies}. */
-    private final Set<Long> aborted = new HashSet<>();
-    private final Set<Long> finishing = new HashSet<>();
-    /** Bytes allocated for arriving broadcasts and not yet filled, and their bound; guarded by {@code assemblies}. */
-    private long unfilledBytes;
-    private final long maxAssemblyBytes;
+    private final ModelCache models;
+    /** Broadcasts arriving in chunks (chain, tree). */
+    private final BroadcastAssemblies assemblies;
     private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
     private volatile List<String> peerAddresses = List.of();
     private volatile Endpoint client;
@@ -188,11 +173,23 @@ public final class Worker implements Endpoint.Handler {
         this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
         this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(device, host, Limits.DEFAULT);
-        this.maxAssemblyBytes = maxAssemblyBytes(d);
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
                 .families(ClusterTypes.families()).build();
-        device.addReclaimer(this::evictOne);
-        d.addMemoryHolder(this::describeCache);
+        this.models = new ModelCache("worker " + index, registry);
+        this.assemblies = new BroadcastAssemblies(index, device, host, maxAssemblyBytes(d), registry, target, models,
+                executor, new BroadcastAssemblies.Links() {
+                    @Override
+                    public Endpoint client() {
+                        return client;
+                    }
+
+                    @Override
+                    public Endpoint peer(int worker) {
+                        return Worker.this.peer(worker);
+                    }
+                });
+        device.addReclaimer(models::evictOne);
+        d.addMemoryHolder(models::describe);
     }
 
     /** {@value #MAX_ASSEMBLY_BYTES_PROPERTY}, else the device's total memory. */
@@ -290,7 +287,7 @@ public final class Worker implements Endpoint.Handler {
                     AtomicReference<Endpoint> peer = new AtomicReference<>();
                     peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
                             e -> new ClusterException("peer connection broken", e), e -> {
-                                senderGone(peer.get(), e);
+                                assemblies.senderGone(peer.get(), e);
                                 peerBroken(c, e);
                             }));
                     accepted.add(peer.get());
@@ -326,8 +323,7 @@ public final class Worker implements Endpoint.Handler {
                 from.reply(Reply.ok(r.id(), null));
             }
             case "put" -> {
-                long id = nextId.getAndIncrement();
-                store.put(id, a.getFirst());
+                long id = store.put(a.getFirst());
                 closeExcept(a, 0);
                 from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
             }
@@ -335,14 +331,14 @@ public final class Worker implements Endpoint.Handler {
                 ObjectRef ref = (ObjectRef) a.getFirst();
                 closeExcept(a);
                 Object v = store.get(ref.id());
-                from.reply(v == null && !store.containsKey(ref.id())
+                from.reply(v == null
                         ? Reply.failed(r.id(), new ClusterException("no object " + ref + " on worker " + index
                                 + " (freed, or never stored)"))
                         : Reply.ok(r.id(), v));
             }
             case "free" -> {
                 for (Object o : (List<?>) a.getFirst()) {
-                    Values.close(store.remove((Long) o));
+                    store.free((Long) o);
                 }
                 closeExcept(a);
                 from.reply(Reply.ok(r.id(), null));
@@ -360,18 +356,18 @@ public final class Worker implements Endpoint.Handler {
             }
             case "model" -> {
                 cacheModel(from, r);
-                closeExcept(a, 2);
+                closeExcept(a, 2, 3);
             }
             case "bcast-begin" -> {
-                beginBroadcast(from, r);
+                assemblies.begin(from, r);
                 closeExcept(a, 0, 1, 2, 3);
             }
             case "bcast-chunk" -> {
-                chunk(from, r);
+                assemblies.chunk(from, r);
                 closeExcept(a, 0, 1, 2);
             }
             case "bcast-abort" -> {
-                abortBroadcast(r);
+                assemblies.abort(r);
                 closeExcept(a);
             }
             case "stats" -> {
@@ -411,7 +407,7 @@ public final class Worker implements Endpoint.Handler {
 
     private void runTask(Endpoint from, Request r, io.cuwire.cluster.Task task) {
         List<Object> owned = new ArrayList<>();
-        List<CachedModel> used = new ArrayList<>();
+        List<ModelCache.Lease> used = new ArrayList<>();
         Object result = null;
         int resolved = 0;
         try {
@@ -432,8 +428,12 @@ public final class Worker implements Endpoint.Handler {
         Values.close(owned);
         release(used);
         if (r.op().equals("run")) {
-            long id = nextId.getAndIncrement();
-            store.put(id, result);
+            if (result == null) {  // nothing to store: answered, where the store's refusal would leave it unanswered
+                from.reply(Reply.failed(r.id(), new ClusterException("task " + r.name() + " returned nothing to "
+                        + "store on worker " + index + " (run it with call)")));
+                return;
+            }
+            long id = store.put(result);
             from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
         } else {
             Object value = result;
@@ -442,7 +442,7 @@ public final class Worker implements Endpoint.Handler {
     }
 
     /** A task argument as the task sees it; what the worker must close afterwards goes into {@code owned}. */
-    private Object resolve(Object arg, List<Object> owned, List<CachedModel> used) {
+    private Object resolve(Object arg, List<Object> owned, List<ModelCache.Lease> used) {
         switch (arg) {
             case ObjectRef ref when ref.worker() == index -> {
                 Object v = store.get(ref.id());
@@ -457,16 +457,9 @@ public final class Worker implements Endpoint.Handler {
                 return v;
             }
             case ModelHandle h -> {
-                CachedModel m = models.get(h.id());
-                if (m == null || m.version != h.version() || !m.tryAcquire(uses.incrementAndGet())) {
-                    Long gone = evicted.get(h.id());
-                    throw new ClusterException(h + " is not in worker " + index + "'s cache (cached: "
-                            + (m == null || m.isClosed() ? "none" : "v" + m.version) + ")"
-                            + (gone != null && gone == h.version() ? ": it was evicted to make room in the device's "
-                            + "memory; broadcast it again" : ""));
-                }
+                ModelCache.Lease m = models.acquire(h.id(), h.version(), h.toString());
                 used.add(m);
-                return m.value;
+                return m.value();
             }
             default -> {
                 owned.add(arg);
@@ -510,7 +503,7 @@ public final class Worker implements Endpoint.Handler {
                 AtomicReference<Endpoint> self = new AtomicReference<>();
                 self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
                         t -> new ClusterException("connection to worker " + other + " broken", t), t -> {
-                            senderGone(self.get(), t);
+                            assemblies.senderGone(self.get(), t);
                             peerBroken(c, t);
                         }));
                 e = self.get().start();
@@ -522,484 +515,55 @@ public final class Worker implements Endpoint.Handler {
 
     // ---------------------------------------------------------------- model cache
 
+    private static void release(List<ModelCache.Lease> used) {
+        for (ModelCache.Lease m : used) {
+            m.close();
+        }
+    }
+
     /**
-     * A cached model, the tasks using it and its last use. A retired version is closed once no task uses it; an
-     * evicted one is claimed (no task may take it any more) while none does, then closed.
+     * {@code model [id, version, header, frames]}: caches the model that the encoded {@code header} and its frames
+     * ({@link ModelFrame}s) make (the client's one serialized form of it, as a chunked broadcast's assembly is
+     * made); or, {@code model [id, version, nil]}, answers whether it holds that version.
      */
-    private final class CachedModel {
-        /** {@code users} once claimed for closing: no task may take it. */
-        private static final int CLAIMED = Integer.MIN_VALUE;
-        /** {@code deviceBytes} until first asked. */
-        private static final long NOT_YET = -2;
-
-        final long id;
-        final long version;
-        final Object value;
-        private final AtomicInteger users = new AtomicInteger();
-        private final AtomicBoolean closed = new AtomicBoolean();
-        volatile long lastUse;
-        volatile boolean retired;
-        /** Bytes of its device frames, worked out when first asked; -1 if they cannot be. */
-        private volatile long deviceBytes = NOT_YET;
-
-        CachedModel(long id, long version, Object value) {
-            this.id = id;
-            this.version = version;
-            this.value = value;
-            this.lastUse = uses.incrementAndGet();
-        }
-
-        /** Takes it for a task (used at tick {@code now}), unless it was claimed for closing. */
-        boolean tryAcquire(long now) {
-            for (int u = users.get(); u >= 0; u = users.get()) {
-                if (users.compareAndSet(u, u + 1)) {
-                    lastUse = now;
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        void release() {
-            if (users.decrementAndGet() == 0 && retired && claim()) {
-                closeOnce();
-            }
-        }
-
-        void retire() {
-            retired = true;
-            if (claim()) {
-                closeOnce();
-            }
-        }
-
-        /** Whether a running task holds it. */
-        boolean inUse() {
-            return users.get() > 0;
-        }
-
-        boolean isClosed() {
-            return users.get() < 0 || closed.get();
-        }
-
-        /** Claims it for closing if no task holds it: no task can take it afterwards. */
-        boolean claim() {
-            return users.compareAndSet(0, CLAIMED);
-        }
-
-        void closeOnce() {
-            if (closed.compareAndSet(false, true)) {
-                Values.close(value);
-            }
-        }
-
-        /**
-         * The bytes of its device frames (what its {@code cuda}-family form references, no copy made), or -1 when
-         * that form cannot be made; worked out once, while holding it.
-         */
-        long deviceBytes() {
-            long b = deviceBytes;
-            if (b == NOT_YET && tryAcquire(lastUse)) {
-                try (Serialized s = registry.serialize(value, Family.CUDA)) {
-                    b = 0;
-                    for (FrameDescriptor d : s.frameDescriptors()) {
-                        b += d.kind() == MemoryKind.DEVICE ? d.length() : 0;
-                    }
-                } catch (RuntimeException e) {
-                    b = -1;
-                } finally {
-                    release();
-                }
-                deviceBytes = b;
-            }
-            return b;
-        }
-    }
-
-    private static void release(List<CachedModel> used) {
-        for (CachedModel m : used) {
-            m.release();
-        }
-    }
-
     private void cacheModel(Endpoint from, Request r) {
-        long id = (Long) r.args().get(0);
-        long version = (Long) r.args().get(1);
-        Object value = r.args().get(2);
-        if (value == null) {
-            CachedModel m = models.get(id);
-            boolean held = m != null && m.version == version && !m.isClosed();
-            if (held) {
-                m.lastUse = uses.incrementAndGet();
-            }
-            from.reply(held ? Reply.ok(r.id(), null) : new Reply(r.id(), Reply.MISSING, null, null, null));
-            return;
-        }
-        CachedModel old = cache(id, version, value);
-        from.reply(Reply.ok(r.id(), null));
-        retire(old);
-    }
-
-    /** Caches {@code value} as model {@code id} v{@code version}; returns the version it replaced, or {@code null}. */
-    private CachedModel cache(long id, long version, Object value) {
-        evicted.remove(id);
-        return models.put(id, new CachedModel(id, version, value));
-    }
-
-    /**
-     * The reclaimer of the worker's device memory: evicts the least recently used model no running task holds;
-     * whether there was one.
-     */
-    private boolean evictOne(long bytes) {
-        while (true) {
-            CachedModel lru = null;
-            for (CachedModel m : models.values()) {
-                if (!m.inUse() && !m.isClosed() && (lru == null || m.lastUse < lru.lastUse)) {
-                    lru = m;
-                }
-            }
-            if (lru == null) {
-                return false;
-            }
-            long size = lru.deviceBytes();
-            if (!lru.claim()) {
-                continue;  // a task took it meanwhile: look again
-            }
-            models.remove(lru.id, lru);
-            evicted.put(lru.id, lru.version);
-            evictions.incrementAndGet();
-            lru.closeOnce();
-            LOG.log(INFO, "cuwire worker " + index + ": evicted model " + lru.id + " v" + lru.version + " ("
-                    + (size < 0 ? "its device bytes unknown" : size + " bytes of device frames") + ", least recently "
-                    + "used, no task holding it) to make room for an allocation of " + bytes + " bytes");
-            return true;
-        }
-    }
-
-    /** The model cache's line in the device's memory report; {@code null} when it is empty. */
-    private String describeCache() {
-        int count = 0;
-        int inUse = 0;
-        long bytes = 0;
-        boolean unknown = false;
-        for (CachedModel m : models.values()) {
-            if (m.isClosed()) {
-                continue;
-            }
-            count++;
-            inUse += m.inUse() ? 1 : 0;
-            long b = m.deviceBytes();
-            unknown |= b < 0;
-            bytes += Math.max(0, b);
-        }
-        if (count == 0 && evictions.get() == 0) {
-            return null;
-        }
-        return "model cache of worker " + index + ": " + count + " model(s), " + bytes + " bytes of device frames"
-                + (unknown ? " (and models whose size is unknown)" : "") + ", " + inUse + " in use by running tasks "
-                + "(never evicted), " + (count - inUse) + " evictable; " + evictions.get() + " evicted so far";
-    }
-
-    /**
-     * Releases a replaced version ({@code null}: none), after the acknowledgement of its successor so that it stays
-     * off the broadcast's critical path.
-     */
-    private static void retire(CachedModel old) {
-        if (old != null) {
-            old.retire();
-        }
-    }
-
-    // ---------------------------------------------------------------- forwarded broadcast (chain, tree)
-
-    /** An arriving broadcast's key: the connection it arrives on, and its id (the client's request id). */
-    private record AssemblyKey(Endpoint sender, long bid) {
-    }
-
-    /**
-     * A model arriving in chunks: its header, one buffer per frame (the model's own memory once complete), the
-     * workers it is forwarded to, and the forwards still in flight. Guarded by its own lock.
-     */
-    private final class Assembly {
-        final AssemblyKey key;
-        final long bid;
-        final long id;
-        final long version;
-        final Serialized.Header header;
-        final List<Buffer> frames = new ArrayList<>();
-        final List<Child> children;
-        final List<CompletableFuture<?>> forwards = new ArrayList<>();
-        /** Bytes not yet filled; counted in the worker's {@code unfilledBytes} while positive and not done. */
-        long missing;
-        boolean done;
-
-        /** Parses the header and reserves its frames' bytes in the worker's budget; the caller holds its lock. */
-        Assembly(AssemblyKey key, long id, long version, byte[] headerBytes, List<Child> children) {
-            this.key = key;
-            this.bid = key.bid();
-            this.id = id;
-            this.version = version;
-            this.header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
-            this.children = children;
-            long total = 0;
-            for (FrameDescriptor d : header.frames()) {
-                total += d.length();  // each at most Limits.maxFrameBytes, at most maxFrames of them: no overflow
-            }
-            if (total > maxAssemblyBytes - unfilledBytes) {
-                throw new ClusterException("worker " + index + " refused broadcast " + bid + " of model " + id + " v"
-                        + version + ": its " + total + " bytes would make " + (unfilledBytes + total) + " bytes "
-                        + "allocated for arriving broadcasts and not yet filled, beyond the worker's budget of "
-                        + maxAssemblyBytes + " (" + MAX_ASSEMBLY_BYTES_PROPERTY + ")");
-            }
-            try {
-                for (FrameDescriptor d : header.frames()) {
-                    frames.add(d.kind() == MemoryKind.DEVICE ? device.allocate(d.length()) : host.allocate(d.length()));
-                }
-            } catch (RuntimeException e) {
-                Values.close(frames);
-                throw e;
-            }
-            missing = total;
-            unfilledBytes += total;
-        }
-
-        /** {@code bytes} were filled in; the caller holds this assembly's lock. */
-        void filled(long bytes) {
-            long counted = Math.max(0, Math.min(bytes, missing));
-            missing -= bytes;
-            synchronized (assemblies) {
-                unfilledBytes -= counted;
-            }
-        }
-
-        /** No more bytes will be filled in: what is missing leaves the budget; the caller holds this lock. */
-        void settle() {
-            done = true;
-            synchronized (assemblies) {
-                unfilledBytes -= Math.max(0, missing);
-            }
-            missing = 0;
-        }
-
-        /** Frees the frames once no forward reads them any more; the future completes when they are. */
-        CompletableFuture<Void> discard() {
-            return CompletableFuture.allOf(forwards.toArray(CompletableFuture[]::new))
-                    .handle((v, e) -> {
-                        Values.close(frames);
-                        return null;
-                    });
-        }
-    }
-
-    /** A worker this one forwards to, its own subtree, and whether forwarding to it broke. */
-    private static final class Child {
-        final long worker;
-        final List<Object> subtree;
-        Endpoint endpoint;
-        volatile boolean broken;
-
-        Child(long worker, List<Object> subtree) {
-            this.worker = worker;
-            this.subtree = subtree;
-        }
-    }
-
-    /**
-     * {@code bcast-begin [id, version, header, children]}: {@code children} is a list of {@code [worker,
-     * children]} pairs, the tree below this worker (one child each for a chain). The begin goes on to each child at
-     * once; a child that cannot be reached is reported in this worker's acknowledgement.
-     */
-    private void beginBroadcast(Endpoint from, Request r) {
         List<Object> a = r.args();
         long id = (Long) a.get(0);
         long version = (Long) a.get(1);
-        byte[] headerBytes = (byte[]) a.get(2);
-        List<Child> children = new ArrayList<>();
-        for (Object o : (List<?>) a.get(3)) {
-            List<?> pair = (List<?>) o;
-            children.add(new Child((Long) pair.get(0), new ArrayList<>((List<?>) pair.get(1))));
-        }
-        Assembly asm;
-        AssemblyKey key = new AssemblyKey(from, r.id());
-        synchronized (assemblies) {
-            if (aborted.remove(r.id())) {
-                return;
-            }
-            try {
-                if (assemblies.containsKey(key)) {
-                    throw new ClusterException("broadcast " + r.id() + " is already arriving on this connection");
-                }
-                asm = new Assembly(key, id, version, headerBytes, children);
-            } catch (RuntimeException e) {
-                client.reply(Reply.failed(r.id(), e));
-                return;
-            }
-            assemblies.put(key, asm);
-        }
-        if (!from.isOpen()) {
-            senderGone(from, new ClusterException("closed while the broadcast began"));  // its drop may have run first
+        if (a.size() < 4 || a.get(2) == null) {
+            from.reply(models.holds(id, version) ? Reply.ok(r.id(), null) : Reply.missing(r.id(), "worker " + index
+                    + " does not hold model " + id + " v" + version));
             return;
         }
-        for (Child c : children) {
-            try {
-                c.endpoint = peer((int) c.worker);
-                c.endpoint.send(new Request(r.id(), "bcast-begin", null, List.of(id, version, headerBytes,
-                        c.subtree))).whenComplete((m, e) -> c.broken |= e != null);
-            } catch (RuntimeException e) {
-                c.broken = true;
+        Serialized s;
+        try {
+            if (!(a.get(2) instanceof byte[] headerBytes) || !(a.get(3) instanceof List<?> frames)) {
+                throw new ClusterException("model " + id + " v" + version + ": expected [id, version, header, frames]");
             }
-        }
-        synchronized (asm) {
-            maybeFinish(asm);
-        }
-    }
-
-    /**
-     * {@code bcast-chunk [frame, offset, bytes]}: copied into place, then that slice of the model's own frame goes
-     * on to each child (the received chunk is freed at once, and the children see one allocation per frame).
-     */
-    private void chunk(Endpoint from, Request r) {
-        List<Object> a = r.args();
-        Assembly asm = assemblies.get(new AssemblyKey(from, r.id()));
-        try (NdArray chunk = (NdArray) a.get(2)) {
-            if (asm == null) {
-                return;
-            }
-            int frame = ((Long) a.get(0)).intValue();
-            long offset = (Long) a.get(1);
-            synchronized (asm) {
-                if (asm.done) {
-                    return;
+            Serialized.Header header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
+            List<Buffer> buffers = new ArrayList<>(frames.size());
+            for (int i = 0; i < frames.size() && i < header.frames().size(); i++) {
+                boolean device = header.frames().get(i).kind() == MemoryKind.DEVICE;
+                if (!(frames.get(i) instanceof ModelFrame f) || (f.buffer().kind() == MemoryKind.DEVICE) != device) {
+                    throw new ClusterException("model " + id + " v" + version + ": frame " + i + " is not a "
+                            + (device ? "device" : "host") + " frame, as its header describes");
                 }
-                try {
-                    Buffer target = asm.frames.get(frame);
-                    CopyEngine.copy(chunk.buffer(), 0, target, offset, chunk.byteSize());
-                    for (Child c : asm.children) {
-                        if (!c.broken) {
-                            NdArray slice = NdArray.view(target, offset, DType.UINT8, Order.C, chunk.byteSize());
-                            CompletableFuture<?> f = c.endpoint.send(new Request(r.id(), "bcast-chunk", null,
-                                    List.of((long) frame, offset, slice)), Family.CUDA);
-                            asm.forwards.add(f.whenComplete((m, e) -> {
-                                slice.close();
-                                c.broken |= e != null;
-                            }));
-                        }
-                    }
-                    asm.filled(chunk.byteSize());
-                    maybeFinish(asm);
-                } catch (RuntimeException e) {
-                    asm.settle();
-                    assemblies.remove(asm.key);
-                    asm.discard();
-                    client.reply(Reply.failed(r.id(), e));
-                }
+                buffers.add(f.buffer());
             }
-        }
-    }
-
-    /** Once every byte is in place and every forward settled: the model goes to the cache and the client hears. */
-    private void maybeFinish(Assembly asm) {
-        if (asm.missing != 0 || asm.done) {
+            s = Serialized.received(header, buffers);  // checks the count and each length
+        } catch (RuntimeException e) {
+            Values.close(a.subList(2, a.size()));
+            from.reply(Reply.failed(r.id(), e));
             return;
         }
-        asm.settle();
-        CompletableFuture.allOf(asm.forwards.toArray(CompletableFuture[]::new)).whenCompleteAsync((v, e) -> {
-            synchronized (assemblies) {
-                if (assemblies.remove(asm.key) == null) {
-                    return;
-                }
-                finishing.add(asm.bid);
-            }
-            List<Object> unreached = new ArrayList<>();
-            for (Child c : asm.children) {
-                if (c.broken) {
-                    unreached.add(c.worker);
-                }
-            }
-            try (Serialized s = Serialized.received(asm.header, asm.frames)) {
-                CachedModel old = cache(asm.id, asm.version, registry.deserialize(s, target));
-                client.reply(Reply.ok(asm.bid, unreached));
-                retire(old);
-            } catch (RuntimeException x) {
-                client.reply(Reply.failed(asm.bid, x));
-            } finally {
-                synchronized (assemblies) {
-                    finishing.remove(asm.bid);
-                }
-            }
-        }, executor);
-    }
-
-    /**
-     * {@code bcast-abort [bid, id, version, why]}: the client gave up on this worker's copy (a worker above it in the
-     * tree failed). Answers the broadcast's own id: ok if the model is already here, else failed; a begin that
-     * arrives later is dropped.
-     */
-    private void abortBroadcast(Request r) {
-        long bid = (Long) r.args().get(0);
-        long id = (Long) r.args().get(1);
-        long version = (Long) r.args().get(2);
-        String why = (String) r.args().get(3);
-        Assembly asm = null;
-        synchronized (assemblies) {
-            for (AssemblyKey key : assemblies.keySet()) {
-                if (key.bid() == bid) {
-                    asm = assemblies.remove(key);  // one per broadcast: the client's connection or a parent's
-                    break;
-                }
-            }
-            if (asm == null) {
-                if (finishing.contains(bid)) {
-                    return;
-                }
-                CachedModel m = models.get(id);
-                if (m != null && m.version == version && !m.isClosed()) {
-                    client.reply(Reply.ok(bid, List.of()));
-                    return;
-                }
-                aborted.add(bid);
-            }
+        Object value;
+        try (s) {
+            value = registry.deserialize(s, target);
+        } catch (RuntimeException e) {
+            from.reply(Reply.failed(r.id(), e));
+            return;
         }
-        if (asm != null) {
-            synchronized (asm) {
-                asm.settle();
-                asm.discard();
-            }
-        }
-        client.reply(Reply.failed(bid, new ClusterException("worker " + index + " dropped the broadcast of model "
-                + id + " v" + version + ": " + why)));
-    }
-
-    /**
-     * A connection broke: the broadcasts still arriving on it are dropped and their memory freed (once no forward
-     * reads it), and the client hears that each failed.
-     */
-    private void senderGone(Endpoint sender, Throwable why) {
-        List<Assembly> arriving = new ArrayList<>();
-        synchronized (assemblies) {
-            for (Assembly asm : assemblies.values()) {
-                if (asm.key.sender() == sender) {
-                    arriving.add(asm);
-                }
-            }
-        }
-        for (Assembly asm : arriving) {
-            synchronized (asm) {
-                if (asm.done) {
-                    continue;  // every byte is here (or it was dropped already): it finishes as it would have
-                }
-                asm.settle();
-                synchronized (assemblies) {
-                    assemblies.remove(asm.key);
-                }
-                asm.discard();
-            }
-            Endpoint c = client;
-            if (c != null && c != sender) {
-                c.reply(Reply.failed(asm.bid, new ClusterException("worker " + index + " dropped the broadcast of "
-                        + "model " + asm.id + " v" + asm.version + ": the connection it arrived on broke: " + why)));
-            }
-        }
+        models.put(id, version, value, () -> from.reply(Reply.ok(r.id(), null)));
     }
 
     // ---------------------------------------------------------------- stats and shutdown
@@ -1014,7 +578,7 @@ public final class Worker implements Endpoint.Handler {
         out.add(host.allocatedBytes());
         out.add((long) store.size());
         out.add((long) models.size());
-        out.add(evictions.get());
+        out.add(models.evictions());
         return out;
     }
 
@@ -1139,21 +703,10 @@ public final class Worker implements Endpoint.Handler {
             LOG.log(WARNING, "cuwire worker " + index + ": " + String.join(", ", running) + " still running after "
                     + STOP_WAIT + "; freeing the memory anyway");
         }
-        for (Object v : store.values()) {
-            Values.close(v);
-        }
-        store.clear();
-        for (CachedModel m : models.values()) {
-            m.closeOnce();
-        }
-        models.clear();
-        List<CompletableFuture<Void>> discarded = new ArrayList<>();
-        for (Assembly a : assemblies.values()) {
-            discarded.add(a.discard());
-        }
-        assemblies.clear();
+        store.close();
+        models.close();
         try {
-            CompletableFuture.allOf(discarded.toArray(CompletableFuture[]::new)).get(STOP_WAIT.toMillis(),
+            assemblies.discardAll().get(STOP_WAIT.toMillis(),
                     TimeUnit.MILLISECONDS);
         } catch (ExecutionException | TimeoutException e) {
             LOG.log(WARNING, "cuwire worker " + index + ": broadcasts still arriving were not freed within "

@@ -7,12 +7,14 @@ import io.cuwire.serialize.WireType;
  * A worker's answer to a {@link Request} of the same id.
  *
  * @param id the request's id
- * @param status {@value #OK}, {@value #MISSING} (a model identity not in the cache), {@value #UNKNOWN_TASK},
- *     {@value #ERROR}, {@value #REDIRECT} (cuwire-spark: ask the peer whose address is the value instead) or
- *     {@value #UNDECODABLE} (the peer could not decode the request: its {@link Endpoint} answered, and the caller's
- *     future fails with {@link io.cuwire.cluster.RemoteDecodeException})
- * @param value the result (for a redirect, the peer's address), or {@code null}
- * @param errorType the simple class name of the worker's exception, or {@code null}
+ * @param status {@value #OK}, {@value #MISSING} (what the request names is not held: a model identity not in the
+ *     cache), {@value #ERROR} (the server's exception: {@code errorType} names its class, so that a caller can map
+ *     the failures it knows to its own exception types) or {@value #UNDECODABLE} (the peer could not decode the
+ *     request: its {@link Endpoint} answered, and the caller's future fails with
+ *     {@link io.cuwire.cluster.RemoteDecodeException}); what a server answers beyond that travels as the value of an
+ *     {@code ok} reply, in a type of its own registry
+ * @param value the result, or {@code null}
+ * @param errorType the simple class name of the server's exception, or {@code null}
  * @param error its message, or {@code null}
  * @param errorPath for {@value #UNDECODABLE}, where in the request the decode failed ({@code root.args[0].model}), if
  *     known; else {@code null}
@@ -21,9 +23,7 @@ import io.cuwire.serialize.WireType;
 public record Reply(long id, String status, Object value, String errorType, String error, String errorPath) {
     public static final String OK = "ok";
     public static final String MISSING = "missing";
-    public static final String UNKNOWN_TASK = "unknown-task";
     public static final String ERROR = "error";
-    public static final String REDIRECT = "redirect";
     public static final String UNDECODABLE = "undecodable";
 
     /** A reply without an error path: every status but {@value #UNDECODABLE}. */
@@ -35,9 +35,14 @@ public record Reply(long id, String status, Object value, String errorType, Stri
         return new Reply(id, OK, value, null, null);
     }
 
+    /** The answer {@value #ERROR} to request {@code id}, which failed with {@code t}. */
     public static Reply failed(long id, Throwable t) {
-        String status = t instanceof io.cuwire.cluster.UnknownTaskException ? UNKNOWN_TASK : ERROR;
-        return new Reply(id, status, null, t.getClass().getSimpleName(), String.valueOf(t.getMessage()));
+        return new Reply(id, ERROR, null, t.getClass().getSimpleName(), String.valueOf(t.getMessage()));
+    }
+
+    /** The answer {@value #MISSING} to request {@code id}: what it names is not held here, because {@code why}. */
+    public static Reply missing(long id, String why) {
+        return new Reply(id, MISSING, null, null, why);
     }
 
     /**

@@ -4,6 +4,7 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
+import io.cuwire.cluster.runtime.ModelCache;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
@@ -11,16 +12,16 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.Registration;
 import io.cuwire.memory.TransferStats;
-import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.ml.MlTypes;
+import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
-import io.cuwire.spark.ModelRef;
-import io.cuwire.spark.NodeStats;
+import io.cuwire.serialize.WireType;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.DeviceMap;
@@ -33,13 +34,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -50,11 +47,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <caption>Requests</caption>
  *   <tr><td>{@value #FETCH} {@code [id, version, requesterAddress, direct, failedPeer]}</td><td>a reply
  *       {@code ok} whose value is the model (sent with the family chain {@code cuda, host}: device arrays travel as
- *       device frames), {@code redirect} whose value is the address of a peer to ask instead, or {@code missing}
- *       </td></tr>
- *   <tr><td>{@value #EVICT} {@code [id, version]}</td><td>drops the model's cached versions up to
- *       {@code version}; {@code ok}</td></tr>
- *   <tr><td>{@value #STATS} {@code [reset]}</td><td>{@code ok} with this node's {@link NodeStats}</td></tr>
+ *       device frames), {@code ok} whose value is a {@link Redirect} (Spark's own type: ask that peer instead), or
+ *       {@code missing}</td></tr>
+ *   <tr><td>{@value #EVICT} {@code [id, version]}</td><td>drops the model's cached version if it is at
+ *       most {@code version}; {@code ok}</td></tr>
+ *   <tr><td>{@value #STATS} {@code [reset]}</td><td>{@code ok} with this node's {@link Counters}</td></tr>
  * </table>
  *
  * <h2>Driver</h2>
@@ -66,10 +63,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * all pulling through the driver's link.
  *
  * <h2>Executor</h2>
- * Keeps a cache of models by {@code (id, version, device)}: the first task that needs a model fetches it (the
- * others in the JVM wait for that fetch) and later tasks use the cached value. A model in use by a task is closed
- * only after the task released it, when evicted. A peer asking for a model that this executor is still fetching
- * waits for that fetch.
+ * Keeps the runtime's {@link ModelCache} (the cluster worker's too), by model id, one version each: the first task
+ * that needs a model fetches it (the others in the JVM wait for that fetch) and later tasks use the cached value.
+ * A model in use by a task is closed only after the task released it, when dropped or replaced by a newer version;
+ * when the device's memory runs short, the least recently used model that no task holds is evicted, and fetched
+ * again by the next task that needs it. A peer asking for a model that this executor is still fetching waits for
+ * that fetch.
  *
  * <h2>Failures</h2>
  * A call fails with the transport's exception when its connection broke; with
@@ -87,7 +86,7 @@ public final class Node implements AutoCloseable {
     static final String FETCH = "fetch";
     /** The request that drops a model from an executor's cache. */
     static final String EVICT = "evict";
-    /** The request for a node's {@link NodeStats}. */
+    /** The request for a node's {@link Counters}. */
     static final String STATS = "stats";
 
     /** The largest scratch buffer kept for reuse. */
@@ -112,7 +111,9 @@ public final class Node implements AutoCloseable {
     private final Set<Endpoint> served = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextRequest = new AtomicLong();
     private final Map<Long, Published> published = new ConcurrentHashMap<>();
-    private final Map<Key, CompletableFuture<Cached>> cache = new ConcurrentHashMap<>();
+    private final ModelCache cache;
+    /** The cache's reclaimer of {@code deviceMemory} and its line in the device's memory report. */
+    private final List<Registration> cacheRegistrations;
     private final Map<String, String> executors = new ConcurrentHashMap<>();
     private final AtomicLong fetchedFromDriver = new AtomicLong();
     private final AtomicLong fetchedFromPeers = new AtomicLong();
@@ -132,7 +133,15 @@ public final class Node implements AutoCloseable {
         this.target = new DecodeTarget(deviceMemory, hostMemory, Limits.DEFAULT);
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(hostMemory, deviceMemory))
                 .ioTimeout(Duration.ofSeconds(120)).build();
-        this.listener = Transports.tcp().listen("tcp://" + host + ":0", config);
+        this.cache = new ModelCache("spark node " + executorId, registry);
+        this.cacheRegistrations = List.of(deviceMemory.addReclaimer(cache::evictOne),
+                device.addMemoryHolder(cache::describe));
+        try {
+            this.listener = Transports.tcp().listen("tcp://" + host + ":0", config);
+        } catch (RuntimeException e) {
+            Closeables.closeAll(cacheRegistrations);  // the device must not keep a holder of a node that never ran
+            throw e;
+        }
         Thread.ofPlatform().daemon().name("cuwire-spark-" + executorId + "-accept").start(this::acceptLoop);
     }
 
@@ -167,11 +176,60 @@ public final class Node implements AutoCloseable {
         return n;
     }
 
-    /** A registry of the estimators, their partials, the endpoint's messages and {@link NodeStats}. */
+    /**
+     * The answer to a fetch that the driver sends on to a peer: ask the node at {@code address} instead. The value of
+     * an {@code ok} reply: the shared request/reply layer knows nothing of redirects.
+     *
+     * @param address the peer's listening address
+     */
+    @WireType("cuwire.spark.Redirect")
+    public record Redirect(String address) {
+    }
+
+    /**
+     * What one node did so far, as {@code io.cuwire.spark.NodeStats} reports it (which see for the components).
+     *
+     * @param executorId the Spark executor id, or {@link #DRIVER}
+     * @param address where the node listens
+     * @param fetchedFromDriver models received from the driver
+     * @param fetchedFromPeers models received from another executor
+     * @param fetchedBytes frame bytes received with those models
+     * @param servedToPeers models sent to nodes that asked
+     * @param redirects fetches the driver sent on to an executor
+     * @param evicted models dropped from the cache on release
+     * @param cachedModels models in the cache now
+     * @param copyBytes the process's bytes copied by the copy engine, by {@link CopyDirection} ordinal
+     * @param deviceBytes bytes of device memory the node holds now
+     */
+    @WireType("cuwire.spark.NodeStats")
+    public record Counters(String executorId, String address, long fetchedFromDriver, long fetchedFromPeers,
+            long fetchedBytes, long servedToPeers, long redirects, long evicted, long cachedModels, long[] copyBytes,
+            long deviceBytes) {
+    }
+
+    /**
+     * A model to fetch: what a task's handle names ({@code io.cuwire.spark.ModelRef} makes one).
+     *
+     * @param id the model's id
+     * @param version its version
+     * @param frameBytes the bytes of its frames, as published (a fetch that brings other bytes fails)
+     * @param driverAddress where the driver's node listens
+     * @param description the handle's text, for messages
+     */
+    public record Wanted(long id, long version, long frameBytes, String driverAddress, String description) {
+        @Override
+        public String toString() {
+            return description;
+        }
+    }
+
+    /** A registry of the estimators, their partials, the endpoint's messages and this node's own answers. */
     private static TypeRegistry newRegistry() {
         TypeRegistry r = Endpoint.registerMessages(MlTypes.register(new TypeRegistry()));
-        r.registerGeneric(NodeStats.class, Family.CUDA, Family.HOST);
-        r.register(NodeStats.class);
+        for (Class<?> type : new Class<?>[] {Counters.class, Redirect.class}) {
+            r.registerGeneric(type, Family.CUDA, Family.HOST);
+            r.register(type);
+        }
         return r;
     }
 
@@ -349,114 +407,39 @@ public final class Node implements AutoCloseable {
 
     // ---------------------------------------------------------------- executor side
 
-    /** A cache key: a model version on a device. */
-    private record Key(long id, long version, int device) {
-    }
-
-    /** A cached model and the tasks using it; evicted, it is closed once the last user released it. */
-    private static final class Cached {
-        final Object value;
-        final AtomicInteger users = new AtomicInteger(1);
-
-        Cached(Object value) {
-            this.value = value;
-        }
-
-        boolean use() {
-            for (int u = users.get(); u > 0; u = users.get()) {
-                if (users.compareAndSet(u, u + 1)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        void release() {
-            if (users.decrementAndGet() == 0 && value instanceof AutoCloseable c) {
-                Closeables.closeAll(List.of(c));
-            }
-        }
-    }
-
-    /** A model in use by the caller; closing it releases the use. */
-    public interface Lease extends AutoCloseable {
-        /** The model. */
-        Object value();
-
-        @Override
-        void close();
-    }
-
     /**
      * The model {@code ref} names, for the caller's use until it closes the lease: on the driver, the published
      * value; on an executor, the cached copy, fetched first if this JVM does not have it.
      */
-    public Lease acquire(ModelRef<?> ref) {
+    public ModelCache.Lease acquire(Wanted ref) {
         Object own = publishedValue(ref.id(), ref.version());
         if (own != null) {
-            return lease(own, () -> { });
-        }
-        Key key = new Key(ref.id(), ref.version(), device.ordinal());
-        while (true) {
-            CompletableFuture<Cached> f = cache.get(key);
-            if (f == null) {
-                CompletableFuture<Cached> mine = new CompletableFuture<>();
-                if (cache.putIfAbsent(key, mine) == null) {
-                    try {
-                        mine.complete(new Cached(fetch(ref)));
-                    } catch (RuntimeException e) {
-                        cache.remove(key, mine);
-                        mine.completeExceptionally(e);
-                        throw e;
-                    }
+            return new ModelCache.Lease() {
+                @Override
+                public Object value() {
+                    return own;
                 }
-                continue;
-            }
-            Cached c;
-            try {
-                c = f.get();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted waiting for " + ref, e);
-            } catch (ExecutionException e) {
-                cache.remove(key, f);
-                throw new IllegalStateException("fetching " + ref + " failed: " + e.getCause(), e.getCause());
-            }
-            if (c.use()) {
-                return lease(c.value, c::release);
-            }
-            cache.remove(key, f);
-        }
-    }
 
-    private static Lease lease(Object value, Runnable release) {
-        AtomicBoolean done = new AtomicBoolean();
-        return new Lease() {
-            @Override
-            public Object value() {
-                return value;
-            }
-
-            @Override
-            public void close() {
-                if (done.compareAndSet(false, true)) {
-                    release.run();
+                @Override
+                public void close() {
+                    // the driver's caller owns a published model
                 }
-            }
-        };
+            };
+        }
+        return cache.acquire(ref.id(), ref.version(), () -> fetch(ref));
     }
 
     /** Fetches a model: asks the driver, which answers with the frames or sends this node to a peer. */
-    private Object fetch(ModelRef<?> ref) {
+    private Object fetch(Wanted ref) {
         String peer;
         try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
             Reply r = call(driver, FETCH, fetchArgs(ref, false, ""));
-            if (!Reply.REDIRECT.equals(r.status())) {
+            if (!(Reply.OK.equals(r.status()) && r.value() instanceof Redirect(String address))) {
                 Object v = model(driver, r, ref);
                 fetchedFromDriver.incrementAndGet();
                 return v;
             }
-            peer = (String) r.value();
+            peer = address;
         }
         try (Endpoint p = connect(peer, config.connectTimeout())) {
             Reply r = call(p, FETCH, fetchArgs(ref, true, ""));
@@ -477,13 +460,13 @@ public final class Node implements AutoCloseable {
         }
     }
 
-    private List<Object> fetchArgs(ModelRef<?> ref, boolean direct, String failedPeer) {
+    private List<Object> fetchArgs(Wanted ref, boolean direct, String failedPeer) {
         return List.of(ref.id(), ref.version(), address(), direct, failedPeer);
     }
 
     /** The model a fetch's reply carries, checked against the frame bytes published; {@code from} carried it. */
-    private Object model(Endpoint from, Reply r, ModelRef<?> ref) {
-        if (!Reply.OK.equals(r.status())) {
+    private Object model(Endpoint from, Reply r, Wanted ref) {
+        if (!Reply.OK.equals(r.status()) || r.value() instanceof Redirect) {
             Values.close(r.value());
             throw new IllegalStateException(Reply.MISSING.equals(r.status())
                     ? ref + ": the driver does not have it (" + r.error() + "); was it released?"
@@ -499,16 +482,12 @@ public final class Node implements AutoCloseable {
         return r.value();
     }
 
-    /** Drops every cached version of model {@code id} up to {@code version}. */
+    /** Drops the cached version of model {@code id} if it is at most {@code version}. */
     private void evict(long id, long version) {
-        for (Map.Entry<Key, CompletableFuture<Cached>> e : cache.entrySet()) {
-            Key k = e.getKey();
-            if (k.id() == id && k.version() <= version && cache.remove(k, e.getValue())) {
-                evicted.incrementAndGet();
-                e.getValue().thenAccept(Cached::release);
-            }
+        if (cache.drop(id, version)) {
+            evicted.incrementAndGet();
         }
-        if (cache.isEmpty()) {
+        if (cache.size() == 0) {
             scratch.trim();
         }
     }
@@ -562,7 +541,7 @@ public final class Node implements AutoCloseable {
         Published p = published.get(id);
         if (p != null) {
             if (p.version != version) {
-                from.reply(missing(request, "model " + id + " is at version " + p.version + ", not " + version));
+                from.reply(Reply.missing(request, "model " + id + " is at version " + p.version + ", not " + version));
                 return;
             }
             if (!failedPeer.isEmpty()) {
@@ -574,29 +553,18 @@ public final class Node implements AutoCloseable {
             }
             if (peer != null) {
                 redirects.incrementAndGet();
-                from.reply(new Reply(request, Reply.REDIRECT, peer, null, null));
+                from.reply(Reply.ok(request, new Redirect(peer)));
                 return;
             }
             sendModel(from, request, p.value, () -> { });
             return;
         }
-        CompletableFuture<Cached> f = cache.get(new Key(id, version, device.ordinal()));
-        Cached held = null;
-        if (f != null) {
-            try {
-                Cached got = f.get(config.ioTimeout().toMillis(), TimeUnit.MILLISECONDS);
-                held = got.use() ? got : null;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (ExecutionException | TimeoutException e) {
-                held = null;
-            }
-        }
+        ModelCache.Lease held = cache.awaitAcquire(id, version, config.ioTimeout());
         if (held == null) {
-            from.reply(missing(request, executorId + " does not hold model " + id + " v" + version));
+            from.reply(Reply.missing(request, executorId + " does not hold model " + id + " v" + version));
             return;
         }
-        sendModel(from, request, held.value, held::release);
+        sendModel(from, request, held.value(), held::close);
     }
 
     /** Sends {@code model} as the reply to {@code request}; {@code done} runs when the transport is done with it. */
@@ -611,18 +579,14 @@ public final class Node implements AutoCloseable {
         });
     }
 
-    private static Reply missing(long request, String why) {
-        return new Reply(request, Reply.MISSING, null, null, why);
-    }
-
     /** This node's counters; with {@code reset}, zeroed afterwards. */
-    public NodeStats stats(boolean reset) {
+    public Counters stats(boolean reset) {
         TransferStats t = CopyEngine.totals();
         long[] copies = new long[CopyDirection.values().length];
         for (CopyDirection d : CopyDirection.values()) {
             copies[d.ordinal()] = t.bytes(d);
         }
-        NodeStats s = new NodeStats(executorId, address(), fetchedFromDriver.get(), fetchedFromPeers.get(),
+        Counters s = new Counters(executorId, address(), fetchedFromDriver.get(), fetchedFromPeers.get(),
                 fetchedBytes.get(), servedToPeers.get(), redirects.get(), evicted.get(), cache.size(), copies,
                 deviceMemory.allocatedBytes() + scratchMemory.allocatedBytes() + scratch.retainedBytes());
         if (reset) {
@@ -635,13 +599,17 @@ public final class Node implements AutoCloseable {
     }
 
     /** The stats of the endpoint at {@code address}. */
-    public NodeStats statsOf(String address, boolean reset) {
+    public Counters statsOf(String address, boolean reset) {
         try (Endpoint e = connect(address, Duration.ofSeconds(10))) {
             Reply r = call(e, STATS, List.of(reset));
             if (!Reply.OK.equals(r.status())) {
                 throw new IllegalStateException("stats of " + address + ": " + r.errorType() + ": " + r.error());
             }
-            return (NodeStats) r.value();
+            if (!(r.value() instanceof Counters c)) {
+                throw new IllegalStateException("stats of " + address + ": the answer is "
+                        + (r.value() == null ? "empty" : "a " + r.value().getClass().getName()));
+            }
+            return c;
         }
     }
 
@@ -694,9 +662,10 @@ public final class Node implements AutoCloseable {
         for (Endpoint e : List.copyOf(served)) {
             e.close();
         }
-        for (Key k : List.copyOf(cache.keySet())) {
-            evict(k.id(), k.version());
+        for (long id : cache.ids()) {
+            evict(id, Long.MAX_VALUE);
         }
+        Closeables.closeAll(cacheRegistrations);
         published.clear();
         synchronized (Node.class) {
             if (current == this) {

@@ -69,8 +69,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *   consumed: [2]   one per message with device frames, in order: the sender's memory is free again
  *   refused:  [3][reason length: int32][reason: UTF-8]   the last record of a side that refused a message of the
  *             other ({@link Frames#refusal}); it closes after it
- *   arena:    [4][device-frame reference of the accepting side's push arena][its bytes: int64]   accepting side to
- *             dialling side, once
+ *   arena:    [4][device-frame reference of the accepting side's push arena][its bytes: int64][the dialling side's
+ *             device whose frames it takes: int32]   accepting side to dialling side, once
  *   returned: [5][ranges: int32][offset: int64, length: int64]...   accepting side to dialling side: bytes of the
  *             push arena free again
  *   pushed device frame (in a message from the dialling side): [0: int16][offset in the push arena: int64]
@@ -82,9 +82,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
  * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
  * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
- * ({@link TransportConfig#ipcPushArenaBytes()}); the dialling side maps it once and, for each later message whose
- * device frames are all of up to that size, copies them into free ranges of it, synchronizes, and sends pushed
- * references instead of its own memory's (a message with a larger frame is pulled whole).
+ * ({@link TransportConfig#ipcPushArenaBytes()}, off by default); the dialling side maps it once and, for each later
+ * message whose device frames are all of up to that size, copies them into free ranges of it, synchronizes, and sends
+ * pushed references instead of its own memory's (a message with a larger frame is pulled whole).
  * The accepting side receives such a frame as a loan of the arena's bytes ({@link ReceiveArena}, no copy, no GPU
  * work) and tells the peer when the loan comes back. Without free ranges for all, the frames are pulled. A message
  * whose device frames were all pushed completes when written; frames the other way are pulled by the dialling side,
@@ -217,8 +217,12 @@ final class IpcConnection extends AbstractConnection {
     private final AtomicBoolean returnScheduled = new AtomicBoolean();
     /** Whether the accepting side may still offer an arena (not offered yet, not failed, not turned off). */
     private boolean mayOfferArena;
-    /** The device of a small device frame the last message had this side pull, or {@code null}. */
-    private Device pulledSmallDevice;
+    /** A small device frame the last message had this side pull (its buffer closed or not), or {@code null}. */
+    private DeviceBuffer pulledSmall;
+    /** Its sender's device ordinal. */
+    private int pulledSmallOrdinal;
+    /** The sender's device ordinal whose frames the offered arena takes (accepting side). */
+    private int arenaOrdinal;
     /** The peer's arena as offered (dialling side, set by the reader), mapped on the first push. */
     private volatile OfferedArena offeredArena;
     /** The peer's arena, mapped (dialling side): made under the send lock, released into by the reader. */
@@ -435,7 +439,7 @@ final class IpcConnection extends AbstractConnection {
         }
         Device device = null;
         for (Buffer b : frames) {
-            if (b instanceof DeviceBuffer d && d.byteSize() <= PUSH_FRAME_BYTES) {
+            if (b instanceof DeviceBuffer d && d.deviceOrdinal() == offered.ordinal()) {
                 device = d.device();
                 break;
             }
@@ -566,11 +570,16 @@ final class IpcConnection extends AbstractConnection {
     }
 
     /**
-     * Offers the peer a push arena on {@code device} (accepting side, on the reader), allocated by an allocator of
-     * the connection's own, which device-memory reports name; nothing is offered if the memory is not there.
+     * Offers the peer a push arena on the device of {@code pulled}, a frame from the peer's device {@code ordinal}
+     * that this side pulled (accepting side, on the reader), allocated by an allocator of the connection's own,
+     * which device-memory reports name; its loans name {@code pulled}'s allocator as theirs. Nothing is offered if
+     * the memory is not there.
      */
-    private void offerArena(Device device) {
+    @SuppressWarnings("unchecked")
+    private void offerArena(DeviceBuffer pulled, int ordinal) {
         mayOfferArena = false;
+        Device device = pulled.device();
+        BufferAllocator<DeviceBuffer> lentFor = (BufferAllocator<DeviceBuffer>) pulled.allocator();
         BufferAllocator<DeviceBuffer> owner = null;
         DeviceBuffer arena = null;
         ByteBuffer record;
@@ -579,20 +588,21 @@ final class IpcConnection extends AbstractConnection {
                     config.ipcPushArenaBytes());
             arena = owner.allocate(config.ipcPushArenaBytes());
             ByteBuffer ref = reference(arena);
-            record = ByteBuffer.allocate(1 + ref.remaining() + 8).put(TYPE_ARENA).put(ref).putLong(arena.byteSize())
-                    .flip();
+            record = ByteBuffer.allocate(1 + ref.remaining() + 8 + 4).put(TYPE_ARENA).put(ref)
+                    .putLong(arena.byteSize()).putInt(ordinal).flip();
         } catch (RuntimeException e) {
             // no device memory to spare, or the device exports none: frames are pulled, as without an arena
             Closeables.closeAll(Arrays.asList(arena, owner));
             return;
         }
-        ReceiveArena offered = new ReceiveArena(arena, owner, this::arenaReturned);
+        ReceiveArena offered = new ReceiveArena(arena, owner, lentFor, this::arenaReturned);
         sends.lock().lock();
         try {
             if (state.isClosed()) {
                 offered.end();
                 return;
             }
+            arenaOrdinal = ordinal;
             receiveArena = offered;
             SocketIo.Gather gather = io.gather(ioTimeoutNanos);
             sealed(gather, record);
@@ -717,9 +727,10 @@ final class IpcConnection extends AbstractConnection {
                             event.commit();
                         }
                     }
-                    if (pulledSmallDevice != null && mayOfferArena) {
-                        offerArena(pulledSmallDevice);
+                    if (pulledSmall != null && mayOfferArena) {
+                        offerArena(pulledSmall, pulledSmallOrdinal);
                     }
+                    pulledSmall = null;
                 } else if (type == TYPE_ARENA && client) {
                     readArena();
                 } else if (type == TYPE_RETURNED && client) {
@@ -747,7 +758,7 @@ final class IpcConnection extends AbstractConnection {
             throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
         }
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
-        ByteBuffer size = ByteBuffer.allocate(8);
+        ByteBuffer size = ByteBuffer.allocate(8 + 4);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         io.readFully(size, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (open != null) {
@@ -767,11 +778,14 @@ final class IpcConnection extends AbstractConnection {
                     + reference.offset() + " of an allocation of " + reference.allocation().length() + " bytes"
                     + " (expected: 1 KiB to 1 GiB within the allocation)");
         }
-        offeredArena = new OfferedArena(reference, bytes);
+        offeredArena = new OfferedArena(reference, bytes, size.getInt(8));
     }
 
-    /** The push arena the peer offered: where it lies in which allocation of the peer's, and its size. */
-    private record OfferedArena(Reference reference, long bytes) {
+    /**
+     * The push arena the peer offered: where it lies in which allocation of the peer's, its size, and the ordinal of
+     * this side's device whose frames it takes.
+     */
+    private record OfferedArena(Reference reference, long bytes, int ordinal) {
     }
 
     /** Reads which ranges of the peer's push arena came back (dialling side) and frees them for pushes. */
@@ -844,7 +858,7 @@ final class IpcConnection extends AbstractConnection {
             long mappingNanos = 0;
             long enqueueNanos = 0;
             int pulled = 0;
-            pulledSmallDevice = null;
+            pulledSmall = null;
             boolean arena = receiveArena != null;
             for (int i = 0; i < header.frames().size(); i++) {
                 FrameDescriptor descriptor = header.frames().get(i);
@@ -869,7 +883,8 @@ final class IpcConnection extends AbstractConnection {
                             : referenceLength, (byte) -1, "device-frame reference"), target.device());
                     pulled++;
                     if (target.byteSize() > 0 && target.byteSize() <= PUSH_FRAME_BYTES) {
-                        pulledSmallDevice = target.device();
+                        pulledSmall = target;
+                        pulledSmallOrdinal = descriptor.deviceOrdinal();
                     }
                     if (!leases.isEmpty() && mappings.heldAtBound()) {
                         releaseCopied(used, leases);
@@ -983,6 +998,10 @@ final class IpcConnection extends AbstractConnection {
         if (arena == null) {
             throw new ProtocolException("peer " + io.peer() + " sent frame " + index + " as pushed into a push arena"
                     + " this side never offered");
+        }
+        if (descriptor.deviceOrdinal() != arenaOrdinal) {
+            throw new ProtocolException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor + ") into"
+                    + " the push arena offered for its device " + arenaOrdinal);
         }
         try {
             return new Frame(arena.lend(offsetBytes.getLong(0), descriptor.length()), true);

@@ -25,6 +25,7 @@ import java.util.TreeMap;
 final class ReceiveArena {
     private final DeviceBuffer arena;
     private final BufferAllocator<DeviceBuffer> owner;
+    private final BufferAllocator<DeviceBuffer> lentFor;
     private final Runnable onReturn;
     /** The ranges lent out: offset to length. */
     private final TreeMap<Long, Long> held = new TreeMap<>();
@@ -33,11 +34,15 @@ final class ReceiveArena {
 
     /**
      * An arena over {@code arena}, which {@code owner} allocated for it alone (both closed when the arena ended and
-     * every loan came back); {@code onReturn} runs after each loan came back.
+     * every loan came back); {@code onReturn} runs after each loan came back. Loans report {@code lentFor} (the
+     * allocator the receiver's frames of that device come from, or {@code null}) as their allocator, so that code
+     * taking more memory where a received array's came from works as with a frame that was pulled.
      */
-    ReceiveArena(DeviceBuffer arena, BufferAllocator<DeviceBuffer> owner, Runnable onReturn) {
+    ReceiveArena(DeviceBuffer arena, BufferAllocator<DeviceBuffer> owner, BufferAllocator<DeviceBuffer> lentFor,
+            Runnable onReturn) {
         this.arena = arena;
         this.owner = owner;
+        this.lentFor = lentFor;
         this.onReturn = onReturn;
     }
 
@@ -68,7 +73,9 @@ final class ReceiveArena {
                     + " an earlier message");
         }
         held.put(offset, length);
-        return arena.slice(offset, length).lend(() -> returned(offset, length));
+        DeviceBuffer bytes = arena.slice(offset, length);
+        return lentFor == null ? bytes.lend(() -> returned(offset, length))
+                : bytes.lend(() -> returned(offset, length), lentFor);
     }
 
     private void returned(long offset, long length) {

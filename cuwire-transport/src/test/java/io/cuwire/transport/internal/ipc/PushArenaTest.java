@@ -2,6 +2,7 @@ package io.cuwire.transport.internal.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,11 +24,14 @@ class PushArenaTest {
     @Test
     void shouldLendPushedBytesAndRefuseRangesOutsideTheArenaOrOverlappingHeldOnes() {
         BufferAllocator<DeviceBuffer> owner = Devices.get(0).newAllocator("arena", ARENA);
+        BufferAllocator<DeviceBuffer> frames = Devices.get(0).newAllocator("frames", BufferAllocator.UNLIMITED);
         List<String> returns = new ArrayList<>();
-        ReceiveArena arena = new ReceiveArena(owner.allocate(ARENA), owner, () -> returns.add("returned"));
+        ReceiveArena arena = new ReceiveArena(owner.allocate(ARENA), owner, frames, () -> returns.add("returned"));
         DeviceBuffer a = arena.lend(0, 1000);
         DeviceBuffer b = arena.lend(1024, 4096);
         assertEquals(1000, a.byteSize());
+        assertSame(frames, a.allocator(), "a loan names the allocator the receiver's frames come from");
+        assertEquals(0, frames.allocatedBytes(), "without counting its bytes there");
         assertEquals(1024, b.rootOffset() - a.rootOffset());
         assertThrows(IllegalArgumentException.class, () -> arena.lend(512, 256), "inside a held range");
         assertThrows(IllegalArgumentException.class, () -> arena.lend(4096, 4096), "overlapping the next one's end");
@@ -53,6 +57,8 @@ class PushArenaTest {
         b.close();
         assertEquals(0, owner.allocatedBytes(), "freed with the last loan");
         assertThrows(IllegalStateException.class, () -> owner.allocate(16), "its allocator closed with it");
+        assertEquals(0, frames.allocatedBytes());
+        frames.close();
     }
 
     @Test
