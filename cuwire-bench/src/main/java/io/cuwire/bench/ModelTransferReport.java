@@ -1,6 +1,6 @@
 package io.cuwire.bench;
 
-import io.cuwire.transport.bench.TransferBench;
+import io.cuwire.bench.transport.TransferBench;
 import java.io.IOException;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;

@@ -1,6 +1,6 @@
 package io.cuwire.bench;
 
-import io.cuwire.transport.bench.TransferBench;
+import io.cuwire.bench.transport.TransferBench;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

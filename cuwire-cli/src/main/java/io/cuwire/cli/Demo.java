@@ -1,5 +1,6 @@
 package io.cuwire.cli;
 
+import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cli.DemoResults.Fit;
 import io.cuwire.cli.DemoResults.Row;
 import io.cuwire.cli.DemoResults.Skipped;
@@ -37,7 +38,6 @@ import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
-import io.cuwire.transport.bench.TransferBench;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;

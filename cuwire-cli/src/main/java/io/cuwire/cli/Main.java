@@ -1,12 +1,12 @@
 package io.cuwire.cli;
 
-import io.cuwire.cluster.bench.ModelBroadcastBench;
+import io.cuwire.bench.cluster.ModelBroadcastBench;
+import io.cuwire.bench.cuda.CopyBenchmark;
+import io.cuwire.bench.ml.EstimatorBench;
+import io.cuwire.bench.ml.RooflineBench;
+import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cuda.Cuda;
-import io.cuwire.cuda.bench.CopyBenchmark;
 import io.cuwire.memory.MemoryException;
-import io.cuwire.ml.bench.EstimatorBench;
-import io.cuwire.ml.bench.RooflineBench;
-import io.cuwire.transport.bench.TransferBench;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.util.Arrays;

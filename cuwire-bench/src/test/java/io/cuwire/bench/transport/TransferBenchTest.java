@@ -1,4 +1,4 @@
-package io.cuwire.transport.bench;
+package io.cuwire.bench.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package io.cuwire.transport.bench;
+package io.cuwire.bench.transport;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;

@@ -1,4 +1,4 @@
-package io.cuwire.ml.bench;
+package io.cuwire.bench.ml;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;

@@ -1,5 +1,6 @@
-package io.cuwire.cluster.bench;
+package io.cuwire.bench.cluster;
 
+import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cluster.BroadcastOptions;
 import io.cuwire.cluster.BroadcastResult;
 import io.cuwire.cluster.Client;
@@ -16,7 +17,6 @@ import io.cuwire.memory.TransferStats;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
 import io.cuwire.serialize.Family;
-import io.cuwire.transport.bench.TransferBench;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;

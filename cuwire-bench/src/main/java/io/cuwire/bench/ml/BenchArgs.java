@@ -1,4 +1,4 @@
-package io.cuwire.ml.bench;
+package io.cuwire.bench.ml;
 
 import java.util.Arrays;
 import java.util.LinkedHashMap;

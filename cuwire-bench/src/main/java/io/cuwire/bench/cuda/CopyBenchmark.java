@@ -1,4 +1,4 @@
-package io.cuwire.cuda.bench;
+package io.cuwire.bench.cuda;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaEvent;

@@ -1,4 +1,4 @@
-package io.cuwire.ml.bench;
+package io.cuwire.bench.ml;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package io.cuwire.cuda.bench;
+package io.cuwire.bench.cuda;
 
 import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
 import static org.junit.jupiter.api.Assertions.assertEquals;

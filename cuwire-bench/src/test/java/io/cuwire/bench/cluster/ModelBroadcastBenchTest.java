@@ -1,4 +1,4 @@
-package io.cuwire.cluster.bench;
+package io.cuwire.bench.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
