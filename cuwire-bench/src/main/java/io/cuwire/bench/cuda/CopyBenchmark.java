@@ -2,8 +2,6 @@ package io.cuwire.bench.cuda;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaEvent;
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.CudaPlatform;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
@@ -11,7 +9,6 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.Stream;
-import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -177,20 +174,17 @@ public final class CopyBenchmark {
 
     /** Runs every case that the visible GPUs allow, printing a line for each; writes the CSV if asked. */
     public static List<Result> run(Options options, PrintStream out) {
-        CudaPlatform platform;
-        try {
-            platform = CudaPlatform.get();
-        } catch (DeviceUnavailableException e) {
-            throw new IllegalStateException("CopyBenchmark needs a CUDA device: " + e.getMessage(), e);
+        if (!Cuda.isAvailable()) {
+            throw new IllegalStateException("CopyBenchmark needs a CUDA device: " + Cuda.unavailableReason());
         }
-        List<CudaDevice> devices = platform.devices();
+        List<Device> devices = Cuda.devices();
         long size = options.size();
         int repeat = options.repeat();
         out.println("# cuwire copy benchmark: CUDA " + Cuda.driverVersion() + ", " + devices.size() + " GPU(s) ("
                 + deviceList(devices) + "); size " + size + " bytes, " + repeat + " repeats, " + WARMUP
                 + " warm-up copies per case");
         List<Result> results = new ArrayList<>();
-        CudaDevice gpu0 = devices.getFirst();
+        Device gpu0 = devices.getFirst();
         try (BufferAllocator<DeviceBuffer> dev0 = gpu0.newAllocator("bench/gpu0", UNLIMITED);
                 BufferAllocator<HostBuffer> pinned = gpu0.newPinnedAllocator("bench/pinned", UNLIMITED);
                 BufferAllocator<HostBuffer> pageable = BufferAllocator.host("bench/pageable", UNLIMITED);
@@ -208,22 +202,22 @@ public final class CopyBenchmark {
             record(results, out, timer.measure("d2h_pageable", a, page));
             record(results, out, timer.measure("d2d", a, b));
             if (devices.size() >= 2) {
-                CudaDevice gpu1 = devices.get(1);
+                Device gpu1 = devices.get(1);
                 try (BufferAllocator<DeviceBuffer> dev1 = gpu1.newAllocator("bench/gpu1", UNLIMITED);
                         DeviceBuffer remote = dev1.allocate(size)) {
-                    if (gpu0.peerAccessEnabled(gpu1)) {
+                    if (Cuda.peerAccessEnabled(gpu0, gpu1)) {
                         out.println("# skipped case=peer_no_access: peer access between " + gpu0 + " and " + gpu1
                                 + " was enabled before the benchmark ran");
                     } else {
-                        platform.setAutoPeerAccess(false);
+                        Cuda.setAutoPeerAccess(false);
                         try {
                             record(results, out, timer.measure("peer_no_access", a, remote));
                         } finally {
-                            platform.setAutoPeerAccess(true);
+                            Cuda.setAutoPeerAccess(true);
                         }
                     }
                     record(results, out, timer.measure("peer", a, remote));
-                    if (!gpu0.peerAccessEnabled(gpu1)) {
+                    if (!Cuda.peerAccessEnabled(gpu0, gpu1)) {
                         out.println("# note: " + gpu0 + " and " + gpu1 + " cannot reach each other; case=peer was"
                                 + " staged by the driver");
                     }

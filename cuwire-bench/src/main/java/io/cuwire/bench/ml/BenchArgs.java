@@ -1,5 +1,6 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.memory.NdArray;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,6 +19,30 @@ final class BenchArgs {
         double[] v = values.clone();
         Arrays.sort(v);
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    /**
+     * The elements of a float32, float64, int32 or int64 array as doubles, in C order (an int64 beyond 2^53 rounds).
+     *
+     * @throws IllegalArgumentException for another dtype
+     */
+    static double[] numbers(NdArray a) {
+        double[] out;
+        switch (a.dtype()) {
+            case FLOAT64 -> out = a.toDoubleArray();
+            case FLOAT32 -> {
+                float[] v = a.toFloatArray();
+                out = new double[v.length];
+                for (int i = 0; i < v.length; i++) {
+                    out[i] = v[i];
+                }
+            }
+            case INT32 -> out = Arrays.stream(a.toIntArray()).asDoubleStream().toArray();
+            case INT64 -> out = Arrays.stream(a.toLongArray()).asDoubleStream().toArray();
+            default -> throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName()
+                    + " (expected: float32, float64, int32 or int64)");
+        }
+        return out;
     }
 
     /**

@@ -1,7 +1,6 @@
 package io.cuwire.bench.ml;
 
 import io.cuwire.memory.BufferAllocator;
-import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -15,7 +14,6 @@ import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
-import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
@@ -122,9 +120,9 @@ public final class EstimatorBench {
                 throw new IllegalArgumentException("--rows " + rows + " (expected: " + CLUSTERS + " .. "
                         + Integer.MAX_VALUE + ")");
             }
-            if (cols < 2 || rows * cols > HostArrays.MAX_ELEMENTS) {
+            if (cols < 2 || rows * cols > NdArray.MAX_ARRAY_LENGTH) {
                 throw new IllegalArgumentException("--cols " + cols + " (expected: >= 2 and rows x cols <= "
-                        + HostArrays.MAX_ELEMENTS + ")");
+                        + NdArray.MAX_ARRAY_LENGTH + ")");
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
@@ -392,14 +390,14 @@ public final class EstimatorBench {
             int qr = Math.min(q, rows);
             List<NdArray> made = new ArrayList<>();
             try {
-                NdArray ax = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(x, m), rows, d));
-                NdArray ay = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(y, rows), rows));
+                NdArray ax = add(made, NdArray.fromArray(mem, Arrays.copyOf(x, m), rows, d));
+                NdArray ay = add(made, NdArray.fromArray(mem, Arrays.copyOf(y, rows), rows));
                 NdArray al = add(made, NdArray.fromArray(mem, Arrays.copyOf(labels, rows), rows));
-                NdArray ab = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(blobs, m), rows, d));
-                NdArray ai = add(made, HostArrays.upload(mem, DType.FLOAT64, init, CLUSTERS, d));
-                NdArray ac = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(counts, m), rows, d));
-                NdArray as = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(scaled, m), rows, d));
-                NdArray aq = add(made, HostArrays.upload(mem, DType.FLOAT64, Arrays.copyOf(x, qr * d), qr, d));
+                NdArray ab = add(made, NdArray.fromArray(mem, Arrays.copyOf(blobs, m), rows, d));
+                NdArray ai = add(made, NdArray.fromArray(mem, init, CLUSTERS, d));
+                NdArray ac = add(made, NdArray.fromArray(mem, Arrays.copyOf(counts, m), rows, d));
+                NdArray as = add(made, NdArray.fromArray(mem, Arrays.copyOf(scaled, m), rows, d));
+                NdArray aq = add(made, NdArray.fromArray(mem, Arrays.copyOf(x, qr * d), qr, d));
                 return new Uploaded(ax, ay, al, ab, ai, ac, as, aq);
             } catch (RuntimeException | Error e) {
                 made.forEach(NdArray::close);
@@ -543,26 +541,26 @@ public final class EstimatorBench {
                 (dm, dp, hm, hp, d, h) -> absDiff(dp, hp) <= 1e-4));
         all.add(new Bench("KMeans", u -> new KMeans().nClusters(CLUSTERS).tol(0).maxIter(100).fit(u.blobs(), u.init()),
                 (e, u) -> ((KMeans) e).predict(u.blobs()),
-                (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.ints(dp), HostArrays.ints(hp))
+                (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray())
                         && rel(((KMeans) dm).clusterCenters(), ((KMeans) hm).clusterCenters()) <= 1e-9));
         all.add(new Bench("PCA", u -> new PCA().nComponents(Math.min(8, (int) u.scaled().dim(1))).fit(u.scaled()),
                 (e, u) -> ((PCA) e).transform(u.scaled()), (dm, dp, hm, hp, d, h) -> pcaAgrees((PCA) dm, (PCA) hm)));
         all.add(new Bench("MultinomialNB", u -> new MultinomialNB().fit(u.counts(), u.labels()),
                 (e, u) -> ((MultinomialNB) e).predictProba(u.counts()),
-                (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.doubles(((MultinomialNB) dm).featureCount()),
-                        HostArrays.doubles(((MultinomialNB) hm).featureCount())) && rel(dp, hp) <= 1e-9));
+                (dm, dp, hm, hp, d, h) -> Arrays.equals(BenchArgs.numbers(((MultinomialNB) dm).featureCount()),
+                        BenchArgs.numbers(((MultinomialNB) hm).featureCount())) && rel(dp, hp) <= 1e-9));
         all.add(new Bench("NearestNeighbors", u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x()),
                 (e, u) -> ids((NearestNeighbors) e, u), (dm, dp, hm, hp, d, h) -> {
                     try (Neighbors a = ((NearestNeighbors) dm).kneighbors(d.queries());
                             Neighbors b = ((NearestNeighbors) hm).kneighbors(h.queries())) {
-                        return Arrays.equals(HostArrays.longs(dp), HostArrays.longs(hp))
+                        return Arrays.equals(BenchArgs.numbers(dp), BenchArgs.numbers(hp))
                                 && rel(a.distances(), b.distances()) <= 1e-9;
                     }
                 }));
         all.add(new Bench("KNeighborsClassifier", u -> new KNeighborsClassifier().nNeighbors(neighbors)
                 .fit(u.x(), u.labels()),
                 (e, u) -> ((KNeighborsClassifier) e).predict(u.queries()),
-                (dm, dp, hm, hp, d, h) -> Arrays.equals(HostArrays.ints(dp), HostArrays.ints(hp))));
+                (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray())));
         all.add(new Bench("RandomForestClassifier",
                 u -> new RandomForestClassifier().nEstimators(TREES).maxDepth(DEPTH).seed(7).fit(u.x(), u.labels()),
                 (e, u) -> ((RandomForestClassifier) e).predict(u.x()),
@@ -588,8 +586,8 @@ public final class EstimatorBench {
         if (rel(a.explainedVariance(), b.explainedVariance()) > 1e-8) {
             return false;
         }
-        double[] ca = HostArrays.doubles(a.components());
-        double[] cb = HostArrays.doubles(b.components());
+        double[] ca = BenchArgs.numbers(a.components());
+        double[] cb = BenchArgs.numbers(b.components());
         int d = (int) a.components().dim(1);
         for (int c = 0; c < a.components().dim(0); c++) {
             double dot = 0;
@@ -604,7 +602,7 @@ public final class EstimatorBench {
     }
 
     private static double rel(NdArray a, NdArray ref) {
-        return rel(HostArrays.numbers(a), HostArrays.numbers(ref));
+        return rel(BenchArgs.numbers(a), BenchArgs.numbers(ref));
     }
 
     private static double rel(double[] a, double[] ref) {
@@ -621,8 +619,8 @@ public final class EstimatorBench {
     }
 
     private static double absDiff(NdArray a, NdArray ref) {
-        double[] x = HostArrays.numbers(a);
-        double[] y = HostArrays.numbers(ref);
+        double[] x = BenchArgs.numbers(a);
+        double[] y = BenchArgs.numbers(ref);
         if (x.length != y.length) {
             return Double.POSITIVE_INFINITY;
         }

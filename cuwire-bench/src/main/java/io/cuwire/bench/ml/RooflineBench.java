@@ -10,7 +10,6 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.cluster.KMeans;
-import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.linear.LinearRegression;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -91,9 +90,9 @@ public final class RooflineBench {
             if (cols < 1 || rows > Long.MAX_VALUE / 4 / cols) {
                 throw new IllegalArgumentException("--cols " + cols + " (expected: >= 1)");
             }
-            if (fitRows < clusters || fitRows > rows || fitRows * cols > HostArrays.MAX_ELEMENTS) {
+            if (fitRows < clusters || fitRows > rows || fitRows * cols > NdArray.MAX_ARRAY_LENGTH) {
                 throw new IllegalArgumentException("--fit-rows " + fitRows + " (expected: " + clusters + " .. "
-                        + rows + ", the rows, and fit-rows x cols <= " + HostArrays.MAX_ELEMENTS + ")");
+                        + rows + ", the rows, and fit-rows x cols <= " + NdArray.MAX_ARRAY_LENGTH + ")");
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
@@ -293,8 +292,8 @@ public final class RooflineBench {
         int n = (int) Math.min(o.rows(), CHECKED_ROWS);
         try (NdArray head = NdArray.view(x.buffer(), 0, DType.FLOAT32, Order.C, n, o.cols());
                 NdArray got = predict.apply(head)) {
-            double[] want = reference.apply(HostArrays.doubles(head));
-            double[] have = HostArrays.numbers(got);
+            double[] want = reference.apply(BenchArgs.numbers(head));
+            double[] have = BenchArgs.numbers(got);
             double diff = 0;
             double scale = 0;
             for (int i = 0; i < n; i++) {
@@ -306,7 +305,7 @@ public final class RooflineBench {
     }
 
     private static double[] linearReference(LinearRegression lr, double[] rows, int d) {
-        double[] w = HostArrays.doubles(lr.coef());
+        double[] w = BenchArgs.numbers(lr.coef());
         double[] out = new double[rows.length / d];
         for (int i = 0; i < out.length; i++) {
             double s = lr.intercept();
@@ -319,7 +318,7 @@ public final class RooflineBench {
     }
 
     private static double[] kmeansReference(KMeans km, double[] rows, int d) {
-        double[] c = HostArrays.doubles(km.clusterCenters());
+        double[] c = BenchArgs.numbers(km.clusterCenters());
         int k = c.length / d;
         double[] out = new double[rows.length / d];
         for (int i = 0; i < out.length; i++) {
