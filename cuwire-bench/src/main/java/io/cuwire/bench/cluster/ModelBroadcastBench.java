@@ -1,5 +1,7 @@
 package io.cuwire.bench.cluster;
 
+import io.cuwire.bench.harness.Stats;
+import io.cuwire.bench.harness.Table;
 import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cluster.BroadcastOptions;
 import io.cuwire.cluster.BroadcastResult;
@@ -22,7 +24,6 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -272,7 +273,7 @@ public final class ModelBroadcastBench {
                 try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
                     double[] copies = TransferBench.copyMs(client.memory(), Devices.get(devices[0]), size,
                             options.repeat());
-                    double raw = TransferBench.median(copies);
+                    double raw = Stats.median(copies);
                     results.add(print(out, n, new Result(size, "none", "ipc", Family.CUDA, "raw", raw, min(copies),
                             max(copies), 1, 0, 0, 1, true)));
                     for (BroadcastOptions.Strategy s : options.strategies()) {
@@ -350,7 +351,7 @@ public final class ModelBroadcastBench {
             warm[i] = last.ms();
         }
         checked = check(client, last.result(), x, workers);
-        double median = TransferBench.median(warm);
+        double median = Stats.median(warm);
         results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "warm", median,
                 min(warm), max(warm), workers, last.hostBytes(), last.result().sent(), median / against, checked)));
         if (options.family() == Family.CUDA) {
@@ -359,7 +360,7 @@ public final class ModelBroadcastBench {
                 last = measure(client, model, options, workers, false);
                 same[i] = last.ms();
             }
-            median = TransferBench.median(same);
+            median = Stats.median(same);
             results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "unchanged",
                     median, min(same), max(same), workers, last.hostBytes(), last.result().sent(), median / against,
                     true)));
@@ -551,33 +552,31 @@ public final class ModelBroadcastBench {
         String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
         Path csv = dir.resolve("broadcast-" + stamp + ".csv");
         Path md = dir.resolve("broadcast-" + stamp + ".md");
-        StringBuilder c = new StringBuilder("workers,strategy,transport,family,size,phase,median_ms,min_ms,max_ms,"
-                + "gbps,gbps_aggregate,vs_raw,java_vs_cuda,host_bytes,sent,checked\n");
-        StringBuilder m = new StringBuilder("# Model broadcast, client on device 0 to " + workers + " worker(s) on "
-                + "device(s) " + where + " (" + Devices.platform() + ")\n\n| size | strategy | transport | family | "
-                + "phase | median ms | min–max ms | GB/s (all workers) | vs raw | bytes through host | checked |\n"
-                + "|---|---|---|---|---|---|---|---|---|---|---|\n");
+        Table c = new Table("workers", "strategy", "transport", "family", "size", "phase", "median_ms", "min_ms",
+                "max_ms", "gbps", "gbps_aggregate", "vs_raw", "java_vs_cuda", "host_bytes", "sent", "checked");
+        Table t = new Table("size", "strategy", "transport", "family", "phase", "median ms", "min–max ms",
+                "GB/s (all workers)", "vs raw", "bytes through host", "checked");
         for (Result r : results) {
             boolean java = r.family() == Family.JAVA;
-            String ratio = r.phase().equals("raw") ? "" : String.format(Locale.ROOT, "%.4f", r.ratio());
-            c.append(String.format(Locale.ROOT, "%d,%s,%s,%s,%d,%s,%.4f,%.4f,%.4f,%.3f,%.3f,%s,%s,%d,%d,%s%n", workers,
-                    r.strategy(), r.transport(), r.family().wireName(), r.size(), r.phase(), r.medianMs(), r.minMs(),
-                    r.maxMs(), r.gbps(), r.gbpsAggregate(), java ? "" : ratio, java ? ratio : "", r.hostBytes(),
-                    r.sent(), r.checked()));
-            m.append(String.format(Locale.ROOT,
-                    "| %d | %s | %s | %s | %s | %.3f | %.3f–%.3f | %.2f | %s | %d | %s |%n",
-                    r.size(), r.phase().equals("raw") ? "(peer copy)" : r.strategy(), r.transport(),
-                    r.family().wireName(), r.phase(), r.medianMs(), r.minMs(), r.maxMs(), r.gbpsAggregate(),
-                    r.phase().equals("raw") ? "" : String.format(Locale.ROOT, java ? "%.1f (java / cuda)" : "%.3f",
-                            r.ratio()), r.hostBytes(),
-                    r.checked() ? "ok" : "MISMATCH"));
+            boolean raw = r.phase().equals("raw");
+            String ratio = raw ? "" : Table.num(r.ratio(), 4);
+            c.row(workers, r.strategy(), r.transport(), r.family().wireName(), r.size(), r.phase(),
+                    Table.num(r.medianMs(), 4), Table.num(r.minMs(), 4), Table.num(r.maxMs(), 4),
+                    Table.num(r.gbps(), 3), Table.num(r.gbpsAggregate(), 3), java ? "" : ratio, java ? ratio : "",
+                    r.hostBytes(), r.sent(), r.checked());
+            t.row(r.size(), raw ? "(peer copy)" : r.strategy(), r.transport(), r.family().wireName(), r.phase(),
+                    Table.num(r.medianMs(), 3), Table.num(r.minMs(), 3) + "–" + Table.num(r.maxMs(), 3),
+                    Table.num(r.gbpsAggregate(), 2), raw ? "" : java ? Table.num(r.ratio(), 1) + " (java / cuda)"
+                            : Table.num(r.ratio(), 3), r.hostBytes(), r.checked() ? "ok" : "MISMATCH");
         }
+        StringBuilder m = new StringBuilder("# Model broadcast, client on device 0 to " + workers + " worker(s) on "
+                + "device(s) " + where + " (" + Devices.platform() + ")\n\n").append(t.markdown());
         m.append("\n## Summary per size\n\n");
         for (String s : summaries) {
             m.append("- `").append(s).append("`\n");
         }
-        Files.writeString(csv, c.toString(), StandardCharsets.UTF_8);
-        Files.writeString(md, m.toString(), StandardCharsets.UTF_8);
+        Table.write(csv, c.csv());
+        Table.write(md, m.toString());
         return List.of(csv, md);
     }
 

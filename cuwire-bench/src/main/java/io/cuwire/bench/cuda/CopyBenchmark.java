@@ -1,5 +1,8 @@
 package io.cuwire.bench.cuda;
 
+import io.cuwire.bench.harness.Sizes;
+import io.cuwire.bench.harness.Stats;
+import io.cuwire.bench.harness.Table;
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaEvent;
 import io.cuwire.memory.Buffer;
@@ -9,13 +12,9 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.Stream;
-import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 
@@ -43,7 +42,7 @@ public final class CopyBenchmark {
     private static final long UNLIMITED = BufferAllocator.UNLIMITED;
 
     static final String USAGE = "usage: CopyBenchmark [--size BYTES[k|m|g]] [--repeat N] [--out FILE.csv]";
-    static final String CSV_HEADER = "case,size,median_gbps,min_gbps,max_gbps,repeats";
+    static final String[] CSV_COLUMNS = {"case", "size", "median_gbps", "min_gbps", "max_gbps", "repeats"};
 
     private CopyBenchmark() {
     }
@@ -87,23 +86,10 @@ public final class CopyBenchmark {
         }
 
         static long parseBytes(String value) {
-            String v = value.trim().toLowerCase(Locale.ROOT);
-            int shift = 0;
-            if (v.endsWith("k")) {
-                shift = 10;
-            } else if (v.endsWith("m")) {
-                shift = 20;
-            } else if (v.endsWith("g")) {
-                shift = 30;
-            }
-            if (shift > 0) {
-                v = v.substring(0, v.length() - 1);
-            }
             try {
-                return Math.multiplyExact(Long.parseLong(v), 1L << shift);
-            } catch (NumberFormatException | ArithmeticException e) {
-                throw new IllegalArgumentException("--size: '" + value + "' (expected: bytes, e.g. 1073741824 or 1g)",
-                        e);
+                return Sizes.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--size: " + e.getMessage(), e);
             }
         }
 
@@ -129,10 +115,8 @@ public final class CopyBenchmark {
     public record Result(String name, long size, double medianGbps, double minGbps, double maxGbps, int repeats) {
         /** The result from per-repetition bandwidths. */
         static Result of(String name, long size, double[] gbps) {
-            double[] sorted = gbps.clone();
-            Arrays.sort(sorted);
-            int n = sorted.length;
-            return new Result(name, size, median(sorted), sorted[0], sorted[n - 1], n);
+            Stats s = Stats.of(gbps);
+            return new Result(name, size, s.median(), s.min(), s.max(), s.count());
         }
 
         /** The printed line. */
@@ -141,18 +125,15 @@ public final class CopyBenchmark {
                     + " repeats=%d", name, size, medianGbps, minGbps, maxGbps, repeats);
         }
 
-        /** The CSV row ({@link #CSV_HEADER}). */
+        /** The CSV row ({@link #CSV_COLUMNS}). */
         public String csv() {
-            return String.format(Locale.ROOT, "%s,%d,%.3f,%.3f,%.3f,%d", name, size, medianGbps, minGbps, maxGbps,
-                    repeats);
+            return String.join(",", cells());
         }
-    }
 
-    /** The median of {@code values} (the mean of the middle two for an even count); the benchmarks' median. */
-    public static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+        String[] cells() {
+            return new String[] {name, Long.toString(size), Table.num(medianGbps, 3), Table.num(minGbps, 3),
+                Table.num(maxGbps, 3), Integer.toString(repeats)};
+        }
     }
 
     public static void main(String[] args) {
@@ -238,16 +219,11 @@ public final class CopyBenchmark {
     }
 
     static void writeCsv(Path file, List<Result> results) {
-        List<String> lines = new ArrayList<>();
-        lines.add(CSV_HEADER);
+        Table t = new Table(CSV_COLUMNS);
         for (Result r : results) {
-            lines.add(r.csv());
+            t.row((Object[]) r.cells());
         }
-        try {
-            Files.write(file, lines);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file + ": " + e.getMessage(), e);
-        }
+        Table.write(file, t.csv());
     }
 
     /** Times copies on one stream with a pair of events. */

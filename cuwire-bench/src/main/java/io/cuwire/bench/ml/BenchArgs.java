@@ -7,18 +7,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * What the benchmarks' command lines share: {@code --name value} options, and their median (the one of cuwire-cuda's
- * copy benchmark; cuwire-ml does not depend on cuwire-cuda).
+ * What the ML benchmarks' command lines share: {@code --name value} options; and how they read an array back.
  */
 final class BenchArgs {
     private BenchArgs() {
-    }
-
-    /** The median of {@code values} (the mean of the middle two for an even count). */
-    static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     /**

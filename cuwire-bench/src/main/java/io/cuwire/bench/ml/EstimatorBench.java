@@ -1,5 +1,7 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Stats;
+import io.cuwire.bench.harness.Table;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
@@ -274,46 +276,47 @@ public final class EstimatorBench {
     static void writeTables(Path dir, String settings, List<Result> results) {
         List<String> backends = results.stream().map(Result::backend).distinct().toList();
         List<String> estimators = results.stream().map(Result::estimator).distinct().toList();
-        StringBuilder csv = new StringBuilder("estimator,backend,rows,fit_ms,predict_ms,matches_reference\n");
+        Table csv = new Table("estimator", "backend", "rows", "fit_ms", "predict_ms", "matches_reference");
         for (Result r : results) {
-            csv.append(String.format(Locale.ROOT, "%s,%s,%d,%.3f,%.3f,%s%n", r.estimator(), r.backend(), r.rows(),
-                    r.fitMs(), r.predictMs(), r.matchesReference()));
+            csv.row(r.estimator(), r.backend(), r.rows(), Table.num(r.fitMs(), 3), Table.num(r.predictMs(), 3),
+                    r.matchesReference());
         }
-        StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`").append(settings).append("`\n\n")
-                .append("Median times in ms. The cpu backend is the reference (its rows match by definition); forests "
-                        + "are grown on the host whatever the backend.\n\n| estimator | rows |");
-        StringBuilder rule = new StringBuilder("\n|---|---:|");
+        List<String> columns = new ArrayList<>(List.of("estimator", "rows"));
         for (String b : backends) {
-            md.append(' ').append(b).append(" fit | ").append(b).append(" predict |");
-            rule.append("---:|---:|");
+            columns.addAll(List.of(b + " fit", b + " predict"));
         }
         String device = backends.stream().filter(b -> !b.equals("cpu")).findFirst().orElse(null);
         boolean ratios = device != null && backends.contains("cpu");
         if (ratios) {
-            md.append(" fit cpu/").append(device).append(" | predict cpu/").append(device).append(" |");
-            rule.append("---:|---:|");
+            columns.addAll(List.of("fit cpu/" + device, "predict cpu/" + device));
         }
-        md.append(" matches reference |").append(rule).append("---|\n");
+        columns.add("matches reference");
+        Table side = new Table(columns.toArray(String[]::new));
         for (String e : estimators) {
-            md.append("| ").append(e).append(" | ").append(results.stream().filter(r -> r.estimator().equals(e))
-                    .findFirst().orElseThrow().rows()).append(" |");
+            List<Object> row = new ArrayList<>(List.of(e, results.stream().filter(r -> r.estimator().equals(e))
+                    .findFirst().orElseThrow().rows()));
             boolean matches = true;
             for (String b : backends) {
                 Result r = find(results, e, b);
-                md.append(r == null ? " | |" : String.format(Locale.ROOT, " %.3f | %.3f |", r.fitMs(), r.predictMs()));
+                row.add(r == null ? "" : Table.num(r.fitMs(), 3));
+                row.add(r == null ? "" : Table.num(r.predictMs(), 3));
                 matches &= r == null || r.matchesReference();
             }
             if (ratios) {
                 Result c = find(results, e, "cpu");
                 Result g = find(results, e, device);
-                md.append(c == null || g == null ? " | |" : String.format(Locale.ROOT, " %.1f | %.1f |",
-                        c.fitMs() / g.fitMs(), c.predictMs() / g.predictMs()));
+                row.add(c == null || g == null ? "" : Table.num(c.fitMs() / g.fitMs(), 1));
+                row.add(c == null || g == null ? "" : Table.num(c.predictMs() / g.predictMs(), 1));
             }
-            md.append(' ').append(matches).append(" |\n");
+            row.add(matches);
+            side.row(row.toArray());
         }
+        String md = "# cuwire bench estimators\n\n`" + settings + "`\n\nMedian times in ms. The cpu backend is the "
+                + "reference (its rows match by definition); forests are grown on the host whatever the backend.\n\n"
+                + side.markdown();
         try {
             Files.createDirectories(dir);
-            Files.writeString(dir.resolve("estimators.csv"), csv);
+            Files.writeString(dir.resolve("estimators.csv"), csv.csv());
             Files.writeString(dir.resolve("estimators.md"), md);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the tables to " + dir + ": " + e.getMessage(), e);
@@ -498,8 +501,8 @@ public final class EstimatorBench {
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                Measured m = new Measured(model, predicted, BenchArgs.median(fits),
-                        BenchArgs.median(predicts));
+                Measured m = new Measured(model, predicted, Stats.median(fits),
+                        Stats.median(predicts));
                 model = null;
                 predicted = null;
                 return m;

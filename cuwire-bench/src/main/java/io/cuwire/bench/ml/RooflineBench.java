@@ -1,5 +1,6 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Stats;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
@@ -14,8 +15,8 @@ import io.cuwire.ml.linear.LinearRegression;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
-import java.util.SplittableRandom;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
@@ -276,7 +277,7 @@ public final class RooflineBench {
                 ms[i] = (t1 - t0) / 1e6;
             }
         }
-        return BenchArgs.median(ms);
+        return Stats.median(ms);
     }
 
     /** The median time of {@code predict}, which leaves its result on the device, after two warm-ups, in ms. */

@@ -1,5 +1,10 @@
 package io.cuwire.bench.transport;
 
+import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.Secrets;
+import io.cuwire.bench.harness.Sizes;
+import io.cuwire.bench.harness.Stats;
+import io.cuwire.bench.harness.Table;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyDirection;
@@ -28,9 +33,7 @@ import io.cuwire.transport.TlsMode;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -48,7 +51,6 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -80,7 +82,6 @@ import java.util.zip.CRC32;
  * case warm-up first.
  */
 public final class TransferBench {
-    private static final byte[] SECRET = "cuwire-transfer-bench-secret-0123456789".getBytes(StandardCharsets.US_ASCII);
     private static final long CRC_WINDOW = 64 << 10;
     private static final int RTT_WARMUP = 2000;
     /** Untimed transfers of a case's own size after its cold one. */
@@ -189,22 +190,14 @@ public final class TransferBench {
         return n;
     }
 
-    /** {@code 1KiB}, {@code 64MiB}, {@code 1GiB}, {@code 4096}: bytes, a multiple of 8. */
+    /**
+     * A model size of {@code --sizes}: {@link Sizes} (e.g. {@code 1KiB}, {@code 64m}, {@code 1GiB}), a multiple of 8
+     * bytes.
+     *
+     * @throws IllegalArgumentException naming {@code s} when it is not a size or not a multiple of 8
+     */
     public static long parseSize(String s) {
-        String t = s.trim();
-        long unit = 1;
-        for (String[] u : new String[][] {{"KiB", "1024"}, {"MiB", "1048576"}, {"GiB", "1073741824"}}) {
-            if (t.endsWith(u[0])) {
-                unit = Long.parseLong(u[1]);
-                t = t.substring(0, t.length() - u[0].length());
-            }
-        }
-        long bytes;
-        try {
-            bytes = Math.multiplyExact(Long.parseLong(t), unit);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("size '" + s + "' (expected: e.g. 1KiB, 64MiB, 1GiB or bytes)", e);
-        }
+        long bytes = Sizes.parse(s);
         if (bytes < 8 || bytes % 8 != 0) {
             throw new IllegalArgumentException("size '" + s + "' (expected: a multiple of 8 bytes, at least 8)");
         }
@@ -253,7 +246,8 @@ public final class TransferBench {
         List<Result> results = new ArrayList<>();
         List<String> extra = new ArrayList<>();
         boolean allChecked = true;
-        try (Side side = new Side(sender, maxSize)) {
+        byte[] secret = Secrets.generate();
+        try (Side side = new Side(sender, maxSize, secret)) {
             Child child = null;
             try {
                 for (String transport : options.transports()) {
@@ -267,7 +261,7 @@ public final class TransferBench {
                             Listener l = inprocListener;
                             CompletableFuture<Connection> accepted = new CompletableFuture<>();
                             inproc = Thread.ofPlatform().name("transfer-bench-receiver").start(() -> {
-                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize);
+                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret);
                                         Connection rc = l.accept()) {
                                     accepted.complete(rc);
                                     receiver.serveConnection(rc);
@@ -280,7 +274,7 @@ public final class TransferBench {
                         }
                         default -> {
                             if (child == null) {
-                                child = Child.start(receiverOrdinal, maxSize);
+                                child = Child.start(receiverOrdinal, maxSize, secret);
                             }
                             String address = switch (transport) {
                                 case "tcp", "tls" -> child.tcpAddress;
@@ -403,7 +397,7 @@ public final class TransferBench {
                 }
             }
         }
-        return new Result(transport, family, size, median(ms), coldMs, rawMs, d2h, h2d, checked);
+        return new Result(transport, family, size, Stats.median(ms), coldMs, rawMs, d2h, h2d, checked);
     }
 
     private static double roundTrip(Connection c, Side side) {
@@ -422,7 +416,7 @@ public final class TransferBench {
                     us[i - RTT_WARMUP] = (t1 - t0) / 1e3;
                 }
             }
-            return median(us);
+            return Stats.median(us);
         }
     }
 
@@ -440,12 +434,12 @@ public final class TransferBench {
                 }
             }
             case "ipc", "inproc" -> {
-                return median(copyMs(side.device, devices.get(transport.equals("ipc") ? receiverOrdinal : 0), size,
-                        repeat));
+                return Stats.median(copyMs(side.device, devices.get(transport.equals("ipc") ? receiverOrdinal : 0),
+                        size, repeat));
             }
             default -> throw new IllegalArgumentException(transport);
         }
-        return median(ms);
+        return Stats.median(ms);
     }
 
     /**
@@ -475,24 +469,18 @@ public final class TransferBench {
         }
     }
 
-    /** The median of {@code values} (the mean of the middle two for an even count). */
-    public static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-    }
-
     private static Path writeCsv(Path dir, List<Result> results, List<String> extra) throws IOException {
         Files.createDirectories(dir);
         Path csv = dir.resolve("transfer-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern(
                 "yyyyMMdd-HHmmss")) + ".csv");
-        StringBuilder b = new StringBuilder("transport,family,size,median_ms,gbps,d2h_bytes,h2d_bytes,vs_raw,cold_ms,"
-                + "raw_ms,checked\n");
+        Table t = new Table("transport", "family", "size", "median_ms", "gbps", "d2h_bytes", "h2d_bytes", "vs_raw",
+                "cold_ms", "raw_ms", "checked");
         for (Result r : results) {
-            b.append(String.format(Locale.ROOT, "%s,%s,%d,%.4f,%.3f,%d,%d,%.3f,%.3f,%.4f,%s%n", r.transport(),
-                    r.family().wireName(), r.size(), r.medianMs(), r.gbps(), r.d2hBytes(), r.h2dBytes(), r.vsRaw(),
-                    r.coldMs(), r.rawMs(), r.checked()));
+            t.row(r.transport(), r.family().wireName(), r.size(), Table.num(r.medianMs(), 4), Table.num(r.gbps(), 3),
+                    r.d2hBytes(), r.h2dBytes(), Table.num(r.vsRaw(), 3), Table.num(r.coldMs(), 3),
+                    Table.num(r.rawMs(), 4), r.checked());
         }
+        StringBuilder b = new StringBuilder(t.csv());
         for (String e : extra) {
             b.append("# ").append(e).append('\n');
         }
@@ -549,7 +537,7 @@ public final class TransferBench {
         final Arena arena = Arena.ofShared();
         final DeviceBuffer reply;
 
-        Side(Device d, long maxSize) {
+        Side(Device d, long maxSize, byte[] secret) {
             device = d.newAllocator("bench-device-" + d.ordinal(), BufferAllocator.UNLIMITED);
             hostPool = new HostMemoryPool(d.pinnedMemory(), 4 * maxSize + (64 << 20));
             host = BufferAllocator.root("bench-host", BufferAllocator.UNLIMITED, hostPool);
@@ -559,7 +547,7 @@ public final class TransferBench {
                     .allowJava(Model.class);
             // Every family the bench measures, java included: a connection carries only the families it agreed.
             // A first TLS handshake between two fresh JVMs on a busy machine can take seconds: the bench waits.
-            config = TransportConfig.builder().secret(SECRET).ioTimeout(Duration.ofSeconds(120))
+            config = TransportConfig.builder().secret(secret).ioTimeout(Duration.ofSeconds(120))
                     .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
                     .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
@@ -641,41 +629,34 @@ public final class TransferBench {
 
     /** The receiver JVM and its raw socket. */
     private static final class Child implements AutoCloseable {
-        final Process process;
+        final ChildJvm jvm;
         final String tcpAddress;
         final String ipcAddress;
         final String ucxAddress;
         final SocketChannel raw;
 
-        private Child(Process process, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
-            this.process = process;
+        private Child(ChildJvm jvm, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
+            this.jvm = jvm;
             this.tcpAddress = tcpAddress;
             this.ipcAddress = ipcAddress;
             this.ucxAddress = ucxAddress;
             this.raw = raw;
         }
 
-        static Child start(int ordinal, long maxSize) throws IOException {
-            List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                    "--enable-native-access=ALL-UNNAMED"));
-            for (String key : System.getProperties().stringPropertyNames()) {
-                if (key.startsWith("cuwire.")) {
-                    cmd.add("-D" + key + "=" + System.getProperty(key));
-                }
+        static Child start(int ordinal, long maxSize, byte[] secret) throws IOException {
+            ChildJvm jvm = ChildJvm.start(TransferBench.class, List.of(), secret, "--serve", Integer.toString(ordinal),
+                    Long.toString(maxSize));
+            try {
+                List<String> parts = jvm.ready();
+                SocketChannel raw = SocketChannel.open(new InetSocketAddress("127.0.0.1",
+                        Integer.parseInt(parts.get(2))));
+                raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                return new Child(jvm, parts.get(0), parts.get(1),
+                        parts.size() > 3 && !parts.get(3).equals("-") ? parts.get(3) : null, raw);
+            } catch (IOException | RuntimeException e) {
+                jvm.process().destroyForcibly();
+                throw e;
             }
-            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), TransferBench.class.getName(),
-                    "--serve", Integer.toString(ordinal), Long.toString(maxSize)));
-            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line = in.readLine();
-            if (line == null || !line.startsWith("READY ")) {
-                p.destroyForcibly();
-                throw new IOException("the receiver JVM did not start: " + line);
-            }
-            String[] parts = line.split(" ");
-            SocketChannel raw = SocketChannel.open(new InetSocketAddress("127.0.0.1", Integer.parseInt(parts[3])));
-            raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            return new Child(p, parts[1], parts[2], parts.length > 4 && !parts[4].equals("-") ? parts[4] : null, raw);
         }
 
         /** Sends {@code bytes} of {@code source} over the raw socket and waits for the one-byte reply; ms. */
@@ -703,21 +684,14 @@ public final class TransferBench {
         @Override
         public void close() throws IOException {
             raw.close();
-            try {
-                if (!process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                process.destroyForcibly();
-            }
+            jvm.close();
         }
     }
 
     /** The receiver JVM: listens on TCP, IPC and a raw socket, serves each connection on a thread of its own. */
     private static void serve(int ordinal, long maxSize) throws Exception {
         Device d = Devices.get(ordinal);
-        try (Side side = new Side(d, maxSize);
+        try (Side side = new Side(d, maxSize, Secrets.fromEnvironment());
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
                 Arena arena = Arena.ofShared()) {
             Listener tcp = Transports.tcp().listen("tcp://127.0.0.1:0", side.config);
