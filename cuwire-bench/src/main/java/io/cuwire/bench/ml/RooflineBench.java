@@ -63,7 +63,8 @@ import java.util.stream.IntStream;
 public final class RooflineBench {
     static final int CHECKED_ROWS = 10_000;
     private static final int KMEANS_STEPS = 30;
-    private static final long FIT_ROWS = 1_000_000;
+    /** The most rows KMeans is fitted on unless {@code --fit-rows} says. */
+    public static final long FIT_ROWS = 1_000_000;
     private static final long CHUNK_BYTES = 64L << 20;
 
     private RooflineBench() {
