@@ -1,9 +1,10 @@
 package io.cuwire.bench;
 
-import io.cuwire.transport.bench.TransferBench;
+import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.Secrets;
+import io.cuwire.bench.transport.TransferBench;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
@@ -217,8 +218,8 @@ public final class ModelTransferBench {
         try {
             for (TransferPath p : options.paths()) {
                 try {
-                    senders.put(p, TransferSender.open(p, "127.0.0.1", worker.socketPort, worker.cuwireAddress, size,
-                            bigSource));
+                    senders.put(p, TransferSender.open(p, "127.0.0.1", worker.socketPort, worker.cuwireAddress,
+                            worker.secret, size, bigSource));
                     sent.put(p, 0L);
                 } catch (IOException | RuntimeException e) {
                     run.fail(size, p, "cannot connect: " + e);
@@ -408,7 +409,7 @@ public final class ModelTransferBench {
 
     /** The worker JVM: its addresses, and the report lines it writes on its standard output. */
     static final class WorkerProcess implements AutoCloseable {
-        final Process process;
+        final ChildJvm jvm;
         final String cuwireAddress;
         final int socketPort;
         final long maxHeap;
@@ -416,12 +417,18 @@ public final class ModelTransferBench {
         final long[] gc;
         private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
-        private WorkerProcess(Process process, String[] ready, BufferedReader stdout) {
-            this.process = process;
-            this.cuwireAddress = ready[1];
-            this.socketPort = Integer.parseInt(ready[2]);
-            this.maxHeap = Long.parseLong(ready[3]);
-            this.gc = new long[] {Long.parseLong(ready[4]), Long.parseLong(ready[5])};
+        /** The run's secret, which the worker got in its environment. */
+        final byte[] secret;
+
+        private WorkerProcess(ChildJvm jvm, byte[] secret) {
+            this.jvm = jvm;
+            this.secret = secret;
+            List<String> ready = jvm.ready();
+            this.cuwireAddress = ready.get(0);
+            this.socketPort = Integer.parseInt(ready.get(1));
+            this.maxHeap = Long.parseLong(ready.get(2));
+            this.gc = new long[] {Long.parseLong(ready.get(3)), Long.parseLong(ready.get(4))};
+            BufferedReader stdout = jvm.stdout();
             Thread.ofPlatform().name("worker-stdout").daemon().start(() -> {
                 try {
                     for (String line; (line = stdout.readLine()) != null; ) {
@@ -434,23 +441,12 @@ public final class ModelTransferBench {
         }
 
         static WorkerProcess start(Options options) throws IOException {
-            List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
-            cmd.addAll(options.workerJvmArgs());
+            List<String> jvmOptions = new ArrayList<>(options.workerJvmArgs());
             if (options.jfr() != null) {
-                cmd.add("-D" + JFR_PROPERTY + "=" + options.jfr().resolve("worker.jfr").toAbsolutePath());
+                jvmOptions.add("-D" + JFR_PROPERTY + "=" + options.jfr().resolve("worker.jfr").toAbsolutePath());
             }
-            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ModelTransferWorker.class.getName()));
-            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line;
-            do {
-                line = in.readLine();
-            } while (line != null && !line.startsWith("READY "));
-            if (line == null) {
-                p.destroyForcibly();
-                throw new IOException("the worker JVM did not start (exit " + waitQuietly(p) + "): " + cmd);
-            }
-            return new WorkerProcess(p, line.split(" "), in);
+            byte[] secret = Secrets.generate();
+            return new WorkerProcess(ChildJvm.start(ModelTransferWorker.class, jvmOptions, secret), secret);
         }
 
         /** The worker's {@code DONE} or {@code FAIL} line for each of {@code paths}, waiting up to {@code seconds}. */
@@ -479,25 +475,8 @@ public final class ModelTransferBench {
         }
 
         @Override
-        public void close() throws IOException {
-            process.getOutputStream().close();
-            try {
-                if (!process.waitFor(WORKER_WAIT_SECONDS, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                process.destroyForcibly();
-            }
-        }
-
-        private static String waitQuietly(Process p) {
-            try {
-                return p.waitFor(10, TimeUnit.SECONDS) ? String.valueOf(p.exitValue()) : "none yet";
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return "unknown";
-            }
+        public void close() {
+            jvm.close();
         }
     }
 }

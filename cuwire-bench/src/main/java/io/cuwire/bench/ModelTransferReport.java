@@ -1,6 +1,6 @@
 package io.cuwire.bench;
 
-import io.cuwire.transport.bench.TransferBench;
+import io.cuwire.bench.harness.Stats;
 import java.io.IOException;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
@@ -59,7 +59,7 @@ final class ModelTransferReport {
     record Stat(double median, double min, double max, int samples) {
         static Stat of(List<Sample> warm) {
             double[] v = warm.stream().mapToDouble(Sample::nsPerMessage).toArray();
-            return new Stat(TransferBench.median(v), Arrays.stream(v).min().orElseThrow(),
+            return new Stat(Stats.median(v), Arrays.stream(v).min().orElseThrow(),
                     Arrays.stream(v).max().orElseThrow(), v.length);
         }
     }

@@ -2,6 +2,7 @@ package io.cuwire.bench;
 
 import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.unsafe.UnsafeInput;
+import io.cuwire.bench.harness.Secrets;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -82,7 +83,7 @@ public final class ModelTransferWorker implements AutoCloseable {
     /** Listens on 127.0.0.1 (free ports); {@code report} gets the {@code DONE} and {@code FAIL} lines. */
     ModelTransferWorker(PrintStream report) throws IOException {
         this.report = report;
-        TransportConfig config = TransportConfig.builder().secret(TransferPath.SECRET)
+        TransportConfig config = TransportConfig.builder().secret(Secrets.fromEnvironment())
                 .ioTimeout(Duration.ofSeconds(120)).receiveInto(DeviceMap.of(host, device)).build();
         cuwire = Transports.tcp().listen("tcp://127.0.0.1:0", config);
         sockets = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));

@@ -1,6 +1,6 @@
 package io.cuwire.bench;
 
-import io.cuwire.transport.bench.TransferBench;
+import io.cuwire.bench.harness.Stats;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,7 +26,7 @@ final class Phases {
     String medians() {
         List<String> tokens = new ArrayList<>();
         nanos.forEach((phase, list) -> tokens.add(String.format(Locale.ROOT, "%s=%.0f", phase,
-                TransferBench.median(list.stream().mapToDouble(Long::doubleValue).toArray()))));
+                Stats.median(list.stream().mapToDouble(Long::doubleValue).toArray()))));
         nanos.forEach((phase, list) -> tokens.add(phase + COLD + "=" + list.getFirst()));
         return String.join(" ", tokens);
     }

@@ -3,6 +3,7 @@ package io.cuwire.bench;
 import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
+import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
@@ -14,7 +15,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.InPlaceFrames;
+import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
@@ -26,6 +27,7 @@ import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import org.apache.fory.Fory;
 import org.apache.fory.config.Language;
@@ -46,7 +48,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * closes what it decoded. No transport is involved:
  * <ul>
  *   <li>{@code cudaFamily}: serialize, encode the header, parse it, decode over the sender's own device frames
- *       (borrowed, not moved): the header work alone, which must not grow with the arrays.</li>
+ *       (lent, not moved: {@link Buffer#lend}): the header work alone, which must not grow with the arrays.</li>
  *   <li>{@code hostFamily}: the same with device arrays copied to host frames (D2H) and rebuilt on the device (H2D).
  *   </li>
  *   <li>{@code jdkSerialization}, {@code kryo}, {@code fory}: the whole model through the library's stream into an
@@ -189,10 +191,22 @@ public class SerializationBenchmark {
         };
     }
 
+    /**
+     * {@code header} over loans of the sender's own {@code frames}: what an in-process hand-over receives. The loans
+     * belong to the received value; closing them frees nothing, so the sender's frames stay where they are.
+     */
+    private static Serialized handedOver(Serialized.Header header, List<Frame> frames) {
+        List<Buffer> loans = new ArrayList<>(frames.size());
+        for (Frame f : frames) {
+            loans.add(f.buffer().lend(Buffer.Releaser.NONE));
+        }
+        return Serialized.received(header, loans);
+    }
+
     private BenchModel viaFamily(Family family) {
         try (Serialized out = registry.serialize(model, family)) {
             Serialized.Header header = Serialized.parseHeader(out.encodeHeader(), Limits.DEFAULT);
-            try (Serialized in = InPlaceFrames.received(header, out.frames())) {
+            try (Serialized in = handedOver(header, out.frames())) {
                 return registry.deserialize(in, BenchModel.class, target);
             }
         }

@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -37,8 +36,6 @@ enum TransferPath {
 
     /** The one byte a worker answers a decoded model (or a raw transfer's last byte) with. */
     static final byte ACK = 0x2a;
-    /** The cluster secret both sides of the cuwire connections prove. */
-    static final byte[] SECRET = "cuwire-model-transfer-bench-secret".getBytes(StandardCharsets.US_ASCII);
     /** The buffer size of the JDK and Kryo streams over the socket. */
     static final int STREAM_BUFFER_BYTES = 64 << 10;
 

@@ -52,10 +52,10 @@ abstract class TransferSender implements AutoCloseable {
      * @param bigSource a direct buffer of at least {@code weightBytes}, filled once and shared by the senders that
      *     need one: {@code raw-once} writes it, Fory stages its out-of-band buffers in it
      */
-    static TransferSender open(TransferPath path, String host, int socketPort, String cuwireAddress,
+    static TransferSender open(TransferPath path, String host, int socketPort, String cuwireAddress, byte[] secret,
             long weightBytes, ByteBuffer bigSource) throws IOException {
         if (path.cuwire()) {
-            return new Cuwire(path, cuwireAddress);
+            return new Cuwire(path, cuwireAddress, secret);
         }
         SocketChannel channel = SocketChannel.open(new InetSocketAddress(host, socketPort));
         try {
@@ -258,13 +258,13 @@ abstract class TransferSender implements AutoCloseable {
         private final Family[] chain;
         private final Phases phases = new Phases();
 
-        Cuwire(TransferPath path, String address) {
+        Cuwire(TransferPath path, String address, byte[] secret) {
             super(path);
             host = BufferAllocator.host("model-transfer-client-host", BufferAllocator.UNLIMITED);
             device = Devices.get(0).newAllocator("model-transfer-client-device", BufferAllocator.UNLIMITED);
             try {
                 registry = TransferPath.registry(host);
-                TransportConfig config = TransportConfig.builder().secret(TransferPath.SECRET)
+                TransportConfig config = TransportConfig.builder().secret(secret)
                         .families(path.chain()).ioTimeout(Duration.ofSeconds(120))
                         .receiveInto(DeviceMap.of(host, device)).build();
                 connection = Transports.tcp().connect(address, config);

@@ -1,5 +1,7 @@
 package io.cuwire.cli;
 
+import io.cuwire.bench.harness.Stats;
+import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cli.DemoResults.Fit;
 import io.cuwire.cli.DemoResults.Row;
 import io.cuwire.cli.DemoResults.Skipped;
@@ -37,7 +39,6 @@ import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
-import io.cuwire.transport.bench.TransferBench;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -559,7 +560,7 @@ final class Demo {
                 }
             }
             for (int f = 0; f < FAMILIES.size(); f++) {
-                sweep.add(new SweepPoint(transport, FAMILIES.get(f).wireName(), size, median(ms[f])));
+                sweep.add(new SweepPoint(transport, FAMILIES.get(f).wireName(), size, Stats.median(ms[f])));
             }
         }
         for (Row r : rows) {
@@ -596,18 +597,11 @@ final class Demo {
         boolean match = !checks.isEmpty() && checks.stream().allMatch(Check::match);
         String detail = checks.stream().filter(c -> !c.match()).map(Check::detail).findFirst()
                 .orElse(checks.isEmpty() ? "not checked" : checks.getLast().detail());
-        return new Row(s.name(), transport, family.wireName(), s.modelBytes(), median(ms),
+        return new Row(s.name(), transport, family.wireName(), s.modelBytes(), Stats.median(ms),
                 Arrays.stream(ms).min().orElseThrow(), Arrays.stream(ms).max().orElseThrow(),
                 runs.stream().mapToLong(Run::d2h).max().orElseThrow(),
-                runs.stream().mapToLong(Run::h2d).max().orElseThrow(), predict.length == 0 ? 0 : median(predict), match,
-                detail);
-    }
-
-    static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
-        int n = v.length;
-        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+                runs.stream().mapToLong(Run::h2d).max().orElseThrow(), predict.length == 0 ? 0 : Stats.median(predict),
+                match, detail);
     }
 
     /** A model fitted on the workers: each version a copy; checked against the reference predictions. */

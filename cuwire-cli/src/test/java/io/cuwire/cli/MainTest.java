@@ -62,7 +62,55 @@ class MainTest {
     void shouldRejectArgumentsToInfo() {
         Result r = run("info", "--verbose");
         assertEquals(Main.USAGE, r.exitCode());
-        assertTrue(r.err().contains("takes no arguments"), r.err());
+        assertEquals("cuwire info: Unknown option: '--verbose'", r.err().strip());
+        assertEquals("", r.out());
+    }
+
+    @Test
+    void shouldPrintGeneratedHelpForEachCommand() {
+        Result r = run("bench", "copy", "--help");
+        assertEquals(Main.OK, r.exitCode(), r.err());
+        assertTrue(r.out().startsWith("usage: cuwire bench copy "), r.out());
+        assertTrue(r.out().contains("[--size=SIZE]") && r.out().contains("[--repeat=N]"), r.out());
+        assertTrue(r.out().contains("--size=SIZE") && r.out().contains("default: 1GiB"), r.out());
+        r = run("help", "bench");
+        assertEquals(Main.OK, r.exitCode(), r.err());
+        assertTrue(r.out().startsWith("usage: cuwire bench"), r.out());
+        for (String bench : List.of("copy", "transfer", "broadcast", "estimators", "roofline")) {
+            assertTrue(r.out().contains("\n  " + bench + " "), bench + " missing in:\n" + r.out());
+            Result one = run("bench", bench, "--help");
+            assertEquals(Main.OK, one.exitCode(), bench + ": " + one.err());
+            assertTrue(one.out().startsWith("usage: cuwire bench " + bench), one.out());
+        }
+        r = run("info", "-h");
+        assertEquals(Main.OK, r.exitCode(), r.err());
+        assertTrue(r.out().startsWith("usage: cuwire info"), r.out());
+    }
+
+    @Test
+    void shouldRefuseAnUnknownOptionExactly() {
+        Result r = run("bench", "roofline", "--rowz", "5");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("cuwire bench roofline: Unknown options: '--rowz', '5'", r.err().strip());
+        r = run("bench", "frobnicate");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertTrue(r.err().startsWith("cuwire bench: unknown command 'frobnicate'; which benchmark? one of: copy, "),
+                r.err());
+    }
+
+    @Test
+    void shouldRefuseABadValueExactly() {
+        Result r = run("bench", "roofline", "--repeat", "often");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("cuwire bench roofline: Invalid value for option '--repeat': 'often' is not an int",
+                r.err().strip());
+        r = run("bench", "copy", "--size", "1MB");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("cuwire bench copy: Invalid value for option '--size': size '1MB' (expected: bytes with an "
+                + "optional binary unit, e.g. 4096, 64KiB, 1m, 1GiB or 1g)", r.err().strip());
+        r = run("bench", "copy", "--repeat", "0");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals("cuwire bench copy: --repeat: 0 (expected: > 0)", r.err().strip());
     }
 
     @Test

@@ -89,6 +89,31 @@ public final class Cuda {
         return cuda(device).pool().trim();
     }
 
+    /**
+     * Whether peer access from {@code from} to {@code to} has been enabled in this process (the first copy between
+     * two devices enables it in both directions, unless {@link #setAutoPeerAccess(boolean)} turned that off).
+     *
+     * @throws IllegalArgumentException if either is not a CUDA device
+     */
+    public static boolean peerAccessEnabled(Device from, Device to) {
+        return cuda(from).peerAccessEnabled(cuda(to));
+    }
+
+    /**
+     * Whether the first copy between two devices enables peer access in both directions ({@code true}, the
+     * default). For measuring the copies the driver stages without it (the copy benchmark); nothing else should
+     * turn it off.
+     *
+     * @throws CudaException naming why when CUDA is unavailable
+     */
+    public static void setAutoPeerAccess(boolean enabled) {
+        try {
+            CudaPlatform.get().setAutoPeerAccess(enabled);
+        } catch (DeviceUnavailableException e) {
+            throw new CudaException("CUDA is not available: " + e.getMessage(), e);
+        }
+    }
+
     static CudaDevice cuda(Device device) {
         if (device instanceof CudaDevice d) {
             return d;

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  */
 class PublicApiTest {
     private static final Set<Class<?>> NATIVE = Set.of(MemorySegment.class, MethodHandle.class);
-    private static final List<String> PUBLIC_PACKAGES = List.of("io/cuwire/cuda", "io/cuwire/cuda/bench");
+    private static final List<String> PUBLIC_PACKAGES = List.of("io/cuwire/cuda");
 
     /** The public classes of the public packages, from this module's classes directory or jar. */
     private static List<Class<?>> publicClasses() throws Exception {
