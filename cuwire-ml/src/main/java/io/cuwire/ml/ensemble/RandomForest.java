@@ -28,8 +28,9 @@ import java.util.stream.IntStream;
  *
  * <h2>Distribution, as cuML's Dask random forest</h2>
  * Partition {@code p} of {@code P} grows its share of the {@link #nEstimators} trees on its own rows
- * ({@link #partial}); {@link #merge} concatenates the partitions' trees into one forest. Tree {@code t} is grown with
- * seed {@code seed + t}, so a forest depends only on the data each tree saw.
+ * ({@link #partial}); {@link RandomForestClassifier#merge} (and the regressor's) concatenates the partitions' trees
+ * into one forest. Tree {@code t} is grown with seed {@code seed + t}, so a forest depends only on the data each tree
+ * saw.
  *
  * <p>Trees are grown on the host from a copy of the partition (counted by the copy engine when it lives on a
  * device), several at once on the common fork-join pool; each tree depends only on its seed and the data, so the
