@@ -39,7 +39,9 @@ public final class Transports {
 
     /**
      * UCX through JUCX over the system's UCX ({@code libucx0}); device frames direct when that UCX carries CUDA
-     * memory, staged otherwise. Its connections throw {@link TransportUnavailableException} where UCX is missing.
+     * memory, staged otherwise. JUCX ({@code org.openucx:jucx}) is an optional dependency of this module: add it to
+     * use UCX. Its listeners and connections throw {@link TransportUnavailableException}, naming what to add, where
+     * JUCX or the system UCX is missing.
      */
     public static Transport ucx() {
         return UcxTransport.INSTANCE;
