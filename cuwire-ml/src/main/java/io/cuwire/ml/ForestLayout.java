@@ -22,7 +22,7 @@ import java.util.Objects;
  *                    int64 nodes, int64 leaves, int64 reserved (0)
  * tree table:        (trees + 1) x {int64 first node, int64 first leaf}; the last entry holds the totals
  * nodes:             nodes x 16 bytes {int32 feature, int32 child, float64 threshold}
- *                    a split has feature >= 0: x[feature] <= threshold goes to node child, else child + 1
+ *                    a split has feature >= 0: x[feature] &lt;= threshold goes to node child, else child + 1
  *                    a leaf has feature -1 and child = its leaf number; node and leaf numbers count from the
  *                    tree's first node and first leaf, so trees concatenate without rewriting
  * leaf values:       leaves x outputs float64: class probabilities, or the regression value

@@ -62,10 +62,11 @@ public final class Transports {
 
     /**
      * UCX through JUCX over the system's UCX ({@code libucx0}); device frames direct when that UCX carries CUDA
-     * memory, staged otherwise.
+     * memory, staged otherwise. JUCX ({@code org.openucx:jucx}) is an optional dependency of this module: add it to
+     * use UCX.
      *
      * @throws TransportUnavailableException where UCX does not load in this process (JUCX or the system library
-     *     missing), naming what is missing and how to get it
+     *     missing), naming what is missing and how to get it (the artifact {@code org.openucx:jucx} to add, for JUCX)
      * @throws TransportException if no provider for {@value #UCX} is on the class path
      */
     public static Transport ucx() {

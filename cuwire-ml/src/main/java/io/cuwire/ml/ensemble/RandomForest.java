@@ -30,8 +30,9 @@ import java.util.stream.IntStream;
  *
  * <h2>Distribution, as cuML's Dask random forest</h2>
  * Partition {@code p} of {@code P} grows its share of the {@link #nEstimators} trees on its own rows
- * ({@link #partial}); {@link #merge} concatenates the partitions' trees into one forest. Tree {@code t} is grown with
- * seed {@code seed + t}, so a forest depends only on the data each tree saw.
+ * ({@link #partial}); {@link RandomForestClassifier#merge} (and the regressor's) concatenates the partitions' trees
+ * into one forest. Tree {@code t} is grown with seed {@code seed + t}, so a forest depends only on the data each tree
+ * saw.
  *
  * <h2>Splits: histograms by default, exact on request</h2>
  * By default ({@link #exactSplits} false) the partition's features are quantized once into at most {@link #maxBins}

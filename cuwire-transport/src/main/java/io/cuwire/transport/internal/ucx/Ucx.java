@@ -1,12 +1,15 @@
 package io.cuwire.transport.internal.ucx;
 
 import io.cuwire.transport.TransportUnavailableException;
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
+import java.util.Properties;
 import org.openucx.jucx.ucp.UcpContext;
 import org.openucx.jucx.ucp.UcpParams;
 import org.openucx.jucx.ucs.UcsConstants;
@@ -150,7 +153,8 @@ final class Ucx {
         String detail = details.toString();
         String lower = detail.toLowerCase(Locale.ROOT);
         if (lower.contains("org/openucx") || lower.contains("org.openucx")) {
-            return "UCX not available: the JUCX classes (org.openucx:jucx) are not on the class path (" + detail + ")";
+            return "UCX not available: the JUCX classes are not on the class path; add the dependency "
+                    + jucxArtifact() + " (cuwire-transport declares it optional) (" + detail + ")";
         }
         String library = "libucp.so.0";
         for (String lib : new String[] {"libucp.so", "libuct.so", "libucs.so", "libucm.so"}) {
@@ -170,6 +174,23 @@ final class Ucx {
         }
         return "UCX not available: " + library + " could not be loaded; install libucx0 (UCX 1.13 or later) ("
                 + detail + ")";
+    }
+
+    /**
+     * The JUCX artifact this module was built against ({@code org.openucx:jucx:<version>}), from the build's
+     * {@code jucx.properties}; without it (a build that left the resource out) {@code org.openucx:jucx} alone.
+     */
+    static String jucxArtifact() {
+        try (InputStream in = Ucx.class.getResourceAsStream("jucx.properties")) {
+            if (in == null) {
+                return "org.openucx:jucx";
+            }
+            Properties properties = new Properties();
+            properties.load(in);
+            return properties.getProperty("artifact", "org.openucx:jucx");
+        } catch (IOException e) {
+            return "org.openucx:jucx";
+        }
     }
 
     /** Clears {@code UCX_ERROR_SIGNALS} in the native environment, before UCX's library reads it. */

@@ -21,8 +21,8 @@ class UcxTest {
     @Test
     void shouldNameTheJucxJarWhenItsClassesAreMissing() {
         String m = Ucx.unavailableMessage(new NoClassDefFoundError("org/openucx/jucx/ucp/UcpParams"));
-        assertTrue(m.startsWith("UCX not available: the JUCX classes (org.openucx:jucx) are not on the class path"),
-                m);
+        assertTrue(m.startsWith("UCX not available: the JUCX classes are not on the class path; add the dependency "
+                + "org.openucx:jucx:"), m);
     }
 
     @Test
