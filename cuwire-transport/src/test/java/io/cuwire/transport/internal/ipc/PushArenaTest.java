@@ -65,7 +65,8 @@ class PushArenaTest {
     void shouldReserveAlignedRangesUntilFullAndTakeBackOnlyWhatItReserved() {
         try (BufferAllocator<DeviceBuffer> exporter = Devices.get(0).newAllocator("exporter", ARENA);
                 DeviceBuffer memory = exporter.allocate(ARENA);
-                MappingCache cache = new MappingCache("test", (d, h) -> d.openHandle(h), 4, 1L << 30)) {
+                // the "mapping" is a loan of the memory itself: CUDA does not open a process's own handles
+                MappingCache cache = new MappingCache("test", (d, h) -> memory.lend(() -> { }), 4, 1L << 30)) {
             MappingCache.Lease lease = cache.acquire(Devices.get(0).exportAllocation(memory),
                     Devices.get(0).allocationOffset(memory), ARENA, Devices.get(0));
             try (PushArena arena = new PushArena(lease, Devices.get(0))) {
