@@ -63,8 +63,10 @@ class PushArenaTest {
 
     @Test
     void shouldReserveAlignedRangesUntilFullAndTakeBackOnlyWhatItReserved() {
-        try (BufferAllocator<DeviceBuffer> exporter = Devices.get(0).newAllocator("exporter", ARENA);
-                DeviceBuffer memory = exporter.allocate(ARENA);
+        // a buffer that is an allocation of its own (the emulated device serves small ones from shared slabs, a CUDA
+        // pool may hand out a block larger than asked), so that the loan standing for its mapping covers it whole
+        try (BufferAllocator<DeviceBuffer> exporter = Devices.get(0).newAllocator("exp", BufferAllocator.UNLIMITED);
+                DeviceBuffer memory = ownAllocation(exporter);
                 // the "mapping" is a loan of the memory itself: CUDA does not open a process's own handles
                 MappingCache cache = new MappingCache("test", (d, h) -> memory.lend(() -> { }), 4, 1L << 30)) {
             MappingCache.Lease lease = cache.acquire(Devices.get(0).exportAllocation(memory),
@@ -90,5 +92,17 @@ class PushArenaTest {
                 assertEquals(20_000, arena.target(10_240, 20_000).byteSize());
             }
         }
+    }
+
+    /** A buffer of at least {@link #ARENA} bytes that is a whole allocation of {@code exporter}'s device. */
+    private static DeviceBuffer ownAllocation(BufferAllocator<DeviceBuffer> exporter) {
+        for (long size = ARENA; size <= 256L << 20; size *= 4) {
+            DeviceBuffer b = exporter.allocate(size);
+            if (Devices.get(0).allocationOffset(b) == 0 && Devices.get(0).exportAllocation(b).length() == size) {
+                return b;
+            }
+            b.close();
+        }
+        throw new AssertionError("no allocation of its own up to 256 MiB on " + Devices.get(0));
     }
 }
