@@ -39,6 +39,7 @@ import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.transport.spi.Availability;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;

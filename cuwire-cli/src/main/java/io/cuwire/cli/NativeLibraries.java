@@ -1,5 +1,6 @@
 package io.cuwire.cli;
 
+import io.cuwire.transport.spi.Availability;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
 

@@ -1,5 +1,6 @@
 package io.cuwire.cli;
 
+import io.cuwire.transport.spi.Availability;
 import java.util.List;
 
 /** Which transports this machine can use, given the chosen device platform. */
