@@ -42,7 +42,7 @@ import java.util.Objects;
  *       {@value #IPC_PUSH_ARENA_PROPERTY}</td><td>the device memory an {@code ipc://} connection's accepting side
  *       offers its dialling peer to push small device frames into, so that receiving them needs no GPU work of its
  *       own (on one GPU shared by two processes, every context's GPU work waits for a context switch: a 1 KiB round
- *       trip on one H200 took 100-121 µs with 4 MiB, 298-484 µs without); {@code 0}: the accepting side copies every
+ *       trip on one H200 took 99.5-141 µs with 4 MiB, 358-500 µs without); {@code 0}: the accepting side copies every
  *       frame in itself. Off by default for now: frames received into it are loans of the connection's memory,
  *       which a cluster worker's resource accounting does not yet tell from its own</td></tr>
  *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>

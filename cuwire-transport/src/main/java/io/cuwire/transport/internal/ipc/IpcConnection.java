@@ -363,8 +363,9 @@ final class IpcConnection extends AbstractConnection {
      * can go there (at most {@value #PUSH_FRAME_BYTES} bytes, on the device that maps the arena, a free range for
      * each), and waits for the copies; sets {@link Outgoing#pushed} and {@link Outgoing#pulledFrames}. All or none:
      * a message with a frame the peer must pull keeps the peer's context busy anyway, and a push of this side's
-     * before it would only add a switch between the two contexts (on one H200 a 1 GiB message whose 8-byte frame
-     * was pushed took 1.25 ms: {@code bench/results/ipc-rtt-profile-*}). The caller holds the write lock.
+     * beside it puts GPU work of both contexts into one message (on one H200 a 1 GiB message whose 8-byte frame was
+     * pushed took 1.25 ms, 0.64 ms pulled whole a day earlier on another host; whether the push costs that is not
+     * settled: {@code bench/results/ipc-rtt-profile-*}). The caller holds the write lock.
      */
     private void push(Outgoing out) {
         List<Buffer> frames = out.message.frames();
