@@ -172,6 +172,10 @@ final class HostileCampaign implements AutoCloseable {
     static HostileCampaign start(String scheme, long seed, PrintStream log) throws Exception {
         HostileCampaign c = new HostileCampaign(scheme, seed, log);
         try {
+            // Twice: over ipc the worker pulls the first message's device frames and then offers the client a push
+            // arena (TransportConfig.ipcPushArenaBytes), into which every later small message comes; the baseline is
+            // the steady state, a model held in the arena, as after every round.
+            c.serve();
             c.serve();
             c.newPeerServed();  // the state every check compares in: see checkBaseline
             c.baseline = c.settled(null);

@@ -82,7 +82,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
  * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
  * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
- * ({@link TransportConfig#ipcPushArenaBytes()}, off by default); the dialling side maps it once and, for each later
+ * ({@link TransportConfig#ipcPushArenaBytes()}, 4 MiB by default); the dialling side maps it once and, for each later
  * message whose device frames are all of up to that size, copies them into free ranges of it, synchronizes, and sends
  * pushed references instead of its own memory's (a message with a larger frame is pulled whole).
  * The accepting side receives such a frame as a loan of the arena's bytes ({@link ReceiveArena}, no copy, no GPU
