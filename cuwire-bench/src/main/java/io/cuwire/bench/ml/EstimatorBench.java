@@ -59,13 +59,13 @@ import java.util.stream.Collectors;
  *
  * <h2>scikit-learn beside it</h2>
  * With {@code --peer sklearn} the bench writes its data sets to a temporary directory and runs scikit-learn on them in
- * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default
- * {@code python3}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code tol},
- * {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO peer=sklearn
- * ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=... n_iter=...}); the
- * table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both iteration
- * counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults). Without
- * Python or scikit-learn the peer is skipped, with the reason printed and written.
+ * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default {@link
+ * SklearnForests#python()}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code
+ * tol}, {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO
+ * peer=sklearn ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=...
+ * n_iter=...}); the table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both
+ * iteration counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults).
+ * Without Python or scikit-learn the peer is skipped, with the reason printed and written.
  *
  * <h2>What "matches the reference" means</h2>
  * scikit-learn is not at hand at arbitrary sizes, so the reference is the same estimator fitted on the same
@@ -181,9 +181,9 @@ public final class EstimatorBench {
         /**
          * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --peer sklearn
          * --python PATH --out DIR --forest-rows N --forest-trees T --forest-depth D --forest-peer sklearn}; defaults
-         * 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no peer ({@code python3}
-         * for one), no files, forests of {@value #TREES} trees of depth {@value #DEPTH} on {@value #FOREST_ROWS} rows
-         * at most, no forest peer.
+         * 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no peer
+         * ({@link SklearnForests#python()} for one), no files, forests of {@value #TREES} trees of depth
+         * {@value #DEPTH} on {@value #FOREST_ROWS} rows at most, no forest peer.
          */
         public static Options parse(String... args) {
             Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
@@ -212,7 +212,7 @@ public final class EstimatorBench {
                     BenchArgs.intOption(o, "--forest-trees", TREES), BenchArgs.intOption(o, "--forest-depth", DEPTH),
                     forestPeer.equals("sklearn"));
             return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer != null,
-                    o.getOrDefault("--python", "python3"), forests);
+                    o.getOrDefault("--python", SklearnForests.python()), forests);
         }
     }
 
