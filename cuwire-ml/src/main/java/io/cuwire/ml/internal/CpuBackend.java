@@ -215,6 +215,19 @@ public final class CpuBackend extends ComputeBackend {
             double[] t = tile(b, transB, col, w, n, k);
             double[] acc = new double[count * w];
             CpuKernels.multiplyAdd(av, 0, k, 1, t, 0, w, acc, 0, w, count, w, k);
+            if (w == n) {
+                // the tile is whole rows of c (few output columns: a projection, a linear model's classes): one
+                // contiguous read and write, not one a row
+                double[] old = beta == 0 ? null : new double[count * w];
+                if (old != null) {
+                    HostArrays.read(c, (long) first * n, old, count * w);
+                }
+                for (int i = 0; i < acc.length; i++) {
+                    acc[i] = alpha * acc[i] + (old == null ? 0 : beta * old[i]);
+                }
+                HostArrays.write(c, (long) first * n, acc, count * w);
+                return;
+            }
             double[] old = new double[w];
             for (int i = 0; i < count; i++) {
                 long at = (long) (first + i) * n + col;
