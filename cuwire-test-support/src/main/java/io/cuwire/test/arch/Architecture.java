@@ -8,15 +8,28 @@ import com.tngtech.archunit.core.domain.Dependency;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.core.importer.Location;
 import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.EvaluationResult;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
+import com.tngtech.archunit.library.dependencies.SliceAssignment;
+import com.tngtech.archunit.library.dependencies.SliceIdentifier;
 import com.tngtech.archunit.library.dependencies.SlicesRuleDefinition;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.jar.JarFile;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -39,17 +52,57 @@ import java.util.regex.Pattern;
  */
 public final class Architecture {
     private static final Pattern INTERNAL = Pattern.compile("(^|.*\\.)internal(\\..*)?");
+    private static final Pattern SLICE = Pattern.compile("Slice (\\S+)");
 
-    /** Main classes only: no test-classes directory, no test jar. */
-    private static final ImportOption MAIN_CLASSES = location -> !location.contains("/test-classes/")
-            && !location.contains("-tests.jar") && !location.contains("/target/test/");
+    /**
+     * Each package of {@code io.cuwire} is a slice of the cycle rule, but for a module's service provider interface:
+     * {@code x.spi} is {@code x}'s slice, since an SPI and its API name each other by design (a provider returns the
+     * API's types, the API finds the providers), as {@code java.nio.channels} and its {@code spi} do.
+     */
+    private static final SliceAssignment PACKAGES = new SliceAssignment() {
+        @Override
+        public SliceIdentifier getIdentifierOf(JavaClass c) {
+            String p = c.getPackageName();
+            if (!p.equals("io.cuwire") && !p.startsWith("io.cuwire.")) {
+                return SliceIdentifier.ignore();
+            }
+            return SliceIdentifier.of(p.endsWith(".spi") ? p.substring(0, p.length() - ".spi".length()) : p);
+        }
+
+        @Override
+        public String getDescription() {
+            return "the packages of io.cuwire (x.spi counted as x)";
+        }
+    };
 
     private Architecture() {
     }
 
-    /** The main classes of every cuwire module on this JVM's class path ({@code io.cuwire..}, no test classes). */
+    /**
+     * The main classes of every cuwire module on this JVM's class path: the class path entries that are a cuwire
+     * module's {@code target/classes} or its jar (no test classes, no other library).
+     */
     public static JavaClasses mainClasses() {
-        return new ClassFileImporter().withImportOption(MAIN_CLASSES).importPackages("io.cuwire");
+        Set<Location> roots = new LinkedHashSet<>();
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path p = Path.of(entry);
+            String file = p.getFileName() == null ? "" : p.getFileName().toString();
+            if (Files.isDirectory(p) && p.endsWith(Path.of("target", "classes"))
+                    && p.getParent().getParent().getFileName().toString().startsWith("cuwire-")) {
+                roots.add(Location.of(p));
+            } else if (file.startsWith("cuwire-") && file.endsWith(".jar") && !file.endsWith("-tests.jar")) {
+                try {
+                    roots.add(Location.of(new JarFile(p.toFile())));
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot read the class path entry " + p, e);
+                }
+            }
+        }
+        if (roots.isEmpty()) {
+            throw new IllegalStateException("no cuwire module on the class path: " + System.getProperty(
+                    "java.class.path"));
+        }
+        return new ClassFileImporter().importLocations(roots);
     }
 
     /** The classes under the given class path roots (directories of class files), for rules over chosen classes. */
@@ -104,29 +157,49 @@ public final class Architecture {
         return classes().that().resideInAPackage("io.cuwire..").should(condition);
     }
 
-    /** The packages of {@code io.cuwire} depend on each other without a cycle. */
+    /** The packages of {@code io.cuwire} depend on each other without a cycle ({@code x.spi} counts as {@code x}). */
     public static ArchRule noPackageCycles() {
-        return noPackageCyclesBut(List.of());
+        return SlicesRuleDefinition.slices().assignedFrom(PACKAGES).should().beFreeOfCycles();
     }
 
     /**
-     * As {@link #noPackageCycles()}, ignoring the dependencies of the classes named in {@code known} on the classes of
-     * the packages named with them: {@code "io.cuwire.x.Origin -> io.cuwire.x.internal"}, one known cycle's edge each,
-     * to be removed as the cycles are.
+     * The package cycles of {@link #noPackageCycles()} among {@code classes}, each as the packages it passes
+     * through, {@code "io.cuwire.a -> io.cuwire.b -> io.cuwire.a"}, starting from its first package by name.
      */
-    public static ArchRule noPackageCyclesBut(List<String> known) {
-        var rule = SlicesRuleDefinition.slices().matching("io.cuwire.(**)").namingSlices("$1").should()
-                .beFreeOfCycles();
-        for (String edge : known) {
-            String[] parts = edge.split("\\s*->\\s*");
-            if (parts.length != 2) {
-                throw new IllegalArgumentException("a known cycle edge is 'origin class -> target package': " + edge);
+    public static List<String> packageCycles(JavaClasses classes) {
+        EvaluationResult result = noPackageCycles().evaluate(classes);
+        Set<String> found = new TreeSet<>();
+        for (String detail : result.getFailureReport().getDetails()) {
+            int end = detail.indexOf("\n  1.");
+            Matcher m = SLICE.matcher(end < 0 ? detail : detail.substring(0, end));
+            List<String> ring = new ArrayList<>();
+            while (m.find()) {
+                ring.add(m.group(1));
             }
-            rule = rule.ignoreDependency(DescribedPredicate.describe(parts[0], c -> c.getName().equals(parts[0])
-                    || c.getName().startsWith(parts[0] + "$")),
-                    DescribedPredicate.describe(parts[1], c -> c.getPackageName().equals(parts[1])));
+            ring.removeLast();  // the first again
+            int first = ring.indexOf(ring.stream().min(String::compareTo).orElseThrow());
+            List<String> cycle = new ArrayList<>(ring.subList(first, ring.size()));
+            cycle.addAll(ring.subList(0, first));
+            cycle.add(cycle.getFirst());
+            found.add(String.join(" -> ", cycle));
         }
-        return rule;
+        return List.copyOf(found);
+    }
+
+    /**
+     * Fails unless the package cycles among {@code classes} are exactly {@code known}: a cycle not on the list is a
+     * new one (remove it), a listed one not found is gone (take it off the list, so the list only shrinks).
+     */
+    public static void checkPackageCycles(JavaClasses classes, List<String> known) {
+        List<String> found = packageCycles(classes);
+        List<String> added = found.stream().filter(c -> !known.contains(c)).toList();
+        List<String> gone = known.stream().filter(c -> !found.contains(c)).toList();
+        if (!added.isEmpty() || !gone.isEmpty()) {
+            throw new AssertionError("package cycles: " + (added.isEmpty() ? "" : "new, to remove: " + added
+                    + (gone.isEmpty() ? "" : "; ")) + (gone.isEmpty() ? "" : "known ones no longer found, to take "
+                    + "off the list of known cycles: " + gone) + "\n"
+                    + String.join("\n", noPackageCycles().evaluate(classes).getFailureReport().getDetails()));
+        }
     }
 
     /** No benchmark class: none named {@code *Bench} or {@code *Benchmark}, none using the bench harness or JMH. */
@@ -144,26 +217,34 @@ public final class Architecture {
     }
 
     /**
-     * Checks the three rules over the main classes of this class path, {@link #noBenchmarkClasses()} over the module
-     * that holds {@code anchor} only (a library module: cuwire-bench and cuwire-cli check the first two only, with
-     * {@link #checkApplication}).
+     * Checks the three rules for the module that holds {@code anchor}, a library module: its classes use no other
+     * module's {@code internal} package, its packages (with the classes of other modules in them) have no cycle, and
+     * it holds no benchmark class.
      */
     public static void checkLibrary(Class<?> anchor) {
         checkLibrary(anchor, List.of());
     }
 
-    /** As {@link #checkLibrary(Class)}, with the known cycles' edges of {@link #noPackageCyclesBut}. */
-    public static void checkLibrary(Class<?> anchor, List<String> knownCycleEdges) {
-        JavaClasses all = mainClasses();
-        noInternalPackageOfAnotherModule().check(all);
-        noPackageCyclesBut(knownCycleEdges).check(all);
-        noBenchmarkClasses().check(moduleOf(all, anchor));
+    /** As {@link #checkLibrary(Class)}, where the module's package cycles are exactly {@code knownCycles}. */
+    public static void checkLibrary(Class<?> anchor, List<String> knownCycles) {
+        check(anchor, knownCycles, true);
     }
 
-    /** The first two rules over the main classes of this class path (an application module: bench, cli). */
-    public static void checkApplication() {
+    /** The first two rules of {@link #checkLibrary} for an application module (cuwire-bench, cuwire-cli). */
+    public static void checkApplication(Class<?> anchor) {
+        check(anchor, List.of(), false);
+    }
+
+    private static void check(Class<?> anchor, List<String> knownCycles, boolean library) {
         JavaClasses all = mainClasses();
-        noInternalPackageOfAnotherModule().check(all);
-        noPackageCycles().check(all);
+        JavaClasses own = moduleOf(all, anchor);
+        Set<String> packages = new TreeSet<>();
+        own.forEach(c -> packages.add(c.getPackageName()));
+        noInternalPackageOfAnotherModule().check(own);
+        checkPackageCycles(all.that(DescribedPredicate.describe("in the packages of " + moduleOf(own.get(anchor)),
+                c -> packages.contains(c.getPackageName()))), knownCycles);
+        if (library) {
+            noBenchmarkClasses().check(own);
+        }
     }
 }
