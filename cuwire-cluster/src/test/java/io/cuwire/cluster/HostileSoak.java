@@ -3,7 +3,7 @@ package io.cuwire.cluster;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import java.io.IOException;
 import java.net.Socket;

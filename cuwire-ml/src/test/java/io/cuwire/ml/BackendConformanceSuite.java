@@ -14,7 +14,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;

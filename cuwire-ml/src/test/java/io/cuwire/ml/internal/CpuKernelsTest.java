@@ -3,7 +3,7 @@ package io.cuwire.ml.internal;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package io.cuwire.memory;
+package io.cuwire.test;
 
 import java.util.Random;
 import java.util.SplittableRandom;
