@@ -78,7 +78,7 @@ public final class Handshake {
     private static final int MAX_HELLO = 1024;
     private static final int MAX_PROOF = 256;
     private static final int MAX_CAPABILITIES = 64 << 10;
-    private static final int MAX_REASON_CHARS = 150;
+    private static final int MAX_REASON_CHARS = 180;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private Handshake() {
@@ -375,7 +375,7 @@ public final class Handshake {
 
     /**
      * Tells the peer why it is refused, best effort (it may be gone), with a refusal record in place of this side's
-     * next record; the reason is {@code e}'s simple class name and message, cut at 150 characters.
+     * next record; the reason is {@code e}'s simple class name and message, cut at 180 characters.
      */
     public static void refuse(RecordChannel channel, TransportException e) {
         String reason = e.getClass().getSimpleName() + ": " + e.getMessage();
