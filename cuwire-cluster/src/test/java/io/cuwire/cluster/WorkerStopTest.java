@@ -116,7 +116,8 @@ class WorkerStopTest {
             assertEquals(WorkerExit.PROTOCOL_VIOLATION.code(), code, output);
             List<String> lines = w.lines("cuwire worker 0: client ");
             assertEquals(1, lines.size(), output);
-            assertTrue(lines.getFirst().contains("ProtocolException: ") && lines.getFirst().contains("declared a "
+            assertTrue(lines.getFirst().contains("ProtocolViolationException: "
+                    + "") && lines.getFirst().contains("declared a "
                     + "header of "), lines.getFirst());
             assertTrue(lines.getFirst().contains("stopping (exit 5: the client sent what the worker refuses"),
                     lines.getFirst());
@@ -148,7 +149,8 @@ class WorkerStopTest {
             assertEquals(WorkerExit.CLOSED.code(), code, output);
             List<String> peers = w.lines("cuwire worker 0: refused peer ");
             assertEquals(1, peers.size(), output);
-            assertTrue(peers.getFirst().contains("ProtocolException: ") && peers.getFirst().contains("declared a "
+            assertTrue(peers.getFirst().contains("ProtocolViolationException: "
+                    + "") && peers.getFirst().contains("declared a "
                     + "header of "), peers.getFirst());
             assertEquals(1, w.lines("cuwire worker 0: refused a shutdown request from peer ").size(), output);
         }

@@ -37,7 +37,7 @@ import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -598,7 +598,7 @@ public final class Worker implements Endpoint.Handler {
         if (stopping.get() != null || t instanceof PeerClosedException || t instanceof ConnectionClosedException) {
             return;
         }
-        String what = t instanceof ProtocolException ? "refused peer " : "lost peer ";
+        String what = t instanceof ProtocolViolationException ? "refused peer " : "lost peer ";
         refusals.log(WARNING, "peer", "cuwire worker " + index + ": " + what + c + " (pid " + c.peer().pid() + "): "
                 + describe(t));
     }
@@ -606,7 +606,7 @@ public final class Worker implements Endpoint.Handler {
     /** The exit for a client connection that broke because of {@code cause}. */
     static WorkerExit exitFor(Throwable cause) {
         return switch (unwrap(cause)) {
-            case ProtocolException p -> WorkerExit.PROTOCOL_VIOLATION;
+            case ProtocolViolationException p -> WorkerExit.PROTOCOL_VIOLATION;
             case SerializationException s -> WorkerExit.PROTOCOL_VIOLATION;
             case PeerClosedException p -> WorkerExit.CLIENT_LOST;
             case TransportTimeoutException t -> WorkerExit.CLIENT_LOST;

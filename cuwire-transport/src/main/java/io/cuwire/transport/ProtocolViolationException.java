@@ -5,14 +5,14 @@ package io.cuwire.transport;
  * side's limits; refused before anything beyond the limits was allocated. The peer is told why (it gets a
  * {@link MessageRefusedException}).
  */
-public class ProtocolException extends TransportException {
+public class ProtocolViolationException extends TransportException {
     private static final long serialVersionUID = 1L;
 
-    public ProtocolException(String message) {
+    public ProtocolViolationException(String message) {
         super(message);
     }
 
-    public ProtocolException(String message, Throwable cause) {
+    public ProtocolViolationException(String message, Throwable cause) {
         super(message, cause);
     }
 }
