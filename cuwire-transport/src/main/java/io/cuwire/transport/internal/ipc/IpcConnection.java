@@ -79,7 +79,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * <h2>Small frames on one GPU: the push arena</h2>
  * Two processes on one GPU each have a CUDA context, and the GPU time-slices between them: GPU work of one context
  * waits for a switch from the other's (~145 µs each on an H200, measured with a raw two-process ping-pong:
- * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
+ * {@code bench/results/ipc-rtt-profile-nvidia-h200.md}). So that a round trip pays none, the dialling side
  * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
  * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
  * ({@link TransportConfig#ipcPushArenaBytes()}, 4 MiB by default); the dialling side maps it once and, for each later
@@ -365,7 +365,7 @@ final class IpcConnection extends AbstractConnection {
      * a message with a frame the peer must pull keeps the peer's context busy anyway, and a push of this side's
      * beside it puts GPU work of both contexts into one message (on one H200 a 1 GiB message whose 8-byte frame was
      * pushed took 1.25 ms, 0.64 ms pulled whole a day earlier on another host; whether the push costs that is not
-     * settled: {@code bench/results/ipc-rtt-profile-*}). The caller holds the write lock.
+     * settled: {@code bench/results/ipc-rtt-profile-nvidia-h200.md}). The caller holds the write lock.
      */
     private void push(Outgoing out) {
         List<Buffer> frames = out.message.frames();
