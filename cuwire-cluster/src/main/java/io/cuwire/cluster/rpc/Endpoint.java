@@ -96,7 +96,8 @@ public final class Endpoint implements AutoCloseable {
 
     /**
      * Registers the messages an endpoint sends in {@code registry}: every kind of {@link Reply}, and the requests of
-     * {@code requests} (a sealed interface stands for each record it permits; a record for itself), each under its
+     * {@code requests} (a sealed interface stands for each record it permits, down its sealed subinterfaces; a record
+     * for itself), each under its
      * {@link io.cuwire.serialize.WireType} name; returns it. The records travel through the generic serializer in the
      * {@code cuda} and {@code host} families.
      */
@@ -108,16 +109,23 @@ public final class Endpoint implements AutoCloseable {
             registry.register(type);
         }
         for (Class<? extends Request> set : requests) {
-            Class<?>[] kinds = set.getPermittedSubclasses();
-            for (Class<?> type : kinds == null ? new Class<?>[] {set} : kinds) {
-                if (!type.isRecord()) {
-                    throw new IllegalArgumentException(type.getName() + " is not a record: a request is one record "
-                            + "per kind");
-                }
-                registry.register(type);
-            }
+            registerKinds(registry, set);
         }
         return registry;
+    }
+
+    /** Registers {@code type}, a record, or each record a sealed {@code type} permits, down its sealed subtypes. */
+    private static void registerKinds(TypeRegistry registry, Class<?> type) {
+        if (type.isRecord()) {
+            registry.register(type);
+        } else if (type.isSealed()) {
+            for (Class<?> kind : type.getPermittedSubclasses()) {
+                registerKinds(registry, kind);
+            }
+        } else {
+            throw new IllegalArgumentException(type.getName() + " is neither a record nor sealed: a request is one "
+                    + "record per kind");
+        }
     }
 
     /** Starts the reader thread; returns this. */
