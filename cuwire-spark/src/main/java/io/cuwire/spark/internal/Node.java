@@ -638,7 +638,7 @@ public final class Node implements AutoCloseable {
             throw new IllegalStateException("interrupted waiting for " + registry.nameOf(r.getClass()) + " on "
                     + to.name(), e);
         } catch (ExecutionException e) {
-            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+            throw e.getCause() instanceof RuntimeException x ? x : new IllegalStateException(e.getCause());
         }
     }
 

@@ -24,7 +24,7 @@ sealed interface SparkRequest extends Request {
     @WireType("cuwire.spark.Fetch")
     record Fetch(long id, long model, long version, String requester, boolean direct, String failedPeer)
             implements SparkRequest {
-        Fetch {
+        public Fetch {
             if (requester == null || failedPeer == null) {
                 throw new IllegalArgumentException("fetch of model " + model + " v" + version + ": no "
                         + (requester == null ? "requester" : "failed peer"));
