@@ -5,6 +5,7 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.internal.Worker;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -128,7 +129,7 @@ public final class LocalCluster implements AutoCloseable {
             if (w.lost() != null || closed) {
                 continue;
             }
-            client.request(w.index(), "ping", null, List.of())
+            client.request(w.index(), WorkerRequest.Ping::new)
                     .orTimeout(settings.heartbeatTimeout.toMillis(), TimeUnit.MILLISECONDS)
                     .whenComplete((v, e) -> {
                         if (e != null && !closed && (e instanceof TimeoutException
@@ -150,7 +151,7 @@ public final class LocalCluster implements AutoCloseable {
         for (RemoteWorker w : workers) {
             w.closing();
             if (w.lost() == null) {
-                shutdowns.add(client.request(w.index(), "shutdown", null, List.of()));
+                shutdowns.add(client.request(w.index(), WorkerRequest.Shutdown::new));
             }
         }
         long deadline = System.nanoTime() + settings.shutdownTimeout.toNanos();
@@ -327,13 +328,13 @@ public final class LocalCluster implements AutoCloseable {
                     }
                 }
                 Client client = new Client(started, registry, dev, host);
-                List<Object> addresses = new ArrayList<>();
+                List<String> addresses = new ArrayList<>();
                 for (RemoteWorker w : started) {
                     addresses.add(w.address());
                 }
                 List<CompletableFuture<Object>> peers = new ArrayList<>();
                 for (RemoteWorker w : started) {
-                    peers.add(client.request(w.index(), "peers", null, List.of(addresses)));
+                    peers.add(client.request(w.index(), id -> new WorkerRequest.Peers(id, addresses)));
                 }
                 Client.joinAll(peers);
                 return new LocalCluster(this, started, client, scheme);

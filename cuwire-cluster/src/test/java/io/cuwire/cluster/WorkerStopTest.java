@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
@@ -81,7 +82,7 @@ class WorkerStopTest {
                 assertEquals(0L, client.workerDeviceBytes());
                 w.signal("STOP");
                 try {
-                    put = client.request("put", big);
+                    put = client.request(id -> new WorkerRequest.Put(id, big));
                     awaitUnreadBytes(w.port());
                     client.endpoint.close();
                     ExecutionException e = assertThrows(ExecutionException.class,
@@ -109,7 +110,8 @@ class WorkerStopTest {
         try (WorkerProcess w = WorkerProcess.start(0, "tcp", SECRET, Map.of());
                 TestClient client = TestClient.connect(w.address(), SECRET)) {
             ExecutionException e = assertThrows(ExecutionException.class,
-                    () -> client.request("put", "x".repeat(17 << 20)).get(60, TimeUnit.SECONDS));
+                    () -> client.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
+                            .get(60, TimeUnit.SECONDS));
             assertInstanceOf(ClusterException.class, e.getCause());
             int code = w.awaitExit(EXIT);
             String output = String.join("\n", w.output());
@@ -135,14 +137,15 @@ class WorkerStopTest {
                 assertEquals(0L, client.workerDeviceBytes());
                 try (TestClient peer = TestClient.connect(w.address(), SECRET)) {
                     assertThrows(ExecutionException.class,
-                            () -> peer.request("put", "x".repeat(17 << 20)).get(60, TimeUnit.SECONDS));
+                            () -> peer.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
+                                    .get(60, TimeUnit.SECONDS));
                 }
                 try (TestClient peer = TestClient.connect(w.address(), SECRET)) {
-                    Reply r = peer.request("shutdown").get(60, TimeUnit.SECONDS);
-                    assertEquals(Reply.ERROR, r.status(), "only the client may shut the worker down");
+                    Reply r = peer.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS);
+                    assertInstanceOf(Reply.Failed.class, r, "only the client may shut the worker down");
                 }
                 assertEquals(0L, client.workerDeviceBytes(), "the client is served");
-                assertEquals(Reply.OK, client.request("shutdown").get(60, TimeUnit.SECONDS).status());
+                assertInstanceOf(Reply.Ok.class, client.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS));
             }
             int code = w.awaitExit(EXIT);
             String output = String.join("\n", w.output());

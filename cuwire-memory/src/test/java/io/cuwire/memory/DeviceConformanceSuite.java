@@ -225,7 +225,8 @@ public abstract class DeviceConformanceSuite {
     void shouldRefuseAStreamOfAnotherDevice() {
         Device peer = peerDevice();
         assumeTrue(peer != null, "one device of the platform: no other device's stream");
-        try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64); Stream other = peer.newStream()) {
+        try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64);
+                Stream other = peer.newStream()) {
             CopyException e = assertThrows(CopyException.class, () -> CopyEngine.copyAsync(h, 0, d, 0, 64, other));
             assertTrue(e.getMessage().contains("cannot carry a copy for DEVICE:" + device), e.getMessage());
         }

@@ -63,13 +63,13 @@ import picocli.CommandLine.Option;
  *
  * <h2>scikit-learn beside it</h2>
  * With {@code --peer sklearn} the bench writes its data sets to a temporary directory and runs scikit-learn on them in
- * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default
- * {@link SklearnForests#python()}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code tol},
- * {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO peer=sklearn
- * ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=... n_iter=...}); the
- * table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both iteration
- * counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults). Without
- * Python or scikit-learn the peer is skipped, with the reason printed and written.
+ * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default {@link
+ * SklearnForests#python()}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code
+ * tol}, {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO
+ * peer=sklearn ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=...
+ * n_iter=...}); the table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both
+ * iteration counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults).
+ * Without Python or scikit-learn the peer is skipped, with the reason printed and written.
  *
  * <h2>What "matches the reference" means</h2>
  * scikit-learn is not at hand at arbitrary sizes, so the reference is the same estimator fitted on the same
