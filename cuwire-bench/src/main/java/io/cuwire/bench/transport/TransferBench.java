@@ -64,9 +64,12 @@ import java.util.zip.CRC32;
  * there are two) that listens on TCP, CUDA IPC and a raw socket. Per case the sender serializes a model-shaped object
  * ({@link Model}: hyper-parameters in the header, a {@code float32} coefficient array of the case's size and a small
  * intercept on the device) with the family, sends it, and the receiver decodes it onto its device and acknowledges
- * at once; the time from serializing to the acknowledgement is one transfer. Outside the timing the receiver then
- * checks the content (a CRC of sampled windows of every array, copied to the host) and reports it with the bytes
- * its side copied between host and device; the sender compares the CRC with its own. The first transfer is the cold
+ * at once; the time from serializing to the acknowledgement is one transfer. Each side counts its own copies in a
+ * {@link TransferScope} of its own (every thread of its process; in one process, its own thread's:
+ * {@link CopyEngine#openThreadScope}), closed before anything else runs; outside the timing and after both scopes the
+ * receiver checks the content (a CRC of sampled windows of every array, copied to the host) and reports it with the
+ * bytes its side copied between host and device; the sender compares the CRC with its own. A case's copy counts are
+ * the most any one of its transfers copied, cold and warm-up ones included. The first transfer is the cold
  * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
  * ceiling of the path measured in the same run: a peer copy device 0 → 1 in one process (ipc), a plain socket
  * transfer between the two processes (tcp, tls, ucx), a memory copy (inproc). Transport {@code tls} is TCP inside
@@ -247,7 +250,7 @@ public final class TransferBench {
         List<String> extra = new ArrayList<>();
         boolean allChecked = true;
         byte[] secret = Secrets.generate();
-        try (Side side = new Side(sender, maxSize, secret)) {
+        try (Side side = new Side(sender, maxSize, secret, false)) {
             Child child = null;
             try {
                 for (String transport : options.transports()) {
@@ -261,7 +264,7 @@ public final class TransferBench {
                             Listener l = inprocListener;
                             CompletableFuture<Connection> accepted = new CompletableFuture<>();
                             inproc = Thread.ofPlatform().name("transfer-bench-receiver").start(() -> {
-                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret);
+                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret, true);
                                         Connection rc = l.accept()) {
                                     accepted.complete(rc);
                                     receiver.serveConnection(rc);
@@ -357,6 +360,7 @@ public final class TransferBench {
         long h2d = 0;
         boolean checked = true;
         int warm = Math.min(CASE_WARMUP, repeat);
+        boolean oneProcess = transport.equals("inproc");
         try (ModelOnDevice model = new ModelOnDevice(side.model(size))) {
             long expected = crc(model.model());
             for (int i = 0; i <= warm + repeat; i++) {
@@ -366,7 +370,11 @@ public final class TransferBench {
                 long sendD2h;
                 long sendH2d;
                 Serialized s;
-                try (TransferScope scope = CopyEngine.openScope("bench send")) {
+                // Each side counts its own copies: in one process the receiver is another thread, so the sender
+                // counts its thread's only; across processes this process's copies are the sender's (its writer
+                // thread stages device frames).
+                try (TransferScope scope = oneProcess ? CopyEngine.openThreadScope("bench send")
+                        : CopyEngine.openScope("bench send")) {
                     t0 = System.nanoTime();
                     s = side.registry.serialize(model.model(), family);
                     sent = c.send(Message.of(s));
@@ -374,10 +382,10 @@ public final class TransferBench {
                         expectRoot(ack, "ack");
                     }
                     t1 = System.nanoTime();
+                    sent.join();
                     sendD2h = scope.bytes(CopyDirection.D2H);
                     sendH2d = scope.bytes(CopyDirection.H2D);
                 }
-                sent.join();
                 s.close();
                 String[] report;
                 try (ReceivedMessage crc = c.receive()) {
@@ -386,14 +394,13 @@ public final class TransferBench {
                 if (!report[0].equals("crc") || Long.parseLong(report[1]) != expected) {
                     checked = false;
                 }
+                // The most one transfer of the case copied, cold and warm-up ones included.
+                d2h = Math.max(d2h, sendD2h + Long.parseLong(report[3]));
+                h2d = Math.max(h2d, sendH2d + Long.parseLong(report[2]));
                 if (i == 0) {
                     coldMs = (t1 - t0) / 1e6;
                 } else if (i > warm) {
                     ms[i - warm - 1] = (t1 - t0) / 1e6;
-                    // In one process the sender's scope already saw the receiver's copies (scopes are process-wide).
-                    boolean oneProcess = transport.equals("inproc");
-                    d2h = sendD2h + (oneProcess ? 0 : Long.parseLong(report[3]));
-                    h2d = sendH2d + (oneProcess ? 0 : Long.parseLong(report[2]));
                 }
             }
         }
@@ -536,8 +543,11 @@ public final class TransferBench {
         final MemorySegment rawSource;
         final Arena arena = Arena.ofShared();
         final DeviceBuffer reply;
+        /** Whether the other side of this side's transfers runs in this process (the in-process receiver). */
+        final boolean sharesProcess;
 
-        Side(Device d, long maxSize, byte[] secret) {
+        Side(Device d, long maxSize, byte[] secret, boolean sharesProcess) {
+            this.sharesProcess = sharesProcess;
             device = d.newAllocator("bench-device-" + d.ordinal(), BufferAllocator.UNLIMITED);
             hostPool = new HostMemoryPool(d.pinnedMemory(), 4 * maxSize + (64 << 20));
             host = BufferAllocator.root("bench-host", BufferAllocator.UNLIMITED, hostPool);
@@ -559,6 +569,14 @@ public final class TransferBench {
             rawSource = arena.allocate(Math.max(maxSize, 8), 64);
             rawSource.fill((byte) 3);
             reply = device.allocate(1024);
+        }
+
+        /**
+         * A scope counting this side's copies: the calling thread's when the other side shares the process (an
+         * in-process connection copies nothing of its own), else every thread's of this process.
+         */
+        TransferScope openScope(String name) {
+            return sharesProcess ? CopyEngine.openThreadScope(name) : CopyEngine.openScope(name);
         }
 
         /** A model whose coefficient array holds {@code bytes} of a repeatable pattern. */
@@ -605,7 +623,7 @@ public final class TransferBench {
                 Model model;
                 long h2d;
                 long d2h;
-                try (TransferScope scope = CopyEngine.openScope("bench receive"); m) {
+                try (TransferScope scope = openScope("bench receive"); m) {
                     model = registry.deserialize(m.value(), Model.class, target);
                     c.send(ack).join();
                     h2d = scope.bytes(CopyDirection.H2D) + m.metrics().hostToDeviceBytes();
@@ -695,7 +713,7 @@ public final class TransferBench {
     /** The receiver JVM: listens on TCP, IPC and a raw socket, serves each connection on a thread of its own. */
     private static void serve(int ordinal, long maxSize) throws Exception {
         Device d = Devices.get(ordinal);
-        try (Side side = new Side(d, maxSize, Secrets.fromEnvironment());
+        try (Side side = new Side(d, maxSize, Secrets.fromEnvironment(), false);
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
                 Arena arena = Arena.ofShared()) {
             Listener tcp = Transports.tcp().listen("tcp://127.0.0.1:0", side.config);
