@@ -339,7 +339,8 @@ public final class Main {
     @Command(name = "transfer", synopsisHeading = "usage: ",
             description = {"A model between two processes, per transport, family and size (tls: TCP inside TLS).",
                 "Options: [--transports inproc,tcp,tls,ucx,ipc] [--families cuda,host,java] "
-                        + "[--sizes 1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR]"})
+                        + "[--sizes 1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR] "
+                        + "[--arrays N] [--array-bytes 100KiB]"})
     static final class Transfer extends PassThrough {
         @Override
         int run(String[] a, PrintStream out) throws Exception {

@@ -34,11 +34,14 @@ class TransferBenchTest {
         boolean ucxSkipped = output.contains("SKIP transport=ucx");
         int transports = ucxSkipped ? 4 : 5;
         Pattern result = Pattern.compile("RESULT transport=(\\w+) family=(\\w+) size=(\\d+) median_ms=\\S+ gbps=\\S+ "
-                + "d2h_bytes=(\\d+) h2d_bytes=(\\d+) vs_raw=\\S+ cold_ms=\\S+ raw_gbps=\\S+ checked=ok");
+                + "d2h_bytes=(\\d+) h2d_bytes=(\\d+) (latency_us=\\S+|vs_raw=\\S+ "
+                + "ceiling=(raw-\\w+|peer-copy|device-copy) raw_gbps=\\S+) cold_ms=\\S+ checked=ok");
         Matcher m = result.matcher(output);
         int cases = 0;
         while (m.find()) {
             cases++;
+            assertEquals(m.group(1).equals("inproc"), m.group(6).startsWith("latency_us="),
+                    "in-process reports latency, every other path its ceiling: " + m.group());
             if (m.group(1).equals("ipc") && m.group(2).equals("cuda")) {
                 assertEquals("0", m.group(4), "IPC moves cuda-family frames device to device: " + m.group());
                 assertEquals("0", m.group(5), m.group());
