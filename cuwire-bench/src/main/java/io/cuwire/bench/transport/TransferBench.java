@@ -82,8 +82,9 @@ import java.util.zip.CRC32;
  * two processes (tcp, tls, ucx). In-process has no ceiling: it lends frames, and reports its latency. Transport
  * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
  * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
- * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too. Lines start with
- * {@code RESULT}; a CSV goes to {@code --out}.
+ * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too. With {@code --arrays N} a
+ * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
+ * {@code --out}.
  *
  * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
  * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
@@ -124,7 +125,7 @@ public final class TransferBench {
         NdArray coef;
         NdArray intercept;
         /** Further arrays (a list of layers): empty but in the many-frames case. */
-        List<NdArray> layers = new ArrayList<>();
+        ArrayList<NdArray> layers = new ArrayList<>();
     }
 
     /**
@@ -354,8 +355,12 @@ public final class TransferBench {
                                 Ceiling ceiling = Ceiling.of(transport, size, options.repeat(), side, child, devices,
                                         receiverOrdinal);
                                 Result r;
-                                try (Ceiling ignored = ceiling) {
+                                try {
                                     r = transfer(conn, transport, family, size, options.repeat(), side, ceiling);
+                                } finally {
+                                    if (ceiling != null) {
+                                        ceiling.close();
+                                    }
                                 }
                                 results.add(r);
                                 allChecked &= r.checked();
