@@ -8,7 +8,7 @@
 // Arithmetic is done in double precision whatever the element type, so that a float32 result is the double result
 // rounded once, as on cuwire-ml's CPU backend; only the cuBLAS products, the float32 atomics of ml_scatter_add_rows
 // (more than 192 rows out), the float32 sum of tree outputs beyond 8 classes and the float32 nearest-rows distances of
-// ml_nearest_rows_v4 (runs of 8) and ml_nearest_rows_regs (whole rows) accumulate in float32; the forest
+// ml_nearest_rows' float4 path (runs of 8) and ml_nearest_rows_regs (whole rows) accumulate in float32; the forest
 // histograms' target sums are float64 atomics, in no fixed order. The top-k selections
 // compare values exactly (as ordered integers), whatever the element type.
 //

@@ -97,66 +97,100 @@ __device__ __forceinline__ void ml_store_nearest(const A (&acc)[KMAX], int64_t k
     }
 }
 
-// For each row of x (rows x cols): index[r] = the nearest of the k rows of c (k x cols, k <= KMAX,
-// k * cols <= ML_NEAREST_SHARED) by squared Euclidean distance, the first of equals, and best[r] that distance
-// (unless best is null). Reads x once: the centers sit in shared memory as doubles, each lane keeps the partial
-// sums of its columns for every center, a row group adds them up. Sums in double.
+// The partial squared distances of lane `lane`'s columns of row xr to every center (acc[q] += ...), for
+// ml_nearest_rows. Scalar (any T): elements j0, j0 + lanes, ... ML_ROW_UNROLL loads at a time (ml_load_row_chunk),
+// centers as doubles, differences and squares in double.
 template <int KMAX, typename T>
-__device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const T* __restrict__ x,
-                                const T* __restrict__ c, int32_t* __restrict__ index, T* __restrict__ best) {
-    __shared__ double centers[ML_NEAREST_SHARED];
-    for (int64_t i = threadIdx.x; i < k * cols; i += blockDim.x) {
-        centers[i] = (double) c[i];
-    }
-    __syncthreads();
-    int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t step = (int64_t) blockDim.x * gridDim.x / lanes;
-    int32_t lane = (int32_t) (threadIdx.x & (lanes - 1));
-    for (int64_t r = thread / lanes, first = (thread & ~(int64_t) 31) / lanes; first < rows;
-         r += step, first += step) {
-        bool valid = r < rows;
-        double acc[KMAX];
+__device__ __forceinline__ void ml_nearest_partials(const T* __restrict__ xr, int64_t cols, int64_t k, int32_t lane,
+                                                    int32_t lanes, const double* centers, double (&acc)[KMAX]) {
+    for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
+        T v[ML_ROW_UNROLL];
+        ml_load_row_chunk(xr, j0, lanes, cols, v);
 #pragma unroll
-        for (int q = 0; q < KMAX; q++) {
-            acc[q] = 0;
-        }
-        if (valid) {
-            const T* xr = x + r * cols;
-            for (int64_t j0 = lane; j0 < cols; j0 += (int64_t) ML_ROW_UNROLL * lanes) {
-                T v[ML_ROW_UNROLL];
-                ml_load_row_chunk(xr, j0, lanes, cols, v);
+        for (int u = 0; u < ML_ROW_UNROLL; u++) {
+            int64_t j = j0 + (int64_t) u * lanes;
+            if (j < cols) {
+                double e = (double) v[u];
 #pragma unroll
-                for (int u = 0; u < ML_ROW_UNROLL; u++) {
-                    int64_t j = j0 + (int64_t) u * lanes;
-                    if (j < cols) {
-                        double e = (double) v[u];
-#pragma unroll
-                        for (int q = 0; q < KMAX; q++) {
-                            if (q < k) {
-                                double diff = e - centers[q * cols + j];
-                                acc[q] += diff * diff;
-                            }
-                        }
+                for (int q = 0; q < KMAX; q++) {
+                    if (q < k) {
+                        double diff = e - centers[q * cols + j];
+                        acc[q] += diff * diff;
                     }
                 }
             }
         }
-        ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
     }
 }
 
-// ml_nearest_rows for float32 rows of a multiple of 4 elements starting 16-byte aligned: each lane of a row group
-// takes runs of 8 contiguous elements (two float4 loads) and reads the matching centers from shared memory as
-// float4, so a run costs 2 shared loads per center instead of 8; differences and squares in float, each run's sum
-// added to a double per center. The float64 pipe and scalar shared loads bounded ml_nearest_rows at 38% of the
-// H200's copy bandwidth on 10M x 64 rows with 8 centers.
+// Loads 8 floats from p: two float4 loads where the run is whole, else element by element (zeros past the end).
+__device__ __forceinline__ void ml_load_run8(const float* p, bool whole, int64_t left, float (&v)[8]) {
+    if (whole) {
+        float4 a = *reinterpret_cast<const float4*>(p);
+        float4 b = *reinterpret_cast<const float4*>(p + 4);
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+        v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    } else {
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            v[u] = u < left ? p[u] : 0.0f;
+        }
+    }
+}
+
+// ml_nearest_partials for float32 rows of a multiple of 4 elements starting 16-byte aligned: each lane takes runs of
+// 8 contiguous elements (two float4 loads) and reads the matching centers from shared memory as float4, so a run
+// costs 2 shared loads per center instead of 8; differences and squares in float, each run's sum added to a double
+// per center. The float64 pipe and scalar shared loads bounded the scalar path at 38% of the H200's copy bandwidth
+// on 10M x 64 rows with 8 centers.
 template <int KMAX>
-__device__ void ml_nearest_rows_v4(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const float* __restrict__ x,
-                                   const float* __restrict__ c, int32_t* __restrict__ index,
-                                   float* __restrict__ best) {
-    __shared__ __align__(16) float centers[ML_NEAREST_SHARED];
+__device__ __forceinline__ void ml_nearest_partials_v4(const float* __restrict__ xr, int64_t cols, int64_t k,
+                                                       int32_t lane, int32_t lanes, const float* centers,
+                                                       double (&acc)[KMAX]) {
+    for (int64_t j = (int64_t) lane * 8; j < cols; j += (int64_t) lanes * 8) {
+        bool whole = j + 8 <= cols;
+        float v[8];
+        ml_load_run8(xr + j, whole, cols - j, v);
+#pragma unroll
+        for (int q = 0; q < KMAX; q++) {
+            if (q < k) {
+                float w[8];
+                ml_load_run8(centers + q * cols + j, whole, cols - j, w);
+                float s = 0.0f;
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    float d = v[u] - w[u];
+                    s = fmaf(d, d, s);
+                }
+                acc[q] += (double) s;
+            }
+        }
+    }
+}
+
+// The shared-memory centers of ml_nearest_rows: doubles for the scalar path, floats for the float4 one.
+template <bool VEC>
+struct MlCenters {
+    typedef double Type;
+};
+
+template <>
+struct MlCenters<true> {
+    typedef float Type;
+};
+
+// For each row of x (rows x cols): index[r] = the nearest of the k rows of c (k x cols, k <= KMAX,
+// k * cols <= ML_NEAREST_SHARED) by squared Euclidean distance, the first of equals, and best[r] that distance
+// (unless best is null). Reads x once: the centers sit in shared memory, each lane keeps the partial sums of its
+// columns for every center (ml_nearest_partials, or with VEC, for float32 rows of a multiple of 4 elements from a
+// 16-byte aligned start, ml_nearest_partials_v4), a row group adds them up in double.
+template <int KMAX, bool VEC, typename T>
+__device__ void ml_nearest_rows(int64_t rows, int64_t cols, int64_t k, int32_t lanes, const T* __restrict__ x,
+                                const T* __restrict__ c, int32_t* __restrict__ index, T* __restrict__ best) {
+    typedef typename MlCenters<VEC>::Type C;
+    __shared__ __align__(16) C centers[ML_NEAREST_SHARED];
     for (int64_t i = threadIdx.x; i < k * cols; i += blockDim.x) {
-        centers[i] = c[i];
+        centers[i] = (C) c[i];
     }
     __syncthreads();
     int64_t thread = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
@@ -171,46 +205,10 @@ __device__ void ml_nearest_rows_v4(int64_t rows, int64_t cols, int64_t k, int32_
             acc[q] = 0;
         }
         if (valid) {
-            const float* xr = x + r * cols;
-            for (int64_t j = (int64_t) lane * 8; j < cols; j += (int64_t) lanes * 8) {
-                float v[8];
-                bool whole = j + 8 <= cols;
-                if (whole) {
-                    float4 a = *reinterpret_cast<const float4*>(xr + j);
-                    float4 b = *reinterpret_cast<const float4*>(xr + j + 4);
-                    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-                    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-                } else {
-#pragma unroll
-                    for (int u = 0; u < 8; u++) {
-                        v[u] = j + u < cols ? xr[j + u] : 0.0f;
-                    }
-                }
-#pragma unroll
-                for (int q = 0; q < KMAX; q++) {
-                    if (q < k) {
-                        const float* cq = centers + q * cols + j;
-                        float w[8];
-                        if (whole) {
-                            float4 a = *reinterpret_cast<const float4*>(cq);
-                            float4 b = *reinterpret_cast<const float4*>(cq + 4);
-                            w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
-                            w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
-                        } else {
-#pragma unroll
-                            for (int u = 0; u < 8; u++) {
-                                w[u] = j + u < cols ? cq[u] : 0.0f;
-                            }
-                        }
-                        float s = 0.0f;
-#pragma unroll
-                        for (int u = 0; u < 8; u++) {
-                            float d = v[u] - w[u];
-                            s = fmaf(d, d, s);
-                        }
-                        acc[q] += (double) s;
-                    }
-                }
+            if constexpr (VEC) {
+                ml_nearest_partials_v4<KMAX>(x + r * cols, cols, k, lane, lanes, centers, acc);
+            } else {
+                ml_nearest_partials<KMAX>(x + r * cols, cols, k, lane, lanes, centers, acc);
             }
         }
         ml_store_nearest<KMAX>(acc, k, lanes, valid && lane == 0, r, index, best);
@@ -321,6 +319,47 @@ __device__ void ml_nearest_rows_regs(int64_t rows, int64_t cols, int64_t k, int3
                     v[t][u] = next[t][u];
                 }
             }
+        }
+    }
+}
+
+// The k neighbors of each query (rows x k: ids of rows of x plus idOffset, distances) recomputed exactly: dist[r, j] =
+// the sum over columns of (q[r, c] - x[id - idOffset, c])², differences in double and each term added by fma in
+// column order (the CPU backend's kNearestRows sums the same way, so both give the same bits), then the row sorted
+// by (distance as ml_compare orders it, id) by insertion: a selection on ||q||² - 2 q·x + ||x||² leaves its list
+// nearly sorted, so the sort moves only the near-ties the rounding swapped. One thread a query. An id outside the
+// rows of x (never, from kNearestRows's own selection) gets a NaN distance.
+template <typename T>
+__device__ void ml_exact_neighbors(int64_t rows, int64_t k, int64_t cols, int64_t xRows, int64_t idOffset,
+                                   const T* __restrict__ q, const T* __restrict__ x, T* __restrict__ dist,
+                                   int64_t* __restrict__ ids) {
+    GRID_STRIDE_LOOP(r, rows) {
+        const T* qr = q + r * cols;
+        T* dr = dist + r * k;
+        int64_t* ir = ids + r * k;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t id = ir[j];
+            int64_t row = id - idOffset;
+            double s = 0;
+            if (row < 0 || row >= xRows) {
+                s = CUDART_NAN;
+            } else {
+                const T* xr = x + row * cols;
+                for (int64_t c = 0; c < cols; c++) {
+                    double e = (double) qr[c] - (double) xr[c];
+                    s = fma(e, e, s);
+                }
+            }
+            T v = (T) s;
+            int64_t p = j;
+            while (p > 0 && (ml_compare((double) dr[p - 1], (double) v) > 0
+                             || (ml_compare((double) dr[p - 1], (double) v) == 0 && ir[p - 1] > id))) {
+                dr[p] = dr[p - 1];
+                ir[p] = ir[p - 1];
+                p--;
+            }
+            dr[p] = v;
+            ir[p] = id;
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.cuwire.bench;
 
 import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Secrets;
 import io.cuwire.bench.transport.TransferBench;
 import java.io.BufferedReader;
@@ -13,8 +14,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.text.ParseException;
 import java.time.Duration;
-import java.time.DateTimeException;
-import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
@@ -47,7 +46,7 @@ import jdk.jfr.Recording;
  * own), printed with the results.
  *
  * <p>Options: {@code --sizes 512MiB,1MiB --paths a,b --rounds 9 --warmup 2 --reps 200 --small-warmup 2000
- * --out DIR --date YYYY-MM-DD --fresh --jfr DIR}. Results: {@code model-transfer-<date>-cpu-<cores>core.md} and
+ * --out DIR --fresh --jfr DIR}. Results: {@code model-transfer-<machine>.md} ({@link Results#machine}) and
  * {@code .csv} in {@code --out}; a run adds itself to the files of the same name (the CSV keeps every run's samples,
  * the Markdown file one section per run and a summary over all), unless {@code --fresh}.
  */
@@ -70,14 +69,13 @@ public final class ModelTransferBench {
      * @param reps transfers per sample below {@value #SINGLE_TRANSFER_BYTES} bytes
      * @param smallWarmup untimed transfers per path before the rounds below {@value #SINGLE_TRANSFER_BYTES} bytes
      * @param out the results directory, or {@code null} for none
-     * @param date the date in the results' file name
      * @param fresh whether to start the results files afresh instead of adding this run to them
      * @param jfr a directory for a flight recording of each JVM ({@code client.jfr}, {@code worker.jfr}), or
      *     {@code null}
      * @param workerJvmArgs the worker's JVM flags
      */
     record Options(List<Long> sizes, List<TransferPath> paths, int rounds, int warmup, int reps, int smallWarmup,
-            Path out, String date, boolean fresh, Path jfr, List<String> workerJvmArgs) {
+            Path out, boolean fresh, Path jfr, List<String> workerJvmArgs) {
         static Options parse(String... args) {
             List<Long> sizes = List.of(512L << 20, 1L << 20);
             List<TransferPath> paths = List.of(TransferPath.values());
@@ -86,7 +84,6 @@ public final class ModelTransferBench {
             int reps = 200;
             int smallWarmup = 2000;
             Path out = Path.of("bench", "results");
-            String date = LocalDate.now(ZoneOffset.UTC).toString();
             boolean fresh = false;
             Path jfr = null;
             for (int i = 0; i < args.length; i++) {
@@ -113,18 +110,15 @@ public final class ModelTransferBench {
                     case "--reps" -> reps = TransferBench.atLeast(flag, v, 1);
                     case "--small-warmup" -> smallWarmup = TransferBench.atLeast(flag, v, 0);
                     case "--out" -> out = Path.of(v);
-                    case "--date" -> date = LocalDate.parse(v).toString();
                     case "--jfr" -> jfr = Path.of(v);
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
-            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, date, fresh, jfr,
-                    ownJvmArgs());
+            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, ownJvmArgs());
         }
 
         Options withWorkerJvmArgs(List<String> args) {
-            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, date, fresh, jfr,
-                    List.copyOf(args));
+            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, List.copyOf(args));
         }
     }
 
@@ -141,7 +135,7 @@ public final class ModelTransferBench {
     }
 
     private static final String USAGE = "usage: cuwire bench model-transfer [--sizes 512MiB,1MiB] [--paths a,b]"
-            + " [--rounds 9] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR] [--date YYYY-MM-DD]"
+            + " [--rounds 9] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR]"
             + " [--fresh] [--jfr DIR]\npaths: " + String.join(",", Stream.of(TransferPath.values())
                     .map(TransferPath::label).toList());
 
@@ -153,7 +147,7 @@ public final class ModelTransferBench {
         Options options;
         try {
             options = Options.parse(args);
-        } catch (IllegalArgumentException | DateTimeException e) {
+        } catch (IllegalArgumentException e) {
             System.err.println("cuwire bench model-transfer: " + e.getMessage());
             System.err.println(USAGE);
             System.exit(2);
@@ -195,7 +189,7 @@ public final class ModelTransferBench {
         }
         run.loadAtEnd = load();
         List<Path> written = options.out() == null ? List.of() : ModelTransferReport.write(options.out(),
-                "model-transfer-" + options.date() + "-" + machine(), run, options.fresh());
+                "model-transfer-" + Results.machine(), run, options.fresh());
         out.println();
         out.print(run.markdown());
         if (!written.isEmpty()) {
@@ -373,11 +367,6 @@ public final class ModelTransferBench {
             Collections.reverse(paths);
         }
         return paths;
-    }
-
-    /** {@code cpu-<cores>core}: what the figures depend on, without the host's name. */
-    static String machine() {
-        return "cpu-" + Runtime.getRuntime().availableProcessors() + "core";
     }
 
     /** The one-minute load average, or -1. */

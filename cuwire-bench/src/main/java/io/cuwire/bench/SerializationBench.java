@@ -1,5 +1,6 @@
 package io.cuwire.bench;
 
+import io.cuwire.bench.harness.Results;
 import io.cuwire.memory.Devices;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -75,15 +76,12 @@ public final class SerializationBench {
         collect(rows, notes, options(notes, METHODS.subList(1, 5), LARGE, "10g")
                 .mode(Mode.SingleShotTime).warmupIterations(quick ? 0 : 1).measurementIterations(quick ? 1 : 3));
         String date = LocalDate.now().toString();
-        String machine = machine();
+        String machine = Results.machine();
         Summary summary = new Summary(date, machine, quick, rows);
         summary.print(out);
-        Files.createDirectories(outDir);
-        Path md = outDir.resolve("serialization-" + date + "-" + machine + ".md");
-        Path csv = outDir.resolve("serialization-" + date + "-" + machine + ".csv");
-        Files.writeString(md, summary.markdown());
-        Files.writeString(csv, summary.csv());
-        out.println("wrote " + md + " and " + csv);
+        Path md = Results.record(outDir, "serialization", "Serialization (JMH) on " + machine, Results.now()
+                + (quick ? ", --quick" : ""), summary.markdown(), summary.csv());
+        out.println("wrote " + md + " and its .csv");
         return OK;
     }
 
@@ -154,11 +152,6 @@ public final class SerializationBench {
             p.setProperty("status", "no result (see the JMH output above)");
         }
         return p;
-    }
-
-    /** {@code cpu-<cores>core-<device platform>}: what the numbers depend on, without the host's name. */
-    static String machine() {
-        return "cpu-" + Runtime.getRuntime().availableProcessors() + "core-" + Devices.platform();
     }
 
     /** The table, the targets and the files' text. */

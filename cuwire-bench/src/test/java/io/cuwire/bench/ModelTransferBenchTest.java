@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.bench.harness.Results;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -28,15 +29,15 @@ class ModelTransferBenchTest {
     @Test
     void shouldMoveTheModelOverEveryPathAndHaveTheWorkerCheckEachOne(@TempDir Path dir) throws Exception {
         ModelTransferBench.Options options = ModelTransferBench.Options.parse("--sizes", "128KiB", "--rounds", "2",
-                "--reps", "3", "--small-warmup", "2", "--out", dir.toString(), "--date", "2026-12-01")
+                "--reps", "3", "--small-warmup", "2", "--out", dir.toString())
                 .withWorkerJvmArgs(WORKER_FLAGS);
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
         int rc = ModelTransferBench.run(options, new PrintStream(printed, true, StandardCharsets.UTF_8));
         String out = printed.toString(StandardCharsets.UTF_8);
         assertEquals(0, rc, out);
 
-        Path md = dir.resolve("model-transfer-2026-12-01-" + ModelTransferBench.machine() + ".md");
-        Path csv = dir.resolve("model-transfer-2026-12-01-" + ModelTransferBench.machine() + ".csv");
+        Path md = dir.resolve("model-transfer-" + Results.machine() + ".md");
+        Path csv = dir.resolve("model-transfer-" + Results.machine() + ".csv");
         List<ModelTransferReport.Sample> samples = Files.readAllLines(csv).stream().skip(1)
                 .map(ModelTransferReport.Sample::parse).toList();
         String report = Files.readString(md);

@@ -1,7 +1,8 @@
 package io.cuwire.cli;
 
 import io.cuwire.bench.harness.Stats;
-import io.cuwire.bench.transport.TransferBench;
+import io.cuwire.bench.harness.Cli;
+import io.cuwire.bench.harness.Sizes;
 import io.cuwire.cli.DemoResults.Fit;
 import io.cuwire.cli.DemoResults.Row;
 import io.cuwire.cli.DemoResults.Skipped;
@@ -51,6 +52,8 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire demo}, the main job: makes a data set on the client's device, starts a local cluster, fits
@@ -108,61 +111,9 @@ final class Demo {
      */
     record Options(int workers, List<String> transports, Path report, int rows, int features, int clusters,
             int trees, long seed, long modelBytes, List<Long> sweep, int repeat) {
-        static final String USAGE = "--workers N, --transports tcp,ipc,ucx, --report DIR, --rows N, --features N, "
-                + "--clusters N, --trees N, --seed N, --model-size SIZE, --sweep SIZE,SIZE,... or none, --repeat N";
-
+        /** Parses the options of {@link Args} ({@code cuwire demo --help}). */
         static Options parse(List<String> args) {
-            int workers = -1;
-            List<String> transports = null;
-            Path report = Path.of("cuwire-demo-report");
-            int rows = 50_000;
-            int features = 16;
-            int clusters = 4;
-            int trees = 16;
-            long seed = 42;
-            long modelBytes = 0;
-            List<Long> sweep = null;
-            int repeat = 3;
-            for (int i = 0; i < args.size(); i++) {
-                String a = args.get(i);
-                if (i + 1 >= args.size()) {
-                    throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
-                }
-                String v = args.get(++i);
-                switch (a) {
-                    case "--workers" -> workers = positive(a, v);
-                    case "--transports" -> transports = List.of(v.split(","));
-                    case "--report" -> report = Path.of(v);
-                    case "--rows" -> rows = positive(a, v);
-                    case "--features" -> features = positive(a, v);
-                    case "--clusters" -> clusters = positive(a, v);
-                    case "--trees" -> trees = positive(a, v);
-                    case "--seed" -> seed = Long.parseLong(v);
-                    case "--model-size" -> modelBytes = payloadSize(a, v);
-                    case "--sweep" -> {
-                        sweep = new ArrayList<>();
-                        if (!v.equals("none")) {
-                            for (String s : v.split(",")) {
-                                sweep.add(payloadSize(a, s));
-                            }
-                        }
-                    }
-                    case "--repeat" -> repeat = positive(a, v);
-                    default -> throw new IllegalArgumentException("unknown option " + a + " (expected: " + USAGE
-                            + ")");
-                }
-            }
-            for (String t : transports == null ? List.<String>of() : transports) {
-                if (!List.of("tcp", "ipc", "ucx").contains(t)) {
-                    throw new IllegalArgumentException("--transports: unknown transport '" + t + "' (expected: tcp,"
-                            + " ipc, ucx)");
-                }
-            }
-            if (modelBytes > 0 && sweep != null) {
-                checkSweep(sweep, modelBytes);
-            }
-            return new Options(workers, transports, report, rows, features, clusters, trees, seed, modelBytes, sweep,
-                    repeat);
+            return Cli.parse(new Args(), args.toArray(String[]::new)).options();
         }
 
         /** The payload model's bytes on {@code platform}: {@code --model-size}, else the platform's default. */
@@ -188,30 +139,104 @@ final class Demo {
             }
         }
 
-        private static long payloadSize(String option, String value) {
-            long bytes;
-            try {
-                bytes = TransferBench.parseSize(value);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException(option + " " + value + ": " + e.getMessage(), e);
-            }
+        private static long payloadSize(String option, long bytes) {
             if (bytes < MIN_MODEL_BYTES || bytes % PAYLOAD_ROW_BYTES != 0) {
-                throw new IllegalArgumentException(option + " " + value + " (expected: at least 64KiB and whole rows"
+                throw new IllegalArgumentException(option + " " + bytes + " (expected: at least 64KiB and whole rows"
                         + " of " + PAYLOAD_ROW_BYTES + " bytes, " + PAYLOAD_COLS + " float32 each)");
             }
             return bytes;
         }
+    }
 
-        private static int positive(String option, String value) {
-            try {
-                int n = Integer.parseInt(value);
-                if (n >= 1) {
-                    return n;
+    /** The options of {@code cuwire demo}, declared to picocli (the command mixes them in). */
+    static final class Args {
+        @Option(names = "--workers", paramLabel = "N", description = "workers of each local cluster (default: the "
+                + "local cluster's)")
+        Integer workers;
+
+        @Option(names = "--transports", split = ",", paramLabel = "T", converter = TransportName.class,
+                description = "tcp, ipc, ucx: a cluster each, of those usable here (default: tcp,ipc,ucx)")
+        List<String> transports;
+
+        @Option(names = "--model-size", paramLabel = "SIZE", converter = Cli.SizeConverter.class,
+                description = "the payload model's bytes: at least 64KiB, whole rows of " + PAYLOAD_ROW_BYTES
+                        + " bytes (default: 512MiB on CUDA, 32MiB on the emulated device)")
+        Long modelSize;
+
+        @Option(names = "--sweep", paramLabel = "SIZE,...|none",
+                description = "the payload sizes below --model-size that the sweep measures, or none (default: 1MiB "
+                        + "times the powers of 4 below it)")
+        String sweep;
+
+        @Option(names = "--repeat", paramLabel = "N", defaultValue = "3",
+                description = "timed broadcasts per path, the median shown (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        @Option(names = "--report", paramLabel = "DIR", defaultValue = "cuwire-demo-report",
+                description = "the HTML report's directory (default: ${DEFAULT-VALUE})")
+        Path report;
+
+        @Option(names = "--rows", paramLabel = "N", defaultValue = "50000",
+                description = "rows of the data set (default: ${DEFAULT-VALUE})")
+        int rows;
+
+        @Option(names = "--features", paramLabel = "N", defaultValue = "16",
+                description = "float32 features of the data set (default: ${DEFAULT-VALUE})")
+        int features;
+
+        @Option(names = "--clusters", paramLabel = "N", defaultValue = "4",
+                description = "blobs in the data set, KMeans's clusters and the classes (default: ${DEFAULT-VALUE})")
+        int clusters;
+
+        @Option(names = "--trees", paramLabel = "N", defaultValue = "16",
+                description = "trees of the random forest (default: ${DEFAULT-VALUE})")
+        int trees;
+
+        @Option(names = "--seed", paramLabel = "N", defaultValue = "42",
+                description = "the data's random seed (default: ${DEFAULT-VALUE})")
+        long seed;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range
+         */
+        Options options() {
+            long modelBytes = modelSize == null ? 0 : Options.payloadSize("--model-size", modelSize);
+            List<Long> sizes = null;
+            if (sweep != null) {
+                sizes = new ArrayList<>();
+                if (!sweep.equals("none")) {
+                    for (String s : sweep.split(",")) {
+                        long bytes;
+                        try {
+                            bytes = Sizes.parse(s);
+                        } catch (IllegalArgumentException e) {
+                            throw new IllegalArgumentException("--sweep " + s + ": " + e.getMessage(), e);
+                        }
+                        sizes.add(Options.payloadSize("--sweep", bytes));
+                    }
                 }
-            } catch (NumberFormatException e) {
-                // reported below
+                if (modelBytes > 0) {
+                    Options.checkSweep(sizes, modelBytes);
+                }
             }
-            throw new IllegalArgumentException(option + " " + value + " (expected: a whole number >= 1)");
+            return new Options(workers == null ? -1 : Cli.atLeast("--workers", workers, 1), transports, report,
+                    Cli.atLeast("--rows", rows, 1), Cli.atLeast("--features", features, 1),
+                    Cli.atLeast("--clusters", clusters, 1), Cli.atLeast("--trees", trees, 1), seed, modelBytes,
+                    sizes, Cli.atLeast("--repeat", repeat, 1));
+        }
+    }
+
+    /** A transport of {@code --transports}. */
+    static final class TransportName implements CommandLine.ITypeConverter<String> {
+        @Override
+        public String convert(String t) {
+            if (!List.of("tcp", "ipc", "ucx").contains(t)) {
+                throw new CommandLine.TypeConversionException("unknown transport '" + t + "' (expected: tcp, ipc, "
+                        + "ucx)");
+            }
+            return t;
         }
     }
 
@@ -249,15 +274,8 @@ final class Demo {
         this.target = new DecodeTarget(mem, host, Limits.DEFAULT);
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
-        Options options;
-        try {
-            options = Options.parse(args);
-            options.sweepFor(options.modelBytesOn(Devices.platform()));
-        } catch (IllegalArgumentException e) {
-            err.println("cuwire demo: " + e.getMessage());
-            return Main.USAGE;
-        }
+    /** Runs the demo with checked options; the exit code. */
+    static int run(Options options, PrintStream out, PrintStream err) {
         try {
             return new Demo(options, out).run() ? Main.OK : Main.FAILED;
         } catch (ClusterException | IOException e) {

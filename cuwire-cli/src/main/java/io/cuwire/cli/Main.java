@@ -2,27 +2,26 @@ package io.cuwire.cli;
 
 import io.cuwire.bench.cluster.ModelBroadcastBench;
 import io.cuwire.bench.cuda.CopyBenchmark;
-import io.cuwire.bench.harness.Sizes;
 import io.cuwire.bench.ml.EstimatorBench;
 import io.cuwire.bench.ml.RooflineBench;
 import io.cuwire.bench.transport.TransferBench;
+import io.cuwire.cluster.StandaloneWorker;
 import io.cuwire.cuda.Cuda;
+import io.cuwire.memory.Devices;
 import io.cuwire.memory.MemoryException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Unmatched;
 
 /**
  * The {@code cuwire} command, on picocli: typed options, help generated per command ({@code cuwire COMMAND
@@ -37,13 +36,9 @@ public final class Main {
     private static final String DEMO_HELP = "The main job: a local cluster fits three models beside a payload model "
             + "sized per platform, broadcasts each by every family and transport, predicts and checks; prints a "
             + "verdict and a table per model and writes an HTML report with a sweep over model sizes.";
-    private static final String DEMO_OPTIONS = "Options: [--workers N] [--transports tcp,ipc,ucx] [--model-size SIZE] "
-            + "[--sweep SIZES|none] [--repeat N] [--report DIR]";
     private static final String BROADCAST_HELP = "A cluster broadcast from device 0 to N workers (devices 1..N) over "
             + "ipc (cuda family), each in turn and pipelined, cold, warm and unchanged, against the raw peer copy, and "
             + "with one worker over tcp with the java family.";
-    private static final String BROADCAST_OPTIONS = "Options: [--workers N] [--sizes 1MiB,1GiB] "
-            + "[--strategies each,chain,tree] [--chunk 4MiB] [--repeat N] [--warmup N] [--out DIR] [--java true|false]";
 
     private Main() {
     }
@@ -58,15 +53,22 @@ public final class Main {
 
     /** Runs the command named by {@code args[0]}; returns the process exit code. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        CommandLine cl = commandLine(out, err);
+        int code = cl.execute(args);
+        cl.getOut().flush();
+        cl.getErr().flush();
+        return code;
+    }
+
+    /** The command line of every command, printing to {@code out} and {@code err}. */
+    static CommandLine commandLine(PrintStream out, PrintStream err) {
         PrintWriter o = new PrintWriter(out, true);
         PrintWriter e = new PrintWriter(err, true);
         CommandLine cl = new CommandLine(new Root(out, err));
-        cl.setOut(o).setErr(e).setExpandAtFiles(false);
+        cl.setOut(o).setErr(e).setExpandAtFiles(false).setCaseInsensitiveEnumValuesAllowed(true);
+        cl.getSubcommands().get("worker").getCommandSpec().usageMessage().footer(WorkerCommand.exitCodes());
         cl.setParameterExceptionHandler((ex, a) -> refuse(ex, e));
-        int code = cl.execute(args);
-        o.flush();
-        e.flush();
-        return code;
+        return cl;
     }
 
     /** Prints one line naming the command and what was wrong; for the top-level command its usage too. */
@@ -93,16 +95,10 @@ public final class Main {
         return new ParameterException(spec.commandLine(), e.getMessage(), e);
     }
 
-    /** {@code --size}, {@code --sizes}: {@link Sizes}. */
-    static final class SizeConverter implements CommandLine.ITypeConverter<Long> {
-        @Override
-        public Long convert(String value) {
-            try {
-                return Sizes.parse(value);
-            } catch (IllegalArgumentException e) {
-                throw new CommandLine.TypeConversionException(e.getMessage());
-            }
-        }
+    /** {@code -h}, {@code --help} of every command. */
+    static final class HelpOption {
+        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
+        boolean help;
     }
 
     @Command(name = "cuwire", synopsisHeading = "usage: ", customSynopsis = "cuwire <command> [arguments]",
@@ -148,36 +144,52 @@ public final class Main {
         return (Root) s.userObject();
     }
 
-    @Command(name = "demo", synopsisHeading = "usage: ", description = {DEMO_HELP, DEMO_OPTIONS})
+    @Command(name = "demo", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = DEMO_HELP)
     static final class DemoCommand implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
-        @Unmatched
-        List<String> args = new ArrayList<>();
+        @Mixin
+        HelpOption help;
+
+        @Mixin
+        Demo.Args args;
 
         @Override
         public Integer call() {
+            Demo.Options options;
+            try {
+                options = args.options();
+                options.sweepFor(options.modelBytesOn(Devices.platform()));
+            } catch (IllegalArgumentException e) {
+                throw bad(spec, e);
+            }
             Root r = root(spec);
-            return Demo.run(args, r.out, r.err);
+            return Demo.run(options, r.out, r.err);
         }
     }
 
-    @Command(name = "worker", synopsisHeading = "usage: ",
-            description = {"A cluster worker started by hand; prints its address. Secret as hex in CUWIRE_SECRET or "
-                        + "on stdin; its exit code says why it stopped ('worker --help' lists the codes).",
-                "Options: [--listen tcp://127.0.0.1:0] [--device N] [--index N]"})
+    @Command(name = "worker", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = "A cluster worker started by hand: prints '" + StandaloneWorker.LISTENING + " ADDRESS', "
+                + "serves the first client that authenticates with the cluster secret (hex, at least 16 bytes, from "
+                + WorkerCommand.SECRET_VARIABLE + " or else the first line of standard input, never the command "
+                + "line) and exits when that client goes or closes the cluster. It logs why it stopped, and each "
+                + "connection or peer it refused (rate-limited), on standard error.")
     static final class Worker implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
-        @Unmatched
-        List<String> args = new ArrayList<>();
+        @Mixin
+        HelpOption help;
+
+        @Mixin
+        WorkerCommand.Args args;
 
         @Override
         public Integer call() {
             Root r = root(spec);
-            return WorkerCommand.run(args, r.out, r.err);
+            return WorkerCommand.run(args, System.getenv(WorkerCommand.SECRET_VARIABLE), System.in, r.out, r.err);
         }
     }
 
@@ -187,8 +199,8 @@ public final class Main {
         @Spec
         CommandSpec spec;
 
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
-        boolean help;
+        @Mixin
+        HelpOption help;
 
         @Override
         public Integer call() {
@@ -213,8 +225,8 @@ public final class Main {
         @Spec
         CommandSpec spec;
 
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
-        boolean help;
+        @Mixin
+        HelpOption help;
 
         @Override
         public Integer call() {
@@ -223,167 +235,134 @@ public final class Main {
         }
     }
 
-    @Command(name = "copy", synopsisHeading = "usage: ", sortOptions = false,
-            description = "Copy bandwidth of the CUDA device: host to device and back (pinned and pageable), device "
-                + "to device and to a second GPU. Needs a CUDA device.")
-    static final class Copy implements Callable<Integer> {
+    /**
+     * A benchmark: its options are its class's picocli {@code Args} (mixed in), checked into its typed options record
+     * before it runs; what goes wrong while it runs is one line naming the command, exit code {@link #FAILED}.
+     */
+    abstract static class BenchCommand<O> implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
-        @Option(names = "--size", paramLabel = "SIZE", converter = SizeConverter.class,
-                description = "bytes per copy (e.g. 1g, 1GiB, 64m; default: ${DEFAULT-VALUE})", defaultValue = "1GiB")
-        long size;
+        @Mixin
+        HelpOption help;
 
-        @Option(names = "--repeat", paramLabel = "N", defaultValue = "20",
-                description = "timed copies per case (default: ${DEFAULT-VALUE})")
-        int repeat;
+        /** The typed options; an {@link IllegalArgumentException} names the option that is out of range. */
+        abstract O options();
 
-        @Option(names = "--out", paramLabel = "FILE.csv", description = "a CSV of the results")
-        Path out;
-
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
-        boolean help;
+        /** Runs the benchmark; the exit code. */
+        abstract int run(O options, PrintStream out) throws Exception;
 
         @Override
         public Integer call() {
-            CopyBenchmark.Options options;
+            O options;
             try {
-                options = new CopyBenchmark.Options(size, repeat, out);
+                options = options();
             } catch (IllegalArgumentException e) {
                 throw bad(spec, e);
             }
             Root r = root(spec);
-            if (!Cuda.isAvailable()) {
-                r.err.println("cuwire bench copy: needs a CUDA device: " + Cuda.unavailableReason());
+            try {
+                return run(options, r.out);
+            } catch (IllegalArgumentException | IllegalStateException | UncheckedIOException e) {
+                r.err.println(spec.qualifiedName(" ") + ": " + e.getMessage());
+                return FAILED;
+            } catch (Exception e) {
+                r.err.println(spec.qualifiedName(" ") + ": " + e);
                 return FAILED;
             }
-            CopyBenchmark.run(options, r.out);
+        }
+    }
+
+    @Command(name = "copy", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = "Copy bandwidth of the CUDA device: host to device and back (pinned and pageable), device "
+                + "to device and to a second GPU. Needs a CUDA device.")
+    static final class Copy extends BenchCommand<CopyBenchmark.Options> {
+        @Mixin
+        CopyBenchmark.Args args;
+
+        @Override
+        CopyBenchmark.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(CopyBenchmark.Options options, PrintStream out) {
+            if (!Cuda.isAvailable()) {
+                throw new IllegalStateException("needs a CUDA device: " + Cuda.unavailableReason());
+            }
+            CopyBenchmark.run(options, out);
             return OK;
         }
     }
 
-    @Command(name = "roofline", synopsisHeading = "usage: ", sortOptions = false,
+    @Command(name = "roofline", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
             description = "LinearRegression and KMeans predict against the device copy bandwidth and against a "
                     + "read-only pass over X in the same run.")
-    static final class Roofline implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Option(names = "--rows", paramLabel = "N", defaultValue = "10000000",
-                description = "rows of X (default: ${DEFAULT-VALUE})")
-        long rows;
-
-        @Option(names = "--cols", paramLabel = "D", defaultValue = "64",
-                description = "columns of X (default: ${DEFAULT-VALUE})")
-        int cols;
-
-        @Option(names = "--clusters", paramLabel = "K", defaultValue = "8",
-                description = "KMeans clusters, and blobs in the data (default: ${DEFAULT-VALUE})")
-        int clusters;
-
-        @Option(names = "--fit-rows", paramLabel = "N",
-                description = "rows KMeans is fitted on (default: the rows, at most 1000000)")
-        Long fitRows;
-
-        @Option(names = "--repeat", paramLabel = "R", defaultValue = "10",
-                description = "timed runs of each measurement, the median reported (default: ${DEFAULT-VALUE})")
-        int repeat;
-
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
-        boolean help;
+    static final class Roofline extends BenchCommand<RooflineBench.Options> {
+        @Mixin
+        RooflineBench.Args args;
 
         @Override
-        public Integer call() {
-            RooflineBench.Options options;
-            try {
-                options = new RooflineBench.Options(rows, cols, clusters,
-                        fitRows == null ? Math.min(rows, RooflineBench.FIT_ROWS) : fitRows, repeat);
-            } catch (IllegalArgumentException e) {
-                throw bad(spec, e);
-            }
-            RooflineBench.Result[] results = RooflineBench.run(options, root(spec).out);
+        RooflineBench.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(RooflineBench.Options options, PrintStream out) {
+            RooflineBench.Result[] results = RooflineBench.run(options, out);
             return Arrays.stream(results).allMatch(RooflineBench.Result::matchesCpu) ? OK : FAILED;
         }
     }
 
-    /** A benchmark whose options its own class parses (its --help: 'cuwire bench NAME --help'). */
-    abstract static class PassThrough implements Callable<Integer> {
-        @Spec
-        CommandSpec spec;
-
-        @Unmatched
-        List<String> args = new ArrayList<>();
-
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
-        boolean help;
-
-        abstract int run(String[] a, PrintStream out) throws Exception;
+    @Command(name = "transfer", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = "A model between two processes, per transport, family and size (tls: TCP inside TLS).")
+    static final class Transfer extends BenchCommand<TransferBench.Options> {
+        @Mixin
+        TransferBench.Args args;
 
         @Override
-        public Integer call() {
-            String[] a = args.toArray(String[]::new);
-            try {
-                return run(a, root(spec).out);
-            } catch (IllegalArgumentException e) {
-                throw bad(spec, e);
-            } catch (IllegalStateException | UncheckedIOException e) {
-                root(spec).err.println(spec.qualifiedName(" ") + ": " + e.getMessage());
-                return FAILED;
-            } catch (Exception e) {
-                root(spec).err.println(spec.qualifiedName(" ") + ": " + e);
-                return FAILED;
-            }
+        TransferBench.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(TransferBench.Options options, PrintStream out) throws Exception {
+            return TransferBench.run(options, out) == 0 ? OK : FAILED;
         }
     }
 
-    @Command(name = "transfer", synopsisHeading = "usage: ",
-            description = {"A model between two processes, per transport, family and size (tls: TCP inside TLS).",
-                "Options: [--transports inproc,tcp,tls,ucx,ipc] [--families cuda,host,java] "
-                        + "[--sizes 1KiB,1MiB,64MiB,1GiB] [--repeat N] [--warmup N] [--out DIR] "
-                        + "[--arrays N] [--array-bytes 100KiB]"})
-    static final class Transfer extends PassThrough {
+    @Command(name = "broadcast", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = BROADCAST_HELP)
+    static final class Broadcast extends BenchCommand<ModelBroadcastBench.Options> {
+        @Mixin
+        ModelBroadcastBench.Args args;
+
         @Override
-        int run(String[] a, PrintStream out) throws Exception {
-            TransferBench.Options options = TransferBench.Options.parse(a);
-            try {
-                return TransferBench.run(options, out) == 0 ? OK : FAILED;
-            } catch (IllegalArgumentException e) {
-                throw new IllegalStateException(e.getMessage(), e);
-            }
+        ModelBroadcastBench.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(ModelBroadcastBench.Options options, PrintStream out) throws Exception {
+            return ModelBroadcastBench.run(options, out) == 0 ? OK : FAILED;
         }
     }
 
-    @Command(name = "broadcast", synopsisHeading = "usage: ", description = {BROADCAST_HELP, BROADCAST_OPTIONS})
-    static final class Broadcast extends PassThrough {
+    @Command(name = "estimators", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+            description = "Fit and predict time per estimator on device 0 and the CPU, checked against the CPU (and "
+                    + "scikit-learn's beside the CPU's with --peer sklearn).")
+    static final class Estimators extends BenchCommand<EstimatorBench.Options> {
+        @Mixin
+        EstimatorBench.Args args;
+
         @Override
-        int run(String[] a, PrintStream out) throws Exception {
-            ModelBroadcastBench.Options options = ModelBroadcastBench.Options.parse(a);
-            try {
-                return ModelBroadcastBench.run(options, out) == 0 ? OK : FAILED;
-            } catch (IllegalArgumentException e) {
-                throw new IllegalStateException(e.getMessage(), e);
-            }
+        EstimatorBench.Options options() {
+            return args.options();
         }
-    }
 
-    static final String ESTIMATORS_HELP = "Fit and predict time per estimator on device 0 and the CPU, checked "
-            + "against the CPU (and scikit-learn's beside the CPU's with --peer sklearn).";
-    static final String ESTIMATORS_OPTIONS = "Options: [--rows N] [--cols D] [--repeat R] [--backends device,cpu] "
-            + "[--neighbors K] [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR] "
-            + "[--forest-rows N] [--forest-trees T] [--forest-depth D] [--forest-peer sklearn]";
-
-    @Command(name = "estimators", synopsisHeading = "usage: ",
-            description = {ESTIMATORS_HELP, ESTIMATORS_OPTIONS})
-    static final class Estimators extends PassThrough {
         @Override
-        int run(String[] a, PrintStream out) {
-            EstimatorBench.Options options = EstimatorBench.Options.parse(a);
-            List<EstimatorBench.Result> results;
-            try {
-                results = EstimatorBench.run(options, out);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalStateException(e.getMessage(), e);
-            }
+        int run(EstimatorBench.Options options, PrintStream out) {
+            List<EstimatorBench.Result> results = EstimatorBench.run(options, out);
             return results.stream().allMatch(EstimatorBench.Result::matchesReference) ? OK : FAILED;
         }
     }

@@ -1,5 +1,6 @@
 package io.cuwire.cli;
 
+import io.cuwire.bench.harness.Cli;
 import io.cuwire.cluster.StandaloneWorker;
 import io.cuwire.cluster.WorkerExit;
 import java.io.BufferedReader;
@@ -8,13 +9,16 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire worker}: starts a cluster worker by hand, for clusters assembled on one host. The secret (hex, at
  * least 16 bytes) comes from {@code CUWIRE_SECRET} or else the first line of standard input, never the command line.
- * Its exit code says why it stopped ({@link WorkerExit}; {@code --help} lists them).
+ * Its exit code says why it stopped ({@link WorkerExit}; {@code --help} lists them, {@link #exitCodes}).
  */
 final class WorkerCommand {
     static final String SECRET_VARIABLE = "CUWIRE_SECRET";
@@ -22,34 +26,36 @@ final class WorkerCommand {
     private WorkerCommand() {
     }
 
-    static int run(List<String> args, PrintStream out, PrintStream err) {
-        return run(args, System.getenv(SECRET_VARIABLE), System.in, out, err);
+    /** The options of {@code cuwire worker}, declared to picocli (the command mixes them in). */
+    static final class Args {
+        @Option(names = "--listen", paramLabel = "ADDRESS", defaultValue = "tcp://127.0.0.1:0",
+                description = "where to listen, tcp://host:port (port 0: any) (default: ${DEFAULT-VALUE})")
+        String listen;
+
+        @Option(names = "--device", paramLabel = "N", defaultValue = "0",
+                description = "the device the worker's models live on (default: ${DEFAULT-VALUE})")
+        int device;
+
+        @Option(names = "--index", paramLabel = "N", defaultValue = "0",
+                description = "the worker's index in its cluster (default: ${DEFAULT-VALUE})")
+        int index;
     }
 
-    static int run(List<String> args, String secretVariable, InputStream in, PrintStream out, PrintStream err) {
-        if (args.size() == 1 && (args.getFirst().equals("--help") || args.getFirst().equals("-h"))) {
-            help(out);
-            return Main.OK;
+    /** The help's footer: every exit code and its meaning. */
+    static String[] exitCodes() {
+        List<String> lines = new ArrayList<>(List.of("", "exit codes:"));
+        for (WorkerExit e : WorkerExit.values()) {
+            lines.add(String.format(Locale.ROOT, "  %d  %s", e.code(), e.meaning()));
         }
-        String listen = "tcp://127.0.0.1:0";
-        int device = 0;
-        int index = 0;
+        return lines.toArray(String[]::new);
+    }
+
+    /** Starts the worker with {@code args}, its secret from {@code secretVariable} or else {@code in}. */
+    static int run(Args args, String secretVariable, InputStream in, PrintStream out, PrintStream err) {
         try {
-            for (int i = 0; i < args.size(); i++) {
-                String a = args.get(i);
-                if (i + 1 >= args.size()) {
-                    throw new IllegalArgumentException("option " + a + " needs a value (or is unknown)");
-                }
-                String v = args.get(++i);
-                switch (a) {
-                    case "--listen" -> listen = v;
-                    case "--device" -> device = nonNegative(a, v);
-                    case "--index" -> index = nonNegative(a, v);
-                    default -> throw new IllegalArgumentException("unknown option " + a + " (expected: --listen "
-                            + "ADDRESS, --device N, --index N)");
-                }
-            }
-            StandaloneWorker.checkDevice(device);
+            Cli.atLeast("--device", args.device, 0);
+            Cli.atLeast("--index", args.index, 0);
+            StandaloneWorker.checkDevice(args.device);
         } catch (IllegalArgumentException e) {
             err.println("cuwire worker: " + e.getMessage());
             return Main.USAGE;
@@ -74,41 +80,11 @@ final class WorkerCommand {
             return Main.USAGE;
         }
         try {
-            StandaloneWorker.serve(index, device, listen, secret, out);
+            StandaloneWorker.serve(args.index, args.device, args.listen, secret, out);
         } catch (RuntimeException e) {
             err.println("cuwire worker: cannot start: " + e.getMessage());
             return WorkerExit.START_FAILED.code();
         }
         return Main.OK;
-    }
-
-    /** The usage, with the exit codes. */
-    static void help(PrintStream out) {
-        out.println("usage: cuwire worker [--listen tcp://127.0.0.1:0] [--device N] [--index N]");
-        out.println();
-        out.println("Starts a cluster worker: prints '" + StandaloneWorker.LISTENING + " ADDRESS', serves the first "
-                + "client that");
-        out.println("authenticates with the cluster secret (hex, at least 16 bytes, from " + SECRET_VARIABLE
-                + " or else the first");
-        out.println("line of standard input) and exits when that client goes or closes the cluster. It logs why it "
-                + "stopped,");
-        out.println("and each connection or peer it refused (rate-limited), on standard error.");
-        out.println();
-        out.println("exit codes:");
-        for (WorkerExit e : WorkerExit.values()) {
-            out.printf("  %d  %s%n", e.code(), e.meaning());
-        }
-    }
-
-    private static int nonNegative(String option, String value) {
-        try {
-            int n = Integer.parseInt(value);
-            if (n >= 0) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        throw new IllegalArgumentException(option + " " + value + " (expected: a whole number >= 0)");
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.bench.harness.Cli;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -123,7 +124,7 @@ class DemoTest {
         try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
             assertEquals(Main.USAGE, Main.run(new String[] {"demo", "--frobnicate", "1"}, System.out, e));
         }
-        assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown option --frobnicate"));
+        assertEquals("cuwire demo: Unknown options: '--frobnicate', '1'", err.toString(StandardCharsets.UTF_8).strip());
     }
 
     @Test
@@ -132,7 +133,7 @@ class DemoTest {
         for (String secret : new String[] {null, "0011"}) {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-                assertEquals(Main.USAGE, WorkerCommand.run(List.of("--device", "0"), secret,
+                assertEquals(Main.USAGE, WorkerCommand.run(Cli.parse(new WorkerCommand.Args(), "--device", "0"), secret,
                         new ByteArrayInputStream(new byte[0]), System.out, e));
             }
             String text = err.toString(StandardCharsets.UTF_8);

@@ -10,11 +10,13 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 class MainTest {
     /** One in-process run of the command line: exit code and what went to stdout and stderr. */
@@ -87,6 +89,71 @@ class MainTest {
         assertTrue(r.out().startsWith("usage: cuwire info"), r.out());
     }
 
+    /** Every command but help, depth first: cuwire demo, cuwire worker, ..., cuwire bench copy, .... */
+    private static List<CommandLine> commands(CommandLine c) {
+        List<CommandLine> all = new ArrayList<>();
+        for (CommandLine sub : c.getSubcommands().values()) {
+            if (!sub.getCommandName().equals("help") && !all.contains(sub)) {
+                all.add(sub);
+                all.addAll(commands(sub));
+            }
+        }
+        return all;
+    }
+
+    @Test
+    void shouldListEveryOptionInEachCommandsHelpAndRefuseAnUnknownOneNamingIt() {
+        List<CommandLine> commands = commands(Main.commandLine(System.out, System.err));
+        assertEquals(List.of("demo", "worker", "info", "bench", "copy", "transfer", "broadcast", "estimators",
+                "roofline"), commands.stream().map(CommandLine::getCommandName).toList());
+        for (CommandLine c : commands) {
+            String name = c.getCommandSpec().qualifiedName(" ");
+            List<String> path = new ArrayList<>(List.of(name.split(" ")).subList(1, name.split(" ").length));
+            path.add("--help");
+            Result help = run(path.toArray(String[]::new));
+            assertEquals(Main.OK, help.exitCode(), name + ": " + help.err());
+            assertTrue(help.out().startsWith("usage: " + name), help.out());
+            for (CommandLine.Model.OptionSpec o : c.getCommandSpec().options()) {
+                assertTrue(help.out().contains(o.longestName()), o.longestName() + " not in the help of " + name
+                        + ":\n" + help.out());
+                String[] words = o.description().length == 0 ? new String[0] : o.description()[0].split(" ");
+                String start = words.length < 2 ? "" : words[0] + " " + words[1];
+                assertTrue(!start.isEmpty() && help.out().contains(start), o.longestName() + "'s description ("
+                        + start + ") not in:\n" + help.out());
+            }
+            path.set(path.size() - 1, "--no-such-option");
+            Result bad = run(path.toArray(String[]::new));
+            assertEquals(Main.USAGE, bad.exitCode(), name);
+            assertTrue(bad.err().startsWith(name + ": Unknown option: '--no-such-option'"), bad.err());
+        }
+    }
+
+    @Test
+    void shouldRefuseABadValueOfEachCommandNamingTheOption() {
+        String[][] cases = {
+            {"cuwire demo: --repeat 0 (expected: >= 1)", "demo", "--repeat", "0"},
+            {"cuwire demo: --model-size 100000 (expected: at least 64KiB", "demo", "--model-size", "100000"},
+            {"cuwire demo: Invalid value for option '--transports'", "demo", "--transports", "tcp,pigeon"},
+            {"cuwire worker: Invalid value for option '--device': 'x' is not an int", "worker", "--device", "x"},
+            {"cuwire bench transfer: Invalid value for option '--families'", "bench", "transfer", "--families",
+                "pickle"},
+            {"cuwire bench transfer: --repeat 0 (expected: >= 1)", "bench", "transfer", "--repeat", "0"},
+            {"cuwire bench broadcast: Invalid value for option '--java': 'maybe' is not a boolean", "bench",
+                "broadcast", "--java", "maybe"},
+            {"cuwire bench broadcast: --workers 0 (expected: >= 1)", "bench", "broadcast", "--workers", "0"},
+            {"cuwire bench estimators: Invalid value for option '--backends'", "bench", "estimators", "--backends",
+                "cpu,tpu"},
+            {"cuwire bench estimators: Invalid value for option '--peer'", "bench", "estimators", "--peer", "torch"},
+            {"cuwire bench estimators: --neighbors 0 (expected: 1 .. ", "bench", "estimators", "--neighbors", "0"},
+        };
+        for (String[] c : cases) {
+            Result r = run(List.of(c).subList(1, c.length).toArray(String[]::new));
+            assertEquals(Main.USAGE, r.exitCode(), String.join(" ", c));
+            assertTrue(r.err().startsWith(c[0]), c[0] + " expected, got: " + r.err());
+            assertEquals("", r.out());
+        }
+    }
+
     @Test
     void shouldRefuseAnUnknownOptionExactly() {
         Result r = run("bench", "roofline", "--rowz", "5");
@@ -123,7 +190,8 @@ class MainTest {
         assertTrue(r.err().startsWith("cuwire bench copy: "), r.err());
         r = run("bench", "transfer", "--sizes", "lots");
         assertEquals(Main.USAGE, r.exitCode());
-        assertTrue(r.err().startsWith("cuwire bench transfer: size 'lots'"), r.err());
+        assertTrue(r.err().startsWith("cuwire bench transfer: Invalid value for option '--sizes'")
+                && r.err().contains("size 'lots'"), r.err());
         r = run("bench", "transfer", "--transports", "carrier-pigeon");
         assertEquals(Main.USAGE, r.exitCode());
         assertTrue(r.err().contains("unknown transport 'carrier-pigeon'"), r.err());
@@ -141,7 +209,8 @@ class MainTest {
                 + "matches_reference=true"), lines[8]);
         r = run("bench", "estimators", "--rows", "lots");
         assertEquals(Main.USAGE, r.exitCode());
-        assertTrue(r.err().startsWith("cuwire bench estimators: --rows lots is not a number"), r.err());
+        assertEquals("cuwire bench estimators: Invalid value for option '--rows': 'lots' is not a long",
+                r.err().strip());
     }
 
     @Test
@@ -174,10 +243,12 @@ class MainTest {
         }
         r = run("bench", "broadcast", "--size", "1000");
         assertEquals(Main.USAGE, r.exitCode());
-        assertTrue(r.err().startsWith("cuwire bench broadcast: --size 1000 (expected: a multiple of 256"), r.err());
+        assertTrue(r.err().startsWith("cuwire bench broadcast: Invalid value for option '--size")
+                && r.err().contains("1000 (expected: a multiple of 256"), r.err());
         r = run("bench", "broadcast", "--strategies", "star");
         assertEquals(Main.USAGE, r.exitCode());
-        assertTrue(r.err().startsWith("cuwire bench broadcast: --strategies: unknown strategy 'star'"), r.err());
+        assertTrue(r.err().startsWith("cuwire bench broadcast: Invalid value for option '--strategies'")
+                && r.err().contains("unknown strategy 'star'"), r.err());
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.cuwire.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.bench.harness.Cli;
 import io.cuwire.cluster.WorkerExit;
 import io.cuwire.memory.Devices;
 import java.io.ByteArrayInputStream;
@@ -12,7 +13,6 @@ import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class WorkerCommandTest {
@@ -21,7 +21,8 @@ class WorkerCommandTest {
         int visible = Devices.all().size();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            assertEquals(Main.USAGE, WorkerCommand.run(List.of("--device", String.valueOf(visible)), "00".repeat(16),
+            assertEquals(Main.USAGE, WorkerCommand.run(Cli.parse(new WorkerCommand.Args(), "--device",
+                    String.valueOf(visible)), "00".repeat(16),
                     new ByteArrayInputStream(new byte[0]), System.out, e));
         }
         String text = err.toString(StandardCharsets.UTF_8);
@@ -34,14 +35,13 @@ class WorkerCommandTest {
     void shouldListEveryExitCodeInItsHelp() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8)) {
-            assertEquals(Main.OK, WorkerCommand.run(List.of("--help"), null, new ByteArrayInputStream(new byte[0]), o,
-                    System.err));
+            assertEquals(Main.OK, Main.run(new String[] {"worker", "--help"}, o, System.err));
         }
         String text = out.toString(StandardCharsets.UTF_8);
-        assertTrue(text.startsWith("usage: cuwire worker [--listen tcp://127.0.0.1:0] [--device N] [--index N]\n"),
-                text);
+        assertTrue(text.startsWith("usage: cuwire worker [-h] [--listen=ADDRESS] [--device=N] [--index=N]\n"), text);
+        String words = text.replaceAll("\\s+", " ");
         for (WorkerExit e : WorkerExit.values()) {
-            assertTrue(text.contains("\n  " + e.code() + "  " + e.meaning() + "\n"), e + " in:\n" + text);
+            assertTrue(words.contains(" " + e.code() + " " + e.meaning() + " "), e + " in:\n" + text);
         }
     }
 
@@ -51,7 +51,8 @@ class WorkerCommandTest {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             int code;
             try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-                code = WorkerCommand.run(List.of("--listen", "tcp://127.0.0.1:" + taken.getLocalPort()),
+                code = WorkerCommand.run(Cli.parse(new WorkerCommand.Args(), "--listen",
+                        "tcp://127.0.0.1:" + taken.getLocalPort()),
                         "00".repeat(16), new ByteArrayInputStream(new byte[0]), System.out, e);
             }
             String text = err.toString(StandardCharsets.UTF_8);

@@ -4,8 +4,8 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.BroadcastEvent;
 import io.cuwire.cluster.internal.BroadcastSender;
 import io.cuwire.cluster.internal.RemoteWorker;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
@@ -25,10 +25,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
 
 /**
  * The client of a {@link LocalCluster}: puts data on workers, runs registered tasks there, brings results back and
@@ -138,25 +140,25 @@ public final class Client {
         return workers.get(worker);
     }
 
-    /** Sends a request to a worker; the reply's value, or the typed failure. */
-    CompletableFuture<Object> request(int worker, String op, String name, List<Object> args, Family... chain) {
+    /** Sends the request {@code request} makes of a new id to a worker; the reply's value, or the typed failure. */
+    CompletableFuture<Object> request(int worker, LongFunction<WorkerRequest> request) {
         RemoteWorker w = remote(worker);
         if (w.lost() != null) {
             return w.failed();
         }
-        Request r = new Request(nextRequest.getAndIncrement(), op, name, args);
-        return w.endpoint().call(r, chain).thenApply(Client::valueOf);
+        return w.endpoint().call(request.apply(nextRequest.getAndIncrement())).thenApply(Client::valueOf);
     }
 
     private static Object valueOf(Reply reply) {
-        if (Reply.OK.equals(reply.status())) {
-            return reply.value();
-        }
-        // the worker's TaskRegistry refused the name: the cluster's own type, known by its name on the wire
-        if (Reply.ERROR.equals(reply.status()) && UNKNOWN_TASK.equals(reply.errorType())) {
-            throw new UnknownTaskException(reply.error());
-        }
-        throw new RemoteTaskException(String.valueOf(reply.errorType()), reply.error());
+        return switch (reply) {
+            case Reply.Ok ok -> ok.value();
+            // the worker's TaskRegistry refused the name: the cluster's own type, known by its name on the wire
+            case Reply.Failed f when UNKNOWN_TASK.equals(f.errorType()) -> throw new UnknownTaskException(f.error());
+            case Reply.Failed f -> throw new RemoteTaskException(String.valueOf(f.errorType()), f.error());
+            case Reply.Missing m -> throw new RemoteTaskException("missing", m.why());
+            // the endpoint fails the call with a RemoteDecodeException instead of completing it with this
+            case Reply.Undecodable u -> throw new RemoteDecodeException(u.errorType(), u.error(), u.path());
+        };
     }
 
     // ---------------------------------------------------------------- data
@@ -176,9 +178,7 @@ public final class Client {
 
     /** Stores {@code value} on worker {@code worker}. */
     public CompletableFuture<ObjectRef> put(int worker, Object value) {
-        List<Object> args = new ArrayList<>(1);
-        args.add(value);
-        return request(worker, "put", null, args).thenApply(ObjectRef.class::cast);
+        return request(worker, id -> new WorkerRequest.Put(id, value)).thenApply(ObjectRef.class::cast);
     }
 
     /**
@@ -187,17 +187,19 @@ public final class Client {
      * @param args values, {@link ObjectRef}s (of any worker: fetched worker to worker) and {@link ModelHandle}s
      */
     public <R> CompletableFuture<ObjectRef> submit(int worker, TaskType<R> task, Object... args) {
-        return request(worker, "run", task.name(), Arrays.asList(args)).thenApply(ObjectRef.class::cast);
+        return request(worker, id -> new WorkerRequest.Run(id, task.name(), Arrays.asList(args)))
+                .thenApply(ObjectRef.class::cast);
     }
 
     /** Runs {@code task} on {@code worker} with {@code args} and brings its result back; nothing is stored. */
     public <R> CompletableFuture<R> call(int worker, TaskType<R> task, Object... args) {
-        return request(worker, "call", task.name(), Arrays.asList(args)).thenApply(task.resultType()::cast);
+        return request(worker, id -> new WorkerRequest.Call(id, task.name(), Arrays.asList(args)))
+                .thenApply(task.resultType()::cast);
     }
 
     /** The value {@code ref} names, copied to the client. */
     public CompletableFuture<Object> fetch(ObjectRef ref) {
-        return request(ref.worker(), "get", null, List.of(ref));
+        return request(ref.worker(), id -> new WorkerRequest.Get(id, ref));
     }
 
     /** The values {@code refs} name, in order; waits for all. */
@@ -220,14 +222,14 @@ public final class Client {
 
     /** Frees the values on their workers (closing their memory there); waits for the live workers. */
     public void free(List<ObjectRef> refs) {
-        Map<Integer, List<Object>> byWorker = new java.util.TreeMap<>();
+        Map<Integer, List<Long>> byWorker = new TreeMap<>();
         for (ObjectRef r : refs) {
             byWorker.computeIfAbsent(r.worker(), w -> new ArrayList<>()).add(r.id());
         }
         List<CompletableFuture<Object>> futures = new ArrayList<>();
         byWorker.forEach((w, ids) -> {
             if (remote(w).isAlive()) {
-                futures.add(request(w, "free", null, List.of(ids)));
+                futures.add(request(w, id -> new WorkerRequest.Free(id, ids)));
             }
         });
         joinAll(futures);
@@ -285,9 +287,8 @@ public final class Client {
         List<Integer> checked = new ArrayList<>();
         for (int w : live) {
             if (t.holders.contains(w)) {
-                List<Object> args = new ArrayList<>(List.of(t.id, t.version));
-                args.add(null);
-                checks.add(request(w, "model", null, args).handle((v, e) -> e == null ? Boolean.TRUE : null));
+                checks.add(request(w, id -> new WorkerRequest.HasModel(id, t.id, t.version))
+                        .handle((v, e) -> e == null ? Boolean.TRUE : null));
                 checked.add(w);
             } else {
                 need.add(w);
@@ -460,11 +461,7 @@ public final class Client {
 
     /** Worker {@code worker}'s copy counters and memory. */
     public CompletableFuture<WorkerStats> workerStats(int worker) {
-        return request(worker, "stats", null, List.of()).thenApply(o -> {
-            List<?> v = (List<?>) o;
-            return new WorkerStats(worker, (Long) v.get(2), (Long) v.get(1), (Long) v.get(3), (Long) v.get(4),
-                    (Long) v.get(5), (Long) v.get(6), (Long) v.get(7), (Long) v.get(8), (Long) v.get(9));
-        });
+        return request(worker, WorkerRequest.Stats::new).thenApply(WorkerStats.class::cast);
     }
 
     /**

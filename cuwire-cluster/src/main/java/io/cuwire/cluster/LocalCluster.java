@@ -5,6 +5,7 @@ import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.internal.RemoteWorker;
 import io.cuwire.cluster.internal.Worker;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -22,13 +23,16 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.lang.module.ModuleFinder;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -125,7 +129,7 @@ public final class LocalCluster implements AutoCloseable {
             if (w.lost() != null || closed) {
                 continue;
             }
-            client.request(w.index(), "ping", null, List.of())
+            client.request(w.index(), WorkerRequest.Ping::new)
                     .orTimeout(settings.heartbeatTimeout.toMillis(), TimeUnit.MILLISECONDS)
                     .whenComplete((v, e) -> {
                         if (e != null && !closed && (e instanceof TimeoutException
@@ -147,7 +151,7 @@ public final class LocalCluster implements AutoCloseable {
         for (RemoteWorker w : workers) {
             w.closing();
             if (w.lost() == null) {
-                shutdowns.add(client.request(w.index(), "shutdown", null, List.of()));
+                shutdowns.add(client.request(w.index(), WorkerRequest.Shutdown::new));
             }
         }
         long deadline = System.nanoTime() + settings.shutdownTimeout.toNanos();
@@ -324,13 +328,13 @@ public final class LocalCluster implements AutoCloseable {
                     }
                 }
                 Client client = new Client(started, registry, dev, host);
-                List<Object> addresses = new ArrayList<>();
+                List<String> addresses = new ArrayList<>();
                 for (RemoteWorker w : started) {
                     addresses.add(w.address());
                 }
                 List<CompletableFuture<Object>> peers = new ArrayList<>();
                 for (RemoteWorker w : started) {
-                    peers.add(client.request(w.index(), "peers", null, List.of(addresses)));
+                    peers.add(client.request(w.index(), id -> new WorkerRequest.Peers(id, addresses)));
                 }
                 Client.joinAll(peers);
                 return new LocalCluster(this, started, client, scheme);
@@ -379,10 +383,66 @@ public final class LocalCluster implements AutoCloseable {
             };
         }
 
+        /**
+         * What a worker JVM is given native access for: the class path, and where this cluster is a named module,
+         * cuwire's modules and every module of this JVM's boot layer that has it here.
+         */
+        static List<String> nativeAccess() {
+            List<String> names = new ArrayList<>(List.of("ALL-UNNAMED"));
+            if (LocalCluster.class.getModule().isNamed()) {
+                for (String name : applicationModules()) {
+                    Module m = ModuleLayer.boot().findModule(name).orElseThrow();
+                    if (name.startsWith("io.cuwire.") || m.isNativeAccessEnabled()) {
+                        names.add(name);
+                    }
+                }
+            }
+            return names;
+        }
+
+        /**
+         * The options that start {@code main} in a worker JVM on the path this JVM runs on: the class path, or, where
+         * this cluster is a named module, the module path with the modules of this JVM's boot layer that came from it
+         * (the application's own, its task providers and model types among them) and the class path beside it.
+         */
+        static List<String> launchPath(Class<?> main) {
+            String classPath = System.getProperty("java.class.path", "");
+            Module module = main.getModule();
+            if (!module.isNamed()) {
+                return List.of("-cp", classPath, main.getName());
+            }
+            String modulePath = System.getProperty("jdk.module.path");
+            if (modulePath == null || ModuleLayer.boot().findModule(module.getName()).isEmpty()) {
+                throw new ClusterException("cannot start workers: module " + module.getName() + " is not in the "
+                        + "boot layer of a JVM started with a module path (a custom module layer is not supported)");
+            }
+            List<String> options = new ArrayList<>(List.of("--module-path", modulePath, "--add-modules",
+                    String.join(",", applicationModules())));
+            if (!classPath.isEmpty()) {
+                options.addAll(List.of("-cp", classPath));
+            }
+            options.addAll(List.of("-m", module.getName() + "/" + main.getName()));
+            return options;
+        }
+
+        /** The modules of this JVM's boot layer that are not the runtime's own, by name. */
+        private static List<String> applicationModules() {
+            Set<String> system = new HashSet<>();
+            ModuleFinder.ofSystem().findAll().forEach(r -> system.add(r.descriptor().name()));
+            List<String> names = new ArrayList<>();
+            for (Module m : ModuleLayer.boot().modules()) {
+                if (!system.contains(m.getName())) {
+                    names.add(m.getName());
+                }
+            }
+            names.sort(null);
+            return names;
+        }
+
         private RemoteWorker launch(int index, int ordinal, String platform, String scheme, byte[] key) {
             List<String> cmd = new ArrayList<>();
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
-            cmd.add("--enable-native-access=ALL-UNNAMED");
+            cmd.add("--enable-native-access=" + String.join(",", nativeAccess()));
             if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
                 cmd.add("--add-modules=jdk.incubator.vector"); // the CPU backend's kernels, as in this JVM
             }
@@ -397,9 +457,7 @@ public final class LocalCluster implements AutoCloseable {
                 }
             }
             cmd.addAll(jvmOptions);
-            cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
-            cmd.add(Worker.class.getName());
+            cmd.addAll(launchPath(Worker.class));
             cmd.add(Integer.toString(index));
             cmd.add(Integer.toString(ordinal));
             cmd.add(listenAddress(scheme, index));

@@ -1,5 +1,7 @@
 package io.cuwire.cluster;
 
+import io.cuwire.serialize.WireType;
+
 /**
  * One worker's copy counters (process totals since start) and memory in use.
  *
@@ -14,6 +16,7 @@ package io.cuwire.cluster;
  * @param models models in its cache
  * @param evictedModels models its cache evicted so far to make room in the device's memory
  */
+@WireType("cuwire.cluster.WorkerStats")
 public record WorkerStats(int worker, long deviceToHostBytes, long hostToDeviceBytes, long deviceToDeviceBytes,
         long peerBytes, long deviceBytes, long hostBytes, long objects, long models, long evictedModels) {
 }

@@ -38,7 +38,10 @@ final class HeaderFuzzer {
     static final List<String> TAGS = List.of("i32", "i16", "i8", "char", "f32", "enum", "opt", "list", "set", "map",
             "arr", "ref", "pref", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]",
             "cuwire.ndarray", "cuwire.csr", "cuwire.csc", "cuwire.coo", "cuwire.blob", "cuwire.cluster.Request",
-            "cuwire.cluster.Reply", "io.cuwire.cluster.ObjectRef", "io.cuwire.cluster.ModelHandle", "str", "bool",
+            "cuwire.cluster.Reply", "cuwire.worker.Put", "cuwire.worker.Call", "cuwire.worker.Get",
+            "cuwire.worker.Ping", "cuwire.worker.BroadcastBegin", "cuwire.worker.Subtree", "cuwire.rpc.Ok",
+            "cuwire.rpc.Failed", "cuwire.cluster.WorkerStats", "cuwire.cluster.ObjectRef",
+            "io.cuwire.cluster.ObjectRef", "io.cuwire.cluster.ModelHandle", "str", "bool",
             "i64", "f64", "obj", "[obj", "[[[[[[[[i32", "java.lang.Runtime", "java.util.HashMap",
             "javax.management.BadAttributeValueExpException", "", "t", "\u0000", "cuwire.ndarray\u0000");
     /** Other strings a header holds: collection kinds, families, dtypes, orders, memory kinds, ops, field names. */
@@ -46,7 +49,8 @@ final class HeaderFuzzer {
             "concurrent", "enum", "cuda", "host", "java", "CUDA", "float32", "float64", "int32", "int64", "uint8",
             "bool", "complex128", "C", "F", "HOST", "PINNED", "DEVICE", "ping", "stats", "call", "get", "put", "run",
             "shutdown", "bcast-begin", "frobnicate", "test.drop", "test.scale", "ml.shape", "ml.predict", "id", "op",
-            "name", "args", "v", "d", "f", "tv", "frames", "fr", "n", "k", "c", "b", "cmp", "shape", "dtype", "order",
+            "name", "args", "value", "task", "ref", "objects", "model", "version", "header", "children", "worker", "v",
+            "d", "f", "tv", "frames", "fr", "n", "k", "c", "b", "cmp", "shape", "dtype", "order",
             "mem");
     /** Keys a map node may gain. */
     private static final List<String> KEYS = List.of("t", "v", "id", "fr", "frames", "d", "k", "cmp", "n", "c", "b",

@@ -7,11 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.internal.Worker;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.BufferAllocator;
-import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
@@ -39,6 +38,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -132,8 +132,8 @@ class HostileClientTest {
         return e;
     }
 
-    private CompletableFuture<Reply> call(Endpoint e, String op, Object... args) {
-        return e.call(new Request(ids.incrementAndGet(), op, null, List.of(args)));
+    private CompletableFuture<Reply> call(Endpoint e, LongFunction<WorkerRequest> request) {
+        return e.call(request.apply(ids.incrementAndGet()));
     }
 
     private static void assertExits(Process p, StringBuffer log) throws InterruptedException {
@@ -147,7 +147,7 @@ class HostileClientTest {
         Process p = startWorker();
         StringBuffer log = new StringBuffer();
         Endpoint client = connect(listeningAddress(p, log));
-        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         // the levels of 2^50 paths, then a set of the last: see EndpointBreakTest
         List<Object> levels = new ArrayList<>();
         List<Object> level = new ArrayList<>(List.of(1L));
@@ -162,7 +162,7 @@ class HostileClientTest {
         holder.add(level);
         levels.add(set);
         ExecutionException e = assertThrows(ExecutionException.class,
-                () -> call(client, "put", levels).get(20, TimeUnit.SECONDS));
+                () -> call(client, id -> new WorkerRequest.Put(id, levels)).get(20, TimeUnit.SECONDS));
         RemoteDecodeException remote = assertInstanceOf(RemoteDecodeException.class, e.getCause());
         assertEquals(DecodeBudgetExceededException.class.getSimpleName(), remote.remoteType());
         assertExits(p, log);
@@ -176,13 +176,13 @@ class HostileClientTest {
         Process p = startWorker("-Xmx64m", "-XX:OnOutOfMemoryError=echo worker-ran-out-of-heap");
         StringBuffer log = new StringBuffer();
         Endpoint client = connect(listeningAddress(p, log));
-        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         List<Object> boxed = new ArrayList<>();
         for (int i = 0; i < 1_000_000; i++) {
             boxed.add(i);
         }
         ExecutionException e = assertThrows(ExecutionException.class,
-                () -> call(client, "put", boxed).get(30, TimeUnit.SECONDS));
+                () -> call(client, id -> new WorkerRequest.Put(id, boxed)).get(30, TimeUnit.SECONDS));
         assertInstanceOf(ClusterException.class, e.getCause(), "the worker closed the connection: " + e);
         assertExits(p, log);
         assertTrue(log.toString().contains("worker-ran-out-of-heap"), "the worker ran out of heap: " + log);
@@ -198,8 +198,8 @@ class HostileClientTest {
     }
 
     private long deviceBytes(Endpoint client) throws Exception {
-        List<?> stats = (List<?>) call(client, "stats").get(20, TimeUnit.SECONDS).value();
-        return (Long) stats.get(CopyDirection.values().length);
+        Reply r = call(client, WorkerRequest.Stats::new).get(20, TimeUnit.SECONDS);
+        return ((WorkerStats) assertInstanceOf(Reply.Ok.class, r, r.toString()).value()).deviceBytes();
     }
 
     @Test
@@ -211,11 +211,11 @@ class HostileClientTest {
         Endpoint client = connect(address);
         // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
         // client is known to be first only once it has been answered.
-        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         Endpoint peer = connect(address);
         long bid = 77;
         CompletableFuture<Reply> ack = client.expect(bid);
-        peer.send(new Request(bid, "bcast-begin", null, List.of(5L, 1L, modelHeader(16 << 20), List.of())))
+        peer.send(new WorkerRequest.BroadcastBegin(bid, 5L, 1L, modelHeader(16 << 20), List.of()))
                 .get(20, TimeUnit.SECONDS);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (deviceBytes(client) == 0 && System.nanoTime() < deadline) {
@@ -223,11 +223,10 @@ class HostileClientTest {
         }
         assertEquals(16 << 20, deviceBytes(client), "the assembly's frame is allocated");
         peer.close();
-        Reply dropped = ack.get(20, TimeUnit.SECONDS);
-        assertEquals(Reply.ERROR, dropped.status());
+        Reply.Failed dropped = assertInstanceOf(Reply.Failed.class, ack.get(20, TimeUnit.SECONDS));
         assertTrue(dropped.error().contains("the connection it arrived on broke"), dropped.error());
         assertEquals(0, deviceBytes(client), "the departed sender's assembly is freed");
-        assertEquals(Reply.OK, call(client, "shutdown").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
         assertExits(p, log);
         assertTrue(!log.toString().contains("bytes outstanding"), "no leak at shutdown: " + log);
     }
@@ -241,20 +240,19 @@ class HostileClientTest {
         Endpoint client = connect(address);
         // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
         // client is known to be first only once it has been answered.
-        assertEquals(Reply.OK, call(client, "ping").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         Endpoint peer = connect(address);
         byte[] header = modelHeader(16 << 20);
         CompletableFuture<Reply> second = client.expect(79);
-        peer.send(new Request(78, "bcast-begin", null, List.of(5L, 1L, header, List.of()))).get(20, TimeUnit.SECONDS);
-        peer.send(new Request(79, "bcast-begin", null, List.of(6L, 1L, header, List.of()))).get(20, TimeUnit.SECONDS);
-        Reply refused = second.get(20, TimeUnit.SECONDS);
-        assertEquals(Reply.ERROR, refused.status());
+        peer.send(new WorkerRequest.BroadcastBegin(78, 5L, 1L, header, List.of())).get(20, TimeUnit.SECONDS);
+        peer.send(new WorkerRequest.BroadcastBegin(79, 6L, 1L, header, List.of())).get(20, TimeUnit.SECONDS);
+        Reply.Failed refused = assertInstanceOf(Reply.Failed.class, second.get(20, TimeUnit.SECONDS));
         assertEquals("ClusterException", refused.errorType());
         assertTrue(refused.error().contains("16777216 bytes would make 33554432 bytes allocated for arriving "
                 + "broadcasts and not yet filled, beyond the worker's budget of 25165824 ("
                 + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + ")"), refused.error());
         assertEquals(16 << 20, deviceBytes(client), "the first assembly alone is allocated");
-        assertEquals(Reply.OK, call(client, "shutdown").get(20, TimeUnit.SECONDS).status());
+        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
         assertExits(p, log);
     }
 }

@@ -1,6 +1,6 @@
 package io.cuwire.cluster;
 
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;

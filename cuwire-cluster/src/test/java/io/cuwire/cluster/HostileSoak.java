@@ -1,9 +1,10 @@
 package io.cuwire.cluster;
 
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import java.io.IOException;
 import java.net.Socket;
@@ -129,18 +130,20 @@ public final class HostileSoak {
         long t = System.nanoTime();
         try (TestClient peer = TestClient.connect(c.address, HostileCampaign.SECRET);
                 NdArray value = MlTesting.array(peer.device, DType.FLOAT64, MlTesting.uniform(r, 128), 128)) {
-            Reply put = peer.request("put", value).get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-            if (!Reply.OK.equals(put.status())) {
-                throw new AssertionError("put: " + put.error());
+            Reply put = peer.request(id -> new WorkerRequest.Put(id, value))
+                    .get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+            if (!(put instanceof Reply.Ok(long putId, ObjectRef ref))) {
+                throw new AssertionError("put: " + put);
             }
-            ObjectRef ref = (ObjectRef) put.value();
-            Reply got = peer.request("get", ref).get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-            try (NdArray back = (NdArray) got.value()) {
+            Reply got = peer.request(id -> new WorkerRequest.Get(id, ref))
+                    .get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+            try (NdArray back = (NdArray) ((Reply.Ok) got).value()) {
                 if (!value.contentEquals(back)) {
                     throw new AssertionError("the value fetched back differs from the one stored");
                 }
             }
-            peer.request("free", List.of(ref.id())).get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+            peer.request(id -> new WorkerRequest.Free(id, List.of(ref.id())))
+                    .get(HostileCampaign.SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
         }
         return System.nanoTime() - t;
     }

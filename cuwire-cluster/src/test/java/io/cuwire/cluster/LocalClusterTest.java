@@ -177,7 +177,7 @@ class LocalClusterTest {
             assertTrue(e.getDuration("sendNanos").toNanos() > 0, e.toString());
             List<String> acks = events.stream()
                     .filter(d -> d.getEventType().getName().equals("io.cuwire.cluster.Dispatch")
-                            && d.getString("op").equals("reply"))
+                            && d.getString("op").equals("cuwire.rpc.Ok"))
                     .map(d -> d.getString("endpoint")).toList();
             // Both acknowledgements (a heartbeat's reply may come in the same window too).
             assertTrue(acks.containsAll(List.of("client-to-0", "client-to-1")), acks.toString());

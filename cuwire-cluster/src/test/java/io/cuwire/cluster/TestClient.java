@@ -1,13 +1,14 @@
 package io.cuwire.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import io.cuwire.cluster.internal.ClusterTypes;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.BufferAllocator;
-import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
@@ -18,10 +19,10 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
 
 /**
  * A connection to a worker as its client (or, when it is not the worker's first, as a peer), with the cluster's
@@ -54,26 +55,20 @@ final class TestClient implements AutoCloseable {
         return IDS.getAndIncrement();
     }
 
-    /** Sends {@code op args} and returns the reply's future. */
-    CompletableFuture<Reply> request(String op, Object... args) {
-        return endpoint.call(new Request(nextId(), op, null, List.of(args)));
+    /** Sends the request {@code request} makes of a new id and returns the reply's future. */
+    CompletableFuture<Reply> request(LongFunction<? extends Request> request) {
+        return endpoint.call(request.apply(nextId()));
     }
 
-    /** Sends {@code op args} and returns the value of its {@code ok} reply (within 60 s). */
-    Object call(String op, Object... args) throws Exception {
-        Reply r = request(op, args).get(60, TimeUnit.SECONDS);
-        assertEquals(Reply.OK, r.status(), op + ": " + r.errorType() + ": " + r.error());
-        return r.value();
+    /** Sends the request {@code request} makes and returns the value of its {@code Ok} reply (within 60 s). */
+    Object call(LongFunction<? extends Request> request) throws Exception {
+        Reply r = request(request).get(60, TimeUnit.SECONDS);
+        return assertInstanceOf(Reply.Ok.class, r, r.toString()).value();
     }
 
-    /**
-     * The worker's device bytes in use, from its {@code stats}: the entry after the copy counters (counted from the
-     * start: entries were added at the end, and counting from there read the host bytes).
-     */
+    /** The worker's device bytes in use, from its {@link WorkerStats}. */
     long workerDeviceBytes() throws Exception {
-        // stats: the copy engine's bytes per direction, then device, host, stored objects, models, evictions
-        List<?> stats = (List<?>) call("stats");
-        return (Long) stats.get(CopyDirection.values().length);
+        return ((WorkerStats) call(WorkerRequest.Stats::new)).deviceBytes();
     }
 
     @Override

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
@@ -64,13 +64,13 @@ class WorkerDeviceFramesTest {
                 for (int i = 0; i < frames; i++) {
                     tiny.add(NdArray.view(memory, i, DType.UINT8, Order.C, 1));
                 }
-                ObjectRef ref = (ObjectRef) client.call("put", tiny);
+                ObjectRef ref = (ObjectRef) client.call(id -> new WorkerRequest.Put(id, tiny));
                 assertEquals((long) frames, client.workerDeviceBytes(), "the worker holds every frame");
                 assertTrue(files(shm) <= 4, "65,536 one-byte frames fill at most 4 slabs: " + files(shm) + " files");
-                client.call("free", List.of(ref.id()));
+                client.call(id -> new WorkerRequest.Free(id, List.of(ref.id())));
                 assertEquals(0L, client.workerDeviceBytes());
                 assertEquals(0, files(shm), "the slabs went with their blocks");
-                client.call("shutdown");
+                client.call(WorkerRequest.Shutdown::new);
             }
             assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(EXIT), String.join("\n", w.output()));
         }
@@ -97,7 +97,7 @@ class WorkerDeviceFramesTest {
                     NdArray shape = NdArray.zeros(client.device, DType.UINT8, Order.C, secret.length)) {
                 long id = TestClient.nextId();
                 Message forged;
-                try (Serialized s = client.registry.serialize(new Request(id, "put", null, List.of(shape)),
+                try (Serialized s = client.registry.serialize(new WorkerRequest.Put(id, shape),
                         Family.CUDA)) {
                     Device device = ((DeviceBuffer) shape.buffer()).device();
                     DeviceBuffer frame = DeviceBuffer.owning(new Forger(device.ordinal(), new IpcHandle(

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
@@ -81,7 +82,7 @@ class WorkerStopTest {
                 assertEquals(0L, client.workerDeviceBytes());
                 w.signal("STOP");
                 try {
-                    put = client.request("put", big);
+                    put = client.request(id -> new WorkerRequest.Put(id, big));
                     awaitUnreadBytes(w.port());
                     client.endpoint.close();
                     ExecutionException e = assertThrows(ExecutionException.class,
@@ -109,14 +110,16 @@ class WorkerStopTest {
         try (WorkerProcess w = WorkerProcess.start(0, "tcp", SECRET, Map.of());
                 TestClient client = TestClient.connect(w.address(), SECRET)) {
             ExecutionException e = assertThrows(ExecutionException.class,
-                    () -> client.request("put", "x".repeat(17 << 20)).get(60, TimeUnit.SECONDS));
+                    () -> client.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
+                            .get(60, TimeUnit.SECONDS));
             assertInstanceOf(ClusterException.class, e.getCause());
             int code = w.awaitExit(EXIT);
             String output = String.join("\n", w.output());
             assertEquals(WorkerExit.PROTOCOL_VIOLATION.code(), code, output);
             List<String> lines = w.lines("cuwire worker 0: client ");
             assertEquals(1, lines.size(), output);
-            assertTrue(lines.getFirst().contains("ProtocolException: ") && lines.getFirst().contains("declared a "
+            assertTrue(lines.getFirst().contains("ProtocolViolationException: "
+                    + "") && lines.getFirst().contains("declared a "
                     + "header of "), lines.getFirst());
             assertTrue(lines.getFirst().contains("stopping (exit 5: the client sent what the worker refuses"),
                     lines.getFirst());
@@ -134,21 +137,23 @@ class WorkerStopTest {
                 assertEquals(0L, client.workerDeviceBytes());
                 try (TestClient peer = TestClient.connect(w.address(), SECRET)) {
                     assertThrows(ExecutionException.class,
-                            () -> peer.request("put", "x".repeat(17 << 20)).get(60, TimeUnit.SECONDS));
+                            () -> peer.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
+                                    .get(60, TimeUnit.SECONDS));
                 }
                 try (TestClient peer = TestClient.connect(w.address(), SECRET)) {
-                    Reply r = peer.request("shutdown").get(60, TimeUnit.SECONDS);
-                    assertEquals(Reply.ERROR, r.status(), "only the client may shut the worker down");
+                    Reply r = peer.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS);
+                    assertInstanceOf(Reply.Failed.class, r, "only the client may shut the worker down");
                 }
                 assertEquals(0L, client.workerDeviceBytes(), "the client is served");
-                assertEquals(Reply.OK, client.request("shutdown").get(60, TimeUnit.SECONDS).status());
+                assertInstanceOf(Reply.Ok.class, client.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS));
             }
             int code = w.awaitExit(EXIT);
             String output = String.join("\n", w.output());
             assertEquals(WorkerExit.CLOSED.code(), code, output);
             List<String> peers = w.lines("cuwire worker 0: refused peer ");
             assertEquals(1, peers.size(), output);
-            assertTrue(peers.getFirst().contains("ProtocolException: ") && peers.getFirst().contains("declared a "
+            assertTrue(peers.getFirst().contains("ProtocolViolationException: "
+                    + "") && peers.getFirst().contains("declared a "
                     + "header of "), peers.getFirst());
             assertEquals(1, w.lines("cuwire worker 0: refused a shutdown request from peer ").size(), output);
         }

@@ -39,6 +39,8 @@ public final class KernelModule {
 
     /**
      * The module in class path resource {@code resource} of {@code loader}; nothing is read until the first launch.
+     * Keep the resource outside any package directory (cuwire's are under {@code META-INF/cuwire/}): in a named
+     * module a resource in a package is encapsulated, and {@code loader} would not find it on the module path.
      *
      * @param targets what the fatbin holds, for messages ({@code sm_80, sm_90, compute_90 PTX})
      * @param builtBy the Maven module whose build makes it, for the message when it is missing

@@ -21,7 +21,7 @@ import io.cuwire.memory.Stream;
  */
 public final class Kernels {
     /** The fatbin's class path resource. */
-    public static final String RESOURCE = "io/cuwire/cuda/kernels.fatbin";
+    public static final String RESOURCE = "META-INF/cuwire/kernels.fatbin";
     /** The module of these kernels. */
     public static final KernelModule MODULE = KernelModule.of(Kernels.class.getClassLoader(), RESOURCE,
             "sm_80, sm_90, compute_90 PTX", "cuwire-cuda");

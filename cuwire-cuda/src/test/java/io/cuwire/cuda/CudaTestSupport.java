@@ -34,9 +34,9 @@ public final class CudaTestSupport {
         assumeTrue(Cuda.deviceCount() >= n, () -> "needs " + n + " GPUs; " + Cuda.deviceCount() + " visible");
     }
 
-    /** A seeded random source ({@link io.cuwire.memory.TestRandom}: fixed by default, printed). */
+    /** A seeded random source ({@link io.cuwire.test.TestRandom}: fixed by default, printed). */
     public static Random random(String test) {
-        return io.cuwire.memory.TestRandom.random("CudaTestSupport." + test);
+        return io.cuwire.test.TestRandom.random("CudaTestSupport." + test);
     }
 
     /** {@code n} random bytes. */

@@ -91,28 +91,30 @@ public final class CopyEngine {
             }
             case H2D -> {
                 DeviceBuffer d = (DeviceBuffer) dst;
-                checkStream(stream, d.device());
+                checkStream(stream, d);
                 d.device().copyHostToDevice(((HostBuffer) src).segment().asSlice(srcOffset, bytes), d, dstOffset,
                         stream);
             }
             case D2H -> {
                 DeviceBuffer s = (DeviceBuffer) src;
-                checkStream(stream, s.device());
+                checkStream(stream, s);
                 s.device().copyDeviceToHost(s, srcOffset, ((HostBuffer) dst).segment().asSlice(dstOffset, bytes),
                         stream);
             }
             case D2D, PEER -> {
                 DeviceBuffer s = (DeviceBuffer) src;
-                checkStream(stream, s.device());
+                checkStream(stream, s);
                 s.device().copyDeviceToDevice(s, srcOffset, (DeviceBuffer) dst, dstOffset, bytes, stream);
             }
             default -> throw new AssertionError(direction);
         }
     }
 
-    private static void checkStream(Stream stream, Device device) {
-        if (stream != null && !stream.device().platform().equals(device.platform())) {
-            throw new CopyException("stream " + stream + " cannot carry a copy for " + device);
+    /** A stream carries the copies of its own device (for copies between devices, the source's), on every platform. */
+    private static void checkStream(Stream stream, DeviceBuffer buffer) {
+        if (stream != null && stream.device() != buffer.device()) {
+            throw new CopyException("stream " + stream + " cannot carry a copy for " + buffer.describe()
+                    + ": a stream carries copies of its own device (for copies between devices, the source's)");
         }
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;

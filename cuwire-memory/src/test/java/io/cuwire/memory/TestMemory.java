@@ -1,5 +1,6 @@
 package io.cuwire.memory;
 
+import io.cuwire.test.TestRandom;
 import java.util.Random;
 
 /** The memories the array tests run over. */

@@ -38,9 +38,12 @@ import java.util.Optional;
  *   <tr><td>{@link #gatherRows}, {@link #scatterAddRows}, {@link #bincount}, {@link #countRows}</td>
  *       <td>KMeans sums, naive Bayes counts, neighbor votes</td><td>a gather kernel; sums per block in shared
  *       memory added in a fixed order; counts per block added atomically</td></tr>
- *   <tr><td>{@link #smallestK}, {@link #mergeNeighbors}</td><td>neighbors (brute force; per-partition top-k
- *       merged)</td><td>a parallel selection per row (a warp, a block, or several blocks and a merge; one thread
- *       a row beyond 32 neighbors) and a merge of two sorted lists per row</td></tr>
+ *   <tr><td>{@link #kNearestRows}</td><td>neighbors (brute force)</td><td>blocks of queries through
+ *       {@link #squaredDistances} and {@link #smallestK}, then a kernel that recomputes the chosen distances as
+ *       sums of squared differences and re-sorts each row</td></tr>
+ *   <tr><td>{@link #smallestK}, {@link #mergeNeighbors}</td><td>top-k of any rows; neighbors of several
+ *       partitions merged</td><td>a parallel selection per row (a warp, a block, or several blocks and a merge; one
+ *       thread a row beyond 32 neighbors) and a merge of two sorted lists per row</td></tr>
  *   <tr><td>{@link #predictForest}</td><td>random forests</td><td>a kernel walking the flat forest layout of
  *       {@code cuwire.forest/1}</td></tr>
  * </table>
@@ -419,6 +422,40 @@ public abstract class ComputeBackend {
     // ---------------------------------------------------------------- neighbors
 
     /**
+     * The {@code k = outDist.dim(1)} rows of {@code x} (n x d, {@code 1 <= k <= n}) nearest to each row of {@code q}
+     * (m x d), nearest first (equal distances by row): their squared Euclidean distances
+     * {@code sum_j (q[i, j] - x[r, j])²} into {@code outDist} (m x k) and their rows plus {@code idOffset} into
+     * {@code outIds} (int64, m x k) — a partition's brute-force k nearest neighbors with global row ids. The distances
+     * are sums of squared differences (in double, rounded once), however a backend ranks the rows: a query that equals
+     * a training row is 0 from it, where {@code ||q||² - 2 q·x + ||x||²} leaves a rounding residue of
+     * {@code ~eps ||x||²}.
+     */
+    public final void kNearestRows(NdArray q, NdArray x, long idOffset, NdArray outDist, NdArray outIds) {
+        String op = "kNearestRows";
+        operands(op, "q,x,outDist,outIds", q, x, outDist, outIds);
+        floatingMatrix(op, "q", q);
+        sameDtype(op, "x", x, "q", q);
+        matrix(op, "x", x);
+        if (x.dim(1) != q.dim(1)) {
+            throw new IllegalArgumentException(op + ": x has " + x.dim(1) + " columns (expected: " + q.dim(1)
+                    + ", the columns of q) in " + x);
+        }
+        sameDtype(op, "outDist", outDist, "q", q);
+        matrix(op, "outDist", outDist);
+        long k = outDist.dim(1);
+        if (outDist.dim(0) != q.dim(0) || k < 1 || k > x.dim(0)) {
+            throw new IllegalArgumentException(op + ": outDist has shape " + shapeOf(outDist) + " (expected: ("
+                    + q.dim(0) + ", k) with 1 <= k <= " + x.dim(0) + ", the rows of x)");
+        }
+        ids(op, "outIds", outIds);
+        shape(op, "outIds", outIds, "the shape of outDist", q.dim(0), k);
+        if (idOffset < 0) {
+            throw new IllegalArgumentException(op + ": idOffset " + idOffset + " (expected: >= 0)");
+        }
+        doKNearestRows(q, x, idOffset, outDist, outIds);
+    }
+
+    /**
      * The {@code k} smallest elements of each row of {@code values} (n x m, {@code k = outValues.dim(1) <= m}) in
      * ascending order (equal values by column), into {@code outValues} (n x k) and their columns plus
      * {@code idOffset} into {@code outIds} (int64, n x k): a partition's top-k with global row ids.
@@ -563,6 +600,8 @@ public abstract class ComputeBackend {
     protected abstract void doBincount(NdArray index, NdArray out);
 
     protected abstract void doCountRows(NdArray labels, NdArray out);
+
+    protected abstract void doKNearestRows(NdArray q, NdArray x, long idOffset, NdArray outDist, NdArray outIds);
 
     protected abstract void doSmallestK(NdArray values, long idOffset, NdArray outValues, NdArray outIds);
 

@@ -1,5 +1,7 @@
 package io.cuwire.ml;
 
+import io.cuwire.memory.CopyEngine;
+import io.cuwire.memory.HostBuffer;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -201,6 +203,25 @@ public final class ForestLayout {
             trees.add(new Tree(feature, child, threshold, v));
         }
         return trees;
+    }
+
+    /**
+     * The trees of {@code forest}, wherever it lives: its bytes are copied to the Java heap (through the copy engine
+     * from device memory) and checked against its metadata.
+     */
+    public static List<Tree> decode(OpaqueBlob forest) {
+        Info info = info(forest);
+        if (forest.byteSize() > MAX_ARRAY) {
+            throw new IllegalArgumentException("forest of " + forest.byteSize() + " bytes is too large to read "
+                    + "onto the Java heap");
+        }
+        byte[] bytes = new byte[(int) forest.byteSize()];
+        if (forest.buffer() instanceof HostBuffer h) {
+            MemorySegment.copy(h.segment(), 0, MemorySegment.ofArray(bytes), 0, bytes.length);
+        } else {
+            CopyEngine.copyToSegment(forest.buffer(), 0, MemorySegment.ofArray(bytes));
+        }
+        return decode(bytes, info);
     }
 
     private static void checkHeader(MemorySegment s, Info info) {

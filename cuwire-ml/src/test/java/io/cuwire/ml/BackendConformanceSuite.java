@@ -14,7 +14,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.serialize.OpaqueBlob;
 import java.lang.foreign.MemorySegment;
@@ -582,6 +582,79 @@ public abstract class BackendConformanceSuite {
                     assertEquals(row[orderA[q]], gotDa[i * k + q], "smallestK value");
                     assertEquals(order[q], (int) gotI[i * k + q], "merged id, row " + i);
                     assertEquals(row[order[q]], gotD[i * k + q], "merged value");
+                }
+            }
+        }
+    }
+
+    /**
+     * Rows far from the origin (so that {@code ||q||² - 2 q·x + ||x||²} cancels badly), half the queries copies of
+     * rows, two rows equal: the distances must be the sums of squared differences to the last bit (each term added by
+     * a fused multiply-add in column order, rounded once to the dtype) — 0 for a query's own row — ascending with
+     * equal distances by row. Float64 ids must be the reference's; float32 ones may differ at near-ties (a backend may
+     * rank on float32 products), so there the distances must be the reference's k smallest to float32 tolerance.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void kNearestRowsShouldGiveTheExactNeighborsAndTheirSumsOfSquaredDifferences(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int n = 50 + r.nextInt(200);
+        int d = 1 + r.nextInt(40);
+        int m = 2 + r.nextInt(100);
+        long offset = 1000;
+        double[] xs = uniform(r, n * d);
+        for (int i = 0; i < xs.length; i++) {
+            xs[i] += 10;
+        }
+        System.arraycopy(xs, 0, xs, d, d);
+        double[] qs = uniform(r, m * d);
+        for (int i = 0; i < m / 2; i++) {
+            System.arraycopy(xs, r.nextInt(n) * d, qs, i * d, d);
+        }
+        for (int i = m / 2; i < m; i++) {
+            for (int p = 0; p < d; p++) {
+                qs[i * d + p] += 10;
+            }
+        }
+        try (NdArray x = array(mem, dt, xs, n, d); NdArray q = array(mem, dt, qs, m, d)) {
+            double[] xv = values(x);
+            double[] qv = values(q);
+            for (int k : new int[] {1 + r.nextInt(Math.min(n, 12)), n}) {
+                try (NdArray dist = zeros(dt, m, k); NdArray ids = NdArray.zeros(mem, DType.INT64, Order.C, m, k)) {
+                    backend.kNearestRows(q, x, offset, dist, ids);
+                    double[] gotD = values(dist);
+                    long[] gotI = ids.toLongArray();
+                    for (int i = 0; i < m; i++) {
+                        double[] s = new double[n];
+                        Integer[] order = new Integer[n];
+                        for (int j = 0; j < n; j++) {
+                            for (int p = 0; p < d; p++) {
+                                double e = qv[i * d + p] - xv[j * d + p];
+                                s[j] = Math.fma(e, e, s[j]);
+                            }
+                            s[j] = dt == DType.FLOAT32 ? (float) s[j] : s[j];
+                            order[j] = j;
+                        }
+                        Arrays.sort(order, (a, b) -> Double.compare(s[a], s[b]));
+                        for (int c = 0; c < k; c++) {
+                            String what = "kNearestRows [" + type + "] query " + i + " of " + m + ", neighbor " + c
+                                    + " of k = " + k + " (n " + n + ", d " + d + ")";
+                            long id = gotI[i * k + c] - offset;
+                            assertTrue(id >= 0 && id < n, what + ": id " + gotI[i * k + c]);
+                            assertEquals(s[(int) id], gotD[i * k + c], 0, what + ": the distance of row " + id);
+                            if (c > 0) {
+                                assertTrue(gotD[i * k + c - 1] < gotD[i * k + c] || (gotD[i * k + c - 1]
+                                        == gotD[i * k + c] && gotI[i * k + c - 1] < gotI[i * k + c]), what
+                                        + ": ascending by (distance, row)");
+                            }
+                            if (dt == DType.FLOAT64) {
+                                assertEquals(order[c], (int) id, what);
+                            } else {
+                                assertEquals(s[order[c]], gotD[i * k + c], TOL_FLOAT32 * (d + s[order[c]]), what);
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -217,6 +217,11 @@ public final class TypeRegistry {
         return names.get(type);
     }
 
+    /** The type registered under {@code name}, or {@code null}. */
+    public Class<?> typeOf(String name) {
+        return classes.get(name);
+    }
+
     /** The registered version of {@code type} (0 if unregistered). */
     public int versionOf(Class<?> type) {
         return versions.getOrDefault(type, 0);

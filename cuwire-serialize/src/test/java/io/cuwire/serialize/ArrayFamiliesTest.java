@@ -20,7 +20,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.memory.TransferStats;
 import java.util.ArrayList;

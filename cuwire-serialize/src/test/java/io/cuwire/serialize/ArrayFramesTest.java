@@ -16,7 +16,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.lang.foreign.MemorySegment;

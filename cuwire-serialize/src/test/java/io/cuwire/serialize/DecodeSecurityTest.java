@@ -17,7 +17,7 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.SparseMatrix;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.nio.file.Path;

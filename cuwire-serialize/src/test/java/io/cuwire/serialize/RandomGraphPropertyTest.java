@@ -15,7 +15,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

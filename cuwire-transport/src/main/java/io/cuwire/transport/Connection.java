@@ -42,10 +42,10 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>A message the receiver refuses — a header or frame beyond its {@link TransportConfig#limits()}, a malformed
  * header, one it does not take — is refused before anything beyond the limits is allocated: the receiver's
- * {@code receive} throws {@link ProtocolException}, and before the connection closes the receiver tells the sender
- * why in one small record (its reason, at most {@value MessageRefusedException#MAX_REASON_BYTES} bytes; sent only
- * on an authenticated connection, as every message is). The sender's pending sends, its receive in progress and its
- * later {@code send} and {@code receive} then fail with {@link MessageRefusedException} carrying that reason,
+ * {@code receive} throws {@link ProtocolViolationException}, and before the connection closes the receiver tells the
+ * sender why in one small record (its reason, at most {@value MessageRefusedException#MAX_REASON_BYTES} bytes; sent
+ * only on an authenticated connection, as every message is). The sender's pending sends, its receive in progress
+ * and its later {@code send} and {@code receive} then fail with {@link MessageRefusedException} carrying that reason,
  * instead of a bare {@link PeerClosedException}. A send whose future had completed stays completed (its frames were
  * done with); the reason arrives with the sender's next {@code receive} — or, where receiving is the caller's own
  * ({@code tcp}), with a later {@code send} when no {@code receive} runs. The receiver keeps its end open a short
@@ -90,7 +90,7 @@ public interface Connection extends AutoCloseable {
      * Waits for the next message, as long as it takes.
      *
      * @throws PeerClosedException if the peer closed or died
-     * @throws ProtocolException if the peer sent garbage or more than the limits
+     * @throws ProtocolViolationException if the peer sent garbage or more than the limits
      * @throws MessageRefusedException if the peer refused a message this side sent
      * @throws FamilyRefusedException if the message uses a family the connection did not agree (refused before any
      *     of its frames was allocated)

@@ -10,7 +10,7 @@ import java.util.List;
  * breaks, as for any other protocol violation; {@link Connection#send} refuses it at the sender first, where the
  * connection stays usable.
  */
-public class FamilyRefusedException extends ProtocolException {
+public class FamilyRefusedException extends ProtocolViolationException {
     private static final long serialVersionUID = 1L;
 
     private final List<Family> refused;

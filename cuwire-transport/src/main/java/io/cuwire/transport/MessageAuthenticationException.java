@@ -6,7 +6,7 @@ package io.cuwire.transport;
  * parsed, allocated or mapped. The connection is closed; the peer is told why (it gets a
  * {@link MessageRefusedException}).
  */
-public class MessageAuthenticationException extends ProtocolException {
+public class MessageAuthenticationException extends ProtocolViolationException {
     private static final long serialVersionUID = 1L;
 
     public MessageAuthenticationException(String message) {

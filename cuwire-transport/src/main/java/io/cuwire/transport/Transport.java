@@ -24,7 +24,7 @@ public interface Transport {
      * Connects to a listener and runs the handshake, as the client side.
      *
      * @throws AuthenticationException if either side's proof of the secret fails
-     * @throws ProtocolException if the peer does not speak the protocol or a compatible version
+     * @throws ProtocolViolationException if the peer does not speak the protocol or a compatible version
      * @throws TransportTimeoutException if connecting or the handshake takes longer than configured
      * @throws TransportException if nothing listens there
      */

@@ -38,13 +38,15 @@ import java.util.Objects;
  *       handshake</td></tr>
  *   <tr><td>{@code stagingChunkBytes}, {@code stagingSlots}</td><td>4 MiB, 3</td><td>the pinned bounce ring
  *       through which a byte-stream transport stages device frames</td></tr>
- *   <tr><td>{@code ipcPushArenaBytes}</td><td>0 (none), or the system property
- *       {@value #IPC_PUSH_ARENA_PROPERTY}</td><td>the device memory an {@code ipc://} connection's accepting side
- *       offers its dialling peer to push small device frames into, so that receiving them needs no GPU work of its
- *       own (on one GPU shared by two processes, every context's GPU work waits for a context switch: a 1 KiB round
- *       trip on one H200 took 99.5-141 µs with 4 MiB, 358-500 µs without); {@code 0}: the accepting side copies every
- *       frame in itself. Off by default for now: frames received into it are loans of the connection's memory,
- *       which a cluster worker's resource accounting does not yet tell from its own</td></tr>
+ *   <tr><td>{@code ipcPushArenaBytes}</td><td>{@value #DEFAULT_IPC_PUSH_ARENA_BYTES} (4 MiB), or the system
+ *       property {@value #IPC_PUSH_ARENA_PROPERTY}</td><td>the device memory an {@code ipc://} connection's
+ *       accepting side offers its dialling peer, after the first device frame it pulled from it, to push small
+ *       device frames into, so that receiving them needs no GPU work of its own (on one GPU shared by two
+ *       processes, every context's GPU work waits for a context switch: a 1 KiB round trip on one H200 took
+ *       99.5-141 µs with 4 MiB, 358-500 µs without); allocated by an allocator of the connection's own (named in
+ *       device-memory reports), freed when the connection ended and its last loan came back; frames received into
+ *       it are loans of it, which count in that allocator, not in the receiver's; {@code 0}: the accepting side
+ *       copies every frame in itself</td></tr>
  *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>
  *       <td>whether {@code tcp://} connections run inside TLS 1.3: by default toward and from every peer that is
  *       not a loopback address ({@link TlsMode})</td></tr>
@@ -59,6 +61,8 @@ import java.util.Objects;
 public final class TransportConfig {
     /** System property: the default {@code ipcPushArenaBytes}, in bytes. */
     public static final String IPC_PUSH_ARENA_PROPERTY = "cuwire.transport.ipcPushArenaBytes";
+    /** The default {@code ipcPushArenaBytes}: 4 MiB, 64 frames of the largest size pushed. */
+    public static final long DEFAULT_IPC_PUSH_ARENA_BYTES = 4L << 20;
     /** Shortest cluster secret accepted. */
     public static final int MIN_SECRET_BYTES = 16;
 
@@ -349,7 +353,7 @@ public final class TransportConfig {
         private static long pushArenaFromProperty() {
             String v = System.getProperty(IPC_PUSH_ARENA_PROPERTY);
             if (v == null || v.isBlank()) {
-                return 0;
+                return DEFAULT_IPC_PUSH_ARENA_BYTES;
             }
             try {
                 long bytes = Long.parseLong(v.strip());

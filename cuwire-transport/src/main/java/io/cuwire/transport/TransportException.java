@@ -4,7 +4,7 @@ package io.cuwire.transport;
  * Root of the transport layer's exceptions. Every failure of a connection, listener or send is one of these:
  * <ul>
  *   <li>{@link AuthenticationException}: the peer did not prove the cluster secret;</li>
- *   <li>{@link ProtocolException}: bytes that are not the protocol, or more than the limits;</li>
+ *   <li>{@link ProtocolViolationException}: bytes that are not the protocol, or more than the limits;</li>
  *   <li>{@link PeerClosedException}: the peer went away (closed, died, reset the connection);</li>
  *   <li>{@link MessageRefusedException}: the peer refused a message this side sent, said why, and closed;</li>
  *   <li>{@link TransportTimeoutException}: nothing moved for the configured timeout;</li>

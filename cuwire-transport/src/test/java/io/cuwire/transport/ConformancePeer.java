@@ -233,7 +233,7 @@ public final class ConformancePeer {
             c.receive().close();
             out.println("received a message it should have refused");
             return 6;
-        } catch (ProtocolException e) {
+        } catch (ProtocolViolationException e) {
             out.println("refused " + e);
             return 0;
         }

@@ -130,7 +130,7 @@ class TcpTransportTest extends TransportConformanceSuite {
         Listener listener = listen(config().build());
         try (Refusals refusals = new Refusals(); RawPeer raw = new RawPeer(listener)) {
             raw.send("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolException",
+            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolViolationException",
                     "sent a handshake record of 1195725856 bytes (expected: 0..1024)");
             byte[] refusal = new byte[raw.in.readInt()];
             raw.in.readFully(refusal);
@@ -147,7 +147,7 @@ class TcpTransportTest extends TransportConformanceSuite {
         try (RawPeer raw = new RawPeer(listener)) {
             Connection c = acceptWhile(listener, raw);
             raw.send(TestMessages.pattern(4096, 3));
-            assertThrows(ProtocolException.class, c::receive);
+            assertThrows(ProtocolViolationException.class, c::receive);
             assertTrue(!c.isOpen());
         }
         assertEquals(0, host.peakBytes() + device.peakBytes());
@@ -159,7 +159,7 @@ class TcpTransportTest extends TransportConformanceSuite {
         try (RawPeer raw = new RawPeer(listener)) {
             Connection c = acceptWhile(listener, raw);
             raw.send(new byte[] {1, 0x7f, (byte) 0xff, (byte) 0xff, (byte) 0xff});
-            ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+            ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::receive);
             assertInstanceOf(LimitExceededException.class, e.getCause());
         }
         assertEquals(0, host.peakBytes() + device.peakBytes());
@@ -193,7 +193,7 @@ class TcpTransportTest extends TransportConformanceSuite {
         assertThrows(MessageRefusedException.class, () -> c.send(TestMessages.message("after", List.of())));
         assertThrows(MessageRefusedException.class, c::receive);
         assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
-        assertTrue(p.output().contains("refused " + ProtocolException.class.getName()), p.output());
+        assertTrue(p.output().contains("refused " + ProtocolViolationException.class.getName()), p.output());
     }
 
     /** A version-2 header over raw nodes and raw frame descriptors, sealed as a sender would seal it. */
@@ -230,7 +230,7 @@ class TcpTransportTest extends TransportConformanceSuite {
                 Connection c = acceptWhile(listener, raw);
                 raw.send(recordStart(rawHeader("bad", List.of(bad.getKey()))));
                 raw.send(new byte[16]);
-                ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+                ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::receive);
                 assertInstanceOf(MalformedHeaderException.class, e.getCause(), e.toString());
                 assertTrue(e.getMessage().contains(bad.getValue()), e.getMessage());
                 assertFalse(c.isOpen());

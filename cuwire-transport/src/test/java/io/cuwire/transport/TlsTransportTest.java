@@ -80,7 +80,7 @@ class TlsTransportTest extends TransportConformanceSuite {
     void shouldRefuseAPlaintextClientWithWhatToSet() {
         Listener listener = listen(config().build());
         TransportConfig plaintext = config().tls(TlsMode.AUTO).build();
-        ProtocolException e = assertThrows(ProtocolException.class,
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
                 () -> transport().connect(listener.address(), plaintext).close());
         assertTrue(e.getMessage().contains("TLS required (listener tls ON): set the client's TransportConfig.tls(ON)"
                 + " or -Dcuwire.transport.tls=on"), e.getMessage());

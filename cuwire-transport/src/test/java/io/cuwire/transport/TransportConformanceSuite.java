@@ -22,7 +22,7 @@ import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
@@ -606,7 +606,7 @@ public abstract class TransportConformanceSuite {
         Listener listener = listen(config().limits(small).build());
         Peer p = peer("send", listener, Long.toString(4 << 20));
         Connection c = accept(listener);
-        ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::receive);
         assertInstanceOf(LimitExceededException.class, e.getCause(), e.toString());
         assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");
         assertFalse(c.isOpen(), "a peer that broke the limits is disconnected");
@@ -625,7 +625,7 @@ public abstract class TransportConformanceSuite {
         Listener listener = listen(config().limits(new Limits(maxHeader, 16, 16, 16 << 20, 16 << 20, 1024)).build());
         Peer p = peer("send-refused", listener, Integer.toString(100_000));
         Connection c = accept(listener);
-        ProtocolException e = assertThrows(ProtocolException.class, c::receive);
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::receive);
         assertInstanceOf(LimitExceededException.class, e.getCause(), e.toString());
         assertFalse(c.isOpen());
         assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "nothing was allocated");

@@ -1,42 +1,26 @@
 package io.cuwire.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.test.arch.Architecture;
 import io.cuwire.transport.spi.TransportProvider;
-import java.io.IOException;
-import java.io.InputStream;
-import java.lang.classfile.ClassFile;
-import java.lang.classfile.ClassModel;
-import java.lang.classfile.constantpool.PoolEntry;
-import java.lang.classfile.constantpool.Utf8Entry;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
-/** {@link Transports} finds every transport through its provider and knows no implementation. */
+/**
+ * {@link Transports} finds every transport through its provider and names no implementation (the shared
+ * architecture rule {@link Architecture#nameNoClassOf}, over it and its nested classes).
+ */
 class TransportsTest {
-    private static final List<String> INTERNAL = List.of("io/cuwire/transport/internal",
-            "io.cuwire.transport.internal");
-
     @Test
-    void shouldReferToNoImplementationInItsClassFiles() throws IOException {
-        List<String> found = new ArrayList<>();
-        for (Class<?> c : Transports.class.getNestMembers()) {
-            found.addAll(internalReferences(c));
-        }
-        assertEquals(List.of(), found, "Transports and its nested classes name no internal class");
-        assertTrue(Transports.class.getNestMembers().length > 1, "the nested registry was read too");
-    }
-
-    @Test
-    void shouldSeeTheInternalReferencesOfAClassThatHasThem() throws IOException {
-        assertFalse(internalReferences(LoopProvider.class).isEmpty(), "the check reads what a class refers to");
+    void shouldNameNoImplementation() {
+        Architecture.nameNoClassOf(Transports.class, "io.cuwire.transport.internal..")
+                .check(Architecture.mainClasses());
     }
 
     @Test
@@ -89,26 +73,5 @@ class TransportsTest {
         for (String scheme : List.of("tcp", "ipc", "ucx", "inproc", LoopProvider.SCHEME, AbsentProvider.SCHEME)) {
             assertTrue(message.matches(".*providers found: (.*, )?" + scheme + "(, .*)?\\)"), message);
         }
-    }
-
-    /** The entries of {@code c}'s constant pool (class names, descriptors, strings) that name an internal package. */
-    private static List<String> internalReferences(Class<?> c) throws IOException {
-        String file = c.getName().substring(c.getPackageName().length() + 1) + ".class";
-        byte[] bytes;
-        try (InputStream in = c.getResourceAsStream(file)) {
-            assertTrue(in != null, () -> "no class file " + file);
-            bytes = in.readAllBytes();
-        }
-        ClassModel model = ClassFile.of().parse(bytes);
-        List<String> found = new ArrayList<>();
-        for (PoolEntry entry : model.constantPool()) {
-            if (entry instanceof Utf8Entry utf8) {
-                String s = utf8.stringValue();
-                if (INTERNAL.stream().anyMatch(s::contains)) {
-                    found.add(c.getSimpleName() + ": " + s);
-                }
-            }
-        }
-        return found;
     }
 }

@@ -88,7 +88,7 @@ class UcxTransportTest extends TransportConformanceSuite {
             DataOutputStream out = new DataOutputStream(raw.getOutputStream());
             out.write("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             out.flush();
-            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolException",
+            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolViolationException",
                     "not a cuwire transport");
             assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(100)));
         }

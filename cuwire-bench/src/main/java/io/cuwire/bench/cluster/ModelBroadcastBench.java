@@ -1,5 +1,7 @@
 package io.cuwire.bench.cluster;
 
+import io.cuwire.bench.harness.Cli;
+import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.bench.transport.TransferBench;
@@ -24,10 +26,7 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -36,6 +35,8 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire bench broadcast}: a model broadcast from the client (device 0) to {@code --workers} workers, per size
@@ -109,79 +110,103 @@ public final class ModelBroadcastBench {
             strategies = List.copyOf(strategies);
         }
 
-        /**
-         * Parses {@code --workers N --sizes 1MiB,1GiB --strategies each,chain,tree --repeat N --out DIR --java
-         * true|false --warmup N --chunk 4MiB}; {@code --size S} is {@code --sizes S}. Strategies default to
-         * {@code each} for one worker, {@code each,chain,tree} for more.
-         */
+        /** Parses the options of {@link Args} ({@code cuwire bench broadcast --help}). */
         public static Options parse(String... args) {
-            List<Long> sizes = List.of(1L << 30);
-            int workers = 1;
-            List<BroadcastOptions.Strategy> strategies = null;
-            int repeat = 5;
-            int warmup = DEFAULT_WARMUP;
-            long chunkBytes = BroadcastOptions.DEFAULT.chunkBytes();
-            Path out = Path.of("bench", "results");
-            boolean java = true;
-            for (int i = 0; i < args.length; i++) {
-                String flag = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException(flag + " needs a value");
-                }
-                String v = args[++i];
-                switch (flag) {
-                    case "--size", "--sizes" -> sizes = sizes(flag, v);
-                    case "--workers" -> workers = TransferBench.atLeast(flag, v, 1);
-                    case "--strategies" -> strategies = strategies(v);
-                    case "--repeat" -> repeat = TransferBench.atLeast(flag, v, 1);
-                    case "--out" -> out = Path.of(v);
-                    case "--java" -> java = Boolean.parseBoolean(v);
-                    case "--warmup" -> warmup = TransferBench.atLeast(flag, v, 0);
-                    case "--chunk" -> {
-                        chunkBytes = TransferBench.parseSize(v);
-                        if (chunkBytes < 4096) {
-                            throw new IllegalArgumentException("--chunk " + v + " (expected: at least 4KiB)");
-                        }
-                    }
-                    default -> throw new IllegalArgumentException("unknown option " + flag);
-                }
-            }
-            if (strategies == null) {
-                strategies = workers == 1 ? List.of(BroadcastOptions.Strategy.EACH_IN_TURN)
-                        : List.of(BroadcastOptions.Strategy.values());
-            }
-            return new Options(sizes, workers, strategies, repeat, out, java, warmup, chunkBytes);
+            return Cli.parse(new Args(), args).options();
+        }
+    }
+
+    /** The options of {@code cuwire bench broadcast}, declared to picocli (the command mixes them in). */
+    public static final class Args {
+        /** The options at their defaults, for picocli to fill. */
+        public Args() {
         }
 
-        private static List<Long> sizes(String flag, String v) {
-            List<Long> sizes = new ArrayList<>();
-            for (String s : v.split(",", -1)) {
-                long size = TransferBench.parseSize(s);
-                if (size % (COLS * 4) != 0) {
-                    throw new IllegalArgumentException(flag + " " + s + " (expected: a multiple of " + COLS * 4
-                            + " bytes, whole rows of " + COLS + " float32)");
-                }
-                sizes.add(size);
-            }
-            return sizes;
-        }
+        @Option(names = "--workers", paramLabel = "N", defaultValue = "1",
+                description = "worker JVMs, on devices 1..N (device 0 on a one-device host) "
+                        + "(default: ${DEFAULT-VALUE})")
+        int workers;
 
-        private static List<BroadcastOptions.Strategy> strategies(String v) {
-            List<BroadcastOptions.Strategy> strategies = new ArrayList<>();
-            for (String s : v.split(",", -1)) {
-                BroadcastOptions.Strategy strategy = switch (s.trim()) {
-                    case "each" -> BroadcastOptions.Strategy.EACH_IN_TURN;
-                    case "chain" -> BroadcastOptions.Strategy.CHAIN;
-                    case "tree" -> BroadcastOptions.Strategy.TREE;
-                    default -> throw new IllegalArgumentException("--strategies: unknown strategy '" + s
-                            + "' (expected: each, chain or tree)");
-                };
-                if (strategies.contains(strategy)) {
-                    throw new IllegalArgumentException("--strategies: '" + s + "' twice");
-                }
-                strategies.add(strategy);
+        @Option(names = {"--sizes", "--size"}, split = ",", paramLabel = "SIZE", converter = RowsSize.class,
+                defaultValue = "1GiB", description = "model sizes, whole rows of " + COLS + " float32 "
+                        + "(default: ${DEFAULT-VALUE})")
+        List<Long> sizes;
+
+        @Option(names = "--strategies", split = ",", paramLabel = "S", converter = StrategyName.class,
+                description = "each, chain, tree, in this order (default: each for one worker, all three for more)")
+        List<BroadcastOptions.Strategy> strategies;
+
+        @Option(names = "--chunk", paramLabel = "SIZE", converter = Cli.SizeConverter.class,
+                description = "the pieces a chain or tree forwards, at least 4KiB (default: the cluster's own, "
+                        + "BroadcastOptions.DEFAULT)")
+        Long chunkBytes;
+
+        @Option(names = "--repeat", paramLabel = "N", defaultValue = "5",
+                description = "warm and unchanged broadcasts per case, and raw copies (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        @Option(names = "--warmup", paramLabel = "N", defaultValue = "" + DEFAULT_WARMUP,
+                description = "untimed broadcasts of a small model first (default: ${DEFAULT-VALUE})")
+        int warmup;
+
+        @Option(names = "--java", paramLabel = "true|false", arity = "1", defaultValue = "true",
+                description = "whether to run the java family over tcp, one worker (default: ${DEFAULT-VALUE})")
+        boolean java;
+
+        @Option(names = "--out", paramLabel = "DIR", defaultValue = "bench/results",
+                description = "where the run is recorded, broadcast-<machine>.md and .csv (default: ${DEFAULT-VALUE})")
+        Path out;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range or repeated
+         */
+        public Options options() {
+            long chunk = chunkBytes != null ? chunkBytes : BroadcastOptions.DEFAULT.chunkBytes();
+            if (chunk < 4096) {
+                throw new IllegalArgumentException("--chunk " + chunk + " (expected: at least 4KiB)");
             }
-            return strategies;
+            List<BroadcastOptions.Strategy> s = strategies != null ? strategies : workers == 1
+                    ? List.of(BroadcastOptions.Strategy.EACH_IN_TURN) : List.of(BroadcastOptions.Strategy.values());
+            if (s.size() != s.stream().distinct().count()) {
+                throw new IllegalArgumentException("--strategies " + s.stream().map(ModelBroadcastBench::name)
+                        .toList() + " (expected: each strategy at most once)");
+            }
+            return new Options(sizes, Cli.atLeast("--workers", workers, 1), s, Cli.atLeast("--repeat", repeat, 1),
+                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk);
+        }
+    }
+
+    /** A size of {@code --sizes}: whole rows of the model. */
+    static final class RowsSize implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String s) {
+            long size;
+            try {
+                size = TransferBench.parseSize(s);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+            if (size % (COLS * 4) != 0) {
+                throw new CommandLine.TypeConversionException(s + " (expected: a multiple of " + COLS * 4
+                        + " bytes, whole rows of " + COLS + " float32)");
+            }
+            return size;
+        }
+    }
+
+    /** A strategy of {@code --strategies} by its short name. */
+    static final class StrategyName implements CommandLine.ITypeConverter<BroadcastOptions.Strategy> {
+        @Override
+        public BroadcastOptions.Strategy convert(String s) {
+            for (BroadcastOptions.Strategy strategy : BroadcastOptions.Strategy.values()) {
+                if (name(strategy).equals(s.strip())) {
+                    return strategy;
+                }
+            }
+            throw new CommandLine.TypeConversionException("unknown strategy '" + s + "' (expected: each, chain or "
+                    + "tree)");
         }
     }
 
@@ -548,10 +573,6 @@ public final class ModelBroadcastBench {
 
     private static List<Path> write(Path dir, int workers, String where, List<Result> results, List<String> summaries)
             throws IOException {
-        Files.createDirectories(dir);
-        String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
-        Path csv = dir.resolve("broadcast-" + stamp + ".csv");
-        Path md = dir.resolve("broadcast-" + stamp + ".md");
         Table c = new Table("workers", "strategy", "transport", "family", "size", "phase", "median_ms", "min_ms",
                 "max_ms", "gbps", "gbps_aggregate", "vs_raw", "java_vs_cuda", "host_bytes", "sent", "checked");
         Table t = new Table("size", "strategy", "transport", "family", "phase", "median ms", "min–max ms",
@@ -575,9 +596,9 @@ public final class ModelBroadcastBench {
         for (String s : summaries) {
             m.append("- `").append(s).append("`\n");
         }
-        Table.write(csv, c.csv());
-        Table.write(md, m.toString());
-        return List.of(csv, md);
+        Path md = Results.record(dir, "broadcast", "`cuwire bench broadcast` on " + Results.machine(),
+                Results.now() + ", " + workers + " worker(s)", m.toString(), c.csv());
+        return List.of(md, md.resolveSibling(md.getFileName().toString().replace(".md", ".csv")));
     }
 
     private static double min(double[] v) {

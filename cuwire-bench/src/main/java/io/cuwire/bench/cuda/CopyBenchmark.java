@@ -1,6 +1,6 @@
 package io.cuwire.bench.cuda;
 
-import io.cuwire.bench.harness.Sizes;
+import io.cuwire.bench.harness.Cli;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.cuda.Cuda;
@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import picocli.CommandLine.Option;
 
 /**
  * Copy bandwidth of the CUDA platform as users get it: every copy goes through {@link CopyEngine#copyAsync} on a
@@ -25,8 +26,8 @@ import java.util.Locale;
  * (bytes counted once) and, with two GPUs or more, GPU 0 to GPU 1 first without peer access (the driver stages the
  * copy) and then with it. GB/s are 10<sup>9</sup> bytes per second.
  *
- * <p>Usage: {@code CopyBenchmark [--size BYTES] [--repeat N] [--out FILE.csv]}; {@code BYTES} takes a {@code k},
- * {@code m} or {@code g} suffix (binary). Prints one line per case:
+ * <p>Run by {@code cuwire bench copy [--size SIZE] [--repeat N] [--out FILE.csv]} ({@link Args}; {@code SIZE} in the
+ * {@link io.cuwire.bench.harness.Sizes} grammar) and the bundle's {@code bin/bench-copy}. Prints one line per case:
  * {@code COPY case=h2d_pinned size=1073741824 median_gbps=55.1 min_gbps=54.9 max_gbps=55.3 repeats=20}.
  * Peer access is enabled once per process and never disabled, so the case without it runs only if no copy between
  * the two GPUs happened before in this process.
@@ -41,7 +42,6 @@ public final class CopyBenchmark {
 
     private static final long UNLIMITED = BufferAllocator.UNLIMITED;
 
-    static final String USAGE = "usage: CopyBenchmark [--size BYTES[k|m|g]] [--repeat N] [--out FILE.csv]";
     static final String[] CSV_COLUMNS = {"case", "size", "median_gbps", "min_gbps", "max_gbps", "repeats"};
 
     private CopyBenchmark() {
@@ -64,41 +64,36 @@ public final class CopyBenchmark {
             }
         }
 
-        /** Parses command-line arguments. */
+        /** Parses the options of {@link Args} ({@code cuwire bench copy --help}). */
         public static Options parse(String... args) {
-            long size = DEFAULT_SIZE;
-            int repeat = DEFAULT_REPEAT;
-            Path out = null;
-            for (int i = 0; i < args.length; i++) {
-                String arg = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("missing value after " + arg + "; " + USAGE);
-                }
-                String value = args[++i];
-                switch (arg) {
-                    case "--size" -> size = parseBytes(value);
-                    case "--repeat" -> repeat = parseInt("--repeat", value);
-                    case "--out" -> out = Path.of(value);
-                    default -> throw new IllegalArgumentException("unknown argument " + arg + "; " + USAGE);
-                }
-            }
+            return Cli.parse(new Args(), args).options();
+        }
+    }
+
+    /** The options of {@code cuwire bench copy} ({@code bin/bench-copy}), declared to picocli. */
+    public static final class Args {
+        /** The options at their defaults, for picocli to fill. */
+        public Args() {
+        }
+
+        @Option(names = "--size", paramLabel = "SIZE", converter = Cli.SizeConverter.class, defaultValue = "1GiB",
+                description = "bytes per copy (e.g. 1g, 1GiB, 64m; default: ${DEFAULT-VALUE})")
+        long size;
+
+        @Option(names = "--repeat", paramLabel = "N", defaultValue = "" + DEFAULT_REPEAT,
+                description = "timed copies per case (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        @Option(names = "--out", paramLabel = "FILE.csv", description = "a CSV of the results")
+        Path out;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range
+         */
+        public Options options() {
             return new Options(size, repeat, out);
-        }
-
-        static long parseBytes(String value) {
-            try {
-                return Sizes.parse(value);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("--size: " + e.getMessage(), e);
-            }
-        }
-
-        private static int parseInt(String name, String value) {
-            try {
-                return Integer.parseInt(value.trim());
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(name + ": '" + value + "' (expected: an integer)", e);
-            }
         }
     }
 
@@ -134,23 +129,6 @@ public final class CopyBenchmark {
             return new String[] {name, Long.toString(size), Table.num(medianGbps, 3), Table.num(minGbps, 3),
                 Table.num(maxGbps, 3), Integer.toString(repeats)};
         }
-    }
-
-    public static void main(String[] args) {
-        Options options;
-        try {
-            options = Options.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
-            System.exit(2);
-            return;
-        }
-        if (!Cuda.isAvailable()) {
-            System.err.println("CopyBenchmark needs a CUDA device: " + Cuda.unavailableReason());
-            System.exit(1);
-            return;
-        }
-        run(options, System.out);
     }
 
     /** Runs every case that the visible GPUs allow, printing a line for each; writes the CSV if asked. */

@@ -1,5 +1,7 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Cli;
+import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.memory.BufferAllocator;
@@ -40,6 +42,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--neighbors K]
@@ -47,8 +50,9 @@ import java.util.stream.Collectors;
  * [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend, the median fit and
  * predict time on the same synthetic data and whether the fitted model matches the reference, one line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
- * With {@code --out DIR} it also writes {@code DIR/estimators.md} (the backends side by side, with the CPU-to-device
- * time ratio) and {@code DIR/estimators.csv} (one row per line above).
+ * With {@code --out DIR} it also records the run ({@link Results#record}) in {@code DIR/estimators-<machine>.md} (the
+ * backends side by side, with the CPU-to-device time ratio) and {@code DIR/estimators-<machine>.csv} (one row per line
+ * above).
  *
  * <h2>Backends</h2>
  * {@code device} is device 0 ({@link Devices#get}): a GPU where one is present (the CUDA backend, printed
@@ -59,13 +63,13 @@ import java.util.stream.Collectors;
  *
  * <h2>scikit-learn beside it</h2>
  * With {@code --peer sklearn} the bench writes its data sets to a temporary directory and runs scikit-learn on them in
- * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default
- * {@code python3}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code tol},
- * {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO peer=sklearn
- * ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=... n_iter=...}); the
- * table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both iteration
- * counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults). Without
- * Python or scikit-learn the peer is skipped, with the reason printed and written.
+ * the same run ({@code sklearn_peer.py}, a resource of this package, with {@code --python}, default {@link
+ * SklearnForests#python()}), with the same settings ({@code n_jobs=-1} wherever an estimator takes it; equal {@code
+ * tol}, {@code max_iter}, {@code n_init} and start; the same predict calls), and prints its lines ({@code INFO
+ * peer=sklearn ...} with the versions, threads and BLAS; {@code PEER estimator=... fit_ms=... predict_ms=...
+ * n_iter=...}); the table files get a section with cuwire's CPU backend beside scikit-learn, their time ratios and both
+ * iteration counts. Forests are left out (their bench grows fewer, shallower trees than scikit-learn's defaults).
+ * Without Python or scikit-learn the peer is skipped, with the reason printed and written.
  *
  * <h2>What "matches the reference" means</h2>
  * scikit-learn is not at hand at arbitrary sizes, so the reference is the same estimator fitted on the same
@@ -115,17 +119,7 @@ public final class EstimatorBench {
         /** Device 0, which must be a CUDA device. */
         CUDA,
         /** The CPU backend on host memory. */
-        CPU;
-
-        static Backend parse(String name) {
-            for (Backend b : values()) {
-                if (b.name().toLowerCase(Locale.ROOT).equals(name)) {
-                    return b;
-                }
-            }
-            throw new IllegalArgumentException("--backends: unknown backend '" + name + "' (expected: device, cuda "
-                    + "or cpu)");
-        }
+        CPU
     }
 
     /**
@@ -178,41 +172,89 @@ public final class EstimatorBench {
             }
         }
 
-        /**
-         * Parses {@code --rows N --cols D --repeat R --backends B,B --neighbors K --estimators E,E --peer sklearn
-         * --python PATH --out DIR --forest-rows N --forest-trees T --forest-depth D --forest-peer sklearn}; defaults
-         * 100000 x 32, 3 runs, backends {@code device,cpu}, 5 neighbors, every estimator, no peer ({@code python3}
-         * for one), no files, forests of {@value #TREES} trees of depth {@value #DEPTH} on {@value #FOREST_ROWS} rows
-         * at most, no forest peer.
-         */
+        /** Parses the options of {@link Args} ({@code cuwire bench estimators --help}). */
         public static Options parse(String... args) {
-            Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --repeat R, --backends device,cpu, "
-                    + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR, "
-                    + "--forest-rows N, --forest-trees T, --forest-depth D, --forest-peer sklearn", "--rows",
-                    "--cols", "--repeat", "--backends", "--neighbors", "--estimators", "--peer", "--python", "--out",
-                    "--forest-rows", "--forest-trees", "--forest-depth", "--forest-peer");
-            long rows = BenchArgs.longOption(o, "--rows", 100_000);
-            int cols = BenchArgs.intOption(o, "--cols", 32);
-            int repeat = BenchArgs.intOption(o, "--repeat", 3);
-            List<Backend> backends = Arrays.stream(o.getOrDefault("--backends", "device,cpu").split(",", -1))
-                    .map(String::strip).map(Backend::parse).toList();
-            int neighbors = BenchArgs.intOption(o, "--neighbors", 5);
-            List<String> estimators = o.containsKey("--estimators") ? Arrays.stream(o.get("--estimators")
-                    .split(",", -1)).map(String::strip).toList() : List.of();
-            Path out = o.containsKey("--out") ? Path.of(o.get("--out")) : null;
-            String peer = o.get("--peer");
-            if (peer != null && !peer.equals("sklearn")) {
-                throw new IllegalArgumentException("--peer " + peer + " (expected: sklearn)");
-            }
-            String forestPeer = o.getOrDefault("--forest-peer", "none");
-            if (!forestPeer.equals("none") && !forestPeer.equals("sklearn")) {
-                throw new IllegalArgumentException("--forest-peer " + forestPeer + " (expected: sklearn or none)");
-            }
-            Forests forests = new Forests(BenchArgs.intOption(o, "--forest-rows", FOREST_ROWS),
-                    BenchArgs.intOption(o, "--forest-trees", TREES), BenchArgs.intOption(o, "--forest-depth", DEPTH),
-                    forestPeer.equals("sklearn"));
-            return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer != null,
-                    o.getOrDefault("--python", "python3"), forests);
+            return Cli.parse(new Args(), args).options();
+        }
+    }
+
+    /** A peer library that runs beside the bench on the same data. */
+    public enum Peer {
+        /** None. */
+        NONE,
+        /** scikit-learn, through the Python of {@code --python}. */
+        SKLEARN
+    }
+
+    /** The options of {@code cuwire bench estimators}, declared to picocli (the command mixes them in). */
+    public static final class Args {
+        /** The options at their defaults, for picocli to fill. */
+        public Args() {
+        }
+
+        @Option(names = "--rows", paramLabel = "N", defaultValue = "100000",
+                description = "samples of each synthetic data set (default: ${DEFAULT-VALUE})")
+        long rows;
+
+        @Option(names = "--cols", paramLabel = "D", defaultValue = "32", description = "features (default: "
+                + "${DEFAULT-VALUE})")
+        int cols;
+
+        @Option(names = "--repeat", paramLabel = "R", defaultValue = "3",
+                description = "runs per measured time, the median reported (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        @Option(names = "--backends", split = ",", paramLabel = "B", defaultValue = "device,cpu",
+                description = "where to run, in order: device (device 0, whatever it is), cuda (device 0, which must "
+                        + "be CUDA), cpu; at most one of device and cuda (default: ${DEFAULT-VALUE})")
+        List<Backend> backends;
+
+        @Option(names = "--neighbors", paramLabel = "K", defaultValue = "5",
+                description = "the k of NearestNeighbors and KNeighborsClassifier (default: ${DEFAULT-VALUE})")
+        int neighbors;
+
+        @Option(names = "--estimators", split = ",", paramLabel = "NAME",
+                description = "the estimators to run, by class name (default: every one)")
+        List<String> estimators = List.of();
+
+        @Option(names = "--peer", paramLabel = "sklearn", defaultValue = "none",
+                description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
+                        + "${DEFAULT-VALUE})")
+        Peer peer;
+
+        @Option(names = "--python", paramLabel = "PATH", description = "the Python that runs scikit-learn "
+                + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
+        String python;
+
+        @Option(names = "--out", paramLabel = "DIR",
+                description = "where the run is recorded, estimators-<machine>.md and .csv (default: nowhere)")
+        Path out;
+
+        @Option(names = "--forest-rows", paramLabel = "N", defaultValue = "" + FOREST_ROWS,
+                description = "the most rows a forest is grown on (default: ${DEFAULT-VALUE})")
+        int forestRows;
+
+        @Option(names = "--forest-trees", paramLabel = "T", defaultValue = "" + TREES,
+                description = "trees per forest (default: ${DEFAULT-VALUE})")
+        int forestTrees;
+
+        @Option(names = "--forest-depth", paramLabel = "D", defaultValue = "" + DEPTH,
+                description = "the deepest a tree grows (default: ${DEFAULT-VALUE})")
+        int forestDepth;
+
+        @Option(names = "--forest-peer", paramLabel = "sklearn", defaultValue = "none",
+                description = "scikit-learn's forests beside them: sklearn or none (default: ${DEFAULT-VALUE})")
+        Peer forestPeer;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range
+         */
+        public Options options() {
+            return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer == Peer.SKLEARN,
+                    python != null ? python : SklearnForests.python(),
+                    new Forests(forestRows, forestTrees, forestDepth, forestPeer == Peer.SKLEARN));
         }
     }
 
@@ -420,7 +462,7 @@ public final class EstimatorBench {
     // ---------------------------------------------------------------- tables
 
     /**
-     * Writes {@code estimators.csv} (one row per result) and {@code estimators.md} (backends side by side, and
+     * Records {@code estimators-<machine>.csv} (one row per result) and {@code .md} (backends side by side, and
      * cuwire's CPU backend beside scikit-learn when {@code peer} is not {@code null}).
      */
     static void writeTables(Path dir, String settings, List<Result> results, SklearnPeer.Outcome peer,
@@ -469,13 +511,8 @@ public final class EstimatorBench {
         if (peer != null) {
             peerTable(md, results, peer, iterations);
         }
-        try {
-            Files.createDirectories(dir);
-            Files.writeString(dir.resolve("estimators.csv"), csv.csv());
-            Files.writeString(dir.resolve("estimators.md"), md);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write the tables to " + dir + ": " + e.getMessage(), e);
-        }
+        Results.record(dir, "estimators", "`cuwire bench estimators` on " + Results.machine(), Results.now(),
+                md.toString(), csv.csv());
     }
 
     /** The section with the CPU backend beside scikit-learn. */

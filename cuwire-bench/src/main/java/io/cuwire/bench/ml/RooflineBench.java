@@ -1,5 +1,6 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Cli;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
@@ -16,11 +17,11 @@ import io.cuwire.ml.linear.LinearRegression;
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire bench roofline [--rows N] [--cols D] [--clusters K] [--fit-rows N] [--repeat R]}: how close the
@@ -111,19 +112,45 @@ public final class RooflineBench {
             }
         }
 
-        /**
-         * Parses {@code --rows N --cols D --clusters K --fit-rows N --repeat R}; defaults 10,000,000 x 64, 8 clusters
-         * fitted on at most 1,000,000 rows, 10 runs.
-         */
+        /** Parses the options of {@link Args} ({@code cuwire bench roofline --help}). */
         public static Options parse(String... args) {
-            Map<String, String> o = BenchArgs.options(args, "--rows N, --cols D, --clusters K, --fit-rows N, "
-                    + "--repeat R", "--rows", "--cols", "--clusters", "--fit-rows", "--repeat");
-            long rows = BenchArgs.longOption(o, "--rows", 10_000_000);
-            int cols = BenchArgs.intOption(o, "--cols", 64);
-            int clusters = BenchArgs.intOption(o, "--clusters", 8);
-            long fitRows = BenchArgs.longOption(o, "--fit-rows", -1);
-            int repeat = BenchArgs.intOption(o, "--repeat", 10);
-            return new Options(rows, cols, clusters, fitRows < 0 ? Math.min(rows, FIT_ROWS) : fitRows, repeat);
+            return Cli.parse(new Args(), args).options();
+        }
+    }
+
+    /** The options of {@code cuwire bench roofline}, declared to picocli (the command mixes them in). */
+    public static final class Args {
+        /** The options at their defaults, for picocli to fill. */
+        public Args() {
+        }
+
+        @Option(names = "--rows", paramLabel = "N", defaultValue = "10000000",
+                description = "rows of X (default: ${DEFAULT-VALUE})")
+        long rows;
+
+        @Option(names = "--cols", paramLabel = "D", defaultValue = "64",
+                description = "columns of X (default: ${DEFAULT-VALUE})")
+        int cols;
+
+        @Option(names = "--clusters", paramLabel = "K", defaultValue = "8",
+                description = "KMeans clusters, and blobs in the data (default: ${DEFAULT-VALUE})")
+        int clusters;
+
+        @Option(names = "--fit-rows", paramLabel = "N",
+                description = "rows KMeans is fitted on (default: the rows, at most " + FIT_ROWS + ")")
+        Long fitRows;
+
+        @Option(names = "--repeat", paramLabel = "R", defaultValue = "10",
+                description = "timed runs of each measurement, the median reported (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range
+         */
+        public Options options() {
+            return new Options(rows, cols, clusters, fitRows == null ? Math.min(rows, FIT_ROWS) : fitRows, repeat);
         }
     }
 

@@ -21,8 +21,7 @@ import java.util.regex.Pattern;
 /**
  * scikit-learn's {@code RandomForestClassifier} / {@code RandomForestRegressor} on cuwire's data, in a Python child
  * process ({@code sklearn_forest.py}, a resource beside this class), for the forest rows of {@code bench estimators}
- * and the quality tests. The interpreter is {@code /usr/bin/python3} (Debian's, where {@code python3-sklearn}
- * installs), or the system property {@value #PYTHON_PROPERTY}. This is forest-specific on purpose: it times only
+ * and the quality tests. The interpreter: {@link #python()}. This is forest-specific on purpose: it times only
  * forests, with the bench's trees, depth and features per split.
  */
 public final class SklearnForests {
@@ -39,27 +38,52 @@ public final class SklearnForests {
     public record Run(String version, double fitMs, double predictMs, double score) {
     }
 
-    /** The interpreter used. */
+    /** The interpreters tried, in order, when {@value #PYTHON_PROPERTY} is not set. */
+    private static final List<String> CANDIDATES = List.of("python3", "/usr/bin/python3");
+    /** The interpreter found, once looked for. */
+    private static volatile String found;
+
+    /**
+     * The interpreter used: {@value #PYTHON_PROPERTY} when set, else the first of {@code python3} on the path and
+     * {@code /usr/bin/python3} that imports scikit-learn and NumPy (a {@code python3} of pyenv or a virtual
+     * environment first on the path may have none, while Debian's {@code python3-sklearn} installs for
+     * {@code /usr/bin/python3}; elsewhere only the path's may have it), else {@code python3}. The one default of every
+     * scikit-learn peer of the benchmarks.
+     */
     public static String python() {
-        return System.getProperty(PYTHON_PROPERTY, "/usr/bin/python3");
+        String given = System.getProperty(PYTHON_PROPERTY);
+        if (given != null && !given.isBlank()) {
+            return given.strip();
+        }
+        String f = found;
+        if (f == null) {
+            f = CANDIDATES.stream().filter(c -> unavailable(c).isEmpty()).findFirst().orElse(CANDIDATES.get(0));
+            found = f;
+        }
+        return f;
     }
 
     /** Why scikit-learn cannot be run here, or empty when it can. */
     public static Optional<String> unavailable() {
+        return unavailable(python());
+    }
+
+    /** Why {@code python} cannot run scikit-learn, or empty when it can. */
+    private static Optional<String> unavailable(String python) {
         try {
-            Process p = new ProcessBuilder(python(), "-c", "import sklearn, numpy").redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(python, "-c", "import sklearn, numpy").redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             if (!p.waitFor(60, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                return Optional.of(python() + " did not import scikit-learn within 60 s");
+                return Optional.of(python + " did not import scikit-learn within 60 s");
             }
-            return p.exitValue() == 0 ? Optional.empty() : Optional.of(python() + " cannot import scikit-learn: "
+            return p.exitValue() == 0 ? Optional.empty() : Optional.of(python + " cannot import scikit-learn: "
                     + out.lines().reduce((a, b) -> b).orElse("exit " + p.exitValue()));
         } catch (IOException e) {
-            return Optional.of("cannot start " + python() + ": " + e.getMessage());
+            return Optional.of("cannot start " + python + ": " + e.getMessage());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return Optional.of("interrupted while starting " + python());
+            return Optional.of("interrupted while starting " + python);
         }
     }
 

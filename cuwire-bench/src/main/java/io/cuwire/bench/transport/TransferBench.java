@@ -1,6 +1,8 @@
 package io.cuwire.bench.transport;
 
 import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.Cli;
+import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Secrets;
 import io.cuwire.bench.harness.Sizes;
 import io.cuwire.bench.harness.Stats;
@@ -52,8 +54,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -62,6 +62,8 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
 
 /**
  * {@code cuwire bench transfer}: a model moved from one process to another, per transport, family and size.
@@ -142,64 +144,85 @@ public final class TransferBench {
      */
     public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, int warmup,
             Path out, int arrays, long arrayBytes) {
-        /**
-         * Parses {@code --transports a,b --families a,b --sizes 1KiB,1MiB --repeat N --warmup N --out DIR
-         * --arrays N --array-bytes S}.
-         */
+        /** Parses the options of {@link Args} ({@code cuwire bench transfer --help}). */
         public static Options parse(String... args) {
-            List<String> transports = List.of("inproc", "tcp", "ucx", "ipc");
-            List<Family> families = List.of(Family.CUDA, Family.HOST, Family.JAVA);
-            List<Long> sizes = List.of(1L << 10, 1L << 20, 64L << 20, 1L << 30);
-            int repeat = 10;
-            int warmup = DEFAULT_WARMUP;
-            Path out = Path.of("bench", "results");
-            int arrays = 0;
-            long arrayBytes = 100 << 10;
-            for (int i = 0; i < args.length; i++) {
-                String flag = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException(flag + " needs a value");
-                }
-                String v = args[++i];
-                switch (flag) {
-                    case "--transports" -> {
-                        transports = List.of(v.split(","));
-                        for (String t : transports) {
-                            if (!List.of("inproc", "tcp", "tls", "ucx", "ipc").contains(t)) {
-                                throw new IllegalArgumentException("unknown transport '" + t
-                                        + "' (expected: inproc, tcp, tls, ucx, ipc)");
-                            }
-                        }
-                    }
-                    case "--families" -> {
-                        List<Family> fs = new ArrayList<>();
-                        for (String f : v.split(",")) {
-                            fs.add(switch (f) {
-                                case "cuda" -> Family.CUDA;
-                                case "host" -> Family.HOST;
-                                case "java" -> Family.JAVA;
-                                default -> throw new IllegalArgumentException("unknown family '" + f
-                                        + "' (expected: cuda, host, java)");
-                            });
-                        }
-                        families = fs;
-                    }
-                    case "--sizes" -> {
-                        List<Long> ss = new ArrayList<>();
-                        for (String s : v.split(",")) {
-                            ss.add(parseSize(s));
-                        }
-                        sizes = ss;
-                    }
-                    case "--repeat" -> repeat = atLeast(flag, v, 1);
-                    case "--warmup" -> warmup = atLeast(flag, v, 0);
-                    case "--out" -> out = Path.of(v);
-                    case "--arrays" -> arrays = atLeast(flag, v, 0);
-                    case "--array-bytes" -> arrayBytes = parseSize(v);
-                    default -> throw new IllegalArgumentException("unknown option " + flag);
-                }
+            return Cli.parse(new Args(), args).options();
+        }
+    }
+
+    /** The options of {@code cuwire bench transfer}, declared to picocli (the command mixes them in). */
+    public static final class Args {
+        /** The options at their defaults, for picocli to fill. */
+        public Args() {
+        }
+
+        @Option(names = "--transports", split = ",", paramLabel = "T", converter = TransportName.class,
+                defaultValue = "inproc,tcp,ucx,ipc",
+                description = "inproc, tcp, tls (TCP inside TLS), ucx, ipc (default: ${DEFAULT-VALUE})")
+        List<String> transports;
+
+        @Option(names = "--families", split = ",", paramLabel = "F", converter = Cli.FamilyConverter.class,
+                defaultValue = "cuda,host,java", description = "serializer families (default: cuda,host,java)")
+        List<Family> families;
+
+        @Option(names = "--sizes", split = ",", paramLabel = "SIZE", converter = ModelSize.class,
+                defaultValue = "1KiB,1MiB,64MiB,1GiB",
+                description = "the model's array bytes per case, multiples of 8 (default: ${DEFAULT-VALUE})")
+        List<Long> sizes;
+
+        @Option(names = "--repeat", paramLabel = "N", defaultValue = "10",
+                description = "timed transfers per case after the cold one (default: ${DEFAULT-VALUE})")
+        int repeat;
+
+        @Option(names = "--warmup", paramLabel = "N", defaultValue = "" + DEFAULT_WARMUP,
+                description = "untimed 1 KiB transfers per transport and family first (default: ${DEFAULT-VALUE})")
+        int warmup;
+
+        @Option(names = "--out", paramLabel = "DIR", defaultValue = "bench/results",
+                description = "where the run is recorded, transfer-<machine>.md and .csv (default: ${DEFAULT-VALUE})")
+        Path out;
+
+        @Option(names = "--arrays", paramLabel = "N", defaultValue = "0",
+                description = "adds the many-frames case per transport: a model of N arrays (default: 0, none)")
+        int arrays;
+
+        @Option(names = "--array-bytes", paramLabel = "SIZE", converter = ModelSize.class, defaultValue = "100KiB",
+                description = "bytes of each array of the many-frames case (default: ${DEFAULT-VALUE})")
+        long arrayBytes;
+
+        /**
+         * The typed options.
+         *
+         * @throws IllegalArgumentException naming the option whose value is out of range
+         */
+        public Options options() {
+            return new Options(List.copyOf(transports), List.copyOf(families), List.copyOf(sizes),
+                    Cli.atLeast("--repeat", repeat, 1), Cli.atLeast("--warmup", warmup, 0), out,
+                    Cli.atLeast("--arrays", arrays, 0), arrayBytes);
+        }
+    }
+
+    /** A transport of {@code --transports}. */
+    static final class TransportName implements CommandLine.ITypeConverter<String> {
+        @Override
+        public String convert(String t) {
+            if (!List.of("inproc", "tcp", "tls", "ucx", "ipc").contains(t)) {
+                throw new CommandLine.TypeConversionException("unknown transport '" + t
+                        + "' (expected: inproc, tcp, tls, ucx, ipc)");
             }
-            return new Options(transports, families, sizes, repeat, warmup, out, arrays, arrayBytes);
+            return t;
+        }
+    }
+
+    /** A size of {@code --sizes}: {@link #parseSize}. */
+    static final class ModelSize implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String s) {
+            try {
+                return parseSize(s);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
         }
     }
 
@@ -713,9 +736,6 @@ public final class TransferBench {
     }
 
     private static Path writeCsv(Path dir, List<Result> results, List<String> extra) throws IOException {
-        Files.createDirectories(dir);
-        Path csv = dir.resolve("transfer-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern(
-                "yyyyMMdd-HHmmss")) + ".csv");
         Table t = new Table("transport", "family", "size", "median_ms", "gbps", "d2h_bytes", "h2d_bytes", "vs_raw",
                 "ceiling", "raw_ms", "cold_ms", "checked");
         for (Result r : results) {
@@ -725,11 +745,13 @@ public final class TransferBench {
                     none ? "" : Table.num(r.ceiling().medianMs(), 4), Table.num(r.coldMs(), 3), r.checked());
         }
         StringBuilder b = new StringBuilder(t.csv());
+        StringBuilder m = new StringBuilder(t.markdown());
         for (String e : extra) {
             b.append("# ").append(e).append('\n');
+            m.append("\n- `").append(e).append('`');
         }
-        Files.writeString(csv, b.toString(), StandardCharsets.UTF_8);
-        return csv;
+        return Results.record(dir, "transfer", "`cuwire bench transfer` on " + Results.machine(), Results.now(),
+                m.toString(), b.toString());
     }
 
     // ---------------------------------------------------------------- both sides

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.bench.harness.Results;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -37,10 +38,10 @@ class EstimatorBenchTest {
             assertTrue(lines[i].matches("RESULT estimator=\\w+ backend=" + backend + " fit_ms=[0-9.]+ "
                     + "predict_ms=[0-9.]+ rows=300 matches_reference=true"), lines[i]);
         }
-        List<String> csv = Files.readAllLines(dir.resolve("estimators.csv"));
+        List<String> csv = Files.readAllLines(dir.resolve("estimators-" + Results.machine() + ".csv"));
         assertEquals("estimator,backend,rows,fit_ms,predict_ms,matches_reference", csv.getFirst());
         assertEquals(21, csv.size());
-        List<String> md = Files.readAllLines(dir.resolve("estimators.md"));
+        List<String> md = Files.readAllLines(dir.resolve("estimators-" + Results.machine() + ".md"));
         assertTrue(md.stream().anyMatch(l -> l.startsWith("| estimator | rows | cpu fit | cpu predict | ")),
                 md.toString());
         assertTrue(md.stream().anyMatch(l -> l.startsWith("| RandomForestRegressor | 300 | ") && l.endsWith(" true |")),
@@ -51,7 +52,7 @@ class EstimatorBenchTest {
     void peerShouldBeSkippedWithTheReasonWhenThereIsNoPython(@TempDir Path dir) throws IOException {
         String out = run(dir, "/nonexistent/python3", "Ridge");
         assertTrue(out.contains("INFO peer=sklearn skipped: cannot start /nonexistent/python3 ("), out);
-        String md = Files.readString(dir.resolve("estimators.md"));
+        String md = Files.readString(dir.resolve("estimators-" + Results.machine() + ".md"));
         assertTrue(md.contains("scikit-learn did not run: cannot start /nonexistent/python3 ("), md);
     }
 
@@ -66,7 +67,7 @@ class EstimatorBenchTest {
             assertTrue(out.matches("(?s).*\nPEER estimator=" + e + " fit_ms=[0-9.]+ predict_ms=[0-9.]+ .*"), out);
         }
         assertTrue(!out.contains("PEER estimator=RandomForest"), out);
-        String md = Files.readString(dir.resolve("estimators.md"));
+        String md = Files.readString(dir.resolve("estimators-" + Results.machine() + ".md"));
         assertTrue(md.matches("(?s).*\\| KMeans \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| "
                 + "[0-9.]+ \\| \\d+ / \\d+ \\| n_clusters=8,init=given,n_init=1,tol=0,max_iter=100,.*"), md);
     }
@@ -79,8 +80,9 @@ class EstimatorBenchTest {
         assertEquals("peer line without predict_ms: PEER estimator=KMeans fit_ms=1.5",
                 assertThrows(IllegalArgumentException.class,
                         () -> SklearnPeer.parse("PEER estimator=KMeans fit_ms=1.5")).getMessage());
-        assertEquals("--peer torch (expected: sklearn)", assertThrows(IllegalArgumentException.class,
-                () -> EstimatorBench.Options.parse("--peer", "torch")).getMessage());
+        assertEquals("Invalid value for option '--peer': expected one of [NONE, SKLEARN] (case-insensitive) but was "
+                + "'torch'", assertThrows(IllegalArgumentException.class,
+                        () -> EstimatorBench.Options.parse("--peer", "torch")).getMessage());
     }
 
     private static String run(Path dir, String python, String estimators) {
@@ -140,18 +142,18 @@ class EstimatorBenchTest {
 
     @Test
     void shouldRefuseUnknownOptionsAndBadSizes() {
-        assertEquals("unknown option '--size' (expected: --rows N, --cols D, --repeat R, --backends device,cpu, "
-                + "--neighbors K, --estimators NAME,NAME, --peer sklearn, --python PATH, --out DIR, "
-                + "--forest-rows N, --forest-trees T, --forest-depth D, --forest-peer sklearn)",
-                assertThrows(IllegalArgumentException.class,
+        assertEquals("Unknown options: '--size', '4'", assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--size", "4")).getMessage());
         assertEquals("--rows 2 (expected: 8 .. 2147483647)", assertThrows(IllegalArgumentException.class,
                 () -> EstimatorBench.Options.parse("--rows", "2")).getMessage());
-        assertEquals("--rows x is not a number", assertThrows(IllegalArgumentException.class,
-                () -> EstimatorBench.Options.parse("--rows", "x")).getMessage());
-        assertEquals("--backends: unknown backend 'tpu' (expected: device, cuda or cpu)",
+        assertEquals("Invalid value for option '--rows': 'x' is not a long",
                 assertThrows(IllegalArgumentException.class,
-                        () -> EstimatorBench.Options.parse("--backends", "cpu,tpu")).getMessage());
+                        () -> EstimatorBench.Options.parse("--rows", "x")).getMessage());
+        String backend = assertThrows(IllegalArgumentException.class,
+                () -> EstimatorBench.Options.parse("--backends", "cpu,tpu")).getMessage();
+        assertTrue(backend.startsWith("Invalid value for option '--backends'")
+                && backend.endsWith("expected one of [DEVICE, CUDA, CPU] (case-insensitive) but was 'tpu'"),
+                backend);
         assertEquals("--backends [device, cuda] (expected: one or more of device or cuda, and cpu, each once)",
                 assertThrows(IllegalArgumentException.class,
                         () -> EstimatorBench.Options.parse("--backends", "device,cuda")).getMessage());
@@ -163,8 +165,9 @@ class EstimatorBenchTest {
                 "1000000", "--forest-trees", "100", "--forest-depth", "12", "--forest-peer", "sklearn");
         assertEquals(new EstimatorBench.Forests(1_000_000, 100, 12, true), o.forests());
         assertEquals(new EstimatorBench.Forests(50_000, 8, 10, false), EstimatorBench.Options.parse().forests());
-        assertEquals("--forest-peer cuml (expected: sklearn or none)", assertThrows(IllegalArgumentException.class,
-                () -> EstimatorBench.Options.parse("--forest-peer", "cuml")).getMessage());
+        assertEquals("Invalid value for option '--forest-peer': expected one of [NONE, SKLEARN] (case-insensitive) "
+                + "but was 'cuml'", assertThrows(IllegalArgumentException.class,
+                        () -> EstimatorBench.Options.parse("--forest-peer", "cuml")).getMessage());
         assertEquals("--forest-rows 1000, --forest-trees 0, --forest-depth 10 (expected: each >= 1)",
                 assertThrows(IllegalArgumentException.class, () -> EstimatorBench.Options.parse("--forest-rows",
                         "1000", "--forest-trees", "0")).getMessage());

@@ -27,6 +27,8 @@ import org.junit.jupiter.api.Test;
  * trees, depth and features per split, the held-out accuracy / R² averaged over 3 seeds is within 0.01 of
  * scikit-learn's (issue 23). The data is made here with a fixed seed: 8,000 training and 8,000 held-out rows of 8
  * gaussian features; the classes cut a non-linear function with an interaction, the regressor's target is additive.
+ * The forests grow on the backend of the arrays' memory: the CPU backend here ({@link #memory}), the CUDA one in
+ * {@link CudaForestQualityTest}.
  */
 class ForestQualityTest {
     private static final int TRAIN = 8000;
@@ -43,6 +45,9 @@ class ForestQualityTest {
     private static double[] labels;
 
     private BufferAllocator<HostBuffer> host;
+    /** Where the data lives, and so which backend fits: {@link #host} here. */
+    private BufferAllocator<?> mem;
+    private String sklearnVersion = "?";
 
     @BeforeAll
     static void data() {
@@ -68,10 +73,25 @@ class ForestQualityTest {
         Optional<String> why = SklearnForests.unavailable();
         Assumptions.assumeTrue(why.isEmpty(), () -> "scikit-learn not available: " + why.orElseThrow());
         host = MlTesting.host("forest-quality");
+        mem = memory(host);
+    }
+
+    /** The memory the data is put in (its backend grows the forests), given the test's host allocator. */
+    BufferAllocator<?> memory(BufferAllocator<HostBuffer> hostMemory) {
+        return hostMemory;
+    }
+
+    /** What the forests were grown by, for the printed line. */
+    String grower() {
+        return "cuwire CPU backend";
     }
 
     @AfterEach
     void close() {
+        if (mem != null && mem != host) {
+            assertEquals(0, mem.allocatedBytes(), "device allocator balance after closing everything");
+            mem.close();
+        }
         if (host != null) {
             assertEquals(0, host.allocatedBytes(), "allocator balance after closing everything");
             host.close();
@@ -80,12 +100,12 @@ class ForestQualityTest {
 
     private NdArray rows(double[] v, int from, int to, int cols) {
         double[] part = Arrays.copyOfRange(v, from * cols, to * cols);
-        return cols == 1 ? MlTesting.array(host, DType.FLOAT64, part, to - from)
-                : MlTesting.array(host, DType.FLOAT64, part, to - from, cols);
+        return cols == 1 ? MlTesting.array(mem, DType.FLOAT64, part, to - from)
+                : MlTesting.array(mem, DType.FLOAT64, part, to - from, cols);
     }
 
     private NdArray labelRows(int from, int to) {
-        return MlTesting.labels(host, Arrays.stream(labels, from, to).mapToInt(v -> (int) v).toArray());
+        return MlTesting.labels(mem, Arrays.stream(labels, from, to).mapToInt(v -> (int) v).toArray());
     }
 
     @Test
@@ -100,7 +120,7 @@ class ForestQualityTest {
                     ours += Metrics.accuracy(yv, p) / SEEDS.length;
                 }
 
-                theirs += SklearnForests.run(true, x, ROWS, COLS, labels, TRAIN, TREES, DEPTH, 0, seed, 1).score()
+                theirs += sklearn(SklearnForests.run(true, x, ROWS, COLS, labels, TRAIN, TREES, DEPTH, 0, seed, 1))
                         / SEEDS.length;
             }
         }
@@ -119,18 +139,24 @@ class ForestQualityTest {
                     ours += Metrics.r2(yv, p) / SEEDS.length;
                 }
 
-                theirs += SklearnForests.run(false, x, ROWS, COLS, values, TRAIN, TREES, DEPTH, 1.0, seed, 1)
-                        .score() / SEEDS.length;
+                theirs += sklearn(SklearnForests.run(false, x, ROWS, COLS, values, TRAIN, TREES, DEPTH, 1.0, seed,
+                        1)) / SEEDS.length;
             }
         }
         assertWithin("R²", ours, theirs);
     }
 
-    private static void assertWithin(String what, double ours, double theirs) {
-        String line = String.format(Locale.ROOT, "held-out %s, mean of %d seeds: cuwire (histogram splits) %.4f, "
-                + "scikit-learn %.4f, difference %+.4f (band %.2f)", what, SEEDS.length, ours, theirs,
-                ours - theirs, BAND);
-        System.out.println("[cuwire] ForestQualityTest " + line);
+    /** The held-out score of scikit-learn's run, noting its version. */
+    private double sklearn(SklearnForests.Run run) {
+        sklearnVersion = run.version();
+        return run.score();
+    }
+
+    private void assertWithin(String what, double ours, double theirs) {
+        String line = String.format(Locale.ROOT, "held-out %s, mean of %d seeds: %s (histogram splits) %.4f, "
+                + "scikit-learn %s %.4f, difference %+.4f (band %.2f)", what, SEEDS.length, grower(), ours,
+                sklearnVersion, theirs, ours - theirs, BAND);
+        System.out.println("[cuwire] " + getClass().getSimpleName() + " " + line);
         assertTrue(Math.abs(ours - theirs) <= BAND, line);
     }
 }

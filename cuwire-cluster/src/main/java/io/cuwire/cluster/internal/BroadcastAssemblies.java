@@ -3,7 +3,6 @@ package io.cuwire.cluster.internal;
 import io.cuwire.cluster.ClusterException;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.cluster.runtime.ModelCache;
 import io.cuwire.memory.Buffer;
@@ -31,9 +30,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 
 /**
- * The broadcasts arriving at a worker in chunks down a chain or tree of workers ({@code bcast-begin},
- * {@code bcast-chunk}, {@code bcast-abort}): each assembly's frames, its forwards to the workers below, its budget,
- * and its end in the worker's {@link ModelCache}. The other side of {@link ForwardedBroadcast}.
+ * The broadcasts arriving at a worker in chunks down a chain or tree of workers
+ * ({@link WorkerRequest.BroadcastBegin}, {@link WorkerRequest.BroadcastChunk}, {@link WorkerRequest.BroadcastAbort}):
+ * each assembly's frames, its forwards to the workers below, its budget, and its end in the worker's
+ * {@link ModelCache}. The other side of {@link ForwardedBroadcast}.
  *
  * <p>An assembly belongs to the connection it arrives on: when that connection breaks ({@link #senderGone}), the
  * assemblies still arriving on it are dropped and their memory released (once forwards of it are done), and the
@@ -163,31 +163,28 @@ final class BroadcastAssemblies {
 
     /** A worker this one forwards to, its own subtree, and whether forwarding to it broke. */
     private static final class Child {
-        final long worker;
-        final List<Object> subtree;
+        final int worker;
+        final List<WorkerRequest.Subtree> subtree;
         Endpoint endpoint;
         volatile boolean broken;
 
-        Child(long worker, List<Object> subtree) {
-            this.worker = worker;
-            this.subtree = subtree;
+        Child(WorkerRequest.Subtree tree) {
+            this.worker = tree.worker();
+            this.subtree = tree.children();
         }
     }
 
     /**
-     * {@code bcast-begin [id, version, header, children]}: {@code children} is a list of {@code [worker,
-     * children]} pairs, the tree below this worker (one child each for a chain). The begin goes on to each child at
-     * once; a child that cannot be reached is reported in this worker's acknowledgement.
+     * A begin: its children are the tree below this worker (one child each for a chain). The begin goes on to each
+     * child at once; a child that cannot be reached is reported in this worker's acknowledgement.
      */
-    void begin(Endpoint from, Request r) {
-        List<Object> a = r.args();
-        long id = (Long) a.get(0);
-        long version = (Long) a.get(1);
-        byte[] headerBytes = (byte[]) a.get(2);
+    void begin(Endpoint from, WorkerRequest.BroadcastBegin r) {
+        long id = r.model();
+        long version = r.version();
+        byte[] headerBytes = r.header();
         List<Child> children = new ArrayList<>();
-        for (Object o : (List<?>) a.get(3)) {
-            List<?> pair = (List<?>) o;
-            children.add(new Child((Long) pair.get(0), new ArrayList<>((List<?>) pair.get(1))));
+        for (WorkerRequest.Subtree t : r.children()) {
+            children.add(new Child(t));
         }
         Assembly asm;
         AssemblyKey key = new AssemblyKey(from, r.id());
@@ -212,9 +209,9 @@ final class BroadcastAssemblies {
         }
         for (Child c : children) {
             try {
-                c.endpoint = links.peer((int) c.worker);
-                c.endpoint.send(new Request(r.id(), "bcast-begin", null, List.of(id, version, headerBytes,
-                        c.subtree))).whenComplete((m, e) -> c.broken |= e != null);
+                c.endpoint = links.peer(c.worker);
+                c.endpoint.send(new WorkerRequest.BroadcastBegin(r.id(), id, version, headerBytes, c.subtree))
+                        .whenComplete((m, e) -> c.broken |= e != null);
             } catch (RuntimeException e) {
                 c.broken = true;
             }
@@ -225,18 +222,17 @@ final class BroadcastAssemblies {
     }
 
     /**
-     * {@code bcast-chunk [frame, offset, bytes]}: copied into place, then that slice of the model's own frame goes
-     * on to each child (the received chunk is freed at once, and the children see one allocation per frame).
+     * A chunk: copied into place, then that slice of the model's own frame goes on to each child (the received chunk
+     * is freed at once, and the children see one allocation per frame).
      */
-    void chunk(Endpoint from, Request r) {
-        List<Object> a = r.args();
+    void chunk(Endpoint from, WorkerRequest.BroadcastChunk r) {
         Assembly asm = assemblies.get(new AssemblyKey(from, r.id()));
-        try (NdArray chunk = (NdArray) a.get(2)) {
+        try (NdArray chunk = r.bytes()) {
             if (asm == null) {
                 return;
             }
-            int frame = ((Long) a.get(0)).intValue();
-            long offset = (Long) a.get(1);
+            int frame = r.frame();
+            long offset = r.offset();
             synchronized (asm) {
                 if (asm.done) {
                     return;
@@ -247,8 +243,8 @@ final class BroadcastAssemblies {
                     for (Child c : asm.children) {
                         if (!c.broken) {
                             NdArray slice = NdArray.view(target, offset, DType.UINT8, Order.C, chunk.byteSize());
-                            CompletableFuture<?> f = c.endpoint.send(new Request(r.id(), "bcast-chunk", null,
-                                    List.of((long) frame, offset, slice)), Family.CUDA);
+                            CompletableFuture<?> f = c.endpoint.send(new WorkerRequest.BroadcastChunk(r.id(), frame,
+                                    offset, slice), Family.CUDA);
                             asm.forwards.add(f.whenComplete((m, e) -> {
                                 slice.close();
                                 c.broken |= e != null;
@@ -280,7 +276,7 @@ final class BroadcastAssemblies {
                 }
                 finishing.add(asm.bid);
             }
-            List<Object> unreached = new ArrayList<>();
+            List<Integer> unreached = new ArrayList<>();
             for (Child c : asm.children) {
                 if (c.broken) {
                     unreached.add(c.worker);
@@ -300,15 +296,14 @@ final class BroadcastAssemblies {
     }
 
     /**
-     * {@code bcast-abort [bid, id, version, why]}: the client gave up on this worker's copy (a worker above it in the
-     * tree failed). Answers the broadcast's own id: ok if the model is already here, else failed; a begin that
-     * arrives later is dropped.
+     * An abort: the client gave up on this worker's copy (a worker above it in the tree failed). Answers the
+     * broadcast's own id: ok if the model is already here, else failed; a begin that arrives later is dropped.
      */
-    void abort(Request r) {
-        long bid = (Long) r.args().get(0);
-        long id = (Long) r.args().get(1);
-        long version = (Long) r.args().get(2);
-        String why = (String) r.args().get(3);
+    void abort(WorkerRequest.BroadcastAbort r) {
+        long bid = r.broadcast();
+        long id = r.model();
+        long version = r.version();
+        String why = r.why();
         Assembly asm = null;
         synchronized (assemblies) {
             for (AssemblyKey key : assemblies.keySet()) {

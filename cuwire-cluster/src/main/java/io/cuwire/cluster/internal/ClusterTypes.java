@@ -3,6 +3,7 @@ package io.cuwire.cluster.internal;
 import io.cuwire.cluster.ModelHandle;
 import io.cuwire.cluster.ObjectRef;
 import io.cuwire.cluster.TaskProvider;
+import io.cuwire.cluster.WorkerStats;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
@@ -28,8 +29,10 @@ public final class ClusterTypes {
 
     /** A new registry holding every type that travels in the cluster. */
     public static TypeRegistry registry() {
-        TypeRegistry r = Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())));
-        for (Class<?> type : new Class<?>[] {ObjectRef.class, ModelHandle.class}) {
+        TypeRegistry r = Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())),
+                WorkerRequest.class);
+        for (Class<?> type : new Class<?>[] {ObjectRef.class, ModelHandle.class, WorkerStats.class,
+                WorkerRequest.Subtree.class}) {
             r.registerGeneric(type, Family.CUDA, Family.HOST);
             r.register(type);
         }

@@ -2,7 +2,6 @@ package io.cuwire.cluster.internal;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.Serialized;
@@ -14,7 +13,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The client sends the whole model to each worker in turn, one {@code model [id, version, header, frames]} request:
+ * The client sends the whole model to each worker in turn, one {@link WorkerRequest.CacheModel} request:
  * the model's encoded header and its frames as they are ({@link ModelFrame}), so that the form the client serialized
  * once is what travels (device frames stay device frames). The request is serialized once too, and the same message
  * goes to every worker.
@@ -31,12 +30,12 @@ public final class EachInTurnBroadcast implements BroadcastSender {
     @Override
     public long send(long bid, long id, long version, Serialized model, List<Integer> need,
             List<CompletableFuture<Reply>> acks) {
-        List<Object> frames = new ArrayList<>(model.frames().size());
+        List<ModelFrame> frames = new ArrayList<>(model.frames().size());
         for (Frame f : model.frames()) {
             frames.add(ModelFrame.borrowed(f.buffer()));
         }
         long bytes = 0;
-        Request r = new Request(bid, "model", null, List.of(id, version, model.encodeHeader(), frames));
+        WorkerRequest r = new WorkerRequest.CacheModel(bid, id, version, model.encodeHeader(), frames);
         try (Serialized s = links.registry().serialize(r, Family.CUDA)) {
             Message message = Message.of(s);
             for (int w : need) {

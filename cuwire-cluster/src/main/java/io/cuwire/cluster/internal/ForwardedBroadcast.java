@@ -2,7 +2,6 @@ package io.cuwire.cluster.internal;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
-import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
@@ -16,9 +15,10 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The client sends the model in chunks to the first worker, which forwards each chunk as it arrives to its children,
- * and they to theirs ({@code bcast-begin}, then {@code bcast-chunk}s): a chain ({@link ChainBroadcast}) or a tree
- * ({@link TreeBroadcast}) of the workers that need it. When a worker fails, or reports a child it could not reach,
- * the workers below it are told to drop their copy ({@code bcast-abort}), so that every acknowledgement comes.
+ * and they to theirs ({@link WorkerRequest.BroadcastBegin}, then {@link WorkerRequest.BroadcastChunk}s): a chain
+ * ({@link ChainBroadcast}) or a tree ({@link TreeBroadcast}) of the workers that need it. When a worker fails, or
+ * reports a child it could not reach, the workers below it are told to drop their copy
+ * ({@link WorkerRequest.BroadcastAbort}), so that every acknowledgement comes.
  */
 public abstract sealed class ForwardedBroadcast implements BroadcastSender permits ChainBroadcast, TreeBroadcast {
     private final Links links;
@@ -42,11 +42,11 @@ public abstract sealed class ForwardedBroadcast implements BroadcastSender permi
         for (int i = 0; i < parent.length; i++) {
             int node = i;
             acks.get(i).whenComplete((r, e) -> {
-                if (e != null || !Reply.OK.equals(r.status())) {
+                if (e != null || !(r instanceof Reply.Ok ok)) {
                     abortBelow(bid, id, version, need, parent, node, "worker " + need.get(node) + " above it failed");
-                } else if (r.value() instanceof List<?> unreached) {
+                } else if (ok.value() instanceof List<?> unreached) {
                     for (Object w : unreached) {
-                        int child = w instanceof Long l ? need.indexOf(l.intValue()) : -1;
+                        int child = w instanceof Integer worker ? need.indexOf(worker) : -1;
                         if (child >= 0) {
                             abort(bid, id, version, need.get(child), "worker " + need.get(node) + " could not reach "
                                     + "it");
@@ -61,16 +61,15 @@ public abstract sealed class ForwardedBroadcast implements BroadcastSender permi
         List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
         List<NdArray> views = new ArrayList<>();
         try {
-            sends.add(first.send(new Request(bid, "bcast-begin", null, List.of(id, version, model.encodeHeader(),
-                    subtree(need, parent, 0)))));
+            sends.add(first.send(new WorkerRequest.BroadcastBegin(bid, id, version, model.encodeHeader(),
+                    subtree(need, parent, 0))));
             for (int i = 0; i < model.frames().size(); i++) {
                 Buffer b = model.frames().get(i).buffer();
                 for (long off = 0; off < b.byteSize(); off += chunkBytes) {
                     long len = Math.min(chunkBytes, b.byteSize() - off);
                     NdArray view = NdArray.view(b, off, DType.UINT8, Order.C, len);
                     views.add(view);
-                    sends.add(first.send(new Request(bid, "bcast-chunk", null, List.of((long) i, off, view)),
-                            Family.CUDA));
+                    sends.add(first.send(new WorkerRequest.BroadcastChunk(bid, i, off, view), Family.CUDA));
                 }
             }
             long bytes = 0;
@@ -91,12 +90,12 @@ public abstract sealed class ForwardedBroadcast implements BroadcastSender permi
         }
     }
 
-    /** The workers below {@code node}, as the {@code [worker, children]} pairs a worker forwards to. */
-    private static List<Object> subtree(List<Integer> need, int[] parent, int node) {
-        List<Object> children = new ArrayList<>();
+    /** The workers below {@code node}, as the subtrees a worker forwards to. */
+    private static List<WorkerRequest.Subtree> subtree(List<Integer> need, int[] parent, int node) {
+        List<WorkerRequest.Subtree> children = new ArrayList<>();
         for (int c = 0; c < parent.length; c++) {
             if (parent[c] == node) {
-                children.add(List.of((long) need.get(c), subtree(need, parent, c)));
+                children.add(new WorkerRequest.Subtree(need.get(c), subtree(need, parent, c)));
             }
         }
         return children;
@@ -114,7 +113,7 @@ public abstract sealed class ForwardedBroadcast implements BroadcastSender permi
     /** Tells {@code worker} to drop broadcast {@code bid}; it answers the broadcast's own acknowledgement. */
     private void abort(long bid, long id, long version, int worker, String why) {
         Endpoint e = links.endpoint(worker);
-        e.send(new Request(links.nextRequestId(), "bcast-abort", null, List.of(bid, id, version, why)))
+        e.send(new WorkerRequest.BroadcastAbort(links.nextRequestId(), bid, id, version, why))
                 .exceptionally(x -> {
                     e.failExpected(bid, x);
                     return null;

@@ -10,7 +10,7 @@ import io.cuwire.serialize.WireType;
 import io.cuwire.serialize.WriteContext;
 
 /**
- * One frame of a model sent whole ({@code model [id, version, header, frames]}): the buffer travels as a frame as it
+ * One frame of a model sent whole ({@link WorkerRequest.CacheModel}): the buffer travels as a frame as it
  * is (a device buffer stays a device frame), and the receiver gets the buffer the transport allocated for it, to
  * own: the worker rebuilds the model from the header and these buffers, as it does a chunked broadcast's assembly.
  * Closing it closes the buffer (on the sender, a frame of the model's serialized form, closing does nothing: see

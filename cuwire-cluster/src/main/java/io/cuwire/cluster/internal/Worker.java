@@ -10,6 +10,7 @@ import io.cuwire.cluster.ObjectRef;
 import io.cuwire.cluster.TaskContext;
 import io.cuwire.cluster.TaskRegistry;
 import io.cuwire.cluster.WorkerExit;
+import io.cuwire.cluster.WorkerStats;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.RateLimitedLog;
 import io.cuwire.cluster.rpc.Reply;
@@ -37,7 +38,7 @@ import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -79,7 +80,7 @@ import jdk.jfr.RecordingState;
  * {@link Error}: the endpoint answers the request with the typed error, then closes the connection.
  *
  * <h2>Broadcast assemblies</h2>
- * A model arriving in chunks ({@code bcast-begin}) belongs to the connection it came from: when that connection
+ * A model arriving in chunks ({@code BroadcastBegin}) belongs to the connection it came from: when that connection
  * breaks, the models still arriving on it are dropped and their memory released at once (once forwards of it to
  * other workers are done), and the client is told. The bytes allocated for arriving models and not yet filled are
  * bounded per worker by {@value #MAX_ASSEMBLY_BYTES_PROPERTY} (bytes; default: the device's total memory, so that
@@ -96,38 +97,39 @@ import jdk.jfr.RecordingState;
  * evicted model sends it again (it asks the worker first); a task given its handle meanwhile fails, saying it was
  * evicted. An allocation that fails even so names what holds the device's memory, this cache among the holders
  * ({@link io.cuwire.memory.DeviceMemoryReport}): a chunked broadcast (chain, tree) fails with that message; a model
- * sent whole ({@code model}) is allocated by the transport as it arrives, and a failure there breaks the client's
+ * sent whole ({@code CacheModel}) is allocated by the transport as it arrives, and a failure there breaks the client's
  * connection, so the worker stops and its last lines carry the message.
  *
  * <h2>Stop</h2>
- * A worker stops once, for the first of: the client's {@code shutdown} request, the client's connection breaking, or
+ * A worker stops once, for the first of: the client's {@code Shutdown} request, the client's connection breaking, or
  * a failure of its own; the reason is logged (one line naming the client and the cause) and is its exit code
  * ({@link WorkerExit}). Stopping closes the listener, every connection (the client's, the peers' that connected, those
  * to peers), waits for their readers and the running tasks to end, frees the stored values, cached models and
  * broadcasts still arriving, and then closes the allocators, whose leak report (if any) is logged and makes the exit
  * {@link WorkerExit#LEAK}. Connections refused at the handshake and peers whose messages this worker refuses are
  * logged too, each once with the peer and the reason, at most 10 lines of a kind per 10 seconds
- * ({@link RateLimitedLog}); the worker goes on serving its client. Only the client may ask for {@code shutdown}.
+ * ({@link RateLimitedLog}); the worker goes on serving its client. Only the client may ask for {@code Shutdown}.
  *
- * <h2>Operations</h2>
+ * <h2>Requests</h2>
+ * The kinds of {@link WorkerRequest}, dispatched by an exhaustive {@code switch}; every answer is a
+ * {@link Reply} record under the request's id (a chunked broadcast's, under the broadcast's id, to the client):
  * <table>
  *   <caption>Requests a worker answers</caption>
- *   <tr><td>{@code ping}</td><td>answers at once on the reader thread (heartbeat)</td></tr>
- *   <tr><td>{@code peers [addresses]}</td><td>the listening addresses of all workers, by index</td></tr>
- *   <tr><td>{@code put [value]}</td><td>stores the value; answers its {@link ObjectRef}</td></tr>
- *   <tr><td>{@code get [ref]}</td><td>answers the stored value (client gather, or a peer's fetch)</td></tr>
- *   <tr><td>{@code free [ids]}</td><td>closes and forgets stored values</td></tr>
- *   <tr><td>{@code run name args}</td><td>runs a task, stores its result, answers the ref</td></tr>
- *   <tr><td>{@code call name args}</td><td>runs a task and answers its result, storing nothing</td></tr>
- *   <tr><td>{@code model [id, version, header, frames]}, {@code model [id, version, nil]}</td><td>caches a model
- *       sent whole (its encoded header and its frames); with nil, answers whether it has it
- *       ({@code missing} if not)</td></tr>
- *   <tr><td>{@code bcast-begin}, {@code bcast-chunk}</td><td>a model arriving in chunks down a chain or tree of
+ *   <tr><td>{@code Ping}</td><td>answers at once on the reader thread (heartbeat)</td></tr>
+ *   <tr><td>{@code Peers}</td><td>the listening addresses of all workers, by index</td></tr>
+ *   <tr><td>{@code Put}</td><td>stores the value; answers its {@link ObjectRef}</td></tr>
+ *   <tr><td>{@code Get}</td><td>answers the stored value (client gather, or a peer's fetch)</td></tr>
+ *   <tr><td>{@code Free}</td><td>closes and forgets stored values</td></tr>
+ *   <tr><td>{@code Run}</td><td>runs a task, stores its result, answers the ref</td></tr>
+ *   <tr><td>{@code Call}</td><td>runs a task and answers its result, storing nothing</td></tr>
+ *   <tr><td>{@code CacheModel}, {@code HasModel}</td><td>caches a model sent whole (its encoded header and its
+ *       frames); answers whether it holds a model's version ({@code Missing} if not)</td></tr>
+ *   <tr><td>{@code BroadcastBegin}, {@code BroadcastChunk}</td><td>a model arriving in chunks down a chain or tree of
  *       workers: each chunk is copied into place and that slice forwarded to the children as it arrives; the
  *       acknowledgement names children that could not be reached</td></tr>
- *   <tr><td>{@code bcast-abort}</td><td>drops a model still arriving (a worker above failed)</td></tr>
- *   <tr><td>{@code stats}</td><td>copy counters and memory in use</td></tr>
- *   <tr><td>{@code shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
+ *   <tr><td>{@code BroadcastAbort}</td><td>drops a model still arriving (a worker above failed)</td></tr>
+ *   <tr><td>{@code Stats}</td><td>copy counters and memory in use ({@link WorkerStats})</td></tr>
+ *   <tr><td>{@code Shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
  * </table>
  */
 public final class Worker implements Endpoint.Handler {
@@ -301,111 +303,71 @@ public final class Worker implements Endpoint.Handler {
     }
 
     /**
-     * Serves a request. Its decoded arguments own their memory (device arrays on this worker's device): each op
-     * keeps what it stores and frees the rest once done with it, so that arguments an op does not use (a peer may send
-     * any) are not left allocated until shutdown.
+     * Serves a request. What a decoded request carries owns its memory (device arrays on this worker's device): each
+     * kind keeps what it stores and frees the rest once done with it. A request that is none of this worker's kinds
+     * (another server's, in a registry that knows it) is refused, its values freed.
      */
     @Override
-    public void onRequest(Endpoint from, Request r) {
-        List<Object> a = r.args();
-        switch (r.op()) {
-            case "ping" -> {
-                closeExcept(a);
-                from.reply(Reply.ok(r.id(), null));
+    public void onRequest(Endpoint from, Request request) {
+        if (!(request instanceof WorkerRequest r)) {
+            Values.close(request);
+            from.reply(Reply.failed(request.id(), new ClusterException("worker " + index + " serves no "
+                    + registry.nameOf(request.getClass()) + " request")));
+            return;
+        }
+        switch (r) {
+            case WorkerRequest.Ping p -> from.reply(Reply.ok(p.id(), null));
+            case WorkerRequest.Peers p -> {
+                peerAddresses = p.addresses();
+                from.reply(Reply.ok(p.id(), null));
             }
-            case "peers" -> {
-                List<String> list = new ArrayList<>();
-                for (Object o : (List<?>) a.getFirst()) {
-                    list.add((String) o);
-                }
-                peerAddresses = List.copyOf(list);
-                closeExcept(a);
-                from.reply(Reply.ok(r.id(), null));
-            }
-            case "put" -> {
-                long id = store.put(a.getFirst());
-                closeExcept(a, 0);
-                from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
-            }
-            case "get" -> {
-                ObjectRef ref = (ObjectRef) a.getFirst();
-                closeExcept(a);
-                Object v = store.get(ref.id());
+            case WorkerRequest.Put p -> from.reply(Reply.ok(p.id(), new ObjectRef(index, store.put(p.value()))));
+            case WorkerRequest.Get g -> {
+                Object v = store.get(g.ref().id());
                 from.reply(v == null
-                        ? Reply.failed(r.id(), new ClusterException("no object " + ref + " on worker " + index
+                        ? Reply.failed(g.id(), new ClusterException("no object " + g.ref() + " on worker " + index
                                 + " (freed, or never stored)"))
-                        : Reply.ok(r.id(), v));
+                        : Reply.ok(g.id(), v));
             }
-            case "free" -> {
-                for (Object o : (List<?>) a.getFirst()) {
-                    store.free((Long) o);
+            case WorkerRequest.Free f -> {
+                for (long id : f.objects()) {
+                    store.free(id);
                 }
-                closeExcept(a);
-                from.reply(Reply.ok(r.id(), null));
+                from.reply(Reply.ok(f.id(), null));
             }
-            case "run", "call" -> {
+            case WorkerRequest.TaskRequest t -> {
                 io.cuwire.cluster.Task task;
                 try {
-                    task = tasks.get(r.name());
+                    task = tasks.get(t.task());
                 } catch (RuntimeException e) {
-                    Values.close(a);
-                    from.reply(Reply.failed(r.id(), e));
+                    Values.close(t.args());
+                    from.reply(Reply.failed(t.id(), e));
                     return;
                 }
-                executor.execute(() -> runTask(from, r, task));
+                executor.execute(() -> runTask(from, t, task));
             }
-            case "model" -> {
-                cacheModel(from, r);
-                closeExcept(a, 2, 3);
-            }
-            case "bcast-begin" -> {
-                assemblies.begin(from, r);
-                closeExcept(a, 0, 1, 2, 3);
-            }
-            case "bcast-chunk" -> {
-                assemblies.chunk(from, r);
-                closeExcept(a, 0, 1, 2);
-            }
-            case "bcast-abort" -> {
-                assemblies.abort(r);
-                closeExcept(a);
-            }
-            case "stats" -> {
-                closeExcept(a);
-                from.reply(Reply.ok(r.id(), stats()));
-            }
-            case "shutdown" -> {
-                closeExcept(a);
+            case WorkerRequest.CacheModel m -> cacheModel(from, m);
+            case WorkerRequest.HasModel h -> from.reply(models.holds(h.model(), h.version()) ? Reply.ok(h.id(), null)
+                    : Reply.missing(h.id(), "worker " + index + " does not hold model " + h.model() + " v"
+                            + h.version()));
+            case WorkerRequest.BroadcastBegin b -> assemblies.begin(from, b);
+            case WorkerRequest.BroadcastChunk c -> assemblies.chunk(from, c);
+            case WorkerRequest.BroadcastAbort a -> assemblies.abort(a);
+            case WorkerRequest.Stats st -> from.reply(Reply.ok(st.id(), stats()));
+            case WorkerRequest.Shutdown sh -> {
                 if (from != client) {
                     refusals.log(WARNING, "peer", "cuwire worker " + index + ": refused a shutdown request from peer "
                             + from.connection() + ": only the client may shut the worker down");
-                    from.reply(Reply.failed(r.id(), new ClusterException("only worker " + index + "'s client may "
+                    from.reply(Reply.failed(sh.id(), new ClusterException("only worker " + index + "'s client may "
                             + "shut it down")));
                     return;
                 }
-                stop(WorkerExit.CLOSED, "the client closed the cluster", from.send(Reply.ok(r.id(), null)));
-            }
-            default -> {
-                Values.close(a);
-                from.reply(Reply.failed(r.id(), new ClusterException("unknown operation '" + r.op() + "'")));
+                stop(WorkerExit.CLOSED, "the client closed the cluster", from.send(Reply.ok(sh.id(), null)));
             }
         }
     }
 
-    /** Frees the arguments of a request but those at {@code kept} (which its op stores or uses on). */
-    private static void closeExcept(List<Object> args, int... kept) {
-        for (int i = 0; i < args.size(); i++) {
-            boolean keep = false;
-            for (int k : kept) {
-                keep |= k == i;
-            }
-            if (!keep) {
-                Values.close(args.get(i));
-            }
-        }
-    }
-
-    private void runTask(Endpoint from, Request r, io.cuwire.cluster.Task task) {
+    private void runTask(Endpoint from, WorkerRequest.TaskRequest r, io.cuwire.cluster.Task task) {
         List<Object> owned = new ArrayList<>();
         List<ModelCache.Lease> used = new ArrayList<>();
         Object result = null;
@@ -427,17 +389,20 @@ public final class Worker implements Endpoint.Handler {
         }
         Values.close(owned);
         release(used);
-        if (r.op().equals("run")) {
-            if (result == null) {  // nothing to store: answered, where the store's refusal would leave it unanswered
-                from.reply(Reply.failed(r.id(), new ClusterException("task " + r.name() + " returned nothing to "
-                        + "store on worker " + index + " (run it with call)")));
-                return;
+        switch (r) {
+            case WorkerRequest.Run run -> {
+                if (result == null) {  // nothing to store: answered, where the store's refusal leaves it unanswered
+                    from.reply(Reply.failed(run.id(), new ClusterException("task " + run.task() + " returned nothing "
+                            + "to store on worker " + index + " (run it with call)")));
+                    return;
+                }
+                long id = store.put(result);
+                from.reply(Reply.ok(run.id(), new ObjectRef(index, id)));
             }
-            long id = store.put(result);
-            from.reply(Reply.ok(r.id(), new ObjectRef(index, id)));
-        } else {
-            Object value = result;
-            from.send(Reply.ok(r.id(), value)).whenComplete((m, e) -> Values.close(value));
+            case WorkerRequest.Call call -> {
+                Object value = result;
+                from.send(Reply.ok(call.id(), value)).whenComplete((m, e) -> Values.close(value));
+            }
         }
     }
 
@@ -473,16 +438,20 @@ public final class Worker implements Endpoint.Handler {
         Endpoint peer = peer(ref.worker());
         Reply reply;
         try {
-            reply = peer.call(new Request(nextRequest.getAndIncrement(), "get", null, List.of(ref))).join();
+            reply = peer.call(new WorkerRequest.Get(nextRequest.getAndIncrement(), ref)).join();
         } catch (CompletionException e) {
             // the task's failure names what failed (the peer's RemoteDecodeException, a value this side cannot decode)
             throw e.getCause() instanceof RuntimeException r ? r : e;
         }
-        if (!Reply.OK.equals(reply.status())) {
-            throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": " + reply.errorType()
-                    + ": " + reply.error());
-        }
-        return reply.value();
+        return switch (reply) {
+            case Reply.Ok ok -> ok.value();
+            case Reply.Failed f -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": "
+                    + f.errorType() + ": " + f.error());
+            case Reply.Missing m -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker()
+                    + ": missing: " + m.why());
+            case Reply.Undecodable u -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker()
+                    + ": undecodable: " + u.errorType() + ": " + u.error());  // completed exceptionally instead
+        };
     }
 
     private Endpoint peer(int other) {
@@ -522,64 +491,46 @@ public final class Worker implements Endpoint.Handler {
     }
 
     /**
-     * {@code model [id, version, header, frames]}: caches the model that the encoded {@code header} and its frames
-     * ({@link ModelFrame}s) make (the client's one serialized form of it, as a chunked broadcast's assembly is
-     * made); or, {@code model [id, version, nil]}, answers whether it holds that version.
+     * Caches the model that the encoded header and the frames of {@code m} make (the client's one serialized form of
+     * it, as a chunked broadcast's assembly is made).
      */
-    private void cacheModel(Endpoint from, Request r) {
-        List<Object> a = r.args();
-        long id = (Long) a.get(0);
-        long version = (Long) a.get(1);
-        if (a.size() < 4 || a.get(2) == null) {
-            from.reply(models.holds(id, version) ? Reply.ok(r.id(), null) : Reply.missing(r.id(), "worker " + index
-                    + " does not hold model " + id + " v" + version));
-            return;
-        }
+    private void cacheModel(Endpoint from, WorkerRequest.CacheModel m) {
         Serialized s;
         try {
-            if (!(a.get(2) instanceof byte[] headerBytes) || !(a.get(3) instanceof List<?> frames)) {
-                throw new ClusterException("model " + id + " v" + version + ": expected [id, version, header, frames]");
-            }
-            Serialized.Header header = Serialized.parseHeader(headerBytes, Limits.DEFAULT);
+            Serialized.Header header = Serialized.parseHeader(m.header(), Limits.DEFAULT);
+            List<ModelFrame> frames = m.frames();
             List<Buffer> buffers = new ArrayList<>(frames.size());
             for (int i = 0; i < frames.size() && i < header.frames().size(); i++) {
                 boolean device = header.frames().get(i).kind() == MemoryKind.DEVICE;
-                if (!(frames.get(i) instanceof ModelFrame f) || (f.buffer().kind() == MemoryKind.DEVICE) != device) {
-                    throw new ClusterException("model " + id + " v" + version + ": frame " + i + " is not a "
-                            + (device ? "device" : "host") + " frame, as its header describes");
+                if ((frames.get(i).buffer().kind() == MemoryKind.DEVICE) != device) {
+                    throw new ClusterException("model " + m.model() + " v" + m.version() + ": frame " + i + " is not "
+                            + "a " + (device ? "device" : "host") + " frame, as its header describes");
                 }
-                buffers.add(f.buffer());
+                buffers.add(frames.get(i).buffer());
             }
             s = Serialized.received(header, buffers);  // checks the count and each length
         } catch (RuntimeException e) {
-            Values.close(a.subList(2, a.size()));
-            from.reply(Reply.failed(r.id(), e));
+            Values.close(m);
+            from.reply(Reply.failed(m.id(), e));
             return;
         }
         Object value;
         try (s) {
             value = registry.deserialize(s, target);
         } catch (RuntimeException e) {
-            from.reply(Reply.failed(r.id(), e));
+            from.reply(Reply.failed(m.id(), e));
             return;
         }
-        models.put(id, version, value, () -> from.reply(Reply.ok(r.id(), null)));
+        models.put(m.model(), m.version(), value, () -> from.reply(Reply.ok(m.id(), null)));
     }
 
     // ---------------------------------------------------------------- stats and shutdown
 
-    private List<Object> stats() {
+    private WorkerStats stats() {
         TransferStats t = CopyEngine.totals();
-        List<Object> out = new ArrayList<>();
-        for (CopyDirection d : CopyDirection.values()) {
-            out.add(t.bytes(d));
-        }
-        out.add(device.allocatedBytes());
-        out.add(host.allocatedBytes());
-        out.add((long) store.size());
-        out.add((long) models.size());
-        out.add(models.evictions());
-        return out;
+        return new WorkerStats(index, t.bytes(CopyDirection.D2H), t.bytes(CopyDirection.H2D),
+                t.bytes(CopyDirection.D2D), t.bytes(CopyDirection.PEER), device.allocatedBytes(),
+                host.allocatedBytes(), store.size(), models.size(), models.evictions());
     }
 
     // ---------------------------------------------------------------- stopping
@@ -598,7 +549,7 @@ public final class Worker implements Endpoint.Handler {
         if (stopping.get() != null || t instanceof PeerClosedException || t instanceof ConnectionClosedException) {
             return;
         }
-        String what = t instanceof ProtocolException ? "refused peer " : "lost peer ";
+        String what = t instanceof ProtocolViolationException ? "refused peer " : "lost peer ";
         refusals.log(WARNING, "peer", "cuwire worker " + index + ": " + what + c + " (pid " + c.peer().pid() + "): "
                 + describe(t));
     }
@@ -606,7 +557,7 @@ public final class Worker implements Endpoint.Handler {
     /** The exit for a client connection that broke because of {@code cause}. */
     static WorkerExit exitFor(Throwable cause) {
         return switch (unwrap(cause)) {
-            case ProtocolException p -> WorkerExit.PROTOCOL_VIOLATION;
+            case ProtocolViolationException p -> WorkerExit.PROTOCOL_VIOLATION;
             case SerializationException s -> WorkerExit.PROTOCOL_VIOLATION;
             case PeerClosedException p -> WorkerExit.CLIENT_LOST;
             case TransportTimeoutException t -> WorkerExit.CLIENT_LOST;

@@ -28,7 +28,7 @@ final class DispatchEvent extends jdk.jfr.Event {
     String endpoint;
 
     @Label("Operation")
-    @Description("The request's operation, or \"reply\"")
+    @Description("The registered type name of the request or reply")
     String op;
 
     @Label("Decode")

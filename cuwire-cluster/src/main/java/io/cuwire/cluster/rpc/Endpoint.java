@@ -8,6 +8,7 @@ import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
+import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
@@ -35,7 +36,7 @@ import java.util.function.Function;
  *
  * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message, and logs it (a
  * warning naming the connection and the reason, at most 10 such lines per 10 seconds per endpoint). A request this side
- * cannot decode is answered {@link Reply#UNDECODABLE} with the exception's type, message and field path, and the
+ * cannot decode is answered {@link Reply.Undecodable} with the exception's type, message and field path, and the
  * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
  * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
  * does a call whose request this side cannot serialize (nothing was sent).
@@ -93,13 +94,38 @@ public final class Endpoint implements AutoCloseable {
         this.onBroken = onBroken;
     }
 
-    /** Registers the messages an endpoint sends ({@link Request}, {@link Reply}) in {@code registry}; returns it. */
-    public static TypeRegistry registerMessages(TypeRegistry registry) {
-        for (Class<?> type : new Class<?>[] {Request.class, Reply.class}) {
-            registry.registerGeneric(type, Family.CUDA, Family.HOST);
+    /**
+     * Registers the messages an endpoint sends in {@code registry}: every kind of {@link Reply}, and the requests of
+     * {@code requests} (a sealed interface stands for each record it permits, down its sealed subinterfaces; a record
+     * for itself), each under its
+     * {@link io.cuwire.serialize.WireType} name; returns it. The records travel through the generic serializer in the
+     * {@code cuda} and {@code host} families.
+     */
+    @SafeVarargs
+    public static TypeRegistry registerMessages(TypeRegistry registry, Class<? extends Request>... requests) {
+        registry.registerGeneric(Reply.class, Family.CUDA, Family.HOST);
+        registry.registerGeneric(Request.class, Family.CUDA, Family.HOST);
+        for (Class<?> type : Reply.class.getPermittedSubclasses()) {
             registry.register(type);
         }
+        for (Class<? extends Request> set : requests) {
+            registerKinds(registry, set);
+        }
         return registry;
+    }
+
+    /** Registers {@code type}, a record, or each record a sealed {@code type} permits, down its sealed subtypes. */
+    private static void registerKinds(TypeRegistry registry, Class<?> type) {
+        if (type.isRecord()) {
+            registry.register(type);
+        } else if (type.isSealed()) {
+            for (Class<?> kind : type.getPermittedSubclasses()) {
+                registerKinds(registry, kind);
+            }
+        } else {
+            throw new IllegalArgumentException(type.getName() + " is neither a record nor sealed: a request is one "
+                    + "record per kind");
+        }
     }
 
     /** Starts the reader thread; returns this. */
@@ -183,7 +209,8 @@ public final class Endpoint implements AutoCloseable {
             dispatch(value);
             if (timed && event.shouldCommit()) {
                 event.endpoint = name;
-                event.op = value instanceof Request r ? r.op() : value instanceof Reply ? "reply" : "other";
+                event.op = value instanceof Request || value instanceof Reply ? registry.nameOf(value.getClass())
+                        : "other";
                 event.decodeNanos = decoded - received;
                 event.releaseNanos = released - decoded;
                 event.handleNanos = System.nanoTime() - released;
@@ -213,9 +240,9 @@ public final class Endpoint implements AutoCloseable {
             case Reply r -> {
                 CompletableFuture<Reply> f = pending.remove(r.id());
                 if (f == null) {
-                    Values.close(r.value());
-                } else if (Reply.UNDECODABLE.equals(r.status())) {
-                    f.completeExceptionally(new RemoteDecodeException(r.errorType(), r.error(), r.errorPath()));
+                    Values.close(r);
+                } else if (r instanceof Reply.Undecodable u) {
+                    f.completeExceptionally(new RemoteDecodeException(u.errorType(), u.error(), u.path()));
                 } else {
                     f.complete(r);
                 }
@@ -224,10 +251,10 @@ public final class Endpoint implements AutoCloseable {
                 try {
                     handler.onRequest(this, r);
                 } catch (RuntimeException e) {
-                    Values.close(r.args());
+                    Values.close(r);
                     reply(Reply.failed(r.id(), e));
                 } catch (Error e) {
-                    Values.close(r.args());
+                    Values.close(r);
                     reply(Reply.failed(r.id(), e));
                     throw e;  // the reader breaks the endpoint
                 }
@@ -238,8 +265,9 @@ public final class Endpoint implements AutoCloseable {
 
     /**
      * A message that did not decode (an unregistered type, a refused family, a limit, a budget, an {@link Error}): a
-     * request is answered with the error, a reply fails its call with it; the header's untrusted shape is only read
-     * to find the id.
+     * reply fails its call with it; anything else with an id (a request, or a message whose type name this side does
+     * not know, such as a request kind it does not serve) is answered with the error; the header's untrusted shape is
+     * only read to find the id and the type.
      *
      * @return the answer's send, or a completed future where there is nothing to send
      */
@@ -250,16 +278,16 @@ public final class Endpoint implements AutoCloseable {
                 && d.get("id") instanceof Long id)) {
             return CompletableFuture.completedFuture(null);
         }
-        Object type = root.get("t");
-        if (registry.nameOf(Request.class).equals(type)) {
-            return send(Reply.undecodable(id, e)).exceptionally(x -> null);  // a failed send is this endpoint's failure
-        } else if (registry.nameOf(Reply.class).equals(type)) {
+        Class<?> type = root.get("t") instanceof String name ? registry.typeOf(name) : null;
+        if (type != null && Reply.class.isAssignableFrom(type)) {
             CompletableFuture<Reply> f = pending.remove(id);
             if (f != null) {
                 f.completeExceptionally(e);
             }
+            return CompletableFuture.completedFuture(null);
         }
-        return CompletableFuture.completedFuture(null);
+        // a request, or a message of a kind this side does not know (a request kind it does not serve): answered
+        return send(Reply.undecodable(id, e)).exceptionally(x -> null);  // a failed send is this endpoint's failure
     }
 
     /** Sends {@code request} and returns the future of its reply (failed with the endpoint's failure if broken). */
@@ -408,6 +436,6 @@ public final class Endpoint implements AutoCloseable {
     /** Closes: pending calls fail as if the peer had gone. */
     @Override
     public void close() {
-        fail(new io.cuwire.transport.ConnectionClosedException(name + " closed"));
+        fail(new ConnectionClosedException(name + " closed"));
     }
 }

@@ -21,7 +21,7 @@ public final class Values {
     /**
      * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the keys and values of a
      * map, the elements of an object array, the value of an {@link Optional} and the components of a record (a
-     * {@link Request}'s arguments, a {@link Reply}'s value: a peer may nest either in what it sends), recursively;
+     * {@link Request}'s values, a {@link Reply}'s value: a peer may nest either in what it sends), recursively;
      * errors are dropped (the value was being discarded), and so is a record whose accessors cannot be called. Each
      * container is visited once however often the value shares it (a decoded value may describe exponentially many
      * paths through shared references in a few kilobytes), and each closeable is closed once, so the walk costs the

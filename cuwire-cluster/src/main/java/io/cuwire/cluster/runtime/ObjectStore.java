@@ -15,6 +15,10 @@ public final class ObjectStore implements AutoCloseable {
     private final Map<Long, Object> values = new ConcurrentHashMap<>();
     private final AtomicLong nextId = new AtomicLong(1);
 
+    /** An empty store. */
+    public ObjectStore() {
+    }
+
     /**
      * Stores {@code value}; returns its id.
      *

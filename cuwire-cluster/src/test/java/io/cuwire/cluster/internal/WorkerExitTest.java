@@ -8,7 +8,7 @@ import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.FamilyRefusedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import java.util.HashSet;
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 class WorkerExitTest {
     @Test
     void shouldTellAProtocolViolationFromALostClientFromAFailureOfTheWorker() {
-        assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new ProtocolException("garbage")));
+        assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new ProtocolViolationException("garbage")));
         assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new FamilyRefusedException("refused",
                 List.of(), List.of())));
         assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new LimitExceededException("beyond a budget")));

@@ -70,7 +70,7 @@ class EndpointBreakTest {
     }
 
     private static TypeRegistry registry() {
-        TypeRegistry r = Endpoint.registerMessages(new TypeRegistry());
+        TypeRegistry r = Endpoint.registerMessages(new TypeRegistry(), TestRequest.class);
         r.register(Bomb.class, "test.Bomb");
         return r.register(Bomb.class, Family.HOST, new BombSerializer());
     }
@@ -123,17 +123,20 @@ class EndpointBreakTest {
             Function<Throwable, RuntimeException> servingFailure = e -> new ClusterException("serving broken", e);
             serving = new Endpoint("serving", accepted.get(20, TimeUnit.SECONDS), registry(), target,
                     (from, r) -> {
-                        if (r.op().equals("explode")) {
-                            throw new StackOverflowError("test: the handler ran out of stack");
+                        switch ((TestRequest) r) {
+                            case TestRequest.Explode x -> throw new StackOverflowError("test: the handler ran out of "
+                                    + "stack");
+                            case TestRequest.Echo e -> from.reply(Reply.ok(e.id(), e.value()));
+                            case TestRequest.Give g -> from.reply(Reply.ok(g.id(), null));
                         }
-                        from.reply(Reply.ok(r.id(), r.args().getFirst()));
                     }, servingFailure, servingBroken::complete).start();
             caller = new Endpoint("caller", callerSide, registry(), target, (from, r) -> { },
                     e -> new ClusterException("caller broken", e), e -> { }).start();
         }
 
         CompletableFuture<Reply> call(String op, Object arg) {
-            return caller.call(new Request(ids.incrementAndGet(), op, null, List.of(arg)));
+            long id = ids.incrementAndGet();
+            return caller.call(op.equals("explode") ? new TestRequest.Explode(id, arg) : new TestRequest.Echo(id, arg));
         }
 
         /** The serving side broke with {@code cause} and closed: the caller's endpoint sees its connection end. */
@@ -166,7 +169,7 @@ class EndpointBreakTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void shouldAnswerARequestBeyondTheDecodeBudgetAndThenBreak(String scheme) throws Exception {
         try (Pair p = new Pair(scheme)) {
-            assertEquals("before", p.call("echo", "before").get(20, TimeUnit.SECONDS).value());
+            assertEquals("before", ((Reply.Ok) p.call("echo", "before").get(20, TimeUnit.SECONDS)).value());
             RemoteDecodeException e = failure(RemoteDecodeException.class, p.call("echo", exponential()));
             assertEquals(DecodeBudgetExceededException.class.getSimpleName(), e.remoteType());
             assertTrue(e.getMessage().contains("(Limits.maxDecodeWork)"), e.getMessage());
@@ -203,8 +206,7 @@ class EndpointBreakTest {
     void shouldAnswerARequestWhoseHandlerFailsWithAnErrorAndThenBreak(String scheme) throws Exception {
         try (Pair p = new Pair(scheme)) {
             Reply reply = p.call("explode", "x").get(20, TimeUnit.SECONDS);
-            assertEquals(Reply.ERROR, reply.status());
-            assertEquals("StackOverflowError", reply.errorType());
+            assertEquals("StackOverflowError", assertInstanceOf(Reply.Failed.class, reply).errorType());
             p.assertBrokeWith(StackOverflowError.class);
         }
     }

@@ -59,7 +59,7 @@ class EndpointDecodeFailureTest {
     }
 
     private static TypeRegistry registry(Class<?> known, String name) {
-        TypeRegistry r = Endpoint.registerMessages(new TypeRegistry());
+        TypeRegistry r = Endpoint.registerMessages(new TypeRegistry(), TestRequest.class);
         r.registerGeneric(known, Family.CUDA, Family.HOST);
         return r.register(known, name);
     }
@@ -115,21 +115,21 @@ class EndpointDecodeFailureTest {
                 Weights w = new Weights();
                 w.values = values;
                 RemoteDecodeException remote = failure(RemoteDecodeException.class,
-                        caller.call(new Request(ids.incrementAndGet(), "echo", null, List.of(w))));
+                        caller.call(new TestRequest.Echo(ids.incrementAndGet(), w)));
                 assertEquals("UnknownTypeException", remote.remoteType());
-                assertEquals("root.args[0]", remote.path());
+                assertEquals("root.value", remote.path());
                 assertTrue(remote.getMessage().contains("could not decode the request: UnknownTypeException: "
-                        + "unregistered type name 'test.Weights' at root.args[0]"), remote.getMessage());
+                        + "unregistered type name 'test.Weights' at root.value"), remote.getMessage());
                 assertEquals("after", echo(caller, ids, "after"), "the serving side goes on");
 
                 UnknownTypeException local = failure(UnknownTypeException.class,
-                        caller.call(new Request(ids.incrementAndGet(), "give", null, List.of())));
+                        caller.call(new TestRequest.Give(ids.incrementAndGet())));
                 assertEquals("root.value", local.path());
                 assertTrue(local.getMessage().contains("'test.Forest' at root.value"), local.getMessage());
                 assertEquals("again", echo(caller, ids, "again"), "the caller goes on");
 
                 UnserializableException unsent = failure(UnserializableException.class, caller.call(
-                        new Request(ids.incrementAndGet(), "echo", null, List.of(new Forest()))));
+                        new TestRequest.Echo(ids.incrementAndGet(), new Forest())));
                 assertTrue(unsent.getMessage().contains(Forest.class.getName()), unsent.getMessage());
                 assertEquals("last", echo(caller, ids, "last"));
                 assertTrue(caller.isOpen() && served.isOpen());
@@ -140,7 +140,7 @@ class EndpointDecodeFailureTest {
         assertEquals(2, logged.size(), "one line per message that did not decode: " + logged);
         assertTrue(logged.get(0).startsWith("serving: could not decode a message from ")
                 && logged.get(0).contains("UnknownTypeException: unregistered type name 'test.Weights' at "
-                + "root.args[0]"), logged.get(0));
+                + "root.value"), logged.get(0));
         assertTrue(logged.get(1).startsWith("caller: could not decode a message from ")
                 && logged.get(1).contains("'test.Forest' at root.value"), logged.get(1));
         for (BufferAllocator<?> a : allocators) {
@@ -174,7 +174,7 @@ class EndpointDecodeFailureTest {
                         registry(Weights.class, "test.Weights"), target, (from, r) -> { },
                         e -> new ClusterException("caller side broken", e), e -> { }).start()) {
                     ClusterException broken = failure(ClusterException.class, caller.call(
-                            new Request(1, "echo", null, List.of("x".repeat(10_000)))));
+                            new TestRequest.Echo(1, "x".repeat(10_000))));
                     MessageRefusedException refused = assertInstanceOf(MessageRefusedException.class,
                             broken.getCause(), broken.toString());
                     assertTrue(refused.reason().endsWith("exceeds the limit of 4096"), refused.reason());
@@ -186,22 +186,20 @@ class EndpointDecodeFailureTest {
     }
 
     private static void serve(Endpoint from, Request r, BufferAllocator<DeviceBuffer> device) {
-        switch (r.op()) {
-            case "echo" -> from.reply(Reply.ok(r.id(), r.args().getFirst()));
-            case "give" -> {
+        switch ((TestRequest) r) {
+            case TestRequest.Echo e -> from.reply(Reply.ok(e.id(), e.value()));
+            case TestRequest.Give g -> {
                 Forest f = new Forest();
                 f.trees = NdArray.fromArray(device, new double[1024], 1024);
-                from.send(Reply.ok(r.id(), f)).whenComplete((m, e) -> f.trees.close());
+                from.send(Reply.ok(g.id(), f)).whenComplete((m, e) -> f.trees.close());
             }
-            default -> from.reply(Reply.failed(r.id(), new IllegalArgumentException(r.op())));
+            case TestRequest.Explode x -> from.reply(Reply.failed(x.id(), new IllegalArgumentException("explode")));
         }
     }
 
     private static Object echo(Endpoint caller, AtomicLong ids, String value) throws Exception {
-        Reply reply = caller.call(new Request(ids.incrementAndGet(), "echo", null, List.of(value)))
-                .get(20, TimeUnit.SECONDS);
-        assertEquals(Reply.OK, reply.status());
-        return reply.value();
+        Reply reply = caller.call(new TestRequest.Echo(ids.incrementAndGet(), value)).get(20, TimeUnit.SECONDS);
+        return assertInstanceOf(Reply.Ok.class, reply).value();
     }
 
     private static <T extends Throwable> T failure(Class<T> type, CompletableFuture<Reply> call) {

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cuwire.cluster.WorkerLostException;
 import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.internal.RemoteWorker;
+import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -24,7 +25,6 @@ import io.cuwire.transport.Listener;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -65,7 +65,7 @@ class EndpointTest {
                     ack.whenComplete((r, e) -> aliveWhenAckFailed.set(worker.isAlive()));
                     // In process, a send stays in flight until the receiver is done with its frames; this worker
                     // never receives, so the send is still pending when its connection breaks.
-                    endpoint.send(new Request(8, "bcast-chunk", null, List.of(chunk)), Family.CUDA)
+                    endpoint.send(new WorkerRequest.BroadcastChunk(8, 0, 0, chunk), Family.CUDA)
                             .exceptionally(e -> {
                                 endpoint.failExpected(7, e);
                                 return null;

@@ -21,7 +21,7 @@ class KernelModulesTest {
     void shouldNameTheMissingResourceAndTheMissingNvcc() {
         String message = Kernels.MODULE.missingResourceMessage();
 
-        assertTrue(message.contains("io/cuwire/cuda/kernels.fatbin"), message);
+        assertTrue(message.contains("META-INF/cuwire/kernels.fatbin"), message);
         assertTrue(message.contains("this cuwire-cuda was built without nvcc"), message);
     }
 

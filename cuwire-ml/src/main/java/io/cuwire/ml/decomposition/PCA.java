@@ -244,7 +244,10 @@ public final class PCA extends Estimator {
         return this;
     }
 
-    /** The projection of {@code x} on the components (n x k), whitened if asked. */
+    /**
+     * The projection of {@code x} on the components (n x k), whitened if asked: {@code x C^T - (C mean)^T} on every
+     * row, as scikit-learn computes it, so that {@code x} is read once and not copied.
+     */
     public NdArray transform(NdArray x) {
         checkFitted();
         checkInput("PCA.transform", x, mean.dim(0), mean.dtype(), mean);
@@ -252,9 +255,10 @@ public final class PCA extends Estimator {
         BufferAllocator<?> mem = memoryFor(x);
         long k = components.dim(0);
         NdArray out = NdArray.empty(mem, x.dtype(), Order.C, x.dim(0), k);
-        try (NdArray xc = x.copyTo(mem)) {
-            b.broadcastRows(BinaryOp.SUB, xc, mean);
-            b.gemm(false, true, 1, xc, components, 0, out);
+        try (NdArray shift = NdArray.empty(mem, x.dtype(), Order.C, k)) {
+            b.gemv(false, 1, components, mean, 0, shift);
+            b.gemm(false, true, 1, x, components, 0, out);
+            b.broadcastRows(BinaryOp.SUB, out, shift);
             if (whiten) {
                 try (NdArray scale = NdArray.empty(mem, x.dtype(), Order.C, k)) {
                     b.map(UnaryOp.SQRT, explainedVariance, scale);

@@ -3,7 +3,6 @@ package io.cuwire.ml.ensemble;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
-import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ForestLayout;
@@ -222,7 +221,7 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
                         + info.classes() + " classes (expected: " + first.features() + " and " + first.classes()
                         + ", as the first; set nClasses so that every partition agrees)");
             }
-            trees.addAll(ForestLayout.decode(hostBytes(part), info));
+            trees.addAll(ForestLayout.decode(part));
         }
         BufferAllocator<?> mem = parts.getFirst().buffer().allocator();
         if (mem == null) {
@@ -231,15 +230,5 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         OpaqueBlob merged = upload(mem, trees, first.features(), first.classes());
         close();
         forest = merged;
-    }
-
-    private static byte[] hostBytes(OpaqueBlob blob) {
-        byte[] bytes = new byte[Math.toIntExact(blob.byteSize())];
-        if (blob.buffer() instanceof HostBuffer h) {
-            MemorySegment.copy(h.segment(), 0, MemorySegment.ofArray(bytes), 0, bytes.length);
-        } else {
-            CopyEngine.copyToSegment(blob.buffer(), 0, MemorySegment.ofArray(bytes));
-        }
-        return bytes;
     }
 }

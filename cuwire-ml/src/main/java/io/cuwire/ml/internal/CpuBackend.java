@@ -215,6 +215,19 @@ public final class CpuBackend extends ComputeBackend {
             double[] t = tile(b, transB, col, w, n, k);
             double[] acc = new double[count * w];
             CpuKernels.multiplyAdd(av, 0, k, 1, t, 0, w, acc, 0, w, count, w, k);
+            if (w == n) {
+                // the tile is whole rows of c (few output columns: a projection, a linear model's classes): one
+                // contiguous read and write, not one a row
+                double[] old = beta == 0 ? null : new double[count * w];
+                if (old != null) {
+                    HostArrays.read(c, (long) first * n, old, count * w);
+                }
+                for (int i = 0; i < acc.length; i++) {
+                    acc[i] = alpha * acc[i] + (old == null ? 0 : beta * old[i]);
+                }
+                HostArrays.write(c, (long) first * n, acc, count * w);
+                return;
+            }
             double[] old = new double[w];
             for (int i = 0; i < count; i++) {
                 long at = (long) (first + i) * n + col;
@@ -754,6 +767,206 @@ public final class CpuBackend extends ComputeBackend {
     }
 
     // ---------------------------------------------------------------- neighbors
+
+    /** Queries one task of {@link #doKNearestRows} takes (held transposed, d x 64 doubles, in the L1 cache). */
+    private static final int KNN_QUERIES = 64;
+    /** Tasks {@link #doKNearestRows} aims at: chunks of queries times parts of the rows, from the shapes only. */
+    private static final int KNN_TASKS = 64;
+    /** Rows of one part at least (more parts: more partial lists to merge). */
+    private static final int KNN_PART_ROWS = 4096;
+    /** The most neighbors per query for which the rows are cut into parts (each part keeps k per query). */
+    private static final int KNN_PART_MAX_K = 64;
+
+    /**
+     * Chunks of {@value #KNN_QUERIES} queries against parts of the rows of {@code x}, in parallel: each task reads
+     * its rows a block at a time (a cache's worth), computes the block's squared differences to its queries on the
+     * product kernels' register blocks ({@link CpuKernels#squaredDifferences}) and offers each distance below a
+     * query's current k-th to that query's bounded heap. The parts' sorted lists are merged per query in part order.
+     * Every candidate is ranked by (distance, row), a total order, so the result is the same however the work is
+     * cut, and the distances are the sums of squared differences themselves: no cancellation, no second pass. Float32
+     * distances are ranked as they are written, rounded to float32 (equal ones by row, as on CUDA).
+     */
+    @Override
+    protected void doKNearestRows(NdArray q, NdArray x, long idOffset, NdArray outDist, NdArray outIds) {
+        int m = (int) q.dim(0);
+        int n = (int) x.dim(0);
+        int d = (int) x.dim(1);
+        int k = (int) outDist.dim(1);
+        if (m == 0) {
+            return;
+        }
+        int chunks = CpuParallel.chunks(m, KNN_QUERIES);
+        int wanted = k > KNN_PART_MAX_K ? 1 : CpuParallel.chunks(KNN_TASKS, chunks);
+        int perPart = CpuParallel.chunks(n, Math.clamp(wanted, 1, Math.max(1, n / KNN_PART_ROWS)));
+        int parts = CpuParallel.chunks(n, perPart);
+        Candidates[] found = new Candidates[chunks * parts];
+        CpuParallel.forEach(chunks * parts, t -> {
+            int first = t / parts * KNN_QUERIES;
+            int from = t % parts * perPart;
+            found[t] = nearest(q, first, Math.min(KNN_QUERIES, m - first), x, from, Math.min(n, from + perPart), d,
+                    k);
+        });
+        CpuParallel.forEach(chunks, c -> {
+            Candidates all = found[c * parts];
+            for (int p = 1; p < parts; p++) {
+                all = all.merge(found[c * parts + p], k);
+            }
+            int first = c * KNN_QUERIES;
+            int count = all.size.length;
+            long[] ids = new long[count * k];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = all.ids[i] + idOffset;
+            }
+            HostArrays.write(outDist, (long) first * k, all.dist, count * k);
+            HostArrays.write(outIds, (long) first * k, ids, count * k);
+        });
+    }
+
+    /** The {@code k} nearest of rows {@code [from, to)} of {@code x} to queries {@code [first, first + count)}. */
+    private static Candidates nearest(NdArray q, int first, int count, NdArray x, int from, int to, int d, int k) {
+        double[] qv = new double[count * d];
+        HostArrays.read(q, (long) first * d, qv, count * d);
+        double[] qt = transpose(qv, count, d);
+        int block = Math.max(4, CHUNK_ELEMENTS / 4 / Math.max(d, 1));
+        double[] xb = new double[Math.min(block, to - from) * d];
+        double[] dist = new double[Math.min(block, to - from) * count];
+        Candidates heaps = new Candidates(count, k);
+        boolean float32 = q.dtype() == DType.FLOAT32;
+        for (int r = from; r < to; r += block) {
+            int rows = Math.min(block, to - r);
+            HostArrays.read(x, (long) r * d, xb, rows * d);
+            CpuKernels.squaredDifferences(xb, 0, rows, d, qt, count, count, dist, count);
+            for (int i = 0; i < rows; i++) {
+                int at = i * count;
+                for (int j = 0; j < count; j++) {
+                    double v = float32 ? (float) dist[at + j] : dist[at + j];
+                    if (!(v >= heaps.bound[j])) {
+                        heaps.offer(j, v, r + i);
+                    }
+                }
+            }
+        }
+        heaps.sort();
+        return heaps;
+    }
+
+    /**
+     * The best {@code k} (distance, row) pairs of each of some queries, by (distance, row): while offered, a bounded
+     * max-heap per query whose root is the worst kept; after {@link #sort}, ascending lists.
+     */
+    private static final class Candidates {
+        final int k;
+        final double[] dist;
+        final int[] ids;
+        final int[] size;
+        /** Per query: the root's distance once the heap is full, NaN before (every offer is then looked at). */
+        final double[] bound;
+
+        Candidates(int queries, int k) {
+            this.k = k;
+            this.dist = new double[queries * k];
+            this.ids = new int[queries * k];
+            this.size = new int[queries];
+            this.bound = new double[queries];
+            Arrays.fill(bound, Double.NaN);
+        }
+
+        /** Whether (a, ai) ranks after (b, bi): distances as {@link Double#compare} orders them, then rows. */
+        private static boolean after(double a, int ai, double b, int bi) {
+            int c = Double.compare(a, b);
+            return c > 0 || (c == 0 && ai > bi);
+        }
+
+        void offer(int query, double v, int id) {
+            int base = query * k;
+            int s = size[query];
+            if (s < k) {
+                int c = s;
+                while (c > 0) {
+                    int parent = (c - 1) / 2;
+                    if (!after(v, id, dist[base + parent], ids[base + parent])) {
+                        break;
+                    }
+                    dist[base + c] = dist[base + parent];
+                    ids[base + c] = ids[base + parent];
+                    c = parent;
+                }
+                dist[base + c] = v;
+                ids[base + c] = id;
+                size[query] = s + 1;
+            } else if (after(dist[base], ids[base], v, id)) {
+                siftDown(base, k, v, id);
+            } else {
+                return;
+            }
+            if (size[query] == k) {
+                bound[query] = dist[base];
+            }
+        }
+
+        /** Puts (v, id) at the root of the heap of {@code length} at {@code base} and sifts it down. */
+        private void siftDown(int base, int length, double v, int id) {
+            int c = 0;
+            while (true) {
+                int child = 2 * c + 1;
+                if (child >= length) {
+                    break;
+                }
+                if (child + 1 < length && after(dist[base + child + 1], ids[base + child + 1], dist[base + child],
+                        ids[base + child])) {
+                    child++;
+                }
+                if (!after(dist[base + child], ids[base + child], v, id)) {
+                    break;
+                }
+                dist[base + c] = dist[base + child];
+                ids[base + c] = ids[base + child];
+                c = child;
+            }
+            dist[base + c] = v;
+            ids[base + c] = id;
+        }
+
+        /** Turns every heap into its ascending list (heap sort). */
+        void sort() {
+            for (int query = 0; query < size.length; query++) {
+                int base = query * k;
+                for (int end = size[query] - 1; end > 0; end--) {
+                    double v = dist[base + end];
+                    int id = ids[base + end];
+                    dist[base + end] = dist[base];
+                    ids[base + end] = ids[base];
+                    siftDown(base, end, v, id);
+                }
+            }
+        }
+
+        /** The {@code k} best of this and {@code other} (both sorted, for the same queries), sorted. */
+        Candidates merge(Candidates other, int k) {
+            Candidates out = new Candidates(size.length, k);
+            for (int query = 0; query < size.length; query++) {
+                int a = 0;
+                int b = 0;
+                int ab = query * this.k;
+                int bb = query * other.k;
+                int total = Math.min(k, size[query] + other.size[query]);
+                for (int o = 0; o < total; o++) {
+                    boolean takeA = b >= other.size[query] || (a < size[query]
+                            && !after(dist[ab + a], ids[ab + a], other.dist[bb + b], other.ids[bb + b]));
+                    int at = query * k + o;
+                    if (takeA) {
+                        out.dist[at] = dist[ab + a];
+                        out.ids[at] = ids[ab + a++];
+                    } else {
+                        out.dist[at] = other.dist[bb + b];
+                        out.ids[at] = other.ids[bb + b++];
+                    }
+                }
+                out.size[query] = total;
+            }
+            return out;
+        }
+    }
 
     @Override
     protected void doSmallestK(NdArray values, long idOffset, NdArray outValues, NdArray outIds) {

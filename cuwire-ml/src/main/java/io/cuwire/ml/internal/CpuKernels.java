@@ -60,6 +60,37 @@ final class CpuKernels {
         }
     }
 
+    /**
+     * {@code out[r ldo + j] = sum over p of (qt[p ldq + j] - x[xOff + r d + p])²} for {@code r < rows},
+     * {@code j < width}, {@code p < d}: the squared Euclidean distances of row-major rows {@code x} (rows x d) to the
+     * queries held transposed in {@code qt} (d x width, row stride {@code ldq}). Each sum runs over {@code p} in order,
+     * a fused multiply-add a term, so both kernels give the same bits.
+     */
+    static void squaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
+            double[] out, int ldo) {
+        if (VECTOR) {
+            VectorKernels.squaredDifferences(x, xOff, rows, d, qt, ldq, width, out, ldo);
+        } else {
+            scalarSquaredDifferences(x, xOff, rows, d, qt, ldq, width, out, ldo);
+        }
+    }
+
+    /** {@link #squaredDifferences} in plain loops. */
+    static void scalarSquaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
+            double[] out, int ldo) {
+        for (int r = 0; r < rows; r++) {
+            int xr = xOff + r * d;
+            for (int j = 0; j < width; j++) {
+                double s = 0;
+                for (int p = 0; p < d; p++) {
+                    double e = qt[p * ldq + j] - x[xr + p];
+                    s = Math.fma(e, e, s);
+                }
+                out[r * ldo + j] = s;
+            }
+        }
+    }
+
     /** {@code x[xo ..] . y[yo ..]} over {@code len} elements. */
     static double dot(double[] x, int xo, double[] y, int yo, int len) {
         return VECTOR ? VectorKernels.dot(x, xo, y, yo, len) : scalarDot(x, xo, y, yo, len);

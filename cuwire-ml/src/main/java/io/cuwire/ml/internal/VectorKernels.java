@@ -7,7 +7,8 @@ import jdk.incubator.vector.VectorSpecies;
 /**
  * {@link CpuKernels} on the JDK's Vector API, the machine's widest double vectors: loaded only when the JVM has the
  * {@code jdk.incubator.vector} module. Products keep a block of 4 rows x 2 vectors of the output in registers over the
- * whole inner dimension (the edges in masked vectors). Sums across lanes go lane by lane, in order
+ * whole inner dimension (the edges in masked vectors), and so do the squared differences of 4 rows to 2 vectors of
+ * queries. Sums across lanes go lane by lane, in order
  * ({@code reduceLanes} leaves the order open), so a result is the same at every call.
  */
 final class VectorKernels {
@@ -106,6 +107,101 @@ final class VectorKernels {
         DoubleVector.fromArray(S, c, co + ldc, mask).add(c1).intoArray(c, co + ldc, mask);
         DoubleVector.fromArray(S, c, co + 2 * ldc, mask).add(c2).intoArray(c, co + 2 * ldc, mask);
         DoubleVector.fromArray(S, c, co + 3 * ldc, mask).add(c3).intoArray(c, co + 3 * ldc, mask);
+    }
+
+    static void squaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
+            double[] out, int ldo) {
+        int r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            int j = 0;
+            for (; j + 2 * L <= width; j += 2 * L) {
+                differences4x2(x, xOff + r * d, d, qt, j, ldq, out, r * ldo + j, ldo);
+            }
+            for (; j < width; j += L) {
+                differences4x1(x, xOff + r * d, d, qt, j, ldq, out, r * ldo + j, ldo, S.indexInRange(j, width));
+            }
+        }
+        for (; r < rows; r++) {
+            int xr = xOff + r * d;
+            for (int j = 0; j < width; j += L) {
+                VectorMask<Double> mask = S.indexInRange(j, width);
+                DoubleVector acc = DoubleVector.zero(S);
+                for (int p = 0; p < d; p++) {
+                    DoubleVector diff = DoubleVector.fromArray(S, qt, p * ldq + j, mask).sub(x[xr + p]);
+                    acc = diff.fma(diff, acc);
+                }
+                acc.intoArray(out, r * ldo + j, mask);
+            }
+        }
+    }
+
+    private static void differences4x2(double[] x, int xo, int d, double[] qt, int j, int ldq, double[] out, int oo,
+            int ldo) {
+        DoubleVector c00 = DoubleVector.zero(S);
+        DoubleVector c01 = c00;
+        DoubleVector c10 = c00;
+        DoubleVector c11 = c00;
+        DoubleVector c20 = c00;
+        DoubleVector c21 = c00;
+        DoubleVector c30 = c00;
+        DoubleVector c31 = c00;
+        for (int p = 0; p < d; p++) {
+            int qr = p * ldq + j;
+            DoubleVector q0 = DoubleVector.fromArray(S, qt, qr);
+            DoubleVector q1 = DoubleVector.fromArray(S, qt, qr + L);
+            double x0 = x[xo + p];
+            DoubleVector e00 = q0.sub(x0);
+            DoubleVector e01 = q1.sub(x0);
+            c00 = e00.fma(e00, c00);
+            c01 = e01.fma(e01, c01);
+            double x1 = x[xo + d + p];
+            DoubleVector e10 = q0.sub(x1);
+            DoubleVector e11 = q1.sub(x1);
+            c10 = e10.fma(e10, c10);
+            c11 = e11.fma(e11, c11);
+            double x2 = x[xo + 2 * d + p];
+            DoubleVector e20 = q0.sub(x2);
+            DoubleVector e21 = q1.sub(x2);
+            c20 = e20.fma(e20, c20);
+            c21 = e21.fma(e21, c21);
+            double x3 = x[xo + 3 * d + p];
+            DoubleVector e30 = q0.sub(x3);
+            DoubleVector e31 = q1.sub(x3);
+            c30 = e30.fma(e30, c30);
+            c31 = e31.fma(e31, c31);
+        }
+        store(out, oo, c00, c01);
+        store(out, oo + ldo, c10, c11);
+        store(out, oo + 2 * ldo, c20, c21);
+        store(out, oo + 3 * ldo, c30, c31);
+    }
+
+    private static void store(double[] out, int oo, DoubleVector v0, DoubleVector v1) {
+        v0.intoArray(out, oo);
+        v1.intoArray(out, oo + L);
+    }
+
+    private static void differences4x1(double[] x, int xo, int d, double[] qt, int j, int ldq, double[] out, int oo,
+            int ldo, VectorMask<Double> mask) {
+        DoubleVector c0 = DoubleVector.zero(S);
+        DoubleVector c1 = c0;
+        DoubleVector c2 = c0;
+        DoubleVector c3 = c0;
+        for (int p = 0; p < d; p++) {
+            DoubleVector qv = DoubleVector.fromArray(S, qt, p * ldq + j, mask);
+            DoubleVector e0 = qv.sub(x[xo + p]);
+            DoubleVector e1 = qv.sub(x[xo + d + p]);
+            DoubleVector e2 = qv.sub(x[xo + 2 * d + p]);
+            DoubleVector e3 = qv.sub(x[xo + 3 * d + p]);
+            c0 = e0.fma(e0, c0);
+            c1 = e1.fma(e1, c1);
+            c2 = e2.fma(e2, c2);
+            c3 = e3.fma(e3, c3);
+        }
+        c0.intoArray(out, oo, mask);
+        c1.intoArray(out, oo + ldo, mask);
+        c2.intoArray(out, oo + 2 * ldo, mask);
+        c3.intoArray(out, oo + 3 * ldo, mask);
     }
 
     static double dot(double[] x, int xo, double[] y, int yo, int len) {

@@ -60,6 +60,12 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
         return classes;
     }
 
+    /** The training labels (int32, n); owned by the estimator. */
+    public NdArray fitY() {
+        checkFitted();
+        return fitY;
+    }
+
     /** Keeps (copies of) the training rows and labels; returns this. */
     @Override
     public KNeighborsClassifier fit(NdArray x, NdArray y) {

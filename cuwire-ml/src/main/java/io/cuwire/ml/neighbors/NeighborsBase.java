@@ -11,17 +11,16 @@ import io.cuwire.ml.UnaryOp;
 import java.io.Serial;
 
 /**
- * Brute-force nearest neighbors in Euclidean distance, as cuML's {@code brute} algorithm: the squared distances of a
- * block of queries to every training row (one GEMM plus row norms), then the {@code k} smallest of each row. A
+ * Brute-force nearest neighbors in Euclidean distance, as cuML's and scikit-learn's {@code brute} algorithm: the
+ * {@code k} training rows nearest to each query ({@link ComputeBackend#kNearestRows}: on CUDA a GEMM plus row norms
+ * for a block of queries at a time, then the {@code k} smallest of each row; on the CPU blocks of queries against
+ * blocks of rows with a bounded heap per query), their distances the roots of sums of squared differences. A
  * partition answers with its own top {@code k} and global row ids ({@link #partialKneighbors}); the top {@code k} of
  * all partitions is their merge ({@link Neighbors#merge}).
  */
 public abstract sealed class NeighborsBase extends Estimator permits NearestNeighbors, KNeighborsClassifier {
     @Serial
     private static final long serialVersionUID = 1L;
-
-    /** Distance matrix elements computed at once: queries are taken in blocks of this many divided by the rows. */
-    private static final long BLOCK_ELEMENTS = 1L << 22;
 
     /** The number of neighbors to find by default. */
     @Param
@@ -78,26 +77,13 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
         }
         ComputeBackend b = backend(q);
         BufferAllocator<?> mem = memoryFor(q);
-        long n = fitX.dim(0);
         long m = q.dim(0);
-        long kk = Math.min(k, n);
-        long es = q.dtype().byteSize();
-        long block = Math.max(1, Math.min(m, BLOCK_ELEMENTS / Math.max(n, 1)));
+        long kk = Math.min(k, fitX.dim(0));
         NdArray dist = NdArray.empty(mem, q.dtype(), Order.C, m, kk);
         NdArray ids = null;
         try {
             ids = NdArray.empty(mem, DType.INT64, Order.C, m, kk);
-            for (long first = 0; first < m; first += block) {
-                long rows = Math.min(block, m - first);
-                try (NdArray qv = NdArray.view(q.buffer(), first * q.dim(1) * es, q.dtype(), Order.C, rows,
-                        q.dim(1));
-                        NdArray dv = NdArray.view(dist.buffer(), first * kk * es, q.dtype(), Order.C, rows, kk);
-                        NdArray iv = NdArray.view(ids.buffer(), first * kk * 8, DType.INT64, Order.C, rows, kk);
-                        NdArray d = NdArray.empty(mem, q.dtype(), Order.C, rows, n)) {
-                    b.squaredDistances(qv, fitX, d);
-                    b.smallestK(d, idOffset, dv, iv);
-                }
-            }
+            b.kNearestRows(q, fitX, idOffset, dist, ids);
             b.map(UnaryOp.SQRT, dist, dist);
             return new Neighbors(dist, ids);
         } catch (RuntimeException | Error e) {

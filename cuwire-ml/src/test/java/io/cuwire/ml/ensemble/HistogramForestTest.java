@@ -11,7 +11,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.OpaqueBlob;

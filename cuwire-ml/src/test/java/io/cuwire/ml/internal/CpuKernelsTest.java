@@ -3,7 +3,7 @@ package io.cuwire.ml.internal;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -46,6 +46,27 @@ class CpuKernelsTest {
                     assertEquals(c1[i], c0[i], 1e-12 * (1 + Math.abs(c1[i])), "m=" + m + " n=" + n + " k=" + k
                             + " transposed=" + transposed + " element " + i);
                 }
+            }
+        }
+    }
+
+    @Test
+    void vectorSquaredDifferencesShouldGiveThePlainLoopsBitsAtEveryEdgeOfTheirBlocks(TestInfo info) {
+        if (!CpuKernels.VECTOR) {
+            return; // the plain-loop run: nothing to compare with
+        }
+        SplittableRandom r = TestRandom.create(info);
+        int[] sizes = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
+        for (int rows : sizes) {
+            for (int width : sizes) {
+                int d = 1 + r.nextInt(40);
+                double[] x = random(r, rows * d + 3);
+                double[] qt = random(r, d * (width + 2));
+                double[] got = new double[rows * (width + 1) + 2];
+                double[] want = got.clone();
+                VectorKernels.squaredDifferences(x, 3, rows, d, qt, width + 2, width, got, width + 1);
+                CpuKernels.scalarSquaredDifferences(x, 3, rows, d, qt, width + 2, width, want, width + 1);
+                assertArrayEquals(want, got, "rows=" + rows + " width=" + width + " d=" + d);
             }
         }
     }

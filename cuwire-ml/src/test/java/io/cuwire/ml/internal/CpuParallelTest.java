@@ -9,11 +9,12 @@ import io.cuwire.memory.DType;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.Reduction;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ForkJoinPool;
@@ -90,6 +91,12 @@ class CpuParallelTest {
             out.add(HostArrays.doubles(gw));
             b.squaredDistances(q, x, dist);
             out.add(HostArrays.doubles(dist));
+            try (NdArray nd = NdArray.empty(mem, DType.FLOAT64, Order.C, 300, 7);
+                    NdArray ni = NdArray.empty(mem, DType.INT64, Order.C, 300, 7)) {
+                b.kNearestRows(q, x, 5, nd, ni);
+                out.add(HostArrays.doubles(nd));
+                out.add(Arrays.stream(ni.toLongArray()).asDoubleStream().toArray());
+            }
         }
         return out;
     }

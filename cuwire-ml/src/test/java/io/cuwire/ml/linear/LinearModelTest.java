@@ -18,7 +18,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.NotFittedException;

@@ -15,7 +15,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
@@ -75,6 +75,57 @@ class NeighborsTest {
                 for (int c = 0; c < k; c++) {
                     assertEquals(order[c], (int) ids[i * k + c], "query " + i + " neighbor " + c);
                     assertEquals(all[order[c]], dist[i * k + c], 1e-12);
+                }
+            }
+        }
+    }
+
+    /**
+     * The benchmark's case: queries that are training rows, 32 Gaussian features. The squared distances of the
+     * selection ({@code ||x||² - 2 x·q + ||q||²}) leave a rounding residue where the distance is 0 (the query's own
+     * row: ~1e-7 after the root, in float64); the distances must be the sums of squared differences, as a float64
+     * reference computes them, and the neighbors the reference's.
+     */
+    @Test
+    void distancesShouldBeTheFloat64SumsOfSquaredDifferencesWhenQueriesAreTrainingRows(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int n = 3000;
+        int m = 64;
+        int d = 32;
+        int k = 5;
+        double[] train = gaussian(r, n * d);
+        for (DType dtype : List.of(DType.FLOAT64, DType.FLOAT32)) {
+            for (BufferAllocator<?> mem : List.of(host, device)) {
+                try (NdArray x = array(mem, dtype, train, n, d);
+                        NdArray q = array(mem, dtype, Arrays.copyOf(train, m * d), m, d);
+                        NearestNeighbors nn = new NearestNeighbors().nNeighbors(k).fit(x);
+                        Neighbors found = nn.kneighbors(q)) {
+                    double[] xv = values(x);
+                    long[] ids = found.ids().toLongArray();
+                    double[] dist = values(found.distances());
+                    // float64: the sums to rounding; float32: the float64 sums of the float32 values, rounded once
+                    double tol = dtype == DType.FLOAT64 ? 1e-13 : 1e-6;
+                    for (int i = 0; i < m; i++) {
+                        double[] all = new double[n];
+                        Integer[] order = new Integer[n];
+                        for (int j = 0; j < n; j++) {
+                            double s = 0;
+                            for (int p = 0; p < d; p++) {
+                                double diff = xv[i * d + p] - xv[j * d + p];
+                                s += diff * diff;
+                            }
+                            all[j] = Math.sqrt(s);
+                            order[j] = j;
+                        }
+                        Arrays.sort(order, (a, b) -> Double.compare(all[a], all[b]));
+                        String where = dtype + " " + mem.name() + " query " + i;
+                        assertEquals(i, order[0], where);
+                        for (int c = 0; c < k; c++) {
+                            assertEquals(order[c], (int) ids[i * k + c], where + " neighbor " + c);
+                            assertEquals(all[order[c]], dist[i * k + c], tol * Math.max(1, all[order[c]]),
+                                    where + " neighbor " + c);
+                        }
+                    }
                 }
             }
         }

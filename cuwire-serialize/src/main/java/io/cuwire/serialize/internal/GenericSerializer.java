@@ -16,6 +16,7 @@ import java.lang.invoke.MethodType;
 import java.lang.reflect.Array;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
+import java.lang.reflect.InaccessibleObjectException;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.RecordComponent;
 import java.util.ArrayList;
@@ -146,7 +147,7 @@ public final class GenericSerializer implements Serializer<Object> {
                             f.isAnnotationPresent(WireOptional.class)));
                 }
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return refused(type, "its fields cannot be accessed: " + e);
+                return refused(type, "its fields cannot be accessed: " + e + notOpen(type, e));
             }
             Constructor<?> ctor;
             try {
@@ -164,8 +165,25 @@ public final class GenericSerializer implements Serializer<Object> {
                 return new Plan(type, slots, h, false, null);
             } catch (ReflectiveOperationException | RuntimeException e) {
                 return refused(type, (ctor == null ? "it has no no-argument constructor and cannot be made without "
-                        + "one: " : "its constructor cannot be accessed: ") + e);
+                        + "one: " : "its constructor cannot be accessed: ") + e + notOpen(type, e));
             }
+        }
+
+        /**
+         * What to add when {@code e} is the module system's refusal: the package of {@code type}, in a named module,
+         * is not open to this one. Empty otherwise.
+         */
+        private static String notOpen(Class<?> type, Exception e) {
+            Module module = type.getModule();
+            if (!(e instanceof InaccessibleObjectException) || !module.isNamed()) {
+                return "";
+            }
+            String self = GenericSerializer.class.getModule().getName();
+            if (self == null) {
+                return "";
+            }
+            return "; add 'opens " + type.getPackageName() + " to " + self + ";' to the module-info of "
+                    + module.getName();
         }
 
         private static Plan refused(Class<?> type, String problem) {
@@ -207,7 +225,7 @@ public final class GenericSerializer implements Serializer<Object> {
                         .asType(MethodType.methodType(Object.class, Object[].class));
                 return new Plan(type, slots, h, true, null);
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return refused(type, "its canonical constructor cannot be accessed: " + e);
+                return refused(type, "its canonical constructor cannot be accessed: " + e + notOpen(type, e));
             }
         }
     }

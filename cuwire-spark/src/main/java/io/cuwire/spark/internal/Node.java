@@ -38,20 +38,21 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
 
 /**
  * The cuwire endpoint of one JVM of a Spark application: the driver's, or an executor's. It owns the JVM's device
  * and host memory for cuwire, listens on TCP, and answers requests over cuwire-cluster's {@link Endpoint}: a
- * {@link Request} per call on a connection of its own, answered by a {@link Reply}.
+ * {@link SparkRequest} per call on a connection of its own, dispatched by an exhaustive {@code switch} and answered by
+ * a {@link Reply}.
  * <table>
  *   <caption>Requests</caption>
- *   <tr><td>{@value #FETCH} {@code [id, version, requesterAddress, direct, failedPeer]}</td><td>a reply
- *       {@code ok} whose value is the model (sent with the family chain {@code cuda, host}: device arrays travel as
- *       device frames), {@code ok} whose value is a {@link Redirect} (Spark's own type: ask that peer instead), or
- *       {@code missing}</td></tr>
- *   <tr><td>{@value #EVICT} {@code [id, version]}</td><td>drops the model's cached version if it is at
- *       most {@code version}; {@code ok}</td></tr>
- *   <tr><td>{@value #STATS} {@code [reset]}</td><td>{@code ok} with this node's {@link Counters}</td></tr>
+ *   <tr><td>{@code Fetch}</td><td>{@code Ok} with the model (sent with the family chain {@code cuda, host}: device
+ *       arrays travel as device frames), {@code Ok} with a {@link Redirect} (Spark's own type: ask that peer
+ *       instead), or {@code Missing}</td></tr>
+ *   <tr><td>{@code Evict}</td><td>drops the model's cached version if it is at most the version named;
+ *       {@code Ok}</td></tr>
+ *   <tr><td>{@code Stats}</td><td>{@code Ok} with this node's {@link Counters}</td></tr>
  * </table>
  *
  * <h2>Driver</h2>
@@ -82,13 +83,6 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Node implements AutoCloseable {
     /** The executor id of the driver's node. */
     public static final String DRIVER = "driver";
-    /** The request for a model. */
-    static final String FETCH = "fetch";
-    /** The request that drops a model from an executor's cache. */
-    static final String EVICT = "evict";
-    /** The request for a node's {@link Counters}. */
-    static final String STATS = "stats";
-
     /** The largest scratch buffer kept for reuse. */
     private static final long SCRATCH_BUFFER_BYTES = 64 << 10;
     /** The most bytes of free scratch buffers kept. */
@@ -225,7 +219,7 @@ public final class Node implements AutoCloseable {
 
     /** A registry of the estimators, their partials, the endpoint's messages and this node's own answers. */
     private static TypeRegistry newRegistry() {
-        TypeRegistry r = Endpoint.registerMessages(MlTypes.register(new TypeRegistry()));
+        TypeRegistry r = Endpoint.registerMessages(MlTypes.register(new TypeRegistry()), SparkRequest.class);
         for (Class<?> type : new Class<?>[] {Counters.class, Redirect.class}) {
             r.registerGeneric(type, Family.CUDA, Family.HOST);
             r.register(type);
@@ -395,7 +389,7 @@ public final class Node implements AutoCloseable {
         int unanswered = 0;
         for (String address : targets) {
             try (Endpoint e = connect(address, Duration.ofSeconds(5))) {
-                if (!Reply.OK.equals(call(e, EVICT, List.of(id, version)).status())) {
+                if (!(call(e, n -> new SparkRequest.Evict(n, id, version)) instanceof Reply.Ok)) {
                     unanswered++;
                 }
             } catch (RuntimeException e) {
@@ -433,8 +427,8 @@ public final class Node implements AutoCloseable {
     private Object fetch(Wanted ref) {
         String peer;
         try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
-            Reply r = call(driver, FETCH, fetchArgs(ref, false, ""));
-            if (!(Reply.OK.equals(r.status()) && r.value() instanceof Redirect(String address))) {
+            Reply r = call(driver, fetch(ref, false, ""));
+            if (!(r instanceof Reply.Ok(long id, Redirect(String address)))) {
                 Object v = model(driver, r, ref);
                 fetchedFromDriver.incrementAndGet();
                 return v;
@@ -442,8 +436,8 @@ public final class Node implements AutoCloseable {
             peer = address;
         }
         try (Endpoint p = connect(peer, config.connectTimeout())) {
-            Reply r = call(p, FETCH, fetchArgs(ref, true, ""));
-            if (Reply.OK.equals(r.status())) {
+            Reply r = call(p, fetch(ref, true, ""));
+            if (r instanceof Reply.Ok) {
                 Object v = model(p, r, ref);
                 fetchedFromPeers.incrementAndGet();
                 return v;
@@ -454,32 +448,37 @@ public final class Node implements AutoCloseable {
             // the peer is gone, broke or sent something else: the driver answers itself, and forgets the peer
         }
         try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
-            Object v = model(driver, call(driver, FETCH, fetchArgs(ref, true, peer)), ref);
+            Object v = model(driver, call(driver, fetch(ref, true, peer)), ref);
             fetchedFromDriver.incrementAndGet();
             return v;
         }
     }
 
-    private List<Object> fetchArgs(Wanted ref, boolean direct, String failedPeer) {
-        return List.of(ref.id(), ref.version(), address(), direct, failedPeer);
+    private LongFunction<SparkRequest> fetch(Wanted ref, boolean direct, String failedPeer) {
+        return n -> new SparkRequest.Fetch(n, ref.id(), ref.version(), address(), direct, failedPeer);
     }
 
     /** The model a fetch's reply carries, checked against the frame bytes published; {@code from} carried it. */
     private Object model(Endpoint from, Reply r, Wanted ref) {
-        if (!Reply.OK.equals(r.status()) || r.value() instanceof Redirect) {
-            Values.close(r.value());
-            throw new IllegalStateException(Reply.MISSING.equals(r.status())
-                    ? ref + ": the driver does not have it (" + r.error() + "); was it released?"
-                    : ref + ": " + from.name() + " answered " + r.status() + ": " + r.errorType() + ": " + r.error());
-        }
+        Object model = switch (r) {
+            case Reply.Ok(long id, Redirect redirect) -> throw new IllegalStateException(ref + ": " + from.name()
+                    + " answered with a redirect to " + redirect.address() + " where the model was asked for");
+            case Reply.Ok ok -> ok.value();
+            case Reply.Missing m -> throw new IllegalStateException(ref + ": the driver does not have it (" + m.why()
+                    + "); was it released?");
+            case Reply.Failed f -> throw new IllegalStateException(ref + ": " + from.name() + " answered error: "
+                    + f.errorType() + ": " + f.error());
+            case Reply.Undecodable u -> throw new IllegalStateException(ref + ": " + from.name() + " answered "
+                    + "undecodable: " + u.errorType() + ": " + u.error());  // the call fails instead
+        };
         long frameBytes = from.counts().frameBytesReceived();
         if (frameBytes != ref.frameBytes()) {
-            Values.close(r.value());
+            Values.close(model);
             throw new IllegalStateException(ref + " arrived with " + frameBytes + " frame bytes (expected: "
                     + ref.frameBytes() + ", as published)");
         }
         fetchedBytes.addAndGet(frameBytes);
-        return r.value();
+        return model;
     }
 
     /** Drops the cached version of model {@code id} if it is at most {@code version}. */
@@ -516,28 +515,32 @@ public final class Node implements AutoCloseable {
     }
 
     /** Answers a request on the endpoint's reader thread; a fetch, which may wait, on a thread of its own. */
-    private void onRequest(Endpoint from, Request r) {
-        List<Object> a = r.args();
-        switch (r.op()) {
-            case FETCH -> Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve").start(() -> serveFetch(
-                    from, r.id(), (Long) a.get(0), (Long) a.get(1), (String) a.get(2), (Boolean) a.get(3),
-                    (String) a.get(4)));
-            case EVICT -> {
-                evict((Long) a.get(0), (Long) a.get(1));
-                from.reply(Reply.ok(r.id(), null));
+    private void onRequest(Endpoint from, Request request) {
+        if (!(request instanceof SparkRequest r)) {
+            Values.close(request);
+            from.reply(Reply.failed(request.id(), new IllegalArgumentException("a Spark node serves no "
+                    + registry.nameOf(request.getClass()) + " request")));
+            return;
+        }
+        switch (r) {
+            case SparkRequest.Fetch f -> Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve")
+                    .start(() -> serveFetch(from, f));
+            case SparkRequest.Evict e -> {
+                evict(e.model(), e.version());
+                from.reply(Reply.ok(e.id(), null));
             }
-            case STATS -> from.send(Reply.ok(r.id(), stats((Boolean) a.getFirst())), Family.HOST)
+            case SparkRequest.Stats s -> from.send(Reply.ok(s.id(), stats(s.reset())), Family.HOST)
                     .exceptionally(e -> null);
-            default -> {
-                Values.close(a);
-                from.reply(Reply.failed(r.id(), new IllegalArgumentException("unknown operation '" + r.op()
-                        + "'")));
-            }
         }
     }
 
-    private void serveFetch(Endpoint from, long request, long id, long version, String requesterAddress,
-            boolean direct, String failedPeer) {
+    private void serveFetch(Endpoint from, SparkRequest.Fetch f) {
+        long request = f.id();
+        long id = f.model();
+        long version = f.version();
+        String requesterAddress = f.requester();
+        boolean direct = f.direct();
+        String failedPeer = f.failedPeer();
         Published p = published.get(id);
         if (p != null) {
             if (p.version != version) {
@@ -601,15 +604,12 @@ public final class Node implements AutoCloseable {
     /** The stats of the endpoint at {@code address}. */
     public Counters statsOf(String address, boolean reset) {
         try (Endpoint e = connect(address, Duration.ofSeconds(10))) {
-            Reply r = call(e, STATS, List.of(reset));
-            if (!Reply.OK.equals(r.status())) {
-                throw new IllegalStateException("stats of " + address + ": " + r.errorType() + ": " + r.error());
-            }
-            if (!(r.value() instanceof Counters c)) {
-                throw new IllegalStateException("stats of " + address + ": the answer is "
-                        + (r.value() == null ? "empty" : "a " + r.value().getClass().getName()));
-            }
-            return c;
+            return switch (call(e, n -> new SparkRequest.Stats(n, reset))) {
+                case Reply.Ok(long id, Counters c) -> c;
+                case Reply.Ok ok -> throw new IllegalStateException("stats of " + address + ": the answer is "
+                        + (ok.value() == null ? "empty" : "a " + ok.value().getClass().getName()));
+                case Reply r -> throw new IllegalStateException("stats of " + address + ": " + r);
+            };
         }
     }
 
@@ -620,20 +620,25 @@ public final class Node implements AutoCloseable {
         Connection c = Transports.forAddress(address).connect(address,
                 config.toBuilder().connectTimeout(timeout).build());
         return new Endpoint("spark-" + executorId + "-to-" + address, c, registry, target, (from, r) -> {
-            Values.close(r.args());
+            Values.close(r);
             from.reply(Reply.failed(r.id(), new IllegalStateException("a connection to a peer takes no requests")));
         }, Node::broken, t -> { }).start();
     }
 
-    /** Calls {@code op} on {@code to} and waits for the reply; fails with the transport's exception if it broke. */
-    private Reply call(Endpoint to, String op, List<Object> args) {
+    /**
+     * Sends {@code to} the request {@code request} makes of a new id and waits for the reply; fails with the
+     * transport's exception if it broke.
+     */
+    private Reply call(Endpoint to, LongFunction<SparkRequest> request) {
+        SparkRequest r = request.apply(nextRequest.getAndIncrement());
         try {
-            return to.call(new Request(nextRequest.getAndIncrement(), op, null, args), Family.HOST).get();
+            return to.call(r, Family.HOST).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted waiting for " + op + " on " + to.name(), e);
+            throw new IllegalStateException("interrupted waiting for " + registry.nameOf(r.getClass()) + " on "
+                    + to.name(), e);
         } catch (ExecutionException e) {
-            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+            throw e.getCause() instanceof RuntimeException x ? x : new IllegalStateException(e.getCause());
         }
     }
 

@@ -4,7 +4,7 @@ import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.FamilyRefusedException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import java.util.concurrent.TimeUnit;
@@ -73,7 +73,7 @@ public final class ConnectionState {
             case PeerClosedException _ -> new PeerClosedException(msg, f);
             case TransportTimeoutException _ -> new TransportTimeoutException(msg, f);
             case FamilyRefusedException r -> new FamilyRefusedException(msg, r);
-            case ProtocolException _ -> new ProtocolException(msg, f);
+            case ProtocolViolationException _ -> new ProtocolViolationException(msg, f);
             case ConnectionClosedException _ -> new ConnectionClosedException(msg, f);
             case MessageRefusedException r -> new MessageRefusedException(msg, r.reason(), f);
             default -> new TransportException(msg, f);

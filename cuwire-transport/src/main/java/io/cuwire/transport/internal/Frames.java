@@ -13,7 +13,7 @@ import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.FamilyRefusedException;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageRefusedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import java.nio.ByteBuffer;
@@ -33,7 +33,7 @@ import java.util.concurrent.TimeUnit;
  * side a message's families; and the frame lists its metrics are made of.
  *
  * <h2>Refusals</h2>
- * A message the receiver's checks refuse (a {@link ProtocolException}: beyond the limits, malformed, not the
+ * A message the receiver's checks refuse (a {@link ProtocolViolationException}: beyond the limits, malformed, not the
  * protocol, a family the connection did not agree) breaks the connection, as every failure does; before it closes,
  * the receiver sends the peer one small record with its reason ({@link #refusal}), at a record boundary of its own
  * stream, and keeps its end open (on a thread of its own) until the peer closed or {@link #REFUSAL_LINGER_NANOS}
@@ -50,7 +50,7 @@ public final class Frames {
     /** Refuses a header of {@code headerLength} bytes declared by {@code peer} beyond the limits. */
     public static void checkHeaderLength(int headerLength, TransportConfig config, String peer) {
         if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-            throw new ProtocolException("peer " + peer + " declared a header of " + headerLength
+            throw new ProtocolViolationException("peer " + peer + " declared a header of " + headerLength
                     + " bytes", new LimitExceededException("header of " + headerLength
                     + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
         }
@@ -64,7 +64,7 @@ public final class Frames {
      *
      * @param accepted the connection's agreed family chain ({@link Handshake.Result#families()})
      * @throws FamilyRefusedException if the header uses a family outside {@code accepted}
-     * @throws ProtocolException if the header is refused for any other reason (its cause says why)
+     * @throws ProtocolViolationException if the header is refused for any other reason (its cause says why)
      */
     public static Serialized.Header parseHeader(byte[] headerBytes, TransportConfig config, String peer,
             List<Family> accepted) {
@@ -72,10 +72,10 @@ public final class Frames {
         try {
             header = Serialized.parseHeader(headerBytes, config.limits());
         } catch (SerializationException e) {
-            throw new ProtocolException("refused a message from " + peer + ": " + e.getMessage(), e);
+            throw new ProtocolViolationException("refused a message from " + peer + ": " + e.getMessage(), e);
         }
         if (header.version() != Serialized.FORMAT_VERSION) {
-            throw new ProtocolException("refused a message from " + peer + ": header format version "
+            throw new ProtocolViolationException("refused a message from " + peer + ": header format version "
                     + header.version() + ", this connection agreed version " + Serialized.FORMAT_VERSION,
                     new IncompatibleVersionException("header format version " + header.version() + " on a "
                             + "connection of version " + Serialized.FORMAT_VERSION));
@@ -178,7 +178,7 @@ public final class Frames {
      * side refusing a message of the peer.
      */
     public static byte[] refusal(TransportException failure) {
-        if (!(failure instanceof ProtocolException)) {
+        if (!(failure instanceof ProtocolViolationException)) {
             return null;
         }
         Throwable why = failure.getCause() instanceof SerializationException s ? s : failure;
@@ -200,7 +200,8 @@ public final class Frames {
     /** Refuses a refusal record of {@code length} bytes declared by {@code peer} beyond the bound of its reason. */
     public static void checkRefusalLength(int length, String peer) {
         if (length < 0 || length > MessageRefusedException.MAX_REASON_BYTES) {
-            throw new ProtocolException("peer " + peer + " declared a refusal of " + length + " bytes (expected: "
+            throw new ProtocolViolationException("peer " + peer + " declared a refusal of " + length
+                    + " bytes (expected: "
                     + "0.." + MessageRefusedException.MAX_REASON_BYTES + ")");
         }
     }

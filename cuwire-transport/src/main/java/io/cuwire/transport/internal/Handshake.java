@@ -7,7 +7,7 @@ import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.AuthenticationException;
 import io.cuwire.transport.Capabilities;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import java.net.Inet6Address;
@@ -64,8 +64,8 @@ import javax.crypto.spec.SecretKeySpec;
  * <p>Each record is bounded (hello 1 KiB, proof 256 bytes, capabilities 64 KiB) and refused beyond before it is
  * allocated. A side that refuses its peer sends, best effort, a refusal record in place of its next record
  * ({@code {"magic", "pv", "refused": "auth" | "protocol", "reason"}}: a client of another version reads the
- * version from it) and throws {@link AuthenticationException} or {@link ProtocolException}; a side that reads a
- * refusal throws the same type, naming the peer's reason. The caller closes the connection before any message
+ * version from it) and throws {@link AuthenticationException} or {@link ProtocolViolationException}; a side that reads
+ * a refusal throws the same type, naming the peer's reason. The caller closes the connection before any message
  * byte is read.
  */
 public final class Handshake {
@@ -78,7 +78,7 @@ public final class Handshake {
     private static final int MAX_HELLO = 1024;
     private static final int MAX_PROOF = 256;
     private static final int MAX_CAPABILITIES = 64 << 10;
-    private static final int MAX_REASON_CHARS = 150;
+    private static final int MAX_REASON_CHARS = 180;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private Handshake() {
@@ -180,7 +180,7 @@ public final class Handshake {
             channel.writeRecord(capabilities);
             Capabilities peer = decode(x.read(MAX_CAPABILITIES, "capabilities"));
             if (peer.formatVersion() != Serialized.FORMAT_VERSION) {
-                throw new ProtocolException("peer writes header format version " + peer.formatVersion()
+                throw new ProtocolViolationException("peer writes header format version " + peer.formatVersion()
                         + ", this side reads " + Serialized.FORMAT_VERSION);
             }
             SessionKeys keys = null;
@@ -193,7 +193,7 @@ public final class Handshake {
             }
             return new Result(peer, agree(client ? config.families() : peer.families(),
                     client ? peer.families() : config.families()), keys);
-        } catch (AuthenticationException | ProtocolException e) {
+        } catch (AuthenticationException | ProtocolViolationException e) {
             if (!x.peerRefused) {
                 refuse(channel, e);
             }
@@ -264,7 +264,7 @@ public final class Handshake {
                 if ("auth".equals(map.get("refused"))) {
                     throw new AuthenticationException(reason);
                 }
-                throw new ProtocolException(reason);
+                throw new ProtocolViolationException(reason);
             }
             transcript.add(record);
             last = record;
@@ -293,22 +293,23 @@ public final class Handshake {
      */
     private static void checkHello(Map<?, ?> hello, String role, String server, byte[] binding) {
         if (!MAGIC.equals(hello.get("magic"))) {
-            throw new ProtocolException("the peer is not a cuwire transport (its first record has no "
+            throw new ProtocolViolationException("the peer is not a cuwire transport (its first record has no "
                     + MAGIC + " magic)");
         }
         if (!(hello.get("pv") instanceof Long pv) || pv != PROTOCOL_VERSION) {
-            throw new ProtocolException("peer speaks transport protocol version " + hello.get("pv")
+            throw new ProtocolViolationException("peer speaks transport protocol version " + hello.get("pv")
                     + ", this side speaks " + PROTOCOL_VERSION);
         }
         if (!role.equals(hello.get("role"))) {
-            throw new ProtocolException("peer says it is '" + hello.get("role") + "', expected '" + role + "'");
+            throw new ProtocolViolationException("peer says it is '" + hello.get("role") + "', expected '" + role
+                    + "'");
         }
         if (!(hello.get("challenge") instanceof byte[] c) || c.length != CHALLENGE_BYTES) {
-            throw new ProtocolException("peer's hello has no " + CHALLENGE_BYTES + "-byte challenge");
+            throw new ProtocolViolationException("peer's hello has no " + CHALLENGE_BYTES + "-byte challenge");
         }
         if (server != null) {
             if (!(hello.get("server") instanceof String named)) {
-                throw new ProtocolException("the client's hello names no server endpoint");
+                throw new ProtocolViolationException("the client's hello names no server endpoint");
             }
             if (!named.equals(server)) {
                 throw new AuthenticationException("the client connected to " + named + ", but this connection "
@@ -338,7 +339,7 @@ public final class Handshake {
      */
     private static boolean checkProof(Map<?, ?> record, TransportConfig config, String role, byte[] transcriptHash) {
         if (!(record.get("proof") instanceof byte[] proof)) {
-            throw new ProtocolException("peer's proof record has no proof");
+            throw new ProtocolViolationException("peer's proof record has no proof");
         }
         byte[] secret = config.secret();
         if (proof.length == 0) {
@@ -366,7 +367,7 @@ public final class Handshake {
             }
         }
         if (agreed.isEmpty()) {
-            throw new ProtocolException("no serializer family in common: client offers " + clientChain
+            throw new ProtocolViolationException("no serializer family in common: client offers " + clientChain
                     + ", server " + serverChain);
         }
         return agreed;
@@ -374,7 +375,7 @@ public final class Handshake {
 
     /**
      * Tells the peer why it is refused, best effort (it may be gone), with a refusal record in place of this side's
-     * next record; the reason is {@code e}'s simple class name and message, cut at 150 characters.
+     * next record; the reason is {@code e}'s simple class name and message, cut at 180 characters.
      */
     public static void refuse(RecordChannel channel, TransportException e) {
         String reason = e.getClass().getSimpleName() + ": " + e.getMessage();
@@ -419,9 +420,10 @@ public final class Handshake {
                 return map;
             }
         } catch (SerializationException e) {
-            throw new ProtocolException("peer's handshake " + what + " is not valid msgpack: " + e.getMessage(), e);
+            throw new ProtocolViolationException("peer's handshake " + what + " is not valid msgpack: "
+                    + e.getMessage(), e);
         }
-        throw new ProtocolException("peer's handshake " + what + " is not a single map");
+        throw new ProtocolViolationException("peer's handshake " + what + " is not a single map");
     }
 
     static byte[] encode(Capabilities c) {
@@ -467,7 +469,7 @@ public final class Handshake {
             return new Capabilities(((Long) m.get("fv")).intValue(), (Long) m.get("pid"), (String) m.get("host"),
                     devices, transports, (Boolean) m.get("ucxCuda"), families);
         } catch (ClassCastException | NullPointerException | IndexOutOfBoundsException e) {
-            throw new ProtocolException("peer's capabilities are malformed: " + e, e);
+            throw new ProtocolViolationException("peer's capabilities are malformed: " + e, e);
         }
     }
 }

@@ -9,7 +9,7 @@ public interface RecordChannel {
      * Receives one record, refusing one longer than {@code maxBytes} before allocating it.
      *
      * @param deadlineNanos {@link System#nanoTime()} by which it must have arrived
-     * @throws io.cuwire.transport.ProtocolException if the record is longer than {@code maxBytes}
+     * @throws io.cuwire.transport.ProtocolViolationException if the record is longer than {@code maxBytes}
      * @throws io.cuwire.transport.TransportTimeoutException if it has not arrived by the deadline
      * @throws io.cuwire.transport.PeerClosedException if the peer went away
      */

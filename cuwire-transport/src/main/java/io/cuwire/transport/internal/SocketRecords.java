@@ -1,7 +1,7 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import java.io.IOException;
@@ -70,7 +70,7 @@ public final class SocketRecords implements RecordChannel {
         readFully(length, deadlineNanos);
         int n = (length[0] & 0xff) << 24 | (length[1] & 0xff) << 16 | (length[2] & 0xff) << 8 | length[3] & 0xff;
         if (n < 0 || n > maxBytes) {
-            throw new ProtocolException("peer " + peer + " sent a handshake record of " + (n & 0xffffffffL)
+            throw new ProtocolViolationException("peer " + peer + " sent a handshake record of " + (n & 0xffffffffL)
                     + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
         }
         byte[] record = new byte[n];

@@ -15,7 +15,7 @@ import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.FrameAllocator;
 import io.cuwire.transport.MessageAuthenticationException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportTimeoutException;
 import java.net.InetAddress;
@@ -106,7 +106,7 @@ class HandshakeTest {
             public byte[] readRecord(int maxBytes, long deadlineNanos) {
                 byte[] r = in.take(deadlineNanos);
                 if (r.length > maxBytes) {
-                    throw new ProtocolException("record of " + r.length + " bytes");
+                    throw new ProtocolViolationException("record of " + r.length + " bytes");
                 }
                 return r;
             }
@@ -296,7 +296,7 @@ class HandshakeTest {
         hello.put("role", "client");
         hello.put("challenge", new byte[32]);
         toServer.put(new MsgpackWriter(128).value(hello).toByteArray());
-        ProtocolException e = assertInstanceOf(ProtocolException.class, failure(server));
+        ProtocolViolationException e = assertInstanceOf(ProtocolViolationException.class, failure(server));
         assertEquals("peer speaks transport protocol version 1, this side speaks 2", e.getMessage());
         Map<?, ?> refusal = toClient.seenMaps().getFirst();
         assertEquals("cuwire-transport", refusal.get("magic"), "a version-1 client checks the magic first");

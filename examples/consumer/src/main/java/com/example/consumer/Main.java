@@ -1,5 +1,6 @@
 package com.example.consumer;
 
+import com.example.consumer.unopened.Unopened;
 import io.cuwire.cluster.Client;
 import io.cuwire.cluster.Distributed;
 import io.cuwire.cluster.LocalCluster;
@@ -12,6 +13,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.serialize.Family;
+import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
@@ -37,6 +39,9 @@ import java.util.concurrent.TimeUnit;
  * JUCX). Exits 0 when every check matched, 1 otherwise, saying which.
  */
 public final class Main {
+    /** The modules README's module-path line gives native access, as examples/consumer/run starts this JVM. */
+    private static final String NATIVE_ACCESS = "io.cuwire.memory,io.cuwire.cuda,io.cuwire.transport";
+
     private Main() {
     }
 
@@ -45,6 +50,14 @@ public final class Main {
         check("ucx:// without JUCX names the artifact to add", Main::ucxWithoutJucx, failed);
         check("a model of this project's own sent to another JVM over tcp", Main::sendToAnotherJvm, failed);
         check("fit, broadcast and predict on a local cluster", Main::fitAndBroadcast, failed);
+        check(Main.class.getModule().isNamed()
+                ? "on the module path a model of a package not opened to io.cuwire.serialize is refused, naming the"
+                        + " line to add"
+                : "on the class path a model in any package can be sent (no module boundary)", Main::unopened, failed);
+        check(Main.class.getModule().isNamed()
+                ? "on the module path an internal package of cuwire cannot be reached"
+                : "on the class path an internal package of cuwire can be reached (no module boundary)",
+                Main::internalPackage, failed);
         if (!failed.isEmpty()) {
             System.out.println("consumer: FAILED " + failed);
             System.exit(1);
@@ -92,10 +105,7 @@ public final class Main {
         for (int i = 0; i < weights.length; i++) {
             weights[i] = i % 5 - 2;
         }
-        List<String> cmd = List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                Receiver.class.getName());
-        Process receiver = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Process receiver = new ProcessBuilder(java(Receiver.class)).redirectErrorStream(true).start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(receiver.getInputStream(),
                         StandardCharsets.UTF_8));
                 BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("sender-device",
@@ -126,6 +136,63 @@ public final class Main {
             return received.equals(model.digest()) ? null : "the receiver decoded another model";
         } finally {
             receiver.destroyForcibly();
+        }
+    }
+
+    /**
+     * The command that runs {@code main} in another JVM on the path this one runs on: the class path (native access
+     * for it, as this jar's manifest gives when run with {@code java -jar}) or the module path (native access for
+     * cuwire's modules that call native code).
+     */
+    private static List<String> java(Class<?> main) {
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
+        if (main.getModule().isNamed()) {
+            cmd.addAll(List.of("--enable-native-access=" + NATIVE_ACCESS, "-p", System.getProperty("jdk.module.path"),
+                    "-m", main.getModule().getName() + "/" + main.getName()));
+        } else {
+            cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                    main.getName()));
+        }
+        return cmd;
+    }
+
+    /** Serializes an {@link Unopened}, whose package this module does not open (module-info.java). */
+    private static String unopened() {
+        TypeRegistry registry = new TypeRegistry().registerGeneric(Unopened.class, Family.HOST)
+                .register(Unopened.class);
+        boolean modular = Main.class.getModule().isNamed();
+        try (Serialized s = registry.serialize(new Unopened(7), Family.HOST)) {
+            return modular ? "serialized " + s + ", a class of a package not opened to io.cuwire.serialize" : null;
+        } catch (SerializationException e) {
+            System.out.println("          " + e.getMessage());
+            String expected = "add 'opens com.example.consumer.unopened to io.cuwire.serialize;' to the module-info of "
+                    + "com.example.consumer";
+            if (!modular) {
+                return "refused on the class path: " + e.getMessage();
+            }
+            return e.getMessage().contains(expected) ? null : "the message lacks \"" + expected + "\"";
+        }
+    }
+
+    /**
+     * A public class of a cuwire {@code internal} package, made by reflection: on the module path the JDK refuses it
+     * (the package is not exported), on the class path nothing stops it.
+     */
+    private static String internalPackage() throws Exception {
+        Class<?> internal = Class.forName("io.cuwire.memory.internal.EmulatedDeviceProvider");
+        boolean modular = Main.class.getModule().isNamed();
+        try {
+            internal.getConstructor().newInstance();
+            return modular ? "made an instance of " + internal.getName() + " from module "
+                    + Main.class.getModule().getName() : null;
+        } catch (IllegalAccessException e) {
+            System.out.println("          " + e.getMessage());
+            String expected = "module io.cuwire.memory does not export io.cuwire.memory.internal to module "
+                    + "com.example.consumer";
+            if (!modular) {
+                return "refused on the class path: " + e.getMessage();
+            }
+            return e.getMessage().contains(expected) ? null : "the JDK's message lacks '" + expected + "'";
         }
     }
 

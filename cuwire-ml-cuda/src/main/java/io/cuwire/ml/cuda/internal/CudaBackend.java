@@ -535,6 +535,44 @@ public final class CudaBackend extends ComputeBackend {
 
     // ---------------------------------------------------------------- neighbors
 
+    /** Distance matrix elements {@link #doKNearestRows} computes at once: a block of queries against every row. */
+    private static final long KNN_BLOCK_ELEMENTS = 1L << 22;
+
+    /**
+     * Blocks of queries (at most {@value #KNN_BLOCK_ELEMENTS} distances each, in scratch memory) through
+     * {@link #doSquaredDistances} and {@link #doSmallestK} into the outputs, then one kernel recomputing the chosen
+     * distances exactly and re-sorting each row ({@link MlKernels#exactNeighbors}).
+     */
+    @Override
+    protected void doKNearestRows(NdArray q, NdArray x, long idOffset, NdArray outDist, NdArray outIds) {
+        long m = q.dim(0);
+        long n = x.dim(0);
+        long d = q.dim(1);
+        long k = outDist.dim(1);
+        if (m == 0) {
+            return;
+        }
+        DType dt = q.dtype();
+        long es = dt.byteSize();
+        long block = Math.max(1, Math.min(m, KNN_BLOCK_ELEMENTS / n));
+        long bytes = Math.multiplyExact(Math.multiplyExact(block, n), es);
+        try (Scratch s = new Scratch(bytes)) {
+            DeviceBuffer distances = s.take(bytes);
+            for (long first = 0; first < m; first += block) {
+                long rows = Math.min(block, m - first);
+                try (NdArray qv = NdArray.view(q.buffer(), first * d * es, dt, Order.C, rows, d);
+                        NdArray all = NdArray.view(distances, 0, dt, Order.C, rows, n);
+                        NdArray dv = NdArray.view(outDist.buffer(), first * k * es, dt, Order.C, rows, k);
+                        NdArray iv = NdArray.view(outIds.buffer(), first * k * Long.BYTES, DType.INT64, Order.C,
+                                rows, k)) {
+                    doSquaredDistances(qv, x, all);
+                    doSmallestK(all, idOffset, dv, iv);
+                }
+            }
+            MlKernels.exactNeighbors(stream, dt, dev(q), m, d, dev(x), n, k, idOffset, dev(outDist), dev(outIds));
+        }
+    }
+
     @Override
     protected void doSmallestK(NdArray values, long idOffset, NdArray outValues, NdArray outIds) {
         long rows = values.dim(0);

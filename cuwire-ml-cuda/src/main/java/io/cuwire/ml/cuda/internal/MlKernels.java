@@ -509,6 +509,22 @@ public final class MlKernels {
                 .array("outIds", outIds, Math.multiplyExact(rows, k), is));
     }
 
+    /**
+     * Recomputes the {@code k} neighbors of each of {@code rows} queries ({@code ids}: rows of {@code x} plus
+     * {@code idOffset}; {@code dist}: their distances, {@code rows x k}) as sums of squared differences of {@code q}
+     * ({@code rows x cols}) and {@code x} ({@code xRows x cols}), in double, and sorts each row by (distance, id):
+     * what {@link #smallestK} chose on {@code ||q||² - 2 q·x + ||x||²}, without that form's rounding residue.
+     */
+    public static void exactNeighbors(Stream stream, DType dtype, DeviceBuffer q, long rows, long cols, DeviceBuffer x,
+            long xRows, long k, long idOffset, DeviceBuffer dist, DeviceBuffer ids) {
+        int es = floating("exactNeighbors", dtype);
+        long n = Math.multiplyExact(rows, k);
+        MlKernelTable.exactNeighbors(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(k).i64(cols).i64(xRows)
+                .i64(idOffset).array("q", q, Math.multiplyExact(rows, cols), es)
+                .array("x", x, Math.multiplyExact(xRows, cols), es).array("dist", dist, n, es)
+                .array("ids", ids, n, Long.BYTES));
+    }
+
     // ---------------------------------------------------------------- row groups
 
     /**

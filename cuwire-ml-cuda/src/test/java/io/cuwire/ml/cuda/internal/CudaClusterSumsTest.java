@@ -16,7 +16,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.internal.CpuBackend;

@@ -17,7 +17,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.cluster.KMeans;
@@ -29,10 +29,12 @@ import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -255,6 +257,35 @@ class CudaEstimatorsTest {
             assertNear("mean", values(onCpu.mean()), values(onGpu.mean()), relTol(dt));
             // components are defined up to sign; the projection onto their span is not
             assertNear("reconstruction", values(bh), values(bg), relTol(dt));
+        }
+    }
+
+    /**
+     * The estimator bench's case (issue 22's defect): queries that are training rows, 32 Gaussian features, float64.
+     * Both backends recompute the chosen neighbors' distances as the same fused sums of squared differences, so the
+     * GPU must give the CPU backend's ids and distances bit for bit (the self-distance 0, not the GEMM form's ~1e-7).
+     */
+    @Test
+    void nearestNeighborsShouldGiveTheCpuBitsForQueriesThatAreTrainingRows(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int n = 20_000;
+        int q = 500;
+        int d = 32;
+        double[] x = gaussian(r, n * d);
+        double[] qx = Arrays.copyOf(x, q * d);
+        try (NdArray xg = array(gpu, DType.FLOAT64, x, n, d); NdArray xh = array(host, DType.FLOAT64, x, n, d);
+                NdArray qg = array(gpu, DType.FLOAT64, qx, q, d); NdArray qh = array(host, DType.FLOAT64, qx, q, d);
+                NearestNeighbors nnGpu = new NearestNeighbors().nNeighbors(5).fit(xg);
+                NearestNeighbors nnCpu = new NearestNeighbors().nNeighbors(5).fit(xh);
+                Neighbors got = nnGpu.kneighbors(qg); Neighbors want = nnCpu.kneighbors(qh)) {
+            long[] ids = got.ids().toLongArray();
+            double[] dist = values(got.distances());
+            assertArrayEquals(want.ids().toLongArray(), ids, "ids");
+            assertArrayEquals(values(want.distances()), dist, "distances");
+            for (int i = 0; i < q; i++) {
+                assertEquals(i, ids[i * 5], "query " + i + "'s nearest row: itself");
+                assertEquals(0.0, dist[i * 5], "query " + i + "'s distance to itself");
+            }
         }
     }
 

@@ -13,7 +13,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.HistogramTrees;
 import io.cuwire.ml.Metrics;

@@ -12,7 +12,7 @@ import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Stream;
-import io.cuwire.memory.TestRandom;
+import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -10,7 +10,7 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -95,7 +95,8 @@ final class InProcessConnection extends AbstractConnection {
                     throw new PeerClosedException("peer at " + address + " closed during the handshake");
                 }
                 if (r.length > maxBytes) {
-                    throw new ProtocolException("handshake record of " + r.length + " bytes exceeds " + maxBytes);
+                    throw new ProtocolViolationException("handshake record of " + r.length + " bytes exceeds "
+                            + maxBytes);
                 }
                 return r;
             }
@@ -278,7 +279,7 @@ final class InProcessConnection extends AbstractConnection {
             Serialized.Header header;
             try {
                 header = Frames.parseHeader(env.header, config, address, handshake.families());
-            } catch (ProtocolException e) {
+            } catch (ProtocolViolationException e) {
                 // the sender learns why before it sees this side close
                 MessageRefusedException r = Frames.refused(address, Frames.refusal(e));
                 peer.refusal = r;

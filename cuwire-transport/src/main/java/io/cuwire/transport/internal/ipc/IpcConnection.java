@@ -22,7 +22,7 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -79,10 +79,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * <h2>Small frames on one GPU: the push arena</h2>
  * Two processes on one GPU each have a CUDA context, and the GPU time-slices between them: GPU work of one context
  * waits for a switch from the other's (~145 µs each on an H200, measured with a raw two-process ping-pong:
- * {@code bench/results/ipc-rtt-profile-2026-12-01-nvidia-h200.md}). So that a round trip pays none, the dialling side
+ * {@code bench/results/ipc-rtt-profile-nvidia-h200.md}). So that a round trip pays none, the dialling side
  * does every copy of a small message in both directions: after the accepting side first pulled a device frame of up
  * to {@value #PUSH_FRAME_BYTES} bytes, it offers an arena of its device memory
- * ({@link TransportConfig#ipcPushArenaBytes()}, off by default); the dialling side maps it once and, for each later
+ * ({@link TransportConfig#ipcPushArenaBytes()}, 4 MiB by default); the dialling side maps it once and, for each later
  * message whose device frames are all of up to that size, copies them into free ranges of it, synchronizes, and sends
  * pushed references instead of its own memory's (a message with a larger frame is pulled whole).
  * The accepting side receives such a frame as a loan of the arena's bytes ({@link ReceiveArena}, no copy, no GPU
@@ -96,8 +96,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * parsed or mapped. A tag that fails is a {@link io.cuwire.transport.MessageAuthenticationException}, refused as any
  * bad record. The frames' bytes are not covered: device frames do not cross this socket, and a host frame's would
  * cost a pass of HMAC-SHA256 (0.4-0.65 GB/s a core on the 2-core VMs, a third of the socket's 1.7 GB/s).
- * A device frame's reference comes from the peer and is refused ({@link ProtocolException}) before anything is mapped
- * unless the handle is well formed for this side's platform, names an allocation of the peer itself where the
+ * A device frame's reference comes from the peer and is refused ({@link ProtocolViolationException}) before anything is
+ * mapped unless the handle is well formed for this side's platform, names an allocation of the peer itself where the
  * platform's handles name their exporter ({@link Device#exportingProcess}), and the frame's bytes — at the
  * reference's offset, of the length the header declared for the frame — lie within the allocation size the reference
  * declares; opening then checks that the platform issued the handle and that the allocation is that large
@@ -365,7 +365,7 @@ final class IpcConnection extends AbstractConnection {
      * a message with a frame the peer must pull keeps the peer's context busy anyway, and a push of this side's
      * beside it puts GPU work of both contexts into one message (on one H200 a 1 GiB message whose 8-byte frame was
      * pushed took 1.25 ms, 0.64 ms pulled whole a day earlier on another host; whether the push costs that is not
-     * settled: {@code bench/results/ipc-rtt-profile-*}). The caller holds the write lock.
+     * settled: {@code bench/results/ipc-rtt-profile-nvidia-h200.md}). The caller holds the write lock.
      */
     private void push(Outgoing out) {
         List<Buffer> frames = out.message.frames();
@@ -454,7 +454,7 @@ final class IpcConnection extends AbstractConnection {
             lease = mappings.acquire(offered.reference().allocation(), offered.reference().offset(), offered.bytes(),
                     device);
         } catch (IndexOutOfBoundsException | InvalidHandleException e) {
-            throw new ProtocolException("peer " + io.peer() + " offered a push arena that cannot be mapped: "
+            throw new ProtocolViolationException("peer " + io.peer() + " offered a push arena that cannot be mapped: "
                     + e.getMessage(), e);
         }
         arena = new PushArena(lease, device);
@@ -696,7 +696,8 @@ final class IpcConnection extends AbstractConnection {
                     }
                     Outgoing out = awaitingConsumed.poll();
                     if (out == null) {
-                        throw new ProtocolException("peer " + io.peer() + " acknowledged a message never sent");
+                        throw new ProtocolViolationException("peer " + io.peer()
+                                + " acknowledged a message never sent");
                     }
                     consumedNanos = System.nanoTime();
                     out.complete();
@@ -739,7 +740,7 @@ final class IpcConnection extends AbstractConnection {
                 } else if (type == TYPE_REFUSED) {
                     throw readRefusal();
                 } else {
-                    throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
+                    throw new ProtocolViolationException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                             + ": not the cuwire IPC protocol");
                 }
             }
@@ -756,7 +757,8 @@ final class IpcConnection extends AbstractConnection {
         short length = readShort();
         int handleLength = Short.toUnsignedInt(length);
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
-            throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
+            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC handle of " + handleLength
+                    + " bytes");
         }
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         ByteBuffer size = ByteBuffer.allocate(8 + 4);
@@ -768,14 +770,15 @@ final class IpcConnection extends AbstractConnection {
         }
         Device device = Devices.all().isEmpty() ? null : Devices.all().getFirst();
         if (device == null || offeredArena != null || pushArena != null) {
-            throw new ProtocolException("peer " + io.peer() + " offered a push arena "
+            throw new ProtocolViolationException("peer " + io.peer() + " offered a push arena "
                     + (device == null ? "to a side without devices" : "twice"));
         }
         Reference reference = parseReference(rest, device);
         long bytes = size.getLong(0);
         if (bytes < PUSH_FRAME_BYTES / 64 || bytes > 1L << 30 || reference.offset() < 0
                 || reference.offset() > reference.allocation().length() - bytes) {
-            throw new ProtocolException("peer " + io.peer() + " offered a push arena of " + bytes + " bytes at offset "
+            throw new ProtocolViolationException("peer " + io.peer() + " offered a push arena of " + bytes
+                    + " bytes at offset "
                     + reference.offset() + " of an allocation of " + reference.allocation().length() + " bytes"
                     + " (expected: 1 KiB to 1 GiB within the allocation)");
         }
@@ -793,7 +796,8 @@ final class IpcConnection extends AbstractConnection {
     private void readReturned() {
         int n = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (n < 1 || n > MAX_RETURNED_RANGES) {
-            throw new ProtocolException("peer " + io.peer() + " returned " + n + " ranges of its push arena in one"
+            throw new ProtocolViolationException("peer " + io.peer() + " returned " + n
+                    + " ranges of its push arena in one"
                     + " record (expected: 1 to " + MAX_RETURNED_RANGES + ")");
         }
         ByteBuffer body = ByteBuffer.allocate(16 * n);
@@ -806,7 +810,8 @@ final class IpcConnection extends AbstractConnection {
             if (pushArenaEnded) {
                 return;
             }
-            throw new ProtocolException("peer " + io.peer() + " returned ranges of a push arena never pushed into");
+            throw new ProtocolViolationException("peer " + io.peer()
+                    + " returned ranges of a push arena never pushed into");
         }
         for (int i = 0; i < n; i++) {
             arena.release(body.getLong(16 * i), body.getLong(16 * i + 8), io.peer());
@@ -973,7 +978,8 @@ final class IpcConnection extends AbstractConnection {
     private ByteBuffer readReferenceRest(short length, byte type, String what) {
         int handleLength = Short.toUnsignedInt(length);
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
-            throw new ProtocolException("peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
+            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC handle of " + handleLength
+                    + " bytes");
         }
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
@@ -997,17 +1003,20 @@ final class IpcConnection extends AbstractConnection {
         }
         ReceiveArena arena = receiveArena;
         if (arena == null) {
-            throw new ProtocolException("peer " + io.peer() + " sent frame " + index + " as pushed into a push arena"
+            throw new ProtocolViolationException("peer " + io.peer() + " sent frame " + index
+                    + " as pushed into a push arena"
                     + " this side never offered");
         }
         if (descriptor.deviceOrdinal() != arenaOrdinal) {
-            throw new ProtocolException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor + ") into"
+            throw new ProtocolViolationException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor
+                    + ") into"
                     + " the push arena offered for its device " + arenaOrdinal);
         }
         try {
             return new Frame(arena.lend(offsetBytes.getLong(0), descriptor.length()), true);
         } catch (IllegalArgumentException e) {
-            throw new ProtocolException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor + ") badly: "
+            throw new ProtocolViolationException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor
+                    + ") badly: "
                     + e.getMessage(), e);
         }
     }
@@ -1026,10 +1035,12 @@ final class IpcConnection extends AbstractConnection {
             allocation = new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes);
             exporter = device.exportingProcess(allocation);
         } catch (IllegalArgumentException | InvalidHandleException e) {
-            throw new ProtocolException("peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
+            throw new ProtocolViolationException("peer " + io.peer() + " sent a malformed IPC reference: "
+                    + e.getMessage(), e);
         }
         if (exporter.isPresent() && exporter.getAsLong() != handshake.peer().pid()) {
-            throw new ProtocolException("peer " + io.peer() + " (pid " + handshake.peer().pid() + ") sent a reference"
+            throw new ProtocolViolationException("peer " + io.peer() + " (pid " + handshake.peer().pid()
+                    + ") sent a reference"
                     + " to an allocation of process " + exporter.getAsLong() + ": a peer may send its own only");
         }
         return new Reference(allocation, offset);
@@ -1040,10 +1051,11 @@ final class IpcConnection extends AbstractConnection {
         try {
             return mappings.acquire(reference.allocation(), reference.offset(), frame.byteSize(), frame.device());
         } catch (IndexOutOfBoundsException e) {
-            throw new ProtocolException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
+            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
                     + e.getMessage(), e);
         } catch (InvalidHandleException e) {
-            throw new ProtocolException("peer " + io.peer() + " sent an IPC reference that its device did not issue:"
+            throw new ProtocolViolationException("peer " + io.peer()
+                    + " sent an IPC reference that its device did not issue:"
                     + " " + e.getMessage(), e);
         }
     }

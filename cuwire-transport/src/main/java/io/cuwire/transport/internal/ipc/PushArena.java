@@ -3,7 +3,7 @@ package io.cuwire.transport.internal.ipc;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Stream;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
@@ -67,12 +67,13 @@ final class PushArena implements AutoCloseable {
     /**
      * Gives back the range at {@code offset}: reserved by this side, returned by the peer (or never pushed).
      *
-     * @throws ProtocolException if no range was reserved there with {@code length} bytes
+     * @throws ProtocolViolationException if no range was reserved there with {@code length} bytes
      */
     synchronized void release(long offset, long length, String peer) {
         Long rounded = reserved.get(offset);
         if (rounded == null || length <= 0 || length > rounded) {
-            throw new ProtocolException("peer " + peer + " returned bytes [" + offset + ", " + offset + " + " + length
+            throw new ProtocolViolationException("peer " + peer + " returned bytes [" + offset + ", " + offset
+                    + " + " + length
                     + ") of its push arena, which this side had not pushed into");
         }
         reserved.remove(offset);

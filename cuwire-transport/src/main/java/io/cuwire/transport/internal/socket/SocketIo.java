@@ -6,7 +6,7 @@ import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -42,7 +42,7 @@ import javax.net.ssl.SSLException;
  *
  * <p>Failures: the peer's end of the stream or a reset is {@link PeerClosedException}; a stall is
  * {@link TransportTimeoutException}; a local close is {@link ConnectionClosedException}; a TLS record that does not
- * verify is {@link ProtocolException}.
+ * verify is {@link ProtocolViolationException}.
  */
 public final class SocketIo implements AutoCloseable {
     public static final long NO_DEADLINE = Long.MAX_VALUE;
@@ -533,7 +533,7 @@ public final class SocketIo implements AutoCloseable {
         if (closed) {
             return new ConnectionClosedException("connection to " + peer + " is closed", e);
         }
-        return new ProtocolException("TLS with " + peer + " failed: " + e.getMessage(), e);
+        return new ProtocolViolationException("TLS with " + peer + " failed: " + e.getMessage(), e);
     }
 
     /**

@@ -5,7 +5,7 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.Listener;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TlsMode;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -427,7 +427,7 @@ public final class SocketListener implements Listener {
         RecordChannel records;
         if (first == TlsSession.HANDSHAKE_RECORD) {
             if (mode == TlsMode.OFF) {
-                throw new ProtocolException("peer " + p.peer + " began TLS, but this listener's TLS is off ("
+                throw new ProtocolViolationException("peer " + p.peer + " began TLS, but this listener's TLS is off ("
                         + "TransportConfig.tls or -D" + TlsMode.PROPERTY + ")");
             }
             tls = TlsSession.server(p.channel, p.peer, tlsContext(), in, p.deadline);
@@ -436,7 +436,7 @@ public final class SocketListener implements Listener {
             records = new SocketRecords(p.channel.socket(), p.peer, in);
             if (!mode.acceptsPlaintext(loopback.test(p.source))) {
                 records.readRecord(MAX_HELLO, p.deadline);  // the client's hello: refused in place of the answer
-                ProtocolException e = new ProtocolException(mode == TlsMode.ON
+                ProtocolViolationException e = new ProtocolViolationException(mode == TlsMode.ON
                         ? "TLS required (listener tls ON): set the client's TransportConfig.tls(ON) or -D"
                                 + TlsMode.PROPERTY + "=on"
                         : "TLS required from non-loopback peers (listener tls AUTO): set the client's "

@@ -1,7 +1,7 @@
 package io.cuwire.transport.internal.socket;
 
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
@@ -162,7 +162,7 @@ public final class TlsSession {
     /**
      * Runs the client side of the TLS handshake over {@code channel} (connected, blocking) by {@code deadlineNanos}.
      *
-     * @throws ProtocolException if TLS failed (the peer does not speak it, or sent a bad record)
+     * @throws ProtocolViolationException if TLS failed (the peer does not speak it, or sent a bad record)
      * @throws TransportTimeoutException if it did not finish in time
      * @throws PeerClosedException if the peer went away
      */
@@ -176,7 +176,7 @@ public final class TlsSession {
      * Runs the server side of the TLS handshake over {@code channel} (accepted, blocking), reading through {@code in}
      * (the socket's stream, with the byte peeked at pushed back) by {@code deadlineNanos}.
      *
-     * @throws ProtocolException if TLS failed (the peer does not speak it, or sent a bad record)
+     * @throws ProtocolViolationException if TLS failed (the peer does not speak it, or sent a bad record)
      * @throws TransportTimeoutException if it did not finish in time
      * @throws PeerClosedException if the peer went away
      */
@@ -221,7 +221,7 @@ public final class TlsSession {
                 }
             }
         } catch (SSLException e) {
-            throw new ProtocolException("the TLS handshake with " + peer + " failed: " + e.getMessage(), e);
+            throw new ProtocolViolationException("the TLS handshake with " + peer + " failed: " + e.getMessage(), e);
         } catch (IOException e) {
             throw new PeerClosedException("the TLS handshake with " + peer + " failed: " + e.getMessage(), e);
         }
@@ -249,7 +249,7 @@ public final class TlsSession {
                         write(new ByteBuffer[0], 0, 0);
                     }
                 } catch (SSLException e) {
-                    throw new ProtocolException("TLS with " + peer + " failed: " + e.getMessage(), e);
+                    throw new ProtocolViolationException("TLS with " + peer + " failed: " + e.getMessage(), e);
                 } catch (IOException e) {
                     throw new PeerClosedException("writing the handshake to " + peer + " failed: " + e.getMessage(),
                             e);
@@ -263,7 +263,8 @@ public final class TlsSession {
                 int n = (length[0] & 0xff) << 24 | (length[1] & 0xff) << 16 | (length[2] & 0xff) << 8
                         | length[3] & 0xff;
                 if (n < 0 || n > maxBytes) {
-                    throw new ProtocolException("peer " + peer + " sent a handshake record of " + (n & 0xffffffffL)
+                    throw new ProtocolViolationException("peer " + peer + " sent a handshake record of "
+                            + (n & 0xffffffffL)
                             + " bytes (expected: 0.." + maxBytes + "): not a cuwire transport");
                 }
                 byte[] record = new byte[n];
@@ -286,7 +287,7 @@ public final class TlsSession {
                 }
             }
         } catch (SSLException e) {
-            throw new ProtocolException("a TLS record from " + peer + " is not valid: " + e.getMessage(), e);
+            throw new ProtocolViolationException("a TLS record from " + peer + " is not valid: " + e.getMessage(), e);
         } catch (IOException e) {
             throw new PeerClosedException("reading the handshake from " + peer + " failed: " + e.getMessage(), e);
         }

@@ -13,7 +13,7 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -410,7 +410,7 @@ final class TcpConnection extends AbstractConnection {
                 throw io.readRefusal(ioTimeoutNanos);
             }
             if (type != TYPE_MESSAGE) {
-                throw new ProtocolException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
+                throw new ProtocolViolationException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
                         + ": not the cuwire protocol");
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);

@@ -3,7 +3,7 @@ package io.cuwire.transport.internal.ucx;
 import io.cuwire.transport.MessageAuthenticationException;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.internal.RecordChannel;
 import io.cuwire.transport.internal.SessionKeys;
@@ -109,7 +109,7 @@ final class Bootstrap implements RecordChannel, AutoCloseable {
             socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(left))));
             int length = in.readInt();
             if (length < 0 || length > Math.min(maxBytes, MAX_RECORD)) {
-                throw new ProtocolException("peer " + peer + " sent a handshake record of " + length
+                throw new ProtocolViolationException("peer " + peer + " sent a handshake record of " + length
                         + " bytes (expected: 0.." + Math.min(maxBytes, MAX_RECORD) + "): not a cuwire transport");
             }
             byte[] record = new byte[length];

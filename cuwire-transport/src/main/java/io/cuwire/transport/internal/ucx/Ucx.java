@@ -153,6 +153,11 @@ final class Ucx {
         String detail = details.toString();
         String lower = detail.toLowerCase(Locale.ROOT);
         if (lower.contains("org/openucx") || lower.contains("org.openucx")) {
+            if (Ucx.class.getModule().isNamed()) {
+                return "UCX not available: the JUCX classes are not in this JVM's modules; add the dependency "
+                        + jucxArtifact() + " (cuwire-transport declares it optional) to the module path and run with "
+                        + "--add-modules jucx (" + detail + ")";
+            }
             return "UCX not available: the JUCX classes are not on the class path; add the dependency "
                     + jucxArtifact() + " (cuwire-transport declares it optional) (" + detail + ")";
         }

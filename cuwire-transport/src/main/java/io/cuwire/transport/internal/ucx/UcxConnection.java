@@ -15,7 +15,7 @@ import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
@@ -196,7 +196,8 @@ final class UcxConnection extends AbstractConnection {
             bootstrap.writeRecord(READY);
             byte[] ready = bootstrap.readRecord(READY.length, deadline);
             if (!Arrays.equals(READY, ready)) {
-                throw new ProtocolException("peer " + bootstrap.peer() + " sent " + ready.length + " bytes instead of "
+                throw new ProtocolViolationException("peer " + bootstrap.peer() + " sent " + ready.length
+                        + " bytes instead of "
                         + "its ready record after connecting UCX: not a cuwire transport of this version");
             }
         } catch (RuntimeException | InterruptedException | ExecutionException | TimeoutException e) {
@@ -577,7 +578,7 @@ final class UcxConnection extends AbstractConnection {
             int tagBytes = open == null ? 0 : SessionKeys.TAG_BYTES;
             long max = PREAMBLE_BYTES + config.limits().maxHeaderBytes() + COALESCE_TOTAL_BYTES + tagBytes;
             if (length < PREAMBLE_BYTES + tagBytes || length > max) {
-                throw new ProtocolException("peer " + bootstrap.peer() + " sent a first part of " + length
+                throw new ProtocolViolationException("peer " + bootstrap.peer() + " sent a first part of " + length
                         + " bytes", new LimitExceededException("first part of " + length + " bytes exceeds the "
                         + "limit of " + max + " (header limit plus 1 MiB of small frames)"));
             }
@@ -588,7 +589,8 @@ final class UcxConnection extends AbstractConnection {
                 // the header length bounds what the tag covers, and is covered itself
                 int covered = PREAMBLE_BYTES + preamble.getInt(9);
                 if (covered < PREAMBLE_BYTES || covered > length - tagBytes) {
-                    throw new ProtocolException("peer declared a header of " + preamble.getInt(9) + " bytes in a "
+                    throw new ProtocolViolationException("peer declared a header of " + preamble.getInt(9)
+                            + " bytes in a "
                             + "first part of " + length);
                 }
                 byte[] tag = new byte[SessionKeys.TAG_BYTES];
@@ -596,22 +598,24 @@ final class UcxConnection extends AbstractConnection {
                 open.open(received, tag, "message header", preamble.duplicate().position(0).limit(covered));
             }
             if (preamble.get(0) != TYPE_MESSAGE) {
-                throw new ProtocolException("peer " + bootstrap.peer() + " sent a message of type "
+                throw new ProtocolViolationException("peer " + bootstrap.peer() + " sent a message of type "
                         + (preamble.get(0) & 0xff) + ": not the cuwire protocol");
             }
             int chunk = preamble.getInt(1);
             int hostPart = preamble.getInt(5);
             int headerLength = preamble.getInt(9);
             if (chunk < 4096 || chunk > MAX_DEVICE_CHUNK) {
-                throw new ProtocolException("peer announced a device chunk of " + chunk + " bytes (expected: 4096.."
+                throw new ProtocolViolationException("peer announced a device chunk of " + chunk
+                        + " bytes (expected: 4096.."
                         + MAX_DEVICE_CHUNK + ")");
             }
             if (hostPart < MIN_HOST_PART_BYTES || hostPart > HOST_PART_BYTES) {
-                throw new ProtocolException("peer announced a host part of " + hostPart + " bytes (expected: "
+                throw new ProtocolViolationException("peer announced a host part of " + hostPart + " bytes (expected: "
                         + MIN_HOST_PART_BYTES + ".." + HOST_PART_BYTES + ")");
             }
             if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES - tagBytes) {
-                throw new ProtocolException("peer declared a header of " + headerLength + " bytes in a first part "
+                throw new ProtocolViolationException("peer declared a header of " + headerLength
+                        + " bytes in a first part "
                         + "of " + length);
             }
             byte[] headerBytes = new byte[headerLength];
@@ -634,7 +638,8 @@ final class UcxConnection extends AbstractConnection {
                 }
             }
             if (length != PREAMBLE_BYTES + headerLength + tagBytes + inlineBytes || parts > MAX_PARTS) {
-                throw new ProtocolException("peer's first part of " + length + " bytes does not match its header ("
+                throw new ProtocolViolationException("peer's first part of " + length
+                        + " bytes does not match its header ("
                         + headerLength + " header bytes, " + inlineBytes + " bytes of small frames, " + parts
                         + " parts)");
             }
@@ -776,7 +781,8 @@ final class UcxConnection extends AbstractConnection {
     /** {@link ConnectionState#translate} with UCX's own request failures. */
     private TransportException translate(Throwable e, String what) {
         return connection.translate(e, what, x -> switch (x) {
-            case UcxAgent.RequestFailure r when r.truncated() -> new ProtocolException("peer " + bootstrap.peer()
+            case UcxAgent.RequestFailure r when r.truncated() -> new ProtocolViolationException("peer "
+                    + bootstrap.peer()
                     + " sent a UCX message longer than announced: " + r.getMessage(), r);
             case UcxAgent.RequestFailure r -> new PeerClosedException(what + " " + bootstrap.peer()
                     + " failed in UCX: " + r.getMessage(), r);

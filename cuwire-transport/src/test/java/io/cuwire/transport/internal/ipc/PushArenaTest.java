@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -81,11 +81,14 @@ class PushArenaTest {
                 assertEquals(List.of(0L, 10_240L, 20_480L, 30_720L, 40_960L, 51_200L), offsets);
                 assertEquals(61_440, arena.reserve(4096), "the last 4 KiB");
                 assertEquals(-1, arena.reserve(1));
-                assertThrows(ProtocolException.class, () -> arena.release(256, 10, "peer"), "never reserved there");
-                assertThrows(ProtocolException.class, () -> arena.release(0, 20_000, "peer"), "longer than reserved");
+                assertThrows(ProtocolViolationException.class, () -> arena.release(256, 10, "peer"),
+                        "never reserved there");
+                assertThrows(ProtocolViolationException.class, () -> arena.release(0, 20_000, "peer"),
+                        "longer than reserved");
                 arena.release(10_240, 10_000, "peer");
                 arena.release(20_480, 10_000, "peer");
-                assertThrows(ProtocolException.class, () -> arena.release(20_480, 10_000, "peer"), "returned twice");
+                assertThrows(ProtocolViolationException.class, () -> arena.release(20_480, 10_000, "peer"),
+                        "returned twice");
                 assertEquals(10_240, arena.reserve(20_000), "the two freed ranges coalesced");
                 assertEquals(30_464, arena.reserve(1), "20,000 bytes took 20,224: 256 are left of the 20,480");
                 assertEquals(-1, arena.reserve(1));

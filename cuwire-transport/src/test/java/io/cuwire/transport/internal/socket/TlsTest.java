@@ -19,7 +19,7 @@ import io.cuwire.transport.Connection;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.PeerClosedException;
-import io.cuwire.transport.ProtocolException;
+import io.cuwire.transport.ProtocolViolationException;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TestMessages;
 import io.cuwire.transport.TlsMode;
@@ -192,7 +192,7 @@ class TlsTest {
             forged.put((byte) (i * 37 + 11));
         }
         pair[0].write(forged.flip());
-        ProtocolException e = assertThrows(ProtocolException.class,
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
                 () -> server.readByte(stall, SocketIo.NO_DEADLINE));
         assertTrue(e.getMessage().startsWith("TLS with client failed: "), e.getMessage());
     }
@@ -202,7 +202,8 @@ class TlsTest {
         SocketChannel[] pair = socketPair();
         pair[0].write(ByteBuffer.wrap(new byte[] {0x16, 3, 1, 0, 6, 1, 0, 0, 2, 0, 0}));
         TransportConfig anyKey = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null).build();
-        ProtocolException e = assertThrows(ProtocolException.class, () -> TlsSession.server(pair[1], "client",
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
+                () -> TlsSession.server(pair[1], "client",
                 TlsSession.serverContext(anyKey), streamOf(pair[1]), System.nanoTime() + DEADLINE_NANOS));
         assertTrue(e.getMessage().startsWith("the TLS handshake with client failed: "), e.getMessage());
     }
@@ -210,7 +211,7 @@ class TlsTest {
     @Test
     void shouldRefusePlaintextFromANonLoopbackPeerInAutoSayingWhatToSet() {
         SocketListener listener = listen(config(TlsMode.AUTO), false);
-        ProtocolException e = assertThrows(ProtocolException.class,
+        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
                 () -> TcpTransport.INSTANCE.connect(listener.address(), config(TlsMode.AUTO)));
         assertTrue(e.getMessage().contains("TLS required from non-loopback peers (listener tls AUTO): set the "
                 + "client's TransportConfig.tls(ON) or -Dcuwire.transport.tls=on"), e.getMessage());
