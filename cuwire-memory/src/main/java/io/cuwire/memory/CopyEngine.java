@@ -8,7 +8,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * The one way bytes move between buffers. Every copy — host to host, host to device, device to host, within a
  * device, between devices — goes through here, is checked (open buffers, ranges in bounds, a pair of devices that
  * can talk), is counted per {@link CopyDirection} in the process-wide totals and in every open
- * {@link TransferScope}, and is then handed to the device platform that performs it.
+ * {@link TransferScope} that counts the calling thread's copies, and is then handed to the device platform that
+ * performs it.
  *
  * <p>Synchronous copies return when the bytes have arrived. Asynchronous copies are enqueued on a {@link Stream}
  * and counted when enqueued; they finish by the stream's next {@code synchronize()}. Buffers must stay open until
@@ -129,14 +130,28 @@ public final class CopyEngine {
     private static void count(CopyDirection direction, long bytes) {
         BYTES.addAndGet(direction.ordinal(), bytes);
         COPIES.incrementAndGet(direction.ordinal());
-        for (TransferScope scope : SCOPES) {
-            scope.record(direction, bytes);
+        if (!SCOPES.isEmpty()) {
+            Thread by = Thread.currentThread();
+            for (TransferScope scope : SCOPES) {
+                scope.record(by, direction, bytes);
+            }
         }
     }
 
     /** Opens a scope that counts every copy made by any thread of this process until it is closed. */
     public static TransferScope openScope(String name) {
-        TransferScope scope = new TransferScope(name);
+        return add(new TransferScope(name, null));
+    }
+
+    /**
+     * Opens a scope that counts only the copies the calling thread makes (an asynchronous one when it is enqueued)
+     * until it is closed: one side's copies, when the other side of the transfer runs in this process too.
+     */
+    public static TransferScope openThreadScope(String name) {
+        return add(new TransferScope(name, Thread.currentThread()));
+    }
+
+    private static TransferScope add(TransferScope scope) {
         SCOPES.add(scope);
         return scope;
     }

@@ -3,9 +3,11 @@ package io.cuwire.memory;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * Counts the copies the {@link CopyEngine} makes while the scope is open — on every thread of this process, so
- * copies made by transport or stream threads on the caller's behalf are caught too. A test proves "no byte went to
- * the host" with it:
+ * Counts the copies the {@link CopyEngine} makes while the scope is open. A scope of {@link CopyEngine#openScope}
+ * counts them on every thread of this process, so copies made by transport or stream threads on the caller's behalf
+ * are caught too; one of {@link CopyEngine#openThreadScope} counts only those its own thread makes (or enqueues, for
+ * an asynchronous copy), so that two sides of a transfer in one process each count their own. A test proves "no byte
+ * went to the host" with it:
  *
  * <pre>{@code
  * try (TransferScope scope = CopyEngine.openScope("send model")) {
@@ -14,21 +16,29 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * }
  * }</pre>
  *
- * Scopes may nest and overlap; each sees every copy made while it is open. Thread-safe.
+ * Scopes may nest and overlap; each sees every copy made while it is open (by its thread, for a thread's scope).
+ * Thread-safe.
  */
 public final class TransferScope implements AutoCloseable {
     private static final int N = CopyDirection.values().length;
 
     private final String name;
+    /** The one thread whose copies count, or {@code null}: every thread's. */
+    private final Thread thread;
     private final AtomicLongArray bytes = new AtomicLongArray(N);
     private final AtomicLongArray copies = new AtomicLongArray(N);
     private volatile boolean open = true;
 
-    TransferScope(String name) {
+    TransferScope(String name, Thread thread) {
         this.name = name;
+        this.thread = thread;
     }
 
-    void record(CopyDirection direction, long n) {
+    /** Counts a copy made by {@code by}, if this scope counts that thread's copies. */
+    void record(Thread by, CopyDirection direction, long n) {
+        if (thread != null && thread != by) {
+            return;
+        }
         bytes.addAndGet(direction.ordinal(), n);
         copies.incrementAndGet(direction.ordinal());
     }
@@ -73,6 +83,6 @@ public final class TransferScope implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "TransferScope[" + name + ": " + stats() + "]";
+        return "TransferScope[" + name + (thread == null ? "" : " on " + thread.getName()) + ": " + stats() + "]";
     }
 }

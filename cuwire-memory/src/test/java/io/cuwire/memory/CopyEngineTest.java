@@ -54,6 +54,24 @@ class CopyEngineTest {
     }
 
     @Test
+    void shouldCountOnlyItsOwnThreadsCopiesInAThreadScopeEnqueuedOnesIncluded() throws Exception {
+        try (DeviceBuffer a = device.allocate(4096); HostBuffer h = host.allocate(4096);
+                Stream stream = Devices.get(0).newStream();
+                TransferScope mine = CopyEngine.openThreadScope("this side");
+                TransferScope everyone = CopyEngine.openScope("the process")) {
+            Thread other = Thread.ofPlatform().start(() -> CopyEngine.copy(a, h));
+            other.join();
+            assertEquals(0, mine.bytes(CopyDirection.D2H), "another thread's copy is the other side's: " + mine);
+            assertEquals(4096, everyone.bytes(CopyDirection.D2H));
+            CopyEngine.copyAsync(h, 0, a, 0, 100, stream);
+            stream.synchronize();
+            assertEquals(100, mine.bytes(CopyDirection.H2D), "a copy this thread enqueued counts, wherever it runs");
+            assertEquals(1, mine.copies(CopyDirection.H2D));
+            assertEquals(100, everyone.bytes(CopyDirection.H2D));
+        }
+    }
+
+    @Test
     void shouldStopCountingWhenClosedAndLetScopesNest() {
         try (DeviceBuffer a = device.allocate(100); HostBuffer h = host.allocate(100)) {
             TransferScope outer = CopyEngine.openScope("outer");

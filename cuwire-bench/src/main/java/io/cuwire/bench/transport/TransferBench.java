@@ -9,6 +9,7 @@ import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
@@ -17,6 +18,8 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.HostMemoryPool;
+import io.cuwire.memory.MemoryKind;
+import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.TransferScope;
@@ -41,19 +44,23 @@ import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
@@ -65,15 +72,21 @@ import picocli.CommandLine.Option;
  * there are two) that listens on TCP, CUDA IPC and a raw socket. Per case the sender serializes a model-shaped object
  * ({@link Model}: hyper-parameters in the header, a {@code float32} coefficient array of the case's size and a small
  * intercept on the device) with the family, sends it, and the receiver decodes it onto its device and acknowledges
- * at once; the time from serializing to the acknowledgement is one transfer. Outside the timing the receiver then
- * checks the content (a CRC of sampled windows of every array, copied to the host) and reports it with the bytes
- * its side copied between host and device; the sender compares the CRC with its own. The first transfer is the cold
+ * at once; the time from serializing to the acknowledgement is one transfer. Each side counts its own copies in a
+ * {@link TransferScope} of its own (every thread of its process; in one process, its own thread's:
+ * {@link CopyEngine#openThreadScope}), closed before anything else runs; outside the timing and after both scopes the
+ * receiver checks the content (a CRC of sampled windows of every array, copied to the host) and reports it with the
+ * bytes its side copied between host and device; the sender compares the CRC with its own. A case's copy counts are
+ * the most any one of its transfers copied, cold and warm-up ones included. The first transfer is the cold
  * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
- * ceiling of the path measured in the same run: a peer copy device 0 → 1 in one process (ipc), a plain socket
- * transfer between the two processes (tcp, tls, ucx), a memory copy (inproc). Transport {@code tls} is TCP inside
- * TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in {@link TlsMode#AUTO}, takes TLS and
- * plaintext from loopback alike), so that one run can set TLS's cost beside plain TCP's. For IPC, TCP and TLS a round
- * trip of a 1 KiB device frame is timed too. Lines start with {@code RESULT}; a CSV goes to {@code --out}.
+ * ceiling of the path ({@link Ceiling}), one round of which runs right before each timed transfer: the copy engine's
+ * copy device 0 → the receiver's device in one process (ipc), the best of several plain socket transfers between the
+ * two processes (tcp, tls, ucx). In-process has no ceiling: it lends frames, and reports its latency. Transport
+ * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
+ * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
+ * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too. With {@code --arrays N} a
+ * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
+ * {@code --out}.
  *
  * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
  * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
@@ -84,11 +97,21 @@ import picocli.CommandLine.Option;
  */
 public final class TransferBench {
     private static final long CRC_WINDOW = 64 << 10;
+    /** The check's window of each array of a model's layers (thousands of them in the many-frames case). */
+    private static final long LAYER_WINDOW = 256;
     private static final int RTT_WARMUP = 2000;
     /** Untimed transfers of a case's own size after its cold one. */
     static final int CASE_WARMUP = 3;
     private static final int RTT_ROUNDS = 2000;
     private static final long JAVA_MAX_BYTES = 1L << 30;
+    /**
+     * The emulated platform's property for the bytes of freed large allocations a device keeps (its stand-in for a
+     * GPU pool's reuse); the bench sets it to twice its largest size plus 64 MiB unless it is set.
+     */
+    static final String EMULATED_CACHE_PROPERTY = "cuwire.emulated.maxCachedBytes";
+    /** The cache-resident chunks of the raw socket ceiling. */
+    private static final long[] RAW_CHUNKS = {64 << 10, 256 << 10, 1 << 20};
+    private static final String RAW_CHUNKS_DOC = "64 KiB, 256 KiB or 1 MiB";
     /** Untimed 1 KiB transfers per transport and family before its cases, unless {@code --warmup} says. */
     static final int DEFAULT_WARMUP = 500;
 
@@ -103,6 +126,8 @@ public final class TransferBench {
         int nFeatures;
         NdArray coef;
         NdArray intercept;
+        /** Further arrays (a list of layers): empty but in the many-frames case. */
+        ArrayList<NdArray> layers = new ArrayList<>();
     }
 
     /**
@@ -114,9 +139,11 @@ public final class TransferBench {
      * @param repeat timed transfers per case after the cold one
      * @param warmup untimed 1 KiB transfers per transport and family before its cases
      * @param out directory for the CSV, or {@code null}
+     * @param arrays arrays of the many-frames case per transport ({@code --arrays}; 0: none)
+     * @param arrayBytes bytes of each of them ({@code --array-bytes})
      */
     public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, int warmup,
-            Path out) {
+            Path out, int arrays, long arrayBytes) {
         /** Parses the options of {@link Args} ({@code cuwire bench transfer --help}). */
         public static Options parse(String... args) {
             return Cli.parse(new Args(), args).options();
@@ -155,6 +182,14 @@ public final class TransferBench {
                 description = "where the run is recorded, transfer-<machine>.md and .csv (default: ${DEFAULT-VALUE})")
         Path out;
 
+        @Option(names = "--arrays", paramLabel = "N", defaultValue = "0",
+                description = "adds the many-frames case per transport: a model of N arrays (default: 0, none)")
+        int arrays;
+
+        @Option(names = "--array-bytes", paramLabel = "SIZE", converter = ModelSize.class, defaultValue = "100KiB",
+                description = "bytes of each array of the many-frames case (default: ${DEFAULT-VALUE})")
+        long arrayBytes;
+
         /**
          * The typed options.
          *
@@ -162,7 +197,8 @@ public final class TransferBench {
          */
         public Options options() {
             return new Options(List.copyOf(transports), List.copyOf(families), List.copyOf(sizes),
-                    Cli.atLeast("--repeat", repeat, 1), Cli.atLeast("--warmup", warmup, 0), out);
+                    Cli.atLeast("--repeat", repeat, 1), Cli.atLeast("--warmup", warmup, 0), out,
+                    Cli.atLeast("--arrays", arrays, 0), arrayBytes);
         }
     }
 
@@ -240,32 +276,44 @@ public final class TransferBench {
 
     // ---------------------------------------------------------------- the sender
 
-    /** One case's result. */
-    record Result(String transport, Family family, long size, double medianMs, double coldMs, double rawMs,
+    /**
+     * One case's result; {@code ceiling} is {@code null} for the in-process transport, which lends frames instead of
+     * moving them and so reports latency, not a ratio.
+     */
+    record Result(String transport, Family family, long size, double medianMs, double coldMs, Ceiling.Best ceiling,
             long d2hBytes, long h2dBytes, boolean checked) {
         double gbps() {
             return size / (medianMs * 1e6);
         }
 
+        /** The ceiling's median time over this case's: 1 is as fast as the ceiling. */
         double vsRaw() {
-            return rawMs / medianMs;
+            return ceiling.medianMs() / medianMs;
         }
     }
 
     /** Runs the benchmark, printing to {@code out}; the exit code (1 if a content check failed). */
     public static int run(Options options, PrintStream out) throws Exception {
+        // the largest model's arrays: a case's size, or the many-frames case's arrays together
+        long maxSize = Math.max(options.sizes().stream().mapToLong(Long::longValue).max().orElse(1024),
+                (long) options.arrays() * options.arrayBytes());
+        if (System.getProperty(EMULATED_CACHE_PROPERTY) == null) {
+            // The emulated device keeps freed large files for reuse, as a GPU's memory pool keeps freed blocks; set
+            // before the platform starts here, and passed on to the receiver JVM with the other cuwire.* properties.
+            System.setProperty(EMULATED_CACHE_PROPERTY, Long.toString(2 * maxSize + (64 << 20)));
+        }
         List<Device> devices = Devices.all();
         Device sender = devices.getFirst();
         int receiverOrdinal = devices.size() >= 2 ? 1 : 0;
-        long maxSize = options.sizes().stream().mapToLong(Long::longValue).max().orElse(1024);
         out.printf(Locale.ROOT, "cuwire bench transfer: platform %s, sender on device %d (%s), receiver on device %d,"
-                + " sizes %s, repeat %d%n", Devices.platform(), sender.ordinal(), sender.name(), receiverOrdinal,
-                options.sizes(), options.repeat());
+                + " sizes %s, repeat %d; receive pools touched ahead (%s=%s on the emulated device)%n",
+                Devices.platform(), sender.ordinal(), sender.name(), receiverOrdinal, options.sizes(), options.repeat(),
+                EMULATED_CACHE_PROPERTY, System.getProperty(EMULATED_CACHE_PROPERTY));
         List<Result> results = new ArrayList<>();
         List<String> extra = new ArrayList<>();
         boolean allChecked = true;
         byte[] secret = Secrets.generate();
-        try (Side side = new Side(sender, maxSize, secret)) {
+        try (Side side = new Side(sender, maxSize, secret, false)) {
             Child child = null;
             try {
                 for (String transport : options.transports()) {
@@ -279,7 +327,7 @@ public final class TransferBench {
                             Listener l = inprocListener;
                             CompletableFuture<Connection> accepted = new CompletableFuture<>();
                             inproc = Thread.ofPlatform().name("transfer-bench-receiver").start(() -> {
-                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret);
+                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret, true);
                                         Connection rc = l.accept()) {
                                     accepted.complete(rc);
                                     receiver.serveConnection(rc);
@@ -316,28 +364,38 @@ public final class TransferBench {
                     try (Connection conn = c) {
                         for (Family family : options.families()) {
                             if (options.warmup() > 0) {
-                                allChecked &= transfer(conn, transport, family, 1024, options.warmup(), side, 1)
+                                allChecked &= transfer(conn, transport, family, 1024, options.warmup(), side, null)
                                         .checked();
                             }
                         }
                         for (long size : options.sizes()) {
-                            double rawMs = raw(transport, size, side, child, devices, receiverOrdinal,
-                                    options.repeat());
                             for (Family family : options.families()) {
                                 if (family == Family.JAVA && size > JAVA_MAX_BYTES) {
                                     out.println("SKIP transport=" + transport + " family=java size=" + size
                                             + " reason=\"JDK serialization holds the model in one byte[] (< 2 GiB)\"");
                                     continue;
                                 }
-                                Result r = transfer(conn, transport, family, size, options.repeat(), side, rawMs);
+                                Ceiling ceiling = Ceiling.of(transport, size, options.repeat(), side, child, devices,
+                                        receiverOrdinal);
+                                Result r;
+                                try {
+                                    r = transfer(conn, transport, family, size, options.repeat(), side, ceiling);
+                                } finally {
+                                    if (ceiling != null) {
+                                        ceiling.close();
+                                    }
+                                }
                                 results.add(r);
                                 allChecked &= r.checked();
-                                out.printf(Locale.ROOT, "RESULT transport=%s family=%s size=%d median_ms=%.4f "
-                                        + "gbps=%.3f d2h_bytes=%d h2d_bytes=%d vs_raw=%.3f cold_ms=%.3f "
-                                        + "raw_gbps=%.3f checked=%s%n", transport, family.wireName(), size,
-                                        r.medianMs(), r.gbps(), r.d2hBytes(), r.h2dBytes(), r.vsRaw(), r.coldMs(),
-                                        size / (rawMs * 1e6), r.checked() ? "ok" : "MISMATCH");
+                                out.println(resultLine(r));
                             }
+                        }
+                        if (options.arrays() > 0) {
+                            ManyFrames mf = manyFrames(conn, transport, options.arrays(), options.arrayBytes(),
+                                    options.repeat(), side);
+                            allChecked &= mf.checked();
+                            out.println(mf.line());
+                            extra.add(mf.line());
                         }
                         if (List.of("ipc", "tcp", "tls").contains(transport)) {
                             double rttUs = roundTrip(conn, side);
@@ -367,55 +425,148 @@ public final class TransferBench {
         return allChecked ? 0 : 1;
     }
 
+    /**
+     * One case: a cold transfer, up to {@value #CASE_WARMUP} untimed ones, then {@code repeat} timed ones, each right
+     * after a round of {@code ceiling}'s runs (so that a busy machine slows both alike); {@code ceiling} {@code null}:
+     * none.
+     */
     private static Result transfer(Connection c, String transport, Family family, long size, int repeat, Side side,
-            double rawMs) {
+            Ceiling ceiling) {
         double[] ms = new double[repeat];
         double coldMs = 0;
         long d2h = 0;
         long h2d = 0;
         boolean checked = true;
         int warm = Math.min(CASE_WARMUP, repeat);
+        boolean oneProcess = transport.equals("inproc");
         try (ModelOnDevice model = new ModelOnDevice(side.model(size))) {
             long expected = crc(model.model());
             for (int i = 0; i <= warm + repeat; i++) {
-                CompletableFuture<?> sent;
-                long t0;
-                long t1;
-                long sendD2h;
-                long sendH2d;
-                Serialized s;
-                try (TransferScope scope = CopyEngine.openScope("bench send")) {
-                    t0 = System.nanoTime();
-                    s = side.registry.serialize(model.model(), family);
-                    sent = c.send(Message.of(s));
-                    try (ReceivedMessage ack = c.receive()) {
-                        expectRoot(ack, "ack");
-                    }
-                    t1 = System.nanoTime();
-                    sendD2h = scope.bytes(CopyDirection.D2H);
-                    sendH2d = scope.bytes(CopyDirection.H2D);
+                if (ceiling != null && i > warm) {
+                    ceiling.round(i - warm - 1);
                 }
-                sent.join();
-                s.close();
-                String[] report;
-                try (ReceivedMessage crc = c.receive()) {
-                    report = ((String) crc.value().root()).split(" ");
-                }
-                if (!report[0].equals("crc") || Long.parseLong(report[1]) != expected) {
-                    checked = false;
-                }
+                One one = one(c, oneProcess, family, model.model(), expected, side);
+                checked &= one.checked();
+                // The most one transfer of the case copied, cold and warm-up ones included.
+                d2h = Math.max(d2h, one.d2h());
+                h2d = Math.max(h2d, one.h2d());
                 if (i == 0) {
-                    coldMs = (t1 - t0) / 1e6;
+                    coldMs = one.ms();
                 } else if (i > warm) {
-                    ms[i - warm - 1] = (t1 - t0) / 1e6;
-                    // In one process the sender's scope already saw the receiver's copies (scopes are process-wide).
-                    boolean oneProcess = transport.equals("inproc");
-                    d2h = sendD2h + (oneProcess ? 0 : Long.parseLong(report[3]));
-                    h2d = sendH2d + (oneProcess ? 0 : Long.parseLong(report[2]));
+                    ms[i - warm - 1] = one.ms();
                 }
             }
         }
-        return new Result(transport, family, size, Stats.median(ms), coldMs, rawMs, d2h, h2d, checked);
+        return new Result(transport, family, size, Stats.median(ms), coldMs, ceiling == null ? null : ceiling.best(),
+                d2h, h2d, checked);
+    }
+
+    /**
+     * One transfer's figures: its time, both sides' copies between host and device, whether the receiver's content
+     * check matched, the frames the receiver allocated and both sides' read and write system calls.
+     */
+    record One(double ms, long d2h, long h2d, boolean checked, long receiverAllocations, long receiverSyscalls,
+            long senderSyscalls) {
+    }
+
+    /**
+     * Sends {@code model} once with {@code family} and waits for the acknowledgement (the timed part), then for the
+     * receiver's report. Each side counts its own copies (see the class comment) and system calls.
+     */
+    private static One one(Connection c, boolean oneProcess, Family family, Model model, long expected, Side side) {
+        CompletableFuture<?> sent;
+        long t0;
+        long t1;
+        long sendD2h;
+        long sendH2d;
+        long syscalls;
+        Serialized s;
+        // Each side counts its own copies: in one process the receiver is another thread, so the sender counts its
+        // thread's only; across processes this process's copies are the sender's (its writer thread stages device
+        // frames).
+        try (TransferScope scope = oneProcess ? CopyEngine.openThreadScope("bench send")
+                : CopyEngine.openScope("bench send")) {
+            long calls0 = Syscalls.now();
+            t0 = System.nanoTime();
+            s = side.registry.serialize(model, family);
+            sent = c.send(Message.of(s));
+            try (ReceivedMessage ack = c.receive()) {
+                expectRoot(ack, "ack");
+            }
+            t1 = System.nanoTime();
+            syscalls = Syscalls.since(calls0);
+            sent.join();
+            sendD2h = scope.bytes(CopyDirection.D2H);
+            sendH2d = scope.bytes(CopyDirection.H2D);
+        }
+        s.close();
+        String[] report;
+        try (ReceivedMessage crc = c.receive()) {
+            report = ((String) crc.value().root()).split(" ");
+        }
+        boolean checked = report[0].equals("crc") && Long.parseLong(report[1]) == expected;
+        return new One((t1 - t0) / 1e6, sendD2h + Long.parseLong(report[3]), sendH2d + Long.parseLong(report[2]),
+                checked, Long.parseLong(report[4]), Long.parseLong(report[5]), syscalls);
+    }
+
+    /**
+     * The many-frames case: a model of {@code arrays} arrays of {@code arrayBytes} each against one of a single
+     * array of the same total bytes, {@code repeat} timed rounds of each, alternating (after a cold and an untimed
+     * transfer of each), with the {@code cuda} family.
+     */
+    record ManyFrames(String transport, int arrays, long arrayBytes, double manyMs, double oneMs,
+            double manyAllocations, double oneAllocations, double manyReceiverSyscalls, double manySenderSyscalls,
+            double oneReceiverSyscalls, double oneSenderSyscalls, long hostBytes, boolean checked) {
+        /** (many − one) / arrays, in µs. */
+        double perFrameUs() {
+            return (manyMs - oneMs) * 1e3 / arrays;
+        }
+
+        String line() {
+            return String.format(Locale.ROOT, "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
+                    + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
+                    + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f host_bytes=%d checked=%s", transport,
+                    arrays, arrayBytes, manyMs, oneMs, perFrameUs(), manyAllocations, oneAllocations,
+                    manyReceiverSyscalls, oneReceiverSyscalls, manySenderSyscalls, oneSenderSyscalls, hostBytes,
+                    checked ? "ok" : "MISMATCH");
+        }
+    }
+
+    private static ManyFrames manyFrames(Connection c, String transport, int arrays, long arrayBytes, int repeat,
+            Side side) {
+        boolean oneProcess = transport.equals("inproc");
+        long[][] counts = new long[6][repeat];
+        double[] manyMs = new double[repeat];
+        double[] oneMs = new double[repeat];
+        boolean checked = true;
+        long hostBytes = 0;
+        try (ModelOnDevice many = new ModelOnDevice(side.layered(arrays, arrayBytes));
+                ModelOnDevice single = new ModelOnDevice(side.layered(1, arrays * arrayBytes))) {
+            long manyCrc = crc(many.model());
+            long singleCrc = crc(single.model());
+            for (int i = -2; i < repeat; i++) {
+                One m = one(c, oneProcess, Family.CUDA, many.model(), manyCrc, side);
+                One o = one(c, oneProcess, Family.CUDA, single.model(), singleCrc, side);
+                checked &= m.checked() && o.checked();
+                hostBytes = Math.max(hostBytes, Math.max(m.d2h() + m.h2d(), o.d2h() + o.h2d()));
+                if (i >= 0) {
+                    manyMs[i] = m.ms();
+                    oneMs[i] = o.ms();
+                    counts[0][i] = m.receiverAllocations();
+                    counts[1][i] = o.receiverAllocations();
+                    counts[2][i] = m.receiverSyscalls();
+                    counts[3][i] = m.senderSyscalls();
+                    counts[4][i] = o.receiverSyscalls();
+                    counts[5][i] = o.senderSyscalls();
+                }
+            }
+        }
+        double[] med = new double[6];
+        for (int k = 0; k < 6; k++) {
+            med[k] = Stats.median(Arrays.stream(counts[k]).asDoubleStream().toArray());
+        }
+        return new ManyFrames(transport, arrays, arrayBytes, Stats.median(manyMs), Stats.median(oneMs), med[0], med[1],
+                med[2], med[3], med[4], med[5], hostBytes, checked);
     }
 
     private static double roundTrip(Connection c, Side side) {
@@ -438,26 +589,123 @@ public final class TransferBench {
         }
     }
 
-    /** The raw ceiling of {@code transport}'s path for {@code size} bytes, in ms (median). */
-    private static double raw(String transport, long size, Side side, Child child, List<Device> devices,
-            int receiverOrdinal, int repeat) throws IOException {
-        double[] ms = new double[repeat];
-        switch (transport) {
-            case "tcp", "tls", "ucx" -> {
-                for (int i = 0; i <= repeat; i++) {
-                    double t = child.rawTransfer(side.rawSource, size);
-                    if (i > 0) {
-                        ms[i - 1] = t;
+    private static String resultLine(Result r) {
+        String head = String.format(Locale.ROOT, "RESULT transport=%s family=%s size=%d median_ms=%.4f gbps=%.3f "
+                + "d2h_bytes=%d h2d_bytes=%d ", r.transport(), r.family().wireName(), r.size(), r.medianMs(), r.gbps(),
+                r.d2hBytes(), r.h2dBytes());
+        String tail = String.format(Locale.ROOT, "cold_ms=%.3f checked=%s", r.coldMs(),
+                r.checked() ? "ok" : "MISMATCH");
+        if (r.ceiling() == null) {
+            return head + String.format(Locale.ROOT, "latency_us=%.1f ", r.medianMs() * 1e3) + tail;
+        }
+        return head + String.format(Locale.ROOT, "vs_raw=%.3f ceiling=%s raw_gbps=%.3f ", r.vsRaw(),
+                r.ceiling().name(), r.size() / (r.ceiling().medianMs() * 1e6)) + tail;
+    }
+
+    /**
+     * The raw ceiling of a path, run interleaved with a case's timed transfers: over a socket (tcp, tls, ucx) the
+     * same bytes with no serialization, as one big pre-touched buffer ({@code raw-once}, cold in the caches at large
+     * sizes) and as a cache-resident chunk of {@value #RAW_CHUNKS_DOC} written again and again ({@code raw-64k}, ...;
+     * chunks smaller than the size only), the receiver reading into a pre-touched buffer of the whole size and
+     * answering one byte; for ipc the copy engine's copy device 0 → the receiver's device (a peer copy between two
+     * GPUs, the device's own copy on one). The best variant by median is the ceiling. In-process has none.
+     */
+    static final class Ceiling implements AutoCloseable {
+        /** A variant's name and median ms. */
+        record Best(String name, double medianMs) {
+        }
+
+        private final List<String> names = new ArrayList<>();
+        private final List<RawRun> runs = new ArrayList<>();
+        private final double[][] ms;
+        private final List<AutoCloseable> held = new ArrayList<>();
+
+        /** One run of a variant, in ms. */
+        private interface RawRun {
+            double run() throws IOException;
+        }
+
+        private Ceiling(List<String> names, List<RawRun> runs, int repeat) {
+            this.names.addAll(names);
+            this.runs.addAll(runs);
+            this.ms = new double[names.size()][repeat];
+        }
+
+        /** {@code transport}'s ceiling for {@code size} bytes; {@code null} for inproc. */
+        static Ceiling of(String transport, long size, int repeat, Side side, Child child, List<Device> devices,
+                int receiverOrdinal) {
+            List<String> names = new ArrayList<>();
+            List<RawRun> runs = new ArrayList<>();
+            switch (transport) {
+                case "inproc" -> {
+                    return null;
+                }
+                case "tcp", "tls", "ucx" -> {
+                    names.add("raw-once");
+                    runs.add(() -> child.rawTransfer(side.rawSource, size, 0));
+                    for (long chunk : RAW_CHUNKS) {
+                        if (chunk < size) {
+                            names.add("raw-" + (chunk >= 1 << 20 ? (chunk >> 20) + "m" : (chunk >> 10) + "k"));
+                            runs.add(() -> child.rawTransfer(side.rawSource, size, chunk));
+                        }
                     }
                 }
+                case "ipc" -> {
+                    names.add(receiverOrdinal == devices.getFirst().ordinal() ? "device-copy" : "peer-copy");
+                }
+                default -> throw new IllegalArgumentException(transport);
             }
-            case "ipc", "inproc" -> {
-                return Stats.median(copyMs(side.device, devices.get(transport.equals("ipc") ? receiverOrdinal : 0),
-                        size, repeat));
+            Ceiling c = new Ceiling(names, runs, repeat);
+            if (transport.equals("ipc")) {
+                BufferAllocator<DeviceBuffer> target = devices.get(receiverOrdinal).newAllocator("bench-raw",
+                        BufferAllocator.UNLIMITED);
+                c.held.add(target);
+                DeviceBuffer src = side.device.allocate(size);
+                c.held.add(src);
+                DeviceBuffer dst = target.allocate(size);
+                c.held.add(dst);
+                c.runs.add(() -> {
+                    long t0 = System.nanoTime();
+                    CopyEngine.copy(src, dst);
+                    return (System.nanoTime() - t0) / 1e6;
+                });
             }
-            default -> throw new IllegalArgumentException(transport);
+            c.round(-1);  // untimed: the first of each variant
+            return c;
         }
-        return Stats.median(ms);
+
+        /** Frees what the variants hold (the copy's buffers). */
+        @Override
+        public void close() {
+            Closeables.closeAll(held.reversed());
+        }
+
+        /** Runs every variant once, as timed round {@code i} ({@code -1}: untimed). */
+        void round(int i) {
+            for (int v = 0; v < runs.size(); v++) {
+                double t;
+                try {
+                    t = runs.get(v).run();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+                if (i >= 0) {
+                    ms[v][i] = t;
+                }
+            }
+        }
+
+        /** The variant of the lowest median. */
+        Best best() {
+            Best best = null;
+            for (int v = 0; v < names.size(); v++) {
+                double median = Stats.median(ms[v]);
+                if (best == null || median < best.medianMs()) {
+                    best = new Best(names.get(v), median);
+                }
+            }
+            return best;
+        }
     }
 
     /**
@@ -489,11 +737,12 @@ public final class TransferBench {
 
     private static Path writeCsv(Path dir, List<Result> results, List<String> extra) throws IOException {
         Table t = new Table("transport", "family", "size", "median_ms", "gbps", "d2h_bytes", "h2d_bytes", "vs_raw",
-                "cold_ms", "raw_ms", "checked");
+                "ceiling", "raw_ms", "cold_ms", "checked");
         for (Result r : results) {
+            boolean none = r.ceiling() == null;
             t.row(r.transport(), r.family().wireName(), r.size(), Table.num(r.medianMs(), 4), Table.num(r.gbps(), 3),
-                    r.d2hBytes(), r.h2dBytes(), Table.num(r.vsRaw(), 3), Table.num(r.coldMs(), 3),
-                    Table.num(r.rawMs(), 4), r.checked());
+                    r.d2hBytes(), r.h2dBytes(), none ? "" : Table.num(r.vsRaw(), 3), none ? "" : r.ceiling().name(),
+                    none ? "" : Table.num(r.ceiling().medianMs(), 4), Table.num(r.coldMs(), 3), r.checked());
         }
         StringBuilder b = new StringBuilder(t.csv());
         StringBuilder m = new StringBuilder(t.markdown());
@@ -511,17 +760,26 @@ public final class TransferBench {
     static long crc(Model m) {
         CRC32 crc = new CRC32();
         for (NdArray a : new NdArray[] {m.coef, m.intercept}) {
-            long n = a.byteSize();
-            long w = Math.min(CRC_WINDOW, n);
-            byte[] window = new byte[(int) w];
-            for (long off : new long[] {0, (n - w) / 2 / 8 * 8, n - w}) {
-                CopyEngine.copyToSegment(a.buffer(), a.byteOffset() + off, MemorySegment.ofArray(window));
-                crc.update(window);
-            }
+            window(crc, a, CRC_WINDOW);
+        }
+        for (NdArray a : m.layers) {
+            window(crc, a, LAYER_WINDOW);
         }
         crc.update(m.solver.getBytes(StandardCharsets.UTF_8));
         crc.update(m.nFeatures);
+        crc.update(m.layers.size());
         return crc.getValue();
+    }
+
+    /** Adds to {@code crc} three windows of {@code a} (start, middle, end) of at most {@code bytes}. */
+    private static void window(CRC32 crc, NdArray a, long bytes) {
+        long n = a.byteSize();
+        long w = Math.min(bytes, n);
+        byte[] window = new byte[(int) w];
+        for (long off : new long[] {0, (n - w) / 2 / 8 * 8, n - w}) {
+            CopyEngine.copyToSegment(a.buffer(), a.byteOffset() + off, MemorySegment.ofArray(window));
+            crc.update(window);
+        }
     }
 
     private static Message control(String root, List<? extends Buffer> frames) {
@@ -539,11 +797,13 @@ public final class TransferBench {
         public void close() {
             model.coef.close();
             model.intercept.close();
+            Closeables.closeAll(model.layers);
         }
     }
 
     /** One side's memory, registry and configuration. */
     private static final class Side implements AutoCloseable {
+        final CountingMemory deviceMemory;
         final BufferAllocator<DeviceBuffer> device;
         final HostMemoryPool hostPool;
         final BufferAllocator<HostBuffer> host;
@@ -553,9 +813,13 @@ public final class TransferBench {
         final MemorySegment rawSource;
         final Arena arena = Arena.ofShared();
         final DeviceBuffer reply;
+        /** Whether the other side of this side's transfers runs in this process (the in-process receiver). */
+        final boolean sharesProcess;
 
-        Side(Device d, long maxSize, byte[] secret) {
-            device = d.newAllocator("bench-device-" + d.ordinal(), BufferAllocator.UNLIMITED);
+        Side(Device d, long maxSize, byte[] secret, boolean sharesProcess) {
+            this.sharesProcess = sharesProcess;
+            deviceMemory = new CountingMemory(d.memory());
+            device = BufferAllocator.root("bench-device-" + d.ordinal(), BufferAllocator.UNLIMITED, deviceMemory);
             hostPool = new HostMemoryPool(d.pinnedMemory(), 4 * maxSize + (64 << 20));
             host = BufferAllocator.root("bench-host", BufferAllocator.UNLIMITED, hostPool);
             registry = new TypeRegistry(Limits.DEFAULT, 64 << 10, host)
@@ -568,6 +832,10 @@ public final class TransferBench {
             // message tags, to measure what they cost
             TransportConfig.Builder keyed = Boolean.getBoolean("cuwire.bench.noSecret")
                     ? TransportConfig.builder().allowUnauthenticated(true) : TransportConfig.builder().secret(secret);
+            // -Dcuwire.bench.stagingChunkBytes=N, -Dcuwire.bench.stagingSlots=N (passed on too): the staging ring's
+            // shape, to measure it
+            keyed.staging(Integer.getInteger("cuwire.bench.stagingChunkBytes", 4 << 20),
+                    Integer.getInteger("cuwire.bench.stagingSlots", 3));
             config = keyed.ioTimeout(Duration.ofSeconds(120))
                     .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
@@ -576,6 +844,19 @@ public final class TransferBench {
             rawSource = arena.allocate(Math.max(maxSize, 8), 64);
             rawSource.fill((byte) 3);
             reply = device.allocate(1024);
+            // A receiver that expects models of up to maxSize touches its pools ahead: the host pool keeps the block
+            // and the device pool (a GPU's, or the emulated device's kept files) the memory, so that not even the
+            // first message's frames fault their pages in.
+            host.allocate(maxSize).close();
+            device.allocate(maxSize).close();
+        }
+
+        /**
+         * A scope counting this side's copies: the calling thread's when the other side shares the process (an
+         * in-process connection copies nothing of its own), else every thread's of this process.
+         */
+        TransferScope openScope(String name) {
+            return sharesProcess ? CopyEngine.openThreadScope(name) : CopyEngine.openScope(name);
         }
 
         /** A model whose coefficient array holds {@code bytes} of a repeatable pattern. */
@@ -588,11 +869,32 @@ public final class TransferBench {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment pattern = a.allocate(chunk, 64);
                 for (long i = 0; i < chunk; i += 8) {
-                    pattern.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
+                    pattern.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);
                 }
                 for (long off = 0; off < bytes; off += chunk) {
                     long n = Math.min(chunk, bytes - off);
                     CopyEngine.copyFromSegment(pattern.asSlice(0, n), m.coef.buffer(), off);
+                }
+            }
+            return m;
+        }
+
+        /** A model of {@code arrays} arrays of {@code arrayBytes} each in its layers, and an 8-byte coefficient. */
+        Model layered(int arrays, long arrayBytes) {
+            Model m = model(8);
+            try (Arena a = Arena.ofConfined()) {
+                long chunk = Math.min(arrayBytes, 16L << 20);
+                MemorySegment pattern = a.allocate(chunk, 64);
+                for (int i = 0; i < arrays; i++) {
+                    NdArray layer = NdArray.empty(device, DType.FLOAT32, Order.C, arrayBytes / 4);
+                    m.layers.add(layer);
+                    for (long k = 0; k < chunk; k += 8) {
+                        pattern.set(ValueLayout.JAVA_LONG_UNALIGNED, k, (i + k) * 0x9E3779B97F4A7C15L);
+                    }
+                    for (long off = 0; off < arrayBytes; off += chunk) {
+                        CopyEngine.copyFromSegment(pattern.asSlice(0, Math.min(chunk, arrayBytes - off)),
+                                layer.buffer(), off);
+                    }
                 }
             }
             return m;
@@ -604,6 +906,8 @@ public final class TransferBench {
             Message pong = control("rtt", List.of(reply));
             while (true) {
                 ReceivedMessage m;
+                long calls0 = Syscalls.now();
+                long allocations0 = deviceMemory.allocations.get();
                 try {
                     m = c.receive();
                 } catch (TransportException e) {
@@ -622,9 +926,13 @@ public final class TransferBench {
                 Model model;
                 long h2d;
                 long d2h;
-                try (TransferScope scope = CopyEngine.openScope("bench receive"); m) {
+                long allocations;
+                long syscalls;
+                try (TransferScope scope = openScope("bench receive"); m) {
                     model = registry.deserialize(m.value(), Model.class, target);
                     c.send(ack).join();
+                    syscalls = Syscalls.since(calls0);
+                    allocations = deviceMemory.allocations.get() - allocations0;
                     h2d = scope.bytes(CopyDirection.H2D) + m.metrics().hostToDeviceBytes();
                     d2h = scope.bytes(CopyDirection.D2H) + m.metrics().deviceToHostBytes();
                 }
@@ -632,7 +940,8 @@ public final class TransferBench {
                 try (ModelOnDevice owned = new ModelOnDevice(model)) {
                     crc = crc(owned.model());
                 }
-                c.send(control("crc " + crc + " " + h2d + " " + d2h, List.of())).join();
+                c.send(control("crc " + crc + " " + h2d + " " + d2h + " " + allocations + " " + syscalls, List.of()))
+                        .join();
             }
         }
 
@@ -680,15 +989,21 @@ public final class TransferBench {
             }
         }
 
-        /** Sends {@code bytes} of {@code source} over the raw socket and waits for the one-byte reply; ms. */
-        double rawTransfer(MemorySegment source, long bytes) throws IOException {
+        /**
+         * Sends {@code bytes} over the raw socket and waits for the one-byte reply; ms. {@code chunk} 0: all of
+         * {@code source}'s first {@code bytes} as they are; else its first {@code chunk} bytes again and again.
+         */
+        double rawTransfer(MemorySegment source, long bytes, long chunk) throws IOException {
             long t0 = System.nanoTime();
             ByteBuffer length = ByteBuffer.allocate(8).putLong(0, bytes);
             while (length.hasRemaining()) {
                 raw.write(length);
             }
-            for (long off = 0; off < bytes; off += 1L << 30) {
-                ByteBuffer bb = source.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+            long step = chunk == 0 ? 1L << 30 : chunk;
+            ByteBuffer again = chunk == 0 ? null : source.asSlice(0, chunk).asByteBuffer();
+            for (long off = 0; off < bytes; off += step) {
+                int n = (int) Math.min(step, bytes - off);
+                ByteBuffer bb = again != null ? again.clear().limit(n) : source.asSlice(off, n).asByteBuffer();
                 while (bb.hasRemaining()) {
                     raw.write(bb);
                 }
@@ -712,7 +1027,7 @@ public final class TransferBench {
     /** The receiver JVM: listens on TCP, IPC and a raw socket, serves each connection on a thread of its own. */
     private static void serve(int ordinal, long maxSize) throws Exception {
         Device d = Devices.get(ordinal);
-        try (Side side = new Side(d, maxSize, Secrets.fromEnvironment());
+        try (Side side = new Side(d, maxSize, Secrets.fromEnvironment(), false);
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
                 Arena arena = Arena.ofShared()) {
             Listener tcp = Transports.tcp().listen("tcp://127.0.0.1:0", side.config);
@@ -779,6 +1094,77 @@ public final class TransferBench {
                     t.join(Duration.ofSeconds(10));
                 }
             }
+        }
+    }
+
+    /** Device memory that counts the allocations made of it: the receiver's allocator calls per message. */
+    static final class CountingMemory implements MemoryResource<DeviceBuffer> {
+        private final MemoryResource<DeviceBuffer> memory;
+        final AtomicLong allocations = new AtomicLong();
+
+        CountingMemory(MemoryResource<DeviceBuffer> memory) {
+            this.memory = memory;
+        }
+
+        @Override
+        public MemoryKind kind() {
+            return memory.kind();
+        }
+
+        @Override
+        public int deviceOrdinal() {
+            return memory.deviceOrdinal();
+        }
+
+        @Override
+        public DeviceBuffer allocate(long bytes) {
+            allocations.incrementAndGet();
+            return memory.allocate(bytes);
+        }
+
+        @Override
+        public String describe() {
+            return memory.describe() + " (counted)";
+        }
+    }
+
+    /**
+     * This process's read and write system calls so far ({@code syscr + syscw} of {@code /proc/self/io}: every
+     * read, readv, write and writev of every thread, sockets included; selects and the like are not among them), or
+     * -1 where there is no such file. Reading it costs a few calls of its own, taken off by {@link #since}.
+     */
+    static final class Syscalls {
+        private static final Path IO = Path.of("/proc/self/io");
+        private static final long OWN = own();
+
+        private Syscalls() {
+        }
+
+        static long now() {
+            try {
+                long n = 0;
+                for (String line : Files.readAllLines(IO)) {
+                    if (line.startsWith("syscr:") || line.startsWith("syscw:")) {
+                        n += Long.parseLong(line.substring(6).strip());
+                    }
+                }
+                return n;
+            } catch (IOException | RuntimeException e) {
+                return -1;
+            }
+        }
+
+        /** The calls since {@code before} (a {@link #now()}), not counting this reading's own; -1 if unknown. */
+        static long since(long before) {
+            long n = now();
+            return n < 0 || before < 0 ? -1 : n - before - OWN;
+        }
+
+        private static long own() {
+            long a = now();
+            long b = now();
+            long c = now();
+            return a < 0 ? 0 : Math.min(b - a, c - b);
         }
     }
 }

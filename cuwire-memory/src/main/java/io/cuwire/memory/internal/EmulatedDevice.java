@@ -16,6 +16,7 @@ import java.util.ArrayDeque;
 import java.util.BitSet;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -31,7 +32,7 @@ final class EmulatedDevice extends Device {
     private final EmulatedPlatform platform;
     private final long totalMemory;
     private final AtomicLong allocated = new AtomicLong();
-    private final MemoryResource<DeviceBuffer> memory = new Memory();
+    private final Memory memory = new Memory();
     private final MemoryResource<HostBuffer> pinned = HostMemory.labelledPinned();
 
     EmulatedDevice(EmulatedPlatform platform, int ordinal, long totalMemory) {
@@ -44,11 +45,13 @@ final class EmulatedDevice extends Device {
     /** The device's line in its memory report: what this process allocated, and the room left for files. */
     private String describeHolding() {
         long used = allocated.get();
-        if (used == 0) {
+        long cached = memory.cachedBytes();
+        if (used == 0 && cached == 0) {
             return null;
         }
         return "emulated device " + ordinal() + ": " + used + " of " + totalMemory + " bytes allocated by this process"
-                + " (in blocks), in shared-memory files in " + platform.directory() + " (" + platform.usableSpace()
+                + " (in blocks)" + (cached == 0 ? "" : " and " + cached + " bytes of freed memory kept for reuse")
+                + ", in shared-memory files in " + platform.directory() + " (" + platform.usableSpace()
                 + " bytes free there; " + platform.mappedFiles() + " files of this platform mapped)";
     }
 
@@ -194,11 +197,20 @@ final class EmulatedDevice extends Device {
 
     /**
      * Device memory: blocks of at most {@link #SMALL_MAX} bytes from slabs of their block size (one file each), larger
-     * allocations a file each; see {@link EmulatedPlatform}. A file goes when its last allocation is freed. Freed
-     * blocks are zeroed, so that new memory reads as zero, as a new file does.
+     * allocations a file each; see {@link EmulatedPlatform}. A file goes when its last allocation is freed, unless the
+     * platform keeps freed large files ({@link EmulatedPlatform#CACHE_PROPERTY}): then one goes back to the cache
+     * while it has room, and an allocation takes a cached file of at least its size and at most twice it before it
+     * makes a new one (a reused file is already touched: no page faults); a slab whose last block is freed stays, as
+     * long as the same bound has room. Freed blocks and kept files are zeroed, so that new memory reads as zero, as a
+     * new file does.
      */
     private final class Memory implements MemoryResource<DeviceBuffer> {
         private final Map<Long, SizeClass> classes = new ConcurrentHashMap<>();
+        /** Freed large files kept for reuse, by size ({@link EmulatedPlatform#CACHE_PROPERTY}); guarded by itself. */
+        private final TreeMap<Long, ArrayDeque<ShmFile>> freed = new TreeMap<>();
+        /** Bytes of {@link #freed}'s files, counted before they are in it; guarded by {@link #freed}. */
+        private long cachedBytes;
+        private boolean cleanupRegistered;
 
         @Override
         public MemoryKind kind() {
@@ -236,16 +248,100 @@ final class EmulatedDevice extends Device {
         }
 
         private DeviceBuffer ownFile(long bytes) {
-            ShmFile file = ShmFile.create(platform, bytes);
+            ShmFile cachedFile = takeCached(bytes);
+            ShmFile file = cachedFile != null ? cachedFile : ShmFile.create(platform, bytes);
+            long size = file.size();
+            if (size != bytes) {
+                allocated.addAndGet(size - bytes);  // the cached file is larger: its whole size counts
+            }
             Buffer.Releaser free = () -> {
                 try {
-                    file.close();
+                    if (!keep(file, bytes)) {
+                        file.close();
+                    }
                 } finally {
-                    allocated.addAndGet(-bytes);
+                    allocated.addAndGet(-size);
                 }
             };
             return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(file, 0, file.segment()), bytes,
                     free);
+        }
+
+        /** A cached file of at least {@code bytes} and at most twice that, or {@code null}. */
+        private ShmFile takeCached(long bytes) {
+            synchronized (freed) {
+                var entry = freed.ceilingEntry(bytes);
+                if (entry == null || entry.getKey() > 2 * bytes) {
+                    return null;
+                }
+                ShmFile f = entry.getValue().pop();
+                if (entry.getValue().isEmpty()) {
+                    freed.remove(entry.getKey());
+                }
+                cachedBytes -= f.size();
+                return f;
+            }
+        }
+
+        /**
+         * Keeps a freed file for reuse if the cache has room: its first {@code used} bytes zeroed first (new memory
+         * reads as zero; the rest still is), which also keeps its pages touched.
+         */
+        private boolean keep(ShmFile file, long used) {
+            if (!reserveCache(file.size())) {
+                return false;
+            }
+            file.segment().asSlice(0, used).fill((byte) 0);
+            synchronized (freed) {
+                freed.computeIfAbsent(file.size(), k -> new ArrayDeque<>()).push(file);
+            }
+            return true;
+        }
+
+        /** Counts {@code bytes} more of kept memory, if they fit the platform's bound. */
+        boolean reserveCache(long bytes) {
+            synchronized (freed) {
+                if (cachedBytes + bytes > platform.maxCachedBytes()) {
+                    return false;
+                }
+                if (!cleanupRegistered) {
+                    // the files are the system's memory until deleted: a process that ends deletes what it kept
+                    Runtime.getRuntime().addShutdownHook(new Thread(this::dropCached, "cuwire-emulated-cache-drop"));
+                    cleanupRegistered = true;
+                }
+                cachedBytes += bytes;
+                return true;
+            }
+        }
+
+        /** Kept memory of {@code bytes} is in use again. */
+        void releaseCache(long bytes) {
+            synchronized (freed) {
+                cachedBytes -= bytes;
+            }
+        }
+
+        /** Deletes the kept files and empty slabs. */
+        private void dropCached() {
+            synchronized (freed) {
+                for (ArrayDeque<ShmFile> files : freed.values()) {
+                    for (ShmFile f : files) {
+                        f.close();
+                    }
+                }
+                cachedBytes -= freed.values().stream().flatMap(ArrayDeque::stream).mapToLong(ShmFile::size).sum();
+                freed.clear();
+            }
+            for (SizeClass c : classes.values()) {
+                c.dropKept();
+            }
+        }
+
+        /** Bytes of the freed files and empty slabs kept for reuse. */
+        long cachedBytes() {
+            synchronized (freed) {
+                return cachedBytes;
+            }
         }
 
         @Override
@@ -272,6 +368,10 @@ final class EmulatedDevice extends Device {
                 slab = new Slab(ShmFile.create(platform, SLAB_BYTES), slots);
                 partial.addFirst(slab);
             }
+            if (slab.kept) {
+                slab.kept = false;
+                memory.releaseCache(SLAB_BYTES);
+            }
             int slot = slab.used.nextClearBit(0);
             slab.used.set(slot);
             slab.count++;
@@ -285,6 +385,18 @@ final class EmulatedDevice extends Device {
                     () -> free(taken, slot, segment));
         }
 
+        /** Deletes the empty slabs kept for reuse. */
+        synchronized void dropKept() {
+            for (var it = partial.iterator(); it.hasNext();) {
+                Slab slab = it.next();
+                if (slab.kept) {
+                    it.remove();
+                    slab.file.close();
+                    memory.releaseCache(SLAB_BYTES);
+                }
+            }
+        }
+
         private synchronized void free(Slab slab, int slot, MemorySegment segment) {
             try {
                 if (slab.count == slots) {
@@ -292,11 +404,12 @@ final class EmulatedDevice extends Device {
                 }
                 slab.used.clear(slot);
                 slab.count--;
-                if (slab.count == 0) {
+                if (slab.count == 0 && !memory.reserveCache(SLAB_BYTES)) {
                     partial.remove(slab);
                     slab.file.close();
                 } else {
                     segment.fill((byte) 0);
+                    slab.kept = slab.count == 0;  // an empty slab kept for reuse, as a freed large file is
                 }
             } finally {
                 allocated.addAndGet(-block);
@@ -309,6 +422,8 @@ final class EmulatedDevice extends Device {
         final ShmFile file;
         final BitSet used;
         int count;
+        /** Empty, and counted among the device's kept memory. */
+        boolean kept;
 
         Slab(ShmFile file, int slots) {
             this.file = file;

@@ -59,6 +59,12 @@ public final class EmulatedPlatform {
     public static final String DEVICES_PROPERTY = "cuwire.emulated.devices";
     public static final String MEMORY_PROPERTY = "cuwire.emulated.memoryBytes";
     public static final String DIR_PROPERTY = "cuwire.emulated.dir";
+    /**
+     * System property: the most bytes of freed large allocations (over 1 MiB) each device keeps, zeroed and mapped,
+     * for the next allocation of a size they fit, as a CUDA device's memory pool keeps freed blocks; default 0 (a
+     * freed file goes at once).
+     */
+    public static final String CACHE_PROPERTY = "cuwire.emulated.maxCachedBytes";
     /** The environment variable naming the directory when {@value #DIR_PROPERTY} is not set. */
     public static final String DIR_ENV = "CUWIRE_EMULATED_DIR";
     /** The smallest {@code /dev/shm} used by default: a container's 64 MiB would fit no model worth moving. */
@@ -82,15 +88,17 @@ public final class EmulatedPlatform {
     private final Directory directory;
     private final List<Device> devices;
     private final int maxMappings;
+    private final long maxCachedBytes;
     private final LongSupplier usableSpace;
     private final AtomicInteger mappings = new AtomicInteger();
     private volatile UserPrincipal owner;
     private volatile FileStore fileStore;
 
     private EmulatedPlatform(Directory directory, int count, long memoryBytes, int maxMappings,
-            LongSupplier usableSpace) {
+            LongSupplier usableSpace, long maxCachedBytes) {
         this.directory = directory;
         this.maxMappings = maxMappings;
+        this.maxCachedBytes = maxCachedBytes;
         this.usableSpace = usableSpace != null ? usableSpace : this::fileStoreUsableSpace;
         List<Device> list = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
@@ -130,7 +138,11 @@ public final class EmulatedPlatform {
             throw new DeviceUnavailableException("cannot use " + dir.path() + " (" + dir.origin() + ") for emulated "
                     + "device memory: " + e, e);
         }
-        return new EmulatedPlatform(prepare(dir), count, memory, MAX_MAPPINGS, null);
+        long cached = Long.getLong(CACHE_PROPERTY, 0);
+        if (cached < 0) {
+            throw new DeviceUnavailableException("-D" + CACHE_PROPERTY + "=" + cached + " (expected: bytes >= 0)");
+        }
+        return new EmulatedPlatform(prepare(dir), count, memory, MAX_MAPPINGS, null, cached);
     }
 
     /**
@@ -182,7 +194,21 @@ public final class EmulatedPlatform {
     static EmulatedPlatform create(Path directory, int count, long memoryBytes, int maxMappings,
             LongSupplier usableSpace) {
         return new EmulatedPlatform(prepare(new Directory(directory, "given by the caller", false)), count,
-                memoryBytes, maxMappings, usableSpace);
+                memoryBytes, maxMappings, usableSpace, 0);
+    }
+
+    /**
+     * As {@link #create(Path, int, long)}, each device keeping up to {@code maxCachedBytes} of freed large
+     * allocations for reuse ({@link #CACHE_PROPERTY}).
+     */
+    static EmulatedPlatform createCaching(Path directory, int count, long memoryBytes, long maxCachedBytes) {
+        return new EmulatedPlatform(prepare(new Directory(directory, "given by the caller", false)), count,
+                memoryBytes, MAX_MAPPINGS, null, maxCachedBytes);
+    }
+
+    /** The most bytes of freed large allocations each device keeps for reuse. */
+    long maxCachedBytes() {
+        return maxCachedBytes;
     }
 
     private static Directory prepare(Directory dir) {

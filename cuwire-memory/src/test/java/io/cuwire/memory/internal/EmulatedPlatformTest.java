@@ -95,6 +95,41 @@ class EmulatedPlatformTest {
     }
 
     @Test
+    void shouldReuseAFreedLargeFileZeroedWhenItKeepsFreedFilesAndDeleteItWhenItDoesNot(@TempDir Path dir)
+            throws Exception {
+        Device keeping = EmulatedPlatform.createCaching(dir, 1, 64 << 20, 8 << 20).devices().getFirst();
+        try (BufferAllocator<DeviceBuffer> alloc = keeping.newAllocator("kept", BufferAllocator.UNLIMITED)) {
+            Object first;
+            try (DeviceBuffer a = alloc.allocate(3 << 20)) {
+                CopyEngine.copyFromSegment(MemorySegment.ofArray(new byte[] {7, 7, 7}), a, 0);
+                first = keeping.exportAllocation(a);
+            }
+            assertEquals(1, files(dir), "the freed file is kept");
+            try (DeviceBuffer b = alloc.allocate((3 << 20) - 4096)) {
+                assertEquals(first, keeping.exportAllocation(b), "a request it fits takes the kept file");
+                byte[] back = new byte[3];
+                CopyEngine.copyToSegment(b, 0, MemorySegment.ofArray(back));
+                assertArrayEquals(new byte[3], back, "reused memory reads as zero, as a new file does");
+                try (DeviceBuffer c = alloc.allocate(3 << 20)) {
+                    assertTrue(c.isOpen());
+                    assertEquals(2, files(dir), "a second request while the kept file is in use makes its own");
+                }
+                try (DeviceBuffer big = alloc.allocate(7 << 20)) {
+                    assertTrue(big.isOpen());
+                    assertEquals(3, files(dir), "no kept file of 7 MiB to 14 MiB: a file of its own");
+                }
+            }
+            assertEquals(2, files(dir), "8 MiB kept at most: two files of 3 MiB, the 7 MiB one deleted");
+        }
+        Path other = Files.createDirectory(dir.resolve("not-keeping"));
+        Device plain = EmulatedPlatform.create(other, 1, 64 << 20).devices().getFirst();
+        try (BufferAllocator<DeviceBuffer> alloc = plain.newAllocator("plain", BufferAllocator.UNLIMITED)) {
+            alloc.allocate(3 << 20).close();
+            assertEquals(0, files(other), "by default a freed file goes at once");
+        }
+    }
+
+    @Test
     void shouldMakeFilesThatOnlyTheirOwnerCanReadOrWrite(@TempDir Path dir) throws Exception {
         Device device = EmulatedPlatform.create(dir, 1, 64 << 20).devices().getFirst();
         try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("modes", BufferAllocator.UNLIMITED);

@@ -61,7 +61,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * of gathering writes ({@link Writing}): the record's start, the header and the small host frames that follow it
  * together; large host frames straight from their memory, or, when that is a heap array's, up to
  * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}); device frames through a
- * {@link StagingRing} (device to pinned host, overlapped with the socket). The send completes once the last byte was
+ * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive ones of a device as one run of
+ * bytes, so that many small frames share the ring's chunks, writes and waits. The send completes once the last byte was
  * handed to the socket.
  *
  * <h2>Receiving</h2>
@@ -70,7 +71,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * TransportConfig, String, boolean, boolean)}) and filled: a frame whose descriptor names a primitive array type
  * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
- * through a staging ring (host to device overlapped with the socket).
+ * through a staging ring (host to device overlapped with the socket), whose copies the message waits for once, after
+ * its last frame.
  *
  * <h2>TLS</h2>
  * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
@@ -181,8 +183,16 @@ final class TcpConnection extends AbstractConnection {
                     direct = h;
                     nextByte = 0;
                 } else {
+                    // this frame and the device frames of its device right after it: staged as one run of bytes
                     DeviceBuffer d = (DeviceBuffer) frame;
-                    sendRings.computeIfAbsent(d.device(), TcpConnection.this::newRing).send(d, io, ioTimeoutNanos);
+                    List<DeviceBuffer> run = new ArrayList<>();
+                    run.add(d);
+                    while (next < frames.size() && frames.get(next) instanceof DeviceBuffer e
+                            && e.device() == d.device()) {
+                        run.add(e);
+                        next++;
+                    }
+                    sendRings.computeIfAbsent(d.device(), TcpConnection.this::newRing).send(run, io, ioTimeoutNanos);
                 }
             }
         }
@@ -412,6 +422,7 @@ final class TcpConnection extends AbstractConnection {
             io.messageDeadline(start, 5L + headerLength + header.totalFrameBytes(), config);
             List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
             List<Long> lengths = new ArrayList<>(header.frames().size());
+            List<StagingRing> staged = new ArrayList<>(1);
             for (int i = 0; i < header.frames().size(); i++) {
                 // Allocated when its bytes begin: a peer gets no frame allocated for bytes it has not sent up to it.
                 Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), false, true);
@@ -422,13 +433,23 @@ final class TcpConnection extends AbstractConnection {
                     io.readFully(h, ioTimeoutNanos);
                 } else {
                     DeviceBuffer d = (DeviceBuffer) frame.buffer();
-                    receiveRings.computeIfAbsent(d.device(), this::newRing).receive(io, d, ioTimeoutNanos);
+                    StagingRing ring = receiveRings.computeIfAbsent(d.device(), this::newRing);
+                    ring.receive(io, d, ioTimeoutNanos);
+                    if (!staged.contains(ring)) {
+                        staged.add(ring);
+                    }
                 }
+            }
+            for (StagingRing ring : staged) {
+                ring.awaitCopies();
             }
             Serialized value = Serialized.receivedFrames(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
             recorder.close();
+            for (StagingRing ring : receiveRings.values()) {
+                ring.quiesce();  // no copy may still run into a frame freed here
+            }
             Frames.closeFrames(frames);
             TransportException t = state.translate(e, "receiving from");
             shutdown(t, Frames.refusal(t));
