@@ -45,8 +45,8 @@ import java.util.Objects;
  *       processes, every context's GPU work waits for a context switch: a 1 KiB round trip on one H200 took
  *       99.5-141 µs with 4 MiB, 358-500 µs without); allocated by an allocator of the connection's own (named in
  *       device-memory reports), freed when the connection ended and its last loan came back; frames received into
- *       it are loans of it, which count in that allocator, not in the receiver's; {@code 0}: the accepting side
- *       copies every frame in itself</td></tr>
+ *       it are loans of it: that allocator accounts the arena's bytes, the receiver's frame allocator none of them;
+ *       {@code 0}: the accepting side copies every frame in itself</td></tr>
  *   <tr><td>{@code tls}</td><td>{@link TlsMode#AUTO}, or the system property {@value TlsMode#PROPERTY}</td>
  *       <td>whether {@code tcp://} connections run inside TLS 1.3: by default toward and from every peer that is
  *       not a loopback address ({@link TlsMode})</td></tr>
