@@ -18,6 +18,8 @@ module io.cuwire.cluster {
     // the generic serializer walks the handles, requests and replies that travel between client and workers
     opens io.cuwire.cluster to io.cuwire.serialize;
     opens io.cuwire.cluster.rpc to io.cuwire.serialize;
+    // the worker's typed requests (internal.WorkerRequest): records the generic serializer builds
+    opens io.cuwire.cluster.internal to io.cuwire.serialize;
 
     uses io.cuwire.cluster.TaskProvider;
 }
