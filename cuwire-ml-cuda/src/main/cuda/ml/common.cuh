@@ -40,6 +40,7 @@ __device__ __forceinline__ double ml_unary(int32_t op, double x) {
         case ML_LOG: return log(x);
         case ML_SQRT: return sqrt(x);
         case ML_SIGMOID: return ml_sigmoid(x);
+        case ML_TANH: return tanh(x);
         default: return CUDART_NAN;  // an operation of the manifest without its case here
     }
 }

@@ -386,6 +386,7 @@ public final class CpuBackend extends ComputeBackend {
             case LOG -> Math.log(x);
             case SQRT -> Math.sqrt(x);
             case SIGMOID -> x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x));
+            case TANH -> Math.tanh(x);
         };
     }
 
