@@ -128,6 +128,38 @@ public final class IdleStrategy {
         return future.join();
     }
 
+    /**
+     * Spins until {@code done} says so or this strategy's plain spin is over (at once where it never spins).
+     *
+     * @return whether {@code done} said so
+     */
+    public boolean spinUntil(BooleanSupplier done) {
+        return spinUntil(spinNanos, done);
+    }
+
+    /**
+     * Spins until {@code done} says so or {@code nanos} (at most this strategy's plain spin) have passed; at once
+     * where it never spins.
+     *
+     * @return whether {@code done} said so
+     */
+    public boolean spinUntil(long nanos, BooleanSupplier done) {
+        if (done.getAsBoolean()) {
+            return true;
+        }
+        long bound = Math.min(nanos, spinNanos);
+        if (bound > 0) {
+            long start = System.nanoTime();
+            while (System.nanoTime() - start < bound) {
+                Thread.onSpinWait();
+                if (done.getAsBoolean()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
     /** The back-off of one thread that polls for work. */
     public Backoff backoff() {
         return new Backoff();

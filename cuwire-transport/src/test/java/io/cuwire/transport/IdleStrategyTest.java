@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class IdleStrategyTest {
@@ -81,5 +82,22 @@ class IdleStrategyTest {
                 "done")));
         CompletableFuture<String> later = CompletableFuture.supplyAsync(() -> "later");
         assertEquals("later", IdleStrategy.spinFor(Duration.ZERO).await(later));
+    }
+
+    @Test
+    void shouldSpinUntilDoneOrTheBoundAndNeverWhereItDoesNotSpin() {
+        AtomicInteger asked = new AtomicInteger();
+        assertFalse(IdleStrategy.spinFor(Duration.ZERO).spinUntil(() -> asked.incrementAndGet() > 1_000_000));
+        assertEquals(1, asked.get(), "a strategy that never spins asks once");
+        IdleStrategy s = IdleStrategy.spinFor(Duration.ofMillis(5));
+        long t0 = System.nanoTime();
+        assertFalse(s.spinUntil(1_000, () -> false));
+        assertFalse(s.spinUntil(() -> false));
+        assertTrue(System.nanoTime() - t0 >= 5_000_000, "the plain spin is spun out");
+        asked.set(0);
+        assertTrue(s.spinUntil(() -> asked.incrementAndGet() == 3));
+        assertEquals(3, asked.get());
+        assertFalse(IdleStrategy.spinFor(Duration.ofNanos(100)).spinUntil(60_000_000_000L, () -> false),
+                "a longer bound than the spin is cut to the spin");
     }
 }

@@ -14,9 +14,14 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
+import io.cuwire.test.TestRandom;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
@@ -61,7 +66,52 @@ class IpcTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ConformancePeer.class, args);
+        return ChildJvm.start(ConformancePeer.class, Map.of(), peerJvmOptions, args);
+    }
+
+    /** What {@link #startPeer} gives the peer's JVM besides the usual options. */
+    private List<String> peerJvmOptions = List.of();
+
+    /**
+     * With both sides spinning (as on a machine of 8 or more cores) a receiver's consumed record rides along with its
+     * reply, or, when it sends nothing, goes on its own after a grace: every send completes either way, and every
+     * frame arrives whole, pulled or pushed.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldCompleteEverySendWhenConsumedRecordsRideWithRepliesOrGoAloneWhileBothSidesSpin(TestInfo info)
+            throws Exception {
+        peerJvmOptions = List.of("-D" + IdleStrategy.SPIN_PROPERTY + "=200");
+        SplittableRandom random = TestRandom.create(info);
+        Listener listener = listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
+        Peer echo = peer("echo", listener);
+        Connection c = accept(listener);
+        try (DeviceBuffer d = device.allocate(1024)) {
+            for (int i = 0; i < 300; i++) {
+                byte[] data = TestRandom.bytes(random, 1024);
+                TestMessages.fill(d, data);
+                CompletableFuture<MessageMetrics> sent = c.send(TestMessages.message("r" + i, List.of(d)));
+                try (ReceivedMessage back = c.receive(Duration.ofSeconds(10))) {
+                    assertEquals("r" + i, back.value().root());
+                    assertArrayEquals(data, TestMessages.contents(back.value().frames().get(0).buffer()), "round " + i);
+                }
+                sent.get(10, TimeUnit.SECONDS);  // completed by the peer's consumed record, carried by its reply
+            }
+        }
+        c.close();
+        assertExit(echo, 0);
+
+        Listener second = listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
+        Peer sink = peer("sink", second, "0");
+        Connection s = accept(second);
+        try (DeviceBuffer d = device.allocate(1024)) {
+            for (int i = 0; i < 50; i++) {
+                // the peer never replies: its consumed record goes on its own after the grace
+                s.send(TestMessages.message("m" + i, List.of(d))).get(10, TimeUnit.SECONDS);
+            }
+        }
+        s.close();
+        assertExit(sink, 0);
     }
 
     @Test

@@ -151,7 +151,7 @@ public abstract class TransportConformanceSuite {
         return c;
     }
 
-    private static void assertExit(Peer p, int expected) throws Exception {
+    protected static void assertExit(Peer p, int expected) throws Exception {
         assertEquals(expected, p.await(Duration.ofSeconds(30)), () -> "peer output:\n" + p.output());
     }
 

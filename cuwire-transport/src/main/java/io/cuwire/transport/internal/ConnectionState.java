@@ -2,6 +2,7 @@ package io.cuwire.transport.internal;
 
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.FamilyRefusedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.MessageRefusedException;
 import io.cuwire.transport.PeerClosedException;
 import io.cuwire.transport.ProtocolViolationException;
@@ -25,6 +26,7 @@ public final class ConnectionState {
     private final String name;
     private final String peer;
     private final InFlight inFlight;
+    private final IdleStrategy idle;
     private volatile TransportException failure;
     private volatile boolean closed;
 
@@ -32,11 +34,19 @@ public final class ConnectionState {
      * @param name the connection's name, e.g. {@code tcp-3-client}
      * @param peer the peer's address as messages show it
      * @param maxBytesInFlight the bound of {@link #acquire}
+     * @param idle how the connection's threads wait, and a caller waiting for one of its sends
+     *     ({@link PendingSend#future})
      */
-    public ConnectionState(String name, String peer, long maxBytesInFlight) {
+    public ConnectionState(String name, String peer, long maxBytesInFlight, IdleStrategy idle) {
         this.name = name;
         this.peer = peer;
         this.inFlight = new InFlight(maxBytesInFlight);
+        this.idle = idle;
+    }
+
+    /** How the connection's threads wait. */
+    public IdleStrategy idle() {
+        return idle;
     }
 
     /** Whether the connection was closed, locally or by a failure. */

@@ -1,8 +1,12 @@
 package io.cuwire.transport.internal;
 
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.TransportException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
@@ -16,8 +20,12 @@ public abstract class PendingSend {
     public final long bytes;
     /** When the send began, for its metrics. */
     public final long startNanos = System.nanoTime();
-    /** What {@code Connection.send} returned. */
-    public final CompletableFuture<MessageMetrics> future = new CompletableFuture<>();
+    /**
+     * What {@code Connection.send} returned: its {@code join} and {@code get} spin for the connection's
+     * {@link IdleStrategy#spin()} before they park, as a receive does, so that a caller waiting for a small message's
+     * completion (a reply's consumed record, often followed by the peer's next message) skips a thread wake-up.
+     */
+    public final CompletableFuture<MessageMetrics> future;
     private final ConnectionState state;
     private final AtomicBoolean done = new AtomicBoolean();
     private MessageRecorder recorder;
@@ -25,6 +33,7 @@ public abstract class PendingSend {
     protected PendingSend(ConnectionState state, long bytes) {
         this.state = state;
         this.bytes = bytes;
+        this.future = new SpinningFuture<>(state.idle());
     }
 
     /** Starts the send's metrics for {@code transport}; {@link #fail} closes them. */
@@ -71,5 +80,36 @@ public abstract class PendingSend {
 
     /** Runs when the send completed, after its bytes were given back and before its future completes. */
     protected void onCompleted() {
+    }
+
+    /**
+     * A future whose waits spin for {@code idle}'s spin before they park. Its dependent stages
+     * ({@code thenApply}...) are plain {@link CompletableFuture}s.
+     */
+    private static final class SpinningFuture<T> extends CompletableFuture<T> {
+        private final IdleStrategy idle;
+
+        SpinningFuture(IdleStrategy idle) {
+            this.idle = idle;
+        }
+
+        @Override
+        public T join() {
+            idle.spinUntil(this::isDone);
+            return super.join();
+        }
+
+        @Override
+        public T get() throws InterruptedException, ExecutionException {
+            idle.spinUntil(this::isDone);
+            return super.get();
+        }
+
+        @Override
+        public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+            long start = System.nanoTime();
+            idle.spinUntil(this::isDone);
+            return super.get(Math.max(0, unit.toNanos(timeout) - (System.nanoTime() - start)), TimeUnit.NANOSECONDS);
+        }
     }
 }

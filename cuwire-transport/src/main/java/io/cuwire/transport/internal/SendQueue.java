@@ -109,7 +109,10 @@ public final class SendQueue<T extends PendingSend> {
      * @return {@code out}'s future
      */
     public CompletableFuture<MessageMetrics> submit(T out, boolean inline) {
-        if (inline && queued.get() == 0 && lock.tryLock()) {
+        // The lock may be held for a moment by the connection's own record (a consumed record the reader writes
+        // right after it handed a message over, as a reply is being sent): spin for it rather than wake the writer.
+        if (inline && queued.get() == 0 && (lock.tryLock()
+                || state.idle().spinUntil(() -> queued.get() != 0 || lock.tryLock()) && lock.isHeldByCurrentThread())) {
             try {
                 if (queued.get() == 0) {
                     if (!writeOrFail(out, true)) {

@@ -113,7 +113,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * to device or peer, never through the host; one stream per such device: splitting a 1 GiB frame over 2 or 4
  * streams was measured slower on two H200s, 0.83 and 0.80 × the peer copy against 0.90),
  * waits for all of them at once, checks that the sender is still alive ({@link PeerProcess}), queues the message
- * for {@link #receive} and then writes {@code consumed}. Waiting threads spin briefly before they block, and for as
+ * for {@link #receive} and then owes the sender {@code consumed}: it rides along with the next record this side
+ * writes (in a request-reply exchange the reply, moments later: one write and one wake-up of the peer less), or,
+ * if none comes within {@value #CONSUMED_GRACE_NANOS} ns where the idle strategy spins (at once where it does not),
+ * the reader writes it on its own. Waiting threads spin briefly before they block, and for as
  * long as a transfer they wait for is in progress — the reader copying a message in, or the peer copying one of
  * this side's out ({@link IdleStrategy}). The reader reads ahead of the application by at most
  * {@value #HOST_READ_AHEAD} bytes of host frames (device frames are bounded by the sender's bytes in flight, as their
@@ -137,6 +140,12 @@ final class IpcConnection extends AbstractConnection {
     private static final int MAX_RETURNED_RANGES = 4096;
     /** How long a range of the push arena that came back waits for a record to ride along with. */
     static final long RETURN_DELAY_MICROS = 200;
+    /**
+     * The longest the reader waits, where its idle strategy spins, for a record of this side that a consumed
+     * record can ride along with (in a request-reply exchange the reply follows at once) before it writes it on its
+     * own, in nanoseconds: at most the strategy's spin.
+     */
+    static final long CONSUMED_GRACE_NANOS = 20_000;
     static final long HOST_READ_AHEAD = 4 << 20;
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
@@ -215,6 +224,8 @@ final class IpcConnection extends AbstractConnection {
     private volatile ReceiveArena receiveArena;
     /** Whether a write of returned ranges is scheduled. */
     private final AtomicBoolean returnScheduled = new AtomicBoolean();
+    /** Consumed records this side owes the peer and has not written yet: the next record written takes them along. */
+    private final AtomicInteger consumedOwed = new AtomicInteger();
     /** Whether the accepting side may still offer an arena (not offered yet, not failed, not turned off). */
     private boolean mayOfferArena;
     /** A small device frame the last message had this side pull (its buffer closed or not), or {@code null}. */
@@ -261,7 +272,7 @@ final class IpcConnection extends AbstractConnection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "ipc-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
-        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight(), config.idle());
         this.peerProcess = new PeerProcess(handshake.peer().pid());
         this.seal = handshake.keys() == null ? null : handshake.keys().sending(peer);
         this.open = handshake.keys() == null ? null : handshake.keys().receiving(peer);
@@ -498,6 +509,7 @@ final class IpcConnection extends AbstractConnection {
 
     private void write(Outgoing out) {
         SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+        addOwedConsumed(gather);  // consumed records owed, and
         addReturned(gather);  // ranges of the push arena given back ride along: no write of their own
         sealed(gather, ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         sealed(gather, ByteBuffer.wrap(out.header));
@@ -621,6 +633,13 @@ final class IpcConnection extends AbstractConnection {
         }
     }
 
+    /** Adds to {@code gather} the consumed records this side owes the peer; the caller holds the write lock. */
+    private void addOwedConsumed(SocketIo.Gather gather) {
+        for (int n = consumedOwed.getAndSet(0); n > 0; n--) {
+            gather.add(consumedRecord());
+        }
+    }
+
     /** A consumed record, tagged when the connection has session keys; the caller holds the write lock. */
     private ByteBuffer consumedRecord() {
         ByteBuffer type = ByteBuffer.wrap(new byte[] {TYPE_CONSUMED});
@@ -713,16 +732,21 @@ final class IpcConnection extends AbstractConnection {
                     arrivals.incrementAndGet();
                     copying = false;
                     if (event.deviceFrames > 0) {
-                        // After the hand-over: the application wakes while this thread tells the sender.
+                        // After the hand-over: the application wakes and often sends at once (a reply), and the
+                        // consumed record rides along with that (one write, one wake-up of the peer, no wait for
+                        // the lock); else this thread writes it after the grace.
                         long t = event.isEnabled() ? System.nanoTime() : 0;
-                        sends.lock().lock();
-                        try {
-                            SocketIo.Gather gather = io.gather(ioTimeoutNanos);
-                            gather.add(consumedRecord());
-                            addReturned(gather);
-                            gather.flush();
-                        } finally {
-                            sends.lock().unlock();
+                        consumedOwed.incrementAndGet();
+                        if (!idle.spinUntil(CONSUMED_GRACE_NANOS, () -> consumedOwed.get() == 0)) {
+                            sends.lock().lock();
+                            try {
+                                SocketIo.Gather gather = io.gather(ioTimeoutNanos);
+                                addOwedConsumed(gather);
+                                addReturned(gather);
+                                gather.flush();
+                            } finally {
+                                sends.lock().unlock();
+                            }
                         }
                         if (event.isEnabled()) {
                             event.consumedNanos = System.nanoTime() - t;

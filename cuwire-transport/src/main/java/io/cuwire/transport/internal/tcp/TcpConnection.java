@@ -270,7 +270,7 @@ final class TcpConnection extends AbstractConnection {
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
         this.name = "tcp-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
-        this.state = new ConnectionState(name, peer, config.maxBytesInFlight());
+        this.state = new ConnectionState(name, peer, config.maxBytesInFlight(), config.idle());
         this.sends = new SendQueue<>(name, state, this::writeOrFail, this::closeSendRings);
     }
 

@@ -175,7 +175,7 @@ final class UcxConnection extends AbstractConnection {
             closeQuietly(socket);
             throw new TransportException("cannot use the socket: " + e.getMessage(), e);
         }
-        this.connection = new ConnectionState(name, bootstrap.peer(), config.maxBytesInFlight());
+        this.connection = new ConnectionState(name, bootstrap.peer(), config.maxBytesInFlight(), config.idle());
         this.seal = handshake.keys() == null ? null : handshake.keys().sending(bootstrap.peer());
         this.open = handshake.keys() == null ? null : handshake.keys().receiving(bootstrap.peer());
         bootstrap.authenticate(handshake.keys());
