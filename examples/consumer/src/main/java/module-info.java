@@ -6,6 +6,7 @@
 module com.example.consumer {
     requires io.cuwire.cluster;
     requires io.cuwire.transport;
+    requires io.cuwire.onnx;
 
     opens com.example.consumer to io.cuwire.serialize;
 }

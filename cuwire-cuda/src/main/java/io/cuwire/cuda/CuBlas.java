@@ -26,9 +26,9 @@ import java.util.Locale;
  * When none opens, {@link #create} throws a {@link CudaException} listing every place tried and why each failed.
  *
  * <h2>Ownership and threads</h2>
- * The creator owns the handle; {@link #close()} destroys it (closing twice does nothing) but leaves the stream
- * alone. Routines are serialized on the handle, so several threads may share one, though their work then runs in
- * the order of the stream.
+ * The creator owns the handle; {@link #close()} destroys it (a second close throws {@link IllegalStateException})
+ * but leaves the stream alone. Routines are serialized on the handle, so several threads may share one, though
+ * their work then runs in the order of the stream.
  */
 public final class CuBlas implements AutoCloseable {
     private final CuBlasLibrary library;
@@ -184,12 +184,18 @@ public final class CuBlas implements AutoCloseable {
         return ptr;
     }
 
+    /**
+     * Destroys the handle.
+     *
+     * @throws IllegalStateException if the handle was closed already
+     */
     @Override
     public synchronized void close() {
-        if (handle != null) {
-            MemorySegment h = handle;
-            handle = null;
-            library.destroy(device, h);
+        if (handle == null) {
+            throw new IllegalStateException("CuBlas on " + stream + " is already closed");
         }
+        MemorySegment h = handle;
+        handle = null;
+        library.destroy(device, h);
     }
 }

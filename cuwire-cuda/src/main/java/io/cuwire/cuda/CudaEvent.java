@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A CUDA event of one device, for timing work on its streams: {@link #record} it before and after the work, then
- * {@link #elapsedMillis}. Owned by its creator; {@link #close()} destroys it (closing twice does nothing). Not for
- * concurrent use by several threads.
+ * {@link #elapsedMillis}. Owned by its creator; {@link #close()} destroys it (a second close throws
+ * {@link IllegalStateException}). Not for concurrent use by several threads.
  */
 public final class CudaEvent implements AutoCloseable {
     private final CudaDevice device;
@@ -62,10 +62,16 @@ public final class CudaEvent implements AutoCloseable {
         return Driver.eventElapsedTime(start.device, start.handle(), end.handle());
     }
 
+    /**
+     * Destroys the event.
+     *
+     * @throws IllegalStateException if the event was closed already
+     */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Driver.eventDestroy(device, handle);
+        if (!closed.compareAndSet(false, true)) {
+            throw new IllegalStateException("CudaEvent of " + device + " is already closed");
         }
+        Driver.eventDestroy(device, handle);
     }
 }

@@ -48,7 +48,7 @@ class CuBlasTest {
     void tearDown() {
         if (blas != null) {
             blas.close();
-            blas.close();
+            assertThrows(IllegalStateException.class, blas::close, "a second close of a cuBLAS handle");
         }
         if (stream != null) {
             stream.close();

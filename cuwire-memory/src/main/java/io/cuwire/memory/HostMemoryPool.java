@@ -15,7 +15,7 @@ import java.util.TreeMap;
  * {@link BufferAllocator} on top for accounts and limits, as with any resource.
  *
  * <p>{@link #close()} frees the cached blocks; blocks handed out before then are freed when they come back.
- * Closing twice is harmless. Thread-safe.
+ * A second close throws {@link IllegalStateException}. Thread-safe.
  */
 public final class HostMemoryPool implements MemoryResource<HostBuffer>, AutoCloseable {
     private final MemoryResource<HostBuffer> upstream;
@@ -82,12 +82,16 @@ public final class HostMemoryPool implements MemoryResource<HostBuffer>, AutoClo
         return cachedBytes;
     }
 
-    /** Frees the cached blocks; blocks still handed out are freed when they come back. */
+    /**
+     * Frees the cached blocks; blocks still handed out are freed when they come back.
+     *
+     * @throws IllegalStateException if the pool was closed already
+     */
     @Override
     public void close() {
         synchronized (this) {
             if (closed) {
-                return;
+                throw new IllegalStateException(describe() + " is already closed");
             }
             closed = true;
         }

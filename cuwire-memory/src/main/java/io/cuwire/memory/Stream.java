@@ -6,7 +6,8 @@ package io.cuwire.memory;
  * {@code synchronize()} as a {@link CopyException}.
  *
  * <p>Streams are owned by whoever created them ({@link Device#newStream()}); {@code close()} waits for the work
- * still queued and then releases the stream; closing twice is harmless. Enqueueing on, or synchronizing, a closed
+ * still queued and then releases the stream; a second close throws {@link IllegalStateException} (two
+ * holders each believed they owned it). Enqueueing on, or synchronizing, a closed
  * stream throws {@link IllegalStateException}. Thread-safe.
  */
 public abstract class Stream implements AutoCloseable {
@@ -24,7 +25,11 @@ public abstract class Stream implements AutoCloseable {
     /** Blocks until all work enqueued so far has finished. */
     public abstract void synchronize();
 
-    /** Waits for queued work, then releases the stream. Closing twice is harmless. */
+    /**
+     * Waits for queued work, then releases the stream.
+     *
+     * @throws IllegalStateException if the stream was closed already
+     */
     @Override
     public abstract void close();
 

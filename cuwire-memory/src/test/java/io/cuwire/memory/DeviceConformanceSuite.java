@@ -178,11 +178,11 @@ public abstract class DeviceConformanceSuite {
     }
 
     @Test
-    void shouldRefuseAClosedStreamAndAllowClosingItTwice() {
+    void shouldRefuseAClosedStreamAndClosingItTwice() {
         try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64)) {
             Stream stream = device.newStream();
             stream.close();
-            stream.close();
+            assertThrows(IllegalStateException.class, stream::close, "a second close of a stream");
             assertThrows(IllegalStateException.class, () -> CopyEngine.copyAsync(h, 0, d, 0, 64, stream));
             assertThrows(IllegalStateException.class, stream::synchronize);
         }

@@ -30,7 +30,11 @@ public interface HistogramTrees extends AutoCloseable {
      */
     ForestLayout.Tree grow(int[] rows, Supplier<int[]> draw, Params params);
 
-    /** Frees what the builder holds; a second close does nothing. */
+    /**
+     * Frees what the builder holds.
+     *
+     * @throws IllegalStateException if the builder was closed already
+     */
     @Override
     void close();
 }

@@ -10,6 +10,8 @@ import io.cuwire.memory.CsrMatrix;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.HostMemory;
+import io.cuwire.memory.HostMemoryPool;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.TransferScope;
 import java.util.Map;
@@ -39,6 +41,8 @@ class ClosePolicyTest {
         assertOwner(NdArray.fromArray(device, new float[] {1, 2, 3}, 3), "an NdArray on the device");
         assertOwner(CsrMatrix.fromDense(device, new double[][] {{0, 1}, {2, 0}}), "a CSR matrix");
         assertOwner(OpaqueBlob.adopt("close-policy", Map.of(), host.allocate(16)), "an adopted opaque blob");
+        assertOwner(Devices.get(0).newStream(), "a stream of the emulated device");
+        assertOwner(new HostMemoryPool(HostMemory.resource(), 1 << 16), "a host memory pool");
         assertOwner(device, "a device allocator");
         assertOwner(host, "a host allocator");
     }

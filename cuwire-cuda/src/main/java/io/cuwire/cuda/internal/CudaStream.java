@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A non-blocking {@code CUstream} of one {@link CudaDevice} (it does not wait for the legacy default stream).
- * {@link #close()} waits for queued work and destroys it; closing twice does nothing. Thread-safe, but
+ * {@link #close()} waits for queued work and destroys it; a second close throws. Thread-safe, but
  * {@code close()} must not race with work being enqueued.
  */
 public final class CudaStream extends Stream {
@@ -56,7 +56,7 @@ public final class CudaStream extends Stream {
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
-            return;
+            throw new IllegalStateException(this + " is already closed");
         }
         try {
             Driver.streamSynchronize(device, handle);

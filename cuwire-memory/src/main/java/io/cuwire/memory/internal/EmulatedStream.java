@@ -65,7 +65,7 @@ final class EmulatedStream extends Stream {
     @Override
     public void close() {
         if (closed) {
-            return;
+            throw new IllegalStateException(this + " is already closed");
         }
         try {
             synchronize();

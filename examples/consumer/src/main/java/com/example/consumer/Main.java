@@ -12,6 +12,7 @@ import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.linear.LinearRegression;
+import io.cuwire.onnx.OnnxExport;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
@@ -50,6 +51,7 @@ public final class Main {
         check("ucx:// without JUCX names the artifact to add", Main::ucxWithoutJucx, failed);
         check("a model of this project's own sent to another JVM over tcp", Main::sendToAnotherJvm, failed);
         check("fit, broadcast and predict on a local cluster", Main::fitAndBroadcast, failed);
+        check("a fitted model written as ONNX (io.cuwire.onnx over protobuf-java)", Main::onnxExport, failed);
         check(Main.class.getModule().isNamed()
                 ? "on the module path a model of a package not opened to io.cuwire.serialize is refused, naming the"
                         + " line to add"
@@ -194,6 +196,33 @@ public final class Main {
             }
             return e.getMessage().contains(expected) ? null : "the JDK's message lacks '" + expected + "'";
         }
+    }
+
+    /**
+     * A LinearRegression fitted here and written by {@link OnnxExport}: on the module path protobuf-java (the automatic
+     * module com.google.protobuf) encodes the classes of io.cuwire.onnx's unexported package. The bytes are checked
+     * as far as this project can without protobuf of its own: a ModelProto starts with ir_version (field 1, varint).
+     */
+    private static String onnxExport() {
+        float[] xv = new float[100 * 2];
+        float[] yv = new float[100];
+        for (int i = 0; i < 100; i++) {
+            xv[2 * i] = i % 7;
+            xv[2 * i + 1] = i % 3;
+            yv[i] = 2 * xv[2 * i] - xv[2 * i + 1] + 3;
+        }
+        byte[] model;
+        try (BufferAllocator<HostBuffer> host = BufferAllocator.host("onnx", BufferAllocator.UNLIMITED);
+                NdArray x = NdArray.fromArray(host, xv, 100, 2);
+                NdArray y = NdArray.fromArray(host, yv, 100);
+                LinearRegression fitted = new LinearRegression().fit(x, y)) {
+            model = OnnxExport.toBytes(fitted);
+        }
+        System.out.println("          " + model.length + " bytes, IR version " + OnnxExport.IR_VERSION);
+        if (model.length < 2 || model[0] != 0x08 || model[1] != OnnxExport.IR_VERSION) {
+            return "the model does not start with ir_version " + OnnxExport.IR_VERSION + " (field 1)";
+        }
+        return new String(model, StandardCharsets.ISO_8859_1).contains("cuwire") ? null : "no producer name cuwire";
     }
 
     /** Reads the receiver's output up to a line starting with {@code prefix}; returns the rest of that line. */

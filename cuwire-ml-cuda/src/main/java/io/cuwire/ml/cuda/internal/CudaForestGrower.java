@@ -322,7 +322,7 @@ final class CudaForestGrower implements HistogramTrees {
     @Override
     public void close() {
         if (closed) {
-            return;
+            throw new IllegalStateException("histogramTrees: this builder is already closed");
         }
         closed = true;
         RuntimeException first = null;
