@@ -239,57 +239,90 @@ public final class ForestLayout {
     /**
      * Walks the forest in {@code s} (host memory) for {@code rows} rows of {@code x} (row-major, {@code features}
      * columns), writing the mean over trees of the leaf values: {@code out[i * outputs + c]}. The reference the
-     * GPU kernel is held to.
-     *
-     * <p>The node table and the leaf values are copied into Java arrays first, in bulk, and the walk reads those: a
-     * read through a {@link MemorySegment} costs a hundred times more until the JIT has compiled the walk, which made
-     * a JVM's first prediction with a forest ten times slower than its later ones.
+     * GPU kernel is held to; {@link Walker} is the same walk for many calls.
      */
     public static void predict(MemorySegment s, Info info, double[] x, int rows, double[] out) {
-        checkHeader(s, info);
-        if (2 * info.nodes() > MAX_ARRAY || (long) info.outputs() * info.leaves() > MAX_ARRAY) {
-            throw new IllegalArgumentException("forest " + info + " is too large to predict with on the host");
+        new Walker(s, info).predict(x, rows, out);
+    }
+
+    /**
+     * A forest read for walking: its node table and leaf values copied onto the Java heap once, in bulk (a read
+     * through a {@link MemorySegment} costs a hundred times more until the JIT has compiled the walk, which made a
+     * JVM's first prediction with a forest ten times slower than its later ones). Immutable: one walker serves
+     * several threads, each predicting its own rows.
+     */
+    public static final class Walker {
+        private final int outputs;
+        private final int features;
+        private final int trees;
+        private final int[] nodeStart;
+        private final int[] leafStart;
+        /** Per node two longs: feature | child << 32 (little-endian int32s), then the threshold's bits. */
+        private final long[] node;
+        private final double[] value;
+
+        /**
+         * Reads the forest in {@code s} (host memory), checked against {@code info}.
+         *
+         * @throws IllegalArgumentException if the header does not match {@code info} or the forest is too large for
+         *     Java arrays
+         */
+        public Walker(MemorySegment s, Info info) {
+            checkHeader(s, info);
+            if (2 * info.nodes() > MAX_ARRAY || (long) info.outputs() * info.leaves() > MAX_ARRAY) {
+                throw new IllegalArgumentException("forest " + info + " is too large to predict with on the host");
+            }
+            outputs = info.outputs();
+            features = info.features();
+            trees = info.trees();
+            long tables = HEADER_BYTES;
+            long nodes = tables + 16L * (trees + 1);
+            long values = nodes + NODE_BYTES * info.nodes();
+            nodeStart = new int[trees];
+            leafStart = new int[trees];
+            for (int t = 0; t < trees; t++) {
+                nodeStart[t] = (int) s.get(I64, tables + 16L * t);
+                leafStart[t] = (int) s.get(I64, tables + 16L * t + 8);
+            }
+            node = new long[(int) (2 * info.nodes())];
+            MemorySegment.copy(s, I64, nodes, node, 0, node.length);
+            value = new double[(int) (outputs * info.leaves())];
+            MemorySegment.copy(s, F64, values, value, 0, value.length);
         }
-        int outputs = info.outputs();
-        int d = info.features();
-        int trees = info.trees();
-        long tables = HEADER_BYTES;
-        long nodes = tables + 16L * (trees + 1);
-        long values = nodes + NODE_BYTES * info.nodes();
-        int[] nodeStart = new int[trees];
-        long[] leafStart = new long[trees];
-        for (int t = 0; t < trees; t++) {
-            nodeStart[t] = (int) s.get(I64, tables + 16L * t);
-            leafStart[t] = s.get(I64, tables + 16L * t + 8);
-        }
-        // per node two longs: feature | child << 32 (little-endian int32s), then the threshold's bits
-        long[] node = new long[(int) (2 * info.nodes())];
-        MemorySegment.copy(s, I64, nodes, node, 0, node.length);
-        double[] value = new double[(int) (outputs * info.leaves())];
-        MemorySegment.copy(s, F64, values, value, 0, value.length);
-        Arrays.fill(out, 0, rows * outputs, 0.0);
-        double inv = trees == 0 ? 0 : 1.0 / trees;
-        for (int i = 0; i < rows; i++) {
-            int row = i * d;
+
+        /**
+         * Writes the forest's prediction for {@code rows} rows of {@code x} (row-major, {@code features} columns)
+         * into {@code out[i * outputs + c]}: the mean over trees of the leaf values, each row's sum taken over the
+         * trees in their order. The rows are walked a tree at a time (that tree's nodes stay in the cache while every
+         * row passes through it), so a call should take a block of rows that fits the cache beside one tree.
+         */
+        public void predict(double[] x, int rows, double[] out) {
+            Arrays.fill(out, 0, rows * outputs, 0.0);
             for (int t = 0; t < trees; t++) {
                 int base = nodeStart[t];
-                int at = base;
-                long n = node[2 * at];
-                int feature = (int) n;
-                while (feature >= 0) {
-                    int child = (int) (n >>> 32);
-                    double threshold = Double.longBitsToDouble(node[2 * at + 1]);
-                    at = base + (x[row + feature] <= threshold ? child : child + 1);
-                    n = node[2 * at];
-                    feature = (int) n;
-                }
-                int v = (int) ((leafStart[t] + (int) (n >>> 32)) * outputs);
-                for (int c = 0; c < outputs; c++) {
-                    out[i * outputs + c] += value[v + c];
+                int leaves = leafStart[t];
+                for (int i = 0; i < rows; i++) {
+                    int row = i * features;
+                    int at = base;
+                    long n = node[2 * at];
+                    int feature = (int) n;
+                    while (feature >= 0) {
+                        int child = (int) (n >>> 32);
+                        double threshold = Double.longBitsToDouble(node[2 * at + 1]);
+                        at = base + (x[row + feature] <= threshold ? child : child + 1);
+                        n = node[2 * at];
+                        feature = (int) n;
+                    }
+                    int v = (leaves + (int) (n >>> 32)) * outputs;
+                    int o = i * outputs;
+                    for (int c = 0; c < outputs; c++) {
+                        out[o + c] += value[v + c];
+                    }
                 }
             }
-            for (int c = 0; c < outputs; c++) {
-                out[i * outputs + c] *= inv;
+            double inv = trees == 0 ? 0 : 1.0 / trees;
+            for (int i = 0; i < rows * outputs; i++) {
+                out[i] *= inv;
             }
         }
     }

@@ -283,20 +283,31 @@ public final class CpuBackend extends ComputeBackend {
             }
             HostArrays.write(y, yv);
         } else {
+            MemorySegment direct = HostArrays.float64Segment(a);
             forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
-                double[] av = new double[count * cols];
-                HostArrays.read(a, (long) first * cols, av, count * cols);
+                long bytes = (long) count * cols * Double.BYTES;
+                MemorySegment av = direct != null ? direct.asSlice((long) first * cols * Double.BYTES, bytes)
+                        : staged(a, (long) first * cols, count * cols);
                 double[] yv = new double[count];
                 if (beta != 0) {
                     HostArrays.read(y, first, yv, count);
                 }
+                double[] dots = new double[count];
+                CpuKernels.rowDots(av, count, cols, xv, dots);
                 for (int i = 0; i < count; i++) {
-                    double d = alpha * CpuKernels.dot(av, i * cols, xv, 0, cols);
+                    double d = alpha * dots[i];
                     yv[i] = beta == 0 ? d : d + beta * yv[i];
                 }
                 HostArrays.write(y, first, yv, count);
             });
         }
+    }
+
+    /** Elements {@code [first, first + count)} of {@code a} read into the heap as doubles, as a segment. */
+    private static MemorySegment staged(NdArray a, long first, int count) {
+        double[] v = new double[count];
+        HostArrays.read(a, first, v, count);
+        return MemorySegment.ofArray(v);
     }
 
     /** Work on a range of elements, read into {@code v} ({@code count} of them, the first at {@code first}). */
@@ -477,37 +488,34 @@ public final class CpuBackend extends ComputeBackend {
         if (!a.dtype().isFloatingPoint()) {
             double acc = init;
             for (double x : HostArrays.numbers(a)) {
-                acc = reduce(r, acc, x);
+                acc = CpuKernels.reduce(r, acc, x);
             }
             return acc;
         }
         long n = a.size();
         int per = reductionRows(n, 1);
+        MemorySegment direct = HostArrays.float64Segment(a);
         double[][] partials = new double[CpuParallel.chunks(n, per)][];
         forRows(n, per, (chunk, first, count) -> {
-            double[] v = new double[Math.min(count, CHUNK_ELEMENTS)];
+            double[] v = direct != null ? null : new double[Math.min(count, CHUNK_ELEMENTS)];
             double[] acc = {init};
             blocks(first, count, 1, (block, f, c) -> {
-                HostArrays.read(a, f, v, c);
-                for (int i = 0; i < c; i++) {
-                    acc[0] = reduce(r, acc[0], v[i]);
+                MemorySegment s;
+                if (direct != null) {
+                    s = direct.asSlice((long) f * Double.BYTES, (long) c * Double.BYTES);
+                } else {
+                    HostArrays.read(a, f, v, c);
+                    s = MemorySegment.ofArray(v);
                 }
+                acc[0] = CpuKernels.reduce(r, acc[0], CpuKernels.reduce(r, s, c, init));
             });
             partials[chunk] = acc;
         });
         double acc = init;
         for (double[] p : partials) {
-            acc = reduce(r, acc, p[0]);
+            acc = CpuKernels.reduce(r, acc, p[0]);
         }
         return acc;
-    }
-
-    private static double reduce(Reduction r, double acc, double x) {
-        return switch (r) {
-            case SUM -> acc + x;
-            case MIN -> Math.min(acc, x);
-            case MAX -> Math.max(acc, x);
-        };
     }
 
     @Override
@@ -1043,6 +1051,14 @@ public final class CpuBackend extends ComputeBackend {
 
     // ---------------------------------------------------------------- forests
 
+    /** Rows one task of {@link #doPredictForest} walks through each tree (their inputs and outputs in the L1 cache). */
+    private static final int FOREST_ROWS = 256;
+
+    /**
+     * Blocks of {@value #FOREST_ROWS} rows in parallel, each walked through one tree after another
+     * ({@link ForestLayout.Walker}): a tree's nodes stay in the cache while the block passes, and each row's sum runs
+     * over the trees in their order, so the result is the same for every thread count.
+     */
     @Override
     protected void doPredictForest(OpaqueBlob forest, ForestLayout.Info info, NdArray x, NdArray out) {
         MemorySegment bytes;
@@ -1053,10 +1069,15 @@ public final class CpuBackend extends ComputeBackend {
             CopyEngine.copyToSegment(forest.buffer(), 0, MemorySegment.ofArray(copy));
             bytes = MemorySegment.ofArray(copy);
         }
-        int rows = (int) x.dim(0);
-        double[] xv = HostArrays.doubles(x);
-        double[] o = new double[rows * info.outputs()];
-        ForestLayout.predict(bytes, info, xv, rows, o);
-        HostArrays.write(out, o);
+        ForestLayout.Walker walker = new ForestLayout.Walker(bytes, info);
+        int d = info.features();
+        int outputs = info.outputs();
+        forRows(x.dim(0), FOREST_ROWS, (chunk, first, count) -> {
+            double[] xv = new double[count * d];
+            HostArrays.read(x, (long) first * d, xv, count * d);
+            double[] o = new double[count * outputs];
+            walker.predict(xv, count, o);
+            HostArrays.write(out, (long) first * outputs, o, count * outputs);
+        });
     }
 }

@@ -1,5 +1,9 @@
 package io.cuwire.ml.internal;
 
+import io.cuwire.ml.Reduction;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
 /**
  * The CPU backend's inner loops: the JDK's Vector API ({@link VectorKernels}) when the JVM runs with
  * {@code --add-modules jdk.incubator.vector}, else plain loops. The Vector API is still incubating in JDK 25, so it
@@ -10,6 +14,9 @@ package io.cuwire.ml.internal;
 final class CpuKernels {
     /** The system property that picks the kernels: {@code auto} (the default) or {@code scalar}. */
     static final String KERNELS_PROPERTY = "cuwire.ml.cpuKernels";
+
+    /** The elements of the segments the kernels read: float64, little-endian, aligned or not. */
+    static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
 
     /** Whether the Vector API kernels run. */
     static final boolean VECTOR = vector();
@@ -113,5 +120,60 @@ final class CpuKernels {
             s0 += x[xo + p] * y[yo + p];
         }
         return (s0 + s1) + (s2 + s3);
+    }
+
+    /**
+     * {@code out[i] = sum over p of a[i cols + p] x[p]} for {@code i < rows}, {@code p < cols}: the products of the
+     * row-major float64 rows in {@code a} (host memory or a heap array's segment, read in place) with {@code x}.
+     */
+    static void rowDots(MemorySegment a, int rows, int cols, double[] x, double[] out) {
+        if (VECTOR) {
+            VectorKernels.rowDots(a, rows, cols, x, out);
+        } else {
+            scalarRowDots(a, rows, cols, x, out);
+        }
+    }
+
+    /** {@link #rowDots} in plain loops. */
+    static void scalarRowDots(MemorySegment a, int rows, int cols, double[] x, double[] out) {
+        for (int i = 0; i < rows; i++) {
+            long o = (long) i * cols;
+            double s0 = 0;
+            double s1 = 0;
+            int p = 0;
+            for (; p + 1 < cols; p += 2) {
+                s0 += a.getAtIndex(F64, o + p) * x[p];
+                s1 += a.getAtIndex(F64, o + p + 1) * x[p + 1];
+            }
+            if (p < cols) {
+                s0 += a.getAtIndex(F64, o + p) * x[p];
+            }
+            out[i] = s0 + s1;
+        }
+    }
+
+    /**
+     * {@code init} combined by {@code r} with the {@code count} float64 elements of {@code v} (host memory or a heap
+     * array's segment): a sum, a minimum or a maximum, {@link Math#min} and {@link Math#max} for the last two (a NaN
+     * wins). The sum's order is fixed by {@code count} only, so a result is the same at every call.
+     */
+    static double reduce(Reduction r, MemorySegment v, int count, double init) {
+        if (VECTOR) {
+            return VectorKernels.reduce(r, v, count, init);
+        }
+        double acc = init;
+        for (int i = 0; i < count; i++) {
+            acc = reduce(r, acc, v.getAtIndex(F64, i));
+        }
+        return acc;
+    }
+
+    /** {@code acc} combined with {@code x} by {@code r}. */
+    static double reduce(Reduction r, double acc, double x) {
+        return switch (r) {
+            case SUM -> acc + x;
+            case MIN -> Math.min(acc, x);
+            case MAX -> Math.max(acc, x);
+        };
     }
 }

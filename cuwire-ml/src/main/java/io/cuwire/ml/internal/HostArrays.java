@@ -39,6 +39,14 @@ public final class HostArrays {
         return a.kind().isHostAccessible() ? ((HostBuffer) a.buffer()).segment() : null;
     }
 
+    /**
+     * The elements of a float64 array in host or pinned memory, read in place ({@code null} for any other array:
+     * those are read into the heap).
+     */
+    static MemorySegment float64Segment(NdArray a) {
+        return a.dtype() == DType.FLOAT64 ? hostSegment(a) : null;
+    }
+
     /** The elements of a float32 or float64 array as doubles. */
     public static double[] doubles(NdArray a) {
         int n = length(a);

@@ -1,19 +1,25 @@
 package io.cuwire.ml.internal;
 
+import io.cuwire.ml.Reduction;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
  * {@link CpuKernels} on the JDK's Vector API, the machine's widest double vectors: loaded only when the JVM has the
  * {@code jdk.incubator.vector} module. Products keep a block of 4 rows x 2 vectors of the output in registers over the
  * whole inner dimension (the edges in masked vectors), and so do the squared differences of 4 rows to 2 vectors of
- * queries. Sums across lanes go lane by lane, in order
+ * queries; products of rows with one vector take 4 rows at a time straight from their memory segment. Sums across lanes
+ * go lane by lane, in order
  * ({@code reduceLanes} leaves the order open), so a result is the same at every call.
  */
 final class VectorKernels {
     private static final VectorSpecies<Double> S = DoubleVector.SPECIES_PREFERRED;
     private static final int L = S.length();
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private VectorKernels() {
     }
@@ -216,6 +222,86 @@ final class VectorKernels {
         }
         for (; p < len; p++) {
             s += x[xo + p] * y[yo + p];
+        }
+        return s;
+    }
+
+    /** The sum of {@code v}'s lanes, lane by lane in order. */
+    private static double sumLanes(DoubleVector v) {
+        double s = 0;
+        for (int lane = 0; lane < L; lane++) {
+            s += v.lane(lane);
+        }
+        return s;
+    }
+
+    static void rowDots(MemorySegment a, int rows, int cols, double[] x, double[] out) {
+        int full = cols - cols % L;
+        VectorMask<Double> tail = S.indexInRange(full, cols);
+        DoubleVector xt = DoubleVector.fromArray(S, x, full, tail);
+        long rb = (long) cols * Double.BYTES;
+        int i = 0;
+        for (; i + 4 <= rows; i += 4) {
+            long o = i * rb;
+            DoubleVector c0 = DoubleVector.zero(S);
+            DoubleVector c1 = c0;
+            DoubleVector c2 = c0;
+            DoubleVector c3 = c0;
+            for (int p = 0; p < full; p += L) {
+                DoubleVector xv = DoubleVector.fromArray(S, x, p);
+                long at = o + (long) p * Double.BYTES;
+                c0 = DoubleVector.fromMemorySegment(S, a, at, LE).fma(xv, c0);
+                c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE).fma(xv, c1);
+                c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE).fma(xv, c2);
+                c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE).fma(xv, c3);
+            }
+            if (full < cols) {
+                long at = o + (long) full * Double.BYTES;
+                c0 = DoubleVector.fromMemorySegment(S, a, at, LE, tail).fma(xt, c0);
+                c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE, tail).fma(xt, c1);
+                c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE, tail).fma(xt, c2);
+                c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE, tail).fma(xt, c3);
+            }
+            out[i] = sumLanes(c0);
+            out[i + 1] = sumLanes(c1);
+            out[i + 2] = sumLanes(c2);
+            out[i + 3] = sumLanes(c3);
+        }
+        for (; i < rows; i++) {
+            long o = i * rb;
+            DoubleVector c = DoubleVector.zero(S);
+            for (int p = 0; p < full; p += L) {
+                c = DoubleVector.fromMemorySegment(S, a, o + (long) p * Double.BYTES, LE)
+                        .fma(DoubleVector.fromArray(S, x, p), c);
+            }
+            if (full < cols) {
+                c = DoubleVector.fromMemorySegment(S, a, o + (long) full * Double.BYTES, LE, tail).fma(xt, c);
+            }
+            out[i] = sumLanes(c);
+        }
+    }
+
+    static double reduce(Reduction r, MemorySegment v, int count, double init) {
+        VectorOperators.Binary op = switch (r) {
+            case SUM -> VectorOperators.ADD;
+            case MIN -> VectorOperators.MIN;
+            case MAX -> VectorOperators.MAX;
+        };
+        DoubleVector acc = DoubleVector.broadcast(S, switch (r) {
+            case SUM -> 0;
+            case MIN -> Double.POSITIVE_INFINITY;
+            case MAX -> Double.NEGATIVE_INFINITY;
+        });
+        int i = 0;
+        for (; i + L <= count; i += L) {
+            acc = acc.lanewise(op, DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+        }
+        double s = init;
+        for (int lane = 0; lane < L; lane++) {
+            s = CpuKernels.reduce(r, s, acc.lane(lane));
+        }
+        for (; i < count; i++) {
+            s = CpuKernels.reduce(r, s, v.getAtIndex(CpuKernels.F64, i));
         }
         return s;
     }

@@ -3,7 +3,9 @@ package io.cuwire.ml.internal;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.cuwire.ml.Reduction;
 import io.cuwire.test.TestRandom;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -87,6 +89,51 @@ class CpuKernelsTest {
             double[] same = new double[again.length];
             Arrays.fill(same, got);
             assertArrayEquals(same, again, "len=" + len);
+        }
+    }
+
+    @Test
+    void vectorRowDotsShouldEqualThePlainLoopsAtEveryEdgeOfTheirBlocks(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int[] sizes = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
+        for (int rows : sizes) {
+            for (int cols : sizes) {
+                MemorySegment a = MemorySegment.ofArray(random(r, rows * cols));
+                double[] x = random(r, cols);
+                double[] got = new double[rows];
+                double[] want = new double[rows];
+                CpuKernels.rowDots(a, rows, cols, x, got);
+                CpuKernels.scalarRowDots(a, rows, cols, x, want);
+                for (int i = 0; i < rows; i++) {
+                    assertEquals(want[i], got[i], 1e-12 * (1 + Math.abs(want[i])), "rows=" + rows + " cols=" + cols
+                            + " row " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void reductionsShouldCombineEveryElementWithTheStart(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        for (int n = 0; n < 40; n++) {
+            double[] v = random(r, n);
+            MemorySegment s = MemorySegment.ofArray(v);
+            double sum = 0.5;
+            double min = Double.POSITIVE_INFINITY;
+            double max = Double.NEGATIVE_INFINITY;
+            for (double x : v) {
+                sum += x;
+                min = Math.min(min, x);
+                max = Math.max(max, x);
+            }
+            assertEquals(sum, CpuKernels.reduce(Reduction.SUM, s, n, 0.5), 1e-12, "n=" + n);
+            assertEquals(min, CpuKernels.reduce(Reduction.MIN, s, n, Double.POSITIVE_INFINITY), "n=" + n);
+            assertEquals(max, CpuKernels.reduce(Reduction.MAX, s, n, Double.NEGATIVE_INFINITY), "n=" + n);
+            if (n > 0) {
+                v[r.nextInt(n)] = Double.NaN;
+                assertEquals(Double.NaN, CpuKernels.reduce(Reduction.MIN, s, n, Double.POSITIVE_INFINITY), "n=" + n);
+                assertEquals(Double.NaN, CpuKernels.reduce(Reduction.SUM, s, n, 0), "n=" + n);
+            }
         }
     }
 
