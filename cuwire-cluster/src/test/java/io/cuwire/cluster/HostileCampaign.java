@@ -5,9 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
+import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
@@ -68,42 +67,45 @@ import java.util.function.LongFunction;
 import java.util.stream.Stream;
 
 /**
- * One live worker on the emulated device, its client ({@link LocalCluster#builder()}{@code .connect}), and the
- * hostile peers of issue 15 against it: the attacks of its findings as scenarios, a handshake fuzzer
- * ({@link HandshakeFuzzer}) and a header fuzzer ({@link HeaderFuzzer}) whose mutants go out on authenticated
- * connections (over {@code ipc://}, with their device frames' references fuzzed too). After each round it checks that
- * the worker is alive, that its client is served (a broadcast and a prediction, checked against the model's own), that
- * a new peer connects and is answered, and that the worker is back where it started: its allocators' accounts, its
- * store, its JVM's direct and mapped buffer pools ({@link TestTasks#POOLS}) and its files in the emulated device's
- * directory. Used by {@link HostilePeerSuiteTest} (a fixed seed, bounded rounds) and {@link HostileSoak}.
+ * One live node of the runtime in a JVM of its own on the emulated device, in one of its roles ({@link HostileTarget}:
+ * the cluster worker, the Spark executor's endpoint), its legitimate client, and the hostile peers of issue 15 against
+ * it: the attacks of its findings as scenarios, a handshake fuzzer ({@link HandshakeFuzzer}) and a header fuzzer
+ * ({@link HeaderFuzzer}) whose mutants of the node's own requests go out on authenticated connections (over
+ * {@code ipc://}, with their device frames' references fuzzed too). After each round it checks that the node is
+ * alive, that its client is served (a broadcast and a prediction, checked against the model's own), that a new peer
+ * connects and is answered, and that the node is back where it started: its allocators' accounts, its store and cache,
+ * its JVM's direct and mapped buffer pools and its files in the emulated device's directory. Written once for every
+ * role; used by {@link HostilePeerSuite} (a fixed seed, bounded rounds) and {@link HostileSoak}.
  */
-final class HostileCampaign implements AutoCloseable {
-    static final byte[] SECRET = "the hostile suite's 32-byte key!".getBytes(StandardCharsets.US_ASCII);
+public final class HostileCampaign implements AutoCloseable {
+    /** The cluster secret of the node and its client. */
+    public static final byte[] SECRET = "the hostile suite's 32-byte key!".getBytes(StandardCharsets.US_ASCII);
     /** The attackers' source addresses: 127.0.0.2 … 127.0.0.9, and 127.0.0.1, which the client shares. */
     static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
             "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9");
     /** System property: JVM options for the worker (the coverage profile's JaCoCo agent). */
     static final String WORKER_OPTIONS_PROPERTY = "cuwire.hostile.workerOptions";
     /** How long anything the client does may take: its normal time is well under a second. */
-    static final Duration SERVED_WITHIN = Duration.ofSeconds(30);
+    public static final Duration SERVED_WITHIN = Duration.ofSeconds(30);
     /** How long the worker may take to get back to its baseline once the attackers are gone. */
     private static final Duration SETTLE = Duration.ofSeconds(20);
     private static final int FILLER_BYTES = 1 << 20;
+    /** The seeds of the role's ping and of its carrier of a device array (which the forged references go with). */
+    private static final String PING_SEED = "ping";
+    private static final String CARRIER_SEED = "carrier-device";
 
     final String scheme;
     private final boolean ipc;
     private final PrintStream log;
     private final SplittableRandom random;
-    private final WorkerProcess worker;
-    private final LocalCluster cluster;
-    private final Client client;
+    private final HostileTarget target;
     final String address;
-    private final InetSocketAddress target;
+    private final InetSocketAddress socketAddress;
     private final Path emulatedDir;
     private final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("attacker-device",
             BufferAllocator.UNLIMITED);
     private final BufferAllocator<HostBuffer> host = BufferAllocator.host("attacker-host", BufferAllocator.UNLIMITED);
-    private final TypeRegistry registry = ClusterTypes.registry();
+    private final TypeRegistry registry;
     private final List<AutoCloseable> seedValues = new ArrayList<>();
     private final List<SeedData> seeds = new ArrayList<>();
     private final HeaderFuzzer headerFuzzer;
@@ -120,21 +122,15 @@ final class HostileCampaign implements AutoCloseable {
     final AtomicLong refusedHeaders = new AtomicLong();
     /** The client's served times, nanoseconds. */
     final List<Long> servedNanos = Collections.synchronizedList(new ArrayList<>());
-    private final NdArray x;
-    private final LinearRegression model = new LinearRegression();
     private Snapshot baseline;
-    /** Whether {@link #finish} began (it checks the worker's exit itself). */
-    private boolean finished;
-    /** The first object id the next sweep frees (see {@link #sweep}). */
-    private long sweepFrom = 1;
 
     /** A seed message: its header, and per frame the bytes a TCP sender sends and the buffer an IPC one refers to. */
     private record SeedData(HeaderFuzzer.Seed seed, List<byte[]> bytes, List<Buffer> buffers) {
     }
 
     /** What the checks compare with the baseline. */
-    record Snapshot(long deviceBytes, long hostBytes, long objects, long models, long directCount, long directBytes,
-            long mappedCount, long mappedBytes, long files) {
+    public record Snapshot(long deviceBytes, long hostBytes, long objects, long models, long directCount,
+            long directBytes, long mappedCount, long mappedBytes, long files) {
         boolean memoryEquals(Snapshot o) {
             return deviceBytes == o.deviceBytes && hostBytes == o.hostBytes && objects == o.objects
                     && models == o.models && directCount == o.directCount && directBytes == o.directBytes
@@ -142,7 +138,8 @@ final class HostileCampaign implements AutoCloseable {
         }
     }
 
-    private HostileCampaign(String scheme, long seed, PrintStream log) throws Exception {
+    private HostileCampaign(HostileTarget target, String scheme, long seed, PrintStream log) {
+        this.target = target;
         this.scheme = scheme;
         this.ipc = scheme.equals("ipc");
         this.log = log;
@@ -150,37 +147,39 @@ final class HostileCampaign implements AutoCloseable {
         random.nextBytes(filler);
         this.headerFuzzer = new HeaderFuzzer(random.split());
         this.handshakeFuzzer = new HandshakeFuzzer(SECRET, ipc);
-        // The worker and this JVM share the emulated device's directory (a reference over IPC names a file there).
+        // The node and this JVM share the emulated device's directory (a reference over IPC names a file there).
         this.emulatedDir = Path.of(System.getProperty("cuwire.emulated.dir", Files.isDirectory(Path.of("/dev/shm"))
                 ? "/dev/shm" : System.getProperty("java.io.tmpdir")));
-        String options = System.getProperty(WORKER_OPTIONS_PROPERTY, "").strip();
-        String track = System.getProperty(BufferAllocator.TRACK_PROPERTY);
-        this.worker = WorkerProcess.start(0, scheme, SECRET,
-                track == null ? Map.of() : Map.of(BufferAllocator.TRACK_PROPERTY, track),
-                options.isEmpty() ? List.of() : Arrays.asList(options.split("\\s+")));
-        this.address = worker.address();
-        this.target = WireAttacker.target(address);
-        this.cluster = LocalCluster.builder().secret(SECRET).connect(List.of(address)).start();
-        this.client = cluster.client();
+        this.address = target.address();
+        this.socketAddress = WireAttacker.target(address);
+        this.registry = target.registry();
         this.scratch = device.allocate(FILLER_BYTES);
         CopyEngine.copyFromSegment(MemorySegment.ofArray(filler), scratch, 0);
-        SplittableRandom data = random.split();
-        this.x = MlTesting.array(client.memory(), DType.FLOAT64, MlTesting.gaussian(data, 200 * 8), 200, 8);
         makeSeeds();
     }
 
-    /** Starts a worker over {@code scheme} ({@code tcp} or {@code ipc}) and its client; {@code log} hears progress. */
-    static HostileCampaign start(String scheme, long seed, PrintStream log) throws Exception {
-        HostileCampaign c = new HostileCampaign(scheme, seed, log);
+    /**
+     * Starts the campaign against {@code target} (reached over {@code scheme}: {@code tcp} or {@code ipc}), which it
+     * owns from now on: closing the campaign closes it; {@code log} hears progress.
+     */
+    public static HostileCampaign start(HostileTarget target, String scheme, long seed, PrintStream log)
+            throws Exception {
+        HostileCampaign c;
         try {
-            // Twice: over ipc the worker pulls the first message's device frames and then offers the client a push
+            c = new HostileCampaign(target, scheme, seed, log);
+        } catch (RuntimeException | Error e) {
+            target.close();
+            throw e;
+        }
+        try {
+            // Twice: over ipc the node pulls the first message's device frames and then offers the client a push
             // arena (TransportConfig.ipcPushArenaBytes), into which every later small message comes; the baseline is
             // the steady state, a model held in the arena, as after every round.
             c.serve();
             c.serve();
             c.newPeerServed();  // the state every check compares in: see checkBaseline
             c.baseline = c.settled(null);
-            c.log.println("[hostile] " + scheme + " worker pid " + c.worker.handle().pid() + " at " + c.address
+            c.log.println("[hostile] " + scheme + " " + target.role() + " pid " + target.pid() + " at " + c.address
                     + ", baseline " + c.baseline);
             return c;
         } catch (Exception | Error e) {
@@ -189,39 +188,25 @@ final class HostileCampaign implements AutoCloseable {
         }
     }
 
-    long workerPid() {
-        return worker.handle().pid();
+    /** The next id of an attacker's request. */
+    public long nextRequestId() {
+        return requestIds.incrementAndGet();
     }
 
-    WorkerProcess worker() {
-        return worker;
+    long workerPid() {
+        return target.pid();
+    }
+
+    HostileTarget target() {
+        return target;
     }
 
     // ---------------------------------------------------------------- the client and the checks
 
-    /**
-     * The client's work: refits the model on new targets, broadcasts it (a new version: its frames go out), puts the
-     * rows on the worker, predicts there with the broadcast model and compares with the model's own prediction.
-     *
-     * @return how long it took
-     */
+    /** The client's work ({@link HostileTarget#serve}); how long it took. */
     Duration serve() throws Exception {
         long start = System.nanoTime();
-        double[] targets = MlTesting.gaussian(random, 200);
-        try (NdArray y = MlTesting.array(client.memory(), DType.FLOAT64, targets, 200)) {
-            model.fit(x, y);
-        }
-        ModelHandle handle = CompletableFuture.supplyAsync(() -> client.broadcast(model))
-                .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        ObjectRef part = client.put(0, x).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        ObjectRef predicted = client.submit(0, MlTasks.PREDICT, handle, part).get(SERVED_WITHIN.toSeconds(),
-                TimeUnit.SECONDS);
-        Object back = client.fetch(predicted).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        try (NdArray got = (NdArray) back; NdArray expected = model.predict(x)) {
-            assertTrue(expected.contentEquals(got), "the worker's prediction with the broadcast model differs from "
-                    + "the model's own");
-        }
-        client.free(List.of(part, predicted));
+        target.serve(random);
         long took = System.nanoTime() - start;
         servedNanos.add(took);
         return Duration.ofNanos(took);
@@ -229,23 +214,23 @@ final class HostileCampaign implements AutoCloseable {
 
     /** A new peer with the secret connects (while whatever is open stays open) and is answered. */
     void newPeerServed() throws Exception {
-        try (TestClient peer = TestClient.connect(address, SECRET)) {
-            Reply r = peer.request(WorkerRequest.Ping::new).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+        try (TestClient peer = peer()) {
+            Reply r = peer.request(target::ping).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
             assertInstanceOf(Reply.Ok.class, r, "a new peer's ping: " + r);
         }
     }
 
-    /** The worker's accounts, store, buffer pools and files now. */
-    Snapshot snapshot() throws Exception {
-        WorkerStats s = client.workerStats(0).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        List<?> pools = (List<?>) client.call(0, TestTasks.POOLS).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        return new Snapshot(s.deviceBytes(), s.hostBytes(), s.objects(), s.models(), (Long) pools.get(0),
-                (Long) pools.get(1), (Long) pools.get(2), (Long) pools.get(3), workerFiles());
+    /** A new authenticated connection to the node, with its role's registry and families. */
+    private TestClient peer() {
+        return TestClient.connect(address, SECRET, registry, target.families());
     }
 
-    /** The worker JVM's heap used, heap committed and non-heap committed bytes, after a GC ({@link TestTasks#HEAP}). */
-    List<?> heap() throws Exception {
-        return (List<?>) client.call(0, TestTasks.HEAP).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+    /** The node's accounts, store, cache, buffer pools and files now. */
+    Snapshot snapshot() throws Exception {
+        HostileTarget.Accounts s = target.accounts();
+        List<Long> pools = target.pools();
+        return new Snapshot(s.deviceBytes(), s.hostBytes(), s.objects(), s.models(), pools.get(0), pools.get(1),
+                pools.get(2), pools.get(3), workerFiles());
     }
 
     /** The worker's files in the emulated device's directory ({@code cuwire-emu-<pid>-...}). */
@@ -284,28 +269,13 @@ final class HostileCampaign implements AutoCloseable {
     }
 
     /**
-     * Frees whatever the attackers stored (a mutant that still decoded into a {@code put} or a {@code run}): the
-     * ids since the last sweep, up to a marker this sweep stores. The client holds nothing on the worker between
-     * rounds, so none of them is its own.
-     */
-    private void sweep() throws Exception {
-        ObjectRef marker = client.put(0, 0L).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        List<ObjectRef> refs = new ArrayList<>();
-        for (long id = sweepFrom; id <= marker.id(); id++) {
-            refs.add(new ObjectRef(0, id));
-        }
-        client.free(refs);
-        sweepFrom = marker.id() + 1;
-    }
-
-    /**
      * Sweeps, connects a new peer (which is served) and then checks that the worker got back to its baseline; the
      * snapshot it came back to. The worker keeps the endpoints of peers that closed, and so their connections'
      * buffers, until the next peer connects (it prunes them then): the baseline was taken right after such a peer,
      * and so is every check.
      */
     Snapshot checkBaseline(String after) throws Exception {
-        sweep();
+        target.sweep();
         newPeerServed();
         Snapshot now = settled(baseline);
         assertEquals(baseline, now, "the worker is not back at its baseline after " + after);
@@ -331,7 +301,7 @@ final class HostileCampaign implements AutoCloseable {
                 phases.run("churn", () -> churn(1000));  // finding 10
             }
             phases.run("budgets", this::decodeBudgets);  // finding 3
-            phases.run("broadcast", this::departedBroadcast);  // finding 5
+            phases.run("departed", () -> target.departedPeer(this));  // finding 5
             if (ipc) {
                 phases.run("forged", this::forgedReferences);  // finding 6
             }
@@ -403,7 +373,7 @@ final class HostileCampaign implements AutoCloseable {
                 Socket s = new Socket();
                 try {
                     s.bind(new InetSocketAddress(InetAddress.getByName(source), 0));
-                    s.connect(target, 10_000);
+                    s.connect(socketAddress, 10_000);
                     DataOutputStream out = new DataOutputStream(s.getOutputStream());
                     out.writeInt(100);
                     out.write(new byte[10]);
@@ -430,7 +400,7 @@ final class HostileCampaign implements AutoCloseable {
                 for (int i = next.getAndIncrement(); i < n; i = next.getAndIncrement()) {
                     try (Socket s = new Socket()) {
                         s.bind(new InetSocketAddress(InetAddress.getByName(SOURCES.get(i % SOURCES.size())), 0));
-                        s.connect(target, 10_000);
+                        s.connect(socketAddress, 10_000);
                     } catch (IOException e) {
                         // refused or reset under load: the next
                     }
@@ -459,14 +429,14 @@ final class HostileCampaign implements AutoCloseable {
             attacker = authenticated(SOURCES.get(1 + random.nextInt(8)));
             Map<String, Object> top = new LinkedHashMap<>();
             top.put("fam", List.of("cuda", "host"));
-            top.put("root", seeds.getFirst().seed().top().get("root"));  // a ping
+            top.put("root", pingRoot());
             top.put("frames", List.of(List.of((long) MemoryKind.HOST.ordinal(), -1L, DECLARED)));
             byte[] header = HeaderFuzzer.encode(top);
             attacker.sendMessage(header, List.of(Arrays.copyOf(filler, SENT)));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             long before = baseline == null ? 0 : baseline.hostBytes();
             do {
-                heldBytes = client.workerStats(0).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS).hostBytes() - before;
+                heldBytes = target.accounts().hostBytes() - before;
             } while (heldBytes < DECLARED && System.nanoTime() < deadline);
         }
 
@@ -482,7 +452,7 @@ final class HostileCampaign implements AutoCloseable {
 
     /** An attacker that completed the handshake with the secret, from {@code source}. */
     WireAttacker authenticated(String source) throws IOException {
-        WireAttacker a = WireAttacker.connect(source, target);
+        WireAttacker a = WireAttacker.connect(source, socketAddress);
         connections.incrementAndGet();
         try {
             a.authenticate(random.split(), SECRET);
@@ -493,43 +463,46 @@ final class HostileCampaign implements AutoCloseable {
         }
     }
 
-    /** Finding 2: one message of 65,536 one-byte device frames from a peer is stored and freed, leaving no file. */
+    /**
+     * Finding 2: one message of 65,536 one-byte device frames from a peer is taken and let go as the role does
+     * ({@link HostileTarget#storeAndRelease}), leaving no file.
+     */
     void manyTinyDeviceFrames() throws Exception {
         int frames = 65_536;
-        try (TestClient peer = TestClient.connect(address, SECRET);
-                DeviceBuffer memory = peer.device.allocate(frames)) {
+        try (TestClient peer = peer(); DeviceBuffer memory = peer.device.allocate(frames)) {
             List<NdArray> tiny = new ArrayList<>(frames);
             for (int i = 0; i < frames; i++) {
                 tiny.add(NdArray.view(memory, i, DType.UINT8, Order.C, 1));
             }
-            Reply r = peer.request(n -> new WorkerRequest.Put(n, tiny)).get(120, TimeUnit.SECONDS);
-            long id = ((ObjectRef) assertInstanceOf(Reply.Ok.class, r, "65,536 one-byte frames: " + r).value()).id();
-            assertInstanceOf(Reply.Ok.class, peer.request(n -> new WorkerRequest.Free(n, List.of(id)))
-                    .get(60, TimeUnit.SECONDS));
+            target.storeAndRelease(peer, tiny);
         }
     }
 
     /**
      * Finding 3: a header of about 2 KB whose references describe 2^50 paths under a set is answered with the
-     * budget's refusal and the peer is cut off; a 2^60-path value given to an unknown task is answered (its close
+     * budget's refusal and the peer is cut off; a 2^60-path value given to an unknown operation is answered (its close
      * walks each shared list once); a request of an unknown kind is answered with the registry's refusal of its type
      * name, before anything in it is decoded; a 60-level SerialDOS stream in the {@code java} family is refused by its
-     * depth.
+     * depth (where the node's connections take that family; else the peer is cut off at its header).
      */
     void decodeBudgets() throws Exception {
-        try (TestClient peer = TestClient.connect(address, SECRET)) {
-            Reply unknown = peer.request(n -> new WorkerRequest.Call(n, "frobnicate", doubling(60)))
-                    .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-            Reply.Failed failed = assertInstanceOf(Reply.Failed.class, unknown, unknown.toString());
-            assertEquals(UnknownTaskException.class.getSimpleName(), failed.errorType());
-            assertTrue(failed.error().contains("no task named 'frobnicate'"), failed.error());
+        try (TestClient peer = peer()) {
+            target.unknownOperation(peer, doubling(60));
 
             RemoteDecodeException refusedKind = refusal(peer, HostileCampaign::unknownKindHeader);
             assertEquals("UnknownTypeException", refusedKind.remoteType(), refusedKind.getMessage());
             assertTrue(refusedKind.getMessage().contains("'cuwire.worker.Frobnicate'"), refusedKind.getMessage());
 
-            RemoteDecodeException refused = refusal(peer, this::serialDosHeader);
-            assertEquals("LimitExceededException", refused.remoteType(), refused.getMessage());
+            if (target.takesJavaFamily()) {
+                RemoteDecodeException refused = refusal(peer, this::serialDosHeader);
+                assertEquals("LimitExceededException", refused.remoteType(), refused.getMessage());
+            } else {
+                try (TestClient other = peer()) {
+                    other.endpoint.sendMessage(Message.of(serialDosHeader(nextRequestId()), List.of()))
+                            .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+                    assertClosedByNode(other, "a header in the java family, which its connections do not take");
+                }
+            }
 
             List<Object> levels = doubling(50);
             Set<Object> set = new HashSet<>();
@@ -538,16 +511,22 @@ final class HostileCampaign implements AutoCloseable {
             holder.add(levels.getLast());
             levels.add(set);
             ExecutionException e = assertThrows(ExecutionException.class, () -> peer.request(
-                    n -> new WorkerRequest.Put(n, levels))
+                    n -> target.carrier(n, levels))
                     .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
             RemoteDecodeException budget = assertInstanceOf(RemoteDecodeException.class, e.getCause());
             assertEquals(DecodeBudgetExceededException.class.getSimpleName(), budget.remoteType());
-            long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
-            while (peer.endpoint.isOpen() && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertTrue(!peer.endpoint.isOpen(), "the worker kept the connection of a peer beyond its decode budget");
+            assertClosedByNode(peer, "beyond its decode budget");
         }
+    }
+
+    /** Fails unless the node closes {@code peer}'s connection within {@link #SERVED_WITHIN}. */
+    private void assertClosedByNode(TestClient peer, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
+        while (peer.endpoint.isOpen() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertTrue(!peer.endpoint.isOpen(), "the " + target.role() + " kept the connection of a peer that sent "
+                + what);
     }
 
     /** A header of a request with a new id, as {@code header} makes it of the id. */
@@ -579,7 +558,10 @@ final class HostileCampaign implements AutoCloseable {
         return all;
     }
 
-    /** A {@code put} whose argument is a {@code java}-family node of an estimator holding a 60-level SerialDOS set. */
+    /**
+     * The role's carrier request ({@code put} for the worker) whose value is a {@code java}-family node of an
+     * estimator holding a 60-level SerialDOS set.
+     */
     private byte[] serialDosHeader(long id) throws IOException {
         Set<Object> root = new HashSet<>();
         Set<Object> s1 = root;
@@ -601,11 +583,10 @@ final class HostileCampaign implements AutoCloseable {
         }
         Map<String, Object> node = HeaderFuzzer.node(registry.nameOf(LinearRegression.class), "f", "java", "d",
                 Map.of("b", bytes.toByteArray()));
-        Map<String, Object> request = HeaderFuzzer.node(registry.nameOf(WorkerRequest.Put.class), "f", "cuda");
-        Map<String, Object> fields = new LinkedHashMap<>();
-        fields.put("id", id);
-        fields.put("value", node);
-        request.put("d", fields);
+        Map<String, Object> request = carrierRoot(id);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> fields = (Map<String, Object>) request.get("d");
+        fields.put(target.carrierField(), node);
         Map<String, Object> top = new LinkedHashMap<>();
         top.put("fam", List.of("cuda", "java"));
         top.put("root", request);
@@ -627,29 +608,21 @@ final class HostileCampaign implements AutoCloseable {
         return HeaderFuzzer.encode(top);
     }
 
-    /** Finding 5: a peer begins a broadcast of 16 MiB and leaves; its assembly goes at once. */
-    void departedBroadcast() throws Exception {
-        byte[] header;
-        try (NdArray m = NdArray.zeros(device, DType.FLOAT32, Order.C, 4 << 20);
-                Serialized s = registry.serialize(m, Family.CUDA)) {
-            header = s.encodeHeader();
+    /** The root node of the role's carrier request with the id {@code id} (its value a placeholder). */
+    private Map<String, Object> carrierRoot(long id) {
+        try (Serialized s = registry.serialize(target.carrier(id, 0L), Family.CUDA, Family.HOST)) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> root = (Map<String, Object>) HeaderFuzzer.seed("carrier", s.encodeHeader()).top()
+                    .get("root");
+            return root;
         }
-        long before = client.workerStats(0).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS).deviceBytes();
-        try (TestClient peer = TestClient.connect(address, SECRET)) {
-            long bid = requestIds.incrementAndGet();
-            peer.endpoint.send(new WorkerRequest.BroadcastBegin(bid, bid, 1L, header, List.of()))
-                    .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-            long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
-            while (client.workerStats(0).get().deviceBytes() - before < 16 << 20 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            assertEquals(16 << 20, client.workerStats(0).get().deviceBytes() - before, "the assembly is allocated");
+    }
+
+    /** The root node of the role's ping. */
+    private Object pingRoot() {
+        try (Serialized s = registry.serialize(target.ping(HeaderFuzzer.ATTACKER_IDS), Family.CUDA, Family.HOST)) {
+            return HeaderFuzzer.seed("ping", s.encodeHeader()).top().get("root");
         }
-        long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
-        while (client.workerStats(0).get().deviceBytes() != before && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
-        assertEquals(before, client.workerStats(0).get().deviceBytes(), "the departed sender's assembly is freed");
     }
 
     /**
@@ -660,18 +633,18 @@ final class HostileCampaign implements AutoCloseable {
         Path secretFile = Files.createTempFile("cuwire-emu-", ".secret");
         try {
             Files.writeString(secretFile, "no peer may read this");
-            SeedData put = seeds.stream().filter(s -> s.seed().name().equals("put-device")).findFirst().orElseThrow();
+            SeedData put = seeds.stream().filter(s -> s.seed().name().equals(CARRIER_SEED)).findFirst().orElseThrow();
             byte[] header = HeaderFuzzer.encode(put.seed().top());
             List<FrameDescriptor> frames = HeaderFuzzer.accepted(header);
             for (byte[] handle : List.of(secretFile.toString().getBytes(StandardCharsets.UTF_8),
                     ByteBuffer.allocate(24).putLong(1).put(new byte[16]).array())) {
-                long objects = client.workerStats(0).get().objects();
+                long objects = target.accounts().objects();
                 try (WireAttacker a = authenticated(SOURCES.get(1 + random.nextInt(8)))) {
                     a.sendMessage(header, List.of(reference(handle, 0, 1 << 20, 0)));
                     assertTrue(a.awaitClosedByPeer(SERVED_WITHIN), "the worker kept a peer that sent a forged "
                             + "reference of " + frames.getFirst());
                 }
-                assertEquals(objects, client.workerStats(0).get().objects(), "the worker stored a forged frame");
+                assertEquals(objects, target.accounts().objects(), "the node stored a forged frame");
             }
         } finally {
             Files.deleteIfExists(secretFile);
@@ -687,7 +660,8 @@ final class HostileCampaign implements AutoCloseable {
         try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             CompletableFuture<Void> relayed = CompletableFuture.runAsync(() -> relayOnce(server));
             String via = scheme + "://127.0.0.1:" + server.getLocalPort();
-            RuntimeException e = assertThrows(RuntimeException.class, () -> TestClient.connect(via, SECRET).close());
+            RuntimeException e = assertThrows(RuntimeException.class, () -> TestClient.connect(via, SECRET, registry,
+                    target.families()).close());
             assertTrue(String.valueOf(e.getMessage()).contains("but this connection arrived at"), String.valueOf(e));
             relayed.get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
             connections.addAndGet(2);
@@ -696,7 +670,7 @@ final class HostileCampaign implements AutoCloseable {
 
     private void relayOnce(ServerSocket server) {
         try (Socket victim = server.accept(); Socket toWorker = new Socket()) {
-            toWorker.connect(target, 10_000);
+            toWorker.connect(socketAddress, 10_000);
             Thread back = Thread.ofVirtual().start(() -> pump(toWorker, victim));
             DataInputStream fromVictim = new DataInputStream(victim.getInputStream());
             DataOutputStream out = new DataOutputStream(toWorker.getOutputStream());
@@ -707,7 +681,8 @@ final class HostileCampaign implements AutoCloseable {
                 out.write(record);
                 out.flush();
             }
-            byte[] header = HeaderFuzzer.encode(seeds.getFirst().seed().top());
+            byte[] header = HeaderFuzzer.encode(seeds.stream().filter(s -> s.seed().name().equals(PING_SEED))
+                    .findFirst().orElseThrow().seed().top());
             out.writeByte(WireAttacker.MESSAGE);
             out.writeInt(header.length);
             out.write(header);
@@ -746,7 +721,7 @@ final class HostileCampaign implements AutoCloseable {
             SplittableRandom r = random.split();
             threads.add(Thread.ofVirtual().start(() -> {
                 while (next.getAndIncrement() < n) {
-                    HandshakeFuzzer.Outcome o = handshakeFuzzer.attack(r, target,
+                    HandshakeFuzzer.Outcome o = handshakeFuzzer.attack(r, socketAddress,
                             SOURCES.get(r.nextInt(SOURCES.size())));
                     connections.incrementAndGet();
                     if (o.violation() != null) {
@@ -914,30 +889,12 @@ final class HostileCampaign implements AutoCloseable {
         composite.add(new double[10_000]);  // 80 KB: beyond the frame threshold, a frame of its own
         composite.add(List.of(1L, 2L, 3L));
         composite.add(Set.of("imm"));
-        ObjectRef nowhere = new ObjectRef(0, 1L << 40);
-        String drop = TestTasks.DROP.name();
-        addSeed("ping", WorkerRequest.Ping::new, Family.CUDA, Family.HOST);
-        addSeed("stats", WorkerRequest.Stats::new, Family.CUDA, Family.HOST);
-        addSeed("drop-device", n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)), Family.CUDA, Family.HOST);
-        addSeed("drop-host", n -> new WorkerRequest.Call(n, drop, List.of(hostArray)), Family.CUDA, Family.HOST);
-        addSeed("drop-host-family", n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)), Family.HOST);
-        addSeed("drop-composite", n -> new WorkerRequest.Call(n, drop, composite), Family.CUDA, Family.HOST);
-        addSeed("drop-model", n -> new WorkerRequest.Call(n, drop, List.of(small)), Family.CUDA, Family.HOST);
-        addSeed("drop-java-model", n -> new WorkerRequest.Call(n, drop, List.of(small)), Family.JAVA, Family.CUDA,
-                Family.HOST);
-        addSeed("drop-nested", n -> new WorkerRequest.Call(n, drop, List.of(Optional.of(deviceArray),
-                new WorkerRequest.Put(0, deviceArray), Reply.ok(0, deviceArray))), Family.CUDA, Family.HOST);
-        addSeed("put-device", n -> new WorkerRequest.Put(n, deviceArray), Family.CUDA, Family.HOST);
-        addSeed("run-scale", n -> new WorkerRequest.Run(n, TestTasks.SCALE.name(), List.of(deviceArray, 2.0)),
-                Family.CUDA, Family.HOST);
-        addSeed("shape", n -> new WorkerRequest.Call(n, MlTasks.SHAPE.name(), List.of(deviceArray)), Family.CUDA,
-                Family.HOST);
-        addSeed("get-nothing", n -> new WorkerRequest.Get(n, nowhere), Family.CUDA, Family.HOST);
-        addSeed("free-nothing", n -> new WorkerRequest.Free(n, List.of(1L << 40)), Family.CUDA, Family.HOST);
-        addSeed("has-model", n -> new WorkerRequest.HasModel(n, 1L << 40, 1), Family.CUDA, Family.HOST);
-        addSeed("unknown-task", n -> new WorkerRequest.Call(n, "frobnicate", List.of(1L, "two")), Family.CUDA,
-                Family.HOST);
-        addSeed("shutdown", WorkerRequest.Shutdown::new, Family.CUDA, Family.HOST);
+        addSeed(PING_SEED, target::ping, Family.CUDA, Family.HOST);
+        addSeed(CARRIER_SEED, n -> target.carrier(n, deviceArray), Family.CUDA, Family.HOST);
+        for (HostileTarget.SeedRequest r : target.seeds(new HostileTarget.SeedValues(deviceArray, hostArray, small,
+                composite))) {
+            addSeed(r.name(), r.request(), r.chain());
+        }
     }
 
     private <T extends AutoCloseable> T keep(T value) {
@@ -945,7 +902,7 @@ final class HostileCampaign implements AutoCloseable {
         return value;
     }
 
-    private void addSeed(String name, LongFunction<WorkerRequest> request, Family... chain) {
+    private void addSeed(String name, LongFunction<? extends Request> request, Family... chain) {
         Serialized s = registry.serialize(request.apply(requestIds.incrementAndGet()), chain);
         seedValues.add(s);  // its host copies stay open: an IPC seed's host frames are sent from them
         List<byte[]> bytes = new ArrayList<>();
@@ -962,51 +919,28 @@ final class HostileCampaign implements AutoCloseable {
     // ---------------------------------------------------------------- the end
 
     /**
-     * Asks the worker's JaCoCo agent, if it has one, to write its data; then the client closes the cluster, and the
-     * worker must exit 0 once, with no leak report and none of its files left.
+     * The node stops as its role stops it ({@link HostileTarget#stop}, which checks its exit), with no leak report and
+     * none of its files left, having logged the peers it refused (finding 9).
      */
-    void finish() throws Exception {
-        Boolean dumped = client.call(0, TestTasks.COVERAGE_DUMP).get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-        if (dumped) {
-            log.println("[hostile] the worker's coverage data was written");
-        }
-        finished = true;
-        cluster.close();
-        int code = worker.awaitExit(Duration.ofSeconds(60));
-        String output = String.join("\n", worker.output());
-        assertEquals(WorkerExit.CLOSED.code(), code, output);
-        assertEquals(1, worker.lines("; stopping (exit").size(), output);
-        assertEquals(List.of(), worker.lines("bytes outstanding"), output);
-        assertEquals(List.of(), worker.lines("allocator '"), output);
-        assertTrue(!worker.lines("refused peer ").isEmpty(), "no refused peer was logged (finding 9): " + output);
-        assertTrue(!worker.lines(" refused /127.0.0.").isEmpty(), "no refused handshake was logged: " + output);
-        assertEquals(0, workerFiles(), "the worker's files are left behind");
+    public void finish() throws Exception {
+        target.stop();
+        List<String> lines = target.output();
+        String output = String.join("\n", lines);
+        assertEquals(List.of(), lines(lines, "bytes outstanding"), output);
+        assertEquals(List.of(), lines(lines, "allocator '"), output);
+        assertTrue(!lines(lines, "refused peer ").isEmpty(), "no refused peer was logged (finding 9): " + output);
+        assertTrue(!lines(lines, " refused /127.0.0.").isEmpty(), "no refused handshake was logged: " + output);
+        assertEquals(0, workerFiles(), "the " + target.role() + "'s files are left behind");
     }
 
-    /**
-     * Closes the client and the worker; unless {@link #finish} ran, prints what the worker said as it stopped (its
-     * leak report names what it still held; {@code -D}{@value BufferAllocator#TRACK_PROPERTY}{@code =true} in this
-     * JVM, passed on to the worker, adds the allocation stacks).
-     */
+    private static List<String> lines(List<String> output, String text) {
+        return output.stream().filter(l -> l.contains(text)).toList();
+    }
+
+    /** Closes the node and its client (the target), then what the attackers held. */
     @Override
     public void close() {
-        try {
-            cluster.close();
-        } catch (RuntimeException e) {
-            log.println("[hostile] closing the cluster: " + e);
-        }
-        if (!finished) {
-            try {
-                log.println("[hostile] the worker exited " + worker.awaitExit(Duration.ofSeconds(30)) + ":");
-            } catch (Exception | AssertionError e) {
-                log.println("[hostile] the worker did not exit: " + e.getMessage());
-            }
-            List<String> output = worker.output();
-            output.subList(Math.max(0, output.size() - 100), output.size()).forEach(l -> log.println("  " + l));
-        }
-        worker.close();
-        x.close();
-        model.close();
+        target.close();
         for (int i = seedValues.size() - 1; i >= 0; i--) {
             try {
                 seedValues.get(i).close();

@@ -46,9 +46,11 @@ public final class HostileSoak {
         AtomicLong legitConnections = new AtomicLong();
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         long start = System.nanoTime();
-        try (HostileCampaign c = HostileCampaign.start(scheme, seed, System.err)) {
+        try (HostileCampaign c = HostileCampaign.start(HostileWorker.start(scheme, System.err), scheme, seed,
+                System.err)) {
+            HostileWorker worker = (HostileWorker) c.target();
             long rssBefore = rss(c.workerPid());
-            List<?> heapBefore = c.heap();
+            List<?> heapBefore = worker.heap();
             HostileCampaign.Snapshot before = c.snapshot();
             AtomicBoolean attacking = new AtomicBoolean(true);
             Thread legit = legitimatePeer(c, new SplittableRandom(seed), attacking, legitNanos, legitConnections,
@@ -82,7 +84,7 @@ public final class HostileSoak {
                         failures.add("batch " + batch + ": " + e.getMessage());
                         now = c.snapshot();
                     }
-                    List<?> heap = c.heap();
+                    List<?> heap = worker.heap();
                     batches.add(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %d |",
                             batch, c.connections.get(), c.mutants.get(), (System.nanoTime() - t) / 1e9,
                             rss(c.workerPid()) / 1048576.0, mib(heap.get(1)), mib(heap.get(0)), now.directBytes()));
@@ -100,7 +102,7 @@ public final class HostileSoak {
             }
             HostileCampaign.Snapshot after = c.snapshot();
             long rssAfter = rss(c.workerPid());
-            List<?> heapAfter = c.heap();
+            List<?> heapAfter = worker.heap();
             c.finish();
             print(scheme, seed, target, c, legitConnections.get(), legitNanos, rssBefore, rssAfter, before, after,
                     heapBefore, heapAfter, batches, failures, (System.nanoTime() - start) / 1e9);

@@ -13,6 +13,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.serialize.DecodeTarget;
+import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.transport.Connection;
@@ -26,28 +27,37 @@ import java.util.function.LongFunction;
 
 /**
  * A connection to a worker as its client (or, when it is not the worker's first, as a peer), with the cluster's
- * registry and families and memory of its own, for tests that send what {@link Client} would not. Closing closes the
- * connection and checks that its memory came back.
+ * registry and families (or a node's of another role: {@link #connect(String, byte[], TypeRegistry, Family...)}) and
+ * memory of its own, for tests that send what {@link Client} would not. Closing closes the connection and checks that
+ * its memory came back.
  */
-final class TestClient implements AutoCloseable {
+public final class TestClient implements AutoCloseable {
     private static final AtomicLong IDS = new AtomicLong(1);
 
-    final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("test-client-device",
+    /** This side's device memory: what it sends and receives. */
+    public final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("test-client-device",
             BufferAllocator.UNLIMITED);
     final BufferAllocator<HostBuffer> host = BufferAllocator.host("test-client-host", BufferAllocator.UNLIMITED);
-    final TypeRegistry registry = ClusterTypes.registry();
-    final Endpoint endpoint;
+    final TypeRegistry registry;
+    /** The connection's requests and replies. */
+    public final Endpoint endpoint;
 
-    private TestClient(String address, byte[] secret) {
+    private TestClient(String address, byte[] secret, TypeRegistry registry, Family... families) {
+        this.registry = registry;
         TransportConfig config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
-                .families(ClusterTypes.families()).build();
+                .families(families).build();
         Connection c = Transports.forAddress(address).connect(address, config);
         endpoint = new Endpoint("test-client", c, registry, new DecodeTarget(device, host, Limits.DEFAULT),
                 (from, r) -> { }, e -> new ClusterException("test client's connection broken", e), e -> { }).start();
     }
 
     static TestClient connect(String address, byte[] secret) {
-        return new TestClient(address, secret);
+        return new TestClient(address, secret, ClusterTypes.registry(), ClusterTypes.families());
+    }
+
+    /** A connection to the node at {@code address}: messages encoded by {@code registry}, {@code families} offered. */
+    public static TestClient connect(String address, byte[] secret, TypeRegistry registry, Family... families) {
+        return new TestClient(address, secret, registry, families);
     }
 
     /** A new request id. */
@@ -56,7 +66,7 @@ final class TestClient implements AutoCloseable {
     }
 
     /** Sends the request {@code request} makes of a new id and returns the reply's future. */
-    CompletableFuture<Reply> request(LongFunction<? extends Request> request) {
+    public CompletableFuture<Reply> request(LongFunction<? extends Request> request) {
         return endpoint.call(request.apply(nextId()));
     }
 
@@ -71,6 +81,7 @@ final class TestClient implements AutoCloseable {
         return ((WorkerStats) call(WorkerRequest.Stats::new)).deviceBytes();
     }
 
+    /** Closes the connection; fails unless this side's memory came back. */
     @Override
     public void close() {
         endpoint.close();

@@ -16,7 +16,6 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.management.JMException;
@@ -123,7 +122,7 @@ public final class TestTasks implements TaskProvider {
         registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
         registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
-        registry.register(POOLS, (c, a) -> pools());
+        registry.register(POOLS, (c, a) -> HostileTarget.bufferPools());
         registry.register(HEAP, (c, a) -> {
             System.gc();
             MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
@@ -160,18 +159,6 @@ public final class TestTasks implements TaskProvider {
             }
             return null;
         });
-    }
-
-    private static List<Long> pools() {
-        System.gc();
-        List<Long> out = new ArrayList<>();
-        for (String name : List.of("direct", "mapped")) {
-            BufferPoolMXBean pool = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                    .filter(b -> b.getName().equals(name)).findFirst().orElseThrow();
-            out.add(pool.getCount());
-            out.add(pool.getMemoryUsed());
-        }
-        return out;
     }
 
     private static boolean dumpCoverage() {

@@ -12,12 +12,12 @@ import io.cuwire.cluster.TaskRegistry;
 import io.cuwire.cluster.WorkerExit;
 import io.cuwire.cluster.WorkerStats;
 import io.cuwire.cluster.rpc.Endpoint;
-import io.cuwire.cluster.rpc.RateLimitedLog;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.cluster.runtime.ModelCache;
 import io.cuwire.cluster.runtime.ObjectStore;
+import io.cuwire.cluster.runtime.PeerLog;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyDirection;
@@ -108,7 +108,7 @@ import jdk.jfr.RecordingState;
  * broadcasts still arriving, and then closes the allocators, whose leak report (if any) is logged and makes the exit
  * {@link WorkerExit#LEAK}. Connections refused at the handshake and peers whose messages this worker refuses are
  * logged too, each once with the peer and the reason, at most 10 lines of a kind per 10 seconds
- * ({@link RateLimitedLog}); the worker goes on serving its client. Only the client may ask for {@code Shutdown}.
+ * ({@link PeerLog}); the worker goes on serving its client. Only the client may ask for {@code Shutdown}.
  *
  * <h2>Requests</h2>
  * The kinds of {@link WorkerRequest}, dispatched by an exhaustive {@code switch}; every answer is a
@@ -166,7 +166,7 @@ public final class Worker implements Endpoint.Handler {
     private final Set<Endpoint> accepted = ConcurrentHashMap.newKeySet();
     /** Why the worker stops, once it does; set once. */
     private final AtomicReference<WorkerExit> stopping = new AtomicReference<>();
-    private final RateLimitedLog refusals = new RateLimitedLog(LOG, 10, Duration.ofSeconds(10));
+    private final PeerLog refusals;
 
     private Worker(int index, int ordinal, byte[] secret) {
         this.index = index;
@@ -178,6 +178,7 @@ public final class Worker implements Endpoint.Handler {
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
                 .families(ClusterTypes.families()).build();
         this.models = new ModelCache("worker " + index, registry);
+        this.refusals = new PeerLog(LOG, "cuwire worker " + index);
         this.assemblies = new BroadcastAssemblies(index, device, host, maxAssemblyBytes(d), registry, target, models,
                 executor, new BroadcastAssemblies.Links() {
                     @Override
@@ -266,8 +267,7 @@ public final class Worker implements Endpoint.Handler {
                 break;  // closed by the stop already, or by nobody this worker knows
             } catch (TransportException e) {
                 if (stopping.get() == null) {
-                    refusals.log(WARNING, "connection", "cuwire worker " + index + ": refused a connection: "
-                            + e.getMessage());
+                    refusals.connectionRefused(e);
                 }
                 continue;
             } catch (RuntimeException e) {
@@ -356,8 +356,8 @@ public final class Worker implements Endpoint.Handler {
             case WorkerRequest.Stats st -> from.reply(Reply.ok(st.id(), stats()));
             case WorkerRequest.Shutdown sh -> {
                 if (from != client) {
-                    refusals.log(WARNING, "peer", "cuwire worker " + index + ": refused a shutdown request from peer "
-                            + from.connection() + ": only the client may shut the worker down");
+                    refusals.requestRefused("refused a shutdown request from peer " + from.connection()
+                            + ": only the client may shut the worker down");
                     from.reply(Reply.failed(sh.id(), new ClusterException("only worker " + index + "'s client may "
                             + "shut it down")));
                     return;
@@ -537,7 +537,7 @@ public final class Worker implements Endpoint.Handler {
 
     /** The client's connection broke: the worker stops, saying why (nothing, if it is stopping already). */
     private void clientBroken(Connection c, Throwable cause) {
-        stop(exitFor(cause), "client " + c + " (pid " + c.peer().pid() + "): " + describe(cause), null);
+        stop(exitFor(cause), "client " + c + " (pid " + c.peer().pid() + "): " + PeerLog.describe(cause), null);
     }
 
     /**
@@ -545,18 +545,14 @@ public final class Worker implements Endpoint.Handler {
      * worker goes on serving its client.
      */
     private void peerBroken(Connection c, Throwable cause) {
-        Throwable t = unwrap(cause);
-        if (stopping.get() != null || t instanceof PeerClosedException || t instanceof ConnectionClosedException) {
-            return;
+        if (stopping.get() == null) {
+            refusals.peerBroken(c, cause);
         }
-        String what = t instanceof ProtocolViolationException ? "refused peer " : "lost peer ";
-        refusals.log(WARNING, "peer", "cuwire worker " + index + ": " + what + c + " (pid " + c.peer().pid() + "): "
-                + describe(t));
     }
 
     /** The exit for a client connection that broke because of {@code cause}. */
     static WorkerExit exitFor(Throwable cause) {
-        return switch (unwrap(cause)) {
+        return switch (PeerLog.unwrap(cause)) {
             case ProtocolViolationException p -> WorkerExit.PROTOCOL_VIOLATION;
             case SerializationException s -> WorkerExit.PROTOCOL_VIOLATION;
             case PeerClosedException p -> WorkerExit.CLIENT_LOST;
@@ -565,15 +561,6 @@ public final class Worker implements Endpoint.Handler {
             case ConnectionClosedException c -> WorkerExit.CLIENT_LOST;
             default -> WorkerExit.ERROR;
         };
-    }
-
-    private static Throwable unwrap(Throwable e) {
-        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-    }
-
-    private static String describe(Throwable t) {
-        Throwable e = unwrap(t);
-        return e.getClass().getSimpleName() + ": " + e.getMessage();
     }
 
     /**

@@ -5,6 +5,7 @@ import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.cluster.runtime.ModelCache;
+import io.cuwire.cluster.runtime.PeerLog;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyDirection;
@@ -76,7 +77,9 @@ import java.util.function.LongFunction;
  * {@link io.cuwire.cluster.RemoteDecodeException} when the peer could not decode the request; and at once with the
  * {@link SerializationException} (its {@link SerializationException#path() path} says where) when this node's
  * registry cannot decode the reply, a model of a type it does not know: no peer is asked again for it then, since
- * every copy is the same.
+ * every copy is the same. Connections this node refuses and peers whose connections it refuses or loses are logged
+ * as the cluster worker logs them ({@link PeerLog}: one line each, at most 10 of a kind per 10 seconds); the node
+ * goes on serving.
  *
  * <p>Thread-safe. One node per JVM at a time ({@link #current()}).
  */
@@ -87,6 +90,8 @@ public final class Node implements AutoCloseable {
     private static final long SCRATCH_BUFFER_BYTES = 64 << 10;
     /** The most bytes of free scratch buffers kept. */
     private static final long SCRATCH_RETAINED_BYTES = 8 << 20;
+
+    private static final System.Logger LOG = System.getLogger(Node.class.getName());
 
     private static volatile Node current;
 
@@ -115,6 +120,8 @@ public final class Node implements AutoCloseable {
     private final AtomicLong servedToPeers = new AtomicLong();
     private final AtomicLong redirects = new AtomicLong();
     private final AtomicLong evicted = new AtomicLong();
+    /** Connections refused and peers refused or lost, as the cluster worker logs them. */
+    private final PeerLog refusals;
 
     private Node(String executorId, Device device, byte[] secret, String host) {
         this.executorId = executorId;
@@ -128,6 +135,7 @@ public final class Node implements AutoCloseable {
         this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(hostMemory, deviceMemory))
                 .ioTimeout(Duration.ofSeconds(120)).build();
         this.cache = new ModelCache("spark node " + executorId, registry);
+        this.refusals = new PeerLog(LOG, "cuwire endpoint of " + executorId);
         this.cacheRegistrations = List.of(deviceMemory.addReclaimer(cache::evictOne),
                 device.addMemoryHolder(cache::describe));
         try {
@@ -501,11 +509,19 @@ public final class Node implements AutoCloseable {
             } catch (ConnectionClosedException e) {
                 return;
             } catch (TransportException e) {
+                if (!closed.get()) {
+                    refusals.connectionRefused(e);
+                }
                 continue;
             }
-            // onBroken runs once the endpoint is no longer open: forget every such one
+            // onBroken runs once the endpoint is no longer open: forget every such one, and log a peer refused or lost
             Endpoint e = new Endpoint("spark-" + executorId + "-served", c, registry, target, this::onRequest,
-                    Node::broken, t -> served.removeIf(x -> !x.isOpen()));
+                    Node::broken, t -> {
+                        served.removeIf(x -> !x.isOpen());
+                        if (!closed.get()) {
+                            refusals.peerBroken(c, t);
+                        }
+                    });
             served.add(e);
             e.start();
             if (closed.get()) {
@@ -667,6 +683,7 @@ public final class Node implements AutoCloseable {
         for (Endpoint e : List.copyOf(served)) {
             e.close();
         }
+        refusals.flush();
         for (long id : cache.ids()) {
             evict(id, Long.MAX_VALUE);
         }
