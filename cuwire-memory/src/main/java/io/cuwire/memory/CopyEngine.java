@@ -69,6 +69,38 @@ public final class CopyEngine {
         }
     }
 
+    /**
+     * {@code bytes} of {@code src} from {@code srcOffset}, a buffer of a {@linkplain Device#hostAddressable()
+     * host-addressable} device, as host memory for the caller to read once, in place (a socket writing device frames
+     * without a bounce buffer): counted as a copy of that many bytes device to host, as the copy into a bounce buffer
+     * would have been. The segment is valid while {@code src} is open.
+     *
+     * @throws UnsupportedOperationException if the device's memory is not host-addressable
+     */
+    public static MemorySegment readInPlace(DeviceBuffer src, long srcOffset, long bytes) {
+        return inPlace(src, srcOffset, bytes, CopyDirection.D2H);
+    }
+
+    /**
+     * As {@link #readInPlace}, for the caller to write {@code dst}'s bytes in place (a socket reading device frames
+     * without a bounce buffer): counted as a copy host to device.
+     *
+     * @throws UnsupportedOperationException if the device's memory is not host-addressable
+     */
+    public static MemorySegment writeInPlace(DeviceBuffer dst, long dstOffset, long bytes) {
+        return inPlace(dst, dstOffset, bytes, CopyDirection.H2D);
+    }
+
+    private static MemorySegment inPlace(DeviceBuffer buffer, long offset, long bytes, CopyDirection direction) {
+        checkRange(direction == CopyDirection.D2H ? "src" : "dst", buffer, offset, bytes);
+        if (!buffer.device().hostAddressable()) {
+            throw new UnsupportedOperationException(buffer.describe() + " cannot be addressed by the host: copy it");
+        }
+        MemorySegment segment = buffer.device().hostSegment(buffer, offset, bytes);
+        count(direction, bytes);
+        return segment;
+    }
+
     private static void dispatch(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, Stream stream) {
         checkRange("src", src, srcOffset, bytes);
         checkRange("dst", dst, dstOffset, bytes);

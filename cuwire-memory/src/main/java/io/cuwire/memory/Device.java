@@ -153,6 +153,25 @@ public abstract class Device {
         return BufferAllocator.root(name, limit, pinnedMemory());
     }
 
+    /**
+     * Whether the host can address this device's memory in place ({@link CopyEngine#readInPlace},
+     * {@link CopyEngine#writeInPlace}): the emulated device, whose memory is shared-memory files, can; a CUDA GPU's
+     * memory cannot, and byte streams stage it through pinned memory instead.
+     */
+    public boolean hostAddressable() {
+        return false;
+    }
+
+    /**
+     * {@code bytes} of {@code buffer}'s memory from {@code offset} as host memory, for a device that is
+     * {@link #hostAddressable()}. For the {@link CopyEngine} only, which counts what is read or written through it.
+     *
+     * @throws UnsupportedOperationException if this device's memory is not host-addressable
+     */
+    protected MemorySegment hostSegment(DeviceBuffer buffer, long offset, long bytes) {
+        throw new UnsupportedOperationException(this + " memory cannot be addressed by the host");
+    }
+
     /** Host (native or heap) memory to this device. For the {@link CopyEngine} only. */
     protected abstract void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream);
 

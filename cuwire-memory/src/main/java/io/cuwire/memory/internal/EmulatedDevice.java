@@ -153,6 +153,16 @@ final class EmulatedDevice extends Device {
         }
     }
 
+    @Override
+    public boolean hostAddressable() {
+        return true;
+    }
+
+    @Override
+    protected MemorySegment hostSegment(DeviceBuffer buffer, long offset, long bytes) {
+        return seg(buffer, offset, bytes);
+    }
+
     private static MemorySegment seg(DeviceBuffer b, long offset, long bytes) {
         return b.allocation(EmulatedAllocation.class).segment().asSlice(b.rootOffset() + offset, bytes);
     }

@@ -1,6 +1,8 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
@@ -25,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The checks every transport makes the same way: on the receiving side a declared header against the limits before
@@ -169,6 +172,80 @@ public final class Frames {
             throw new TransportException(wrong);
         }
         return new Frame(b, true);
+    }
+
+    /** The most bytes of one frame that {@link #allocateRun} puts into a shared block. */
+    public static final long RUN_FRAME_BYTES = 1 << 20;
+    /** The most bytes of one shared block of {@link #allocateRun}. */
+    public static final long RUN_BYTES = 16 << 20;
+
+    /**
+     * How many frames from {@code first} on {@link #allocateRun} takes into one block: the consecutive device frames
+     * of {@code first}'s device, none over {@value #RUN_FRAME_BYTES} bytes and none a Java array's, together at most
+     * {@value #RUN_BYTES} bytes; 1 when fewer than two such frames come.
+     */
+    public static int runLength(List<FrameDescriptor> descriptors, int first) {
+        FrameDescriptor d = descriptors.get(first);
+        if (!inRun(d, d)) {
+            return 1;
+        }
+        long bytes = 0;
+        int n = 0;
+        while (first + n < descriptors.size() && inRun(descriptors.get(first + n), d)
+                && bytes + descriptors.get(first + n).length() <= RUN_BYTES) {
+            bytes += descriptors.get(first + n).length();
+            n++;
+        }
+        return Math.max(n, 1);
+    }
+
+    private static boolean inRun(FrameDescriptor d, FrameDescriptor head) {
+        return d.kind() == MemoryKind.DEVICE && d.arrayType() == null && d.deviceOrdinal() == head.deviceOrdinal()
+                && d.length() <= RUN_FRAME_BYTES;
+    }
+
+    /**
+     * Allocates frames {@code first} to {@code first + count - 1} of {@code descriptors} (a run of
+     * {@link #runLength}) as one block from {@link TransportConfig#receiveInto()}, each frame a loan of its range of
+     * the block, and adds them to {@code frames}; the block is freed when the last loan is closed. So a message of
+     * many small device frames costs one allocation per {@value #RUN_BYTES} bytes instead of one per frame, and is
+     * read into contiguous memory; a peer gets at most that many bytes allocated ahead of the bytes it sent. The
+     * loans name the block's allocator ({@link io.cuwire.memory.DeviceBuffer#lend(Buffer.Releaser,
+     * io.cuwire.memory.BufferAllocator)}), which accounts the block's bytes until the last one is closed.
+     *
+     * @return the block, for a transport that fills it at once
+     * @throws TransportException if the memory could not be had, or the allocator broke its contract
+     */
+    public static Buffer allocateRun(List<FrameDescriptor> descriptors, int first, int count, TransportConfig config,
+            String peer, List<Frame> frames) {
+        FrameDescriptor head = descriptors.get(first);
+        long total = 0;
+        for (int i = first; i < first + count; i++) {
+            total += descriptors.get(i).length();
+        }
+        Buffer block = allocate(new FrameDescriptor(head.kind(), head.deviceOrdinal(), total), first, config, peer,
+                false, false).buffer();
+        AtomicInteger unreturned = new AtomicInteger(count);
+        Buffer.Releaser returned = () -> {
+            if (unreturned.decrementAndGet() == 0) {
+                block.close();
+            }
+        };
+        long offset = 0;
+        for (int i = first; i < first + count; i++) {
+            long length = descriptors.get(i).length();
+            Buffer range = block.slice(offset, length);
+            Buffer loan = range instanceof DeviceBuffer d && block.allocator() != null
+                    ? d.lend(returned, castDevice(block.allocator())) : range.lend(returned);
+            frames.add(new Frame(loan, true));
+            offset += length;
+        }
+        return block;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static BufferAllocator<DeviceBuffer> castDevice(BufferAllocator<?> allocator) {
+        return (BufferAllocator<DeviceBuffer>) allocator;
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.cuwire.transport.internal.tcp;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
@@ -32,6 +33,7 @@ import io.cuwire.transport.internal.socket.SocketListener;
 import io.cuwire.transport.internal.socket.Sockets;
 import io.cuwire.transport.internal.socket.TlsSession;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
@@ -83,6 +85,10 @@ final class TcpConnection extends AbstractConnection {
     static final byte TYPE_REFUSED = 2;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
     private static final long COALESCE_TOTAL_BYTES = 1 << 20;
+    /** The most bytes of native memory (host frames, device frames in place) one gathering write takes. */
+    private static final long GATHER_BYTES = 8 << 20;
+    /** The most buffers of one gathering write (the system's {@code IOV_MAX}). */
+    private static final int GATHER_BUFFERS = 1024;
     /**
      * Messages of only host frames up to this many bytes are written on the caller's thread when nothing waits.
      * Larger ones go to the writer thread, so that a caller that sends several (a broadcast's chunks, a forwarder)
@@ -106,7 +112,7 @@ final class TcpConnection extends AbstractConnection {
             this.header = message.header();
             boolean hostOnly = true;
             for (Buffer b : message.frames()) {
-                hostOnly &= b instanceof HostBuffer;
+                hostOnly &= b instanceof HostBuffer || inPlace(b);
             }
             this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
         }
@@ -123,8 +129,8 @@ final class TcpConnection extends AbstractConnection {
         /** A large heap frame being written, and its next chunk to stage. */
         private HostBuffer heap;
         private long nextChunk;
-        /** A large native frame being written, and its next byte. */
-        private HostBuffer direct;
+        /** A large native frame (or device frame in place) being written, and its next byte. */
+        private MemorySegment direct;
         private long nextByte;
         private ByteBuffer[] batch;
 
@@ -163,7 +169,7 @@ final class TcpConnection extends AbstractConnection {
                 if (direct != null) {
                     if (nextByte < direct.byteSize()) {
                         long n = Math.min(1L << 30, direct.byteSize() - nextByte);
-                        ByteBuffer view = direct.segment().asSlice(nextByte, n).asByteBuffer();
+                        ByteBuffer view = direct.asSlice(nextByte, n).asByteBuffer();
                         nextByte += n;
                         return new ByteBuffer[] {view};
                     }
@@ -173,14 +179,17 @@ final class TcpConnection extends AbstractConnection {
                     return null;
                 }
                 Buffer frame = frames.get(next);
-                if (frame instanceof HostBuffer h && h.byteSize() <= COALESCE_FRAME_BYTES) {
+                if (gatherable(frame, 0, 0)) {
                     return gather(new ArrayList<>(), 0);
                 }
                 next++;
                 if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
                     beginHeap(h);
                 } else if (frame instanceof HostBuffer h) {
-                    direct = h;
+                    direct = h.segment();
+                    nextByte = 0;
+                } else if (inPlace(frame)) {
+                    direct = CopyEngine.readInPlace((DeviceBuffer) frame, 0, frame.byteSize());
                     nextByte = 0;
                 } else {
                     // this frame and the device frames of its device right after it: staged as one run of bytes
@@ -188,7 +197,7 @@ final class TcpConnection extends AbstractConnection {
                     List<DeviceBuffer> run = new ArrayList<>();
                     run.add(d);
                     while (next < frames.size() && frames.get(next) instanceof DeviceBuffer e
-                            && e.device() == d.device()) {
+                            && e.device() == d.device() && !inPlace(e)) {
                         run.add(e);
                         next++;
                     }
@@ -210,21 +219,47 @@ final class TcpConnection extends AbstractConnection {
         }
 
         /**
-         * {@code start} and the small host frames from {@link #next} on, as long as they fit
-         * {@value #COALESCE_TOTAL_BYTES} bytes with {@code gathered} (at least one frame when {@code start} is empty);
-         * heap frames among them staged, once each. When they staged nothing and a large heap frame comes next, its
-         * first staged chunks go along (so a message of a header and one array starts with a single system call).
+         * Whether {@code frame} joins a gathering write that holds {@code gathered} bytes, {@code heapGathered} of
+         * them staged heap frames: a small heap frame while the staged ones fit {@value #COALESCE_TOTAL_BYTES} bytes;
+         * native memory (a native host frame, a device frame {@linkplain #inPlace in place}), which needs no copy,
+         * while the write fits {@value #GATHER_BYTES} bytes; either way at least one frame.
+         */
+        private static boolean gatherable(Buffer frame, long gathered, long heapGathered) {
+            long n = frame.byteSize();
+            if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
+                return n <= COALESCE_FRAME_BYTES && (heapGathered + n <= COALESCE_TOTAL_BYTES || gathered == 0);
+            }
+            if (frame instanceof HostBuffer || inPlace(frame)) {
+                return n <= GATHER_BYTES && (gathered + n <= GATHER_BYTES || gathered == 0);
+            }
+            return false;
+        }
+
+        /**
+         * {@code start} and the frames from {@link #next} on that are {@link #gatherable} with {@code gathered}
+         * bytes (at least one frame when {@code start} is empty), at most {@value #GATHER_BUFFERS} buffers; heap
+         * frames among them staged, once each, device frames read in place. When they staged nothing and a large
+         * heap frame comes next, its first staged chunks go along (so a message of a header and one array starts
+         * with a single system call).
          */
         private ByteBuffer[] gather(List<ByteBuffer> start, long gathered) {
             SocketIo.Gather g = io.gather(ioTimeoutNanos);
             for (ByteBuffer b : start) {
                 g.add(b);
             }
-            while (next < frames.size() && frames.get(next) instanceof HostBuffer h
-                    && h.byteSize() <= COALESCE_FRAME_BYTES
-                    && (gathered + h.byteSize() <= COALESCE_TOTAL_BYTES || gathered == 0)) {
-                g.add(h);
-                gathered += h.byteSize();
+            long heapGathered = 0;
+            int count = start.size();
+            while (next < frames.size() && count < GATHER_BUFFERS
+                    && gatherable(frames.get(next), gathered, heapGathered)) {
+                Buffer f = frames.get(next);
+                if (f instanceof HostBuffer h) {
+                    g.add(h);
+                    heapGathered += HeapStaging.needed(h) ? h.byteSize() : 0;
+                } else {
+                    g.add(CopyEngine.readInPlace((DeviceBuffer) f, 0, f.byteSize()).asByteBuffer());
+                }
+                gathered += f.byteSize();
+                count++;
                 next++;
             }
             if (g.staged() == 0 && next < frames.size() && frames.get(next) instanceof HostBuffer h
@@ -368,6 +403,15 @@ final class TcpConnection extends AbstractConnection {
         }
     }
 
+    /**
+     * Whether {@code frame} is device memory the host addresses in place ({@link Device#hostAddressable()}, the
+     * emulated device): the socket then writes and reads it without the staging ring's bounce buffers, the copy
+     * engine counting those bytes as it counts the ring's copies.
+     */
+    private static boolean inPlace(Buffer frame) {
+        return frame instanceof DeviceBuffer d && d.device().hostAddressable();
+    }
+
     private StagingRing newRing(Device device) {
         return new StagingRing(device, config.stagingChunkBytes(), config.stagingSlots(),
                 name + "-staging-" + device);
@@ -423,21 +467,42 @@ final class TcpConnection extends AbstractConnection {
             List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
             List<Long> lengths = new ArrayList<>(header.frames().size());
             List<StagingRing> staged = new ArrayList<>(1);
-            for (int i = 0; i < header.frames().size(); i++) {
-                // Allocated when its bytes begin: a peer gets no frame allocated for bytes it has not sent up to it.
-                Frame frame = Frames.allocate(header.frames().get(i), i, config, io.peer(), false, true);
+            List<FrameDescriptor> descriptors = header.frames();
+            for (int i = 0; i < descriptors.size(); i++) {
+                int run = Frames.runLength(descriptors, i);
+                if (run > 1) {
+                    // many small device frames: one block, read at once when the host addresses it in place
+                    Buffer block = Frames.allocateRun(descriptors, i, run, config, io.peer(), frames);
+                    for (int k = i; k < i + run; k++) {
+                        kinds.add(frames.get(k).kind());
+                        lengths.add(frames.get(k).length());
+                    }
+                    if (block instanceof HostBuffer h) {
+                        io.readFully(h, ioTimeoutNanos);
+                    } else if (inPlace(block)) {
+                        io.readFully(CopyEngine.writeInPlace((DeviceBuffer) block, 0, block.byteSize()),
+                                ioTimeoutNanos);
+                    } else {
+                        for (int k = i; k < i + run; k++) {
+                            receiveStaged((DeviceBuffer) frames.get(k).buffer(), staged);
+                        }
+                    }
+                    i += run - 1;
+                    continue;
+                }
+                // Allocated when its bytes begin: a peer gets no frame allocated for bytes it has not sent up to it
+                // (a run of small device frames, above, at most Frames.RUN_BYTES ahead).
+                Frame frame = Frames.allocate(descriptors.get(i), i, config, io.peer(), false, true);
                 frames.add(frame);
                 kinds.add(frame.kind());
                 lengths.add(frame.length());
                 if (frame.buffer() instanceof HostBuffer h) {
                     io.readFully(h, ioTimeoutNanos);
+                } else if (inPlace(frame.buffer())) {
+                    io.readFully(CopyEngine.writeInPlace((DeviceBuffer) frame.buffer(), 0, frame.length()),
+                            ioTimeoutNanos);
                 } else {
-                    DeviceBuffer d = (DeviceBuffer) frame.buffer();
-                    StagingRing ring = receiveRings.computeIfAbsent(d.device(), this::newRing);
-                    ring.receive(io, d, ioTimeoutNanos);
-                    if (!staged.contains(ring)) {
-                        staged.add(ring);
-                    }
+                    receiveStaged((DeviceBuffer) frame.buffer(), staged);
                 }
             }
             for (StagingRing ring : staged) {
@@ -457,6 +522,15 @@ final class TcpConnection extends AbstractConnection {
             throw t;
         } finally {
             io.endMessage();
+        }
+    }
+
+    /** Receives {@code d} through its device's staging ring, which joins {@code staged}. */
+    private void receiveStaged(DeviceBuffer d, List<StagingRing> staged) {
+        StagingRing ring = receiveRings.computeIfAbsent(d.device(), this::newRing);
+        ring.receive(io, d, ioTimeoutNanos);
+        if (!staged.contains(ring)) {
+            staged.add(ring);
         }
     }
 
