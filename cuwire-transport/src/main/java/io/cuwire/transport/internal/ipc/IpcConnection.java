@@ -36,6 +36,8 @@ import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
 import io.cuwire.transport.internal.SessionKeys;
+import io.cuwire.transport.internal.Timeline;
+import io.cuwire.transport.internal.Timeline.Point;
 import io.cuwire.transport.internal.socket.SocketIo;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -182,6 +184,7 @@ final class IpcConnection extends AbstractConnection {
         }
 
         void complete() {
+            Timeline.mark(Point.SEND_COMPLETED);
             complete(() -> recorder().finish(header.length, Frames.kinds(message.frames()),
                     Frames.lengths(message.frames())));
         }
@@ -330,6 +333,7 @@ final class IpcConnection extends AbstractConnection {
 
     @Override
     public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
+        Timeline.mark(Point.SEND_CALLED);
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -338,9 +342,11 @@ final class IpcConnection extends AbstractConnection {
 
     /** Writes one message; the caller holds the write lock. */
     private void writeOrFail(Outgoing out) {
+        Timeline.mark(Point.SEND_WRITING);
         out.record(Transports.IPC);
         try {
             push(out);
+            Timeline.mark(Point.SEND_PUSHED);
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             out.fail(t);
@@ -352,6 +358,7 @@ final class IpcConnection extends AbstractConnection {
         }
         try {
             write(out);
+            Timeline.mark(Point.SEND_WRITTEN);
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             if (t instanceof PeerClosedException) {
@@ -707,7 +714,9 @@ final class IpcConnection extends AbstractConnection {
                 if (!io.awaitData(SocketIo.NO_DEADLINE, this::awaitingPeer)) {
                     continue;
                 }
+                Timeline.mark(Point.READ_WOKE);
                 byte type = io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE);
+                Timeline.mark(Point.READ_TYPE);
                 lastRecordNanos = System.nanoTime();
                 if (type == TYPE_CONSUMED) {
                     if (open != null) {
@@ -719,6 +728,7 @@ final class IpcConnection extends AbstractConnection {
                                 + " acknowledged a message never sent");
                     }
                     consumedNanos = System.nanoTime();
+                    Timeline.mark(Point.READ_CONSUMED);
                     out.complete();
                 } else if (type == TYPE_MESSAGE) {
                     awaitReadAhead();
@@ -730,6 +740,7 @@ final class IpcConnection extends AbstractConnection {
                     }
                     received.add(m);
                     arrivals.incrementAndGet();
+                    Timeline.mark(Point.READ_QUEUED);
                     copying = false;
                     if (event.deviceFrames > 0) {
                         // After the hand-over: the application wakes and often sends at once (a reply), and the
@@ -747,6 +758,7 @@ final class IpcConnection extends AbstractConnection {
                             } finally {
                                 sends.lock().unlock();
                             }
+                            Timeline.mark(Point.CONSUMED_ALONE);
                         }
                         if (event.isEnabled()) {
                             event.consumedNanos = System.nanoTime() - t;
@@ -880,7 +892,9 @@ final class IpcConnection extends AbstractConnection {
             if (open != null) {
                 openTag("message header", ByteBuffer.wrap(headerBytes));
             }
+            Timeline.mark(Point.READ_HEADER);
             Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            Timeline.mark(Point.READ_PARSED);
             // device frames come through the peer's memory, not the socket: counted all the same (never too short)
             io.messageDeadline(began, 5L + headerLength + header.totalFrameBytes(), config);
             List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
@@ -931,17 +945,20 @@ final class IpcConnection extends AbstractConnection {
                     }
                 }
             }
+            Timeline.mark(Point.READ_FRAMES);
             if (pulled > 0) {
                 copying = true;
                 long t3 = timed ? System.nanoTime() : 0;
                 for (Stream stream : used) {
                     stream.synchronize();
                 }
+                Timeline.mark(Point.READ_COPIED);
                 long t4 = timed ? System.nanoTime() : 0;
                 if (!peerProcess.isAlive()) {
                     throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
                             + ") died while its device frames were being copied");
                 }
+                Timeline.mark(Point.READ_ALIVE);
                 event.deviceFrames = pulled;
                 if (timed) {
                     event.headerNanos = t3 - start - mappingNanos - enqueueNanos;
@@ -1103,6 +1120,7 @@ final class IpcConnection extends AbstractConnection {
 
     @Override
     public ReceivedMessage receive(Duration timeout) {
+        Timeline.mark(Point.RECEIVE_CALLED);
         receiveLock.lock();
         try {
             if (state.isClosed() && state.failure() == null) {
@@ -1142,6 +1160,7 @@ final class IpcConnection extends AbstractConnection {
                 queuedHostBytes -= m.metrics().hostFrameBytes() + m.metrics().pinnedFrameBytes();
                 readAhead.notifyAll();
             }
+            Timeline.mark(Point.RECEIVE_RETURNED);
             return m;
         } finally {
             receiveLock.unlock();
