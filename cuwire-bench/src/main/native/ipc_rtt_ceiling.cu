@@ -11,15 +11,20 @@
 //             token; the child answers with no GPU work; the parent pulls the child's buffer into its own. Only one
 //             context does GPU work.
 // Options: mode, the context's schedule (spin, yield, block, auto: cudaSetDeviceFlags), how a side waits for the token
-// (block: read(2); spin: non-blocking recv in a loop), rounds. Prints the median, p10 and p90 in microseconds of
-// rounds after a warm-up of the same count, and checks the bytes of the last round.
+// (block: read(2); spin: non-blocking recv in a loop), rounds, and optionally the socket: unix (a socketpair, the
+// default) or tcp (a TCP connection over the loopback interface with TCP_NODELAY, as cuwire's IPC transport carries
+// its records). Prints the median, p10 and p90 in microseconds of rounds after a warm-up of the same count, and checks
+// the bytes of the last round.
 //
-// Build: nvcc -O2 -o ipc-rtt-ceiling ipc_rtt_ceiling.cu   Run: ./ipc-rtt-ceiling pull spin block 20000
+// Build: nvcc -O2 -o ipc-rtt-ceiling ipc_rtt_ceiling.cu   Run: ./ipc-rtt-ceiling pull spin block 20000 [tcp]
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +43,7 @@
 
 static const size_t BYTES = 1024;
 static bool spinWait = false;
+static const char* socketKind = "unix";
 
 static void sendAll(int fd, const void* p, size_t n) {
     const char* c = (const char*) p;
@@ -140,8 +146,8 @@ static void side(int fd, bool parent, const char* mode, unsigned flags, int roun
         CHECK(cudaMemcpy(b, peer, BYTES, cudaMemcpyDeviceToHost));
         bool same = memcmp(a, b, BYTES) == 0;
         std::sort(us.begin(), us.end());
-        printf("RESULT mode=%s schedule=%s wait=%s rounds=%d median_us=%.1f p10_us=%.1f p90_us=%.1f buffers=%s\n",
-                mode, flags == cudaDeviceScheduleSpin ? "spin" : flags == cudaDeviceScheduleYield ? "yield"
+        printf("RESULT mode=%s socket=%s schedule=%s wait=%s rounds=%d median_us=%.1f p10_us=%.1f p90_us=%.1f buffers=%s\n",
+                mode, socketKind, flags == cudaDeviceScheduleSpin ? "spin" : flags == cudaDeviceScheduleYield ? "yield"
                 : flags == cudaDeviceScheduleBlockingSync ? "block" : "auto", spinWait ? "spin" : "block", rounds,
                 us[us.size() / 2], us[us.size() / 10], us[us.size() * 9 / 10],
                 !strcmp(mode, "sock") ? "untouched" : same ? "equal" : "DIFFER");
@@ -152,26 +158,69 @@ static void side(int fd, bool parent, const char* mode, unsigned flags, int roun
 }
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s sock|pull|one-ctx spin|yield|block|auto block|spin ROUNDS\n", argv[0]);
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: %s sock|pull|one-ctx spin|yield|block|auto block|spin ROUNDS [unix|tcp]\n", argv[0]);
         return 1;
     }
     unsigned flags = flagsOf(argv[2]);
     spinWait = !strcmp(argv[3], "spin");
     int rounds = atoi(argv[4]);
+    bool tcp = argc == 6 && !strcmp(argv[5], "tcp");
+    socketKind = tcp ? "tcp" : "unix";
+    if (argc == 6 && !tcp && strcmp(argv[5], "unix")) {
+        fprintf(stderr, "socket: unix or tcp, not %s\n", argv[5]);
+        return 1;
+    }
     int fds[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
+    int listener = -1;
+    sockaddr_in addr = {};
+    if (tcp) {
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        listener = socket(AF_INET, SOCK_STREAM, 0);
+        if (listener < 0 || bind(listener, (sockaddr*) &addr, sizeof addr) != 0 || listen(listener, 1) != 0
+                || getsockname(listener, (sockaddr*) &addr, &len) != 0) {
+            perror("loopback listener");
+            return 2;
+        }
+    } else if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
         perror("socketpair");
         return 2;
     }
     pid_t pid = fork();  // before either process touches CUDA
+    int one = 1;
     if (pid == 0) {
-        close(fds[0]);
-        side(fds[1], false, argv[1], flags, rounds);
+        int fd;
+        if (tcp) {
+            close(listener);
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (fd < 0 || connect(fd, (sockaddr*) &addr, sizeof addr) != 0) {
+                perror("connect");
+                return 2;
+            }
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        } else {
+            close(fds[0]);
+            fd = fds[1];
+        }
+        side(fd, false, argv[1], flags, rounds);
         return 0;
     }
-    close(fds[1]);
-    side(fds[0], true, argv[1], flags, rounds);
+    int fd;
+    if (tcp) {
+        fd = accept(listener, nullptr, nullptr);
+        if (fd < 0) {
+            perror("accept");
+            return 2;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        close(listener);
+    } else {
+        close(fds[1]);
+        fd = fds[0];
+    }
+    side(fd, true, argv[1], flags, rounds);
     int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 3;

@@ -18,8 +18,10 @@ import java.util.stream.Stream;
  * {@code -Dcuwire.transport.timeline=<directory>} is set, one per process, stamps on one clock) and prints where a
  * round's time goes: the processes are named {@code A} (the one that called {@code send} first) and {@code B}, ...; a
  * round is what lies between two of {@code A}'s {@code SEND_CALLED} stamps; the rounds taken are the last
- * {@code rounds} but one (the last send may be a goodbye). It prints the median round; the commonest sequence of stamps
- * in a round (process and point), with the median gap before each stamp and the median time since the round began,
+ * {@code rounds} before A's last {@code skip} sends ({@code skip} at least 1: the last send may be a goodbye; more to
+ * leave out a later phase, as the transfer bench's 4,000 round trips after its transfers). It prints the median
+ * round; the commonest sequence of stamps in a round (process and point), with the median gap before each stamp and
+ * the median time since the round began,
  * over the rounds that have that sequence; and, over all rounds, each pair of consecutive stamps (whatever the
  * sequence), with how often per round it occurs, its median gap and its share of the rounds' time.
  */
@@ -47,8 +49,19 @@ public final class TimelineReport {
     record Transition(String from, String to, double perRound, double gapMicros, double share) {
     }
 
-    /** Reads every {@code timeline-*.tsv} of {@code directory} and analyses the last {@code rounds}. */
+    /** Reads every {@code timeline-*.tsv} of {@code directory} and analyses the last {@code rounds} but one. */
     public static Report analyse(Path directory, int rounds) {
+        return analyse(directory, rounds, 1);
+    }
+
+    /**
+     * Reads every {@code timeline-*.tsv} of {@code directory} and analyses the {@code rounds} before A's last
+     * {@code skip} sends.
+     */
+    public static Report analyse(Path directory, int rounds, int skip) {
+        if (rounds < 1 || skip < 1) {
+            throw new IllegalArgumentException("rounds: " + rounds + ", skip: " + skip + " (expected: >= 1 each)");
+        }
         List<Path> files;
         try (Stream<Path> s = Files.list(directory)) {
             files = s.filter(p -> p.getFileName().toString().matches("timeline-\\d+\\.tsv")).sorted().toList();
@@ -106,15 +119,15 @@ public final class TimelineReport {
                 starts.add(i);
             }
         }
-        if (starts.size() < rounds + 2) {
-            throw new IllegalArgumentException("the timelines hold " + Math.max(0, starts.size() - 2)
-                    + " complete rounds of A's sends; asked for " + rounds);
+        if (starts.size() < rounds + skip + 1) {
+            throw new IllegalArgumentException("the timelines hold " + Math.max(0, starts.size() - skip - 1)
+                    + " complete rounds of A's sends before its last " + skip + "; asked for " + rounds);
         }
         Map<String, List<List<Stamp>>> bySequence = new HashMap<>();
         double[] roundMicros = new double[rounds];
         for (int r = 0; r < rounds; r++) {
-            int from = starts.get(starts.size() - rounds - 2 + r);
-            int to = starts.get(starts.size() - rounds - 1 + r);
+            int from = starts.get(starts.size() - rounds - skip - 1 + r);
+            int to = starts.get(starts.size() - rounds - skip + r);
             List<Stamp> round = all.subList(from, to);
             roundMicros[r] = (all.get(to).nanos() - all.get(from).nanos()) / 1e3;
             String key = String.join(",", round.stream().map(Stamp::label).toList());
@@ -134,8 +147,8 @@ public final class TimelineReport {
             steps.add(new Step(typical.getFirst().get(s).label(), Stats.median(gap), Stats.median(at)));
         }
         Map<String, List<Double>> gaps = new HashMap<>();
-        int first = starts.get(starts.size() - rounds - 2);
-        int last = starts.get(starts.size() - 2);
+        int first = starts.get(starts.size() - rounds - skip - 1);
+        int last = starts.get(starts.size() - skip - 1);
         for (int i = first; i < last; i++) {
             gaps.computeIfAbsent(all.get(i).label() + "\t" + all.get(i + 1).label(), k -> new ArrayList<>())
                     .add((all.get(i + 1).nanos() - all.get(i).nanos()) / 1e3);
@@ -185,10 +198,11 @@ public final class TimelineReport {
 
     /** {@code TimelineReport DIRECTORY [ROUNDS]}: prints the report of the timelines in DIRECTORY. */
     public static void main(String[] args) {
-        if (args.length < 1 || args.length > 2) {
-            System.err.println("usage: TimelineReport DIRECTORY [ROUNDS (default 1000)]");
+        if (args.length < 1 || args.length > 3) {
+            System.err.println("usage: TimelineReport DIRECTORY [ROUNDS (default 1000) [SKIP (default 1)]]");
             System.exit(2);
         }
-        print(analyse(Path.of(args[0]), args.length > 1 ? Integer.parseInt(args[1]) : 1000), System.out);
+        print(analyse(Path.of(args[0]), args.length > 1 ? Integer.parseInt(args[1]) : 1000,
+                args.length > 2 ? Integer.parseInt(args[2]) : 1), System.out);
     }
 }

@@ -84,7 +84,8 @@ import picocli.CommandLine.Option;
  * two processes (tcp, tls, ucx). In-process has no ceiling: it lends frames, and reports its latency. Transport
  * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
  * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
- * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too. With {@code --arrays N} a
+ * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too (the median of 2,000, after at
+ * least 2,000 and 3 s of them untimed). With {@code --arrays N} a
  * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
  * {@code --out}.
  *
@@ -100,9 +101,17 @@ public final class TransferBench {
     /** The check's window of each array of a model's layers (thousands of them in the many-frames case). */
     private static final long LAYER_WINDOW = 256;
     private static final int RTT_WARMUP = 2000;
+    /**
+     * The round trips' warm-up lasts at least this long too ({@code -Dcuwire.bench.rttWarmupMillis=N}): on the H200
+     * host 2,000 round trips (0.2 s) ended before the JIT's top tier had compiled the receive path (a JFR recording
+     * saw {@code IpcConnection.readMessage} compiled ~3 s into the run), and the median of 50,000 round trips was
+     * 63.7 µs where that of the 2,000 after 2,000 was 87-110 µs.
+     */
+    private static final long RTT_WARMUP_NANOS = Long.getLong("cuwire.bench.rttWarmupMillis", 3000) * 1_000_000;
     /** Untimed transfers of a case's own size after its cold one. */
     static final int CASE_WARMUP = 3;
-    private static final int RTT_ROUNDS = 2000;
+    /** Timed 1 KiB round trips; {@code -Dcuwire.bench.rttRounds=N} for more (a profile wants seconds of them). */
+    private static final int RTT_ROUNDS = Integer.getInteger("cuwire.bench.rttRounds", 2000);
     private static final long JAVA_MAX_BYTES = 1L << 30;
     /**
      * The emulated platform's property for the bytes of freed large allocations a device keeps (its stand-in for a
@@ -573,7 +582,17 @@ public final class TransferBench {
         try (DeviceBuffer frame = side.device.allocate(1024)) {
             Message ping = control("rtt", List.of(frame));
             double[] us = new double[RTT_ROUNDS];
-            for (int i = 0; i < RTT_WARMUP + RTT_ROUNDS; i++) {
+            long warmStart = System.nanoTime();
+            int warmup = 0;
+            while (warmup < RTT_WARMUP || System.nanoTime() - warmStart < RTT_WARMUP_NANOS) {
+                CompletableFuture<?> sent = c.send(ping);
+                try (ReceivedMessage pong = c.receive()) {
+                    expectRoot(pong, "rtt");
+                }
+                sent.join();
+                warmup++;
+            }
+            for (int i = 0; i < RTT_ROUNDS; i++) {
                 long t0 = System.nanoTime();
                 CompletableFuture<?> sent = c.send(ping);
                 try (ReceivedMessage pong = c.receive()) {
@@ -581,9 +600,7 @@ public final class TransferBench {
                 }
                 long t1 = System.nanoTime();
                 sent.join();
-                if (i >= RTT_WARMUP) {
-                    us[i - RTT_WARMUP] = (t1 - t0) / 1e3;
-                }
+                us[i] = (t1 - t0) / 1e3;
             }
             return Stats.median(us);
         }
@@ -904,6 +921,11 @@ public final class TransferBench {
         void serveConnection(Connection c) {
             Message ack = control("ack", List.of());
             Message pong = control("rtt", List.of(reply));
+            // The last pong's send: it completes when the sender has copied the reply's device frame out, which it
+            // says with its next ping; joined before the next pong, not at once, so that this thread is back in
+            // receive (spinning) when that ping comes instead of parked in a join (as the cluster's worker does not
+            // wait for its replies either)
+            CompletableFuture<?> pongSent = CompletableFuture.completedFuture(null);
             while (true) {
                 ReceivedMessage m;
                 long calls0 = Syscalls.now();
@@ -916,13 +938,16 @@ public final class TransferBench {
                 Object root = m.value().root();
                 if ("bye".equals(root)) {
                     m.close();
+                    pongSent.exceptionally(e -> null).join();  // the sender is going: its copy may not be told
                     return;
                 }
                 if ("rtt".equals(root)) {
                     m.close();
-                    c.send(pong).join();
+                    pongSent.join();
+                    pongSent = c.send(pong);
                     continue;
                 }
+                pongSent.join();
                 Model model;
                 long h2d;
                 long d2h;

@@ -55,6 +55,13 @@ class TimelineReportTest {
         assertEquals(40.0, longest.gapMicros(), 1e-9);
         double shares = report.transitions().stream().mapToDouble(TimelineReport.Transition::share).sum();
         assertEquals(1.0, shares, 1e-9);
+
+        // the 4 rounds before the last 5 sends: rounds 2..5, of which round 3 is late
+        TimelineReport.Report earlier = TimelineReport.analyse(dir, 4, 5);
+        assertEquals(4, earlier.rounds());
+        assertEquals(3, earlier.typical());
+        assertEquals(10.0, earlier.steps().get(1).gapMicros(), 1e-9);
+        assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 8, 5));
     }
 
     @Test
@@ -67,5 +74,6 @@ class TimelineReportTest {
         IllegalArgumentException few = assertThrows(IllegalArgumentException.class,
                 () -> TimelineReport.analyse(dir, 10));
         assertTrue(few.getMessage().contains("hold 0 complete rounds"), few.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 1, 0));
     }
 }

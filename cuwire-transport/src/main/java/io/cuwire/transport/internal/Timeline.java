@@ -43,6 +43,8 @@ public final class Timeline {
         SEND_CALLED,
         /** The write lock held and the message's write begun (on the caller's thread or the writer's). */
         SEND_WRITING,
+        /** Its device frames' copies into the peer's memory enqueued (ipc). */
+        SEND_ENQUEUED,
         /** Its device frames pushed into the peer's memory, the copies waited for (ipc). */
         SEND_PUSHED,
         /** Its last byte given to the socket. */
@@ -57,6 +59,12 @@ public final class Timeline {
         READ_HEADER,
         /** A message's header parsed. */
         READ_PARSED,
+        /** A frame allocated (or lent out of this side's arena). */
+        READ_ALLOCATED,
+        /** A device frame's reference read, its tag checked, parsed. */
+        READ_REFERENCE,
+        /** A device frame's source mapped (a lease of the mapping cache). */
+        READ_MAPPED,
         /** A message's frames allocated or lent, their references read and their copies enqueued. */
         READ_FRAMES,
         /** A message's copies waited for. */

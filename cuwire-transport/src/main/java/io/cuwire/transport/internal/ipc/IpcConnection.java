@@ -422,6 +422,7 @@ final class IpcConnection extends AbstractConnection {
                             arena.stream());
                 }
             }
+            Timeline.mark(Point.SEND_ENQUEUED);
             arena.stream().synchronize();
         } catch (RuntimeException e) {
             try {
@@ -912,6 +913,7 @@ final class IpcConnection extends AbstractConnection {
                 // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
                 Frame frame = referenceLength == 0 ? pushedFrame(descriptor, i)
                         : Frames.allocate(descriptor, i, config, io.peer(), true, true);
+                Timeline.mark(Point.READ_ALLOCATED);
                 frames.add(frame);
                 kinds.add(frame.kind());
                 lengths.add(frame.length());
@@ -925,6 +927,7 @@ final class IpcConnection extends AbstractConnection {
                     // its tag checked before anything of it is used
                     Reference reference = parseReference(readReferenceRest(referenceLength == -1 ? readShort()
                             : referenceLength, (byte) -1, "device-frame reference"), target.device());
+                    Timeline.mark(Point.READ_REFERENCE);
                     pulled++;
                     if (target.byteSize() > 0 && target.byteSize() <= PUSH_FRAME_BYTES) {
                         pulledSmall = target;
@@ -935,6 +938,7 @@ final class IpcConnection extends AbstractConnection {
                     }
                     long t0 = timed ? System.nanoTime() : 0;
                     MappingCache.Lease lease = lease(reference, target);
+                    Timeline.mark(Point.READ_MAPPED);
                     leases.add(lease);
                     long t1 = timed ? System.nanoTime() : 0;
                     enqueueCopy(lease.buffer(), target, used);
