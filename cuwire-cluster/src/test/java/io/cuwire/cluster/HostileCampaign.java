@@ -281,7 +281,7 @@ public final class HostileCampaign implements AutoCloseable {
         target.sweep();
         newPeerServed();
         Snapshot now = settled(baseline);
-        assertEquals(baseline, now, "the worker is not back at its baseline after " + after);
+        assertEquals(baseline, now, "the " + target.role() + " is not back at its baseline after " + after);
         return now;
     }
 
@@ -315,7 +315,8 @@ public final class HostileCampaign implements AutoCloseable {
             phases.run("new-peer", this::newPeerServed);  // while the stalled handshakes and the drip are open
             log.println("[hostile] " + scheme + " round " + round + ": served in " + served.toMillis() + " ms with "
                     + stalled.size() + " stalled handshakes and a message of " + Dripper.DECLARED + " declared bytes "
-                    + "holding " + drip.heldBytes + " host bytes at the worker after " + Dripper.SENT + " arrived");
+                    + "holding " + drip.heldBytes + " host bytes at the " + target.role() + " after " + Dripper.SENT
+                    + " arrived");
         } finally {
             drip.close();
             for (Socket s : stalled) {
