@@ -517,6 +517,8 @@ public final class HostileCampaign implements AutoCloseable {
             holder.add(levels.getLast());
             levels.add(set);
             Optional<String> unanswered = target.carrierUnanswered();
+            String budgetRefused = DecodeBudgetExceededException.class.getSimpleName();
+            long budgetLines = lines(target.output(), budgetRefused).size();
             if (unanswered.isEmpty()) {
                 ExecutionException e = assertThrows(ExecutionException.class, () -> peer.request(
                         n -> (Request) target.carrier(n, levels))
@@ -530,6 +532,17 @@ public final class HostileCampaign implements AutoCloseable {
                         TimeUnit.SECONDS);
             }
             assertClosedByNode(peer, "beyond its decode budget");
+            if (unanswered.isPresent()) {
+                // unanswered, the cut-off is the budget's where the node's log says so (an endpoint logs its first
+                // undecodable message always)
+                long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
+                while (lines(target.output(), budgetRefused).size() == budgetLines && System.nanoTime() < deadline) {
+                    Thread.sleep(10);
+                }
+                assertTrue(lines(target.output(), budgetRefused).size() > budgetLines, "the " + target.role()
+                        + " cut the peer off without logging its decode budget's refusal: " + target.output()
+                        .subList(Math.max(0, target.output().size() - 20), target.output().size()));
+            }
         }
     }
 
