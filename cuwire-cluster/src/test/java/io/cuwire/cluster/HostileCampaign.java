@@ -51,6 +51,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
@@ -81,7 +82,7 @@ public final class HostileCampaign implements AutoCloseable {
     /** The cluster secret of the node and its client. */
     public static final byte[] SECRET = "the hostile suite's 32-byte key!".getBytes(StandardCharsets.US_ASCII);
     /** The attackers' source addresses: 127.0.0.2 … 127.0.0.9, and 127.0.0.1, which the client shares. */
-    static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
+    public static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
             "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9");
     /** System property: JVM options for the worker (the coverage profile's JaCoCo agent). */
     static final String WORKER_OPTIONS_PROPERTY = "cuwire.hostile.workerOptions";
@@ -122,6 +123,8 @@ public final class HostileCampaign implements AutoCloseable {
     final AtomicLong refusedHeaders = new AtomicLong();
     /** The client's served times, nanoseconds. */
     final List<Long> servedNanos = Collections.synchronizedList(new ArrayList<>());
+    /** The checks that do not apply to the target's role, each with the role's reason, once each. */
+    private final Set<String> notApplicable = Collections.synchronizedSet(new LinkedHashSet<>());
     private Snapshot baseline;
 
     /** A seed message: its header, and per frame the bytes a TCP sender sends and the buffer an IPC one refers to. */
@@ -278,7 +281,7 @@ public final class HostileCampaign implements AutoCloseable {
         target.sweep();
         newPeerServed();
         Snapshot now = settled(baseline);
-        assertEquals(baseline, now, "the worker is not back at its baseline after " + after);
+        assertEquals(baseline, now, "the " + target.role() + " is not back at its baseline after " + after);
         return now;
     }
 
@@ -312,7 +315,8 @@ public final class HostileCampaign implements AutoCloseable {
             phases.run("new-peer", this::newPeerServed);  // while the stalled handshakes and the drip are open
             log.println("[hostile] " + scheme + " round " + round + ": served in " + served.toMillis() + " ms with "
                     + stalled.size() + " stalled handshakes and a message of " + Dripper.DECLARED + " declared bytes "
-                    + "holding " + drip.heldBytes + " host bytes at the worker after " + Dripper.SENT + " arrived");
+                    + "holding " + drip.heldBytes + " host bytes at the " + target.role() + " after " + Dripper.SENT
+                    + " arrived");
         } finally {
             drip.close();
             for (Socket s : stalled) {
@@ -451,7 +455,7 @@ public final class HostileCampaign implements AutoCloseable {
     }
 
     /** An attacker that completed the handshake with the secret, from {@code source}. */
-    WireAttacker authenticated(String source) throws IOException {
+    public WireAttacker authenticated(String source) throws IOException {
         WireAttacker a = WireAttacker.connect(source, socketAddress);
         connections.incrementAndGet();
         try {
@@ -497,10 +501,12 @@ public final class HostileCampaign implements AutoCloseable {
                 RemoteDecodeException refused = refusal(peer, this::serialDosHeader);
                 assertEquals("LimitExceededException", refused.remoteType(), refused.getMessage());
             } else {
-                try (TestClient other = peer()) {
-                    other.endpoint.sendMessage(Message.of(serialDosHeader(nextRequestId()), List.of()))
-                            .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
-                    assertClosedByNode(other, "a header in the java family, which its connections do not take");
+                // from the wire: a peer's own transport will not send a family its connection did not agree
+                try (WireAttacker other = authenticated(SOURCES.get(1 + random.nextInt(8)))) {
+                    other.sendMessage(serialDosHeader(nextRequestId()), List.of());
+                    assertTrue(other.awaitClosedByPeer(SERVED_WITHIN), "the " + target.role() + " kept the "
+                            + "connection of a peer that sent a header in the java family, which its connections do "
+                            + "not take");
                 }
             }
 
@@ -510,12 +516,47 @@ public final class HostileCampaign implements AutoCloseable {
             set.add(holder);
             holder.add(levels.getLast());
             levels.add(set);
-            ExecutionException e = assertThrows(ExecutionException.class, () -> peer.request(
-                    n -> target.carrier(n, levels))
-                    .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
-            RemoteDecodeException budget = assertInstanceOf(RemoteDecodeException.class, e.getCause());
-            assertEquals(DecodeBudgetExceededException.class.getSimpleName(), budget.remoteType());
+            Optional<String> unanswered = target.carrierUnanswered();
+            String budgetRefused = DecodeBudgetExceededException.class.getSimpleName();
+            long budgetLines = lines(target.output(), budgetRefused).size();
+            if (unanswered.isEmpty()) {
+                ExecutionException e = assertThrows(ExecutionException.class, () -> peer.request(
+                        n -> (Request) target.carrier(n, levels))
+                        .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
+                RemoteDecodeException budget = assertInstanceOf(RemoteDecodeException.class, e.getCause());
+                assertEquals(DecodeBudgetExceededException.class.getSimpleName(), budget.remoteType());
+            } else {
+                notApplicable("the answer to a carrier beyond the decode budget (the cut-off is checked)",
+                        unanswered.get());
+                peer.endpoint.send(target.carrier(nextRequestId(), levels)).get(SERVED_WITHIN.toSeconds(),
+                        TimeUnit.SECONDS);
+            }
             assertClosedByNode(peer, "beyond its decode budget");
+            if (unanswered.isPresent()) {
+                // unanswered, the cut-off is the budget's where the node's log says so (an endpoint logs its first
+                // undecodable message always)
+                long deadline = System.nanoTime() + SERVED_WITHIN.toNanos();
+                while (lines(target.output(), budgetRefused).size() == budgetLines && System.nanoTime() < deadline) {
+                    Thread.sleep(10);
+                }
+                assertTrue(lines(target.output(), budgetRefused).size() > budgetLines, "the " + target.role()
+                        + " cut the peer off without logging its decode budget's refusal: " + target.output()
+                        .subList(Math.max(0, target.output().size() - 20), target.output().size()));
+            }
+        }
+    }
+
+    /** Records (and logs, the first time) that {@code check} does not apply to the target's role: {@code why}. */
+    private void notApplicable(String check, String why) {
+        if (notApplicable.add(check + ": " + why)) {
+            log.println("[hostile] " + scheme + " " + target.role() + ": not applicable: " + check + ": " + why);
+        }
+    }
+
+    /** The checks that did not apply to the target's role so far, each with its reason. */
+    List<String> notApplicable() {
+        synchronized (notApplicable) {
+            return List.copyOf(notApplicable);
         }
     }
 
@@ -902,7 +943,7 @@ public final class HostileCampaign implements AutoCloseable {
         return value;
     }
 
-    private void addSeed(String name, LongFunction<? extends Request> request, Family... chain) {
+    private void addSeed(String name, LongFunction<?> request, Family... chain) {
         Serialized s = registry.serialize(request.apply(requestIds.incrementAndGet()), chain);
         seedValues.add(s);  // its host copies stay open: an IPC seed's host frames are sent from them
         List<byte[]> bytes = new ArrayList<>();

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -18,6 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * plus a handshake fuzzer and a header fuzzer ({@link HostileCampaign}); after each round the node must be alive,
  * its client and a new peer served, its accounts, store, cache, direct and mapped buffer pools and files back at
  * their baseline; at the end it must stop cleanly once, having logged the peers it refused (finding 9). Loopback only.
+ * A check that cannot apply to a role (the role says why, {@link HostileTarget#carrierUnanswered}) is not passed
+ * silently: the final line names it with the reason, and so does a report entry of the test.
  *
  * <p>The mutants come from {@link TestRandom} (a fixed base seed in CI, printed; {@code -Dcuwire.test.seed=random}
  * for a new one); {@value #ROUNDS_PROPERTY} sets the number of rounds for a longer run (default {@value #ROUNDS}).
@@ -42,7 +45,7 @@ public abstract class HostilePeerSuite {
     @MethodSource("schemes")
     @Timeout(value = 30, unit = TimeUnit.MINUTES)  // a bound for long runs; the default rounds: 40-60 s each
     void shouldKeepServingItsClientAndComeBackToItsBaselineThroughEveryRoundOfHostilePeers(String scheme,
-            TestInfo info) throws Exception {
+            TestInfo info, TestReporter reporter) throws Exception {
         int rounds = Integer.getInteger(ROUNDS_PROPERTY, ROUNDS);
         try (HostileCampaign campaign = HostileCampaign.start(start(scheme), scheme,
                 TestRandom.seed(TestRandom.name(info)), System.out)) {
@@ -50,9 +53,15 @@ public abstract class HostilePeerSuite {
                 campaign.round(round, HANDSHAKES, HEADERS, PARALLEL);
             }
             campaign.finish();
+            List<String> notApplicable = campaign.notApplicable();
             System.out.println("[hostile] " + scheme + " " + campaign.target().role() + ": " + rounds + " rounds, "
                     + campaign.connections.get() + " attacker connections, " + campaign.mutants.get()
-                    + " header mutants; the client was served " + campaign.servedNanos.size() + " times");
+                    + " header mutants; the client was served " + campaign.servedNanos.size() + " times; "
+                    + (notApplicable.isEmpty() ? "every check applied" : "not applicable to the "
+                    + campaign.target().role() + ": " + notApplicable));
+            for (String check : notApplicable) {
+                reporter.publishEntry("not applicable to the " + campaign.target().role(), check);
+            }
         }
     }
 }

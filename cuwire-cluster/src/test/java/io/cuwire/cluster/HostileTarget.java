@@ -9,6 +9,7 @@ import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.function.LongFunction;
 
@@ -43,14 +44,26 @@ public interface HostileTarget extends AutoCloseable {
     /** A request the node answers at once, on any connection: {@code Ok}. */
     Request ping(long id);
 
-    /** The header fuzzer's seeds: the node's requests, over {@code values}. */
+    /** The header fuzzer's seeds: the node's requests (and what else it decodes from a peer), over {@code values}. */
     List<SeedRequest> seeds(SeedValues values);
 
     /**
-     * A request of the node's in whose field {@link #carrierField()} the node decodes {@code value} whatever it is
-     * (before it looks at the request).
+     * A message of the node's in whose field {@link #carrierField()} the node decodes {@code value} whatever it is
+     * (before it looks at the message): a request of the node's where it has one that takes a value (the worker's
+     * {@code put}); else the message through which a peer can still make the node decode a value of its choosing
+     * (a Spark executor's requests take none: its carrier is a reply it did not ask for), which the node does not
+     * answer ({@link #carrierUnanswered}).
      */
-    Request carrier(long id, Object value);
+    Object carrier(long id, Object value);
+
+    /**
+     * Why the node answers no {@link #carrier} (it is no request of the node's), or empty where it answers it. The
+     * campaign then checks what still applies to the carrier (the node decodes it, frees what it decoded, and cuts a
+     * peer off beyond its decode budget) and reports each check of the answer as not applicable, with this reason.
+     */
+    default Optional<String> carrierUnanswered() {
+        return Optional.empty();
+    }
 
     /** The name of the field of {@link #carrier} that holds the value. */
     String carrierField();
@@ -104,8 +117,11 @@ public interface HostileTarget extends AutoCloseable {
     @Override
     void close();
 
-    /** A seed of the header fuzzer: a valid request of the node, made of an id, sent with {@code chain}. */
-    record SeedRequest(String name, LongFunction<? extends Request> request, Family... chain) {
+    /**
+     * A seed of the header fuzzer: a valid message of the node's wire made of an id (a request of the node's, or any
+     * other message the node decodes), sent with {@code chain}.
+     */
+    record SeedRequest(String name, LongFunction<?> request, Family... chain) {
     }
 
     /** The values the seeds carry: a device array, a host array, a fitted model, a value of every kind. */

@@ -41,7 +41,7 @@ import javax.crypto.spec.SecretKeySpec;
  * over, a virtual thread reads whatever the worker sends and throws it away, noting when the worker closed.
  * Loopback only: it binds to the source address it is given (127.0.0.1 … 127.0.0.9). Not thread-safe.
  */
-final class WireAttacker implements AutoCloseable {
+public final class WireAttacker implements AutoCloseable {
     static final String MAGIC = "cuwire-transport";
     static final int PROTOCOL_VERSION = 2;
     /** TCP's and IPC's message record type ({@code [1][header length][header][frames]}). */
@@ -319,7 +319,7 @@ final class WireAttacker implements AutoCloseable {
     }
 
     /** Writes one message record: {@code [1][header length][header]} and then each frame's wire bytes in order. */
-    void sendMessage(byte[] header, List<byte[]> frames) throws IOException {
+    public void sendMessage(byte[] header, List<byte[]> frames) throws IOException {
         ByteArrayOutputStream start = new ByteArrayOutputStream(5 + header.length);
         DataOutputStream d = new DataOutputStream(start);
         d.writeByte(MESSAGE);
