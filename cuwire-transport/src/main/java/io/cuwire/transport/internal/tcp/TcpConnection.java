@@ -224,7 +224,7 @@ final class TcpConnection extends AbstractConnection {
          * native memory (a native host frame, a device frame {@linkplain #inPlace in place}), which needs no copy,
          * while the write fits {@value #GATHER_BYTES} bytes; either way at least one frame.
          */
-        private static boolean gatherable(Buffer frame, long gathered, long heapGathered) {
+        private boolean gatherable(Buffer frame, long gathered, long heapGathered) {
             long n = frame.byteSize();
             if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
                 return n <= COALESCE_FRAME_BYTES && (heapGathered + n <= COALESCE_TOTAL_BYTES || gathered == 0);
@@ -283,15 +283,19 @@ final class TcpConnection extends AbstractConnection {
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
     private final boolean overTls;
+    /** Whether device memory the host addresses is read and written in place ({@link #inPlace}). */
+    private final boolean deviceInPlace;
 
     /**
      * Wraps a connected socket whose handshake ({@link Sockets#handshake}, {@link SocketListener}) established
      * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
-     * used.
+     * used. With {@code deviceInPlace} false every device frame goes through the staging ring, host-addressable or
+     * not ({@link TcpTransport#STAGING_DEVICE_FRAMES}).
      */
     TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
-            TlsSession tls) {
+            TlsSession tls, boolean deviceInPlace) {
         super(Transports.TCP);
+        this.deviceInPlace = deviceInPlace;
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
@@ -405,11 +409,11 @@ final class TcpConnection extends AbstractConnection {
 
     /**
      * Whether {@code frame} is device memory the host addresses in place ({@link Device#hostAddressable()}, the
-     * emulated device): the socket then writes and reads it without the staging ring's bounce buffers, the copy
-     * engine counting those bytes as it counts the ring's copies.
+     * emulated device) and this connection uses that: the socket then writes and reads it without the staging ring's
+     * bounce buffers, the copy engine counting those bytes as it counts the ring's copies.
      */
-    private static boolean inPlace(Buffer frame) {
-        return frame instanceof DeviceBuffer d && d.device().hostAddressable();
+    private boolean inPlace(Buffer frame) {
+        return deviceInPlace && frame instanceof DeviceBuffer d && d.device().hostAddressable();
     }
 
     private StagingRing newRing(Device device) {
