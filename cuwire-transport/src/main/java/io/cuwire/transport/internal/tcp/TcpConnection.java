@@ -62,10 +62,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * receive. Every other message is written by the writer thread, in order. Either way a message is written as a run
  * of gathering writes ({@link Writing}): the record's start, the header and the small host frames that follow it
  * together; large host frames straight from their memory, or, when that is a heap array's, up to
- * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}); device frames through a
- * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive ones of a device as one run of
- * bytes, so that many small frames share the ring's chunks, writes and waits. The send completes once the last byte was
- * handed to the socket.
+ * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}). Device frames go one of two ways:
+ * memory the host addresses ({@link Device#hostAddressable()}: the emulated device) is written in place, as native
+ * host frames are (small ones gathered with them, large ones straight from their memory), counted by the copy engine
+ * as device-to-host bytes ({@link CopyEngine#readInPlace}); memory it does not (a CUDA GPU's) goes through a
+ * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive frames of a device as one run
+ * of bytes, so that many small frames share the ring's chunks, writes and waits. A connection of
+ * {@link TcpTransport#STAGING_DEVICE_FRAMES} takes the ring for both. The send completes once the last byte was handed
+ * to the socket.
  *
  * <h2>Receiving</h2>
  * The receiving side reads on the caller's thread: the header is checked against the limits before any frame is
@@ -73,8 +77,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * TransportConfig, String, boolean, boolean)}) and filled: a frame whose descriptor names a primitive array type
  * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
- * through a staging ring (host to device overlapped with the socket), whose copies the message waits for once, after
- * its last frame.
+ * of a host-addressable device straight from the socket too ({@link CopyEngine#writeInPlace}, counted as host-to-device
+ * bytes), a run of small ones ({@link Frames#runLength}) into one block with one read; other device frames through a
+ * staging ring (host to device overlapped with the socket), whose copies the message waits for once, after its last
+ * frame. The wire is the same either way.
  *
  * <h2>TLS</h2>
  * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
