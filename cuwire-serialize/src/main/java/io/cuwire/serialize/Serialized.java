@@ -58,7 +58,8 @@ import java.util.zip.CRC32C;
  *
  * <h2>Ownership</h2>
  * Frames marked {@linkplain Frame#owned() owned} belong to this object until a decoder takes them; {@code close()}
- * closes those not taken. Frames that are a live value's own memory are never closed here. Not thread-safe.
+ * closes those not taken. Frames that are a live value's own memory are never closed here. It owns those frames, so
+ * closing it twice is an error ({@link IllegalStateException}), as for a buffer. Not thread-safe.
  */
 public final class Serialized implements AutoCloseable {
     /** The header format this code writes; it reads this one and version 1. */
@@ -461,11 +462,16 @@ public final class Serialized implements AutoCloseable {
         return frames.get(index);
     }
 
-    /** Closes the owned frames no decoder took. Closing twice is harmless. */
+    /**
+     * Closes the owned frames no decoder took.
+     *
+     * @throws IllegalStateException if already closed: a second close means two holders each believed they owned the
+     *     frames (docs/architecture.md, "Close policy")
+     */
     @Override
     public void close() {
         if (closed) {
-            return;
+            throw new IllegalStateException(this + " is already closed");
         }
         closed = true;
         List<Buffer> open = new ArrayList<>();

@@ -19,8 +19,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The close policy of docs/architecture.md ("Errors and closing") over the public closeables of cuwire-memory and
- * cuwire-serialize that this module reaches on the emulated device: an owner of memory throws
- * {@link IllegalStateException} on a second close, naming what was closed; a scope ignores it.
+ * cuwire-serialize that this module reaches on the emulated device: an owner of memory (a {@link Serialized} value
+ * too, for the frames it owns) throws {@link IllegalStateException} on a second close, naming what was closed; a
+ * scope ignores it.
  */
 class ClosePolicyTest {
     /** Closes {@code owner} once, then checks that the second close throws, with a message. */
@@ -41,6 +42,11 @@ class ClosePolicyTest {
         assertOwner(NdArray.fromArray(device, new float[] {1, 2, 3}, 3), "an NdArray on the device");
         assertOwner(CsrMatrix.fromDense(device, new double[][] {{0, 1}, {2, 0}}), "a CSR matrix");
         assertOwner(OpaqueBlob.adopt("close-policy", Map.of(), host.allocate(16)), "an adopted opaque blob");
+        try (NdArray a = NdArray.fromArray(device, new float[] {1, 2, 3}, 3)) {
+            TypeRegistry registry = new TypeRegistry();
+            assertOwner(registry.serialize(a, Family.HOST), "a serialized value owning its frames (host family)");
+            assertOwner(registry.serialize(a, Family.CUDA), "a serialized value lending the array's memory");
+        }
         assertOwner(Devices.get(0).newStream(), "a stream of the emulated device");
         assertOwner(new HostMemoryPool(HostMemory.resource(), 1 << 16), "a host memory pool");
         assertOwner(device, "a device allocator");

@@ -215,6 +215,7 @@ class IpcTransportTest extends TransportConformanceSuite {
                 }
             } finally {
                 held.forEach(ReceivedMessage::close);
+                held.clear();  // closed: the loop below must not close them again
             }
             assertEquals(0, device.allocatedBytes());
             for (int i = 0; i < 4; i++) {

@@ -60,6 +60,11 @@ public final class PinnedSlots implements AutoCloseable {
         return streams[s];
     }
 
+    /** Bytes of pinned memory the slots hold: {@code chunk() * slots()} while open, 0 once closed. */
+    public long allocatedBytes() {
+        return allocator.allocatedBytes();
+    }
+
     /** Number of chunks of {@code chunk} bytes in a frame of {@code length} bytes. */
     public static long chunks(long length, int chunk) {
         return (length + chunk - 1) / chunk;

@@ -2,6 +2,7 @@ package io.cuwire.ml.cuda.internal;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cuda.Cuda;
@@ -107,6 +108,31 @@ class CudaForestFitTest {
                     assertArrayEquals(bytes(h.forest()), bytes(g.forest()), "depth " + depth + ": the same trees");
                 }
             }
+        }
+    }
+
+    /**
+     * The CUDA backend's tree builder owns device memory (of the backend's scratch allocator): a second close, or a
+     * tree asked of it after the first, throws, as every owner does (docs/architecture.md, "Close policy").
+     */
+    @Test
+    void shouldThrowOnASecondCloseOfTheTreeBuilderOrAGrowAfterIt() {
+        int n = 64;
+        int d = 3;
+        double[] xv = new double[n * d];
+        for (int i = 0; i < xv.length; i++) {
+            xv[i] = i % 7;
+        }
+        try (NdArray xg = MlTesting.array(gpu, DType.FLOAT64, xv, n, d)) {
+            HistogramTrees trees = ComputeBackends.forArray(xg).histogramTrees(xg, new double[n], 2,
+                    new double[][] {{1, 3}, {2}, {4}}).orElseThrow();
+            assertTrue(trees instanceof CudaForestGrower, "the CUDA backend grows trees itself: " + trees);
+            trees.close();
+            IllegalStateException twice = assertThrows(IllegalStateException.class, trees::close,
+                    "a second close of the CUDA tree builder");
+            assertTrue(twice.getMessage().contains("already closed"), twice.getMessage());
+            assertThrows(IllegalStateException.class, () -> trees.grow(new int[] {0, 1, 2}, () -> new int[] {0},
+                    new HistogramTrees.Params(2, 2, 1)), "a tree asked after close");
         }
     }
 

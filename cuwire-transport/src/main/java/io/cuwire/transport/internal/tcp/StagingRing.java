@@ -140,6 +140,11 @@ final class StagingRing implements AutoCloseable {
         slots.quiesce();
     }
 
+    /** Bytes of pinned memory the ring holds: its slots' while open, 0 once closed. */
+    long pinnedBytes() {
+        return slots.allocatedBytes();
+    }
+
     @Override
     public void close() {
         slots.close();

@@ -62,10 +62,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * receive. Every other message is written by the writer thread, in order. Either way a message is written as a run
  * of gathering writes ({@link Writing}): the record's start, the header and the small host frames that follow it
  * together; large host frames straight from their memory, or, when that is a heap array's, up to
- * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}); device frames through a
- * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive ones of a device as one run of
- * bytes, so that many small frames share the ring's chunks, writes and waits. The send completes once the last byte was
- * handed to the socket.
+ * {@value SocketIo#WRITE_SLOTS} staged chunks at a time ({@link SocketIo#stage}). Device frames go one of two ways:
+ * memory the host addresses ({@link Device#hostAddressable()}: the emulated device) is written in place, as native
+ * host frames are (small ones gathered with them, large ones straight from their memory), counted by the copy engine
+ * as device-to-host bytes ({@link CopyEngine#readInPlace}); memory it does not (a CUDA GPU's) goes through a
+ * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive frames of a device as one run
+ * of bytes, so that many small frames share the ring's chunks, writes and waits. A connection of
+ * {@link TcpTransport#STAGING_DEVICE_FRAMES} takes the ring for both. The send completes once the last byte was handed
+ * to the socket.
  *
  * <h2>Receiving</h2>
  * The receiving side reads on the caller's thread: the header is checked against the limits before any frame is
@@ -73,8 +77,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * TransportConfig, String, boolean, boolean)}) and filled: a frame whose descriptor names a primitive array type
  * as a fresh array of that type, through the socket's read buffer, which the decoder then keeps without a copy; other
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
- * through a staging ring (host to device overlapped with the socket), whose copies the message waits for once, after
- * its last frame.
+ * of a host-addressable device straight from the socket too ({@link CopyEngine#writeInPlace}, counted as host-to-device
+ * bytes), a run of small ones ({@link Frames#runLength}) into one block with one read; other device frames through a
+ * staging ring (host to device overlapped with the socket), whose copies the message waits for once, after its last
+ * frame. The wire is the same either way.
  *
  * <h2>TLS</h2>
  * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
@@ -224,7 +230,7 @@ final class TcpConnection extends AbstractConnection {
          * native memory (a native host frame, a device frame {@linkplain #inPlace in place}), which needs no copy,
          * while the write fits {@value #GATHER_BYTES} bytes; either way at least one frame.
          */
-        private static boolean gatherable(Buffer frame, long gathered, long heapGathered) {
+        private boolean gatherable(Buffer frame, long gathered, long heapGathered) {
             long n = frame.byteSize();
             if (frame instanceof HostBuffer h && HeapStaging.needed(h)) {
                 return n <= COALESCE_FRAME_BYTES && (heapGathered + n <= COALESCE_TOTAL_BYTES || gathered == 0);
@@ -283,15 +289,19 @@ final class TcpConnection extends AbstractConnection {
     private final Handshake.Result handshake;
     private final SendQueue<Outgoing> sends;
     private final boolean overTls;
+    /** Whether device memory the host addresses is read and written in place ({@link #inPlace}). */
+    private final boolean deviceInPlace;
 
     /**
      * Wraps a connected socket whose handshake ({@link Sockets#handshake}, {@link SocketListener}) established
      * {@code handshake}, every byte through {@code tls} unless it is {@code null}; closes the socket if it cannot be
-     * used.
+     * used. With {@code deviceInPlace} false every device frame goes through the staging ring, host-addressable or
+     * not ({@link TcpTransport#STAGING_DEVICE_FRAMES}).
      */
     TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
-            TlsSession tls) {
+            TlsSession tls, boolean deviceInPlace) {
         super(Transports.TCP);
+        this.deviceInPlace = deviceInPlace;
         this.config = config;
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.handshake = handshake;
@@ -405,11 +415,11 @@ final class TcpConnection extends AbstractConnection {
 
     /**
      * Whether {@code frame} is device memory the host addresses in place ({@link Device#hostAddressable()}, the
-     * emulated device): the socket then writes and reads it without the staging ring's bounce buffers, the copy
-     * engine counting those bytes as it counts the ring's copies.
+     * emulated device) and this connection uses that: the socket then writes and reads it without the staging ring's
+     * bounce buffers, the copy engine counting those bytes as it counts the ring's copies.
      */
-    private static boolean inPlace(Buffer frame) {
-        return frame instanceof DeviceBuffer d && d.device().hostAddressable();
+    private boolean inPlace(Buffer frame) {
+        return deviceInPlace && frame instanceof DeviceBuffer d && d.device().hostAddressable();
     }
 
     private StagingRing newRing(Device device) {

@@ -17,9 +17,20 @@ import java.util.function.Predicate;
 
 /** TCP over NIO sockets ({@code tcp://host:port}); see {@link TcpConnection} for the wire. */
 public final class TcpTransport implements Transport {
-    public static final TcpTransport INSTANCE = new TcpTransport();
+    public static final TcpTransport INSTANCE = new TcpTransport(true);
+    /**
+     * TCP that stages every device frame through its {@link StagingRing}, as it must for a device the host cannot
+     * address (a CUDA GPU), even where the host can ({@link io.cuwire.memory.Device#hostAddressable()}, the
+     * emulated device, which {@link #INSTANCE} reads and writes in place): for tests, so that CI, which runs on the
+     * emulated device, exercises the ring a GPU uses.
+     */
+    public static final TcpTransport STAGING_DEVICE_FRAMES = new TcpTransport(false);
 
-    private TcpTransport() {
+    /** Whether connections read and write host-addressable device memory in place (else through the ring). */
+    private final boolean deviceInPlace;
+
+    private TcpTransport(boolean deviceInPlace) {
+        this.deviceInPlace = deviceInPlace;
     }
 
     @Override
@@ -29,7 +40,7 @@ public final class TcpTransport implements Transport {
 
     @Override
     public Listener listen(String address, TransportConfig config) {
-        return listen(Sockets.parse(Transports.TCP, address), config, InetAddress::isLoopbackAddress);
+        return listen(Sockets.parse(Transports.TCP, address), config, InetAddress::isLoopbackAddress, deviceInPlace);
     }
 
     @Override
@@ -38,14 +49,15 @@ public final class TcpTransport implements Transport {
         InetSocketAddress remote = (InetSocketAddress) channel.socket().getRemoteSocketAddress();
         Capabilities local = Capabilities.local(config.families());
         if (!config.tls().clientUsesTls(remote.getAddress())) {
-            return new TcpConnection(channel, config, Sockets.handshake(channel, config, local), true, null);
+            return new TcpConnection(channel, config, Sockets.handshake(channel, config, local), true, null,
+                    deviceInPlace);
         }
         try {
             String peer = String.valueOf(remote);
             TlsSession tls = TlsSession.client(channel, peer, System.nanoTime() + config.handshakeTimeout().toNanos());
             Handshake.Result handshake = Handshake.run(tls.records(), config, true, local, Handshake.endpoint(remote),
                     () -> { }, tls.binding());
-            return new TcpConnection(channel, config, handshake, true, tls);
+            return new TcpConnection(channel, config, handshake, true, tls, deviceInPlace);
         } catch (RuntimeException e) {
             Sockets.closeQuietly(channel);
             throw e;
@@ -55,7 +67,12 @@ public final class TcpTransport implements Transport {
     /** A {@code tcp://} listener at {@code bind} that takes a peer for loopback where {@code loopback} says so. */
     public static SocketListener listen(InetSocketAddress bind, TransportConfig config,
             Predicate<InetAddress> loopback) {
+        return listen(bind, config, loopback, true);
+    }
+
+    private static SocketListener listen(InetSocketAddress bind, TransportConfig config,
+            Predicate<InetAddress> loopback, boolean deviceInPlace) {
         return SocketListener.withTls(Transports.TCP, bind, config, Capabilities.local(config.families()), loopback,
-                (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls));
+                (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls, deviceInPlace));
     }
 }
