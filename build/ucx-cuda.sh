@@ -24,8 +24,9 @@
 # OUT_DIR/bin/ucx_info, and OUT_DIR/BUILD.txt naming the source commit and configure line. The project commits
 # neither UCX's source nor this output.
 #
-# Modules: tcp, sm (posix, sysv, self, cma), cuda (cuda_copy, cuda_ipc, gdr_copy absent). No verbs/rdmacm (ib):
-# Debian's build machine has no rdma-core headers, so a cluster that wants RDMA uses its own UCX (README.md, UCX).
+# Transports: tcp, sm (posix, sysv, self; cma as a module), cuda (cuda_copy, cuda_ipc; no gdr_copy), and ib (rc, ud,
+# dc, mlx5) with rdmacm when rdma-core's headers are installed (Debian: libibverbs-dev librdmacm-dev; IB=no leaves
+# them out). The ib modules load only where libibverbs.so.1 and libmlx5.so.1 are; elsewhere UCX skips them.
 set -euo pipefail
 
 usage() { echo "usage: $0 UCX_CHECKOUT OUT_DIR" >&2; exit 2; }
@@ -79,10 +80,17 @@ commit="$(git -C "$src" rev-parse HEAD 2>/dev/null || echo "not a git checkout")
 # cuda_copy_md.c uses (for dmabuf); only PFN_cuMemGetHandleForAddressRange_v11070 is left, the same signature. cudart is linked from its static archive (-fPIC objects), with what it needs.
 cuda13_defines="-DPFN_cuMemGetHandleForAddressRange=PFN_cuMemGetHandleForAddressRange_v11070"
 cudart_static="$cuda/lib64/libcudart_static.a -lrt -ldl -lpthread"
+# InfiniBand/RoCE (the ib and rdmacm modules) when rdma-core's headers are here (Debian: libibverbs-dev,
+# librdmacm-dev), else none; IB=no leaves them out anyway. They load only where libibverbs.so.1 is installed.
+if [[ "${IB:-auto}" != no && -f /usr/include/infiniband/verbs.h && -f /usr/include/rdma/rdma_cma.h ]]; then
+    ib_args=(--with-verbs --with-rdmacm --with-rc --with-ud --with-dc --with-mlx5-dv)
+else
+    ib_args=(--without-verbs --without-rdmacm)
+fi
 configure_args=(
     --prefix="$work/prefix" --disable-static --enable-mt --disable-debug --disable-assertions
     --disable-params-check --disable-doxygen-doc --disable-examples
-    --without-java --without-go --without-rocm --without-verbs --without-rdmacm --without-knem --without-xpmem
+    --without-java --without-go --without-rocm "${ib_args[@]}" --without-knem --without-xpmem
     --without-ugni --without-gdrcopy --without-fuse3 --without-valgrind --without-mpi --without-bfd
     --with-cuda="$cuda"
 )
