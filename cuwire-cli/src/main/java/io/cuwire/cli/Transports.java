@@ -1,6 +1,7 @@
 package io.cuwire.cli;
 
 import io.cuwire.transport.spi.Availability;
+import io.cuwire.transport.spi.TransportProvider;
 import java.util.List;
 
 /** Which transports this machine can use, given the chosen device platform. */
@@ -32,9 +33,20 @@ public final class Transports {
         };
     }
 
+    /**
+     * UCX: missing when {@code libucp.so.0} is not found; else what its provider says, which loads it and names it
+     * (version, library, modules, whether it carries CUDA memory).
+     */
     static Availability ucx() {
         Availability lib = NativeLibraries.probe(UCX_LIBRARY);
-        return lib.available() ? lib
-                : Availability.unavailable(lib.reason() + "; install the system UCX (Debian: libucx0)");
+        if (!lib.available()) {
+            return Availability.unavailable(lib.reason() + "; install the system UCX (Debian: libucx0)");
+        }
+        for (TransportProvider p : io.cuwire.transport.Transports.providers()) {
+            if (p.scheme().equals(io.cuwire.transport.Transports.UCX)) {
+                return p.availability();
+            }
+        }
+        return Availability.unavailable(lib.reason() + ", but no provider of ucx:// is on the class path");
     }
 }

@@ -3,6 +3,7 @@ package io.cuwire.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.transport.spi.Availability;
 import java.util.LinkedHashMap;
@@ -48,5 +49,13 @@ class InfoTest {
     void shouldExplainHowToGetUcxWhenItIsMissing() {
         Availability ucx = Transports.ucx();
         assertTrue(ucx.available() || ucx.reason().contains("libucx0"), ucx.toString());
+    }
+
+    @Test
+    void shouldNameTheLoadedUcxItsModulesAndWhetherItCarriesCuda() {
+        Availability ucx = Transports.ucx();
+        assumeTrue(ucx.available(), () -> "UCX does not load here: " + ucx.reason());
+        assertTrue(ucx.reason().matches("UCX \\d+\\.\\d+\\.\\d+.* \\(/.*libucp\\.so[.0-9]*\\), modules in /.*: .*; "
+                + "CUDA memory: (yes|no) .*"), ucx.reason());
     }
 }

@@ -52,6 +52,10 @@ import java.util.concurrent.locks.LockSupport;
  *       {@code bytes} each, each in an allocation of its own (frame {@code i} a pattern seeded by {@code i}), and
  *       waits for the close</td></tr>
  *   <tr><td>{@code send-and-die bytes}</td><td>sends a device frame of {@code bytes}, dies half way</td></tr>
+ *   <tr><td>{@code send-timed-and-die bytes}</td><td>sends a device frame of {@code bytes} twice, timing the second
+ *       send (the receiver's pool is warm by then; printed); sends it a third time and dies half that time after
+ *       starting: half way by the clock, for a path that copies nothing through host memory, where
+ *       {@code send-and-die}'s count of device-to-host bytes stays 0</td></tr>
  *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
  *       thread: closes at once)</td></tr>
  *   <tr><td>{@code send-unagreed-family}</td><td>sends a {@code cuda}-family message (a device array) on a connection
@@ -123,6 +127,7 @@ public final class ConformancePeer {
                     case "resend" -> resend(c, dev, Long.parseLong(args[3]), Integer.parseInt(args[4]));
                     case "send-frames" -> sendFrames(c, dev, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
+                    case "send-timed-and-die" -> sendTimedAndDie(c, dev, Long.parseLong(args[3]), ownProcess, out);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
                     case "send-unagreed-family" -> sendUnagreedFamily(c, dev, out);
                     default -> throw new IllegalArgumentException("unknown mode " + mode);
@@ -304,6 +309,26 @@ public final class ConformancePeer {
         try (DeviceBuffer frame = dev.allocate(bytes)) {
             long start = CopyEngine.totals().bytes(CopyDirection.D2H);
             dieWhen(() -> CopyEngine.totals().bytes(CopyDirection.D2H) - start >= bytes / 2);
+            c.send(TestMessages.message("doomed", List.<Buffer>of(frame))).join();
+        }
+        return 5;
+    }
+
+    private static int sendTimedAndDie(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess,
+            PrintStream out) {
+        if (!ownProcess) {
+            throw new IllegalArgumentException("send-timed-and-die needs a process of its own");
+        }
+        try (DeviceBuffer frame = dev.allocate(bytes)) {
+            c.send(TestMessages.message("warm", List.<Buffer>of(frame))).join();
+            long start = System.nanoTime();
+            c.send(TestMessages.message("timed", List.<Buffer>of(frame))).join();
+            long took = System.nanoTime() - start;
+            out.println("sent " + bytes + " bytes in " + took / 1000 + " us; dying " + took / 2000
+                    + " us into the next send");
+            out.flush();
+            long second = System.nanoTime();
+            dieWhen(() -> System.nanoTime() - second >= took / 2);
             c.send(TestMessages.message("doomed", List.<Buffer>of(frame))).join();
         }
         return 5;

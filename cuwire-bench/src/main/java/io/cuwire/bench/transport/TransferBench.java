@@ -84,8 +84,8 @@ import picocli.CommandLine.Option;
  * two processes (tcp, tls, ucx). In-process has no ceiling: it lends frames, and reports its latency. Transport
  * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
  * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
- * plain TCP's. For IPC, TCP and TLS a round trip of a 1 KiB device frame is timed too (the median of 2,000, after at
- * least 2,000 and 3 s of them untimed). With {@code --arrays N} a
+ * plain TCP's. For IPC, TCP, TLS and UCX a round trip of a 1 KiB device frame is timed too (the median of 2,000,
+ * after at least 2,000 and 3 s of them untimed). With {@code --arrays N} a
  * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
  * {@code --out}.
  *
@@ -384,8 +384,10 @@ public final class TransferBench {
                                             + " reason=\"JDK serialization holds the model in one byte[] (< 2 GiB)\"");
                                     continue;
                                 }
+                                boolean ucxDirect = transport.equals("ucx") && family == Family.CUDA
+                                        && conn.peer().ucxCarriesCuda() && devices.getFirst().platform().equals("cuda");
                                 Ceiling ceiling = Ceiling.of(transport, size, options.repeat(), side, child, devices,
-                                        receiverOrdinal);
+                                        receiverOrdinal, ucxDirect);
                                 Result r;
                                 try {
                                     r = transfer(conn, transport, family, size, options.repeat(), side, ceiling);
@@ -406,7 +408,7 @@ public final class TransferBench {
                             out.println(mf.line());
                             extra.add(mf.line());
                         }
-                        if (List.of("ipc", "tcp", "tls").contains(transport)) {
+                        if (List.of("ipc", "tcp", "tls", "ucx").contains(transport)) {
                             double rttUs = roundTrip(conn, side);
                             String line = String.format(Locale.ROOT, "RESULT transport=%s family=cuda size=1024 "
                                     + "rtt_us=%.1f", transport, rttUs);
@@ -620,12 +622,14 @@ public final class TransferBench {
     }
 
     /**
-     * The raw ceiling of a path, run interleaved with a case's timed transfers: over a socket (tcp, tls, ucx) the
+     * The raw ceiling of a path, run interleaved with a case's timed transfers: over a socket (tcp, tls, ucx staging
+     * device frames) the
      * same bytes with no serialization, as one big pre-touched buffer ({@code raw-once}, cold in the caches at large
      * sizes) and as a cache-resident chunk of {@value #RAW_CHUNKS_DOC} written again and again ({@code raw-64k}, ...;
      * chunks smaller than the size only), the receiver reading into a pre-touched buffer of the whole size and
-     * answering one byte; for ipc the copy engine's copy device 0 → the receiver's device (a peer copy between two
-     * GPUs, the device's own copy on one). The best variant by median is the ceiling. In-process has none.
+     * answering one byte; for ipc, and for ucx's cuda family when the peer's UCX carries CUDA (device frames go
+     * direct), the copy engine's copy device 0 → the receiver's device (a peer copy between two GPUs, the device's own
+     * copy on one). The best variant by median is the ceiling. In-process has none.
      */
     static final class Ceiling implements AutoCloseable {
         /** A variant's name and median ms. */
@@ -650,30 +654,29 @@ public final class TransferBench {
 
         /** {@code transport}'s ceiling for {@code size} bytes; {@code null} for inproc. */
         static Ceiling of(String transport, long size, int repeat, Side side, Child child, List<Device> devices,
-                int receiverOrdinal) {
+                int receiverOrdinal, boolean ucxDirect) {
             List<String> names = new ArrayList<>();
             List<RawRun> runs = new ArrayList<>();
+            boolean deviceCopy = transport.equals("ipc") || ucxDirect;
             switch (transport) {
                 case "inproc" -> {
                     return null;
                 }
-                case "tcp", "tls", "ucx" -> {
-                    names.add("raw-once");
-                    runs.add(() -> child.rawTransfer(side.rawSource, size, 0));
-                    for (long chunk : RAW_CHUNKS) {
-                        if (chunk < size) {
-                            names.add("raw-" + (chunk >= 1 << 20 ? (chunk >> 20) + "m" : (chunk >> 10) + "k"));
-                            runs.add(() -> child.rawTransfer(side.rawSource, size, chunk));
-                        }
+                case "ucx" -> {
+                    if (ucxDirect) {
+                        names.add(receiverOrdinal == devices.getFirst().ordinal() ? "device-copy" : "peer-copy");
+                    } else {
+                        socketCeilings(names, runs, side, child, size);
                     }
                 }
+                case "tcp", "tls" -> socketCeilings(names, runs, side, child, size);
                 case "ipc" -> {
                     names.add(receiverOrdinal == devices.getFirst().ordinal() ? "device-copy" : "peer-copy");
                 }
                 default -> throw new IllegalArgumentException(transport);
             }
             Ceiling c = new Ceiling(names, runs, repeat);
-            if (transport.equals("ipc")) {
+            if (deviceCopy) {
                 BufferAllocator<DeviceBuffer> target = devices.get(receiverOrdinal).newAllocator("bench-raw",
                         BufferAllocator.UNLIMITED);
                 c.held.add(target);
@@ -689,6 +692,18 @@ public final class TransferBench {
             }
             c.round(-1);  // untimed: the first of each variant
             return c;
+        }
+
+        /** The raw socket's variants: one big buffer, and each cache-resident chunk smaller than {@code size}. */
+        private static void socketCeilings(List<String> names, List<RawRun> runs, Side side, Child child, long size) {
+            names.add("raw-once");
+            runs.add(() -> child.rawTransfer(side.rawSource, size, 0));
+            for (long chunk : RAW_CHUNKS) {
+                if (chunk < size) {
+                    names.add("raw-" + (chunk >= 1 << 20 ? (chunk >> 20) + "m" : (chunk >> 10) + "k"));
+                    runs.add(() -> child.rawTransfer(side.rawSource, size, chunk));
+                }
+            }
         }
 
         /** Frees what the variants hold (the copy's buffers). */

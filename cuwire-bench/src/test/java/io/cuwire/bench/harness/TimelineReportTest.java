@@ -56,10 +56,10 @@ class TimelineReportTest {
         double shares = report.transitions().stream().mapToDouble(TimelineReport.Transition::share).sum();
         assertEquals(1.0, shares, 1e-9);
 
-        // the 4 rounds before the last 5 sends: rounds 2..5, of which round 3 is late
+        // the 4 rounds before the last 5 sends: rounds 2..5, of which round 3 is late (its gap is not the median)
         TimelineReport.Report earlier = TimelineReport.analyse(dir, 4, 5);
         assertEquals(4, earlier.rounds());
-        assertEquals(3, earlier.typical());
+        assertEquals(4, earlier.typical());  // the late round has the same stamps, so the same sequence
         assertEquals(10.0, earlier.steps().get(1).gapMicros(), 1e-9);
         assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 8, 5));
     }

@@ -58,6 +58,7 @@ final class Ucx {
     private final boolean carriesCuda;
     private final String netDevices;
     private final boolean peerErrorHandling;
+    private UcxBuild build;
 
     private Ucx(UcpContext context, String netDevices) {
         this.context = context;
@@ -128,6 +129,14 @@ final class Ucx {
     /** Whether this UCX build moves CUDA memory itself (the context reports the CUDA memory type). */
     boolean carriesCuda() {
         return carriesCuda;
+    }
+
+    /** Which UCX this is (version, library, modules, CUDA), read once. */
+    synchronized UcxBuild build() {
+        if (build == null) {
+            build = UcxBuild.probe(carriesCuda);
+        }
+        return build;
     }
 
     String netDevices() {

@@ -75,9 +75,14 @@ import org.openucx.jucx.ucp.UcpTagMessage;
  * A host frame of at most 64 KiB goes into part 0 while part 0's frames stay within 1 MiB (the same rule on both
  * sides, from the header's descriptors). The receiver probes for part 0, refuses a length beyond its header limit
  * before allocating anything, checks the header against its limits, allocates the frames, then posts the receives.
- * Every request names its memory type: host for host frames and staging, CUDA for device frames only when this
- * side's UCX carries CUDA memory and the frame's memory has a device address; otherwise device frames go through a
- * pinned {@link UcxStaging} ring. Each side chooses for itself: the wire is the same.
+ * Every request names its memory type: host for host frames and staging, CUDA for device frames on the
+ * {@link DevicePath#DIRECT direct path}. Which path a connection's device frames take is chosen when it is made,
+ * from both sides' capabilities ({@link DevicePath#negotiate}): direct when both sides' UCX carries CUDA memory, else
+ * staged through a pinned {@link UcxStaging} ring. On the direct path a device frame whose memory has a device
+ * address (CUDA memory, not the emulated device's) is sent and received in place, in parts of
+ * {@link DevicePath#DIRECT_PART_BYTES}, which the sender announces as the device chunk of the message; a message with
+ * a device frame that has no device address announces the staging chunk instead, and that frame is staged. The
+ * receiver follows the announced chunk either way, so the wire is the same on both paths.
  *
  * <h2>Threads</h2>
  * The agent's thread makes every UCX call; a sender thread stages device and heap frames, hands parts to the agent and
@@ -137,6 +142,8 @@ final class UcxConnection extends AbstractConnection {
     private final long ioTimeoutNanos;
     private final ConnectionState connection;
     private final Handshake.Result handshake;
+    /** How this connection's device frames cross, chosen from both sides' capabilities. */
+    private final DevicePath devicePath;
     /** Tags part 0 of each message sent, on the sender thread; {@code null} without session keys. */
     private final SessionKeys.Direction seal;
     /** Checks part 0 of each message received, under the receive lock; {@code null} without session keys. */
@@ -167,6 +174,7 @@ final class UcxConnection extends AbstractConnection {
         this.ucx = ucx;
         this.config = config;
         this.handshake = handshake;
+        this.devicePath = DevicePath.negotiate(ucx.carriesCuda(), handshake.peer().ucxCarriesCuda());
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
@@ -291,7 +299,7 @@ final class UcxConnection extends AbstractConnection {
         }
         try {
             List<Buffer> frames = out.message.frames();
-            int chunk = config.stagingChunkBytes();
+            int chunk = deviceChunk(frames);
             List<Boolean> inline = coalesced(Frames.kinds(frames), Frames.lengths(frames));
             int hostPart = HOST_PART_BYTES;
             for (int i = 0; i < frames.size(); i++) {
@@ -468,9 +476,30 @@ final class UcxConnection extends AbstractConnection {
         return new UcxStaging(device, chunk, config.stagingSlots(), name + "-staging-" + device);
     }
 
-    /** The device address to hand UCX directly, when this side's UCX carries CUDA and the memory has one. */
+    /** How this connection's device frames cross. */
+    DevicePath devicePath() {
+        return devicePath;
+    }
+
+    /**
+     * The device chunk of a message of {@code frames}: {@link DevicePath#DIRECT_PART_BYTES} when every device frame
+     * goes direct, else the staging chunk (a staged frame needs ring slots of the chunk's size).
+     */
+    private int deviceChunk(List<Buffer> frames) {
+        if (devicePath != DevicePath.DIRECT) {
+            return config.stagingChunkBytes();
+        }
+        for (Buffer f : frames) {
+            if (f instanceof DeviceBuffer d && directAddress(d).isEmpty()) {
+                return config.stagingChunkBytes();
+            }
+        }
+        return DevicePath.DIRECT_PART_BYTES;
+    }
+
+    /** The device address to hand UCX, on the direct path when the memory has one. */
     private OptionalLong directAddress(DeviceBuffer d) {
-        if (!ucx.carriesCuda()) {
+        if (devicePath != DevicePath.DIRECT) {
             return OptionalLong.empty();
         }
         OptionalLong base = d.allocation(DeviceAllocation.class).nativeAddress();

@@ -8,7 +8,7 @@ import io.cuwire.transport.spi.TransportProvider;
 
 /**
  * Registers {@link UcxTransport} for {@code ucx://}: available where JUCX and the system UCX load (tried once per
- * process, on the first lookup).
+ * process, on the first lookup); the availability names which UCX loaded ({@link UcxBuild#describe}).
  */
 public final class UcxProvider implements TransportProvider {
     @Override
@@ -19,9 +19,7 @@ public final class UcxProvider implements TransportProvider {
     @Override
     public Availability availability() {
         try {
-            Ucx ucx = Ucx.get();
-            return Availability.available("UCX " + (ucx.carriesCuda() ? "carrying CUDA memory" : "staging device "
-                    + "frames through host memory"));
+            return Availability.available(Ucx.get().build().describe());
         } catch (TransportUnavailableException e) {
             return Availability.unavailable(e.getMessage());
         }
