@@ -102,12 +102,15 @@ public final class ModelBroadcastBench {
      * @param java whether to run the {@code java} family over TCP (one worker only)
      * @param warmup untimed broadcasts of a small model before the timed ones
      * @param chunkBytes the pieces a chain or tree forwards
+     * @param transports the local cluster's transports for the {@code cuda} family's broadcasts, in this order
+     *     ({@code ipc}, {@code ucx})
      */
     public record Options(List<Long> sizes, int workers, List<BroadcastOptions.Strategy> strategies, int repeat,
-            Path out, boolean java, int warmup, long chunkBytes) {
+            Path out, boolean java, int warmup, long chunkBytes, List<String> transports) {
         public Options {
             sizes = List.copyOf(sizes);
             strategies = List.copyOf(strategies);
+            transports = List.copyOf(transports);
         }
 
         /** Parses the options of {@link Args} ({@code cuwire bench broadcast --help}). */
@@ -145,6 +148,11 @@ public final class ModelBroadcastBench {
                 description = "warm and unchanged broadcasts per case, and raw copies (default: ${DEFAULT-VALUE})")
         int repeat;
 
+        @Option(names = "--transports", split = ",", paramLabel = "T", defaultValue = "ipc",
+                description = "the cluster's transports for the cuda family, in this order: ipc, ucx (default: "
+                        + "${DEFAULT-VALUE})")
+        List<String> transports;
+
         @Option(names = "--warmup", paramLabel = "N", defaultValue = "" + DEFAULT_WARMUP,
                 description = "untimed broadcasts of a small model first (default: ${DEFAULT-VALUE})")
         int warmup;
@@ -173,8 +181,18 @@ public final class ModelBroadcastBench {
                 throw new IllegalArgumentException("--strategies " + s.stream().map(ModelBroadcastBench::name)
                         .toList() + " (expected: each strategy at most once)");
             }
+            for (String t : transports) {
+                if (!List.of("ipc", "ucx").contains(t)) {
+                    throw new IllegalArgumentException("--transports " + String.join(",", transports)
+                            + " (expected: ipc, ucx)");
+                }
+            }
+            if (transports.size() != transports.stream().distinct().count()) {
+                throw new IllegalArgumentException("--transports " + String.join(",", transports)
+                        + " (expected: each transport at most once)");
+            }
             return new Options(sizes, Cli.atLeast("--workers", workers, 1), s, Cli.atLeast("--repeat", repeat, 1),
-                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk);
+                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk, transports);
         }
     }
 
@@ -291,21 +309,24 @@ public final class ModelBroadcastBench {
                 n == 1 ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
                         : "best pipelined warm <= 1.5 x raw from 1 GiB up, unchanged < 1 ms");
         List<Result> results = new ArrayList<>();
-        try (LocalCluster cluster = LocalCluster.builder().workers(n).devices(devices).transport("ipc").start()) {
-            Client client = cluster.client();
-            warmUp(client, options.warmup(), options.strategies());
-            for (long size : options.sizes()) {
-                try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
-                    double[] copies = TransferBench.copyMs(client.memory(), Devices.get(devices[0]), size,
-                            options.repeat());
-                    double raw = Stats.median(copies);
-                    results.add(print(out, n, new Result(size, "none", "ipc", Family.CUDA, "raw", raw, min(copies),
-                            max(copies), 1, 0, 0, 1, true)));
-                    for (BroadcastOptions.Strategy s : options.strategies()) {
-                        BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s)
-                                .chunkBytes(options.chunkBytes());
-                        results.addAll(broadcasts(out, client, n, model, x, cuda, "ipc", options.repeat(), size,
-                                raw));
+        for (String transport : options.transports()) {
+            try (LocalCluster cluster = LocalCluster.builder().workers(n).devices(devices).transport(transport)
+                    .start()) {
+                Client client = cluster.client();
+                warmUp(client, options.warmup(), options.strategies());
+                for (long size : options.sizes()) {
+                    try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
+                        double[] copies = TransferBench.copyMs(client.memory(), Devices.get(devices[0]), size,
+                                options.repeat());
+                        double raw = Stats.median(copies);
+                        results.add(print(out, n, new Result(size, "none", transport, Family.CUDA, "raw", raw,
+                                min(copies), max(copies), 1, 0, 0, 1, true)));
+                        for (BroadcastOptions.Strategy s : options.strategies()) {
+                            BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s)
+                                    .chunkBytes(options.chunkBytes());
+                            results.addAll(broadcasts(out, client, n, model, x, cuda, transport, options.repeat(),
+                                    size, raw));
+                        }
                     }
                 }
             }
@@ -517,10 +538,16 @@ public final class ModelBroadcastBench {
         return r;
     }
 
-    /** The cuda family's case of {@code size}, {@code strategy} and {@code phase}, if measured. */
+    /**
+     * The cuda family's case of {@code size}, {@code strategy} and {@code phase}, if measured: over ipc if the run
+     * had it, else over its first transport.
+     */
     private static Optional<Result> find(List<Result> results, long size, String strategy, String phase) {
+        String transport = results.stream().anyMatch(r -> r.transport().equals("ipc")) ? "ipc"
+                : results.isEmpty() ? "ipc" : results.getFirst().transport();
         return results.stream().filter(r -> r.size() == size && r.family() == Family.CUDA
-                && r.strategy().equals(strategy) && r.phase().equals(phase)).findFirst();
+                && r.transport().equals(transport) && r.strategy().equals(strategy) && r.phase().equals(phase))
+                .findFirst();
     }
 
     /** The cuda family's warm broadcast of {@code size} that the java family and the one-worker summary use. */
@@ -539,9 +566,9 @@ public final class ModelBroadcastBench {
         Result raw = find(results, size, "none", "raw").orElseThrow();
         double javaWarm = results.stream().filter(r -> r.size() == size && r.family() == Family.JAVA
                 && r.phase().equals("warm")).mapToDouble(Result::medianMs).findFirst().orElse(Double.NaN);
-        return String.format(Locale.ROOT, "RESULT bench=broadcast size=%d summary cuda_ipc_warm_ms=%.3f raw_ms=%.3f "
+        return String.format(Locale.ROOT, "RESULT bench=broadcast size=%d summary cuda_%s_warm_ms=%.3f raw_ms=%.3f "
                 + "vs_raw=%.3f within_1.15=%s java_tcp_warm_ms=%.1f java_vs_cuda=%.1f at_least_50=%s checked=%s", size,
-                warm.medianMs(), raw.medianMs(), warm.medianMs() / raw.medianMs(),
+                warm.transport(), warm.medianMs(), raw.medianMs(), warm.medianMs() / raw.medianMs(),
                 warm.medianMs() <= SINGLE_TARGET * raw.medianMs(), javaWarm, javaWarm / warm.medianMs(),
                 Double.isNaN(javaWarm) ? "n/a" : String.valueOf(javaWarm >= JAVA_TARGET * warm.medianMs()),
                 checked(results, size));
