@@ -163,6 +163,16 @@ public abstract class Device {
     }
 
     /**
+     * Makes this device's context current on the calling platform thread, for a native library of another's that
+     * calls the device's driver in whatever context is current (UCX's CUDA transports, on their progress thread).
+     * cuwire's own driver calls never rely on it: each goes through its device's gate. Call it on a platform thread
+     * that stays its own OS thread (not a virtual thread, which may change carriers). A no-op for a device without
+     * contexts (the emulated device).
+     */
+    public void makeCurrentForNativeLibraries() {
+    }
+
+    /**
      * {@code bytes} of {@code buffer}'s memory from {@code offset} as host memory, for a device that is
      * {@link #hostAddressable()}. For the {@link CopyEngine} only, which counts what is read or written through it.
      *

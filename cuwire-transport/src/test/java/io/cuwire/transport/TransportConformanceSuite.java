@@ -160,6 +160,14 @@ public abstract class TransportConformanceSuite {
         return assertInstanceOf(type, c, () -> "expected " + type.getSimpleName() + ", got " + t);
     }
 
+    /**
+     * Whether the peer's capabilities say its UCX carries CUDA memory: only UCX connections tell it, and over a
+     * CUDA-aware UCX (the bundle's on a GPU host) it is true.
+     */
+    protected boolean peerUcxCarriesCuda() {
+        return false;
+    }
+
     @Test
     void shouldEchoSmallHostFramesAndReportMetricsAndCapabilities(TestInfo info) throws Exception {
         SplittableRandom random = TestRandom.create(info);
@@ -169,7 +177,7 @@ public abstract class TransportConformanceSuite {
         assertEquals(List.of(Family.CUDA, Family.HOST), c.families());
         assertTrue(c.peer().sameHost(Capabilities.local(List.of(Family.HOST))), c.peer().hostId());
         assertEquals(Devices.all().size(), c.peer().devices().size());
-        assertFalse(c.peer().ucxCarriesCuda());
+        assertEquals(peerUcxCarriesCuda(), c.peer().ucxCarriesCuda());
         try (HostBuffer a = host.allocate(100); HostBuffer b = host.allocate(3000);
                 HostBuffer empty = host.allocate(0)) {
             byte[] da = TestRandom.bytes(random, 100);

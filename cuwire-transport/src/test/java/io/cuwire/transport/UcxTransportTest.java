@@ -52,6 +52,11 @@ class UcxTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean peerUcxCarriesCuda() {
+        return UcxTransport.carriesCuda();  // the peer runs this JVM's UCX
+    }
+
+    @Override
     protected boolean receivesArrayFrames() {
         return false;
     }

@@ -84,6 +84,12 @@ public final class CudaDevice extends Device {
         return ctx;
     }
 
+    /** Makes this device's primary context current on the calling thread ({@code cuCtxSetCurrent}). */
+    @Override
+    public void makeCurrentForNativeLibraries() {
+        Driver.ctxSetCurrent(context());
+    }
+
     /** The device pointer of {@code buffer}'s byte at {@code offset}, for the platform's own calls. */
     public static long pointer(DeviceBuffer buffer, long offset) {
         return buffer.allocation(CudaAllocation.class).pointer() + buffer.rootOffset() + offset;

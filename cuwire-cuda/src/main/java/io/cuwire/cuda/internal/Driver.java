@@ -452,7 +452,8 @@ public final class Driver {
 
     /**
      * {@code cuCtxSetCurrent} of {@code ctx} ({@link MemorySegment#NULL}: none) on the calling thread. For tests
-     * that leave a thread in the wrong context on purpose; driver work goes through {@link #inContext}.
+     * that leave a thread in the wrong context on purpose, and for native libraries that run in the current context
+     * ({@link CudaDevice#makeCurrentForNativeLibraries}); cuwire's driver work goes through {@link #inContext}.
      */
     static void ctxSetCurrent(MemorySegment ctx) {
         check(invoke(() -> (int) Api.CTX_SET_CURRENT.invokeExact(ctx)), "cuCtxSetCurrent");

@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.ucx;
 
+import io.cuwire.memory.Devices;
 import io.cuwire.transport.IdleStrategy;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -248,6 +249,12 @@ final class UcxAgent implements AutoCloseable {
 
     private void run(Ucx ucx) {
         try {
+            // UCX's CUDA transports query and copy device memory in the thread's current CUDA context; without one,
+            // cuda_copy's cuMemGetAddressRange fails ("invalid device context"), the memory is taken for host memory
+            // and copied as such (a SIGSEGV on the H200 host, 2026-12-02). Every UCX call of this worker is made here.
+            if (!Devices.all().isEmpty()) {
+                Devices.all().getFirst().makeCurrentForNativeLibraries();
+            }
             worker = ucx.context().newWorker(new UcpWorkerParams());
             started.complete(worker.getAddress());
         } catch (RuntimeException e) {
