@@ -87,7 +87,7 @@ public final class CudaDevice extends Device {
     /** Makes this device's primary context current on the calling thread ({@code cuCtxSetCurrent}). */
     @Override
     public void makeCurrentForNativeLibraries() {
-        Driver.ctxSetCurrent(context());
+        Driver.makeCurrentForNativeLibraries(this);
     }
 
     /** The device pointer of {@code buffer}'s byte at {@code offset}, for the platform's own calls. */

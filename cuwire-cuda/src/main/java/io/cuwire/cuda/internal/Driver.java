@@ -452,11 +452,21 @@ public final class Driver {
 
     /**
      * {@code cuCtxSetCurrent} of {@code ctx} ({@link MemorySegment#NULL}: none) on the calling thread. For tests
-     * that leave a thread in the wrong context on purpose, and for native libraries that run in the current context
-     * ({@link CudaDevice#makeCurrentForNativeLibraries}); cuwire's driver work goes through {@link #inContext}.
+     * that leave a thread in the wrong context on purpose; driver work goes through {@link #inContext}.
      */
     static void ctxSetCurrent(MemorySegment ctx) {
         check(invoke(() -> (int) Api.CTX_SET_CURRENT.invokeExact(ctx)), "cuCtxSetCurrent");
+    }
+
+    /**
+     * Makes {@code device}'s primary context current on the calling OS thread and leaves it there, for a native
+     * library of another's that calls the driver in whatever context is current (UCX's CUDA transports, on a UCX
+     * worker's progress thread). The one place besides the gate that sets a context; cuwire's own driver calls never
+     * rely on what it leaves.
+     */
+    static void makeCurrentForNativeLibraries(CudaDevice device) {
+        MemorySegment ctx = device.context();
+        check(invoke(() -> (int) Api.CTX_SET_CURRENT.invokeExact(ctx)), "cuCtxSetCurrent(" + device + ")");
     }
 
     // ---- everything below runs in a device's context, through the gate
