@@ -739,6 +739,13 @@ final class IpcConnection extends AbstractConnection {
                     synchronized (readAhead) {
                         queuedHostBytes += hostBytes;
                     }
+                    // Owed before the hand-over (the copies are done): a reply the application sends at once takes
+                    // the consumed record along, ahead of itself. Counted after the hand-over, a quick reply went
+                    // without it and the record followed the reply, so the peer learnt its send was done only after
+                    // the reply (and its send's copy count took in what its threads copied meanwhile).
+                    if (event.deviceFrames > 0) {
+                        consumedOwed.incrementAndGet();
+                    }
                     received.add(m);
                     arrivals.incrementAndGet();
                     Timeline.mark(Point.READ_QUEUED);
@@ -748,7 +755,6 @@ final class IpcConnection extends AbstractConnection {
                         // consumed record rides along with that (one write, one wake-up of the peer, no wait for
                         // the lock); else this thread writes it after the grace.
                         long t = event.isEnabled() ? System.nanoTime() : 0;
-                        consumedOwed.incrementAndGet();
                         if (!idle.spinUntil(CONSUMED_GRACE_NANOS, () -> consumedOwed.get() == 0)) {
                             sends.lock().lock();
                             try {
