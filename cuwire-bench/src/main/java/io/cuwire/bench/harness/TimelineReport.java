@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -72,11 +73,11 @@ public final class TimelineReport {
             throw new IllegalArgumentException(directory + " holds " + files.size()
                     + " timeline files; a round trip needs two (timeline-<pid>.tsv, from -Dcuwire.transport.timeline)");
         }
-        List<List<long[]>> raw = new ArrayList<>();
+        List<List<Long>> raw = new ArrayList<>();
         List<List<String>> rawPoints = new ArrayList<>();
         List<String> heads = new ArrayList<>();
         for (Path f : files) {
-            List<long[]> times = new ArrayList<>();
+            List<Long> times = new ArrayList<>();
             List<String> points = new ArrayList<>();
             String head = "";
             try {
@@ -86,7 +87,7 @@ public final class TimelineReport {
                         continue;
                     }
                     int tab = line.indexOf('\t');
-                    times.add(new long[] {Long.parseLong(line.substring(0, tab))});
+                    times.add(Long.parseLong(line.substring(0, tab)));
                     points.add(line.substring(tab + 1));
                 }
             } catch (IOException e) {
@@ -101,15 +102,15 @@ public final class TimelineReport {
         for (int i = 0; i < order.length; i++) {
             order[i] = i;
         }
-        java.util.Arrays.sort(order, Comparator.comparingLong(i -> firstSend(raw.get(i), rawPoints.get(i))));
+        Arrays.sort(order, Comparator.comparingLong(i -> firstSend(raw.get(i), rawPoints.get(i))));
         List<Stamp> all = new ArrayList<>();
         List<String> processes = new ArrayList<>();
         for (int k = 0; k < order.length; k++) {
             String name = String.valueOf((char) ('A' + k));
             processes.add(name + " = " + heads.get(order[k]));
-            List<long[]> times = raw.get(order[k]);
+            List<Long> times = raw.get(order[k]);
             for (int j = 0; j < times.size(); j++) {
-                all.add(new Stamp(times.get(j)[0], name, rawPoints.get(order[k]).get(j)));
+                all.add(new Stamp(times.get(j), name, rawPoints.get(order[k]).get(j)));
             }
         }
         all.sort(Comparator.comparingLong(Stamp::nanos));
@@ -159,17 +160,17 @@ public final class TimelineReport {
             String[] ft = e.getKey().split("\t");
             double[] g = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
             transitions.add(new Transition(ft[0], ft[1], g.length / (double) rounds, Stats.median(g),
-                    java.util.Arrays.stream(g).sum() / total));
+                    Arrays.stream(g).sum() / total));
         }
         transitions.sort(Comparator.comparingDouble(Transition::share).reversed());
         return new Report(rounds, typical.size(), steps, Stats.median(roundMicros), processes, transitions);
     }
 
-    private static long firstSend(List<long[]> times, List<String> points) {
+    private static long firstSend(List<Long> times, List<String> points) {
         long first = Long.MAX_VALUE;
         for (int j = 0; j < times.size(); j++) {
             if (points.get(j).equals("SEND_CALLED")) {
-                first = Math.min(first, times.get(j)[0]);
+                first = Math.min(first, times.get(j));
             }
         }
         return first;

@@ -584,17 +584,12 @@ public final class TransferBench {
         try (DeviceBuffer frame = side.device.allocate(1024)) {
             Message ping = control("rtt", List.of(frame));
             double[] us = new double[RTT_ROUNDS];
-            long warmStart = System.nanoTime();
-            int warmup = 0;
-            while (warmup < RTT_WARMUP || System.nanoTime() - warmStart < RTT_WARMUP_NANOS) {
-                CompletableFuture<?> sent = c.send(ping);
-                try (ReceivedMessage pong = c.receive()) {
-                    expectRoot(pong, "rtt");
+            long warmUntil = System.nanoTime() + RTT_WARMUP_NANOS;
+            // untimed until RTT_WARMUP round trips and RTT_WARMUP_NANOS have passed, then RTT_ROUNDS timed ones
+            for (int i = 0, timed = -1; timed < RTT_ROUNDS; i++) {
+                if (timed < 0 && i >= RTT_WARMUP && System.nanoTime() >= warmUntil) {
+                    timed = 0;
                 }
-                sent.join();
-                warmup++;
-            }
-            for (int i = 0; i < RTT_ROUNDS; i++) {
                 long t0 = System.nanoTime();
                 CompletableFuture<?> sent = c.send(ping);
                 try (ReceivedMessage pong = c.receive()) {
@@ -602,7 +597,9 @@ public final class TransferBench {
                 }
                 long t1 = System.nanoTime();
                 sent.join();
-                us[i] = (t1 - t0) / 1e3;
+                if (timed >= 0) {
+                    us[timed++] = (t1 - t0) / 1e3;
+                }
             }
             return Stats.median(us);
         }

@@ -10,14 +10,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * An opt-in record of when a connection's messages pass the points of their way (a send called, its frames pushed,
- * its bytes written; a record's type read, its header parsed, its frames copied, the message handed over, the
- * application's receive returning), for profiling a round trip across the two processes of a connection on one host.
- * Off unless the system property {@value #PROPERTY} names a directory; then every stamp is {@link System#nanoTime()}
- * (on Linux {@code CLOCK_MONOTONIC}, so the stamps of two processes on one host are on one clock) and the point, kept
- * in a fixed array of {@value #CAPACITY} stamps (later ones are dropped), written at exit to
- * {@code <directory>/timeline-<pid>.tsv}: a line {@code # <pid> <command line>}, then {@code <nanos>\t<point>} lines.
- * Off, {@link #mark} is a test of a constant that the JIT removes. {@code cuwire bench timeline} reads the files.
+ * An opt-in record of when an IPC connection's messages pass the points of their way (a send called, its frames
+ * pushed, its bytes written; a record's type read, its header parsed, its frames copied, the message handed over, the
+ * application's receive returning), for profiling a round trip across the two processes of a connection on one host;
+ * only the IPC transport stamps. Off unless the system property {@value #PROPERTY} names a directory; then every stamp
+ * is {@link System#nanoTime()} (on Linux {@code CLOCK_MONOTONIC}, so the stamps of two processes on one host are on
+ * one clock) and the point, kept in a fixed array of {@value #CAPACITY} stamps (later ones are dropped), written at
+ * exit to {@code <directory>/timeline-<pid>.tsv}: a line {@code # <pid> <command line>}, then
+ * {@code <nanos>\t<point>} lines. Off, {@link #mark} is a test of a constant that the JIT removes. cuwire-bench's
+ * {@code io.cuwire.bench.harness.TimelineReport} reads the files of both processes.
  */
 public final class Timeline {
     /** The system property that turns the timeline on: the directory its file goes to. */
