@@ -79,9 +79,13 @@ import picocli.CommandLine.Option;
  * bytes its side copied between host and device; the sender compares the CRC with its own. A case's copy counts are
  * the most any one of its transfers copied, cold and warm-up ones included. The first transfer is the cold
  * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
- * ceiling of the path ({@link Ceiling}), one round of which runs right before each timed transfer: the copy engine's
- * copy device 0 → the receiver's device in one process (ipc), the best of several plain socket transfers between the
- * two processes (tcp, tls, ucx). In-process has no ceiling: it lends frames, and reports its latency. Transport
+ * ceiling of the path ({@link Ceiling}): the best of several plain socket transfers between the two processes (tcp,
+ * tls, ucx), one round of which runs right before each timed transfer (so that a busy machine slows both alike), or
+ * the copy engine's copy device 0 → the receiver's device in the sender's process (ipc; ucx carrying device frames),
+ * its {@code --repeat} runs all before the case's timed transfers: interleaved, each timed pull followed a copy in
+ * the other process's CUDA context, and on one GPU, whose two processes' contexts take turns, that made the 1 MiB
+ * case wait on a switch the bench itself caused (the copy ran at 5.6-6.9 GB/s, the pull at half its speed of an
+ * old bench that ran its ceiling first). In-process has no ceiling: it lends frames, and reports its latency. Transport
  * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
  * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
  * plain TCP's. For IPC, TCP, TLS and UCX a round trip of a 1 KiB device frame is timed too (the median of 2,000,
@@ -92,9 +96,12 @@ import picocli.CommandLine.Option;
  * <p>Warm means warm for the JVM too: before a transport's cases, {@code --warmup} transfers of a 1 KiB model per
  * family run untimed (a JVM runs a method's first few thousand calls in the interpreter or lower compiler tiers; a
  * first measurement with 30 repeats found 1.5 ms per 1 KiB message over IPC, one after 500 found 0.46 ms), and after
- * each case's cold transfer up to {@value #CASE_WARMUP} more of the case's size (at most {@code --repeat}) run untimed
- * before the timed ones. The warm-up goes through the same transfer path, so it also makes its own cold transfer and
- * case warm-up first.
+ * each case's cold transfer more of the case's size run untimed before the timed ones: at least
+ * {@value #CASE_WARMUP} (or {@code --repeat} if fewer) and until {@code --case-warmup} ms have passed. The 1 KiB
+ * warm-up goes the push path of small frames; a larger case's frames are pulled, a path the JIT first sees in the
+ * case itself (on the H200, 1 MiB over IPC took 0.86 ms as the median of 10 after 3 warm-ups, 0.41 ms as that of
+ * 2,000). The 1 KiB warm-up goes through the same transfer path, so it also makes its own cold transfer and case
+ * warm-up first.
  */
 public final class TransferBench {
     private static final long CRC_WINDOW = 64 << 10;
@@ -150,9 +157,10 @@ public final class TransferBench {
      * @param out directory for the CSV, or {@code null}
      * @param arrays arrays of the many-frames case per transport ({@code --arrays}; 0: none)
      * @param arrayBytes bytes of each of them ({@code --array-bytes})
+     * @param caseWarmupMillis the least time each case's untimed transfers of its size take ({@code --case-warmup})
      */
     public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, int warmup,
-            Path out, int arrays, long arrayBytes) {
+            Path out, int arrays, long arrayBytes, int caseWarmupMillis) {
         /** Parses the options of {@link Args} ({@code cuwire bench transfer --help}). */
         public static Options parse(String... args) {
             return Cli.parse(new Args(), args).options();
@@ -199,6 +207,11 @@ public final class TransferBench {
                 description = "bytes of each array of the many-frames case (default: ${DEFAULT-VALUE})")
         long arrayBytes;
 
+        @Option(names = "--case-warmup", paramLabel = "MS", defaultValue = "1000",
+                description = "untimed transfers of each case's size after its cold one: at least " + CASE_WARMUP
+                        + " and until MS ms have passed (default: ${DEFAULT-VALUE})")
+        int caseWarmupMillis;
+
         /**
          * The typed options.
          *
@@ -207,7 +220,7 @@ public final class TransferBench {
         public Options options() {
             return new Options(List.copyOf(transports), List.copyOf(families), List.copyOf(sizes),
                     Cli.atLeast("--repeat", repeat, 1), Cli.atLeast("--warmup", warmup, 0), out,
-                    Cli.atLeast("--arrays", arrays, 0), arrayBytes);
+                    Cli.atLeast("--arrays", arrays, 0), arrayBytes, Cli.atLeast("--case-warmup", caseWarmupMillis, 0));
         }
     }
 
@@ -373,7 +386,7 @@ public final class TransferBench {
                     try (Connection conn = c) {
                         for (Family family : options.families()) {
                             if (options.warmup() > 0) {
-                                allChecked &= transfer(conn, transport, family, 1024, options.warmup(), side, null)
+                                allChecked &= transfer(conn, transport, family, 1024, options.warmup(), 0, side, null)
                                         .checked();
                             }
                         }
@@ -390,7 +403,8 @@ public final class TransferBench {
                                         receiverOrdinal, ucxDirect);
                                 Result r;
                                 try {
-                                    r = transfer(conn, transport, family, size, options.repeat(), side, ceiling);
+                                    r = transfer(conn, transport, family, size, options.repeat(),
+                                            options.caseWarmupMillis(), side, ceiling);
                                 } finally {
                                     if (ceiling != null) {
                                         ceiling.close();
@@ -437,34 +451,50 @@ public final class TransferBench {
     }
 
     /**
-     * One case: a cold transfer, up to {@value #CASE_WARMUP} untimed ones, then {@code repeat} timed ones, each right
-     * after a round of {@code ceiling}'s runs (so that a busy machine slows both alike); {@code ceiling} {@code null}:
-     * none.
+     * One case: a cold transfer, untimed ones (at least {@value #CASE_WARMUP} or {@code repeat} if fewer, until
+     * {@code warmupMillis} have passed), then {@code ceiling}'s runs if they go first ({@link Ceiling#interleaved}),
+     * then {@code repeat} timed ones, each right after a round of an interleaved ceiling's runs; {@code ceiling}
+     * {@code null}: none.
      */
-    private static Result transfer(Connection c, String transport, Family family, long size, int repeat, Side side,
-            Ceiling ceiling) {
+    private static Result transfer(Connection c, String transport, Family family, long size, int repeat,
+            int warmupMillis, Side side, Ceiling ceiling) {
         double[] ms = new double[repeat];
         double coldMs = 0;
         long d2h = 0;
         long h2d = 0;
         boolean checked = true;
-        int warm = Math.min(CASE_WARMUP, repeat);
+        int least = Math.min(CASE_WARMUP, repeat);
         boolean oneProcess = transport.equals("inproc");
         try (ModelOnDevice model = new ModelOnDevice(side.model(size))) {
             long expected = crc(model.model());
-            for (int i = 0; i <= warm + repeat; i++) {
-                if (ceiling != null && i > warm) {
-                    ceiling.round(i - warm - 1);
+            long warmUntil = 0;
+            int warm = 0;
+            int timed = -1;  // the untimed ones (the cold one first) until the warm-up is over
+            while (timed < repeat) {
+                if (timed < 0 && warm > least && System.nanoTime() >= warmUntil) {
+                    if (ceiling != null && !ceiling.interleaved()) {
+                        for (int r = 0; r < repeat; r++) {
+                            ceiling.round(r);
+                        }
+                    }
+                    timed = 0;
+                }
+                if (timed >= 0 && ceiling != null && ceiling.interleaved()) {
+                    ceiling.round(timed);
                 }
                 One one = one(c, oneProcess, family, model.model(), expected, side);
                 checked &= one.checked();
                 // The most one transfer of the case copied, cold and warm-up ones included.
                 d2h = Math.max(d2h, one.d2h());
                 h2d = Math.max(h2d, one.h2d());
-                if (i == 0) {
-                    coldMs = one.ms();
-                } else if (i > warm) {
-                    ms[i - warm - 1] = one.ms();
+                if (timed >= 0) {
+                    ms[timed++] = one.ms();
+                } else {
+                    if (warm == 0) {
+                        coldMs = one.ms();
+                        warmUntil = System.nanoTime() + warmupMillis * 1_000_000L;
+                    }
+                    warm++;
                 }
             }
         }
@@ -619,14 +649,14 @@ public final class TransferBench {
     }
 
     /**
-     * The raw ceiling of a path, run interleaved with a case's timed transfers: over a socket (tcp, tls, ucx staging
-     * device frames) the
-     * same bytes with no serialization, as one big pre-touched buffer ({@code raw-once}, cold in the caches at large
-     * sizes) and as a cache-resident chunk of {@value #RAW_CHUNKS_DOC} written again and again ({@code raw-64k}, ...;
-     * chunks smaller than the size only), the receiver reading into a pre-touched buffer of the whole size and
-     * answering one byte; for ipc, and for ucx's cuda family when the peer's UCX carries CUDA (device frames go
-     * direct), the copy engine's copy device 0 → the receiver's device (a peer copy between two GPUs, the device's own
-     * copy on one). The best variant by median is the ceiling. In-process has none.
+     * The raw ceiling of a path, run with a case's timed transfers: over a socket (tcp, tls, ucx staging device frames;
+     * interleaved with them) the same bytes with no serialization, as one big pre-touched buffer ({@code raw-once},
+     * cold in the caches at large sizes) and as a cache-resident chunk of {@value #RAW_CHUNKS_DOC} written again and
+     * again ({@code raw-64k}, ...; chunks smaller than the size only), the receiver reading into a pre-touched buffer
+     * of the whole size and answering one byte; for ipc, and for ucx's cuda family when the peer's UCX carries CUDA
+     * (device frames go direct), the copy engine's copy device 0 → the receiver's device (a peer copy between two GPUs,
+     * the device's own copy on one; all of its runs before the timed transfers). The best variant by median is the
+     * ceiling. In-process has none.
      */
     static final class Ceiling implements AutoCloseable {
         /** A variant's name and median ms. */
@@ -637,6 +667,7 @@ public final class TransferBench {
         private final List<RawRun> runs = new ArrayList<>();
         private final double[][] ms;
         private final List<AutoCloseable> held = new ArrayList<>();
+        private boolean interleaved = true;
 
         /** One run of a variant, in ms. */
         private interface RawRun {
@@ -674,6 +705,7 @@ public final class TransferBench {
             }
             Ceiling c = new Ceiling(names, runs, repeat);
             if (deviceCopy) {
+                c.interleaved = false;
                 BufferAllocator<DeviceBuffer> target = devices.get(receiverOrdinal).newAllocator("bench-raw",
                         BufferAllocator.UNLIMITED);
                 c.held.add(target);
@@ -707,6 +739,14 @@ public final class TransferBench {
         @Override
         public void close() {
             Closeables.closeAll(held.reversed());
+        }
+
+        /**
+         * Whether a round runs right before each timed transfer (a socket's variants) or all rounds before the first
+         * (a device copy, in the sender's CUDA context: see the class's comment).
+         */
+        boolean interleaved() {
+            return interleaved;
         }
 
         /** Runs every variant once, as timed round {@code i} ({@code -1}: untimed). */

@@ -27,7 +27,8 @@ class TransferBenchTest {
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
             code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,tcp,tls,ucx,ipc",
-                    "--sizes", "1KiB,1MiB", "--repeat", "3", "--warmup", "2", "--out", dir.toString()), out);
+                    "--sizes", "1KiB,1MiB", "--repeat", "3", "--warmup", "2", "--case-warmup", "0", "--out",
+                    dir.toString()), out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, output);
@@ -86,7 +87,8 @@ class TransferBenchTest {
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
             code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,ipc", "--families", "cuda",
-                    "--sizes", String.join(",", sizes), "--repeat", "3", "--warmup", "3", "--out", dir.toString()),
+                    "--sizes", String.join(",", sizes), "--repeat", "3", "--warmup", "3", "--case-warmup", "0", "--out",
+                    dir.toString()),
                     out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
