@@ -80,15 +80,16 @@ import picocli.CommandLine.Option;
  * the most any one of its transfers copied, cold and warm-up ones included. The first transfer is the cold
  * one (for IPC: the allocation is opened then); the median of {@code --repeat} more is reported, against the raw
  * ceiling of the path ({@link Ceiling}): the best of several plain socket transfers between the two processes (tcp,
- * tls, ucx), one round of which runs right before each timed transfer (so that a busy machine slows both alike), or
- * the copy engine's copy device 0 → the receiver's device in the sender's process (ipc; ucx carrying device frames),
- * its {@code --repeat} runs all before the case's timed transfers: interleaved, each timed pull followed a copy in
- * the other process's CUDA context, and on one GPU, whose two processes' contexts take turns, that made the 1 MiB
- * case wait on a switch the bench itself caused (the copy ran at 5.6-6.9 GB/s, the pull at half its speed of an
- * old bench that ran its ceiling first). In-process has no ceiling: it lends frames, and reports its latency. Transport
- * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in
- * {@link TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside
- * plain TCP's. For IPC, TCP, TLS and UCX a round trip of a 1 KiB device frame is timed too (the median of 2,000,
+ * tls, ucx), one round of which runs right before each timed transfer (so that a busy machine slows both alike), or the
+ * copy engine's copy device 0 → the receiver's device in the sender's process (ipc; ucx carrying device frames), its
+ * {@code --repeat} runs all before the case's timed transfers: interleaved, each timed pull followed a copy in the
+ * other process's CUDA context, which on one GPU, whose two processes' contexts take turns, can make it wait on a
+ * switch the bench itself caused (on the H200 the interleaved 1 MiB copy itself ran at 5.6-6.9 GB/s, run first at 80-90
+ * GB/s; with this and the case warm-up below, changed together, the 1 MiB IPC case went from 0.33-0.86 ms to 0.106 ms;
+ * their shares were not measured apart). In-process has no ceiling: it lends frames, and reports its latency. Transport
+ * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in {@link
+ * TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside plain TCP's.
+ * For IPC, TCP, TLS and UCX a round trip of a 1 KiB device frame is timed too (the median of 2,000,
  * after at least 2,000 and 3 s of them untimed). With {@code --arrays N} a
  * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
  * {@code --out}.
@@ -667,14 +668,15 @@ public final class TransferBench {
         private final List<RawRun> runs = new ArrayList<>();
         private final double[][] ms;
         private final List<AutoCloseable> held = new ArrayList<>();
-        private boolean interleaved = true;
+        private final boolean interleaved;
 
         /** One run of a variant, in ms. */
         private interface RawRun {
             double run() throws IOException;
         }
 
-        private Ceiling(List<String> names, List<RawRun> runs, int repeat) {
+        private Ceiling(List<String> names, List<RawRun> runs, int repeat, boolean interleaved) {
+            this.interleaved = interleaved;
             this.names.addAll(names);
             this.runs.addAll(runs);
             this.ms = new double[names.size()][repeat];
@@ -703,9 +705,8 @@ public final class TransferBench {
                 }
                 default -> throw new IllegalArgumentException(transport);
             }
-            Ceiling c = new Ceiling(names, runs, repeat);
+            Ceiling c = new Ceiling(names, runs, repeat, !deviceCopy);
             if (deviceCopy) {
-                c.interleaved = false;
                 BufferAllocator<DeviceBuffer> target = devices.get(receiverOrdinal).newAllocator("bench-raw",
                         BufferAllocator.UNLIMITED);
                 c.held.add(target);
