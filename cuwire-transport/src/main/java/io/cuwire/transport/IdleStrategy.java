@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongConsumer;
 
 /**
  * How a transport's threads wait: they spin for a while, then park. Every receive loop and the UCX progress agent
@@ -195,6 +196,17 @@ public final class IdleStrategy {
          * @return the nanoseconds it parked for, 0 if it spun
          */
         public long idle(long maxParkNanos) {
+            return idle(maxParkNanos, LockSupport::parkNanos);
+        }
+
+        /**
+         * As {@link #idle(long)}, but where it would park it has {@code waiter} wait instead, given the bound in
+         * nanoseconds: for a thread that can wait on something that wakes it when work comes (the UCX agent waits on
+         * its worker's event descriptor), the back-off then only bounds the wait. {@code waiter} may return early.
+         *
+         * @return the bound {@code waiter} was given, 0 if it spun
+         */
+        public long idle(long maxParkNanos, LongConsumer waiter) {
             long now = System.nanoTime();
             if (!idle) {
                 idle = true;
@@ -205,7 +217,7 @@ public final class IdleStrategy {
                 return 0;
             }
             long park = Math.min(parkNanos, maxParkNanos);
-            LockSupport.parkNanos(park);
+            waiter.accept(park);
             parkNanos = Math.min(maxParkNanos, parkNanos * 2);
             return park;
         }

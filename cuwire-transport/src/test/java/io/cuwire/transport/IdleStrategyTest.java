@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -74,6 +76,19 @@ class IdleStrategyTest {
         assertEquals(1_000, b.idle(5_000), "work starts the back-off over");
         IdleStrategy.Backoff spinning = IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
         assertEquals(0, spinning.idle(5_000), "within the spin it spins");
+    }
+
+    @Test
+    void shouldHandTheParkBoundToAWaiterInsteadOfParking() {
+        List<Long> bounds = new ArrayList<>();
+        IdleStrategy.Backoff b = IdleStrategy.spinFor(Duration.ZERO).backoff();
+        assertEquals(1_000, b.idle(3_000, bounds::add));
+        assertEquals(2_000, b.idle(3_000, bounds::add));
+        assertEquals(3_000, b.idle(3_000, bounds::add));
+        assertEquals(List.of(1_000L, 2_000L, 3_000L), bounds);
+        IdleStrategy.Backoff spinning = IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
+        assertEquals(0, spinning.idle(3_000, bounds::add));
+        assertEquals(3, bounds.size(), "within the spin the waiter is not asked");
     }
 
     @Test

@@ -16,9 +16,9 @@ import org.openucx.jucx.ucs.UcsConstants;
 
 /**
  * This process's UCX: JUCX's native part loaded once over the system UCX ({@code libucp.so.0}, package
- * {@code libucx0}) and one UCP context with the tag feature, shared by every UCX connection (each has a worker of its
- * own). Made on first use; a process where it cannot load gets the same {@link TransportUnavailableException} from
- * every call.
+ * {@code libucx0}) and one UCP context with the tag and wake-up features ({@value #WAKEUP_PROPERTY}), shared by every
+ * UCX connection (each has a worker of its own). Made on first use; a process where it cannot load gets the same
+ * {@link TransportUnavailableException} from every call.
  *
  * <p>Before the native part loads, {@code UCX_ERROR_SIGNALS} is cleared in the process environment (through libc's
  * {@code setenv}, since UCX reads its global options from the environment when its library loads and a JVM cannot
@@ -50,6 +50,11 @@ final class Ucx {
     static final String DEFAULT_TRANSPORTS = "^sysv";
     /** System property: {@code true} to have UCX handle peer failures on each endpoint. */
     static final String PEER_ERRORS_PROPERTY = "cuwire.ucx.peerErrorHandling";
+    /**
+     * System property: {@code false} to make the context without UCX's wake-up feature, so that the agents park
+     * instead of waiting on their workers' events (see {@link UcxAgent}); default {@code true}.
+     */
+    static final String WAKEUP_PROPERTY = "cuwire.ucx.wakeup";
 
     private static Ucx instance;
     private static TransportUnavailableException unavailable;
@@ -58,11 +63,13 @@ final class Ucx {
     private final boolean carriesCuda;
     private final String netDevices;
     private final boolean peerErrorHandling;
+    private final boolean wakeup;
     private UcxBuild build;
 
-    private Ucx(UcpContext context, String netDevices) {
+    private Ucx(UcpContext context, String netDevices, boolean wakeup) {
         this.context = context;
         this.netDevices = netDevices;
+        this.wakeup = wakeup;
         this.peerErrorHandling = Boolean.getBoolean(PEER_ERRORS_PROPERTY);
         this.carriesCuda = UcsConstants.MEMORY_TYPE.isMemTypeSupported(context.getMemoryTypesMask(),
                 UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA);
@@ -82,13 +89,17 @@ final class Ucx {
         }
         String devices = System.getProperty(NET_DEVICES_PROPERTY, DEFAULT_NET_DEVICES);
         String transports = transports(System.getProperty(TRANSPORTS_PROPERTY), System.getenv("UCX_TLS"));
+        boolean wakeup = !"false".equalsIgnoreCase(System.getProperty(WAKEUP_PROPERTY, "true").strip());
         try {
             clearErrorSignals();
             UcpParams params = new UcpParams().requestTagFeature().setConfig("NET_DEVICES", devices);
+            if (wakeup) {
+                params.requestWakeupFeature();
+            }
             if (transports != null) {
                 params.setConfig("TLS", transports);
             }
-            instance = new Ucx(new UcpContext(params), devices);
+            instance = new Ucx(new UcpContext(params), devices, wakeup);
             return instance;
         } catch (LinkageError e) {
             unavailable = new TransportUnavailableException(unavailableMessage(e), e);
@@ -141,6 +152,11 @@ final class Ucx {
 
     String netDevices() {
         return netDevices;
+    }
+
+    /** Whether the context has UCX's wake-up feature: its workers' agents wait on their events, not by parking. */
+    boolean wakeup() {
+        return wakeup;
     }
 
     /** Whether endpoints ask UCX to handle peer failures (see the class comment). */

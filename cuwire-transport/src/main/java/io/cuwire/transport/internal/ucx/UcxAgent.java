@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.openucx.jucx.UcxCallback;
+import org.openucx.jucx.UcxException;
 import org.openucx.jucx.ucp.UcpEndpoint;
 import org.openucx.jucx.ucp.UcpEndpointParams;
 import org.openucx.jucx.ucp.UcpRequest;
@@ -29,9 +30,12 @@ import org.openucx.jucx.ucs.UcsConstants;
  * completed on this thread from UCX's callbacks; keep what runs on them short.
  *
  * <p>Duty cycle: run the queued commands, {@code ucp_worker_progress}, poll the pending probes; when nothing happened,
- * back off as the connection's {@link IdleStrategy} does (spin for its spin, then park from 1 µs, doubling up to
+ * back off as the connection's {@link IdleStrategy} does (spin for its spin, then wait from 1 µs, doubling up to
  * {@value #MAX_PARK_MICROS_BUSY} µs while requests are outstanding, {@value #MAX_PARK_MICROS_IDLE} µs when idle); a
- * new command unparks it at once.
+ * new command wakes it at once. Where the context has UCX's wake-up feature ({@link Ucx#wakeup()}) the agent waits on
+ * the worker's event descriptor ({@code ucp_worker_arm}, then {@code ppoll}), so that a message or a completion wakes
+ * it as a command does, and the back-off only bounds the wait; otherwise it parks, and what comes from the network
+ * waits for the park's end (a 1 KiB round trip took 682 µs so on an H200 host, 12 × IPC's, 2026-12-02).
  *
  * <p>Every request names its memory type explicitly ({@code UCS_MEMORY_TYPE_HOST} or {@code UCS_MEMORY_TYPE_CUDA}):
  * JUCX 1.16's default is the 1.16 numbering of "unknown", which UCX 1.13 refuses.
@@ -128,6 +132,13 @@ final class UcxAgent implements AutoCloseable {
     private volatile boolean stopping;
     private volatile long lingerNanos;
     private volatile Runnable onEndpointError = () -> { };
+    // the worker's event descriptor, waited on instead of parking (null: park); set and used on the agent thread only
+    private EventWait events;
+    // whether the agent is (about to be) waiting on it, so that a command must signal the worker to wake it
+    private volatile boolean waiting;
+    // guards signalling the worker from other threads against its destruction
+    private final Object signalLock = new Object();
+    private boolean signalable;
 
     /** Starts the agent's thread, which creates the worker in {@code ucx}'s context and idles as {@code idle} says. */
     UcxAgent(Ucx ucx, String name, IdleStrategy idle) {
@@ -244,7 +255,23 @@ final class UcxAgent implements AutoCloseable {
         if (stopping) {
             drainRefused();
         }
+        wake();
+    }
+
+    /**
+     * Wakes the agent's thread: unparks it and, while it waits on its worker's events, signals the worker. A command
+     * queued before this call is seen: the agent marks itself waiting before it arms the worker and looks at the queue
+     * after, and a signal before the arm makes the arm report events (both sides' accesses are volatile).
+     */
+    private void wake() {
         LockSupport.unpark(thread);
+        if (waiting) {
+            synchronized (signalLock) {
+                if (signalable) {
+                    worker.signal();
+                }
+            }
+        }
     }
 
     private void run(Ucx ucx) {
@@ -256,6 +283,16 @@ final class UcxAgent implements AutoCloseable {
                 Devices.all().getFirst().makeCurrentForNativeLibraries();
             }
             worker = ucx.context().newWorker(new UcpWorkerParams());
+            if (ucx.wakeup()) {
+                try {
+                    events = new EventWait(worker.getEventFD());
+                    synchronized (signalLock) {
+                        signalable = true;
+                    }
+                } catch (RuntimeException e) {
+                    events = null;  // no event descriptor: the agent parks as without the wake-up feature
+                }
+            }
             started.complete(worker.getAddress());
         } catch (RuntimeException e) {
             started.completeExceptionally(e);
@@ -286,8 +323,34 @@ final class UcxAgent implements AutoCloseable {
                 backoff.worked();
             } else {
                 backoff.idle(TimeUnit.MICROSECONDS.toNanos(outstanding.isEmpty() ? MAX_PARK_MICROS_IDLE
-                        : MAX_PARK_MICROS_BUSY));
+                        : MAX_PARK_MICROS_BUSY), this::await);
             }
+        }
+    }
+
+    /**
+     * Waits at most {@code nanos} for the worker's events or a command: arms the worker (which reports events
+     * already pending as busy: then there is work at once) and waits on its event descriptor; parks where there is
+     * none.
+     */
+    private void await(long nanos) {
+        if (events == null) {
+            LockSupport.parkNanos(nanos);
+            return;
+        }
+        waiting = true;
+        try {
+            try {
+                worker.arm();
+            } catch (UcxException busy) {
+                return;  // events pending (UCS_ERR_BUSY) or the worker failing: progress says which
+            }
+            if (!commands.isEmpty() || stopping) {
+                return;
+            }
+            events.await(nanos);
+        } finally {
+            waiting = false;
         }
     }
 
@@ -351,10 +414,16 @@ final class UcxAgent implements AutoCloseable {
             op.future.completeExceptionally(closed);
         }
         outstanding.clear();
+        synchronized (signalLock) {
+            signalable = false;
+        }
         try {
             worker.close();
         } catch (RuntimeException e) {
             // the worker is gone either way
+        }
+        if (events != null) {
+            events.close();
         }
         drainRefused();
     }
@@ -374,7 +443,7 @@ final class UcxAgent implements AutoCloseable {
     void close(long lingerNanos) {
         this.lingerNanos = lingerNanos;
         stopping = true;
-        LockSupport.unpark(thread);
+        wake();
         if (Thread.currentThread() != thread) {
             try {
                 terminated.get(lingerNanos + TimeUnit.SECONDS.toNanos(5), TimeUnit.NANOSECONDS);

@@ -11,6 +11,7 @@ import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.ConnectionClosedException;
+import io.cuwire.transport.IdleStrategy;
 import io.cuwire.transport.Message;
 import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.MessageRefusedException;
@@ -149,6 +150,8 @@ final class UcxConnection extends AbstractConnection {
     /** Checks part 0 of each message received, under the receive lock; {@code null} without session keys. */
     private final SessionKeys.Direction open;
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
+    // when this side last handed a message to the agent: a reply often follows, and the receiver spins for it
+    private volatile long lastSentNanos = System.nanoTime() - (1L << 62);
     private final Thread sender;
     private final Thread watcher;
     private final ReentrantLock receiveLock = new ReentrantLock();
@@ -270,11 +273,16 @@ final class UcxConnection extends AbstractConnection {
     private void sendLoop() {
         try {
             while (!connection.isClosed()) {
-                Runnable task;
-                try {
-                    task = senderQueue.take();
-                } catch (InterruptedException e) {
-                    break;
+                Runnable task = senderQueue.poll();
+                if (task == null && config.idle().spinUntil(() -> !senderQueue.isEmpty())) {
+                    task = senderQueue.poll();
+                }
+                if (task == null) {
+                    try {
+                        task = senderQueue.take();
+                    } catch (InterruptedException e) {
+                        break;
+                    }
                 }
                 task.run();
             }
@@ -322,6 +330,7 @@ final class UcxConnection extends AbstractConnection {
                         + ": raise the staging chunk");
             }
             out.seq = nextSendSeq++;
+            lastSentNanos = System.nanoTime();
             out.record(Transports.UCX);
             byte[] header = out.message.header();
             int tagBytes = seal == null ? 0 : SessionKeys.TAG_BYTES;
@@ -569,6 +578,7 @@ final class UcxConnection extends AbstractConnection {
             throw e;
         }
         CompletableFuture<UcpTagMessage> probe = agent.probe(tag(received, 0));
+        spinFor(probe, () -> System.nanoTime() - lastSentNanos < config.idle().replyNanos());
         while (true) {
             long left = deadline - System.nanoTime();
             if (timeout != null && left <= 0) {
@@ -748,8 +758,24 @@ final class UcxConnection extends AbstractConnection {
         ring.receive(d, agent, tag(seq, firstPart), this::await);
     }
 
+    /**
+     * Spins on {@code f} as the connection's idle strategy says before a blocking wait parks the thread (a wake-up
+     * costs tens of microseconds, most of a small message's latency): for the plain spin, and on while {@code busy}.
+     */
+    private void spinFor(CompletableFuture<?> f, java.util.function.BooleanSupplier busy) {
+        IdleStrategy idle = config.idle();
+        if (idle.spinNanos() == 0 || f.isDone()) {
+            return;
+        }
+        long start = System.nanoTime();
+        while (!f.isDone() && idle.keepSpinning(System.nanoTime() - start, busy)) {
+            Thread.onSpinWait();
+        }
+    }
+
     /** Waits for a UCX request, at most the I/O timeout; throws its failure as a transport exception. */
     private void await(CompletableFuture<Void> request) {
+        spinFor(request, () -> false);
         try {
             request.get(ioTimeoutNanos, TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
