@@ -17,6 +17,7 @@
 #               libnvidia-ml-dev && dpkg -x libnvidia-ml-dev_*.deb x` gives x/usr/include/nvml.h without
 #               installing the driver libraries the package depends on.
 #   JOBS        make's parallelism (default: nproc)
+#   PERFTEST    yes: also OUT_DIR/bin/ucx_perftest with its CUDA memory module (UCX's own ping-pong, a ceiling)
 #
 # Needs autoconf, automake, libtool (autogen.sh), gcc, make and patchelf (Debian: apt-get install autoconf automake
 # libtool patchelf). Writes OUT_DIR/lib/libuc{p,t,s,m}.so* and
@@ -105,6 +106,9 @@ grep -qE '^configure: +UCT modules: +<.* cuda( |>)' "$work/configure.log" \
 # not compile against CUDA 13's cuda.h (cuCtxCreate is cuCtxCreate_v4 there, with another signature), and nothing
 # here needs them. CUDART_LIBS on the command line reaches every sub-make.
 parts=(src/ucm src/ucs src/uct src/ucp src/tools/info)
+# PERFTEST=yes adds UCX's own benchmark (ucx_perftest and its CUDA memory module): UCX's tag ping-pong on device
+# memory is the ceiling of the UCX transport's round trip (bench/README.md).
+[[ "${PERFTEST:-no}" == yes ]] && parts+=(src/tools/perf)
 for part in "${parts[@]}"; do
     make -C "$part" -j"$jobs" CUDART_LIBS="$cudart_static" >> "$work/make.log" 2>&1 \
         || { grep -E 'error|Error' "$work/make.log" | head -30 >&2; tail -20 "$work/make.log" >&2; exit 1; }
@@ -120,13 +124,17 @@ mkdir -p "$out/lib/ucx" "$out/bin"
 cp -a "$work"/prefix/lib/libuc{p,t,s,m}.so* "$out/lib/"
 cp -a "$work"/prefix/lib/ucx/*.so* "$out/lib/ucx/"
 cp -a "$work/prefix/bin/ucx_info" "$out/bin/"
+if [[ "${PERFTEST:-no}" == yes ]]; then
+    cp -a "$work/prefix/bin/ucx_perftest" "$out/bin/"
+    cp -a "$work"/prefix/lib/libucx_perftest*.so* "$out/lib/" 2>/dev/null || true
+fi
 find "$out" -name '*.la' -delete
 find "$out/lib" "$out/bin" -type f -exec strip --strip-unneeded {} +
 # libtool's run path names the temporary prefix; the libraries find each other beside themselves instead, so that
 # the directory works wherever it is copied (JUCX's libjucx still finds libucp.so.0 through LD_LIBRARY_PATH).
 for f in "$out"/lib/lib*.so.*.*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 for f in "$out"/lib/ucx/lib*.so.*.*; do patchelf --set-rpath '$ORIGIN/..' "$f"; done
-patchelf --set-rpath '$ORIGIN/../lib' "$out/bin/ucx_info"
+for f in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
 {
     echo "UCX $version, commit $commit"
     echo "CUDA $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')), cudart static"
