@@ -18,8 +18,33 @@ enum DevicePath {
      */
     STAGED;
 
-    /** The parts of device frames on the direct path: few requests per large frame, each one rendezvous. */
-    static final int DIRECT_PART_BYTES = UcxConnection.MAX_DEVICE_CHUNK;
+    /** System property: the parts of device frames on the direct path, in bytes (4096 up to 1 GiB). */
+    static final String DIRECT_PART_PROPERTY = "cuwire.ucx.directPartBytes";
+    /** The largest direct part a receiver accepts: on the direct path a part is received in place, not staged. */
+    static final int MAX_DIRECT_PART_BYTES = 1 << 30;
+    /**
+     * The parts of device frames on the direct path: few requests per large frame, each one rendezvous; 256 MiB
+     * unless {@value #DIRECT_PART_PROPERTY} says otherwise.
+     */
+    static final int DIRECT_PART_BYTES = directPartBytes(System.getProperty(DIRECT_PART_PROPERTY));
+
+    /** The direct part for the property's value ({@code null}: the default, 256 MiB). */
+    static int directPartBytes(String property) {
+        if (property == null || property.isBlank()) {
+            return UcxConnection.MAX_DEVICE_CHUNK;
+        }
+        long n;
+        try {
+            n = Long.parseLong(property.strip());
+        } catch (NumberFormatException e) {
+            n = -1;
+        }
+        if (n < 4096 || n > MAX_DIRECT_PART_BYTES) {
+            throw new IllegalArgumentException(DIRECT_PART_PROPERTY + "=" + property + " (expected: bytes, 4096.."
+                    + MAX_DIRECT_PART_BYTES + ")");
+        }
+        return (int) n;
+    }
 
     /**
      * The path of a connection between a side whose UCX carries CUDA memory ({@code mine}) and a peer that told

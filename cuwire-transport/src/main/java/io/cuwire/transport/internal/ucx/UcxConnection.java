@@ -643,10 +643,10 @@ final class UcxConnection extends AbstractConnection {
             int chunk = preamble.getInt(1);
             int hostPart = preamble.getInt(5);
             int headerLength = preamble.getInt(9);
-            if (chunk < 4096 || chunk > MAX_DEVICE_CHUNK) {
+            int maxChunk = devicePath == DevicePath.DIRECT ? DevicePath.MAX_DIRECT_PART_BYTES : MAX_DEVICE_CHUNK;
+            if (chunk < 4096 || chunk > maxChunk) {
                 throw new ProtocolViolationException("peer announced a device chunk of " + chunk
-                        + " bytes (expected: 4096.."
-                        + MAX_DEVICE_CHUNK + ")");
+                        + " bytes (expected: 4096.." + maxChunk + ")");
             }
             if (hostPart < MIN_HOST_PART_BYTES || hostPart > HOST_PART_BYTES) {
                 throw new ProtocolViolationException("peer announced a host part of " + hostPart + " bytes (expected: "
@@ -745,6 +745,13 @@ final class UcxConnection extends AbstractConnection {
                 await(r);
             }
             return;
+        }
+        if (chunk > MAX_DEVICE_CHUNK) {
+            // direct parts are received in place; a ring of slots this large is not made for a frame that must be
+            // staged here (this side's device memory has no device address)
+            throw new ProtocolViolationException("peer sent a device frame in parts of " + chunk + " bytes, which "
+                    + "this side would have to stage (its memory has no device address); staging takes parts of at "
+                    + "most " + MAX_DEVICE_CHUNK);
         }
         UcxStaging ring = receiveRings.get(d.device());
         if (ring != null && ring.chunk() != chunk) {

@@ -2,6 +2,8 @@ package io.cuwire.transport.internal.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.transport.Capabilities;
@@ -38,7 +40,15 @@ class DevicePathTest {
     @Test
     void shouldSendDirectPartsThatTheReceiverAccepts() {
         assertEquals(256 << 20, DevicePath.DIRECT_PART_BYTES, "large device frames go in parts of 256 MiB");
-        assertEquals(UcxConnection.MAX_DEVICE_CHUNK, DevicePath.DIRECT_PART_BYTES, "within the receiver's check");
+        assertTrue(DevicePath.DIRECT_PART_BYTES <= DevicePath.MAX_DIRECT_PART_BYTES, "within the receiver's check");
+        assertEquals(1 << 30, DevicePath.directPartBytes("1073741824"));
+        assertEquals(256 << 20, DevicePath.directPartBytes(null));
+        assertEquals(256 << 20, DevicePath.directPartBytes(" "));
+        for (String bad : new String[] {"4095", "1073741825", "1g", "-1"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> DevicePath.directPartBytes(bad));
+            assertTrue(e.getMessage().contains(DevicePath.DIRECT_PART_PROPERTY + "=" + bad), e.getMessage());
+        }
     }
 
     /**
