@@ -97,10 +97,11 @@ final class Demo {
     static final String TABLE_NOTE = "path: transport / family. broadcast: from the call to the last worker's "
             + "acknowledgement (the model decoded on its device), the median of the timed runs. D2H, H2D: bytes the "
             + "copy engines of the client and all workers moved between device and host memory during one broadcast. "
-            + "cuda keeps device arrays device frames (over tcp and ucx here they are staged through host bounce "
-            + "buffers); host copies them to host frames once at the client and rebuilds them on each worker's "
-            + "device; java copies them to the heap inside one JDK serialization stream. predict: every partition "
-            + "on its worker (the payload model: its queries), results kept there";
+            + "cuda keeps device arrays device frames (over tcp, and over ucx where its UCX cannot carry device "
+            + "memory, they are staged through host bounce buffers: D2H and H2D show where); host copies them to "
+            + "host frames once at the client and rebuilds them on each worker's device; java copies them to the "
+            + "heap inside one JDK serialization stream. predict: every partition on its worker (the payload "
+            + "model: its queries), results kept there";
 
     /**
      * The demo's options.
