@@ -3,6 +3,7 @@ package io.cuwire.serialize.msgpack;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.serialize.MalformedHeaderException;
 import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -26,6 +27,8 @@ public final class MsgpackReader {
     private final int maxDepth;
     private final int maxCollection;
     private int pos;
+    // made on the first string that is not ASCII; reset for each (not thread-safe, as this reader is not)
+    private CharsetDecoder utf8;
 
     public MsgpackReader(byte[] buf, int offset, int length, int maxDepth, int maxCollection) {
         if (offset < 0 || length < 0 || offset > buf.length - length) {
@@ -143,11 +146,28 @@ public final class MsgpackReader {
 
     private String readString(long n) {
         need(n);
+        int len = (int) n;
+        boolean ascii = true;
+        for (int i = pos, e = pos + len; i < e; i++) {
+            if (buf[i] < 0) {
+                ascii = false;
+                break;
+            }
+        }
+        if (ascii) {
+            // the common case (keys, type names, dtypes): ASCII is UTF-8 as it is, and Latin-1 decodes it without a
+            // decoder (a header of 10,000 arrays holds tens of thousands of such strings)
+            String s = new String(buf, pos, len, StandardCharsets.ISO_8859_1);
+            pos += len;
+            return s;
+        }
         try {
-            String s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(java.nio.ByteBuffer.wrap(buf, pos, (int) n)).toString();
-            pos += (int) n;
+            if (utf8 == null) {
+                utf8 = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT);
+            }
+            String s = utf8.reset().decode(java.nio.ByteBuffer.wrap(buf, pos, len)).toString();
+            pos += len;
             return s;
         } catch (CharacterCodingException e) {
             throw malformed("string is not UTF-8");
