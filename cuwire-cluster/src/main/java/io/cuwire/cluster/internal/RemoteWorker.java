@@ -108,7 +108,11 @@ public final class RemoteWorker {
         }
     }
 
-    /** Declares the worker lost (once): fails its calls and kills its process. */
+    /**
+     * Declares the worker lost (once): fails its calls and kills its process, unless the cluster is closing: a worker
+     * told to shut down closes its connection before it has freed its memory, reported leaks and written its JFR
+     * recordings, and {@link #awaitExit} kills it only if it outlives the shutdown's timeout.
+     */
     public void markLost(Throwable cause) {
         synchronized (this) {
             if (lost != null) {
@@ -120,7 +124,7 @@ public final class RemoteWorker {
         if (e != null) {
             e.fail(cause);
         }
-        if (process != null) {
+        if (process != null && !closing) {
             process.destroyForcibly();
         }
     }
