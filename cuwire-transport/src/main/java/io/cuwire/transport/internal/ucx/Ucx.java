@@ -89,7 +89,7 @@ final class Ucx {
         }
         String devices = System.getProperty(NET_DEVICES_PROPERTY, DEFAULT_NET_DEVICES);
         String transports = transports(System.getProperty(TRANSPORTS_PROPERTY), System.getenv("UCX_TLS"));
-        boolean wakeup = !"false".equalsIgnoreCase(System.getProperty(WAKEUP_PROPERTY, "true").strip());
+        boolean wakeup = wakeup(System.getProperty(WAKEUP_PROPERTY));
         try {
             clearErrorSignals();
             UcpParams params = new UcpParams().requestTagFeature().setConfig("NET_DEVICES", devices);
@@ -152,6 +152,24 @@ final class Ucx {
 
     String netDevices() {
         return netDevices;
+    }
+
+    /**
+     * Whether the context gets UCX's wake-up feature, from {@value #WAKEUP_PROPERTY}'s value ({@code null} or blank:
+     * yes).
+     *
+     * @throws IllegalArgumentException if the value is neither {@code true} nor {@code false}
+     */
+    static boolean wakeup(String property) {
+        if (property == null || property.isBlank()) {
+            return true;
+        }
+        return switch (property.strip().toLowerCase(Locale.ROOT)) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException(WAKEUP_PROPERTY + "=" + property
+                    + " (expected: true or false)");
+        };
     }
 
     /** Whether the context has UCX's wake-up feature: its workers' agents wait on their events, not by parking. */

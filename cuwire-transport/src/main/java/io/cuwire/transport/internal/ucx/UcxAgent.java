@@ -455,6 +455,14 @@ final class UcxAgent implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether the agent waits on its worker's event descriptor when idle (else it parks); known once
+     * {@link #workerAddress} returned.
+     */
+    boolean waitsOnEvents() {
+        return events != null;
+    }
+
     /** Whether the worker is destroyed (or was never made): no request can touch memory any more. */
     boolean isTerminated() {
         return terminated.isDone();

@@ -578,7 +578,7 @@ final class UcxConnection extends AbstractConnection {
             throw e;
         }
         CompletableFuture<UcpTagMessage> probe = agent.probe(tag(received, 0));
-        spinFor(probe, () -> System.nanoTime() - lastSentNanos < config.idle().replyNanos());
+        spinForReply(probe);
         while (true) {
             long left = deadline - System.nanoTime();
             if (timeout != null && left <= 0) {
@@ -766,23 +766,28 @@ final class UcxConnection extends AbstractConnection {
     }
 
     /**
-     * Spins on {@code f} as the connection's idle strategy says before a blocking wait parks the thread (a wake-up
-     * costs tens of microseconds, most of a small message's latency): for the plain spin, and on while {@code busy}.
+     * Spins on the probe for the next message as the connection's idle strategy says before a blocking wait parks the
+     * thread (a wake-up costs tens of microseconds, most of a small message's latency): for the plain spin, and on
+     * for the reply window after this side sent a message.
      */
-    private void spinFor(CompletableFuture<?> f, java.util.function.BooleanSupplier busy) {
+    private void spinForReply(CompletableFuture<?> probe) {
         IdleStrategy idle = config.idle();
-        if (idle.spinNanos() == 0 || f.isDone()) {
+        if (idle.spinNanos() == 0 || probe.isDone()) {
             return;
         }
         long start = System.nanoTime();
-        while (!f.isDone() && idle.keepSpinning(System.nanoTime() - start, busy)) {
+        while (!probe.isDone() && idle.keepSpinning(System.nanoTime() - start,
+                () -> System.nanoTime() - lastSentNanos < idle.replyNanos())) {
             Thread.onSpinWait();
         }
     }
 
-    /** Waits for a UCX request, at most the I/O timeout; throws its failure as a transport exception. */
+    /**
+     * Waits for a UCX request (spinning first as the idle strategy says), at most the I/O timeout; throws its failure
+     * as a transport exception.
+     */
     private void await(CompletableFuture<Void> request) {
-        spinFor(request, () -> false);
+        config.idle().spinUntil(request::isDone);
         try {
             request.get(ioTimeoutNanos, TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {

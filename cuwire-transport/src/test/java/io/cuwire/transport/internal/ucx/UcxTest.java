@@ -1,10 +1,16 @@
 package io.cuwire.transport.internal.ucx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.transport.IdleStrategy;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 class UcxTest {
@@ -49,5 +55,28 @@ class UcxTest {
         assertEquals(2, UcxConnection.partsOf(MemoryKind.HOST, (64L << 20) + 1, 4 << 20, 64 << 20));
         assertEquals(257, UcxConnection.partsOf(MemoryKind.PINNED, (64L << 20) + 1, 4 << 20, 256 << 10));
         assertEquals((5L << 28) | 7, UcxConnection.tag(5, 7));
+    }
+
+    @Test
+    void shouldTakeTheWakeUpFeatureUnlessThePropertySaysFalse() {
+        assertTrue(Ucx.wakeup(null));
+        assertTrue(Ucx.wakeup(" "));
+        assertTrue(Ucx.wakeup("TRUE"));
+        assertFalse(Ucx.wakeup(" false "));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ucx.wakeup("no"));
+        assertTrue(e.getMessage().contains(Ucx.WAKEUP_PROPERTY + "=no"), e.getMessage());
+    }
+
+    @Test
+    void shouldWaitOnItsWorkersEventDescriptorWhereThisUcxHasOne() {
+        assumeTrue(Ucx.available(), "no UCX in this JVM");
+        assumeTrue(Ucx.get().wakeup(), "the wake-up feature is turned off here (" + Ucx.WAKEUP_PROPERTY + ")");
+        UcxAgent agent = new UcxAgent(Ucx.get(), "events", IdleStrategy.spinFor(Duration.ZERO));
+        try {
+            agent.workerAddress(TimeUnit.SECONDS.toNanos(30));
+            assertTrue(agent.waitsOnEvents(), "the agent parks instead of waiting on its worker's events");
+        } finally {
+            agent.close();
+        }
     }
 }
