@@ -65,6 +65,10 @@ import picocli.CommandLine.Option;
  * alternating, cycling through the strategies; default {@value #DEFAULT_WARMUP}) run untimed over the same cluster,
  * so that "warm" means JIT-compiled too: a JVM runs a method's first thousands of calls in the interpreter or lower
  * compiler tiers (the transfer benchmark measured 1.5 ms per 1 KiB IPC message after 30 messages, 0.2 ms after 500).
+ * The small model's frames take IPC's push path (frames of at most 64 KiB go into the worker's arena); a larger
+ * model's are pulled by the worker, a path the JIT first sees in the case itself. So after each case's cold broadcast
+ * more broadcasts of the case's model, each a new version, run untimed before the timed ones: at least
+ * {@value #CASE_WARMUP} (or {@code --repeat} if fewer) and until {@code --case-warmup} ms have passed (0: none).
  *
  * <p>Lines start with {@code RESULT}: one per case, with {@code vs_raw} (the broadcast's time over the raw copy's)
  * and {@code gbps_aggregate} (workers × size / time; the java lines carry {@code java_vs_cuda} instead, java warm over
@@ -80,6 +84,8 @@ public final class ModelBroadcastBench {
     /** Untimed small broadcasts before the timed ones, unless {@code --warmup} says. */
     static final int DEFAULT_WARMUP = 5000;
     private static final long WARMUP_BYTES = 16 << 10;
+    /** The least untimed broadcasts of a case's model after its cold one. */
+    static final int CASE_WARMUP = 3;
     /** The rows are generated in pieces of this many bytes (whole rows). */
     private static final long PIECE = 16L << 20;
     private static final double SINGLE_TARGET = 1.15;
@@ -104,9 +110,11 @@ public final class ModelBroadcastBench {
      * @param chunkBytes the pieces a chain or tree forwards
      * @param transports the local cluster's transports for the {@code cuda} family's broadcasts, in this order
      *     ({@code ipc}, {@code ucx})
+     * @param caseWarmupMillis the least time each case's untimed broadcasts after its cold one take
+     *     ({@code --case-warmup})
      */
     public record Options(List<Long> sizes, int workers, List<BroadcastOptions.Strategy> strategies, int repeat,
-            Path out, boolean java, int warmup, long chunkBytes, List<String> transports) {
+            Path out, boolean java, int warmup, long chunkBytes, List<String> transports, int caseWarmupMillis) {
         public Options {
             sizes = List.copyOf(sizes);
             strategies = List.copyOf(strategies);
@@ -157,6 +165,11 @@ public final class ModelBroadcastBench {
                 description = "untimed broadcasts of a small model first (default: ${DEFAULT-VALUE})")
         int warmup;
 
+        @Option(names = "--case-warmup", paramLabel = "MS", defaultValue = "1000",
+                description = "untimed broadcasts of each case's model after its cold one, each a new version: at "
+                        + "least " + CASE_WARMUP + " and until MS ms have passed; 0: none (default: ${DEFAULT-VALUE})")
+        int caseWarmupMillis;
+
         @Option(names = "--java", paramLabel = "true|false", arity = "1", defaultValue = "true",
                 description = "whether to run the java family over tcp, one worker (default: ${DEFAULT-VALUE})")
         boolean java;
@@ -192,7 +205,8 @@ public final class ModelBroadcastBench {
                         + " (expected: each transport at most once)");
             }
             return new Options(sizes, Cli.atLeast("--workers", workers, 1), s, Cli.atLeast("--repeat", repeat, 1),
-                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk, transports);
+                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk, transports,
+                    Cli.atLeast("--case-warmup", caseWarmupMillis, 0));
         }
     }
 
@@ -325,7 +339,7 @@ public final class ModelBroadcastBench {
                             BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s)
                                     .chunkBytes(options.chunkBytes());
                             results.addAll(broadcasts(out, client, n, model, x, cuda, transport, options.repeat(),
-                                    size, raw));
+                                    options.caseWarmupMillis(), size, raw));
                         }
                     }
                 }
@@ -370,18 +384,20 @@ public final class ModelBroadcastBench {
             try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
                 BroadcastOptions java = BroadcastOptions.DEFAULT.family(Family.JAVA)
                         .strategy(BroadcastOptions.Strategy.EACH_IN_TURN);
-                return broadcasts(out, client, 1, model, x, java, "tcp", Math.min(repeat, JAVA_MAX_REPEAT), size,
-                        cudaWarm.medianMs());
+                return broadcasts(out, client, 1, model, x, java, "tcp", Math.min(repeat, JAVA_MAX_REPEAT), 0,
+                        size, cudaWarm.medianMs());
             }
         }
     }
 
     /**
-     * From a new version of {@code model}: cold, warm (new versions) and, for the cuda family, unchanged broadcasts;
-     * ratios against {@code against}.
+     * From a new version of {@code model}: cold, untimed new versions (at least {@value #CASE_WARMUP} or
+     * {@code repeat} if fewer, until {@code warmupMillis} have passed), then warm (new versions) and, for the cuda
+     * family, unchanged broadcasts; ratios against {@code against}.
      */
     private static List<Result> broadcasts(PrintStream out, Client client, int workers, NearestNeighbors model,
-            NdArray x, BroadcastOptions options, String transport, int repeat, long size, double against) {
+            NdArray x, BroadcastOptions options, String transport, int repeat, int warmupMillis, long size,
+            double against) {
         String strategy = name(options.strategy());
         List<Result> results = new ArrayList<>();
         model.fit(x);  // a new version: an earlier strategy left the current one on every worker
@@ -389,6 +405,12 @@ public final class ModelBroadcastBench {
         boolean checked = check(client, cold.result(), x, workers);
         results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "cold", cold.ms(),
                 cold.ms(), cold.ms(), workers, cold.hostBytes(), cold.result().sent(), cold.ms() / against, checked)));
+        long warmUntil = System.nanoTime() + warmupMillis * 1_000_000L;
+        for (int i = 0; warmupMillis > 0 && (i < Math.min(CASE_WARMUP, repeat) || System.nanoTime() < warmUntil);
+                i++) {
+            model.fit(x);
+            measure(client, model, options, workers, true);
+        }
         double[] warm = new double[repeat];
         Measured last = cold;
         for (int i = 0; i < repeat; i++) {
