@@ -58,6 +58,10 @@ import java.util.concurrent.locks.LockSupport;
  *       {@code send-and-die}'s count of device-to-host bytes stays 0</td></tr>
  *   <tr><td>{@code receive-and-die bytes}</td><td>receives, dies after {@code bytes} reached its device (on a
  *       thread: closes at once)</td></tr>
+ *   <tr><td>{@code receive-timed-and-die}</td><td>receives two messages, timing the second from the first's hand-over
+ *       (printed); receives a third and dies half that time after the second's hand-over: half way by the clock,
+ *       for a path that copies into the device uncounted, where {@code receive-and-die}'s count stays 0; exit 5 if
+ *       the third arrived whole first</td></tr>
  *   <tr><td>{@code send-unagreed-family}</td><td>sends a {@code cuda}-family message (a device array) on a connection
  *       that agreed {@code host} alone: expects its own send to refuse it, prints {@code sender refused}, then sends
  *       it below that check ({@link UncheckedSend}), as a peer that does not check would, and waits for the
@@ -129,6 +133,7 @@ public final class ConformancePeer {
                     case "send-and-die" -> sendAndDie(c, dev, Long.parseLong(args[3]), ownProcess);
                     case "send-timed-and-die" -> sendTimedAndDie(c, dev, Long.parseLong(args[3]), ownProcess, out);
                     case "receive-and-die" -> receiveAndDie(c, Long.parseLong(args[3]), ownProcess);
+                    case "receive-timed-and-die" -> receiveTimedAndDie(c, ownProcess, out);
                     case "send-unagreed-family" -> sendUnagreedFamily(c, dev, out);
                     default -> throw new IllegalArgumentException("unknown mode " + mode);
                 };
@@ -366,6 +371,23 @@ public final class ConformancePeer {
         }
         long start = deviceBound();
         dieWhen(() -> deviceBound() - start >= bytes);
+        c.receive().close();
+        return 5;
+    }
+
+    private static int receiveTimedAndDie(Connection c, boolean ownProcess, PrintStream out) {
+        if (!ownProcess) {
+            throw new IllegalArgumentException("receive-timed-and-die needs a process of its own");
+        }
+        c.receive().close();
+        long first = System.nanoTime();
+        c.receive().close();
+        long second = System.nanoTime();
+        long took = second - first;
+        out.println("received the second message " + took / 1000 + " us after the first; dying " + took / 2000
+                + " us into the next");
+        out.flush();
+        dieWhen(() -> System.nanoTime() - second >= took / 2);
         c.receive().close();
         return 5;
     }

@@ -81,14 +81,33 @@ class UcxCudaTransportTest extends UcxTransportTest {
      * Not applicable as the suite writes it, and reported as aborted: its peer dies once 16 MiB reached its device by
      * the copy engine's count, but on the direct path UCX copies into the device itself, uncounted, so the peer took
      * the whole 64 MiB message and the send succeeded (H200, 2026-12-02: "expected the future to fail with
-     * PeerClosedException"). The receive side of a peer's death is checked below with a peer killed by time; a
-     * send-side case on the direct path is still to be written.
+     * PeerClosedException"). Here the peer dies by time instead: half way through the third of three 16 GiB
+     * messages by the time it took the second (tens of milliseconds over {@code cuda_ipc}).
      */
     @Test
     @Override
-    void shouldFailTheSendWhenThePeerDiesWhileReceiving() {
-        assumeTrue(false, "the direct path's receiver cannot see its progress through the copy engine, so this peer"
-                + " cannot die mid-receive (a send-side case for the direct path is still to be written)");
+    void shouldFailTheSendWhenThePeerDiesWhileReceiving() throws Exception {
+        long bytes = 16L << 30;
+        assumeTrue(Devices.get(0).freeMemory() > 3 * bytes, "needs 48 GiB free on device 0");
+        Listener listener = listen(config().ioTimeout(Duration.ofSeconds(60)).build());
+        Peer p = peer("receive-timed-and-die", listener);
+        Connection c = accept(listener);
+        try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
+                DeviceBuffer d = sender.allocate(bytes)) {
+            for (int i = 0; i < 2; i++) {
+                MessageMetrics m = c.send(TestMessages.message("m" + i, List.<Buffer>of(d))).get(60, TimeUnit.SECONDS);
+                assertEquals(0, m.hostToDeviceBytes() + m.deviceToHostBytes(), m.toString());
+            }
+            try {
+                // PeerClosedException, not a timeout and not a completed send: the send learnt of the peer's death
+                CompletableFuture<MessageMetrics> doomed = c.send(TestMessages.message("doomed", List.<Buffer>of(d)));
+                ExecutionFailure.of(doomed, Duration.ofSeconds(60), PeerClosedException.class);
+            } catch (PeerClosedException expected) {
+                // the peer was gone before the send began
+            }
+        }
+        assertEquals(77, p.await(Duration.ofSeconds(60)), p::output);
+        assertThrows(TransportException.class, () -> c.send(TestMessages.message("after", List.of())));
     }
 
     /**
