@@ -24,12 +24,20 @@ import java.nio.channels.SocketChannel;
  * warm. A ring remains the alternative where a sender's allocations never repeat.
  */
 public final class IpcTransport implements Transport {
-    /** Mappings a connection's cache keeps by default. */
-    public static final int DEFAULT_MAX_MAPPINGS = 256;
+    /** System property: the mappings a connection's cache keeps ({@value #DEFAULT_MAX_MAPPINGS} when unset). */
+    public static final String MAX_MAPPINGS_PROPERTY = "cuwire.ipc.maxMappings";
+    /**
+     * Mappings a connection's cache keeps by default: enough for a model of ten thousand arrays, each in an
+     * allocation of its own (the CUDA pool gives each block its own), to stay mapped from one message to the next.
+     * With 256, such a model opened and closed a mapping per array in every message (11-19 µs an array on one H200,
+     * 2026-12-03); the byte bound ({@link #DEFAULT_MAX_MAPPED_BYTES}) still limits what the mappings keep alive.
+     */
+    public static final int DEFAULT_MAX_MAPPINGS = 16_384;
     /** Bytes of mappings a connection's cache keeps by default. */
     public static final long DEFAULT_MAX_MAPPED_BYTES = 64L << 30;
 
-    public static final IpcTransport INSTANCE = new IpcTransport(DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPED_BYTES);
+    public static final IpcTransport INSTANCE = new IpcTransport(maxMappings(System.getProperty(
+            MAX_MAPPINGS_PROPERTY)), DEFAULT_MAX_MAPPED_BYTES);
 
     private final int maxMappings;
     private final long maxMappedBytes;
@@ -42,6 +50,29 @@ public final class IpcTransport implements Transport {
         }
         this.maxMappings = maxMappings;
         this.maxMappedBytes = maxMappedBytes;
+    }
+
+    /**
+     * The mappings a connection's cache keeps for the value of {@value #MAX_MAPPINGS_PROPERTY} ({@code null} or
+     * blank: {@value #DEFAULT_MAX_MAPPINGS}).
+     *
+     * @throws IllegalArgumentException naming the property when the value is not a number from 1 to 1,048,576
+     */
+    static int maxMappings(String property) {
+        if (property == null || property.isBlank()) {
+            return DEFAULT_MAX_MAPPINGS;
+        }
+        long n;
+        try {
+            n = Long.parseLong(property.strip());
+        } catch (NumberFormatException e) {
+            n = -1;
+        }
+        if (n < 1 || n > 1 << 20) {
+            throw new IllegalArgumentException(MAX_MAPPINGS_PROPERTY + "=" + property + " (expected: mappings, 1.."
+                    + (1 << 20) + ")");
+        }
+        return (int) n;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.cuwire.transport.internal.ipc;
 
+import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
@@ -25,8 +26,11 @@ import java.util.function.BiFunction;
  * least recently used mapping that no copy holds is closed. A mapping held by a copy ({@link Lease}) is never
  * closed under it: when the bounds can only be kept by closing held mappings, the cache runs over its bounds until
  * their leases come back, and closes them then; a receiver whose copies hold the bounds' worth of mappings waits for
- * them and releases its leases before it acquires more ({@link #heldAtBound}). A mapping keeps the exporter's memory
- * alive (on CUDA the allocation is not freed while mapped), which is what the byte bound limits.
+ * them and releases its leases before it acquires more ({@link #heldAtBound}). When the platform refuses to open
+ * one more mapping for a bound of its own ({@link AllocationLimitException}: the emulated device keeps at most so
+ * many files mapped per process), the cache closes every mapping no copy holds and tries once more. A mapping
+ * keeps the exporter's memory alive (on CUDA the allocation is not freed while mapped), which is what the byte bound
+ * limits.
  *
  * <p>The cache is a {@link io.cuwire.memory.MemoryHolder} of each device it opened mappings through, from the first
  * mapping until it is closed: a failed allocation's report on that device names its mappings and their bytes (on one
@@ -144,7 +148,16 @@ public final class MappingCache implements AutoCloseable {
         if (m != null) {
             hits++;
         } else {
-            DeviceBuffer opened = opener.apply(via, allocation);
+            DeviceBuffer opened;
+            try {
+                opened = opener.apply(via, allocation);
+            } catch (AllocationLimitException e) {
+                // the platform's own bound on mappings (the emulated device's mapped files): make room and retry once
+                if (closeIdle() == 0) {
+                    throw e;
+                }
+                opened = opener.apply(via, allocation);
+            }
             opens++;
             if (opened.byteSize() < allocation.length()) {
                 closeMapping(opened);
@@ -194,6 +207,23 @@ public final class MappingCache implements AutoCloseable {
         } else if (m.leases == 0) {
             evict();
         }
+    }
+
+    /** Closes every mapping no lease holds; returns how many. The caller holds the lock. */
+    private int closeIdle() {
+        int closed = 0;
+        Iterator<Map.Entry<IpcHandle, Mapping>> it = mappings.entrySet().iterator();
+        while (it.hasNext()) {
+            Mapping m = it.next().getValue();
+            if (m.leases == 0) {
+                it.remove();
+                mappedBytes -= m.key.length();
+                evictions++;
+                closeMapping(m.buffer);
+                closed++;
+            }
+        }
+        return closed;
     }
 
     /** Closes least recently used idle mappings while over a bound; the caller holds the lock. */

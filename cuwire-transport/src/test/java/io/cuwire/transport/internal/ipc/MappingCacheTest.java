@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
@@ -132,6 +133,38 @@ class MappingCacheTest {
             cache.acquire(allocation(b), 0, 100, device).close();
             assertEquals(4, cache.stats().opens());
             assertEquals(2, openNow());
+        }
+        assertEquals(0, openNow());
+    }
+
+    @Test
+    void shouldCloseIdleMappingsAndRetryWhenThePlatformRefusesToOpenOneMore() {
+        assumeTrue(device.platform().equals("emulated"), "CUDA does not open a process's own IPC handles");
+        int[] platformBound = {2};
+        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer c = exporter.allocate(LARGE);
+                MappingCache cache = new MappingCache("test mappings", (via, h) -> {
+                    if (openNow() >= platformBound[0]) {
+                        throw new AllocationLimitException("the platform maps at most " + platformBound[0]);
+                    }
+                    DeviceBuffer opened = via.openHandle(h);
+                    this.opened.add(opened);
+                    return opened;
+                }, 100, 1L << 30)) {
+            cache.acquire(allocation(a), 0, 100, device).close();
+            try (MappingCache.Lease held = cache.acquire(allocation(b), 0, 100, device)) {
+                assertEquals(100, held.buffer().byteSize());
+                cache.acquire(allocation(c), 0, 100, device).close();
+                MappingCache.Stats s = cache.stats();
+                assertEquals(3, s.opens());
+                assertEquals(1, s.evictions(), "a, idle, was closed to make room; b is held");
+                assertEquals(2, openNow());
+                platformBound[0] = 1;
+                AllocationLimitException e = assertThrows(AllocationLimitException.class,
+                        () -> cache.acquire(allocation(a), 0, 100, device));
+                assertTrue(e.getMessage().contains("at most 1"), e.getMessage());
+                assertEquals(1, openNow(), "c, idle, was closed; b stays held, and a was not opened");
+            }
         }
         assertEquals(0, openNow());
     }
