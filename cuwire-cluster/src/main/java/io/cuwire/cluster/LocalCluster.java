@@ -322,6 +322,7 @@ public final class LocalCluster implements AutoCloseable {
                     w.endpoint(new Endpoint("client-to-" + w.index(), c, registry, target,
                             (from, r) -> from.reply(io.cuwire.cluster.rpc.Reply.failed(r.id(),
                                     new ClusterException("the client takes no requests"))),
+                            u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                             w::lostException, w::markLost).start());
                     if (w.process() != null) {
                         w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));

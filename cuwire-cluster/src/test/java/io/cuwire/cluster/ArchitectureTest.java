@@ -15,11 +15,7 @@ class ArchitectureTest {
      */
     private static final List<String> KNOWN_CYCLES = List.of(
             "io.cuwire.cluster -> io.cuwire.cluster.internal -> io.cuwire.cluster",
-            "io.cuwire.cluster -> io.cuwire.cluster.internal -> io.cuwire.cluster.rpc -> io.cuwire.cluster",
-            "io.cuwire.cluster -> io.cuwire.cluster.internal -> io.cuwire.cluster.runtime -> io.cuwire.cluster",
-            "io.cuwire.cluster -> io.cuwire.cluster.internal -> io.cuwire.cluster.runtime -> io.cuwire.cluster.rpc"
-                    + " -> io.cuwire.cluster",
-            "io.cuwire.cluster -> io.cuwire.cluster.rpc -> io.cuwire.cluster");
+            "io.cuwire.cluster -> io.cuwire.cluster.internal -> io.cuwire.cluster.runtime -> io.cuwire.cluster");
 
     @Test
     void shouldKeepTheArchitectureRules() {

@@ -127,6 +127,7 @@ class HostileClientTest {
                 .families(ClusterTypes.families()).build();
         Endpoint e = new Endpoint("hostile-" + endpoints.size(), Transports.forAddress(address).connect(address,
                 config), ClusterTypes.registry(), new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
+                u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                 x -> new ClusterException("connection to the worker broken", x), x -> { }).start();
         endpoints.add(e);
         return e;

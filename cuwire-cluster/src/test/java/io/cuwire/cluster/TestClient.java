@@ -48,7 +48,8 @@ public final class TestClient implements AutoCloseable {
                 .families(families).build();
         Connection c = Transports.forAddress(address).connect(address, config);
         endpoint = new Endpoint("test-client", c, registry, new DecodeTarget(device, host, Limits.DEFAULT),
-                (from, r) -> { }, e -> new ClusterException("test client's connection broken", e), e -> { }).start();
+                (from, r) -> { }, u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                e -> new ClusterException("test client's connection broken", e), e -> { }).start();
     }
 
     static TestClient connect(String address, byte[] secret) {

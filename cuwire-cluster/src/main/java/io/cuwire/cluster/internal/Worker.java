@@ -7,6 +7,7 @@ import static java.lang.System.Logger.Level.WARNING;
 import io.cuwire.cluster.ClusterException;
 import io.cuwire.cluster.ModelHandle;
 import io.cuwire.cluster.ObjectRef;
+import io.cuwire.cluster.RemoteDecodeException;
 import io.cuwire.cluster.TaskContext;
 import io.cuwire.cluster.TaskRegistry;
 import io.cuwire.cluster.WorkerExit;
@@ -281,6 +282,7 @@ public final class Worker implements Endpoint.Handler {
                 }
                 if (client == null) {
                     client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
+                            Worker::refused,
                             e -> new ClusterException("client connection broken", e), e -> clientBroken(c, e));
                     client.start();
                 } else {
@@ -288,6 +290,7 @@ public final class Worker implements Endpoint.Handler {
                     // A peer's broadcast assemblies go with it (senderGone); its break is logged (peerBroken).
                     AtomicReference<Endpoint> peer = new AtomicReference<>();
                     peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                            Worker::refused,
                             e -> new ClusterException("peer connection broken", e), e -> {
                                 assemblies.senderGone(peer.get(), e);
                                 peerBroken(c, e);
@@ -471,6 +474,7 @@ public final class Worker implements Endpoint.Handler {
                 Connection c = Transports.forAddress(address).connect(address, config);
                 AtomicReference<Endpoint> self = new AtomicReference<>();
                 self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
+                        Worker::refused,
                         t -> new ClusterException("connection to worker " + other + " broken", t), t -> {
                             assemblies.senderGone(self.get(), t);
                             peerBroken(c, t);
@@ -548,6 +552,11 @@ public final class Worker implements Endpoint.Handler {
         if (stopping.get() == null) {
             refusals.peerBroken(c, cause);
         }
+    }
+
+    /** What a call fails with when the peer could not decode its request. */
+    private static RuntimeException refused(Reply.Undecodable u) {
+        return new RemoteDecodeException(u.errorType(), u.error(), u.path());
     }
 
     /** The exit for a client connection that broke because of {@code cause}. */

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.cuwire.cluster.RemoteDecodeException;
 import io.cuwire.cluster.WorkerLostException;
 import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.internal.RemoteWorker;
@@ -57,6 +58,7 @@ class EndpointTest {
                 RemoteWorker worker = new RemoteWorker(0, 0, null);
                 Endpoint endpoint = new Endpoint("client-to-0", clientSide, ClusterTypes.registry(),
                         new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                         worker::lostException, worker::markLost).start();
                 worker.endpoint(endpoint);
                 try (NdArray chunk = NdArray.fromArray(device, new float[1024], 1024)) {
