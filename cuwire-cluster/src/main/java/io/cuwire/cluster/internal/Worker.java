@@ -425,7 +425,7 @@ public final class Worker implements Endpoint.Handler {
                 return v;
             }
             case ModelHandle h -> {
-                ModelCache.Lease m = models.acquire(h.id(), h.version(), h.toString());
+                ModelCache.Lease m = models.acquire(h.id(), h.version(), h.toString(), ClusterException::new);
                 used.add(m);
                 return m.value();
             }
