@@ -1,11 +1,7 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.Placement;
-import io.cuwire.cluster.internal.RemoteWorker;
-import io.cuwire.cluster.internal.Worker;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;

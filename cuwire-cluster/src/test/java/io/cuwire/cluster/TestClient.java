@@ -3,8 +3,6 @@ package io.cuwire.cluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
-import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;

@@ -1,17 +1,10 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import static java.lang.System.Logger.Level.ERROR;
 import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
-import io.cuwire.cluster.ClusterException;
-import io.cuwire.cluster.ModelHandle;
-import io.cuwire.cluster.ObjectRef;
-import io.cuwire.cluster.RemoteDecodeException;
-import io.cuwire.cluster.TaskContext;
-import io.cuwire.cluster.TaskRegistry;
-import io.cuwire.cluster.WorkerExit;
-import io.cuwire.cluster.WorkerStats;
+import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -133,7 +126,7 @@ import jdk.jfr.RecordingState;
  *   <tr><td>{@code Shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
  * </table>
  */
-public final class Worker implements Endpoint.Handler {
+final class Worker implements Endpoint.Handler {
     /** The first word of the line a worker prints when it listens. */
     public static final String LISTENING = "cuwire-worker-listening";
     /** System property: the most bytes allocated for broadcasts arriving in chunks and not yet filled. */
