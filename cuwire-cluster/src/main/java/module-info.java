@@ -15,11 +15,10 @@ module io.cuwire.cluster {
     exports io.cuwire.cluster.rpc;
     exports io.cuwire.cluster.runtime;
 
-    // the generic serializer walks the handles, requests and replies that travel between client and workers
+    // the generic serializer walks the handles, requests and replies that travel between client and workers: the
+    // public handles, the worker's typed requests (the package-private WorkerRequest) and the replies
     opens io.cuwire.cluster to io.cuwire.serialize;
     opens io.cuwire.cluster.rpc to io.cuwire.serialize;
-    // the worker's typed requests (internal.WorkerRequest): records the generic serializer builds
-    opens io.cuwire.cluster.internal to io.cuwire.serialize;
 
     uses io.cuwire.cluster.TaskProvider;
 }

@@ -2,9 +2,6 @@ package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.BroadcastEvent;
-import io.cuwire.cluster.internal.BroadcastSender;
-import io.cuwire.cluster.internal.RemoteWorker;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.Buffer;

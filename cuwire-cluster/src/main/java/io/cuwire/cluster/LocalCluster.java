@@ -1,11 +1,7 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.Placement;
-import io.cuwire.cluster.internal.RemoteWorker;
-import io.cuwire.cluster.internal.Worker;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -322,6 +318,7 @@ public final class LocalCluster implements AutoCloseable {
                     w.endpoint(new Endpoint("client-to-" + w.index(), c, registry, target,
                             (from, r) -> from.reply(io.cuwire.cluster.rpc.Reply.failed(r.id(),
                                     new ClusterException("the client takes no requests"))),
+                            u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                             w::lostException, w::markLost).start());
                     if (w.process() != null) {
                         w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));

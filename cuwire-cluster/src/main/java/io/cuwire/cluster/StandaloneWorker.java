@@ -1,7 +1,6 @@
 package io.cuwire.cluster;
 
 import io.cuwire.cluster.internal.Placement;
-import io.cuwire.cluster.internal.Worker;
 import java.io.PrintStream;
 
 /**

@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.Worker;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.BufferAllocator;
@@ -127,6 +124,7 @@ class HostileClientTest {
                 .families(ClusterTypes.families()).build();
         Endpoint e = new Endpoint("hostile-" + endpoints.size(), Transports.forAddress(address).connect(address,
                 config), ClusterTypes.registry(), new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
+                u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                 x -> new ClusterException("connection to the worker broken", x), x -> { }).start();
         endpoints.add(e);
         return e;

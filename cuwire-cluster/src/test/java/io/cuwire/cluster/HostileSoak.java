@@ -1,6 +1,5 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;

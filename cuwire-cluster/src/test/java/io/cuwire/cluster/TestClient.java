@@ -3,8 +3,6 @@ package io.cuwire.cluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
-import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.WorkerRequest;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -48,7 +46,8 @@ public final class TestClient implements AutoCloseable {
                 .families(families).build();
         Connection c = Transports.forAddress(address).connect(address, config);
         endpoint = new Endpoint("test-client", c, registry, new DecodeTarget(device, host, Limits.DEFAULT),
-                (from, r) -> { }, e -> new ClusterException("test client's connection broken", e), e -> { }).start();
+                (from, r) -> { }, u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                e -> new ClusterException("test client's connection broken", e), e -> { }).start();
     }
 
     static TestClient connect(String address, byte[] secret) {

@@ -1,6 +1,5 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.ClusterTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.msgpack.MsgpackReader;

@@ -1,6 +1,5 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.internal.Worker;
 import io.cuwire.memory.Devices;
 import java.io.BufferedReader;
 import java.io.IOException;

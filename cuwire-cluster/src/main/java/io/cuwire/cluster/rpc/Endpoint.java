@@ -1,6 +1,5 @@
 package io.cuwire.cluster.rpc;
 
-import io.cuwire.cluster.RemoteDecodeException;
 import io.cuwire.serialize.DecodeBudgetExceededException;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
@@ -37,9 +36,10 @@ import java.util.function.Function;
  * <p>A value that does not decode breaks nothing; the endpoint goes on with the next message, and logs it (a
  * warning naming the connection and the reason, at most 10 such lines per 10 seconds per endpoint). A request this side
  * cannot decode is answered {@link Reply.Undecodable} with the exception's type, message and field path, and the
- * caller's future fails with {@link RemoteDecodeException}; a reply this side cannot decode fails its call at once
- * with the local {@link SerializationException} (its {@link SerializationException#path() path} says where), and so
- * does a call whose request this side cannot serialize (nothing was sent).
+ * caller's future fails with the exception {@code refusal} makes of that answer (the cluster's
+ * {@code RemoteDecodeException}: this layer names no type of the packages above it); a reply this side cannot decode
+ * fails its call at once with the local {@link SerializationException} (its {@link SerializationException#path()
+ * path} says where), and so does a call whose request this side cannot serialize (nothing was sent).
  *
  * <p>Except a message that costs too much: a decode beyond the message's work budget
  * ({@link DecodeBudgetExceededException}: the peer sent what no honest peer sends) or one that fails with an
@@ -68,6 +68,7 @@ public final class Endpoint implements AutoCloseable {
     private final TypeRegistry registry;
     private final DecodeTarget target;
     private final Handler handler;
+    private final Function<Reply.Undecodable, RuntimeException> refusal;
     private final Function<Throwable, RuntimeException> failure;
     private final Consumer<Throwable> onBroken;
     private final Map<Long, CompletableFuture<Reply>> pending = new ConcurrentHashMap<>();
@@ -83,13 +84,23 @@ public final class Endpoint implements AutoCloseable {
     private final AtomicLong bytesReceived = new AtomicLong();
     private final AtomicLong frameBytesReceived = new AtomicLong();
 
+    /**
+     * An endpoint, not yet reading ({@link #start}).
+     *
+     * @param handler gets the requests that arrive
+     * @param refusal the exception a call fails with when the peer answered that it could not decode the request
+     * @param failure the exception every call fails with once the endpoint broke, made of the cause
+     * @param onBroken runs once when the endpoint breaks, with the cause
+     */
     public Endpoint(String name, Connection connection, TypeRegistry registry, DecodeTarget target, Handler handler,
-            Function<Throwable, RuntimeException> failure, Consumer<Throwable> onBroken) {
+            Function<Reply.Undecodable, RuntimeException> refusal, Function<Throwable, RuntimeException> failure,
+            Consumer<Throwable> onBroken) {
         this.name = name;
         this.connection = connection;
         this.registry = registry;
         this.target = target;
         this.handler = handler;
+        this.refusal = refusal;
         this.failure = failure;
         this.onBroken = onBroken;
     }
@@ -242,7 +253,7 @@ public final class Endpoint implements AutoCloseable {
                 if (f == null) {
                     Values.close(r);
                 } else if (r instanceof Reply.Undecodable u) {
-                    f.completeExceptionally(new RemoteDecodeException(u.errorType(), u.error(), u.path()));
+                    f.completeExceptionally(refusal.apply(u));
                 } else {
                     f.complete(r);
                 }

@@ -45,8 +45,8 @@ public sealed interface Reply {
     }
 
     /**
-     * The peer could not decode the request: its {@link Endpoint} answered, and the caller's future fails with
-     * {@link io.cuwire.cluster.RemoteDecodeException}.
+     * The peer could not decode the request: its {@link Endpoint} answered, and the caller's future fails with the
+     * exception the caller's endpoint makes of this (the cluster's {@code RemoteDecodeException}).
      *
      * @param id the request's id
      * @param errorType the simple class name of the decode's exception

@@ -5,7 +5,7 @@ package io.cuwire.cluster.rpc;
  * Spark integration between cuwire nodes. Each server defines its requests as a sealed set of records implementing
  * this interface, one record per kind, each a registered type of its own on the wire
  * ({@link Endpoint#registerMessages}), and dispatches them with an exhaustive {@code switch}: the cluster worker's
- * are {@code io.cuwire.cluster.internal.WorkerRequest}, a Spark node's {@code io.cuwire.spark.internal.SparkRequest}.
+ * are {@code io.cuwire.cluster.WorkerRequest}, a Spark node's {@code io.cuwire.spark.internal.SparkRequest}.
  * Values a request carries are serialized values (device arrays travel as device frames).
  */
 public interface Request {

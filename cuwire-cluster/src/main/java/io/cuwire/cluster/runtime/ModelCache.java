@@ -1,6 +1,5 @@
 package io.cuwire.cluster.runtime;
 
-import io.cuwire.cluster.ClusterException;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.serialize.Family;
@@ -19,6 +18,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -216,14 +216,15 @@ public final class ModelCache implements AutoCloseable {
      * A lease of model {@code id} v{@code version}.
      *
      * @param what the handle's text, for the message
-     * @throws ClusterException if the cache does not hold it, naming what it holds of that id and whether it was
-     *     evicted to make room
+     * @param missing makes the exception thrown when the cache does not hold it (the cluster's
+     *     {@code ClusterException}), of a message naming what it holds of that id and whether it was evicted to make
+     *     room
      */
-    public Lease acquire(long id, long version, String what) {
+    public Lease acquire(long id, long version, String what, Function<String, RuntimeException> missing) {
         Entry m = models.get(id);
         if (m == null || m.version != version || !m.tryAcquire(uses.incrementAndGet())) {
             Long gone = evicted.get(id);
-            throw new ClusterException(what + " is not in " + owner + "'s cache (cached: "
+            throw missing.apply(what + " is not in " + owner + "'s cache (cached: "
                     + (m == null || m.isClosed() ? "none" : "v" + m.version) + ")"
                     + (gone != null && gone == version ? ": it was evicted to make room in the device's memory; "
                     + "broadcast it again" : ""));

@@ -129,8 +129,10 @@ class EndpointBreakTest {
                             case TestRequest.Echo e -> from.reply(Reply.ok(e.id(), e.value()));
                             case TestRequest.Give g -> from.reply(Reply.ok(g.id(), null));
                         }
-                    }, servingFailure, servingBroken::complete).start();
+                    }, u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()), servingFailure,
+                    servingBroken::complete).start();
             caller = new Endpoint("caller", callerSide, registry(), target, (from, r) -> { },
+                    u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                     e -> new ClusterException("caller broken", e), e -> { }).start();
         }
 

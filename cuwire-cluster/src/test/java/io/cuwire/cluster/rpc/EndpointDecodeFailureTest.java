@@ -106,9 +106,11 @@ class EndpointDecodeFailureTest {
             Endpoint serving = new Endpoint("serving", accepted.get(20, TimeUnit.SECONDS),
                     registry(Forest.class, "test.Forest"), new DecodeTarget(servingDevice, servingHost,
                     Limits.DEFAULT), (from, r) -> serve(from, r, servingDevice),
+                    u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                     e -> new ClusterException("serving side broken", e), e -> { }).start();
             try (Endpoint caller = new Endpoint("caller", callerSide, registry(Weights.class, "test.Weights"),
                     new DecodeTarget(callerDevice, callerHost, Limits.DEFAULT), (from, r) -> { },
+                    u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                     e -> new ClusterException("caller side broken", e), e -> { }).start();
                     Endpoint served = serving;
                     NdArray values = NdArray.fromArray(callerDevice, new float[4096], 4096)) {
@@ -169,9 +171,11 @@ class EndpointDecodeFailureTest {
                 DecodeTarget target = new DecodeTarget(device, host, Limits.DEFAULT);
                 Endpoint serving = new Endpoint("serving", accepted.get(20, TimeUnit.SECONDS),
                         registry(Forest.class, "test.Forest"), target, (from, r) -> serve(from, r, device),
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                         e -> new ClusterException("serving side broken", e), e -> { }).start();
                 try (serving; Endpoint caller = new Endpoint("caller", callerSide,
                         registry(Weights.class, "test.Weights"), target, (from, r) -> { },
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                         e -> new ClusterException("caller side broken", e), e -> { }).start()) {
                     ClusterException broken = failure(ClusterException.class, caller.call(
                             new TestRequest.Echo(1, "x".repeat(10_000))));

@@ -33,7 +33,7 @@ class ModelCacheTest {
     void shouldCloseAReplacedVersionOnlyAfterItsLastLease() {
         Model v1 = new Model();
         cache.put(1, 1, v1, () -> { });
-        ModelCache.Lease l = cache.acquire(1, 1, "model 1 v1");
+        ModelCache.Lease l = cache.acquire(1, 1, "model 1 v1", ClusterException::new);
         cache.put(1, 2, new Model(), () -> { });
         assertEquals(0, v1.closed.get(), "a leased version stays open");
         assertSame(v1, l.value());
@@ -62,7 +62,7 @@ class ModelCacheTest {
         cache.put(1, 1, a, () -> { });
         cache.put(2, 1, b, () -> { });
         cache.put(3, 1, c, () -> { });
-        ModelCache.Lease held = cache.acquire(1, 1, "model 1 v1");  // the oldest, but in use
+        ModelCache.Lease held = cache.acquire(1, 1, "model 1 v1", ClusterException::new);  // the oldest, but in use
         assertTrue(cache.holds(2, 1));  // a use: 3 is now the least recently used free one
         assertTrue(cache.evictOne(100));
         assertEquals(1, c.closed.get());
@@ -71,7 +71,8 @@ class ModelCacheTest {
         assertEquals(1, b.closed.get());
         assertFalse(cache.evictOne(100), "the leased model is never evicted");
         assertEquals(2, cache.evictions());
-        ClusterException gone = assertThrows(ClusterException.class, () -> cache.acquire(3, 1, "model 3 v1"));
+        ClusterException gone = assertThrows(ClusterException.class,
+                () -> cache.acquire(3, 1, "model 3 v1", ClusterException::new));
         assertEquals("model 3 v1 is not in worker 7's cache (cached: none): it was evicted to make room in the "
                 + "device's memory; broadcast it again", gone.getMessage());
         held.close();

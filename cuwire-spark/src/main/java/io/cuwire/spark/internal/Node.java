@@ -1,5 +1,6 @@
 package io.cuwire.spark.internal;
 
+import io.cuwire.cluster.RemoteDecodeException;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -516,7 +517,7 @@ public final class Node implements AutoCloseable {
             }
             // onBroken runs once the endpoint is no longer open: forget every such one, and log a peer refused or lost
             Endpoint e = new Endpoint("spark-" + executorId + "-served", c, registry, target, this::onRequest,
-                    Node::broken, t -> {
+                    Node::refused, Node::broken, t -> {
                         served.removeIf(x -> !x.isOpen());
                         if (!closed.get()) {
                             refusals.peerBroken(c, t);
@@ -638,7 +639,7 @@ public final class Node implements AutoCloseable {
         return new Endpoint("spark-" + executorId + "-to-" + address, c, registry, target, (from, r) -> {
             Values.close(r);
             from.reply(Reply.failed(r.id(), new IllegalStateException("a connection to a peer takes no requests")));
-        }, Node::broken, t -> { }).start();
+        }, Node::refused, Node::broken, t -> { }).start();
     }
 
     /**
@@ -656,6 +657,11 @@ public final class Node implements AutoCloseable {
         } catch (ExecutionException e) {
             throw e.getCause() instanceof RuntimeException x ? x : new IllegalStateException(e.getCause());
         }
+    }
+
+    /** What a call fails with when the peer could not decode its request. */
+    private static RuntimeException refused(Reply.Undecodable u) {
+        return new RemoteDecodeException(u.errorType(), u.error(), u.path());
     }
 
     /** What a broken connection fails its calls with: the transport's exception, or one around the cause. */

@@ -1,4 +1,4 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.CopyEngine;
@@ -20,7 +20,7 @@ import io.cuwire.serialize.WriteContext;
  * @param owned whether closing it closes {@code buffer}
  */
 @WireType("cuwire.cluster.ModelFrame")
-public record ModelFrame(Buffer buffer, boolean owned) implements AutoCloseable {
+record ModelFrame(Buffer buffer, boolean owned) implements AutoCloseable {
     /** A frame of a serialized value that stays that value's: closing the {@code ModelFrame} leaves it open. */
     public static ModelFrame borrowed(Buffer buffer) {
         return new ModelFrame(buffer, false);

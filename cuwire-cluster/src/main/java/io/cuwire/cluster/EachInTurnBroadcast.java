@@ -1,4 +1,4 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
@@ -18,7 +18,7 @@ import java.util.concurrent.CompletableFuture;
  * once is what travels (device frames stay device frames). The request is serialized once too, and the same message
  * goes to every worker.
  */
-public final class EachInTurnBroadcast implements BroadcastSender {
+final class EachInTurnBroadcast implements BroadcastSender {
     private final Links links;
     /** How the client waits for each send: the transports' default (spin, then park). */
     private final IdleStrategy idle = IdleStrategy.fromProperty();

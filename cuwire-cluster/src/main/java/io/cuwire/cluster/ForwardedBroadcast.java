@@ -1,4 +1,4 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
@@ -20,7 +20,7 @@ import java.util.concurrent.CompletableFuture;
  * reports a child it could not reach, the workers below it are told to drop their copy
  * ({@link WorkerRequest.BroadcastAbort}), so that every acknowledgement comes.
  */
-public abstract sealed class ForwardedBroadcast implements BroadcastSender permits ChainBroadcast, TreeBroadcast {
+abstract sealed class ForwardedBroadcast implements BroadcastSender permits ChainBroadcast, TreeBroadcast {
     private final Links links;
     private final long chunkBytes;
 

@@ -1,10 +1,10 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 /**
  * The workers in a binary tree: worker {@code i}'s children are {@code 2i+1} and {@code 2i+2}
- * ({@link io.cuwire.cluster.BroadcastOptions.Strategy#TREE}).
+ * ({@link BroadcastOptions.Strategy#TREE}).
  */
-public final class TreeBroadcast extends ForwardedBroadcast {
+final class TreeBroadcast extends ForwardedBroadcast {
     TreeBroadcast(Links links, long chunkBytes) {
         super(links, chunkBytes);
     }

@@ -1,9 +1,5 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
-import io.cuwire.cluster.ModelHandle;
-import io.cuwire.cluster.ObjectRef;
-import io.cuwire.cluster.TaskProvider;
-import io.cuwire.cluster.WorkerStats;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.ml.MlTypes;
 import io.cuwire.serialize.Family;
@@ -14,7 +10,7 @@ import java.util.ServiceLoader;
  * The registry client and workers share: the ml types (estimators also on the {@code java} allow-list), the
  * cluster's control messages and handles, and the types of the {@link TaskProvider}s on the class path.
  */
-public final class ClusterTypes {
+final class ClusterTypes {
     private ClusterTypes() {
     }
 

@@ -1,6 +1,5 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
-import io.cuwire.cluster.ObjectRef;
 import io.cuwire.cluster.rpc.Request;
 import io.cuwire.memory.NdArray;
 import io.cuwire.serialize.WireType;
@@ -14,7 +13,7 @@ import java.util.List;
  * it carried stays allocated. The answers are {@link io.cuwire.cluster.rpc.Reply} records; {@code docs/wire-format.md}
  * lists each kind with its fields and answers.
  */
-public sealed interface WorkerRequest extends Request {
+sealed interface WorkerRequest extends Request {
     /**
      * A heartbeat, answered at once on the reader thread.
      *
@@ -210,7 +209,7 @@ public sealed interface WorkerRequest extends Request {
     }
 
     /**
-     * The worker's copy counters and memory in use: answered with its {@link io.cuwire.cluster.WorkerStats}.
+     * The worker's copy counters and memory in use: answered with its {@link WorkerStats}.
      *
      * @param id the request's id
      */

@@ -1,16 +1,10 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import static java.lang.System.Logger.Level.ERROR;
 import static java.lang.System.Logger.Level.INFO;
 import static java.lang.System.Logger.Level.WARNING;
 
-import io.cuwire.cluster.ClusterException;
-import io.cuwire.cluster.ModelHandle;
-import io.cuwire.cluster.ObjectRef;
-import io.cuwire.cluster.TaskContext;
-import io.cuwire.cluster.TaskRegistry;
-import io.cuwire.cluster.WorkerExit;
-import io.cuwire.cluster.WorkerStats;
+import io.cuwire.cluster.internal.Placement;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Request;
@@ -132,7 +126,7 @@ import jdk.jfr.RecordingState;
  *   <tr><td>{@code Shutdown}</td><td>frees everything, closes the allocators (leaks are reported) and exits</td></tr>
  * </table>
  */
-public final class Worker implements Endpoint.Handler {
+final class Worker implements Endpoint.Handler {
     /** The first word of the line a worker prints when it listens. */
     public static final String LISTENING = "cuwire-worker-listening";
     /** System property: the most bytes allocated for broadcasts arriving in chunks and not yet filled. */
@@ -281,6 +275,7 @@ public final class Worker implements Endpoint.Handler {
                 }
                 if (client == null) {
                     client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
+                            Worker::refused,
                             e -> new ClusterException("client connection broken", e), e -> clientBroken(c, e));
                     client.start();
                 } else {
@@ -288,6 +283,7 @@ public final class Worker implements Endpoint.Handler {
                     // A peer's broadcast assemblies go with it (senderGone); its break is logged (peerBroken).
                     AtomicReference<Endpoint> peer = new AtomicReference<>();
                     peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                            Worker::refused,
                             e -> new ClusterException("peer connection broken", e), e -> {
                                 assemblies.senderGone(peer.get(), e);
                                 peerBroken(c, e);
@@ -422,7 +418,7 @@ public final class Worker implements Endpoint.Handler {
                 return v;
             }
             case ModelHandle h -> {
-                ModelCache.Lease m = models.acquire(h.id(), h.version(), h.toString());
+                ModelCache.Lease m = models.acquire(h.id(), h.version(), h.toString(), ClusterException::new);
                 used.add(m);
                 return m.value();
             }
@@ -471,6 +467,7 @@ public final class Worker implements Endpoint.Handler {
                 Connection c = Transports.forAddress(address).connect(address, config);
                 AtomicReference<Endpoint> self = new AtomicReference<>();
                 self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
+                        Worker::refused,
                         t -> new ClusterException("connection to worker " + other + " broken", t), t -> {
                             assemblies.senderGone(self.get(), t);
                             peerBroken(c, t);
@@ -548,6 +545,11 @@ public final class Worker implements Endpoint.Handler {
         if (stopping.get() == null) {
             refusals.peerBroken(c, cause);
         }
+    }
+
+    /** What a call fails with when the peer could not decode its request. */
+    private static RuntimeException refused(Reply.Undecodable u) {
+        return new RemoteDecodeException(u.errorType(), u.error(), u.path());
     }
 
     /** The exit for a client connection that broke because of {@code cause}. */

@@ -1,8 +1,7 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.cuwire.cluster.WorkerExit;
 import io.cuwire.serialize.LimitExceededException;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.FamilyRefusedException;

@@ -1,6 +1,5 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
-import io.cuwire.cluster.ClusterException;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Values;

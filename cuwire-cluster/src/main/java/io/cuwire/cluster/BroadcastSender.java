@@ -1,6 +1,5 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
-import io.cuwire.cluster.BroadcastOptions;
 import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.serialize.Serialized;
@@ -13,7 +12,7 @@ import java.util.concurrent.CompletableFuture;
  * ({@link EachInTurnBroadcast}, {@link ChainBroadcast}, {@link TreeBroadcast}). The client serializes the model once
  * and hands that form to the sender, which sends it and returns; the workers' acknowledgements settle the broadcast.
  */
-public sealed interface BroadcastSender permits EachInTurnBroadcast, ForwardedBroadcast {
+sealed interface BroadcastSender permits EachInTurnBroadcast, ForwardedBroadcast {
     /** What a sender needs of the client: the workers' endpoints and fresh request ids. */
     interface Links {
         /** The endpoint of worker {@code worker}. */

@@ -1,6 +1,5 @@
-package io.cuwire.cluster.internal;
+package io.cuwire.cluster;
 
-import io.cuwire.cluster.WorkerLostException;
 import io.cuwire.cluster.rpc.Endpoint;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -14,7 +13,7 @@ import java.util.concurrent.TimeUnit;
  * pending and later call with {@link WorkerLostException}. A worker started by hand and connected to has no process
  * here ({@code null}): it is lost when its connection breaks or a heartbeat goes unanswered. Thread-safe.
  */
-public final class RemoteWorker {
+final class RemoteWorker {
     private static final int TAIL_LINES = 40;
 
     private final int index;
@@ -26,7 +25,7 @@ public final class RemoteWorker {
     private volatile WorkerLostException lost;
     private volatile boolean closing;
 
-    public RemoteWorker(int index, int deviceOrdinal, Process process) {
+    RemoteWorker(int index, int deviceOrdinal, Process process) {
         this.index = index;
         this.deviceOrdinal = deviceOrdinal;
         this.process = process;

@@ -1,4 +1,4 @@
-package io.cuwire.cluster.rpc;
+package io.cuwire.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,10 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cluster.WorkerLostException;
-import io.cuwire.cluster.internal.ClusterTypes;
-import io.cuwire.cluster.internal.RemoteWorker;
-import io.cuwire.cluster.internal.WorkerRequest;
+import io.cuwire.cluster.rpc.Endpoint;
+import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -57,6 +55,7 @@ class EndpointTest {
                 RemoteWorker worker = new RemoteWorker(0, 0, null);
                 Endpoint endpoint = new Endpoint("client-to-0", clientSide, ClusterTypes.registry(),
                         new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
                         worker::lostException, worker::markLost).start();
                 worker.endpoint(endpoint);
                 try (NdArray chunk = NdArray.fromArray(device, new float[1024], 1024)) {
