@@ -11,7 +11,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
@@ -200,7 +200,7 @@ final class IpcConnection extends AbstractConnection {
     private final Handshake.Result handshake;
     private final PeerProcess peerProcess;
     /** The reader's copy stream per device that maps the sender's memory; closed after the reader ended. */
-    private final Map<Device, Stream> copyStreams = new HashMap<>();
+    private final Map<Device, DeviceStream> copyStreams = new HashMap<>();
     /** Counts additions to {@link #received}: a lock-free hint for the receive spin. */
     private final AtomicInteger arrivals = new AtomicInteger();
     /** Whether the reader is copying a message's device frames in (so a receiver should keep spinning). */
@@ -884,7 +884,7 @@ final class IpcConnection extends AbstractConnection {
         long start = timed ? System.nanoTime() : 0;
         List<Frame> frames = new ArrayList<>();
         List<MappingCache.Lease> leases = new ArrayList<>();
-        List<Stream> used = new ArrayList<>(2);
+        List<DeviceStream> used = new ArrayList<>(2);
         long began = System.nanoTime();  // its type byte is in; a wait for the application to catch up is not counted
         try {
             io.messageDeadline(began, 5, config);
@@ -959,7 +959,7 @@ final class IpcConnection extends AbstractConnection {
             if (pulled > 0) {
                 copying = true;
                 long t3 = timed ? System.nanoTime() : 0;
-                for (Stream stream : used) {
+                for (DeviceStream stream : used) {
                     stream.synchronize();
                 }
                 Timeline.mark(Point.READ_COPIED);
@@ -983,7 +983,7 @@ final class IpcConnection extends AbstractConnection {
             copying = false;
             recorder.close();
             // The copies may still run into the frames: wait for them before the frames go back to their pools.
-            for (Stream stream : used) {
+            for (DeviceStream stream : used) {
                 try {
                     stream.synchronize();
                 } catch (RuntimeException suppressed) {
@@ -1004,8 +1004,8 @@ final class IpcConnection extends AbstractConnection {
      * Waits for the copies enqueued so far and gives their mappings back, so that a message referencing more of the
      * sender's allocations than the cache keeps open ({@link MappingCache#heldAtBound}) holds no more than that.
      */
-    private static void releaseCopied(List<Stream> used, List<MappingCache.Lease> leases) {
-        for (Stream stream : used) {
+    private static void releaseCopied(List<DeviceStream> used, List<MappingCache.Lease> leases) {
+        for (DeviceStream stream : used) {
             stream.synchronize();
         }
         for (MappingCache.Lease lease : leases) {
@@ -1115,8 +1115,8 @@ final class IpcConnection extends AbstractConnection {
      * Enqueues the copy of {@code source} (the sender's bytes, mapped) into {@code frame} on the copy stream of the
      * source's device, adding that stream to {@code used}.
      */
-    private void enqueueCopy(DeviceBuffer source, DeviceBuffer frame, List<Stream> used) {
-        Stream stream = copyStreams.computeIfAbsent(source.device(), Device::newStream);
+    private void enqueueCopy(DeviceBuffer source, DeviceBuffer frame, List<DeviceStream> used) {
+        DeviceStream stream = copyStreams.computeIfAbsent(source.device(), Device::newStream);
         CopyEngine.copyAsync(source, 0, frame, 0, frame.byteSize(), stream);
         if (!used.contains(stream)) {
             used.add(stream);
