@@ -16,7 +16,7 @@ import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Message;
@@ -168,7 +168,7 @@ class WorkerDeviceFramesTest {
         }
 
         @Override
-        public Stream newStream() {
+        public DeviceStream newStream() {
             throw new UnsupportedOperationException();
         }
 
@@ -198,23 +198,23 @@ class WorkerDeviceFramesTest {
         }
 
         @Override
-        protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream) {
+        protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, DeviceStream stream) {
             throw new UnsupportedOperationException();
         }
 
         @Override
-        protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, Stream stream) {
+        protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, DeviceStream stream) {
             throw new UnsupportedOperationException();
         }
 
         @Override
         protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-                long bytes, Stream stream) {
+                long bytes, DeviceStream stream) {
             throw new UnsupportedOperationException();
         }
 
         @Override
-        protected void copyHostToHost(MemorySegment src, MemorySegment dst, Stream stream) {
+        protected void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream) {
             throw new UnsupportedOperationException();
         }
     }

@@ -4,13 +4,13 @@ import io.cuwire.cuda.internal.CuBlasLibrary;
 import io.cuwire.cuda.internal.CudaDevice;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 
 /**
- * A cuBLAS handle bound to one CUDA {@link Stream}: every routine is enqueued on that stream, so its result is there
- * after the stream's next {@code synchronize()}, and the buffers must stay open until then. Matrices are
+ * A cuBLAS handle bound to one CUDA {@link DeviceStream}: every routine is enqueued on that stream, so its result is
+ * there after the stream's next {@code synchronize()}, and the buffers must stay open until then. Matrices are
  * column-major, as in BLAS; offsets, leading dimensions and increments count elements. Every operand is checked
  * (device, bounds, alignment) before anything is enqueued. {@code alpha} and {@code beta} are host values.
  *
@@ -56,7 +56,7 @@ public final class CuBlas implements AutoCloseable {
      * @throws CudaException when CUDA is unavailable, cuBLAS can't be found (naming every place tried), or
      *     {@code cublasCreate_v2} fails
      */
-    public static CuBlas create(Stream stream) {
+    public static CuBlas create(DeviceStream stream) {
         if (!Cuda.isAvailable()) {
             throw new CudaException("cuBLAS needs CUDA, which is not available: " + Cuda.unavailableReason(), null);
         }
@@ -69,7 +69,7 @@ public final class CuBlas implements AutoCloseable {
     }
 
     /** The stream the routines run on. */
-    public Stream stream() {
+    public DeviceStream stream() {
         return stream;
     }
 

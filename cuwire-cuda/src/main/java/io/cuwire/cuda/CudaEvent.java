@@ -4,7 +4,7 @@ import io.cuwire.cuda.internal.CudaDevice;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.Device;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -36,7 +36,7 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     /** Enqueues this event on {@code stream}, a stream of the same device; it completes when the work before it has. */
-    public void record(Stream stream) {
+    public void record(DeviceStream stream) {
         CudaStream s = CudaStream.of(stream);
         if (s.cudaDevice() != device) {
             throw new IllegalArgumentException(stream + " is not a stream of " + device);

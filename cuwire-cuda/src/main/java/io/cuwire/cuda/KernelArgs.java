@@ -3,15 +3,15 @@ package io.cuwire.cuda;
 import io.cuwire.cuda.internal.CudaDevice;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.util.Arrays;
 import java.util.List;
 
 /**
- * The arguments of one kernel launch on a CUDA {@link Stream}, in the kernel's order, each with its C type: no boxing,
- * and device buffers checked as they are added (on the stream's device, large enough, aligned to their elements), so
- * a bad operand throws before anything is enqueued. A {@link Kernel} checks the types against its signature at launch.
- * Not thread-safe: build one per launch.
+ * The arguments of one kernel launch on a CUDA {@link DeviceStream}, in the kernel's order, each with its C type: no
+ * boxing, and device buffers checked as they are added (on the stream's device, large enough, aligned to their
+ * elements), so a bad operand throws before anything is enqueued. A {@link Kernel} checks the types against its
+ * signature at launch. Not thread-safe: build one per launch.
  */
 public final class KernelArgs {
     private final CudaStream stream;
@@ -28,12 +28,12 @@ public final class KernelArgs {
      *
      * @throws IllegalArgumentException when {@code stream} is not a CUDA stream
      */
-    public static KernelArgs on(Stream stream) {
+    public static KernelArgs on(DeviceStream stream) {
         return new KernelArgs(CudaStream.of(stream));
     }
 
     /** The stream of the launch. */
-    public Stream stream() {
+    public DeviceStream stream() {
         return stream;
     }
 

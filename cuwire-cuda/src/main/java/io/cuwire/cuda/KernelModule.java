@@ -4,7 +4,7 @@ import io.cuwire.cuda.internal.CudaDevice;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.cuda.internal.KernelModules;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
@@ -70,7 +70,7 @@ public final class KernelModule {
     }
 
     /** The multiprocessors of the device of CUDA {@code stream}, for kernels that size their grid by them. */
-    public static int multiprocessors(Stream stream) {
+    public static int multiprocessors(DeviceStream stream) {
         return CudaStream.of(stream).cudaDevice().multiprocessors();
     }
 

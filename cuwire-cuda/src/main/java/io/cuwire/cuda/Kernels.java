@@ -6,11 +6,11 @@ import static io.cuwire.cuda.KernelParam.I64;
 import static io.cuwire.cuda.KernelParam.PTR;
 
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 
 /**
  * The platform's own element-wise kernels on CUDA device buffers ({@code src/main/cuda/kernels.cu}). Every method
- * enqueues one kernel on a CUDA {@link Stream} and returns; the result is there after the stream's next
+ * enqueues one kernel on a CUDA {@link DeviceStream} and returns; the result is there after the stream's next
  * {@code synchronize()}, and the buffers must stay open until then. Buffers must be on the stream's device, aligned
  * to their element size, and hold the elements the call names (checked: a violation throws before anything is
  * enqueued). Counts are elements, not bytes.
@@ -37,34 +37,34 @@ public final class Kernels {
     }
 
     /** {@code y[i] = a * x[i] + y[i]} for {@code i < n}, in float32. */
-    public static void axpyF32(Stream stream, float a, DeviceBuffer x, DeviceBuffer y, long n) {
+    public static void axpyF32(DeviceStream stream, float a, DeviceBuffer x, DeviceBuffer y, long n) {
         AXPY_F32.launch(n, KernelArgs.on(stream).i64(n).f32(a).array("x", x, n, Float.BYTES)
                 .array("y", y, n, Float.BYTES));
     }
 
     /** {@code y[i] = a * x[i] + y[i]} for {@code i < n}, in float64. */
-    public static void axpyF64(Stream stream, double a, DeviceBuffer x, DeviceBuffer y, long n) {
+    public static void axpyF64(DeviceStream stream, double a, DeviceBuffer x, DeviceBuffer y, long n) {
         AXPY_F64.launch(n, KernelArgs.on(stream).i64(n).f64(a).array("x", x, n, Double.BYTES)
                 .array("y", y, n, Double.BYTES));
     }
 
     /** {@code y[i] = value} for {@code i < n}, in float32. */
-    public static void fillF32(Stream stream, DeviceBuffer y, long n, float value) {
+    public static void fillF32(DeviceStream stream, DeviceBuffer y, long n, float value) {
         FILL_F32.launch(n, KernelArgs.on(stream).i64(n).f32(value).array("y", y, n, Float.BYTES));
     }
 
     /** {@code y[i] = value} for {@code i < n}, in float64. */
-    public static void fillF64(Stream stream, DeviceBuffer y, long n, double value) {
+    public static void fillF64(DeviceStream stream, DeviceBuffer y, long n, double value) {
         FILL_F64.launch(n, KernelArgs.on(stream).i64(n).f64(value).array("y", y, n, Double.BYTES));
     }
 
     /** {@code y[i] = a * y[i]} for {@code i < n}, in float32. */
-    public static void scaleF32(Stream stream, float a, DeviceBuffer y, long n) {
+    public static void scaleF32(DeviceStream stream, float a, DeviceBuffer y, long n) {
         SCALE_F32.launch(n, KernelArgs.on(stream).i64(n).f32(a).array("y", y, n, Float.BYTES));
     }
 
     /** {@code y[i] = a * y[i]} for {@code i < n}, in float64. */
-    public static void scaleF64(Stream stream, double a, DeviceBuffer y, long n) {
+    public static void scaleF64(DeviceStream stream, double a, DeviceBuffer y, long n) {
         SCALE_F64.launch(n, KernelArgs.on(stream).i64(n).f64(a).array("y", y, n, Double.BYTES));
     }
 }

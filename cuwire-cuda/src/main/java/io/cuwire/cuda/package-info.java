@@ -7,6 +7,6 @@
  * modules of their own on this API.
  * CUDA devices themselves are {@link io.cuwire.memory.Device}s, found through {@link io.cuwire.memory.Devices}.
  * No raw pointer or driver handle appears here: buffers are {@link io.cuwire.memory.DeviceBuffer}s and streams
- * are {@link io.cuwire.memory.Stream}s.
+ * are {@link io.cuwire.memory.DeviceStream}s.
  */
 package io.cuwire.cuda;

@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,7 +25,7 @@ import org.junit.jupiter.api.TestInfo;
 @Tag("gpu")
 class CuBlasTest {
     private BufferAllocator<DeviceBuffer> memory;
-    private Stream stream;
+    private DeviceStream stream;
     private CuBlas blas;
     private Random random;
 
@@ -60,7 +60,7 @@ class CuBlasTest {
     void shouldTieEachHandleToItsOwnStream() {
         long mine = CudaStream.of(stream).handle().address();
         assertEquals(mine, blas.boundStreamAddress(), "the stream cuBLAS reports for the handle");
-        try (Stream other = Cuda.device(0).newStream(); CuBlas second = CuBlas.create(other)) {
+        try (DeviceStream other = Cuda.device(0).newStream(); CuBlas second = CuBlas.create(other)) {
             long theirs = CudaStream.of(other).handle().address();
             assertNotEquals(mine, theirs);
             assertEquals(theirs, second.boundStreamAddress());

@@ -15,7 +15,7 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.DeviceConformanceSuite;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -41,7 +41,7 @@ class CudaDeviceTest extends DeviceConformanceSuite {
     void shouldFillARangeOfDeviceMemoryWithAByte() {
         CudaDevice cuda = (CudaDevice) device();
         try (BufferAllocator<DeviceBuffer> memory = cuda.newAllocator("memset", BufferAllocator.UNLIMITED);
-                DeviceBuffer d = memory.allocate(256); Stream stream = cuda.newStream()) {
+                DeviceBuffer d = memory.allocate(256); DeviceStream stream = cuda.newStream()) {
             cuda.memset(d, 0, 256, (byte) 0);
             cuda.memset(d, 10, 100, (byte) 7);
             cuda.memsetAsync(d, 200, 56, (byte) -1, (CudaStream) stream);

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.Device;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -19,7 +19,7 @@ class CudaEventTest {
     void shouldTimeAStreamAndThrowOnASecondCloseAndOnUseAfterClose() {
         assumeCuda();
         Device gpu = Cuda.device(0);
-        try (Stream stream = gpu.newStream()) {
+        try (DeviceStream stream = gpu.newStream()) {
             CudaEvent start = CudaEvent.create(gpu);
             CudaEvent end = CudaEvent.create(gpu);
             start.record(stream);

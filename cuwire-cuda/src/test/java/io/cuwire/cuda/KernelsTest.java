@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -24,7 +24,7 @@ import org.junit.jupiter.api.TestInfo;
 class KernelsTest {
     private Device gpu;
     private BufferAllocator<DeviceBuffer> memory;
-    private Stream stream;
+    private DeviceStream stream;
     private Random random;
 
     @BeforeEach

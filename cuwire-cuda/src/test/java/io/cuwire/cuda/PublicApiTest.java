@@ -22,8 +22,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Issue 3: the CUDA platform's public API exposes owner objects ({@link io.cuwire.memory.DeviceBuffer},
- * {@link io.cuwire.memory.Stream}, {@link CuBlas}, {@link CudaEvent}), never driver handles: no public signature of
- * the public packages carries a {@link MemorySegment} (how the bindings hold {@code CUstream}, {@code CUevent},
+ * {@link io.cuwire.memory.DeviceStream}, {@link CuBlas}, {@link CudaEvent}), never driver handles: no public signature
+ * of the public packages carries a {@link MemorySegment} (how the bindings hold {@code CUstream}, {@code CUevent},
  * {@code cublasHandle_t}, ...) or a bound function.
  */
 class PublicApiTest {

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * {@link TransferScope} that counts the calling thread's copies, and is then handed to the device platform that
  * performs it.
  *
- * <p>Synchronous copies return when the bytes have arrived. Asynchronous copies are enqueued on a {@link Stream}
+ * <p>Synchronous copies return when the bytes have arrived. Asynchronous copies are enqueued on a {@link DeviceStream}
  * and counted when enqueued; they finish by the stream's next {@code synchronize()}. Buffers must stay open until
  * then. Thread-safe.
  */
@@ -35,7 +35,8 @@ public final class CopyEngine {
     }
 
     /** Enqueues the copy on {@code stream}; it has finished by the stream's next {@code synchronize()}. */
-    public static void copyAsync(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, Stream stream) {
+    public static void copyAsync(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes,
+            DeviceStream stream) {
         if (stream == null) {
             throw new NullPointerException("stream");
         }
@@ -101,7 +102,8 @@ public final class CopyEngine {
         return segment;
     }
 
-    private static void dispatch(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, Stream stream) {
+    private static void dispatch(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes,
+            DeviceStream stream) {
         checkRange("src", src, srcOffset, bytes);
         checkRange("dst", dst, dstOffset, bytes);
         CopyDirection direction = CopyDirection.of(src.kind(), src.deviceOrdinal(), dst.kind(), dst.deviceOrdinal());
@@ -143,7 +145,7 @@ public final class CopyEngine {
     }
 
     /** A stream carries the copies of its own device (for copies between devices, the source's), on every platform. */
-    private static void checkStream(Stream stream, DeviceBuffer buffer) {
+    private static void checkStream(DeviceStream stream, DeviceBuffer buffer) {
         if (stream != null && stream.device() != buffer.device()) {
             throw new CopyException("stream " + stream + " cannot carry a copy for " + buffer.describe()
                     + ": a stream carries copies of its own device (for copies between devices, the source's)");

@@ -51,7 +51,7 @@ public abstract class Device {
     public abstract MemoryResource<HostBuffer> pinnedMemory();
 
     /** A new stream on this device, owned by the caller. */
-    public abstract Stream newStream();
+    public abstract DeviceStream newStream();
 
     /** Whether copies from this device straight to {@code other} are possible (peer access). */
     public abstract boolean canAccessPeer(Device other);
@@ -183,20 +183,20 @@ public abstract class Device {
     }
 
     /** Host (native or heap) memory to this device. For the {@link CopyEngine} only. */
-    protected abstract void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream);
+    protected abstract void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, DeviceStream stream);
 
     /** This device to host memory (native or heap). For the {@link CopyEngine} only. */
-    protected abstract void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, Stream stream);
+    protected abstract void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, DeviceStream stream);
 
     /**
      * This device's memory to {@code dst} on this device or a peer of the same platform. For the {@link CopyEngine}
      * only; {@code stream} belongs to the source device.
      */
     protected abstract void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-            long bytes, Stream stream);
+            long bytes, DeviceStream stream);
 
     /** Host to host, ordered on {@code stream} (never {@code null} here). For the {@link CopyEngine} only. */
-    protected abstract void copyHostToHost(MemorySegment src, MemorySegment dst, Stream stream);
+    protected abstract void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream);
 
     @Override
     public String toString() {

@@ -285,7 +285,7 @@ public abstract class BufferConformanceSuite {
         int size = 1 << 20;
         byte[] data = TestRandom.bytes(random, size);
         try (Buffer a = allocate(size); Buffer b = allocate(size); Buffer c = allocate(size);
-                Stream stream = device.newStream()) {
+                DeviceStream stream = device.newStream()) {
             write(a, 0, data);
             CopyEngine.copyAsync(a, 0, b, 0, size, stream);
             CopyEngine.copyAsync(b, 0, c, 0, size, stream);

@@ -56,7 +56,7 @@ class CopyEngineTest {
     @Test
     void shouldCountOnlyItsOwnThreadsCopiesInAThreadScopeEnqueuedOnesIncluded() throws Exception {
         try (DeviceBuffer a = device.allocate(4096); HostBuffer h = host.allocate(4096);
-                Stream stream = Devices.get(0).newStream();
+                DeviceStream stream = Devices.get(0).newStream();
                 TransferScope mine = CopyEngine.openThreadScope("this side");
                 TransferScope everyone = CopyEngine.openScope("the process")) {
             Thread other = Thread.ofPlatform().start(() -> CopyEngine.copy(a, h));
@@ -91,7 +91,7 @@ class CopyEngineTest {
     @Test
     void shouldCountAsynchronousCopiesWhenEnqueued() {
         try (DeviceBuffer a = device.allocate(1 << 16); DeviceBuffer b = device.allocate(1 << 16);
-                Stream stream = Devices.get(0).newStream(); TransferScope scope = CopyEngine.openScope("async")) {
+                DeviceStream stream = Devices.get(0).newStream(); TransferScope scope = CopyEngine.openScope("async")) {
             CopyEngine.copyAsync(a, 0, b, 0, 1 << 16, stream);
             assertEquals(1 << 16, scope.bytes(CopyDirection.D2D));
             stream.synchronize();
@@ -124,7 +124,7 @@ class CopyEngineTest {
     @Test
     void shouldReportAFailedAsynchronousCopyAtSynchronize() {
         DeviceBuffer a = device.allocate(1 << 16);
-        try (DeviceBuffer b = device.allocate(1 << 16); Stream stream = Devices.get(0).newStream()) {
+        try (DeviceBuffer b = device.allocate(1 << 16); DeviceStream stream = Devices.get(0).newStream()) {
             CopyEngine.copyAsync(a, 0, b, 0, 1 << 16, stream);
             stream.synchronize();
             a.close();

@@ -131,7 +131,7 @@ public abstract class DeviceConformanceSuite {
         byte[] data = bytes(BEYOND_STAGING);
         byte[] back = new byte[BEYOND_STAGING];
         byte[] again = new byte[BEYOND_STAGING];
-        try (DeviceBuffer d = memory.allocate(BEYOND_STAGING); Stream stream = device.newStream()) {
+        try (DeviceBuffer d = memory.allocate(BEYOND_STAGING); DeviceStream stream = device.newStream()) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), d, 0);
             CopyEngine.copyToSegment(d, 0, MemorySegment.ofArray(back));
             CopyEngine.copyAsync(d, 0, HostBuffer.wrap(MemorySegment.ofArray(again)), 0, BEYOND_STAGING, stream);
@@ -147,7 +147,7 @@ public abstract class DeviceConformanceSuite {
         byte[] data = bytes(n);
         try (HostBuffer src = host.allocate(n); DeviceBuffer d = memory.allocate(n);
                 HostBuffer viaPinned = pinned.allocate(n); HostBuffer back = host.allocate(n);
-                Stream stream = device.newStream()) {
+                DeviceStream stream = device.newStream()) {
             assertSame(device, stream.device());
             fill(src, data);
             CopyEngine.copyAsync(src, 0, d, 0, n, stream);
@@ -163,7 +163,7 @@ public abstract class DeviceConformanceSuite {
         int n = 1 << 20;
         byte[] data = bytes(n);
         try (DeviceBuffer a = memory.allocate(n + 300); DeviceBuffer b = memory.allocate(n + 700);
-                Stream stream = device.newStream()) {
+                DeviceStream stream = device.newStream()) {
             DeviceBuffer view = a.slice(300, n);
             assertTrue(view.isSlice());
             assertSame(device, view.device());
@@ -180,7 +180,7 @@ public abstract class DeviceConformanceSuite {
     @Test
     void shouldRefuseAClosedStreamAndClosingItTwice() {
         try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64)) {
-            Stream stream = device.newStream();
+            DeviceStream stream = device.newStream();
             stream.close();
             assertThrows(IllegalStateException.class, stream::close, "a second close of a stream");
             assertThrows(IllegalStateException.class, () -> CopyEngine.copyAsync(h, 0, d, 0, 64, stream));
@@ -209,7 +209,7 @@ public abstract class DeviceConformanceSuite {
         byte[] data = bytes(n);
         try (BufferAllocator<DeviceBuffer> memory1 = peer.newAllocator("peer", BufferAllocator.UNLIMITED);
                 DeviceBuffer a = memory.allocate(n); DeviceBuffer b = memory1.allocate(n);
-                DeviceBuffer c = memory.allocate(n); Stream stream1 = peer.newStream();
+                DeviceBuffer c = memory.allocate(n); DeviceStream stream1 = peer.newStream();
                 TransferScope scope = CopyEngine.openScope("peer")) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), a, 0);
             CopyEngine.copy(a, b);
@@ -226,7 +226,7 @@ public abstract class DeviceConformanceSuite {
         Device peer = peerDevice();
         assumeTrue(peer != null, "one device of the platform: no other device's stream");
         try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64);
-                Stream other = peer.newStream()) {
+                DeviceStream other = peer.newStream()) {
             CopyException e = assertThrows(CopyException.class, () -> CopyEngine.copyAsync(h, 0, d, 0, 64, other));
             assertTrue(e.getMessage().contains("cannot carry a copy for DEVICE:" + device), e.getMessage());
         }

@@ -11,7 +11,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -147,7 +147,7 @@ public final class CopyBenchmark {
         try (BufferAllocator<DeviceBuffer> dev0 = gpu0.newAllocator("bench/gpu0", UNLIMITED);
                 BufferAllocator<HostBuffer> pinned = gpu0.newPinnedAllocator("bench/pinned", UNLIMITED);
                 BufferAllocator<HostBuffer> pageable = BufferAllocator.host("bench/pageable", UNLIMITED);
-                Stream stream = gpu0.newStream();
+                DeviceStream stream = gpu0.newStream();
                 CudaEvent start = CudaEvent.create(gpu0);
                 CudaEvent end = CudaEvent.create(gpu0);
                 DeviceBuffer a = dev0.allocate(size);
@@ -205,7 +205,7 @@ public final class CopyBenchmark {
     }
 
     /** Times copies on one stream with a pair of events. */
-    private record Timer(Stream stream, CudaEvent start, CudaEvent end, long size, int repeat) {
+    private record Timer(DeviceStream stream, CudaEvent start, CudaEvent end, long size, int repeat) {
         Result measure(String name, Buffer src, Buffer dst) {
             for (int i = 0; i < WARMUP; i++) {
                 CopyEngine.copyAsync(src, 0, dst, 0, size, stream);

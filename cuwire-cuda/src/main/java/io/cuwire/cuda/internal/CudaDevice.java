@@ -8,7 +8,7 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -316,7 +316,7 @@ public final class CudaDevice extends Device {
 
     // ---- copies
 
-    private CudaStream streamFor(Stream stream, DeviceBuffer buffer) {
+    private CudaStream streamFor(DeviceStream stream, DeviceBuffer buffer) {
         if (stream == null) {
             return null;
         }
@@ -333,7 +333,7 @@ public final class CudaDevice extends Device {
     }
 
     @Override
-    protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream) {
+    protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, DeviceStream stream) {
         long bytes = src.byteSize();
         CudaStream s = streamFor(stream, dst);
         long dptr = pointer(dst, dstOffset);
@@ -355,7 +355,7 @@ public final class CudaDevice extends Device {
     }
 
     @Override
-    protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, Stream stream) {
+    protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, DeviceStream stream) {
         long bytes = dst.byteSize();
         CudaStream s = streamFor(stream, src);
         long sptr = pointer(src, srcOffset);
@@ -377,7 +377,7 @@ public final class CudaDevice extends Device {
 
     @Override
     protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-            long bytes, Stream stream) {
+            long bytes, DeviceStream stream) {
         CudaStream s = streamFor(stream, src);
         if (!(dst.device() instanceof CudaDevice target)) {
             throw new CopyException("cannot copy from " + src.describe() + " to " + dst.describe());
@@ -410,7 +410,7 @@ public final class CudaDevice extends Device {
     }
 
     @Override
-    protected void copyHostToHost(MemorySegment src, MemorySegment dst, Stream stream) {
+    protected void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream) {
         stream.synchronize();
         MemorySegment.copy(src, 0, dst, 0, src.byteSize());
     }

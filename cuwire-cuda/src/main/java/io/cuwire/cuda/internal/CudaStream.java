@@ -2,7 +2,7 @@ package io.cuwire.cuda.internal;
 
 import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.CopyException;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #close()} waits for queued work and destroys it; a second close throws. Thread-safe, but
  * {@code close()} must not race with work being enqueued.
  */
-public final class CudaStream extends Stream {
+public final class CudaStream extends DeviceStream {
     private final CudaDevice device;
     private final MemorySegment handle;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -23,7 +23,7 @@ public final class CudaStream extends Stream {
     }
 
     /** {@code stream} as a CUDA stream, or an {@link IllegalArgumentException} naming what it is. */
-    public static CudaStream of(Stream stream) {
+    public static CudaStream of(DeviceStream stream) {
         if (stream instanceof CudaStream s) {
             return s;
         }

@@ -15,7 +15,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -52,7 +52,7 @@ class CudaContextThreadsTest {
     private List<CudaDevice> devices;
     private BufferAllocator<DeviceBuffer> memory;
     private BufferAllocator<HostBuffer> pinned;
-    private Stream stream;
+    private DeviceStream stream;
     private CuBlas blas;
     private DeviceWorkout workout;
 
@@ -109,7 +109,7 @@ class CudaContextThreadsTest {
         try (ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().factory())) {
             DeviceWorkout.runAll(threads, tasks(8, i -> {
                 DeviceWorkout.scramble(devices, i);
-                try (Stream own = gpu.newStream(); CuBlas ownBlas = CuBlas.create(own)) {
+                try (DeviceStream own = gpu.newStream(); CuBlas ownBlas = CuBlas.create(own)) {
                     workout.everyOperation(100 + i, ownBlas);
                     DeviceWorkout.scramble(devices, i + 1);
                     workout.everyOperation(200 + i, blas);
@@ -181,7 +181,7 @@ class CudaContextThreadsTest {
                         BufferAllocator.UNLIMITED);
                 BufferAllocator<HostBuffer> otherPinned = other.newPinnedAllocator("test/context-threads-pinned-1",
                         BufferAllocator.UNLIMITED);
-                Stream otherStream = other.newStream(); CuBlas otherBlas = CuBlas.create(otherStream);
+                DeviceStream otherStream = other.newStream(); CuBlas otherBlas = CuBlas.create(otherStream);
                 DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                 ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             DeviceWorkout second = new DeviceWorkout(other, otherMemory, otherPinned);

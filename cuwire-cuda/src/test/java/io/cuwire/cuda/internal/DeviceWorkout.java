@@ -11,7 +11,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -94,7 +94,7 @@ final class DeviceWorkout {
             CopyEngine.copy(pin, b);
             check(Arrays.equals(values, floats(b, n)), "pinned to device");
 
-            try (Stream s = gpu.newStream(); CudaEvent start = CudaEvent.create(gpu);
+            try (DeviceStream s = gpu.newStream(); CudaEvent start = CudaEvent.create(gpu);
                     CudaEvent end = CudaEvent.create(gpu)) {
                 start.record(s);
                 CopyEngine.copyAsync(pin, 0, a, 0, bytes, s);

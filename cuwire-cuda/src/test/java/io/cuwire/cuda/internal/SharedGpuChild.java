@@ -6,7 +6,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -41,7 +41,7 @@ public final class SharedGpuChild {
         byte[] bytes = new byte[n];
         try (BufferAllocator<DeviceBuffer> memory = gpu.newAllocator("child/device", BufferAllocator.UNLIMITED);
                 BufferAllocator<HostBuffer> pinned = gpu.newPinnedAllocator("child/pinned", BufferAllocator.UNLIMITED);
-                Stream stream = gpu.newStream(); CuBlas blas = CuBlas.create(stream);
+                DeviceStream stream = gpu.newStream(); CuBlas blas = CuBlas.create(stream);
                 DeviceBuffer shared = gpu.openHandle(handle);
                 DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                 ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {

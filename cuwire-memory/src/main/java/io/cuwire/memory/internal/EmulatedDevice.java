@@ -10,7 +10,7 @@ import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.MemoryResource;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.BitSet;
@@ -86,7 +86,7 @@ final class EmulatedDevice extends Device {
     }
 
     @Override
-    public Stream newStream() {
+    public DeviceStream newStream() {
         return new EmulatedStream(this);
     }
 
@@ -167,7 +167,7 @@ final class EmulatedDevice extends Device {
         return b.allocation(EmulatedAllocation.class).segment().asSlice(b.rootOffset() + offset, bytes);
     }
 
-    private static void run(Stream stream, Runnable copy) {
+    private static void run(DeviceStream stream, Runnable copy) {
         if (stream == null) {
             copy.run();
         } else {
@@ -176,27 +176,27 @@ final class EmulatedDevice extends Device {
     }
 
     @Override
-    protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, Stream stream) {
+    protected void copyHostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset, DeviceStream stream) {
         MemorySegment d = seg(dst, dstOffset, src.byteSize());
         run(stream, () -> MemorySegment.copy(src, 0, d, 0, src.byteSize()));
     }
 
     @Override
-    protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, Stream stream) {
+    protected void copyDeviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst, DeviceStream stream) {
         MemorySegment s = seg(src, srcOffset, dst.byteSize());
         run(stream, () -> MemorySegment.copy(s, 0, dst, 0, dst.byteSize()));
     }
 
     @Override
     protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes,
-            Stream stream) {
+            DeviceStream stream) {
         MemorySegment s = seg(src, srcOffset, bytes);
         MemorySegment d = seg(dst, dstOffset, bytes);
         run(stream, () -> MemorySegment.copy(s, 0, d, 0, bytes));
     }
 
     @Override
-    protected void copyHostToHost(MemorySegment src, MemorySegment dst, Stream stream) {
+    protected void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream) {
         run(stream, () -> MemorySegment.copy(src, 0, dst, 0, src.byteSize()));
     }
 

@@ -2,7 +2,7 @@ package io.cuwire.memory.internal;
 
 import io.cuwire.memory.CopyException;
 import io.cuwire.memory.Device;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 /** A stream of the emulated device: one daemon thread running enqueued copies in order. */
-final class EmulatedStream extends Stream {
+final class EmulatedStream extends DeviceStream {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     private final ExecutorService executor;

@@ -3,7 +3,7 @@ package io.cuwire.transport.internal;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 
 /**
  * The slots of a staging ring: pinned bounce buffers of one chunk each, every one with a stream of its own on the
@@ -15,7 +15,7 @@ import io.cuwire.memory.Stream;
 public final class PinnedSlots implements AutoCloseable {
     private final BufferAllocator<HostBuffer> allocator;
     private final HostBuffer[] buffers;
-    private final Stream[] streams;
+    private final DeviceStream[] streams;
     private final int chunk;
 
     /** Allocates {@code slots} pinned buffers of {@code chunkBytes} on {@code device}, frees them if that fails. */
@@ -23,7 +23,7 @@ public final class PinnedSlots implements AutoCloseable {
         this.chunk = chunkBytes;
         this.allocator = device.newPinnedAllocator(name, (long) chunkBytes * slots);
         this.buffers = new HostBuffer[slots];
-        this.streams = new Stream[slots];
+        this.streams = new DeviceStream[slots];
         try {
             for (int i = 0; i < slots; i++) {
                 buffers[i] = allocator.allocate(chunkBytes);
@@ -56,7 +56,7 @@ public final class PinnedSlots implements AutoCloseable {
     }
 
     /** Slot {@code s}'s stream. */
-    public Stream stream(int s) {
+    public DeviceStream stream(int s) {
         return streams[s];
     }
 
@@ -82,14 +82,14 @@ public final class PinnedSlots implements AutoCloseable {
 
     /** Waits for every stream's queued copies. */
     public void synchronize() {
-        for (Stream stream : streams) {
+        for (DeviceStream stream : streams) {
             stream.synchronize();
         }
     }
 
     /** Waits for every copy still queued, ignoring their failures: the buffers may then be freed. */
     public void quiesce() {
-        for (Stream stream : streams) {
+        for (DeviceStream stream : streams) {
             if (stream != null) {
                 try {
                     stream.synchronize();

@@ -11,7 +11,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ForestLayout;
@@ -56,7 +56,7 @@ public final class CudaBackend extends ComputeBackend {
     static final long GEMV_ROWS_MAX_COLS = 4096;
 
     private final Device device;
-    private final Stream stream;
+    private final DeviceStream stream;
     private final CuBlas blas;
     private final BufferAllocator<DeviceBuffer> scratch;
 

@@ -6,7 +6,7 @@ import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.HistogramTrees;
 import java.lang.foreign.MemorySegment;
@@ -29,7 +29,7 @@ import java.util.function.Supplier;
  * as on the host: one class, or every target equal (each node's least and greatest target).
  */
 final class CudaForestGrower implements HistogramTrees {
-    private final Stream stream;
+    private final DeviceStream stream;
     private final BufferAllocator<DeviceBuffer> mem;
     private final int n;
     private final int d;
@@ -43,7 +43,7 @@ final class CudaForestGrower implements HistogramTrees {
     private boolean closed;
 
     /** Quantizes {@code x} at {@code edges} and uploads the targets; frees all on failure. */
-    CudaForestGrower(Stream stream, BufferAllocator<DeviceBuffer> mem, NdArray x, double[] targets, int classes,
+    CudaForestGrower(DeviceStream stream, BufferAllocator<DeviceBuffer> mem, NdArray x, double[] targets, int classes,
             double[][] edges) {
         this.stream = stream;
         this.mem = mem;

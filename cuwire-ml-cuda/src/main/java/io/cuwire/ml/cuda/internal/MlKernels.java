@@ -6,7 +6,7 @@ import io.cuwire.cuda.KernelModule;
 import io.cuwire.cuda.Kernels;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.Reduction;
 import io.cuwire.ml.UnaryOp;
@@ -22,11 +22,11 @@ import java.util.function.IntPredicate;
  * the element type, so a float32 result is the double result rounded once, but for the float32 distances of
  * {@link #nearestRows} (see {@link NearestKernel}).
  *
- * <p>As for the platform's {@link Kernels}: every method enqueues its kernels on a CUDA {@link Stream} and returns;
- * results are there after the stream's next {@code synchronize()}, and the buffers must stay open until then. Arrays
- * are dense and row-major, each buffer starting at its first element (pass a {@link DeviceBuffer#slice} for an offset);
- * counts are elements, not bytes. Buffers are checked before anything is enqueued: on the stream's device, large
- * enough, aligned to their elements. Floating operands are {@link DType#FLOAT32} or {@link DType#FLOAT64}, labels
+ * <p>As for the platform's {@link Kernels}: every method enqueues its kernels on a CUDA {@link DeviceStream} and
+ * returns; results are there after the stream's next {@code synchronize()}, and the buffers must stay open until then.
+ * Arrays are dense and row-major, each buffer starting at its first element (pass a {@link DeviceBuffer#slice} for an
+ * offset); counts are elements, not bytes. Buffers are checked before anything is enqueued: on the stream's device,
+ * large enough, aligned to their elements. Floating operands are {@link DType#FLOAT32} or {@link DType#FLOAT64}, labels
  * int32.
  *
  * <p>Scalar results go to a one-element float64 {@code result} buffer, computed in two passes through a
@@ -80,7 +80,7 @@ public final class MlKernels {
     // ---------------------------------------------------------------- element-wise
 
     /** {@code y[i] = value} for {@code i < n}, for float32, float64, int32 (an int value) or int64. */
-    public static void fill(Stream stream, DType dtype, DeviceBuffer y, long n, double value) {
+    public static void fill(DeviceStream stream, DType dtype, DeviceBuffer y, long n, double value) {
         switch (dtype) {
             case FLOAT32 -> Kernels.fillF32(stream, y, n, (float) value);
             case FLOAT64 -> Kernels.fillF64(stream, y, n, value);
@@ -92,25 +92,25 @@ public final class MlKernels {
         }
     }
 
-    private static void fillLong(Stream stream, DeviceBuffer y, long n, long value) {
+    private static void fillLong(DeviceStream stream, DeviceBuffer y, long n, long value) {
         MlKernelTable.FILL_I64.launch(n, KernelArgs.on(stream).i64(n).i64(value).array("y", y, n, Long.BYTES));
     }
 
     /** Sets the int64 {@code error} buffer to {@link #NO_ERROR}. */
-    public static void resetError(Stream stream, DeviceBuffer error) {
+    public static void resetError(DeviceStream stream, DeviceBuffer error) {
         fillLong(stream, error, 1, NO_ERROR);
     }
 
     /** {@code out[i] = f(in[i])} for {@code i < n}; {@code out} may be {@code in}. */
-    public static void map(Stream stream, DType dtype, UnaryOp f, DeviceBuffer in, DeviceBuffer out, long n) {
+    public static void map(DeviceStream stream, DType dtype, UnaryOp f, DeviceBuffer in, DeviceBuffer out, long n) {
         int es = floating("map", dtype);
         MlKernelTable.map(dtype).launch(n, KernelArgs.on(stream).i64(n).i32(f.code())
                 .array("in", in, n, es).array("out", out, n, es));
     }
 
     /** {@code a[i, j] = a[i, j] op v[j]} for a {@code rows x cols} matrix and a vector of {@code cols}. */
-    public static void broadcastRows(Stream stream, DType dtype, BinaryOp op, DeviceBuffer a, DeviceBuffer v, long rows,
-            long cols) {
+    public static void broadcastRows(DeviceStream stream, DType dtype, BinaryOp op, DeviceBuffer a, DeviceBuffer v,
+            long rows, long cols) {
         int es = floating("broadcastRows", dtype);
         long n = Math.multiplyExact(rows, cols);
         MlKernelTable.broadcastRows(dtype).launch(n, KernelArgs.on(stream).i64(n).i64(cols)
@@ -118,7 +118,7 @@ public final class MlKernels {
     }
 
     /** {@code out[i, :] = softmax(in[i, :])}, the row maximum subtracted; one thread a row; out may be in. */
-    public static void softmaxRows(Stream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows,
+    public static void softmaxRows(DeviceStream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows,
             long cols) {
         int es = floating("softmaxRows", dtype);
         long n = Math.multiplyExact(rows, cols);
@@ -133,8 +133,8 @@ public final class MlKernels {
      * into {@code result} (one float64): the identity (0, +inf, -inf) when {@code n} is 0. The sum of a 16-byte
      * aligned float32 array reads it in float4 vectors ({@code ml_reduce_sum_v4_f32}, bench roofline's ceiling).
      */
-    public static void reduce(Stream stream, DType dtype, Reduction r, DeviceBuffer a, long n, DeviceBuffer scratch,
-            DeviceBuffer result) {
+    public static void reduce(DeviceStream stream, DType dtype, Reduction r, DeviceBuffer a, long n,
+            DeviceBuffer scratch, DeviceBuffer result) {
         if (dtype != DType.FLOAT32 && dtype != DType.FLOAT64 && !dtype.isIndex()) {
             throw new IllegalArgumentException("reduce: dtype " + dtype.wireName()
                     + " (expected: float32, float64, int32 or int64)");
@@ -145,15 +145,15 @@ public final class MlKernels {
     }
 
     /** The sum of {@code x[i] * y[i]} for {@code i < n}, accumulated in float64, into {@code result} (float64). */
-    public static void dot(Stream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n, DeviceBuffer scratch,
-            DeviceBuffer result) {
+    public static void dot(DeviceStream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n,
+            DeviceBuffer scratch, DeviceBuffer result) {
         int es = floating("dot", dtype);
         twoPass(MlKernelTable.dot(dtype), Reduction.SUM.code(), n, scratch, result,
                 KernelArgs.on(stream).i64(n).array("x", x, n, es).array("y", y, n, es));
     }
 
     /** How many of the {@code n} elements of int32 or int64 {@code a} and {@code b} are equal, as a float64. */
-    public static void countEqual(Stream stream, DType dtype, DeviceBuffer a, DeviceBuffer b, long n,
+    public static void countEqual(DeviceStream stream, DType dtype, DeviceBuffer a, DeviceBuffer b, long n,
             DeviceBuffer scratch, DeviceBuffer result) {
         if (!dtype.isIndex()) {
             throw new IllegalArgumentException("countEqual: dtype " + dtype.wireName() + " (expected: int32 or int64)");
@@ -180,7 +180,7 @@ public final class MlKernels {
      * {@code largest}, its largest) element, the first of equals, into {@code index} (int32), and that element into
      * {@code best} unless it is {@code null}.
      */
-    public static void argRows(Stream stream, DType dtype, boolean largest, DeviceBuffer a, long rows, long cols,
+    public static void argRows(DeviceStream stream, DType dtype, boolean largest, DeviceBuffer a, long rows, long cols,
             DeviceBuffer index, DeviceBuffer best) {
         int es = floating("argRows", dtype);
         if (cols < 1 && rows > 0) {
@@ -199,7 +199,7 @@ public final class MlKernels {
      * One column is the binary model (sigmoid; labels 0 or 1), several the multinomial one (softmax; labels below
      * {@code cols}). A label out of range: its row in {@code error}, its loss 0, its gradient row untouched.
      */
-    public static void crossEntropy(Stream stream, DType dtype, DeviceBuffer logits, DeviceBuffer labels,
+    public static void crossEntropy(DeviceStream stream, DType dtype, DeviceBuffer logits, DeviceBuffer labels,
             DeviceBuffer grad, long rows, long cols, DeviceBuffer rowLoss, DeviceBuffer error) {
         int es = floating("crossEntropy", dtype);
         long n = Math.multiplyExact(rows, cols);
@@ -211,7 +211,7 @@ public final class MlKernels {
     }
 
     /** {@code norms[i]} = the squared Euclidean norm of row {@code i} of {@code x} ({@code rows x cols}). */
-    public static void rowSquaredNorms(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+    public static void rowSquaredNorms(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer norms) {
         int es = floating("rowSquaredNorms", dtype);
         MlKernelTable.rowSqNorms(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
@@ -222,7 +222,7 @@ public final class MlKernels {
      * {@code out[i, j] = max(0, out[i, j] + xNorms[i] + yNorms[j])} for an {@code n x m} {@code out}: the last step
      * of squared distances after {@code out = -2 x y^T}. NaN stays NaN.
      */
-    public static void addNormsAndClamp(Stream stream, DType dtype, DeviceBuffer out, long n, long m,
+    public static void addNormsAndClamp(DeviceStream stream, DType dtype, DeviceBuffer out, long n, long m,
             DeviceBuffer xNorms, DeviceBuffer yNorms) {
         int es = floating("addNormsAndClamp", dtype);
         long work = Math.multiplyExact(n, m);
@@ -237,8 +237,8 @@ public final class MlKernels {
      * bytes of any type; {@code index} is int32 or int64. An index outside {@code [0, srcRows)}: its position in
      * {@code error}, its out row untouched.
      */
-    public static void gatherRows(Stream stream, DeviceBuffer src, long srcRows, long rowBytes, DeviceBuffer index,
-            DType indexType, long count, DeviceBuffer out, DeviceBuffer error) {
+    public static void gatherRows(DeviceStream stream, DeviceBuffer src, long srcRows, long rowBytes,
+            DeviceBuffer index, DType indexType, long count, DeviceBuffer out, DeviceBuffer error) {
         if (!indexType.isIndex()) {
             throw new IllegalArgumentException("gatherRows: index dtype " + indexType.wireName()
                     + " (expected: int32 or int64)");
@@ -307,7 +307,7 @@ public final class MlKernels {
      * {@value #SCATTER_MAX_K} rows of {@code out}, atomic adds in the element type (the order of the additions varies).
      * A label outside {@code [0, k)}: its position in {@code error}, nothing added for it.
      */
-    public static void scatterAddRows(Stream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
+    public static void scatterAddRows(DeviceStream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
             long cols, DeviceBuffer out, long k, DeviceBuffer error, DeviceBuffer scratch) {
         int es = floating("scatterAddRows", dtype);
         long work = Math.multiplyExact(n, cols);
@@ -338,7 +338,7 @@ public final class MlKernels {
      * {@code out} with one atomic (whole numbers: exact in any order); more bins take an atomic a row. Errors as
      * above.
      */
-    public static void bincount(Stream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
+    public static void bincount(DeviceStream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
             DeviceBuffer error) {
         int es = floating("bincount", dtype);
         KernelArgs args = KernelArgs.on(stream).i64(n).i64(k).array("index", index, n, Integer.BYTES)
@@ -357,8 +357,8 @@ public final class MlKernels {
      * {@code labels} equal {@code c}. A label outside {@code [0, classes)}: its flat position {@code i * k + j} in
      * {@code error}.
      */
-    public static void countRows(Stream stream, DType dtype, DeviceBuffer labels, long rows, long k, DeviceBuffer out,
-            long classes, DeviceBuffer error) {
+    public static void countRows(DeviceStream stream, DType dtype, DeviceBuffer labels, long rows, long k,
+            DeviceBuffer out, long classes, DeviceBuffer error) {
         int es = floating("countRows", dtype);
         KernelArgs args = KernelArgs.on(stream).i64(rows).i64(k).i64(classes)
                 .array("labels", labels, Math.multiplyExact(rows, k), Integer.BYTES)
@@ -425,7 +425,7 @@ public final class MlKernels {
     }
 
     /** How {@link #smallestK} runs this shape on {@code stream}'s device (its scratch bytes are often 0). */
-    public static SelectPlan smallestKPlan(Stream stream, DType dtype, long rows, long cols, long k) {
+    public static SelectPlan smallestKPlan(DeviceStream stream, DType dtype, long rows, long cols, long k) {
         floating("smallestK", dtype);
         return selectPlan(dtype, rows, cols, k, KernelModule.multiprocessors(stream));
     }
@@ -439,7 +439,7 @@ public final class MlKernels {
      * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row or slice
      * (a radix select); more, one thread a row, O(cols k).
      */
-    public static void smallestK(Stream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
+    public static void smallestK(DeviceStream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
             long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
         int es = floating("smallestK", dtype);
         if (k < 0 || k > cols) {
@@ -487,8 +487,8 @@ public final class MlKernels {
      * {@code distB}, {@code idsB}: {@code rows x kb}), ascending, {@code a} first on equal distances; the ids (int32
      * or int64) travel along.
      */
-    public static void mergeNeighbors(Stream stream, DType dtype, DType idType, DeviceBuffer distA, DeviceBuffer idsA,
-            long ka, DeviceBuffer distB, DeviceBuffer idsB, long kb, long rows, DeviceBuffer outDist,
+    public static void mergeNeighbors(DeviceStream stream, DType dtype, DType idType, DeviceBuffer distA,
+            DeviceBuffer idsA, long ka, DeviceBuffer distB, DeviceBuffer idsB, long kb, long rows, DeviceBuffer outDist,
             DeviceBuffer outIds, long k) {
         int es = floating("mergeNeighbors", dtype);
         if (!idType.isIndex()) {
@@ -515,8 +515,8 @@ public final class MlKernels {
      * ({@code rows x cols}) and {@code x} ({@code xRows x cols}), in double, and sorts each row by (distance, id):
      * what {@link #smallestK} chose on {@code ||q||² - 2 q·x + ||x||²}, without that form's rounding residue.
      */
-    public static void exactNeighbors(Stream stream, DType dtype, DeviceBuffer q, long rows, long cols, DeviceBuffer x,
-            long xRows, long k, long idOffset, DeviceBuffer dist, DeviceBuffer ids) {
+    public static void exactNeighbors(DeviceStream stream, DType dtype, DeviceBuffer q, long rows, long cols,
+            DeviceBuffer x, long xRows, long k, long idOffset, DeviceBuffer dist, DeviceBuffer ids) {
         int es = floating("exactNeighbors", dtype);
         long n = Math.multiplyExact(rows, k);
         MlKernelTable.exactNeighbors(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(k).i64(cols).i64(xRows)
@@ -546,7 +546,7 @@ public final class MlKernels {
      * {@code y} ignored when {@code beta} is 0): a matrix-vector product that reads {@code a} once, a few threads per
      * row ({@link #rowLanes}), products summed in float64.
      */
-    public static void gemvRows(Stream stream, DType dtype, DeviceBuffer a, long rows, long cols, DeviceBuffer x,
+    public static void gemvRows(DeviceStream stream, DType dtype, DeviceBuffer a, long rows, long cols, DeviceBuffer x,
             double alpha, double beta, DeviceBuffer y) {
         int es = floating("gemvRows", dtype);
         int lanes = rowLanes(cols);
@@ -651,13 +651,13 @@ public final class MlKernels {
      * float64, and values beyond about 1.8e19 overflow float32 where float64 would not. Takes {@code 1 <= k <=}
      * {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=} {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
      */
-    public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+    public static void nearestRows(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best) {
         nearestRows(stream, dtype, x, rows, cols, centers, k, index, best, nearestKernelSetting());
     }
 
     /** {@link #nearestRows} by the kernel of {@code choice} (for tests and measurements that compare them). */
-    public static void nearestRows(Stream stream, DType dtype, DeviceBuffer x, long rows, long cols,
+    public static void nearestRows(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
             DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best, NearestKernel choice) {
         int es = floating("nearestRows", dtype);
         if (!nearestRowsFits(k, cols)) {
@@ -700,7 +700,7 @@ public final class MlKernels {
      * writing the mean over trees of the leaf values into {@code out} ({@code rows x outputs}). A row whose walk
      * leaves its tree (a malformed blob): its number in {@code error}.
      */
-    public static void predictForest(Stream stream, DType dtype, DeviceBuffer forest, int trees, int features,
+    public static void predictForest(DeviceStream stream, DType dtype, DeviceBuffer forest, int trees, int features,
             int outputs, long nodes, long leaves, DeviceBuffer x, long rows, DeviceBuffer out, DeviceBuffer error) {
         int es = floating("predictForest", dtype);
         if (trees < 0 || features < 0 || outputs < 1 || nodes < 0 || leaves < 0) {
@@ -729,7 +729,7 @@ public final class MlKernels {
      * + r]} is the number of feature {@code f}'s edges below {@code x[r, f]} (its edges are
      * {@code edges[edgeStart[f] .. edgeStart[f + 1])}, ascending, at most 255), compared in float64.
      */
-    public static void forestQuantize(Stream stream, DType dtype, DeviceBuffer x, long rows, int cols,
+    public static void forestQuantize(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, int cols,
             DeviceBuffer edges, long edgeCount, DeviceBuffer edgeStart, DeviceBuffer codes) {
         int es = floating("forestQuantize", dtype);
         KernelArgs args = KernelArgs.on(stream).i64(rows).i32(cols).array("x", x, Math.multiplyExact(rows, cols), es)
@@ -744,7 +744,7 @@ public final class MlKernels {
      * {@code slot[i] >= 0} and each of its slot's {@code k} features {@code drawn[slot * k + t]} (a slot whose first
      * is -1 is skipped), at the entry's code and int32 label.
      */
-    public static void forestClassHistogram(Stream stream, long count, long rows, int cols, int k, int classes,
+    public static void forestClassHistogram(DeviceStream stream, long count, long rows, int cols, int k, int classes,
             int slots, DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes,
             DeviceBuffer labels, DeviceBuffer hist) {
         KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).i32(k).i32(classes)
@@ -760,7 +760,7 @@ public final class MlKernels {
      * {@code rowsIn} ({@code slots x k x} {@value #FOREST_BINS} each, zeroed by the caller); the sums follow the
      * order the atomic additions land in.
      */
-    public static void forestValueHistogram(Stream stream, long count, long rows, int cols, int k, int slots,
+    public static void forestValueHistogram(DeviceStream stream, long count, long rows, int cols, int k, int slots,
             DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes, DeviceBuffer values,
             DeviceBuffer sum, DeviceBuffer rowsIn) {
         long cells = histogramCells(slots, k, 1);
@@ -778,7 +778,7 @@ public final class MlKernels {
      * {@code bestBin}, float64 {@code bestScore}, and the left side's class counts {@code left}
      * ({@code slots x classes} float64); {@code work} holds {@code 2 x slots x classes} float64.
      */
-    public static void forestBestClassSplit(Stream stream, int slots, int k, int classes, int minLeaf,
+    public static void forestBestClassSplit(DeviceStream stream, int slots, int k, int classes, int minLeaf,
             DeviceBuffer drawn, DeviceBuffer hist, DeviceBuffer work, DeviceBuffer bestT, DeviceBuffer bestBin,
             DeviceBuffer bestScore, DeviceBuffer left) {
         KernelArgs args = KernelArgs.on(stream).i32(slots).i32(k).i32(classes).i32(minLeaf)
@@ -793,7 +793,7 @@ public final class MlKernels {
     /**
      * The same for target sums: the left side's sum and entries into {@code left} ({@code slots x 2} float64).
      */
-    public static void forestBestValueSplit(Stream stream, int slots, int k, int minLeaf, DeviceBuffer drawn,
+    public static void forestBestValueSplit(DeviceStream stream, int slots, int k, int minLeaf, DeviceBuffer drawn,
             DeviceBuffer sum, DeviceBuffer rowsIn, DeviceBuffer bestT, DeviceBuffer bestBin, DeviceBuffer bestScore,
             DeviceBuffer left) {
         long cells = histogramCells(slots, k, 1);
@@ -810,8 +810,9 @@ public final class MlKernels {
      * slot {@code child[slot]} (code at most the bin) or {@code child[slot] + 1}; entries of slots with feature -1
      * get slot -1.
      */
-    public static void forestPartition(Stream stream, long count, long rows, int cols, int slots, DeviceBuffer row,
-            DeviceBuffer slot, DeviceBuffer feature, DeviceBuffer bin, DeviceBuffer child, DeviceBuffer codes) {
+    public static void forestPartition(DeviceStream stream, long count, long rows, int cols, int slots,
+            DeviceBuffer row, DeviceBuffer slot, DeviceBuffer feature, DeviceBuffer bin, DeviceBuffer child,
+                    DeviceBuffer codes) {
         KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).array("row", row, count, Integer.BYTES)
                 .array("slot", slot, count, Integer.BYTES).array("feature", feature, slots, Integer.BYTES)
                 .array("bin", bin, slots, Integer.BYTES).array("child", child, slots, Integer.BYTES)
@@ -823,7 +824,7 @@ public final class MlKernels {
      * The least and greatest float64 target of each slot's entries, as order-preserving uint64 ({@code lo}
      * starts at all ones, {@code hi} at zero; the caller fills them).
      */
-    public static void forestValueRange(Stream stream, long count, long rows, int slots, DeviceBuffer row,
+    public static void forestValueRange(DeviceStream stream, long count, long rows, int slots, DeviceBuffer row,
             DeviceBuffer slot, DeviceBuffer values, DeviceBuffer lo, DeviceBuffer hi) {
         KernelArgs args = KernelArgs.on(stream).i64(count).array("row", row, count, Integer.BYTES)
                 .array("slot", slot, count, Integer.BYTES).array("values", values, rows, Double.BYTES)

@@ -11,7 +11,7 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.NdArray;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import java.lang.foreign.MemorySegment;
@@ -36,7 +36,7 @@ class CudaForestKernelsTest {
     private static final int BINS = MlKernels.FOREST_BINS;
 
     private BufferAllocator<DeviceBuffer> gpu;
-    private Stream stream;
+    private DeviceStream stream;
     private final List<NdArray> open = new ArrayList<>();
 
     @BeforeEach

@@ -14,7 +14,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
@@ -47,7 +47,7 @@ class CudaKernelPathsTest {
 
     private BufferAllocator<DeviceBuffer> gpu;
     private BufferAllocator<HostBuffer> host;
-    private Stream stream;
+    private DeviceStream stream;
     private ComputeBackend cuda;
     private final CpuBackend cpu = CpuBackend.instance();
 

@@ -6,12 +6,12 @@ import io.cuwire.memory.Closeables;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.memory.Stream;
 import io.cuwire.serialize.Frame;
 import io.cuwire.serialize.FrameDescriptor;
 import io.cuwire.serialize.Serialized;
@@ -203,7 +203,7 @@ final class IpcConnection extends AbstractConnection {
     private final Handshake.Result handshake;
     private final PeerProcess peerProcess;
     /** The reader's copy stream per device that maps the sender's memory; closed after the reader ended. */
-    private final Map<Device, Stream> copyStreams = new HashMap<>();
+    private final Map<Device, DeviceStream> copyStreams = new HashMap<>();
     /** Counts additions to {@link #received}: a lock-free hint for the receive spin. */
     private final AtomicInteger arrivals = new AtomicInteger();
     /** Whether the reader is copying a message's device frames in (so a receiver should keep spinning). */
@@ -985,7 +985,7 @@ final class IpcConnection extends AbstractConnection {
             recorder.close();
             // The copies may still run into the frames: wait for them before the frames go back to their pools
             // (those not enqueued yet are dropped).
-            for (Stream stream : copies.used) {
+            for (DeviceStream stream : copies.used) {
                 try {
                     stream.synchronize();
                 } catch (RuntimeException suppressed) {
@@ -1121,13 +1121,13 @@ final class IpcConnection extends AbstractConnection {
      */
     private final class CopyBatches {
         /** Streams that copies were enqueued on. */
-        final List<Stream> used = new ArrayList<>(2);
-        private final Map<Stream, List<DeviceBuffer>> sources = new HashMap<>(2);
-        private final Map<Stream, List<DeviceBuffer>> targets = new HashMap<>(2);
+        final List<DeviceStream> used = new ArrayList<>(2);
+        private final Map<DeviceStream, List<DeviceBuffer>> sources = new HashMap<>(2);
+        private final Map<DeviceStream, List<DeviceBuffer>> targets = new HashMap<>(2);
         private int pending;
 
         void add(DeviceBuffer source, DeviceBuffer frame) {
-            Stream stream = copyStreams.computeIfAbsent(source.device(), Device::newStream);
+            DeviceStream stream = copyStreams.computeIfAbsent(source.device(), Device::newStream);
             sources.computeIfAbsent(stream, k -> new ArrayList<>()).add(source);
             targets.computeIfAbsent(stream, k -> new ArrayList<>()).add(frame);
             if (++pending >= COPY_BATCH) {
@@ -1137,12 +1137,12 @@ final class IpcConnection extends AbstractConnection {
 
         /** Enqueues the copies gathered so far. */
         void enqueue() {
-            for (Map.Entry<Stream, List<DeviceBuffer>> e : sources.entrySet()) {
+            for (Map.Entry<DeviceStream, List<DeviceBuffer>> e : sources.entrySet()) {
                 List<DeviceBuffer> from = e.getValue();
                 if (from.isEmpty()) {
                     continue;
                 }
-                Stream stream = e.getKey();
+                DeviceStream stream = e.getKey();
                 List<DeviceBuffer> to = targets.get(stream);
                 for (int i = 0; i < from.size(); i++) {
                     CopyEngine.copyAsync(from.get(i), 0, to.get(i), 0, to.get(i).byteSize(), stream);
@@ -1159,7 +1159,7 @@ final class IpcConnection extends AbstractConnection {
         /** Enqueues the copies gathered so far and waits for every copy enqueued. */
         void synchronize() {
             enqueue();
-            for (Stream stream : used) {
+            for (DeviceStream stream : used) {
                 stream.synchronize();
             }
         }

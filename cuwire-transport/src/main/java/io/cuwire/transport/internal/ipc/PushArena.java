@@ -2,7 +2,7 @@ package io.cuwire.transport.internal.ipc;
 
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.Stream;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.transport.ProtocolViolationException;
 import java.util.HashMap;
 import java.util.Map;
@@ -19,7 +19,7 @@ final class PushArena implements AutoCloseable {
 
     private final MappingCache.Lease mapping;
     private final Device device;
-    private final Stream stream;
+    private final DeviceStream stream;
     /** Free ranges: offset to length, coalesced. */
     private final TreeMap<Long, Long> free = new TreeMap<>();
     /** Ranges pushed into and not yet returned: offset to length. */
@@ -38,7 +38,7 @@ final class PushArena implements AutoCloseable {
         return device;
     }
 
-    Stream stream() {
+    DeviceStream stream() {
         return stream;
     }
 

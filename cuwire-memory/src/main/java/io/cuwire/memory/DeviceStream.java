@@ -10,10 +10,10 @@ package io.cuwire.memory;
  * holders each believed they owned it). Enqueueing on, or synchronizing, a closed
  * stream throws {@link IllegalStateException}. Thread-safe.
  */
-public abstract class Stream implements AutoCloseable {
+public abstract class DeviceStream implements AutoCloseable {
     private final Device device;
 
-    protected Stream(Device device) {
+    protected DeviceStream(Device device) {
         this.device = device;
     }
 
