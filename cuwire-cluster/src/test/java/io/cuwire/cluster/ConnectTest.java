@@ -3,17 +3,17 @@ package io.cuwire.cluster;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.test.ChildJvm;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -28,11 +28,11 @@ class ConnectTest {
     void shouldConnectToWorkersStartedByHandAndShutThemDownOnClose() throws Exception {
         byte[] secret = new byte[32];
         secret[0] = 7;
-        List<Process> processes = new ArrayList<>();
+        List<ChildJvm> processes = new ArrayList<>();
         List<String> addresses = new ArrayList<>();
         try {
             for (int i = 0; i < 2; i++) {
-                Process p = startWorker(i, secret, "tcp://127.0.0.1:0");
+                ChildJvm p = startWorker(i, secret, "tcp://127.0.0.1:0");
                 processes.add(p);
                 addresses.add(listeningAddress(p));
             }
@@ -58,12 +58,9 @@ class ConnectTest {
                     client.free(List.of(doubled));
                 }
             }
-            for (Process p : processes) {
-                assertTrue(p.waitFor(20, TimeUnit.SECONDS), "a worker did not exit after the cluster closed");
-                assertEquals(0, p.exitValue());
-            }
+            assertExitedCleanly(processes);
         } finally {
-            processes.forEach(Process::destroyForcibly);
+            processes.forEach(ChildJvm::close);
         }
     }
 
@@ -74,45 +71,22 @@ class ConnectTest {
     }
 
     /** Starts worker {@code index} in a JVM of its own, listening at {@code listen}, as {@code cuwire worker} does. */
-    static Process startWorker(int index, byte[] secret, String listen) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--enable-native-access=ALL-UNNAMED", "-D" + Devices.PLATFORM_PROPERTY + "=" + Devices.platform()));
-        for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir")) {
-            String v = System.getProperty(p);
-            if (v != null) {
-                cmd.add("-D" + p + "=" + v);
-            }
-        }
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), StandaloneWorkerMain.class.getName(),
-                Integer.toString(index), listen));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        try (OutputStream in = p.getOutputStream()) {
-            in.write((HexFormat.of().formatHex(secret) + "\n").getBytes(StandardCharsets.US_ASCII));
-        }
-        return p;
+    static ChildJvm startWorker(int index, byte[] secret, String listen) throws IOException {
+        return ChildJvm.builder(StandaloneWorkerMain.class).property(Devices.PLATFORM_PROPERTY, Devices.platform())
+                .args(Integer.toString(index), listen).input(HexFormat.of().formatHex(secret) + "\n").start();
     }
 
-    /** The address the worker prints when it listens; its later output is read and dropped. */
-    static String listeningAddress(Process p) throws IOException {
-        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        String line;
-        while ((line = r.readLine()) != null) {
-            if (line.startsWith(StandaloneWorker.LISTENING + " ")) {
-                String address = line.substring(StandaloneWorker.LISTENING.length() + 1).strip();
-                Thread.ofPlatform().daemon().start(() -> drain(r));
-                return address;
-            }
-        }
-        throw new IOException("the worker exited before listening");
+    /** The address the worker prints when it listens (within 60 s). */
+    static String listeningAddress(ChildJvm worker) throws IOException, InterruptedException {
+        String line = worker.awaitLine(StandaloneWorker.LISTENING + " ", Duration.ofSeconds(60));
+        return line.substring(StandaloneWorker.LISTENING.length() + 1).strip();
     }
 
-    private static void drain(BufferedReader r) {
-        try {
-            while (r.readLine() != null) {
-                // the worker's log
-            }
-        } catch (IOException e) {
-            // the worker is gone
+    /** Waits for each worker to exit (within 20 s each) and checks that it exited with 0. */
+    static void assertExitedCleanly(List<ChildJvm> workers) throws IOException, InterruptedException {
+        for (ChildJvm w : workers) {
+            assertEquals(0, w.awaitExit(Duration.ofSeconds(20)), "a worker's exit after the cluster closed:\n"
+                    + w.output());
         }
     }
 

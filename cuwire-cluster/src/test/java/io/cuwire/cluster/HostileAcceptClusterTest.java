@@ -2,11 +2,11 @@ package io.cuwire.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.test.ChildJvm;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -35,12 +35,12 @@ class HostileAcceptClusterTest {
             throws Exception {
         byte[] secret = new byte[32];
         secret[0] = 11;
-        List<Process> processes = new ArrayList<>();
+        List<ChildJvm> processes = new ArrayList<>();
         List<String> addresses = new ArrayList<>();
         List<Socket> attackers = new ArrayList<>();
         try {
             for (int i = 0; i < 2; i++) {
-                Process p = ConnectTest.startWorker(i, secret, scheme + "://127.0.0.1:0");
+                ChildJvm p = ConnectTest.startWorker(i, secret, scheme + "://127.0.0.1:0");
                 processes.add(p);
                 addresses.add(ConnectTest.listeningAddress(p));
             }
@@ -66,15 +66,12 @@ class HostileAcceptClusterTest {
                 }
             }
             assertEquals(200, attackers.size(), "attackers connected");
-            for (Process p : processes) {
-                assertTrue(p.waitFor(20, TimeUnit.SECONDS), "a worker did not exit after the cluster closed");
-                assertEquals(0, p.exitValue());
-            }
+            ConnectTest.assertExitedCleanly(processes);
         } finally {
             for (Socket s : attackers) {
                 s.close();
             }
-            processes.forEach(Process::destroyForcibly);
+            processes.forEach(ChildJvm::close);
         }
     }
 

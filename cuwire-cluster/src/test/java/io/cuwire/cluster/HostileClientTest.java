@@ -18,14 +18,12 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.ChildJvm;
 import io.cuwire.transport.DeviceMap;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.HexFormat;
@@ -50,7 +48,7 @@ import org.junit.jupiter.api.Timeout;
 class HostileClientTest {
     private static final byte[] SECRET = new byte[32];
 
-    private final List<Process> processes = new ArrayList<>();
+    private final List<ChildJvm> processes = new ArrayList<>();
     private final List<Endpoint> endpoints = new ArrayList<>();
     private final AtomicLong ids = new AtomicLong(1000);
     private BufferAllocator<DeviceBuffer> device;
@@ -69,53 +67,24 @@ class HostileClientTest {
     @AfterEach
     void close() {
         endpoints.forEach(Endpoint::close);
-        processes.forEach(Process::destroyForcibly);
+        processes.forEach(ChildJvm::close);
         assertEquals(0, device.allocatedBytes() + host.allocatedBytes());
         device.close();
         host.close();
     }
 
-    private Process startWorker(String... jvmOptions) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--enable-native-access=ALL-UNNAMED", "-D" + Devices.PLATFORM_PROPERTY + "=" + Devices.platform()));
-        for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir")) {
-            String v = System.getProperty(p);
-            if (v != null) {
-                cmd.add("-D" + p + "=" + v);
-            }
-        }
-        cmd.addAll(List.of(jvmOptions));
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Worker.class.getName(), "0", "0",
-                "tcp://127.0.0.1:0"));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    private ChildJvm startWorker(String... jvmOptions) throws IOException {
+        ChildJvm p = ChildJvm.builder(Worker.class).property(Devices.PLATFORM_PROPERTY, Devices.platform())
+                .jvmOptions(jvmOptions).args("0", "0", "tcp://127.0.0.1:0")
+                .input(HexFormat.of().formatHex(SECRET) + "\n").start();
         processes.add(p);
-        try (OutputStream in = p.getOutputStream()) {
-            in.write((HexFormat.of().formatHex(SECRET) + "\n").getBytes(StandardCharsets.US_ASCII));
-        }
         return p;
     }
 
-    /** The address the worker printed; its later output is drained (and kept in {@code log}). */
-    private static String listeningAddress(Process p, StringBuffer log) throws IOException {
-        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        String line;
-        while ((line = r.readLine()) != null) {
-            if (line.startsWith(Worker.LISTENING + " ")) {
-                Thread.ofPlatform().daemon().start(() -> {
-                    try {
-                        String l;
-                        while ((l = r.readLine()) != null) {
-                            log.append(l).append('\n');
-                        }
-                    } catch (IOException e) {
-                        // the worker is gone
-                    }
-                });
-                return line.substring(Worker.LISTENING.length() + 1).strip();
-            }
-            log.append(line).append('\n');
-        }
-        throw new IOException("the worker exited before listening: " + log);
+    /** The address the worker printed (within 60 s). */
+    private static String listeningAddress(ChildJvm p) throws IOException, InterruptedException {
+        return p.awaitLine(Worker.LISTENING + " ", Duration.ofSeconds(60)).substring(Worker.LISTENING.length() + 1)
+                .strip();
     }
 
     /** Connects as the worker's first connection (its client) or a later one (a peer). */
@@ -134,17 +103,16 @@ class HostileClientTest {
         return e.call(request.apply(ids.incrementAndGet()));
     }
 
-    private static void assertExits(Process p, StringBuffer log) throws InterruptedException {
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the worker did not exit when its client's connection broke: "
-                + log);
+    /** Waits for the worker to exit (it did not when its client's connection broke, if this throws). */
+    private static void assertExits(ChildJvm p) throws IOException, InterruptedException {
+        p.awaitExit(Duration.ofSeconds(30));
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void shouldAnswerARequestBeyondTheDecodeBudgetThenDropItsClientAndExit() throws Exception {
-        Process p = startWorker();
-        StringBuffer log = new StringBuffer();
-        Endpoint client = connect(listeningAddress(p, log));
+        ChildJvm p = startWorker();
+        Endpoint client = connect(listeningAddress(p));
         assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         // the levels of 2^50 paths, then a set of the last: see EndpointBreakTest
         List<Object> levels = new ArrayList<>();
@@ -163,7 +131,7 @@ class HostileClientTest {
                 () -> call(client, id -> new WorkerRequest.Put(id, levels)).get(20, TimeUnit.SECONDS));
         RemoteDecodeException remote = assertInstanceOf(RemoteDecodeException.class, e.getCause());
         assertEquals(DecodeBudgetExceededException.class.getSimpleName(), remote.remoteType());
-        assertExits(p, log);
+        assertExits(p);
     }
 
     /** 10^6 boxed integers: a 12 MB header of a million small maps, far beyond a 64 MiB heap once parsed. */
@@ -171,9 +139,8 @@ class HostileClientTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void shouldNoticeItsClientLeaveAfterRunningOutOfHeapOnARequest() throws Exception {
         // the JVM runs the command when the heap first runs out: its output shows the error happened
-        Process p = startWorker("-Xmx64m", "-XX:OnOutOfMemoryError=echo worker-ran-out-of-heap");
-        StringBuffer log = new StringBuffer();
-        Endpoint client = connect(listeningAddress(p, log));
+        ChildJvm p = startWorker("-Xmx64m", "-XX:OnOutOfMemoryError=echo worker-ran-out-of-heap");
+        Endpoint client = connect(listeningAddress(p));
         assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Ping::new).get(20, TimeUnit.SECONDS));
         List<Object> boxed = new ArrayList<>();
         for (int i = 0; i < 1_000_000; i++) {
@@ -182,8 +149,8 @@ class HostileClientTest {
         ExecutionException e = assertThrows(ExecutionException.class,
                 () -> call(client, id -> new WorkerRequest.Put(id, boxed)).get(30, TimeUnit.SECONDS));
         assertInstanceOf(ClusterException.class, e.getCause(), "the worker closed the connection: " + e);
-        assertExits(p, log);
-        assertTrue(log.toString().contains("worker-ran-out-of-heap"), "the worker ran out of heap: " + log);
+        assertExits(p);
+        assertTrue(p.output().contains("worker-ran-out-of-heap"), "the worker ran out of heap: " + p.output());
     }
 
     /** A model's header as a broadcast's begin carries it: one device frame of {@code bytes}. */
@@ -203,9 +170,8 @@ class HostileClientTest {
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void shouldDropABroadcastAssemblyAtOnceWhenItsSenderLeaves() throws Exception {
-        Process p = startWorker();
-        StringBuffer log = new StringBuffer();
-        String address = listeningAddress(p, log);
+        ChildJvm p = startWorker();
+        String address = listeningAddress(p);
         Endpoint client = connect(address);
         // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
         // client is known to be first only once it has been answered.
@@ -225,16 +191,15 @@ class HostileClientTest {
         assertTrue(dropped.error().contains("the connection it arrived on broke"), dropped.error());
         assertEquals(0, deviceBytes(client), "the departed sender's assembly is freed");
         assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
-        assertExits(p, log);
-        assertTrue(!log.toString().contains("bytes outstanding"), "no leak at shutdown: " + log);
+        assertExits(p);
+        assertTrue(!p.output().contains("bytes outstanding"), "no leak at shutdown: " + p.output());
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void shouldRefuseABroadcastBeyondTheWorkersBudgetOfUnfilledBytes() throws Exception {
-        Process p = startWorker("-D" + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + "=" + (24 << 20));
-        StringBuffer log = new StringBuffer();
-        String address = listeningAddress(p, log);
+        ChildJvm p = startWorker("-D" + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + "=" + (24 << 20));
+        String address = listeningAddress(p);
         Endpoint client = connect(address);
         // The worker serves the first connection it accepts as its client; handshakes run concurrently, so the
         // client is known to be first only once it has been answered.
@@ -251,6 +216,6 @@ class HostileClientTest {
                 + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + ")"), refused.error());
         assertEquals(16 << 20, deviceBytes(client), "the first assembly alone is allocated");
         assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
-        assertExits(p, log);
+        assertExits(p);
     }
 }

@@ -297,7 +297,7 @@ class LocalClusterTest {
     }
 
     @Test
-    void distributedLinearModelsShouldEqualTheSingleDeviceFit() {
+    void shouldFitDistributedLinearModelsEqualToTheSingleDeviceFit() {
         SplittableRandom r = new SplittableRandom(4);
         try (NdArray x = matrix(r, 600, 6); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 600), 600)) {
             long[] cuts = MlTesting.cuts(600, 4, r);
@@ -334,7 +334,7 @@ class LocalClusterTest {
     }
 
     @Test
-    void distributedKMeansShouldEqualTheSingleDeviceFitFromTheSameStart() {
+    void shouldFitDistributedKMeansEqualToTheSingleDeviceFitFromTheSameStart() {
         SplittableRandom r = new SplittableRandom(5);
         try (NdArray x = matrix(r, 500, 4)) {
             long[] cuts = MlTesting.cuts(500, 3, r);
@@ -357,7 +357,7 @@ class LocalClusterTest {
     }
 
     @Test
-    void distributedLogisticRegressionAndPcaShouldMatchTheSingleDeviceFit() {
+    void shouldFitDistributedLogisticRegressionAndPcaAsTheSingleDeviceFit() {
         SplittableRandom r = new SplittableRandom(6);
         int n = 400;
         try (NdArray x = matrix(r, n, 5)) {
@@ -391,7 +391,7 @@ class LocalClusterTest {
     }
 
     @Test
-    void distributedNaiveBayesAndNeighborsShouldCountClassesAPartitionLacksAndEqualTheSingleDeviceFit() {
+    void shouldCountClassesAPartitionLacksAndFitDistributedNaiveBayesAndNeighborsEqualToTheSingleDeviceFit() {
         SplittableRandom r = new SplittableRandom(8);
         int n = 300;
         int[] labels = new int[n];

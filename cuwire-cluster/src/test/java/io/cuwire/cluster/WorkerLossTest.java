@@ -41,7 +41,7 @@ class WorkerLossTest {
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void aKilledWorkerShouldFailPendingAndLaterCallsWithWorkerLostWhileTheOthersGoOn() throws Exception {
+    void shouldFailPendingAndLaterCallsOfAKilledWorkerWithWorkerLostWhileTheOthersGoOn() throws Exception {
         try (LocalCluster cluster = LocalCluster.builder().workers(2)
                 .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(5)).start()) {
             Client client = cluster.client();
@@ -66,7 +66,7 @@ class WorkerLossTest {
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void aWorkerKilledDuringADistributedFitShouldFailTheFitWithWorkerLostAndLeakNothing() throws Exception {
+    void shouldFailADistributedFitWhoseWorkerIsKilledWithWorkerLostAndLeakNothing() throws Exception {
         try (LocalCluster cluster = LocalCluster.builder().workers(2)
                 .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30)).start()) {
             Client client = cluster.client();
@@ -134,7 +134,7 @@ class WorkerLossTest {
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void aWorkerKilledWhileABroadcastGoesToItInTurnShouldFailWithWorkerLostWhileTheNextWorkerGetsTheModel()
+    void shouldFailWithWorkerLostWhenAWorkerIsKilledAsABroadcastGoesToItInTurnWhileTheNextGetsTheModel()
             throws Exception {
         try (LocalCluster cluster = LocalCluster.builder().workers(2)
                 .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30)).start();
@@ -166,13 +166,14 @@ class WorkerLossTest {
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void aKilledMiddleLinkShouldFailAChainedBroadcastWithWorkerLostWithoutHangingOrLeaking() throws Exception {
+    void shouldFailAChainedBroadcastWithWorkerLostWhenItsMiddleLinkIsKilledWithoutHangingOrLeaking() throws Exception {
         killMidForward(BroadcastOptions.Strategy.CHAIN, 3, List.of(0), List.of(2));
     }
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void aKilledInnerNodeShouldFailATreeBroadcastWithWorkerLostWhileItsSiblingGetsTheModel() throws Exception {
+    void shouldFailATreeBroadcastWithWorkerLostWhenAnInnerNodeIsKilledWhileItsSiblingGetsTheModel()
+            throws Exception {
         killMidForward(BroadcastOptions.Strategy.TREE, 4, List.of(0, 2), List.of(3));
     }
 

@@ -13,11 +13,10 @@ import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.spi.DeviceUnavailableException;
+import io.cuwire.test.ChildJvm;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -64,19 +63,17 @@ class CudaAvailabilityTest {
 
     /** {@link #chooseInAFreshProcess()} with {@code CUDA_VISIBLE_DEVICES} set to {@code visible} unless null. */
     private static String chooseInAFreshProcess(String visible) throws IOException, InterruptedException {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder builder = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), DeviceSelectionChild.class.getName())).redirectErrorStream(true);
-        builder.environment().remove("JAVA_TOOL_OPTIONS");
-        builder.environment().remove("JDK_JAVA_OPTIONS");
+        ChildJvm.Builder builder = ChildJvm.builder(DeviceSelectionChild.class).withoutInheritedProperties()
+                .env("JAVA_TOOL_OPTIONS", null).env("JDK_JAVA_OPTIONS", null);
         if (visible != null) {
-            builder.environment().put(Driver.VISIBLE_DEVICES, visible);
+            builder.env(Driver.VISIBLE_DEVICES, visible);
         }
-        Process child = builder.start();
-        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child did not finish: " + output);
-        assertEquals(0, child.exitValue(), output);
-        return output;
+        try (ChildJvm child = builder.start()) {
+            int exit = child.awaitExit(Duration.ofSeconds(60));
+            String output = child.output();
+            assertEquals(0, exit, output);
+            return output;
+        }
     }
 
     /** The lines of {@code output} that log the platform choice. */

@@ -106,7 +106,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void gemmShouldMatchTheReferenceForEveryTransposeAndScalar(String type, TestInfo info) {
+    void shouldComputeGemmAsTheReferenceForEveryTransposeAndScalar(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         for (int trial = 0; trial < 8; trial++) {
@@ -141,7 +141,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void gemvAxpyScaleAndDotShouldMatchTheReference(String type, TestInfo info) {
+    void shouldComputeGemvAxpyScaleAndDotAsTheReference(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int rows = 1 + r.nextInt(50);
@@ -188,7 +188,7 @@ public abstract class BackendConformanceSuite {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void gemvShouldMatchTheReferenceOverManyRowsAndWidths(String type, TestInfo info) {
+    void shouldComputeGemvAsTheReferenceOverManyRowsAndWidths(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {{1000, 1}, {1001, 5}, {999, 9}, {1003, 64}, {517, 100}, {260, 257}, {33, 4100}};
@@ -231,7 +231,7 @@ public abstract class BackendConformanceSuite {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void nearestRowsShouldPickTheNearestRowWithItsDistance(String type, TestInfo info) {
+    void shouldPickTheNearestRowWithItsDistance(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] cases = {{1001, 1, 1}, {1000, 3, 2}, {999, 17, 8}, {1003, 64, 8}, {517, 100, 9}, {300, 40, 32},
@@ -289,7 +289,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void elementWiseOperationsShouldMatchTheReference(String type, TestInfo info) {
+    void shouldComputeElementWiseOperationsAsTheReference(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int rows = 1 + r.nextInt(20);
@@ -352,7 +352,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void reductionsShouldMatchTheReference(String type, TestInfo info) {
+    void shouldComputeReductionsAsTheReference(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int rows = 1 + r.nextInt(40);
@@ -406,7 +406,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void crossEntropyShouldGiveTheLossAndItsGradientInTheLogits(String type, TestInfo info) {
+    void shouldGiveTheCrossEntropyLossAndItsGradientInTheLogits(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int rows = 1 + r.nextInt(40);
@@ -453,7 +453,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void squaredDistancesShouldMatchTheDirectSum(String type, TestInfo info) {
+    void shouldComputeSquaredDistancesAsTheDirectSum(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 1 + r.nextInt(30);
@@ -483,7 +483,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void indexingOperationsShouldMatchTheReference(String type, TestInfo info) {
+    void shouldComputeIndexingOperationsAsTheReference(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 1 + r.nextInt(40);
@@ -546,7 +546,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void smallestKAndMergeNeighborsShouldSelectExactly(String type, TestInfo info) {
+    void shouldSelectTheSmallestKAndMergeNeighborsExactly(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 1 + r.nextInt(20);
@@ -596,7 +596,7 @@ public abstract class BackendConformanceSuite {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void kNearestRowsShouldGiveTheExactNeighborsAndTheirSumsOfSquaredDifferences(String type, TestInfo info) {
+    void shouldGiveTheExactKNearestRowsAndTheirSumsOfSquaredDifferences(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 50 + r.nextInt(200);
@@ -662,7 +662,7 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void predictForestShouldWalkTheLayout(String type) {
+    void shouldWalkTheLayoutToPredictAForest(String type) {
         DType dt = DType.byName(type);
         ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
                 new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 
 class MlTypesTest {
     @Test
-    void everyTypeShouldHaveAStableUniqueNameAndBeAnEstimatorOrAPartial() {
+    void shouldGiveEveryTypeAStableUniqueNameAndMakeItAnEstimatorOrAPartial() {
         TypeRegistry registry = MlTesting.registry();
         Set<String> names = new HashSet<>();
         for (Class<?> type : MlTypes.TYPES) {
@@ -40,7 +40,7 @@ class MlTypesTest {
     }
 
     @Test
-    void anUnfittedEstimatorShouldTravelWithItsParameters() {
+    void shouldCarryAnUnfittedEstimatorWithItsParameters() {
         try (BufferAllocator<DeviceBuffer> device = MlTesting.device("types-device");
                 BufferAllocator<HostBuffer> host = MlTesting.host("types-host")) {
             KMeans km = new KMeans().nClusters(3).init(KMeans.Init.RANDOM).tol(0.5).seed(9);
@@ -56,7 +56,7 @@ class MlTypesTest {
      * every parameter of every estimator: a non-simple parameter would travel as a nested value or a frame.
      */
     @Test
-    void everyParamOfEveryEstimatorShouldTravelAsAPlainHeaderValue() throws Exception {
+    void shouldCarryEveryParamOfEveryEstimatorAsAPlainHeaderValue() throws Exception {
         TypeRegistry registry = MlTesting.registry();
         int checked = 0;
         for (Class<?> type : MlTypes.TYPES) {
@@ -86,7 +86,7 @@ class MlTypesTest {
     }
 
     @Test
-    void aReceiverWithoutTheMlTypesShouldRefuseThemByName() {
+    void shouldBeRefusedByNameByAReceiverWithoutTheMlTypes() {
         try (BufferAllocator<DeviceBuffer> device = MlTesting.device("types-device");
                 BufferAllocator<HostBuffer> host = MlTesting.host("types-host")) {
             TypeRegistry sender = MlTesting.registry();

@@ -223,7 +223,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void linearRegressionMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForLinearRegression() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, targets(d.fitX.toFloatArray(), FIT_ROWS, random), FIT_ROWS);
@@ -233,7 +233,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void ridgeMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForRidge() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 1);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, targets(d.fitX.toFloatArray(), FIT_ROWS, random), FIT_ROWS);
@@ -243,7 +243,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void binaryLogisticRegressionMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForBinaryLogisticRegression() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 2);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 2, random), FIT_ROWS);
@@ -254,7 +254,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void multinomialLogisticRegressionMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForMultinomialLogisticRegression() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 3);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random), FIT_ROWS);
@@ -264,7 +264,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void kmeansLabelsAndDistancesMatchOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimesKMeansLabelsAndDistances() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 4);
         try (Data d = data(false, random); KMeans m = new KMeans().nClusters(5).seed(SEED).fit(d.fitX);
                 NdArray labels = m.predict(d.testX); NdArray distances = m.transform(d.testX)) {
@@ -277,7 +277,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void pcaTransformMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForPcaTransform() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 5);
         for (boolean whiten : new boolean[] {false, true}) {
             try (Data d = data(false, random); PCA m = new PCA().nComponents(3).whiten(whiten).fit(d.fitX);
@@ -291,7 +291,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void multinomialNaiveBayesMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForMultinomialNaiveBayes() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 6);
         try (Data d = data(true, random);
                 NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random), FIT_ROWS);
@@ -301,7 +301,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void kNeighborsClassifierMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForKNeighborsClassifier() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 7);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random), FIT_ROWS);
@@ -311,7 +311,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void randomForestClassifierMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForRandomForestClassifier() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 8);
         for (boolean exact : new boolean[] {true, false}) {
             try (Data d = data(false, random);
@@ -326,7 +326,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void randomForestRegressorMatchesOnnxRuntime() throws OrtException {
+    void shouldMatchOnnxRuntimeForRandomForestRegressor() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 9);
         for (boolean exact : new boolean[] {true, false}) {
             try (Data d = data(false, random);
@@ -356,7 +356,7 @@ class OnnxRuntimeAgreementTest {
     }
 
     @Test
-    void thresholdsRoundDownSoThatFloatInputsSplitAsInDouble() {
+    void shouldRoundThresholdsDownSoThatFloatInputsSplitAsInDouble() {
         double t = 0.5 * (1.1f + (double) Math.nextUp(1.1f));
         float f = OnnxExport.floatAtOrBelow(t);
         assertEquals(1.1f, f, "the midpoint of two neighboring floats rounds down to the lower");

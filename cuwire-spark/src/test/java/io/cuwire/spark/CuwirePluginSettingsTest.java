@@ -23,7 +23,7 @@ import scala.Tuple2;
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
 class CuwirePluginSettingsTest {
     @Test
-    void withoutTheHostSettingAnExecutorListensOnItsBlockManagerHost() {
+    void shouldListenOnTheExecutorsBlockManagerHostWithoutTheHostSetting() {
         assertEquals("", SparkCluster.session().sparkContext().getConf().get(CuwirePlugin.HOST, ""),
                 "the test application leaves " + CuwirePlugin.HOST + " unset");
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class ExecutorLossTest {
     @Test
-    void aTaskRetriedAfterItsExecutorDiedFetchesTheModelAgain() {
+    void shouldFetchTheModelAgainForATaskRetriedAfterItsExecutorDied() {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         Map<String, String> before = CuwireSpark.awaitExecutors(SparkCluster.EXECUTORS, Duration.ofMinutes(2));
         try (NdArray model = NdArray.fromArray(CuwireSpark.deviceMemory(), new double[] {1, 2, 3, 4}, 4)) {

@@ -65,7 +65,7 @@ class LargeModelTest {
     }
 
     @Test
-    void aModelOverTwoGibIsBroadcastUsedSavedAndLoaded(@TempDir Path dir) throws Exception {
+    void shouldBroadcastUseSaveAndLoadAModelOverTwoGib(@TempDir Path dir) throws Exception {
         long mib = Long.getLong("cuwire.spark.largeMiB", 2100);
         long bytes = mib * MIB;
         Assumptions.assumeTrue(bytes > (1L << 31), "cuwire.spark.largeMiB=" + mib + " does not cross 2 GiB");

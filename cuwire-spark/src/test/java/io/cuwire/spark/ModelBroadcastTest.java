@@ -47,7 +47,7 @@ class ModelBroadcastTest {
     }
 
     @Test
-    void eachExecutorFetchesOnceTheSecondFromAPeerAndReleaseEvicts() {
+    void shouldFetchOncePerExecutorTheSecondFromAPeerAndEvictOnRelease() {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         CuwireSpark.executorStats(true);
         int n = 1 << 20;
@@ -98,7 +98,7 @@ class ModelBroadcastTest {
     }
 
     @Test
-    void sameValueBroadcastAgainGetsTheNextVersion() {
+    void shouldGiveTheSameValueBroadcastAgainTheNextVersion() {
         try (NdArray model = NdArray.fromArray(CuwireSpark.deviceMemory(), new double[] {1, 2, 3}, 3)) {
             ModelBroadcast<NdArray> first = CuwireSpark.broadcast(model);
             first.close();

@@ -83,7 +83,7 @@ class ReadmeSparkClaimsTest {
     }
 
     @Test
-    void theSettingsTableHasEveryCuwireSettingThePluginReads() throws IOException, IllegalAccessException {
+    void shouldListEveryCuwireSettingThePluginReadsInTheSettingsTable() throws IOException, IllegalAccessException {
         Set<String> inReadme = new TreeSet<>();
         for (String[] row : table(section(), "| setting |")) {
             for (String key : codes(row[0])) {
@@ -103,7 +103,7 @@ class ReadmeSparkClaimsTest {
     }
 
     @Test
-    void theStagesTableListsEveryParamOfEveryStageAndTheModelsAttributes() throws Exception {
+    void shouldListEveryParamOfEveryStageAndTheModelsAttributesInTheStagesTable() throws Exception {
         List<String[]> rows = table(section(), "| stage |");
         assertEquals(9, rows.size(), "one row per stage");
         for (String[] row : rows) {

@@ -250,7 +250,11 @@ public final class ChildJvm implements AutoCloseable {
             return this;
         }
 
-        /** An environment variable of the child (the place for secrets: the command line is visible to all). */
+        /**
+         * An environment variable of the child (the place for secrets: the command line is visible to all);
+         * {@code null} removes it from what the child inherits (e.g. {@code JAVA_TOOL_OPTIONS}, for a child free of
+         * the environment's JVM options).
+         */
         public Builder env(String key, String value) {
             environment.put(key, value);
             return this;
@@ -339,7 +343,13 @@ public final class ChildJvm implements AutoCloseable {
             } else {
                 pb.redirectErrorStream(true);
             }
-            pb.environment().putAll(environment);
+            environment.forEach((k, v) -> {
+                if (v == null) {
+                    pb.environment().remove(k);
+                } else {
+                    pb.environment().put(k, v);
+                }
+            });
             Process p = pb.start();
             ChildJvm child = new ChildJvm(this, p, cmd);
             if (input != null) {

@@ -29,6 +29,14 @@ class ChildJvmTest {
     }
 
     @Test
+    void shouldRemoveAnInheritedEnvironmentVariableSetToNull() throws Exception {
+        try (ChildJvm child = ChildJvm.builder(EchoChild.class).args("0").env("PATH", null).input("x\n").start()) {
+            assertEquals(0, child.awaitExit(WAIT), child.output());
+            assertTrue(child.lines().contains("PATH set false"), child.output());
+        }
+    }
+
+    @Test
     void shouldNameTheChildItsExitAndItsOutputWhenTheLineNeverCame() throws Exception {
         try (ChildJvm child = ChildJvm.builder(EchoChild.class).args("7").input("bye\n").start()) {
             IOException e = assertThrows(IOException.class, () -> child.awaitLine("LISTENING ", WAIT));

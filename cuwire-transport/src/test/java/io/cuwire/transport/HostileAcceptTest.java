@@ -9,6 +9,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.test.ChildJvm;
 import io.cuwire.transport.internal.socket.SocketListener;
 import io.cuwire.transport.internal.ucx.UcxTransport;
 import java.io.DataInputStream;
@@ -81,8 +82,8 @@ class HostileAcceptTest {
     }
 
     private ChildJvm legitimateClient(String address) throws IOException {
-        ChildJvm p = ChildJvm.start(ConformancePeer.class, "connect", address,
-                HexFormat.of().formatHex(TestMessages.SECRET));
+        ChildJvm p = TransportConformanceSuite.peerJvm(ConformancePeer.class).args("connect", address,
+                HexFormat.of().formatHex(TestMessages.SECRET)).start();
         toClose.add(p);
         return p;
     }
@@ -165,7 +166,7 @@ class HostileAcceptTest {
         closeAll(attackers);
         ChildJvm client = legitimateClient(listener.address());
         // the client's own connect and handshake timeouts bound its wait: it prints "refused" when they pass
-        assertEquals(0, client.await(Duration.ofSeconds(60)), client::output);
+        assertEquals(0, client.awaitExit(Duration.ofSeconds(60)), client::output);
         assertTrue(client.output().contains("connected, families"), client.output());
         toClose.add(accepted.get(10, TimeUnit.SECONDS));
         assertEquals(100, attackers.size(), "attackers connected");
@@ -190,7 +191,7 @@ class HostileAcceptTest {
                 assertTrue(tcp.handshaking() <= Math.min(bound[0], SOURCES.size() * bound[1]),
                         () -> tcp.handshaking() + " connections in their handshake");
                 ChildJvm client = legitimateClient(listener.address());
-                assertEquals(0, client.await(Duration.ofSeconds(60)), client::output);
+                assertEquals(0, client.awaitExit(Duration.ofSeconds(60)), client::output);
                 assertTrue(client.output().contains("connected, families"), client.output());
                 toClose.add(accepted.get(10, TimeUnit.SECONDS));
                 String why = bound[1] < bound[0]
@@ -278,7 +279,7 @@ class HostileAcceptTest {
                     // nothing authenticated yet
                 }
             }
-            assertEquals(0, client.await(Duration.ofSeconds(60)), client::output);
+            assertEquals(0, client.awaitExit(Duration.ofSeconds(60)), client::output);
             String port = listener.address().substring(listener.address().lastIndexOf(':') + 1);
             String why = "the client connected to 127.0.0.1:" + relay.port() + ", but this connection arrived at "
                     + "127.0.0.1:" + port;

@@ -9,6 +9,7 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.test.ChildJvm;
 import io.cuwire.transport.internal.RefusalLog;
 import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
@@ -86,8 +87,8 @@ class IpcMessageAuthenticationTest {
     }
 
     private ChildJvm peer(String mode) throws Exception {
-        ChildJvm p = ChildJvm.start(MacTamperPeer.class, mode, listener.address(),
-                HexFormat.of().formatHex(TestMessages.SECRET));
+        ChildJvm p = TransportConformanceSuite.peerJvm(MacTamperPeer.class).args(mode, listener.address(),
+                HexFormat.of().formatHex(TestMessages.SECRET)).start();
         toClose.add(p);
         return p;
     }
@@ -100,7 +101,7 @@ class IpcMessageAuthenticationTest {
 
     /** Waits for the peer and checks it was refused for its tag, and that this side logged that once. */
     private void assertRefusedForItsTag(ChildJvm p) throws Exception {
-        assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
+        assertEquals(0, p.awaitExit(Duration.ofSeconds(30)), p::output);
         assertTrue(p.output().contains("refused MessageAuthenticationException: the "), p.output());
         synchronized (logged) {
             assertEquals(1, logged.stream().filter(l -> l.contains("failed its message authentication code"))
@@ -120,7 +121,7 @@ class IpcMessageAuthenticationTest {
                     TestMessages.contents(m.value().frames().get(1).buffer()));
         }
         c.close();
-        assertEquals(0, p.await(Duration.ofSeconds(30)), p::output);
+        assertEquals(0, p.awaitExit(Duration.ofSeconds(30)), p::output);
         assertTrue(p.output().contains("consumed"), p.output());
     }
 

@@ -19,7 +19,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -66,7 +65,7 @@ class IpcTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ConformancePeer.class, Map.of(), peerJvmOptions, args);
+        return start(peerJvm(ConformancePeer.class).jvmOptions(peerJvmOptions).args(args));
     }
 
     /** What {@link #startPeer} gives the peer's JVM besides the usual options. */

@@ -263,7 +263,7 @@ public abstract class ModelShapeConformanceSuite {
     }
 
     @TestFactory
-    Stream<DynamicContainer> everyGeneratedModelShouldComeBackEqualFieldForField() {
+    Stream<DynamicContainer> shouldBringEveryGeneratedModelBackEqualFieldForField() {
         List<DynamicContainer> chains = new ArrayList<>();
         for (List<Family> chain : ModelShapePeer.CHAINS) {
             List<DynamicTest> tests = new ArrayList<>();
@@ -281,7 +281,7 @@ public abstract class ModelShapeConformanceSuite {
      * still fail (once one passes, its entry is stale: remove it, and the generated classes take the feature up).
      */
     @TestFactory
-    Stream<DynamicContainer> everyFeatureOnItsOwnShouldComeBackEqualUnlessListedAsUnsupportedYet() {
+    Stream<DynamicContainer> shouldBringEveryFeatureOnItsOwnBackEqualUnlessListedAsUnsupportedYet() {
         List<DynamicContainer> chains = new ArrayList<>();
         for (List<Family> chain : ModelShapePeer.CHAINS) {
             List<DynamicTest> tests = new ArrayList<>();

@@ -94,7 +94,7 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ConformancePeer.class, args);
+        return start(peerJvm(ConformancePeer.class).args(args));
     }
 
     /** A renamed suite test would otherwise drop out of this class unnoticed. */

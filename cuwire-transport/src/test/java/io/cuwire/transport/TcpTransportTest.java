@@ -69,7 +69,7 @@ class TcpTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ConformancePeer.class, args);
+        return start(peerJvm(ConformancePeer.class).args(args));
     }
 
     @Test

@@ -7,8 +7,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -70,8 +68,9 @@ class TlsTransportTest extends TransportConformanceSuite {
             }
         }
         // C2 too: the JDK's AES-GCM runs at its intrinsic's speed only there, and the peer encrypts whole transfers
-        return ChildJvm.start(ConformancePeer.class, Map.of(), List.of("-XX:TieredStopAtLevel=4",
-                "-D" + TlsMode.PROPERTY + "=on", "-Djava.security.properties=" + keyLimits), args);
+        return start(peerJvm(ConformancePeer.class).jvmOptions("-XX:TieredStopAtLevel=4")
+                .property(TlsMode.PROPERTY, "on")
+                .property("java.security.properties", keyLimits.toString()).args(args));
     }
 
     /** What makes the suite above a TLS suite: this listener takes no plaintext, not even from loopback. */

@@ -22,7 +22,6 @@ import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
@@ -32,8 +31,11 @@ import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.PrimitiveArrayType;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.ChildJvm;
+import io.cuwire.test.TestRandom;
 import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.socket.SocketIo;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -69,6 +71,35 @@ public abstract class TransportConformanceSuite {
         /** Stops it if still running. */
         @Override
         void close();
+    }
+
+    /**
+     * A child JVM ({@link ChildJvm}) that runs {@code main} as a peer: C1 only and the serial GC, for a quick start;
+     * options the caller adds come after these and win over them.
+     */
+    static ChildJvm.Builder peerJvm(Class<?> main) {
+        return ChildJvm.builder(main).jvmOptions("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC");
+    }
+
+    /** Starts {@code jvm}, as a {@link Peer}. */
+    static Peer start(ChildJvm.Builder jvm) throws IOException {
+        ChildJvm child = jvm.start();
+        return new Peer() {
+            @Override
+            public int await(Duration timeout) throws IOException, InterruptedException {
+                return child.awaitExit(timeout);
+            }
+
+            @Override
+            public String output() {
+                return child.output();
+            }
+
+            @Override
+            public void close() {
+                child.close();
+            }
+        };
     }
 
     protected BufferAllocator<HostBuffer> host;

@@ -24,6 +24,6 @@ class UcxModelShapesTest extends ModelShapeConformanceSuite {
 
     @Override
     protected TransportConformanceSuite.Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ModelShapePeer.class, args);
+        return TransportConformanceSuite.start(TransportConformanceSuite.peerJvm(ModelShapePeer.class).args(args));
     }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.memory.Devices;
+import io.cuwire.test.ChildJvm;
 import io.cuwire.transport.internal.ucx.UcxTransport;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -16,7 +17,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -69,7 +69,7 @@ class UcxTransportTest extends TransportConformanceSuite {
 
     @Override
     protected Peer startPeer(String... args) throws IOException {
-        return ChildJvm.start(ConformancePeer.class, args);
+        return start(peerJvm(ConformancePeer.class).args(args));
     }
 
     /**
@@ -137,8 +137,8 @@ class UcxTransportTest extends TransportConformanceSuite {
         // an empty libucp.so.0 found first on the library path: the dynamic loader refuses it, as it would a
         // missing one
         Files.write(dir.resolve("libucp.so.0"), new byte[0]);
-        try (ChildJvm child = ChildJvm.start(TryUcx.class, Map.of("LD_LIBRARY_PATH", dir.toString()))) {
-            assertEquals(0, child.await(Duration.ofSeconds(30)), child::output);
+        try (ChildJvm child = peerJvm(TryUcx.class).env("LD_LIBRARY_PATH", dir.toString()).start()) {
+            assertEquals(0, child.awaitExit(Duration.ofSeconds(30)), child::output);
             String out = child.output();
             assertTrue(out.contains("TransportUnavailableException: UCX not available: libucp.so.0"), out);
             assertTrue(out.contains("install libucx0"), out);

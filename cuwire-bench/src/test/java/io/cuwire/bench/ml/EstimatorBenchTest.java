@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 class EstimatorBenchTest {
     @Test
-    void tinyRunShouldPrintAMatchingResultLinePerEstimatorAndBackendAndWriteTheTables(@TempDir Path dir)
+    void shouldPrintAMatchingResultLinePerEstimatorAndBackendAndWriteTheTablesInATinyRun(@TempDir Path dir)
             throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         List<EstimatorBench.Result> results;
@@ -49,7 +49,7 @@ class EstimatorBenchTest {
     }
 
     @Test
-    void peerShouldBeSkippedWithTheReasonWhenThereIsNoPython(@TempDir Path dir) throws IOException {
+    void shouldSkipThePeerWithTheReasonWhenThereIsNoPython(@TempDir Path dir) throws IOException {
         String out = run(dir, "/nonexistent/python3", "Ridge");
         assertTrue(out.contains("INFO peer=sklearn skipped: cannot start /nonexistent/python3 ("), out);
         String md = Files.readString(dir.resolve("estimators-" + Results.machine() + ".md"));
@@ -57,7 +57,7 @@ class EstimatorBenchTest {
     }
 
     @Test
-    void peerShouldRunScikitLearnOnTheSameDataAndWriteTheComparison(@TempDir Path dir) throws IOException {
+    void shouldRunTheScikitLearnPeerOnTheSameDataAndWriteTheComparison(@TempDir Path dir) throws IOException {
         String python = List.of("python3", "/usr/bin/python3").stream().filter(EstimatorBenchTest::hasSklearn)
                 .findFirst().orElse(null);
         Assumptions.assumeTrue(python != null, "no python3 with scikit-learn here");
@@ -73,7 +73,7 @@ class EstimatorBenchTest {
     }
 
     @Test
-    void peerLinesShouldParseAndRefuseWhatTheyLack() {
+    void shouldParseThePeersLinesAndRefuseWhatTheyLack() {
         SklearnPeer.Row r = SklearnPeer.parse("PEER estimator=KMeans fit_ms=1.5 predict_ms=0.25 n_iter=3 "
                 + "settings=n_clusters=8,tol=0");
         assertEquals(new SklearnPeer.Row("KMeans", 1.5, 0.25, "3", "n_clusters=8,tol=0"), r);
@@ -174,7 +174,7 @@ class EstimatorBenchTest {
     }
 
     @Test
-    void forestPeerShouldPutScikitLearnBesideTheForests() {
+    void shouldPutTheScikitLearnPeerBesideTheForests() {
         Optional<String> why = SklearnForests.unavailable();
         Assumptions.assumeTrue(why.isEmpty(), () -> "scikit-learn not available: " + why.orElseThrow());
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();

@@ -109,7 +109,7 @@ class ForestQualityTest {
     }
 
     @Test
-    void classifierHeldOutAccuracyShouldBeWithinOneHundredthOfScikitLearns() {
+    void shouldKeepTheClassifiersHeldOutAccuracyWithinOneHundredthOfScikitLearns() {
         double ours = 0;
         double theirs = 0;
         try (NdArray xt = rows(x, 0, TRAIN, COLS); NdArray yt = labelRows(0, TRAIN);
@@ -128,7 +128,7 @@ class ForestQualityTest {
     }
 
     @Test
-    void regressorHeldOutR2ShouldBeWithinOneHundredthOfScikitLearns() {
+    void shouldKeepTheRegressorsHeldOutR2WithinOneHundredthOfScikitLearns() {
         double ours = 0;
         double theirs = 0;
         try (NdArray xt = rows(x, 0, TRAIN, COLS); NdArray yt = rows(values, 0, TRAIN, 1);

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 class RooflineBenchTest {
     @Test
-    void tinyRunShouldMeasureTheCopyAndBothPredictionsAndCheckThem() {
+    void shouldMeasureTheCopyAndBothPredictionsAndCheckThemInATinyRun() {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         RooflineBench.Result[] results;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {

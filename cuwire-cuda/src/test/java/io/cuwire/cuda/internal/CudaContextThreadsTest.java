@@ -16,10 +16,9 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.DeviceStream;
+import io.cuwire.test.ChildJvm;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -28,13 +27,11 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Every device operation from threads that do not hold the device's context: fresh platform threads, virtual
@@ -213,24 +210,21 @@ class CudaContextThreadsTest {
     }
 
     @Test
-    void shouldShareOneGpuWithAnotherProcessWhileBothWorkFromVirtualThreads(@TempDir Path dir) throws Exception {
+    void shouldShareOneGpuWithAnotherProcessWhileBothWorkFromVirtualThreads() throws Exception {
         int n = 4 << 20;
         byte[] data = new byte[n];
         new SplittableRandom(7).nextBytes(data);
         CRC32 crc = new CRC32();
         crc.update(data);
-        Path log = dir.resolve("child.log");
         try (DeviceBuffer shared = memory.allocate(n)) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), shared, 0);
             IpcHandle handle = gpu.exportHandle(shared);
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            Process child = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                    System.getProperty("java.class.path"), SharedGpuChild.class.getName(),
-                    HexFormat.of().formatHex(handle.handle()), String.valueOf(handle.deviceOrdinal()),
-                    String.valueOf(handle.offset()), String.valueOf(handle.length()), String.valueOf(crc.getValue())))
-                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
             String output;
-            try {
+            int exit;
+            try (ChildJvm child = ChildJvm.builder(SharedGpuChild.class).withoutInheritedProperties()
+                    .args(HexFormat.of().formatHex(handle.handle()), String.valueOf(handle.deviceOrdinal()),
+                            String.valueOf(handle.offset()), String.valueOf(handle.length()),
+                            String.valueOf(crc.getValue())).start()) {
                 try (DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                         ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
                     DeviceWorkout.runAll(threads, tasks(32, i -> {
@@ -239,14 +233,11 @@ class CudaContextThreadsTest {
                     }));
                     assertTrue(scramblers.scrambles() > 0, "the scramblers ran");
                 }
-                assertTrue(child.waitFor(240, TimeUnit.SECONDS), "the child did not finish:\n"
-                        + Files.readString(log, StandardCharsets.UTF_8));
-                output = Files.readString(log, StandardCharsets.UTF_8);
-            } finally {
-                child.destroyForcibly();
+                exit = child.awaitExit(Duration.ofSeconds(240));
+                output = child.output();
             }
             System.out.println("child output:\n" + output);
-            assertEquals(0, child.exitValue(), output);
+            assertEquals(0, exit, output);
             assertTrue(output.contains("READ " + crc.getValue() + " ON cuda0"), output);
             assertTrue(output.contains("CLOSED"), output);
             byte[] expected = data.clone();

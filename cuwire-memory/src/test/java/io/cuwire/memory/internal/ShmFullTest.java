@@ -4,11 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.cuwire.test.ChildJvm;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * (some containers, hardened kernels).
  */
 class ShmFullTest {
+    private static final Duration WAIT = Duration.ofSeconds(60);
     private static final String MIB_6 = Long.toString(6L << 20);
 
     @Test
@@ -50,14 +52,14 @@ class ShmFullTest {
     void shouldPutTheFilesInTheTemporaryDirectoryWhenDevShmIsDockersDefault(@TempDir Path tmp) throws Exception {
         assumeUserNamespaces();
         String script = "mount -t tmpfs -o size=64m cuwire-test /dev/shm && exec \"$@\"";
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/unshare", "-Urm", "sh", "-c", script, "sh",
-                ProcessHandle.current().info().command().orElseThrow(), "--enable-native-access=ALL-UNNAMED",
-                "-Djava.io.tmpdir=" + tmp, "-Dcuwire.device.platform=emulated", "-cp",
-                System.getProperty("java.class.path"), SmallShmChild.class.getName(), Long.toString(128L << 20)));
-        Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child still runs");
-        assertEquals(0, child.exitValue(), out);
+        String out;
+        try (ChildJvm child = ChildJvm.builder(SmallShmChild.class).wrapper("/usr/bin/unshare", "-Urm", "sh", "-c",
+                script, "sh").withoutInheritedProperties().property("java.io.tmpdir", tmp.toString())
+                .property("cuwire.device.platform", "emulated").args(Long.toString(128L << 20)).start()) {
+            int exit = child.awaitExit(WAIT);
+            out = child.output();
+            assertEquals(0, exit, out);
+        }
         assertTrue(out.contains("device cuwire emulated device (shared memory in " + tmp + ")"), out);
         assertTrue(out.contains("written 134217728"), out);
         assertTrue(out.contains("cuwire emulated device memory in " + tmp + ": the temporary directory, because "
@@ -87,20 +89,17 @@ class ShmFullTest {
 
     private static List<String> runChild(Path mount, boolean nativeAccess) throws IOException, InterruptedException {
         assumeUserNamespaces();
-        List<String> java = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
-        if (nativeAccess) {
-            java.add("--enable-native-access=ALL-UNNAMED");
-        }
-        java.addAll(List.of("-cp", System.getProperty("java.class.path"), ShmFullChild.class.getName(),
-                mount.toString(), MIB_6));
         String script = "mount -t tmpfs -o size=16m cuwire-test \"$0\" && exec \"$@\"";
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/unshare", "-Urm", "sh", "-c", script, mount.toString()));
-        cmd.addAll(java);
-        Process child = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        List<String> lines = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8).lines()
-                .filter(l -> !l.startsWith("WARNING:")).toList();
-        assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child still runs");
-        assertEquals(0, child.exitValue(), String.join("\n", lines));
-        return lines;
+        ChildJvm.Builder builder = ChildJvm.builder(ShmFullChild.class).wrapper("/usr/bin/unshare", "-Urm", "sh", "-c",
+                script, mount.toString()).withoutInheritedProperties().args(mount.toString(), MIB_6);
+        if (!nativeAccess) {
+            builder.withoutNativeAccess();
+        }
+        try (ChildJvm child = builder.start()) {
+            int exit = child.awaitExit(WAIT);
+            List<String> lines = child.lines().stream().filter(l -> !l.startsWith("WARNING:")).toList();
+            assertEquals(0, exit, String.join("\n", lines));
+            return lines;
+        }
     }
 }

@@ -105,7 +105,7 @@ class KMeansTest {
     }
 
     @Test
-    void mergedStepsFromTheSameStartShouldEqualTheSingleDeviceFit(TestInfo info) {
+    void shouldMergeStepsFromTheSameStartIntoTheSingleDeviceFit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Blobs b = Blobs.make(r, 900, 4, 6);
         double[] start = new double[6 * 4];
@@ -137,7 +137,7 @@ class KMeansTest {
     }
 
     @Test
-    void distributedInitShouldFindTheBlobs(TestInfo info) {
+    void shouldFindTheBlobsWithADistributedInit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Blobs b = Blobs.make(r, 800, 3, 4);
         try (NdArray x = array(device, DType.FLOAT64, b.x(), b.n(), b.d()); KMeans km = new KMeans().nClusters(4)) {

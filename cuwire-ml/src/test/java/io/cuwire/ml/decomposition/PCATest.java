@@ -126,7 +126,7 @@ class PCATest {
     }
 
     @Test
-    void componentsShouldBeEigenvectorsOfTheSampleCovariance(TestInfo info) {
+    void shouldFindComponentsThatAreEigenvectorsOfTheSampleCovariance(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int d = VARIANCES.length;
         int n = 500;
@@ -173,7 +173,7 @@ class PCATest {
     }
 
     @Test
-    void whitenedProjectionsShouldHaveUnitVariance(TestInfo info) {
+    void shouldGiveWhitenedProjectionsUnitVariance(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int d = VARIANCES.length;
         int n = 1000;
@@ -195,7 +195,7 @@ class PCATest {
     }
 
     @Test
-    void mergedPartialsShouldEqualTheSingleDeviceFit(TestInfo info) {
+    void shouldMergePartialsIntoTheSingleDeviceFit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int d = VARIANCES.length;
         int n = 2000;

@@ -42,14 +42,14 @@ class HistogramForestTest {
     }
 
     @Test
-    void featuresOfFewValuesShouldGetAnEdgeBetweenEachPairOfValues() {
+    void shouldGiveFeaturesOfFewValuesAnEdgeBetweenEachPairOfValues() {
         double[] sorted = {1, 1, 2, 2, 2, 5, 9, 9};
         assertArrayEquals(new double[] {1.5, 3.5, 7}, ForestBins.edgesOfSorted(sorted, 256));
         assertArrayEquals(new double[0], ForestBins.edgesOfSorted(new double[] {4, 4, 4}, 256), "a constant");
     }
 
     @Test
-    void featuresOfManyValuesShouldGetStrictlyAscendingQuantileEdges(TestInfo info) {
+    void shouldGiveFeaturesOfManyValuesStrictlyAscendingQuantileEdges(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         double[] v = new double[10_000];
         for (int i = 0; i < v.length; i++) {
@@ -75,7 +75,7 @@ class HistogramForestTest {
     }
 
     @Test
-    void maxBinsOutOfRangeShouldBeRefusedNamingIt() {
+    void shouldRefuseMaxBinsOutOfRangeNamingIt() {
         try (NdArray x = MlTesting.array(host, DType.FLOAT64, new double[] {0, 1, 2, 3}, 4, 1);
                 NdArray y = MlTesting.labels(host, new int[] {0, 0, 1, 1})) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -115,7 +115,7 @@ class HistogramForestTest {
     }
 
     @Test
-    void binnedSplitsShouldGrowTheExactTreesWhenEveryValueHasItsBin(TestInfo info) {
+    void shouldGrowTheExactTreesFromBinnedSplitsWhenEveryValueHasItsBin(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 1500;
         int d = 5;
@@ -154,7 +154,7 @@ class HistogramForestTest {
     }
 
     @Test
-    void forestShouldNotDependOnTheThreadCount(TestInfo info) {
+    void shouldGrowAForestThatDoesNotDependOnTheThreadCount(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 12_000;
         int d = 6;

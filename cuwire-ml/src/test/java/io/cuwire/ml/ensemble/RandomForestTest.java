@@ -61,7 +61,7 @@ class RandomForestTest {
     }
 
     @Test
-    void classifierShouldLearnACheckerboard(TestInfo info) {
+    void shouldLearnACheckerboardAsAClassifier(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int[] y = new int[800];
         int[] yt = new int[400];
@@ -87,7 +87,7 @@ class RandomForestTest {
     }
 
     @Test
-    void regressorShouldFitASmoothFunction(TestInfo info) {
+    void shouldFitASmoothFunctionAsARegressor(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 1000;
         double[] x = new double[n * 3];
@@ -113,7 +113,7 @@ class RandomForestTest {
     }
 
     @Test
-    void mergedForestShouldBeTheConcatenationOfThePartitionsTrees(TestInfo info) {
+    void shouldMergeForestsIntoTheConcatenationOfThePartitionsTrees(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 900;
         int[] y = new int[n];
@@ -197,7 +197,7 @@ class RandomForestTest {
     }
 
     @Test
-    void layoutShouldDecodeWhatItEncodes() {
+    void shouldDecodeWhatItsLayoutEncodes() {
         ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
                 new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
         ForestLayout.Tree leaf = new ForestLayout.Tree(new int[] {-1}, new int[] {0}, new double[] {0},

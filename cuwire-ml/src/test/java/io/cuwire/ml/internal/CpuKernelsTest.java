@@ -26,7 +26,7 @@ class CpuKernelsTest {
     }
 
     @Test
-    void vectorProductsShouldEqualThePlainLoopsAtEveryEdgeOfTheirBlocks(TestInfo info) {
+    void shouldComputeVectorProductsAsThePlainLoopsAtEveryEdgeOfTheirBlocks(TestInfo info) {
         if (!CpuKernels.VECTOR) {
             return; // the plain-loop run: nothing to compare with
         }
@@ -53,7 +53,7 @@ class CpuKernelsTest {
     }
 
     @Test
-    void vectorSquaredDifferencesShouldGiveThePlainLoopsBitsAtEveryEdgeOfTheirBlocks(TestInfo info) {
+    void shouldGiveThePlainLoopsBitsForVectorSquaredDifferencesAtEveryEdgeOfTheirBlocks(TestInfo info) {
         if (!CpuKernels.VECTOR) {
             return; // the plain-loop run: nothing to compare with
         }
@@ -74,7 +74,7 @@ class CpuKernelsTest {
     }
 
     @Test
-    void vectorDotShouldEqualThePlainLoopAndGiveTheSameBitsEveryCall(TestInfo info) {
+    void shouldComputeTheVectorDotAsThePlainLoopWithTheSameBitsEveryCall(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         for (int len = 0; len < 70; len++) {
             double[] x = random(r, len + 1);
@@ -93,7 +93,7 @@ class CpuKernelsTest {
     }
 
     @Test
-    void vectorRowDotsShouldEqualThePlainLoopsAtEveryEdgeOfTheirBlocks(TestInfo info) {
+    void shouldComputeVectorRowDotsAsThePlainLoopsAtEveryEdgeOfTheirBlocks(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int[] sizes = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
         for (int rows : sizes) {
@@ -113,7 +113,7 @@ class CpuKernelsTest {
     }
 
     @Test
-    void reductionsShouldCombineEveryElementWithTheStart(TestInfo info) {
+    void shouldCombineEveryElementWithTheStartInReductions(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         for (int n = 0; n < 40; n++) {
             double[] v = random(r, n);

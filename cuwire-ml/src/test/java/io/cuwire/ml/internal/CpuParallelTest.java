@@ -32,7 +32,7 @@ class CpuParallelTest {
     }
 
     @Test
-    void everyChunkedOperationShouldGiveTheSameBitsOnAnyNumberOfThreads(TestInfo info) {
+    void shouldGiveTheSameBitsInEveryChunkedOperationOnAnyNumberOfThreads(TestInfo info) {
         long seed = TestRandom.seed(TestRandom.name(info));
         CpuParallel.setThreads(1);
         List<double[]> one = run(seed);

@@ -113,7 +113,7 @@ class LinearModelTest {
 
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
-    void ridgeShouldSatisfyItsOptimalityCondition(boolean intercept, TestInfo info) {
+    void shouldFitARidgeThatSatisfiesItsOptimalityCondition(boolean intercept, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Data data = Data.make(r, 150, 4, 1.0);
         double alpha = 25;
@@ -158,7 +158,7 @@ class LinearModelTest {
 
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
-    void mergedPartialsShouldEqualTheSingleDeviceFit(boolean intercept, TestInfo info) {
+    void shouldMergePartialsIntoTheSingleDeviceFit(boolean intercept, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Data data = Data.make(r, 500, 6, 0.5);
         for (DType dt : new DType[] {DType.FLOAT64, DType.FLOAT32}) {

@@ -184,7 +184,7 @@ class LogisticRegressionTest {
 
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
-    void mergedGradientsShouldReachTheSingleDeviceFit(boolean intercept, TestInfo info) {
+    void shouldReachTheSingleDeviceFitFromMergedGradients(boolean intercept, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int k = 2 + r.nextInt(3);
         Data data = Data.make(r, 900, 3, k, 1.0);

@@ -115,7 +115,7 @@ class MultinomialNBTest {
     }
 
     @Test
-    void mergedCountsShouldEqualTheSingleDeviceFit(TestInfo info) {
+    void shouldMergeCountsIntoTheSingleDeviceFit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Docs docs = Docs.make(r, 400, 8, 4);
         try (NdArray x = array(device, DType.FLOAT32, docs.x(), docs.n(), docs.d());

@@ -87,7 +87,7 @@ class NeighborsTest {
      * reference computes them, and the neighbors the reference's.
      */
     @Test
-    void distancesShouldBeTheFloat64SumsOfSquaredDifferencesWhenQueriesAreTrainingRows(TestInfo info) {
+    void shouldGiveDistancesThatAreTheFloat64SumsOfSquaredDifferencesWhenQueriesAreTrainingRows(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 3000;
         int m = 64;
@@ -132,7 +132,7 @@ class NeighborsTest {
     }
 
     @Test
-    void mergedPartitionNeighborsShouldEqualTheSingleDeviceSearch(TestInfo info) {
+    void shouldMergePartitionNeighborsIntoTheSingleDeviceSearch(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 500;
         int d = 3;
@@ -170,7 +170,7 @@ class NeighborsTest {
     }
 
     @Test
-    void classifierShouldVoteWellAndTheDistributedVoteShouldEqualTheSingleOne(TestInfo info) {
+    void shouldVoteWellAsAClassifierAndGiveTheSingleVoteDistributed(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 600;
         int d = 3;
@@ -207,7 +207,7 @@ class NeighborsTest {
     }
 
     @Test
-    void classifierMergedFromPartitionRowsShouldEqualTheSingleFit(TestInfo info) {
+    void shouldMergeAClassifierFromPartitionRowsIntoTheSingleFit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 300;
         int d = 3;

@@ -114,7 +114,7 @@ class BadInputTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void everyEstimatorShouldRefuseNaNInTrainingDataNamingThePosition(String where) {
+    void shouldRefuseNaNInTrainingDataInEveryEstimatorNamingThePosition(String where) {
         BufferAllocator<?> m = mem(where);
         for (DType dtype : new DType[] {DType.FLOAT64, DType.FLOAT32}) {
             double[] bad = X.clone();
@@ -146,7 +146,7 @@ class BadInputTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void finiteDataWhoseSumOverflowsShouldPass(String where) {
+    void shouldPassFiniteDataWhoseSumOverflows(String where) {
         try (NdArray x = MlTesting.array(mem(where), DType.FLOAT64, new double[] {1e308, 1e308, 1e308, 1e308}, 2, 2);
                 NearestNeighbors nn = new NearestNeighbors().fit(x)) {
             assertEquals(2, nn.fitX().dim(0));
@@ -172,7 +172,7 @@ class BadInputTest {
     }
 
     @Test
-    void everyEstimatorShouldRefuseToPredictBeforeFit() {
+    void shouldRefuseToPredictBeforeFitInEveryEstimator() {
         try (NdArray x = MlTesting.array(host, DType.FLOAT64, X, 6, 2)) {
             Estimator[] all = {new LinearRegression(), new Ridge(), new LogisticRegression(), new KMeans(),
                 new PCA(), new MultinomialNB(), new NearestNeighbors(), new KNeighborsClassifier(),

@@ -107,7 +107,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void linearModelsShouldMatchScikitLearn(String where) {
+    void shouldMatchScikitLearnForLinearModels(String where) {
         open(where);
         Fixture f = Fixture.load("linear");
         try (NdArray x = matrix(f.get("X")); NdArray y = vector(f.get("y")); NdArray q = matrix(f.get("Q"))) {
@@ -127,7 +127,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void logisticRegressionShouldMatchScikitLearn(String where) {
+    void shouldMatchScikitLearnForLogisticRegression(String where) {
         open(where);
         Fixture f = Fixture.load("logistic");
         for (String tag : new String[] {"bin", "multi"}) {
@@ -151,7 +151,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void kmeansFromTheSameStartShouldMatchScikitLearn(String where) {
+    void shouldMatchScikitLearnForKMeansFromTheSameStart(String where) {
         open(where);
         Fixture f = Fixture.load("kmeans");
         try (NdArray x = matrix(f.get("X")); NdArray init = matrix(f.get("init")); NdArray q = matrix(f.get("Q"));
@@ -166,7 +166,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void pcaShouldMatchScikitLearnUpToTheSignOfEachComponent(String where) {
+    void shouldMatchScikitLearnForPcaUpToTheSignOfEachComponent(String where) {
         open(where);
         Fixture f = Fixture.load("pca");
         try (NdArray x = matrix(f.get("X")); NdArray q = matrix(f.get("Q"));
@@ -208,7 +208,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void multinomialNaiveBayesShouldMatchScikitLearn(String where) {
+    void shouldMatchScikitLearnForMultinomialNaiveBayes(String where) {
         open(where);
         Fixture f = Fixture.load("multinomial_nb");
         try (NdArray x = matrix(f.get("X")); NdArray y = labels(f.get("y")); NdArray q = matrix(f.get("Q"));
@@ -227,7 +227,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void neighborsShouldMatchScikitLearn(String where) {
+    void shouldMatchScikitLearnForNeighbors(String where) {
         open(where);
         Fixture f = Fixture.load("neighbors");
         try (NdArray x = matrix(f.get("X")); NdArray y = labels(f.get("y")); NdArray q = matrix(f.get("Q"));
@@ -245,7 +245,7 @@ class SklearnReferenceTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"host", "device"})
-    void forestsShouldScoreWithinABandOfScikitLearn(String where) {
+    void shouldScoreForestsWithinABandOfScikitLearn(String where) {
         open(where);
         Fixture f = Fixture.load("forests");
         int nc = (int) f.scalar("clf_train");

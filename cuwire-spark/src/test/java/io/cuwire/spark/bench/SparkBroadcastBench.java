@@ -39,7 +39,7 @@ class SparkBroadcastBench {
     private static final int TASKS = 8;
 
     @Test
-    void cuwireHandleAgainstSparkBroadcast() {
+    void shouldTimeACuwireHandleAgainstASparkBroadcast() {
         long mib = Long.getLong("cuwire.spark.bench");
         int n = (int) (mib * 1024 * 1024 / 8);
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());

@@ -62,7 +62,7 @@ class SparkMlContractTest {
     }
 
     @Test
-    void everyStageAndModelPassesSparksParamsCopyAndReadWriteChecks(@TempDir Path dir) {
+    void shouldPassSparksParamsCopyAndReadWriteChecksWithEveryStageAndModel(@TempDir Path dir) {
         Dataset<Row> df = SparkMlLifetimeTest.frame();
         for (Supplier<CuwireEstimator<?, ?, ?>> s : SparkMlLifetimeTest.stages()) {
             checkStageAndModel(s.get(), df, dir);
@@ -79,7 +79,7 @@ class SparkMlContractTest {
     }
 
     @Test
-    void everyStageWithLabelsTakesEveryNumericLabelType() {
+    void shouldTakeEveryNumericLabelTypeInEveryStageWithLabels() {
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = SparkMlLifetimeTest.stages();
         for (Supplier<CuwireEstimator<?, ?, ?>> s : stages) {
             if (s.get() instanceof CuwirePredictor<?, ?, ?> p) {

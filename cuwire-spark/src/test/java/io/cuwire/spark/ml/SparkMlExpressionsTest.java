@@ -45,7 +45,7 @@ class SparkMlExpressionsTest {
     }
 
     @Test
-    void aQueryThatReadsNoModelColumnDoesNotRunTheModel() {
+    void shouldNotRunTheModelForAQueryThatReadsNoModelColumn() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 2, 51);
         CuwireLogisticRegressionModel model = new CuwireLogisticRegression().setMaxIter(10).fit(d.frame());
         CuwireSpark.executorStats(true);
@@ -63,7 +63,7 @@ class SparkMlExpressionsTest {
     }
 
     @Test
-    void transformsAStreamingDataFrame(@TempDir Path dir) throws TimeoutException, StreamingQueryException {
+    void shouldTransformAStreamingDataFrame(@TempDir Path dir) throws TimeoutException, StreamingQueryException {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 0, 52);
         Dataset<Row> arrays = d.frame().selectExpr("id", "array(f0, f1, f2, f3) as features", "label");
         CuwireLinearRegressionModel model = new CuwireLinearRegression().fit(arrays);
@@ -90,7 +90,7 @@ class SparkMlExpressionsTest {
     }
 
     @Test
-    void aTasksCpuWorkStaysOnTheCoresSparkGaveIt() {
+    void shouldKeepATasksCpuWorkOnTheCoresSparkGaveIt() {
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         List<String> seen = jsc.parallelize(List.of(1, 2, 3, 4), 4).map(i -> {
             Set<String> threads = ConcurrentHashMap.newKeySet();

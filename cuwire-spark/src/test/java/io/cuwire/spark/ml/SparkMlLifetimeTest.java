@@ -166,7 +166,7 @@ class SparkMlLifetimeTest {
     }
 
     @Test
-    void transformedFrameOutlivesItsModelThroughAGc() {
+    void shouldKeepATransformedFrameAliveBeyondItsModelThroughAGc() {
         Dataset<Row> df = frame();
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
         List<FittedState> all = new ArrayList<>();
@@ -193,7 +193,7 @@ class SparkMlLifetimeTest {
     }
 
     @Test
-    void transformWithParamMapAndClosedCopiesKeepWorking() {
+    void shouldKeepTransformWithParamMapAndClosedCopiesWorking() {
         Dataset<Row> df = frame();
         List<FittedState> states = transformWithParamMaps(df);
         gcUntil(() -> states.stream().allMatch(FittedState::isReleased), () -> "states held after everything went: "
@@ -305,7 +305,7 @@ class SparkMlLifetimeTest {
     }
 
     @Test
-    void crossValidatorAndTrainValidationSplitWorkWithEveryStage() {
+    void shouldWorkInCrossValidatorAndTrainValidationSplitWithEveryStage() {
         Dataset<Row> df = frame();
         List<FittedState> states = new ArrayList<>();
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = stages();
@@ -345,7 +345,7 @@ class SparkMlLifetimeTest {
     }
 
     @Test
-    void pipelineOfEveryStageSavesAndLoads(@TempDir Path dir) throws IOException {
+    void shouldSaveAndLoadAPipelineOfEveryStage(@TempDir Path dir) throws IOException {
         Dataset<Row> df = frame();
         savePipelineAndModel(df, dir);
         assertNoDeviceBytes();

@@ -66,7 +66,7 @@ class SparkMlOutputsTest {
     }
 
     @Test
-    void binaryLogisticRegressionWritesMarginsAndProbabilitiesThatSparksEvaluatorsTake() {
+    void shouldWriteBinaryLogisticRegressionMarginsAndProbabilitiesThatSparksEvaluatorsTake() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 2, 31);
         CuwireLogisticRegressionModel model = new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
         assertEquals(2, model.numClasses());
@@ -100,7 +100,7 @@ class SparkMlOutputsTest {
     }
 
     @Test
-    void multiclassStagesWriteMllibsClassifierColumns() {
+    void shouldWriteMllibsClassifierColumnsFromMulticlassStages() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 3, 32);
         CuwireLogisticRegressionModel lr = new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
         assertTrue(lr.isMultinomial());
@@ -133,7 +133,7 @@ class SparkMlOutputsTest {
     }
 
     @Test
-    void kmeansPredictsIntegersWithCentersAndASummary() {
+    void shouldPredictKMeansIntegersWithCentersAndASummary() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 3, 33);
         CuwireKMeansModel model = new CuwireKMeans().setNClusters(3).setSeed(5L).fit(d.frame());
         Dataset<Row> out = model.transform(d.frame());
@@ -154,7 +154,7 @@ class SparkMlOutputsTest {
     }
 
     @Test
-    void pcaProjectsAsMllibsPcaAndCentersOnRequest() {
+    void shouldProjectAsMllibsPcaAndCenterOnRequest() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 0, 34);
         CuwirePCAModel model = new CuwirePCA().setNComponents(2).setOutputCol("projected").fit(d.frame());
         PCAModel mllib = new org.apache.spark.ml.feature.PCA().setInputCol("features").setOutputCol("mllib").setK(2)
@@ -199,7 +199,7 @@ class SparkMlOutputsTest {
     }
 
     @Test
-    void linearRegressionHasMllibsCoefficientsAndSummary(@TempDir Path dir) throws IOException {
+    void shouldGiveLinearRegressionMllibsCoefficientsAndSummary(@TempDir Path dir) throws IOException {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 0, 35);
         CuwireLinearRegressionModel model = new CuwireLinearRegression().fit(d.frame());
         LinearRegressionModel mllib = new org.apache.spark.ml.regression.LinearRegression().fit(d.frame());

@@ -83,7 +83,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void stagesHaveMllibsNamesAndDefaults() {
+    void shouldGiveTheStagesMllibsNamesAndDefaults() {
         Set<String> columns = Set.of();
         // seeds: MLlib's hash their own class names; tol: cuwire's criteria differ (documented per stage)
         assertEquals(List.of(), defaultsDiffering(new CuwireKMeans(), new org.apache.spark.ml.clustering.KMeans(),
@@ -120,7 +120,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void cuwireNamesAreAliases() {
+    void shouldTakeCuwireNamesAsAliases() {
         CuwireKMeans kmeans = new CuwireKMeans().setNClusters(4).setInit("RANDOM");
         assertEquals(4, kmeans.getK());
         assertEquals("random", kmeans.getInitMode());
@@ -139,7 +139,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void valuesAndTypesAreCheckedWhenSet(@TempDir Path dir) throws IOException {
+    void shouldCheckValuesAndTypesWhenSet(@TempDir Path dir) throws IOException {
         CuwireKMeans k = new CuwireKMeans();
         IllegalArgumentException zero = assertThrows(IllegalArgumentException.class, () -> k.setK(1));
         assertEquals(k.uid() + " parameter k given invalid value 1.", zero.getMessage());
@@ -164,7 +164,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void featureSubsetStrategiesTryMllibsCounts() {
+    void shouldTryMllibsCountsForFeatureSubsetStrategies() {
         // cuwire tries ceil(share * features) features
         Map<String, Integer> counts = Map.of("all", 16, "sqrt", 4, "log2", 4, "onethird", 6, "0.5", 8, "3", 3);
         for (Map.Entry<String, Integer> c : counts.entrySet()) {
@@ -178,7 +178,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void regParamMinimizesMllibsObjective() {
+    void shouldMinimizeMllibsObjectiveWithRegParam() {
         Dataset<Row> targets = frame(false, 41);
         LinearRegressionModel mllib = new org.apache.spark.ml.regression.LinearRegression().setRegParam(0.3)
                 .setStandardization(false).fit(targets);
@@ -203,7 +203,7 @@ class SparkMlParamsTest {
     }
 
     @Test
-    void labelsAreCheckedOnTheDriverWithMllibsMessages() {
+    void shouldCheckLabelsOnTheDriverWithMllibsMessages() {
         Dataset<Row> df = frame(true, 43);
         Dataset<Row> strings = df.selectExpr("features", "cast(label as string) as label");
         IllegalArgumentException s = assertThrows(IllegalArgumentException.class,

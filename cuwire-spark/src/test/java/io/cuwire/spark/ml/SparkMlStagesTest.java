@@ -138,7 +138,7 @@ class SparkMlStagesTest {
     }
 
     @Test
-    void naiveBayesAndNearestNeighborsEqualTheSingleProcessFit(@TempDir Path dir) throws IOException {
+    void shouldFitNaiveBayesAndNearestNeighborsEqualToTheSingleProcessFit(@TempDir Path dir) throws IOException {
         Random r = new Random(11);
         double[][] counts = new double[ROWS][4];
         double[] labels = new double[ROWS];
@@ -219,7 +219,7 @@ class SparkMlStagesTest {
     }
 
     @Test
-    void forestsEqualTheMergedFitOfTheSamePartitions(@TempDir Path dir) throws IOException {
+    void shouldFitForestsEqualToTheMergedFitOfTheSamePartitions(@TempDir Path dir) throws IOException {
         Random r = new Random(12);
         double[] labels = new double[ROWS];
         double[][] x = blobs(r, 3, 1.5, labels);
@@ -276,7 +276,7 @@ class SparkMlStagesTest {
     }
 
     @Test
-    void pcaFindsTheSingleProcessComponentsAndWritesVectors(@TempDir Path dir) throws IOException {
+    void shouldFindTheSingleProcessPcaComponentsAndWriteVectors(@TempDir Path dir) throws IOException {
         Random r = new Random(13);
         double[][] x = new double[ROWS][4];
         for (double[] row : x) {

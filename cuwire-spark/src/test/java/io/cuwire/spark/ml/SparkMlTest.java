@@ -121,7 +121,7 @@ class SparkMlTest {
     }
 
     @Test
-    void linearRegressionEqualsTheSingleProcessFitAndPredictsInTheExecutors() {
+    void shouldFitLinearRegressionEqualToTheSingleProcessFitAndPredictInTheExecutors() {
         Data d = data(SparkCluster.session(), 0, 1);
         CuwireSpark.executorStats(true);
         try (var model = new CuwireLinearRegression().fit(d.frame());
@@ -147,7 +147,7 @@ class SparkMlTest {
     }
 
     @Test
-    void kmeansOnArrayColumnsFindsTheSingleProcessCenters() {
+    void shouldFindTheSingleProcessKMeansCentersOnArrayColumns() {
         Data d = data(SparkCluster.session(), 3, 2);
         Dataset<Row> arrays = d.frame().selectExpr("id", "array(f0, f1, f2, f3) as features");
         CuwireKMeans stage = new CuwireKMeans();
@@ -177,7 +177,7 @@ class SparkMlTest {
     }
 
     @Test
-    void logisticRegressionMatchesTheSingleProcessFit() {
+    void shouldFitLogisticRegressionAsTheSingleProcessFit() {
         Data d = data(SparkCluster.session(), 3, 3);
         CuwireLogisticRegression stage = new CuwireLogisticRegression();
         stage.setParam("c", 0.5);
@@ -201,7 +201,7 @@ class SparkMlTest {
     }
 
     @Test
-    void pipelineSavesAndLoadsThroughSparkMlPersistence(@TempDir Path dir) throws Exception {
+    void shouldSaveAndLoadAPipelineThroughSparkMlPersistence(@TempDir Path dir) throws Exception {
         Data d = data(SparkCluster.session(), 0, 4);
         Dataset<Row> columns = d.frame().drop("features");
         CuwireRidge ridge = new CuwireRidge();

@@ -1,12 +1,14 @@
 package io.cuwire.test.arch;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.Dependency;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaMethod;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.Location;
 import com.tngtech.archunit.lang.ArchCondition;
@@ -20,6 +22,7 @@ import com.tngtech.archunit.library.dependencies.SlicesRuleDefinition;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -41,18 +44,25 @@ import java.util.regex.Pattern;
  *   <li>{@link #noPackageCycles()}: the packages of the cuwire classes seen, within a module and across modules,
  *       depend on each other without a cycle;</li>
  *   <li>{@link #noBenchmarkClasses()}: a library module holds no benchmark: no {@code *Bench} or {@code *Benchmark}
- *       class, nothing that uses the bench harness ({@code io.cuwire.bench..}) or JMH.</li>
+ *       class, nothing that uses the bench harness ({@code io.cuwire.bench..}) or JMH;</li>
+ *   <li>{@link #testMethodsNamedAsSpecs()}: every test method of the module's test classes is named
+ *       {@code should…}.</li>
  * </ul>
  *
  * <p>A class's module is where it was read from: the class path root (a module's {@code target/classes}, or its jar)
  * that holds its class file ({@link #moduleOf}). So a package split between two modules is two modules' classes, and
  * an {@code internal} package is its module's, whatever its name. {@link #mainClasses()} reads the cuwire classes
- * of the running tests' class path but no test classes; each rule is shown to fail on classes that break it by
+ * of the running tests' class path but no test classes (the naming rule alone reads the module's own test classes,
+ * {@link #testClassesOf}); each rule is shown to fail on classes that break it by
  * {@code ArchitectureRulesTest}, which compiles such classes into two roots of its own.
  */
 public final class Architecture {
     private static final Pattern INTERNAL = Pattern.compile("(^|.*\\.)internal(\\..*)?");
     private static final Pattern SLICE = Pattern.compile("Slice (\\S+)");
+    /** The JUnit annotations that make a method a test method. */
+    private static final List<String> TEST_ANNOTATIONS = List.of("org.junit.jupiter.api.Test",
+            "org.junit.jupiter.params.ParameterizedTest", "org.junit.jupiter.api.RepeatedTest",
+            "org.junit.jupiter.api.TestFactory", "org.junit.jupiter.api.TestTemplate");
 
     /**
      * Each package of {@code io.cuwire} is a slice of the cycle rule, but for a module's service provider interface:
@@ -108,6 +118,22 @@ public final class Architecture {
     /** The classes under the given class path roots (directories of class files), for rules over chosen classes. */
     public static JavaClasses classesUnder(Collection<Path> roots) {
         return new ClassFileImporter().importPaths(roots);
+    }
+
+    /**
+     * The test classes of the module that holds {@code anchor}: its {@code target/test-classes}, beside the
+     * {@code target/classes} that holds {@code anchor}; none where {@code anchor} was read from elsewhere (a jar).
+     */
+    public static JavaClasses testClassesOf(Class<?> anchor) {
+        Path root;
+        try {
+            root = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException("cannot tell where " + anchor.getName() + " was read from", e);
+        }
+        Path tests = root.resolveSibling("test-classes");
+        return classesUnder(root.endsWith(Path.of("target", "classes")) && Files.isDirectory(tests) ? List.of(tests)
+                : List.of());
     }
 
     /** The classes of {@code classes} that were read from the module (class path root) that holds {@code anchor}. */
@@ -210,6 +236,20 @@ public final class Architecture {
                 .because("benchmarks live in cuwire-bench, on its harness, out of the library jars");
     }
 
+    /**
+     * Every test method (annotated {@code @Test}, {@code @ParameterizedTest}, {@code @RepeatedTest},
+     * {@code @TestFactory} or {@code @TestTemplate}) is named {@code should…}, so that it reads as a spec of its
+     * subject; life-cycle methods ({@code @BeforeEach}, ...) are not test methods and are named as they please.
+     */
+    public static ArchRule testMethodsNamedAsSpecs() {
+        DescribedPredicate<JavaMethod> testMethods = DescribedPredicate.describe("are test methods (@Test, "
+                + "@ParameterizedTest, @RepeatedTest, @TestFactory, @TestTemplate)",
+                m -> TEST_ANNOTATIONS.stream().anyMatch(m::isAnnotatedWith));
+        return methods().that(testMethods).should().haveNameStartingWith("should")
+                .because("a test method reads as a spec of its subject (cuwire-test-support/README.md)")
+                .allowEmptyShould(true);
+    }
+
     /** {@code origin} and its nested classes name no class of a package that {@code packageIdentifiers} match. */
     public static ArchRule nameNoClassOf(Class<?> origin, String... packageIdentifiers) {
         return noClasses().that().belongToAnyOf(origin).should().dependOnClassesThat()
@@ -217,9 +257,9 @@ public final class Architecture {
     }
 
     /**
-     * Checks the three rules for the module that holds {@code anchor}, a library module: its classes use no other
-     * module's {@code internal} package, its packages (with the classes of other modules in them) have no cycle, and
-     * it holds no benchmark class.
+     * Checks the four rules for the module that holds {@code anchor}, a library module: its classes use no other
+     * module's {@code internal} package, its packages (with the classes of other modules in them) have no cycle, it
+     * holds no benchmark class, and its test methods are named {@code should…}.
      */
     public static void checkLibrary(Class<?> anchor) {
         checkLibrary(anchor, List.of());
@@ -230,7 +270,10 @@ public final class Architecture {
         check(anchor, knownCycles, true);
     }
 
-    /** The first two rules of {@link #checkLibrary} for an application module (cuwire-bench, cuwire-cli). */
+    /**
+     * The rules of {@link #checkLibrary} but the one against benchmarks, for an application module (cuwire-bench,
+     * cuwire-cli).
+     */
     public static void checkApplication(Class<?> anchor) {
         check(anchor, List.of(), false);
     }
@@ -246,5 +289,6 @@ public final class Architecture {
         if (library) {
             noBenchmarkClasses().check(own);
         }
+        testMethodsNamedAsSpecs().check(testClassesOf(anchor));
     }
 }

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Each architecture rule fails on classes that break it, and passes the same classes without the breach: the
  * classes are compiled here from the sources below into two class path roots (two "modules", {@code a} and
- * {@code b}), and a third, {@code bench}, for the bench harness.
+ * {@code b}), a third, {@code bench}, for the bench harness, and a fourth, {@code a-tests}, for test classes.
  */
 class ArchitectureRulesTest {
     /** Module a: its API uses b's internal class (the breach), a cycle within a, and a class that only uses b's API. */
@@ -90,6 +90,28 @@ class ArchitectureRulesTest {
                     package io.cuwire.fixb;
                     public class Back { io.cuwire.fixa.split.Left left; }
                     """);
+    /** Module a's test classes: one whose test methods are named {@code should…}, one whose are not. */
+    private static final Map<String, String> MODULE_A_TESTS = Map.of(
+            "io/cuwire/fixa/SumTest.java", """
+                    package io.cuwire.fixa;
+                    import org.junit.jupiter.api.BeforeEach;
+                    import org.junit.jupiter.api.Test;
+                    public class SumTest {
+                        @BeforeEach void openTheAbacus() { }
+                        @Test void shouldAddUp() { }
+                        static int[] rows() { return new int[] {1}; }
+                    }
+                    """,
+            "io/cuwire/fixa/LooseTest.java", """
+                    package io.cuwire.fixa;
+                    import org.junit.jupiter.api.Test;
+                    import org.junit.jupiter.params.ParameterizedTest;
+                    import org.junit.jupiter.params.provider.ValueSource;
+                    public class LooseTest {
+                        @Test void checksTheSum() { }
+                        @ParameterizedTest @ValueSource(ints = 1) void sumsInRows(int n) { }
+                    }
+                    """);
     private static final Map<String, String> MODULE_BENCH = Map.of(
             "io/cuwire/bench/harness/Runner.java", """
                     package io.cuwire.bench.harness;
@@ -100,12 +122,13 @@ class ArchitectureRulesTest {
     static Path dir;
     private static JavaClasses all;
     private static Path a;
+    private static JavaClasses aTests;
 
     @BeforeAll
     static void compileTheFixture() throws IOException {
         Path src = dir.resolve("src");
         Map<Path, Map<String, String>> modules = Map.of(dir.resolve("a"), MODULE_A, dir.resolve("b"), MODULE_B,
-                dir.resolve("bench"), MODULE_BENCH);
+                dir.resolve("bench"), MODULE_BENCH, dir.resolve("a-tests"), MODULE_A_TESTS);
         List<String> files = new ArrayList<>();
         for (Map<String, String> sources : modules.values()) {
             for (var e : sources.entrySet()) {
@@ -118,7 +141,8 @@ class ArchitectureRulesTest {
         Path out = dir.resolve("out");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream log = new ByteArrayOutputStream();
-        List<String> args = new ArrayList<>(List.of("-d", out.toString()));
+        List<String> args = new ArrayList<>(List.of("-d", out.toString(), "-cp",
+                System.getProperty("java.class.path")));
         args.addAll(files);
         assertEquals(0, javac.run(null, log, log, args.toArray(String[]::new)), () -> "the fixture compiles: " + log);
         // One compilation, then each module's class files into a root of its own.
@@ -132,7 +156,8 @@ class ArchitectureRulesTest {
             }
         }
         a = dir.resolve("a");
-        all = Architecture.classesUnder(List.copyOf(modules.keySet()));
+        all = Architecture.classesUnder(List.of(a, dir.resolve("b"), dir.resolve("bench")));
+        aTests = Architecture.classesUnder(List.of(dir.resolve("a-tests")));
         assertEquals(14, all.size(), "every class of the fixture was read");
     }
 
@@ -217,5 +242,25 @@ class ArchitectureRulesTest {
                 .hasViolation(), "this test names JUnit's classes");
         assertFalse(Architecture.nameNoClassOf(ArchitectureRulesTest.class, "org.quicktheories..").evaluate(tests)
                 .hasViolation(), "and no QuickTheories class");
+    }
+
+    @Test
+    void shouldFailATestMethodNotNamedShould() {
+        String found = violations(Architecture.testMethodsNamedAsSpecs(), aTests);
+        assertTrue(found.contains("io.cuwire.fixa.LooseTest.checksTheSum()"), "a @Test method: " + found);
+        assertTrue(found.contains("io.cuwire.fixa.LooseTest.sumsInRows(int)"), "a @ParameterizedTest: " + found);
+        assertFalse(found.contains("SumTest"), "should… test methods, life-cycle and other methods pass: " + found);
+        assertFalse(Architecture.testMethodsNamedAsSpecs().evaluate(aTests.that(DescribedPredicate.describe(
+                "not LooseTest", c -> !c.getSimpleName().equals("LooseTest")))).hasViolation(),
+                "without it the rule passes");
+    }
+
+    @Test
+    void shouldReadTheTestClassesBesideTheMainClassesOfAModule() {
+        JavaClasses tests = Architecture.testClassesOf(Architecture.class);
+        assertTrue(tests.contain(ArchitectureRulesTest.class), "this module's test classes: " + tests);
+        assertFalse(tests.contain(Architecture.class), "and not its main classes");
+        assertFalse(Architecture.testMethodsNamedAsSpecs().evaluate(tests).hasViolation(),
+                "this module's test methods are named should…");
     }
 }

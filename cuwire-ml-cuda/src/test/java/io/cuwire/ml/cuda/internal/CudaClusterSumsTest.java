@@ -78,7 +78,7 @@ class CudaClusterSumsTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void scatterAddRowsShouldSumAsTheCpuOnEveryPath(String type, TestInfo info) {
+    void shouldScatterAddRowsAsTheCpuOnEveryPath(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {
@@ -130,7 +130,7 @@ class CudaClusterSumsTest {
     /** A label out of range on each path: the CPU's exception and message, naming the first bad position. */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void scatterAddRowsShouldReportTheFirstBadLabelAsTheCpu(String type, TestInfo info) {
+    void shouldReportTheFirstBadLabelOfAScatterAddAsTheCpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {{100, 32, 1, 99}, {3000, 33, 8, 1234}, {100_000, 32, 8, 0}, {1500, 31, 193, 700}};
@@ -162,7 +162,7 @@ class CudaClusterSumsTest {
     /** bincount counts exactly as the CPU on both paths, and reports a bad label with the CPU's message. */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void bincountShouldCountExactlyAsTheCpuOnEveryPath(String type, TestInfo info) {
+    void shouldBincountExactlyAsTheCpuOnEveryPath(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {{1, 1}, {100, 1}, {255, 8}, {100_000, 8}, {300_000, 4096}, {20_000, 4097}};
@@ -196,7 +196,7 @@ class CudaClusterSumsTest {
      */
     @ParameterizedTest
     @ValueSource(ints = {1, 8, 30})
-    void kmeansFitShouldStopAfterAsManyStepsAsOnTheCpu(int k, TestInfo info) {
+    void shouldStopAKMeansFitAfterAsManyStepsAsOnTheCpu(int k, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 50_000;
         int d = 33;

@@ -95,7 +95,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void kMeansShouldFindTheSameClustersOnTheGpu(String type, TestInfo info) {
+    void shouldFindTheSameKMeansClustersOnTheGpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 3000;
@@ -138,7 +138,7 @@ class CudaEstimatorsTest {
      */
     @ParameterizedTest
     @ValueSource(ints = {8, 20, 40})
-    void kMeansPredictShouldLabelWideRowsAsTheCpuDoes(int k, TestInfo info) {
+    void shouldLabelWideRowsInKMeansPredictAsTheCpuDoes(int k, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 20_011;
         int d = 64;
@@ -170,7 +170,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void linearRegressionShouldFitTheSameCoefficientsOnTheGpu(String type, TestInfo info) {
+    void shouldFitTheSameLinearRegressionCoefficientsOnTheGpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 2000;
@@ -196,7 +196,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(ints = {2, 4})
-    void logisticRegressionShouldPredictTheSameProbabilitiesOnTheGpu(int classes, TestInfo info) {
+    void shouldPredictTheSameLogisticRegressionProbabilitiesOnTheGpu(int classes, TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 1500;
         int d = 4;
@@ -242,7 +242,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void pcaShouldFindTheSameSubspaceOnTheGpu(String type, TestInfo info) {
+    void shouldFindTheSamePcaSubspaceOnTheGpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 2000;
@@ -266,7 +266,7 @@ class CudaEstimatorsTest {
      * GPU must give the CPU backend's ids and distances bit for bit (the self-distance 0, not the GEMM form's ~1e-7).
      */
     @Test
-    void nearestNeighborsShouldGiveTheCpuBitsForQueriesThatAreTrainingRows(TestInfo info) {
+    void shouldGiveTheCpusNearestNeighborBitsForQueriesThatAreTrainingRows(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 20_000;
         int q = 500;
@@ -291,7 +291,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void neighborsShouldFindTheSameRowsAndVotesOnTheGpu(String type, TestInfo info) {
+    void shouldFindTheSameNeighborRowsAndVotesOnTheGpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 1200;
@@ -339,7 +339,7 @@ class CudaEstimatorsTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void randomForestsShouldPredictTheSameOnTheGpu(String type, TestInfo info) {
+    void shouldPredictTheSameWithRandomForestsOnTheGpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 1500;

@@ -82,7 +82,7 @@ class CudaForestFitTest {
     }
 
     @Test
-    void classifierShouldGrowTheCpusTreesByteForByte(TestInfo info) {
+    void shouldGrowTheCpusClassifierTreesByteForByte(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 20_000;
         int d = 7;
@@ -137,7 +137,7 @@ class CudaForestFitTest {
     }
 
     @Test
-    void regressorShouldScoreWithinOneHundredthOfTheCpus(TestInfo info) {
+    void shouldScoreTheRegressorWithinOneHundredthOfTheCpus(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 20_000;
         int d = 7;

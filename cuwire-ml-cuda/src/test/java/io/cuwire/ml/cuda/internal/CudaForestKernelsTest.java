@@ -99,7 +99,7 @@ class CudaForestKernelsTest {
     }
 
     @Test
-    void oneLevelShouldSplitAndPartitionAsTheCpuScanDoes(TestInfo info) {
+    void shouldSplitAndPartitionOneLevelAsTheCpuScanDoes(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         int n = 4000;
         int d = 5;

@@ -120,7 +120,7 @@ class CudaKernelPathsTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void smallestKShouldSelectExactlyAsTheCpuOnEveryPath(String type, TestInfo info) {
+    void shouldSelectTheSmallestKExactlyAsTheCpuOnEveryPath(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {
@@ -164,7 +164,7 @@ class CudaKernelPathsTest {
     /** The merge of two ascending lists per row, with equal distances across the lists: a first, ids along. */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void mergeNeighborsShouldMergeAsTheCpu(String type, TestInfo info) {
+    void shouldMergeNeighborsAsTheCpu(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int rows = 513;
@@ -228,7 +228,7 @@ class CudaKernelPathsTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void kneighborsShouldFindTheCpuNeighborsWhenRowsAreCutIntoParts(String type, TestInfo info) {
+    void shouldFindTheCpusKNeighborsWhenRowsAreCutIntoParts(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int n = 20_000;
@@ -268,7 +268,7 @@ class CudaKernelPathsTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
-    void nearestRowsShouldLabelAsTheCpuWithEveryKernel(String type, TestInfo info) {
+    void shouldLabelNearestRowsAsTheCpuWithEveryKernel(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[] widths = {1, 3, 4, 7, 8, 12, 31, 33, 64, 65, 100, 256, 257, 300, 508, 511, 512, 513};

@@ -57,7 +57,7 @@ class MlKernelsPlanTest {
     }
 
     @Test
-    void rowGroupsShouldGiveEachLaneAtMostEightElementsOfARowWithinOneWarp() {
+    void shouldGiveEachLaneOfARowGroupAtMostEightElementsOfARowWithinOneWarp() {
         assertEquals(1, MlKernels.rowLanes(0));
         assertEquals(1, MlKernels.rowLanes(8));
         assertEquals(2, MlKernels.rowLanes(9));

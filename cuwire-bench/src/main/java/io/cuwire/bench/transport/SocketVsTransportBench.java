@@ -1,5 +1,8 @@
-package io.cuwire.transport.bench;
+package io.cuwire.bench.transport;
 
+import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.Secrets;
+import io.cuwire.bench.harness.Stats;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
@@ -18,9 +21,7 @@ import io.cuwire.transport.MessageMetrics;
 import io.cuwire.transport.ReceivedMessage;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -28,9 +29,7 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -43,15 +42,18 @@ import java.util.Set;
  * transport's frame is a {@code long[]}'s own memory ({@link HostBuffer#wrap}, as the generic serializer hands
  * primitive arrays over), which the transport stages chunk by chunk, against the raw socket writing native memory.
  * UCX keeps to its default network devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two
- * processes of one host it picks its shared-memory transports for the bytes.
+ * processes of one host it picks its shared-memory transports for the bytes. The receiver is a {@link ChildJvm}; the
+ * run's secret is new each run ({@link Secrets}).
+ *
+ * <p>{@link TransferBench} measures a transport against the raw socket too (its {@code vs_raw}, per family and size);
+ * this one keeps the case of a heap frame (a {@code long[]}'s own memory), which that bench's model does not send.
  *
  * <pre>
- * java -cp … io.cuwire.transport.bench.SocketVsTransportBench tcp|ucx [bytes=536870912] [repeats=5] [native|heap]
+ * java -cp "cuwire-bench/target/cuwire-bench.jar:cuwire-bench/target/lib/*" \
+ *     io.cuwire.bench.transport.SocketVsTransportBench tcp|ucx [bytes=536870912] [repeats=5] [native|heap]
  * </pre>
  */
 public final class SocketVsTransportBench {
-    private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
-
     /** The transports compared, with the labels of their output lines. */
     private enum Kind {
         TCP(Transports.TCP, "transport", "TCP"),
@@ -80,6 +82,7 @@ public final class SocketVsTransportBench {
     private SocketVsTransportBench() {
     }
 
+    /** Runs the comparison, or (with {@code receiver}) its receiver: see the class's usage. */
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
             throw new IllegalArgumentException("usage: SocketVsTransportBench tcp|ucx [bytes] [repeats] [native|heap]");
@@ -98,16 +101,17 @@ public final class SocketVsTransportBench {
         if (heap && bytes % Long.BYTES != 0) {
             throw new IllegalArgumentException("a heap frame is a long[]: bytes must be a multiple of 8, not " + bytes);
         }
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                SocketVsTransportBench.class.getName(), kind.scheme, "receiver", Long.toString(bytes)));
-        Process child = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(),
-                StandardCharsets.UTF_8));
-        String[] ports = fromChild.readLine().split(" ");
-        int rawPort = Integer.parseInt(ports[0]);
-        String transportAddress = ports[1];
+        byte[] secret = Secrets.generate();
+        try (ChildJvm child = ChildJvm.start(SocketVsTransportBench.class, List.of(), secret, kind.scheme, "receiver",
+                Long.toString(bytes))) {
+            int rawPort = Integer.parseInt(child.ready().get(0));
+            String transportAddress = child.ready().get(1);
+            send(kind, bytes, repeats, heap, secret, rawPort, transportAddress);
+        }
+    }
 
+    private static void send(Kind kind, long bytes, int repeats, boolean heap, byte[] secret, int rawPort,
+            String transportAddress) throws IOException {
         BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-send", BufferAllocator.UNLIMITED);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
         HostBuffer frame = host.allocate(bytes);
@@ -120,7 +124,7 @@ public final class SocketVsTransportBench {
         List<Double> raw = new ArrayList<>();
         List<Double> transport = new ArrayList<>();
         MessageMetrics last = null;
-        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
+        TransportConfig config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
                 .build();
         try (SocketChannel rawChannel = SocketChannel.open(new InetSocketAddress("127.0.0.1", rawPort));
                 Connection c = Transports.forAddress(transportAddress).connect(transportAddress, config)) {
@@ -161,19 +165,12 @@ public final class SocketVsTransportBench {
         frame.close();
         host.close();
         device.close();
-        child.waitFor();
-        double r = median(raw);
-        double t = median(transport);
+        double r = Stats.median(raw.stream().mapToDouble(Double::doubleValue).toArray());
+        double t = Stats.median(transport.stream().mapToDouble(Double::doubleValue).toArray());
         System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, %s transport "
                 + "median %.3f GB/s (%s frame), ratio %.2f%n", bytes, repeats, r, kind.summaryLabel, t,
                 heap ? "heap" : "native", t / r);
         System.out.println("last send metrics: " + last);
-    }
-
-    private static double median(List<Double> values) {
-        double[] v = values.stream().mapToDouble(Double::doubleValue).toArray();
-        Arrays.sort(v);
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     private static byte[] header(long frameBytes) {
@@ -186,15 +183,15 @@ public final class SocketVsTransportBench {
         BufferAllocator<HostBuffer> host = BufferAllocator.root("bench-recv", BufferAllocator.UNLIMITED, pool);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-recv-device",
                 BufferAllocator.UNLIMITED);
-        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
-                .build();
+        TransportConfig config = TransportConfig.builder().secret(Secrets.fromEnvironment())
+                .receiveInto(DeviceMap.of(host, device)).build();
         try (Arena arena = Arena.ofShared();
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
                 Listener listener = Transports.forAddress(kind.scheme + "://127.0.0.1:0")
                         .listen(kind.scheme + "://127.0.0.1:0", config)) {
             MemorySegment rawTarget = arena.allocate(bytes, 64);
             rawTarget.fill((byte) 0);
-            System.out.println(((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
+            System.out.println("READY " + ((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
                     + listener.address());
             System.out.flush();
             try (SocketChannel raw = rawServer.accept(); Connection c = listener.accept()) {
