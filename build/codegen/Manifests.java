@@ -25,21 +25,32 @@ import java.util.regex.Pattern;
 public final class Manifests {
     private static final String GENERATED = "Generated at build time by build/codegen/Manifests.java from ";
 
-    record Constant(String name, int code, String doc) { }
+    record Constant(String name, int code, String doc) {}
 
-    record OpEnum(String javaName, String cudaType, String cudaPrefix, String doc, List<Constant> constants) { }
+    record OpEnum(String javaName, String cudaType, String cudaPrefix, String doc, List<Constant> constants) {}
 
-    record Entry(String label, String ctype, String key) { }
+    record Entry(String label, String ctype, String key) {}
 
-    record Axis(String name, List<Entry> entries) { }
+    record Axis(String name, List<Entry> entries) {}
 
-    record Param(String ctype, String name) { }
+    record Param(String ctype, String name) {}
 
-    record Family(String pattern, String call, List<Axis> axes, String bounds, Set<String> boundsOnly,
-            List<Param> params, String where) { }
+    record Family(
+            String pattern,
+            String call,
+            List<Axis> axes,
+            String bounds,
+            Set<String> boundsOnly,
+            List<Param> params,
+            String where) {}
 
-    record Instance(String name, String javaName, Family family, Map<String, Entry> choice, List<Param> params,
-            boolean bounded) { }
+    record Instance(
+            String name,
+            String javaName,
+            Family family,
+            Map<String, Entry> choice,
+            List<Param> params,
+            boolean bounded) {}
 
     public static void main(String[] args) throws IOException {
         Map<String, String> opts = new HashMap<>();
@@ -66,7 +77,8 @@ public final class Manifests {
             Path file = Path.of(opts.get("kernels"));
             KernelManifest m = readKernels(file);
             if (opts.containsKey("kernels-java")) {
-                write(Path.of(opts.get("kernels-java"), m.javaPackage().replace('.', '/'), m.javaClass() + ".java"),
+                write(
+                        Path.of(opts.get("kernels-java"), m.javaPackage().replace('.', '/'), m.javaClass() + ".java"),
                         kernelsJava(m, file));
             }
             if (opts.containsKey("kernels-cuda")) {
@@ -127,17 +139,30 @@ public final class Manifests {
     static String opsJava(OpEnum e, Path file) {
         StringBuilder b = new StringBuilder();
         b.append("package io.cuwire.ml;\n\n");
-        b.append("/**\n * ").append(e.doc()).append("\n *\n * <p>").append(GENERATED).append("{@code ")
-                .append(file.getFileName()).append("}: add an operation there (its code is what the compute kernels "
-                + "dispatch on), not here.\n */\n");
+        b.append("/**\n * ")
+                .append(e.doc())
+                .append("\n *\n * <p>")
+                .append(GENERATED)
+                .append("{@code ")
+                .append(file.getFileName())
+                .append("}: add an operation there (its code is what the compute kernels "
+                        + "dispatch on), not here.\n */\n");
         b.append("public enum ").append(e.javaName()).append(" {\n");
         List<Constant> cs = e.constants();
         for (int i = 0; i < cs.size(); i++) {
             Constant c = cs.get(i);
-            b.append("    /** ").append(c.doc()).append(" */\n    ").append(c.name()).append('(').append(c.code())
-                    .append(')').append(i + 1 < cs.size() ? ",\n" : ";\n");
+            b.append("    /** ")
+                    .append(c.doc())
+                    .append(" */\n    ")
+                    .append(c.name())
+                    .append('(')
+                    .append(c.code())
+                    .append(')')
+                    .append(i + 1 < cs.size() ? ",\n" : ";\n");
         }
-        b.append("\n    private final int code;\n\n    ").append(e.javaName()).append("(int code) {\n")
+        b.append("\n    private final int code;\n\n    ")
+                .append(e.javaName())
+                .append("(int code) {\n")
                 .append("        this.code = code;\n    }\n\n");
         b.append("    /** The operation's code in the compute kernels, as the manifest gives it. */\n")
                 .append("    public int code() {\n        return code;\n    }\n}\n");
@@ -145,13 +170,18 @@ public final class Manifests {
     }
 
     static String opsCuda(List<OpEnum> enums, Path file) {
-        StringBuilder b = new StringBuilder("// ").append(GENERATED).append(file.getFileName())
+        StringBuilder b = new StringBuilder("// ")
+                .append(GENERATED)
+                .append(file.getFileName())
                 .append(": the operation codes, as io.cuwire.ml's enums carry them.\n#pragma once\n\n");
         for (OpEnum e : enums) {
             b.append("enum ").append(e.cudaType()).append(" {");
             List<Constant> cs = e.constants();
             for (int i = 0; i < cs.size(); i++) {
-                b.append(i == 0 ? " " : ", ").append(e.cudaPrefix()).append(cs.get(i).name()).append(" = ")
+                b.append(i == 0 ? " " : ", ")
+                        .append(e.cudaPrefix())
+                        .append(cs.get(i).name())
+                        .append(" = ")
                         .append(cs.get(i).code());
             }
             b.append(" };  // io.cuwire.ml.").append(e.javaName()).append('\n');
@@ -161,8 +191,14 @@ public final class Manifests {
 
     // ---------------------------------------------------------------- kernels
 
-    record KernelManifest(String javaPackage, String javaClass, String resource, String builtBy, String targets,
-            List<Instance> instances, List<Family> families) { }
+    record KernelManifest(
+            String javaPackage,
+            String javaClass,
+            String resource,
+            String builtBy,
+            String targets,
+            List<Instance> instances,
+            List<Family> families) {}
 
     private static final Pattern KERNEL = Pattern.compile(
             "kernel\\s+(\\S+)\\s+(\\S+)((?:\\s+[A-Z]:[A-Z0-9_]+)*)(?:\\s+bounds=(\\S+?)(?:@(\\S+))?)?\\s*\\((.*)\\)");
@@ -213,11 +249,16 @@ public final class Manifests {
                 case "kernel" -> {
                     Matcher m = KERNEL.matcher(line);
                     if (!m.matches()) {
-                        throw error(file, at, "'" + line + "' (expected: kernel name call [X:LIST ...]"
-                                + " [bounds=threads,blocks[@label,...]] (ctype name, ...))");
+                        throw error(
+                                file,
+                                at,
+                                "'" + line + "' (expected: kernel name call [X:LIST ...]"
+                                        + " [bounds=threads,blocks[@label,...]] (ctype name, ...))");
                     }
                     List<Axis> axes = new ArrayList<>();
-                    for (String ax : m.group(3).strip().isEmpty() ? new String[0] : m.group(3).strip().split("\\s+")) {
+                    for (String ax : m.group(3).strip().isEmpty()
+                            ? new String[0]
+                            : m.group(3).strip().split("\\s+")) {
                         String[] p = ax.split(":");
                         List<Entry> entries = lists.get(p[1]);
                         if (entries == null) {
@@ -232,9 +273,12 @@ public final class Manifests {
                         if (sp < 0) {
                             throw error(file, at, "parameter '" + s + "' (expected: ctype name)");
                         }
-                        params.add(new Param(s.substring(0, sp + 1).strip(), s.substring(sp + 1).strip()));
+                        params.add(new Param(
+                                s.substring(0, sp + 1).strip(),
+                                s.substring(sp + 1).strip()));
                     }
-                    Set<String> only = m.group(5) == null ? Set.of() : Set.of(m.group(5).split(","));
+                    Set<String> only =
+                            m.group(5) == null ? Set.of() : Set.of(m.group(5).split(","));
                     families.add(new Family(m.group(1), m.group(2), axes, m.group(4), only, params, file + ":" + at));
                 }
                 default -> throw error(file, at, "'" + w[0] + "' (expected: module, types or kernel)");
@@ -255,8 +299,10 @@ public final class Manifests {
                 for (Param p : f.params()) {
                     ps.add(new Param(fill(p.ctype(), choice, false), p.name()));
                 }
-                String label = String.join("_", choice.values().stream().map(Entry::label).toList());
-                boolean bounded = f.bounds() != null && (f.boundsOnly().isEmpty() || f.boundsOnly().contains(label));
+                String label = String.join(
+                        "_", choice.values().stream().map(Entry::label).toList());
+                boolean bounded = f.bounds() != null
+                        && (f.boundsOnly().isEmpty() || f.boundsOnly().contains(label));
                 instances.add(new Instance(name, javaConstant(name), f, choice, ps, bounded));
             }
         }
@@ -306,8 +352,9 @@ public final class Manifests {
             case "int64_t" -> "I64";
             case "float" -> "F32";
             case "double" -> "F64";
-            default -> throw new IllegalArgumentException(where + ": parameter " + p.name() + " of C type "
-                    + p.ctype() + " (expected: int32_t, int64_t, float, double or a pointer)");
+            default ->
+                throw new IllegalArgumentException(where + ": parameter " + p.name() + " of C type " + p.ctype()
+                        + " (expected: int32_t, int64_t, float, double or a pointer)");
         };
     }
 
@@ -343,25 +390,41 @@ public final class Manifests {
             b.append("import io.cuwire.memory.DType;\n");
         }
         b.append("import java.util.List;\n\n");
-        b.append("/**\n * The kernels of {@code ").append(m.resource()).append("} with their signatures, and for each "
-                + "family the selector of\n * its instantiations. ").append(GENERATED).append("{@code ")
-                .append(file.getFileName()).append("},\n * with the CUDA entry points: edit the manifest, not this "
-                + "file.\n */\n");
+        b.append("/**\n * The kernels of {@code ")
+                .append(m.resource())
+                .append("} with their signatures, and for each " + "family the selector of\n * its instantiations. ")
+                .append(GENERATED)
+                .append("{@code ")
+                .append(file.getFileName())
+                .append("},\n * with the CUDA entry points: edit the manifest, not this " + "file.\n */\n");
         b.append("final class ").append(m.javaClass()).append(" {\n");
         b.append("    /** The module of these kernels. */\n    static final KernelModule MODULE = KernelModule.of(")
-                .append(m.javaClass()).append(".class.getClassLoader(),\n            \"").append(m.resource())
-                .append("\", \"").append(m.targets()).append("\", \"").append(m.builtBy()).append("\");\n\n");
+                .append(m.javaClass())
+                .append(".class.getClassLoader(),\n            \"")
+                .append(m.resource())
+                .append("\", \"")
+                .append(m.targets())
+                .append("\", \"")
+                .append(m.builtBy())
+                .append("\");\n\n");
         for (Instance in : m.instances()) {
             StringBuilder sig = new StringBuilder();
             for (Param p : in.params()) {
                 sig.append(", ").append(kind(p, in.family().where()));
             }
-            b.append("    static final Kernel ").append(in.javaName()).append(" = MODULE.kernel(\"").append(in.name())
-                    .append('"').append(sig).append(");\n");
+            b.append("    static final Kernel ")
+                    .append(in.javaName())
+                    .append(" = MODULE.kernel(\"")
+                    .append(in.name())
+                    .append('"')
+                    .append(sig)
+                    .append(");\n");
         }
-        b.append("\n    /** Every kernel of the manifest, in its order. */\n    static final List<Kernel> ALL = List.of(");
+        b.append(
+                "\n    /** Every kernel of the manifest, in its order. */\n    static final List<Kernel> ALL = List.of(");
         for (int i = 0; i < m.instances().size(); i++) {
-            b.append(i == 0 ? "\n            " : ",\n            ").append(m.instances().get(i).javaName());
+            b.append(i == 0 ? "\n            " : ",\n            ")
+                    .append(m.instances().get(i).javaName());
         }
         b.append(");\n\n    private ").append(m.javaClass()).append("() {\n    }\n");
         for (Family f : m.families()) {
@@ -372,9 +435,15 @@ public final class Manifests {
             for (Axis a : f.axes()) {
                 params.add((isDType(a) ? "DType " : "int ") + a.name().toLowerCase(Locale.ROOT));
             }
-            b.append("\n    /** The instantiation of {@code ").append(f.pattern()).append("} for ")
-                    .append(String.join(", ", f.axes().stream().map(Axis::name).toList())).append(". */\n");
-            b.append("    static Kernel ").append(selector(f)).append('(').append(String.join(", ", params))
+            b.append("\n    /** The instantiation of {@code ")
+                    .append(f.pattern())
+                    .append("} for ")
+                    .append(String.join(", ", f.axes().stream().map(Axis::name).toList()))
+                    .append(". */\n");
+            b.append("    static Kernel ")
+                    .append(selector(f))
+                    .append('(')
+                    .append(String.join(", ", params))
                     .append(") {\n");
             for (Instance in : m.instances()) {
                 if (in.family() != f) {
@@ -386,23 +455,32 @@ public final class Manifests {
                     String v = a.name().toLowerCase(Locale.ROOT);
                     conds.add(isDType(a) ? v + " == DType." + e.key() : v + " == " + e.key());
                 }
-                b.append("        if (").append(String.join(" && ", conds)).append(") {\n            return ")
-                        .append(in.javaName()).append(";\n        }\n");
+                b.append("        if (")
+                        .append(String.join(" && ", conds))
+                        .append(") {\n            return ")
+                        .append(in.javaName())
+                        .append(";\n        }\n");
             }
             List<String> shown = new ArrayList<>();
             for (Axis a : f.axes()) {
                 shown.add("\" " + a.name() + " = \" + " + a.name().toLowerCase(Locale.ROOT));
             }
-            b.append("        throw new IllegalArgumentException(\"no kernel ").append(f.pattern()).append(" for\" + ")
-                    .append(String.join(" + \",\" + ", shown)).append(");\n    }\n");
+            b.append("        throw new IllegalArgumentException(\"no kernel ")
+                    .append(f.pattern())
+                    .append(" for\" + ")
+                    .append(String.join(" + \",\" + ", shown))
+                    .append(");\n    }\n");
         }
         b.append("}\n");
         return b.toString();
     }
 
     static String kernelsCuda(KernelManifest m, Path file) {
-        StringBuilder b = new StringBuilder("// ").append(GENERATED).append(file.getFileName())
-                .append(": the extern \"C\" entry\n// points of ").append(m.resource())
+        StringBuilder b = new StringBuilder("// ")
+                .append(GENERATED)
+                .append(file.getFileName())
+                .append(": the extern \"C\" entry\n// points of ")
+                .append(m.resource())
                 .append(", each calling its family's template (ml/*.cuh).\n#pragma once\n\nextern \"C\" {\n");
         for (Instance in : m.instances()) {
             b.append('\n');
@@ -415,9 +493,15 @@ public final class Manifests {
                 decl.add(p.ctype() + " " + p.name());
                 names.add(p.name());
             }
-            b.append("__global__ void ").append(in.name()).append('(').append(String.join(", ", decl))
-                    .append(") {\n    ").append(fill(in.family().call(), in.choice(), false)).append('(')
-                    .append(String.join(", ", names)).append(");\n}\n");
+            b.append("__global__ void ")
+                    .append(in.name())
+                    .append('(')
+                    .append(String.join(", ", decl))
+                    .append(") {\n    ")
+                    .append(fill(in.family().call(), in.choice(), false))
+                    .append('(')
+                    .append(String.join(", ", names))
+                    .append(");\n}\n");
         }
         b.append("\n}  // extern \"C\"\n");
         return b.toString();

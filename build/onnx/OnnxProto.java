@@ -25,8 +25,7 @@ public final class OnnxProto {
     static final String JAVA_PACKAGE = "io.cuwire.onnx.internal.proto";
     private static final Pattern IR_VERSION = Pattern.compile("^\\s*IR_VERSION\\s*=\\s*(0x[0-9A-Fa-f]+|\\d+)\\s*;");
 
-    private OnnxProto() {
-    }
+    private OnnxProto() {}
 
     public static void main(String[] args) throws IOException {
         Map<String, String> opts = new HashMap<>();

@@ -17,8 +17,10 @@ module io.cuwire.cluster {
 
     // the generic serializer walks the handles, requests and replies that travel between client and workers: the
     // public handles, the worker's typed requests (the package-private WorkerRequest) and the replies
-    opens io.cuwire.cluster to io.cuwire.serialize;
-    opens io.cuwire.cluster.rpc to io.cuwire.serialize;
+    opens io.cuwire.cluster to
+            io.cuwire.serialize;
+    opens io.cuwire.cluster.rpc to
+            io.cuwire.serialize;
 
     uses io.cuwire.cluster.TaskProvider;
 }

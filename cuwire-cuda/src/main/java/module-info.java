@@ -9,5 +9,6 @@ module io.cuwire.cuda {
 
     exports io.cuwire.cuda;
 
-    provides io.cuwire.memory.spi.DeviceProvider with io.cuwire.cuda.internal.CudaDeviceProvider;
+    provides io.cuwire.memory.spi.DeviceProvider with
+            io.cuwire.cuda.internal.CudaDeviceProvider;
 }

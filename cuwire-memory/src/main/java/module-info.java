@@ -11,5 +11,6 @@ module io.cuwire.memory {
 
     uses io.cuwire.memory.spi.DeviceProvider;
 
-    provides io.cuwire.memory.spi.DeviceProvider with io.cuwire.memory.internal.EmulatedDeviceProvider;
+    provides io.cuwire.memory.spi.DeviceProvider with
+            io.cuwire.memory.internal.EmulatedDeviceProvider;
 }

@@ -7,5 +7,6 @@ module io.cuwire.ml.cuda {
     requires io.cuwire.cuda;
     requires io.cuwire.ml;
 
-    provides io.cuwire.ml.spi.BackendProvider with io.cuwire.ml.cuda.internal.CudaBackendProvider;
+    provides io.cuwire.ml.spi.BackendProvider with
+            io.cuwire.ml.cuda.internal.CudaBackendProvider;
 }

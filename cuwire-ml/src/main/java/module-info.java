@@ -21,14 +21,22 @@ module io.cuwire.ml {
     exports io.cuwire.ml.spi;
 
     // the generic serializer walks the estimators' and partial fits' fields
-    opens io.cuwire.ml to io.cuwire.serialize;
-    opens io.cuwire.ml.cluster to io.cuwire.serialize;
-    opens io.cuwire.ml.decomposition to io.cuwire.serialize;
-    opens io.cuwire.ml.ensemble to io.cuwire.serialize;
-    opens io.cuwire.ml.internal to io.cuwire.serialize;
-    opens io.cuwire.ml.linear to io.cuwire.serialize;
-    opens io.cuwire.ml.naivebayes to io.cuwire.serialize;
-    opens io.cuwire.ml.neighbors to io.cuwire.serialize;
+    opens io.cuwire.ml to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.cluster to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.decomposition to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.ensemble to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.internal to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.linear to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.naivebayes to
+            io.cuwire.serialize;
+    opens io.cuwire.ml.neighbors to
+            io.cuwire.serialize;
 
     uses io.cuwire.ml.spi.BackendProvider;
 }

@@ -8,5 +8,6 @@ module com.example.consumer {
     requires io.cuwire.transport;
     requires io.cuwire.onnx;
 
-    opens com.example.consumer to io.cuwire.serialize;
+    opens com.example.consumer to
+            io.cuwire.serialize;
 }

@@ -21,7 +21,10 @@ public final class BenchModel implements Serializable, AutoCloseable {
     private static final long serialVersionUID = 1L;
 
     /** How the centers were initialised. */
-    public enum Init { K_MEANS_PLUS_PLUS, RANDOM }
+    public enum Init {
+        K_MEANS_PLUS_PLUS,
+        RANDOM
+    }
 
     int nClusters;
     int maxIter;
@@ -35,8 +38,7 @@ public final class BenchModel implements Serializable, AutoCloseable {
     NdArray centers;
 
     /** For the deserializers. */
-    public BenchModel() {
-    }
+    public BenchModel() {}
 
     /** A fitted model whose two arrays hold {@code arrayBytes} bytes each (a multiple of 4) in {@code memory}. */
     public static BenchModel fitted(BufferAllocator<?> memory, long arrayBytes) {
@@ -73,8 +75,8 @@ public final class BenchModel implements Serializable, AutoCloseable {
             }
             MemorySegment src = MemorySegment.ofArray(chunk);
             for (long off = 0; off < a.byteSize(); off += src.byteSize()) {
-                CopyEngine.copyFromSegment(src.asSlice(0, Math.min(src.byteSize(), a.byteSize() - off)), a.buffer(),
-                        off);
+                CopyEngine.copyFromSegment(
+                        src.asSlice(0, Math.min(src.byteSize(), a.byteSize() - off)), a.buffer(), off);
             }
             return a;
         } catch (RuntimeException | Error e) {
@@ -90,10 +92,16 @@ public final class BenchModel implements Serializable, AutoCloseable {
 
     /** Whether {@code other} holds the same hyper-parameters and arrays of the same dtype and shape. */
     public boolean sameShapeAs(BenchModel other) {
-        return nClusters == other.nClusters && maxIter == other.maxIter && tol == other.tol
-                && randomState == other.randomState && algorithm.equals(other.algorithm) && init == other.init
-                && fitted == other.fitted && featureNames.equals(other.featureNames)
-                && coef.dtype() == other.coef.dtype() && java.util.Arrays.equals(coef.shape(), other.coef.shape())
+        return nClusters == other.nClusters
+                && maxIter == other.maxIter
+                && tol == other.tol
+                && randomState == other.randomState
+                && algorithm.equals(other.algorithm)
+                && init == other.init
+                && fitted == other.fitted
+                && featureNames.equals(other.featureNames)
+                && coef.dtype() == other.coef.dtype()
+                && java.util.Arrays.equals(coef.shape(), other.coef.shape())
                 && centers.dtype() == other.centers.dtype()
                 && java.util.Arrays.equals(centers.shape(), other.centers.shape());
     }

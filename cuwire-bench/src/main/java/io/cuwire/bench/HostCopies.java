@@ -12,8 +12,7 @@ import java.lang.foreign.MemorySegment;
  * {@link CopyEngine} (counted as device-to-host), and back into new memory of a target allocator.
  */
 final class HostCopies {
-    private HostCopies() {
-    }
+    private HostCopies() {}
 
     static byte[] toHeap(NdArray a) {
         if (a.byteSize() > NdArray.MAX_ARRAY_LENGTH) {

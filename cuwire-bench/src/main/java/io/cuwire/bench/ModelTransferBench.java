@@ -53,10 +53,10 @@ import jdk.jfr.Recording;
 public final class ModelTransferBench {
     /** Sizes from here up move one transfer per sample. */
     static final long SINGLE_TRANSFER_BYTES = 64L << 20;
+
     private static final long WORKER_WAIT_SECONDS = 60;
 
-    private ModelTransferBench() {
-    }
+    private ModelTransferBench() {}
 
     /**
      * What to run.
@@ -74,8 +74,17 @@ public final class ModelTransferBench {
      *     {@code null}
      * @param workerJvmArgs the worker's JVM flags
      */
-    record Options(List<Long> sizes, List<TransferPath> paths, int rounds, int warmup, int reps, int smallWarmup,
-            Path out, boolean fresh, Path jfr, List<String> workerJvmArgs) {
+    record Options(
+            List<Long> sizes,
+            List<TransferPath> paths,
+            int rounds,
+            int warmup,
+            int reps,
+            int smallWarmup,
+            Path out,
+            boolean fresh,
+            Path jfr,
+            List<String> workerJvmArgs) {
         static Options parse(String... args) {
             List<Long> sizes = List.of(512L << 20, 1L << 20);
             List<TransferPath> paths = List.of(TransferPath.values());
@@ -126,7 +135,8 @@ public final class ModelTransferBench {
     static List<String> ownJvmArgs() {
         List<String> args = new ArrayList<>();
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-XX:StartFlightRecording")
+            if (!a.startsWith("-agentlib:jdwp")
+                    && !a.startsWith("-XX:StartFlightRecording")
                     && !a.startsWith("-XX:FlightRecorderOptions")) {
                 args.add(a);
             }
@@ -136,8 +146,10 @@ public final class ModelTransferBench {
 
     private static final String USAGE = "usage: cuwire bench model-transfer [--sizes 512MiB,1MiB] [--paths a,b]"
             + " [--rounds 9] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR]"
-            + " [--fresh] [--jfr DIR]\npaths: " + String.join(",", Stream.of(TransferPath.values())
-                    .map(TransferPath::label).toList());
+            + " [--fresh] [--jfr DIR]\npaths: "
+            + String.join(
+                    ",",
+                    Stream.of(TransferPath.values()).map(TransferPath::label).toList());
 
     public static void main(String[] args) throws Exception {
         if (List.of(args).contains("--help")) {
@@ -160,7 +172,9 @@ public final class ModelTransferBench {
     static int run(Options options, PrintStream out) throws IOException, InterruptedException {
         ModelTransferReport.Run run = new ModelTransferReport.Run(
                 ZonedDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm 'UTC'")),
-                commit(), options, load());
+                commit(),
+                options,
+                load());
         out.println("cuwire bench model-transfer: " + run.environment().replace("\n", "\n  "));
         Recording recording = null;
         if (options.jfr() != null) {
@@ -178,8 +192,13 @@ public final class ModelTransferBench {
         try (WorkerProcess worker = WorkerProcess.start(options)) {
             run.workerMaxHeap = worker.maxHeap;
             for (long size : options.sizes()) {
-                ok &= runSize(options, run, worker, size, bigSource.duplicate().clear().limit((int) size + 4096)
-                        .slice(), out);
+                ok &= runSize(
+                        options,
+                        run,
+                        worker,
+                        size,
+                        bigSource.duplicate().clear().limit((int) size + 4096).slice(),
+                        out);
             }
         } finally {
             if (recording != null) {
@@ -188,8 +207,9 @@ public final class ModelTransferBench {
             }
         }
         run.loadAtEnd = load();
-        List<Path> written = options.out() == null ? List.of() : ModelTransferReport.write(options.out(),
-                "model-transfer-" + Results.machine(), run, options.fresh());
+        List<Path> written = options.out() == null
+                ? List.of()
+                : ModelTransferReport.write(options.out(), "model-transfer-" + Results.machine(), run, options.fresh());
         out.println();
         out.print(run.markdown());
         if (!written.isEmpty()) {
@@ -199,8 +219,14 @@ public final class ModelTransferBench {
     }
 
     /** The transfers of one size: connections, cold transfers, warm-up, timed rounds, the worker's checks. */
-    private static boolean runSize(Options options, ModelTransferReport.Run run, WorkerProcess worker, long size,
-            ByteBuffer bigSource, PrintStream out) throws IOException, InterruptedException {
+    private static boolean runSize(
+            Options options,
+            ModelTransferReport.Run run,
+            WorkerProcess worker,
+            long size,
+            ByteBuffer bigSource,
+            PrintStream out)
+            throws IOException, InterruptedException {
         long[] clientGcStart = gc();
         TransferModel model = TransferModel.of(size);
         boolean single = size >= SINGLE_TRANSFER_BYTES;
@@ -212,8 +238,16 @@ public final class ModelTransferBench {
         try {
             for (TransferPath p : options.paths()) {
                 try {
-                    senders.put(p, TransferSender.open(p, "127.0.0.1", worker.socketPort, worker.cuwireAddress,
-                            worker.secret, size, bigSource));
+                    senders.put(
+                            p,
+                            TransferSender.open(
+                                    p,
+                                    "127.0.0.1",
+                                    worker.socketPort,
+                                    worker.cuwireAddress,
+                                    worker.secret,
+                                    size,
+                                    bigSource));
                     sent.put(p, 0L);
                 } catch (IOException | RuntimeException e) {
                     run.fail(size, p, "cannot connect: " + e);
@@ -239,7 +273,11 @@ public final class ModelTransferBench {
                     timed(senders, sent, p, model, options.smallWarmup(), run, size, out);
                 }
             }
-            out.printf(Locale.ROOT, "%s: %d rounds%s%n", ModelTransferReport.size(size), options.rounds(),
+            out.printf(
+                    Locale.ROOT,
+                    "%s: %d rounds%s%n",
+                    ModelTransferReport.size(size),
+                    options.rounds(),
                     single ? "" : " of " + reps + " messages per path");
             for (int r = 0; r < options.rounds(); r++) {
                 StringBuilder line = new StringBuilder("  round " + (r + 1) + ":");
@@ -257,7 +295,11 @@ public final class ModelTransferBench {
         } finally {
             for (TransferSender s : senders.values()) {
                 if (!s.phases().isEmpty()) {
-                    run.phases(size, s.path, "client", Phases.parseMillis(s.phases().split(" ")));
+                    run.phases(
+                            size,
+                            s.path,
+                            "client",
+                            Phases.parseMillis(s.phases().split(" ")));
                 }
                 try {
                     s.close();
@@ -289,7 +331,11 @@ public final class ModelTransferBench {
             }
         }
         long[] clientGc = gc();
-        run.gc(size, clientGc[0] - clientGcStart[0], clientGc[1] - clientGcStart[1], worker.gc[0] - workerGc[0],
+        run.gc(
+                size,
+                clientGc[0] - clientGcStart[0],
+                clientGc[1] - clientGcStart[1],
+                worker.gc[0] - workerGc[0],
                 worker.gc[1] - workerGc[1]);
         return ok && !run.anyFailed(size);
     }
@@ -304,8 +350,15 @@ public final class ModelTransferBench {
      * Times {@code reps} transfers of {@code model} over {@code p}'s sender, in ns; -1 if one failed (the path is
      * then marked failed, its sender closed and dropped from {@code senders}).
      */
-    private static long timed(Map<TransferPath, TransferSender> senders, Map<TransferPath, Long> sent, TransferPath p,
-            TransferModel model, int reps, ModelTransferReport.Run run, long size, PrintStream out) {
+    private static long timed(
+            Map<TransferPath, TransferSender> senders,
+            Map<TransferPath, Long> sent,
+            TransferPath p,
+            TransferModel model,
+            int reps,
+            ModelTransferReport.Run run,
+            long size,
+            PrintStream out) {
         TransferSender s = senders.get(p);
         long seq = sent.get(p);
         try {
@@ -378,8 +431,13 @@ public final class ModelTransferBench {
     static String commit() {
         try {
             String head = git("rev-parse", "--short", "HEAD");
-            return head.isEmpty() ? "unknown" : head + (git("status", "--porcelain", "--untracked-files=no").isEmpty()
-                    ? "" : "+changes");
+            return head.isEmpty()
+                    ? "unknown"
+                    : head
+                            + (git("status", "--porcelain", "--untracked-files=no")
+                                            .isEmpty()
+                                    ? ""
+                                    : "+changes");
         } catch (IOException e) {
             return "unknown";
         } catch (InterruptedException e) {
@@ -391,7 +449,9 @@ public final class ModelTransferBench {
     private static String git(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("git"));
         cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Process p = new ProcessBuilder(cmd)
+                .redirectError(ProcessBuilder.Redirect.DISCARD)
+                .start();
         String s = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         return p.waitFor() == 0 ? s : "";
     }
@@ -404,6 +464,7 @@ public final class ModelTransferBench {
         final long maxHeap;
         /** The worker's collections and their ms, as of its last line. */
         final long[] gc;
+
         private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
         /** The run's secret, which the worker got in its environment. */
@@ -432,7 +493,8 @@ public final class ModelTransferBench {
         static WorkerProcess start(Options options) throws IOException {
             List<String> jvmOptions = new ArrayList<>(options.workerJvmArgs());
             if (options.jfr() != null) {
-                jvmOptions.add("-D" + JFR_PROPERTY + "=" + options.jfr().resolve("worker.jfr").toAbsolutePath());
+                jvmOptions.add("-D" + JFR_PROPERTY + "="
+                        + options.jfr().resolve("worker.jfr").toAbsolutePath());
             }
             byte[] secret = Secrets.generate();
             return new WorkerProcess(ChildJvm.start(ModelTransferWorker.class, jvmOptions, secret), secret);

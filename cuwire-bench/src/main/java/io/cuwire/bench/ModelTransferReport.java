@@ -23,21 +23,39 @@ import java.util.stream.Stream;
  * samples, and the Markdown file: an introduction, a summary over all runs in the CSV, and one section per run.
  */
 final class ModelTransferReport {
-    private static final String CSV_HEADER = "run,started,commit,size_bytes,path,kind,round,position,reps,"
-            + "ns_per_message,note";
+    private static final String CSV_HEADER =
+            "run,started,commit,size_bytes,path,kind,round,position,reps," + "ns_per_message,note";
     private static final String RUN_MARKER = "<!-- run ";
     private static final double CEILING_TARGET = 0.9;
     private static final double SMALL_TARGET = 1.5;
 
-    private ModelTransferReport() {
-    }
+    private ModelTransferReport() {}
 
     /** One timed sample (or a failure, with {@code kind} "failed" and the message in {@code note}). */
-    record Sample(int run, String started, String commit, long size, String path, String kind, int round,
-            int position, int reps, double nsPerMessage, String note) {
+    record Sample(
+            int run,
+            String started,
+            String commit,
+            long size,
+            String path,
+            String kind,
+            int round,
+            int position,
+            int reps,
+            double nsPerMessage,
+            String note) {
         String csv() {
-            return String.join(",", String.valueOf(run), started, commit, String.valueOf(size), path, kind,
-                    String.valueOf(round), String.valueOf(position), String.valueOf(reps),
+            return String.join(
+                    ",",
+                    String.valueOf(run),
+                    started,
+                    commit,
+                    String.valueOf(size),
+                    path,
+                    kind,
+                    String.valueOf(round),
+                    String.valueOf(position),
+                    String.valueOf(reps),
                     Double.isNaN(nsPerMessage) ? "" : String.format(Locale.ROOT, "%.1f", nsPerMessage),
                     "\"" + note.replace("\"", "\"\"") + "\"");
         }
@@ -48,10 +66,20 @@ final class ModelTransferReport {
                 throw new IllegalArgumentException("not a model-transfer CSV line: " + line);
             }
             String note = f[10].length() >= 2 && f[10].startsWith("\"") && f[10].endsWith("\"")
-                    ? f[10].substring(1, f[10].length() - 1).replace("\"\"", "\"") : f[10];
-            return new Sample(Integer.parseInt(f[0]), f[1], f[2], Long.parseLong(f[3]), f[4], f[5],
-                    Integer.parseInt(f[6]), Integer.parseInt(f[7]), Integer.parseInt(f[8]),
-                    f[9].isEmpty() ? Double.NaN : Double.parseDouble(f[9]), note);
+                    ? f[10].substring(1, f[10].length() - 1).replace("\"\"", "\"")
+                    : f[10];
+            return new Sample(
+                    Integer.parseInt(f[0]),
+                    f[1],
+                    f[2],
+                    Long.parseLong(f[3]),
+                    f[4],
+                    f[5],
+                    Integer.parseInt(f[6]),
+                    Integer.parseInt(f[7]),
+                    Integer.parseInt(f[8]),
+                    f[9].isEmpty() ? Double.NaN : Double.parseDouble(f[9]),
+                    note);
         }
     }
 
@@ -59,8 +87,11 @@ final class ModelTransferReport {
     record Stat(double median, double min, double max, int samples) {
         static Stat of(List<Sample> warm) {
             double[] v = warm.stream().mapToDouble(Sample::nsPerMessage).toArray();
-            return new Stat(Stats.median(v), Arrays.stream(v).min().orElseThrow(),
-                    Arrays.stream(v).max().orElseThrow(), v.length);
+            return new Stat(
+                    Stats.median(v),
+                    Arrays.stream(v).min().orElseThrow(),
+                    Arrays.stream(v).max().orElseThrow(),
+                    v.length);
         }
     }
 
@@ -80,12 +111,16 @@ final class ModelTransferReport {
             for (Sample s : samples) {
                 paths.add(s.path());
                 switch (s.kind()) {
-                    case "warm" -> warm.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
-                            .computeIfAbsent(s.path(), k -> new ArrayList<>()).add(s);
-                    case "cold" -> cold.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
-                            .put(s.path(), s.nsPerMessage());
-                    case "failed" -> failed.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
-                            .putIfAbsent(s.path(), s.note());
+                    case "warm" ->
+                        warm.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
+                                .computeIfAbsent(s.path(), k -> new ArrayList<>())
+                                .add(s);
+                    case "cold" ->
+                        cold.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
+                                .put(s.path(), s.nsPerMessage());
+                    case "failed" ->
+                        failed.computeIfAbsent(s.size(), k -> new LinkedHashMap<>())
+                                .putIfAbsent(s.path(), s.note());
                     default -> throw new IllegalArgumentException("sample kind '" + s.kind() + "'");
                 }
             }
@@ -159,13 +194,25 @@ final class ModelTransferReport {
         }
 
         void fail(long size, TransferPath path, String message) {
-            samples.add(new Sample(number, started, commit, size, path.label(), "failed", 0, 0, 0, Double.NaN,
+            samples.add(new Sample(
+                    number,
+                    started,
+                    commit,
+                    size,
+                    path.label(),
+                    "failed",
+                    0,
+                    0,
+                    0,
+                    Double.NaN,
                     message.replace('\n', ' ')));
         }
 
         boolean failed(long size, TransferPath path) {
-            return samples.stream().anyMatch(s -> s.size() == size && s.path().equals(path.label())
-                    && s.kind().equals("failed"));
+            return samples.stream()
+                    .anyMatch(s -> s.size() == size
+                            && s.path().equals(path.label())
+                            && s.kind().equals("failed"));
         }
 
         boolean anyFailed(long size) {
@@ -173,8 +220,15 @@ final class ModelTransferReport {
         }
 
         void gc(long size, long clientCount, long clientMs, long workerCount, long workerMs) {
-            gcs.put(size, String.format(Locale.ROOT, "client %d collections, %d ms; worker %d collections, %d ms",
-                    clientCount, clientMs, workerCount, workerMs));
+            gcs.put(
+                    size,
+                    String.format(
+                            Locale.ROOT,
+                            "client %d collections, %d ms; worker %d collections, %d ms",
+                            clientCount,
+                            clientMs,
+                            workerCount,
+                            workerMs));
         }
 
         /** The medians of {@code side}'s phases of {@code path}'s transfers at {@code size}, in ms. */
@@ -188,9 +242,12 @@ final class ModelTransferReport {
                     warm.add(phase + " " + num(ms));
                 }
             });
-            phases.computeIfAbsent(size, k -> new LinkedHashMap<>()).merge(path.label(), side + ": "
-                    + String.join(", ", warm) + (cold.isEmpty() ? "" : " (cold: " + String.join(", ", cold) + ")"),
-                    (a, b) -> a + "; " + b);
+            phases.computeIfAbsent(size, k -> new LinkedHashMap<>())
+                    .merge(
+                            path.label(),
+                            side + ": " + String.join(", ", warm)
+                                    + (cold.isEmpty() ? "" : " (cold: " + String.join(", ", cold) + ")"),
+                            (a, b) -> a + "; " + b);
         }
 
         void workerReport(long size, TransferPath path, String line) {
@@ -200,8 +257,18 @@ final class ModelTransferReport {
         List<Sample> samples() {
             List<Sample> out = new ArrayList<>();
             for (Sample s : samples) {
-                out.add(new Sample(number, s.started(), s.commit(), s.size(), s.path(), s.kind(), s.round(),
-                        s.position(), s.reps(), s.nsPerMessage(), s.note()));
+                out.add(new Sample(
+                        number,
+                        s.started(),
+                        s.commit(),
+                        s.size(),
+                        s.path(),
+                        s.kind(),
+                        s.round(),
+                        s.position(),
+                        s.reps(),
+                        s.nsPerMessage(),
+                        s.note()));
             }
             return out;
         }
@@ -209,20 +276,31 @@ final class ModelTransferReport {
         /** Machine, JDK, flags and heap sizes, one item a line. */
         String environment() {
             Runtime rt = Runtime.getRuntime();
-            long memory = ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management
-                    .OperatingSystemMXBean os ? os.getTotalMemorySize() : -1;
+            long memory =
+                    ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                            ? os.getTotalMemorySize()
+                            : -1;
             List<String> gcs = new ArrayList<>();
             for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
                 gcs.add(gc.getName());
             }
-            return String.format(Locale.ROOT, "machine: %d cores (%s), %.1f GiB memory, %s %s; load average %.2f at "
-                    + "the start%s%n", rt.availableProcessors(), cpuModel(), memory / (double) (1L << 30),
-                    System.getProperty("os.name"), System.getProperty("os.version"), loadAtStart,
-                    loadAtEnd < 0 ? "" : String.format(Locale.ROOT, ", %.2f at the end", loadAtEnd))
+            return String.format(
+                            Locale.ROOT,
+                            "machine: %d cores (%s), %.1f GiB memory, %s %s; load average %.2f at " + "the start%s%n",
+                            rt.availableProcessors(),
+                            cpuModel(),
+                            memory / (double) (1L << 30),
+                            System.getProperty("os.name"),
+                            System.getProperty("os.version"),
+                            loadAtStart,
+                            loadAtEnd < 0 ? "" : String.format(Locale.ROOT, ", %.2f at the end", loadAtEnd))
                     + "JDK: " + System.getProperty("java.vm.vendor") + " " + System.getProperty("java.vm.name") + " "
                     + System.getProperty("java.runtime.version") + "; GC: " + String.join(", ", gcs) + "\n"
                     + jvmFlags() + (options.jfr() == null ? "" : " (and a flight recording in each)") + "\n"
-                    + String.format(Locale.ROOT, "max heap: client %s, worker %s%n", size(rt.maxMemory()),
+                    + String.format(
+                            Locale.ROOT,
+                            "max heap: client %s, worker %s%n",
+                            size(rt.maxMemory()),
                             workerMaxHeap < 0 ? "-" : size(workerMaxHeap))
                     + "commit: " + commit;
         }
@@ -230,7 +308,8 @@ final class ModelTransferReport {
         private String jvmFlags() {
             List<String> client = ModelTransferBench.ownJvmArgs();
             String worker = "`" + String.join(" ", options.workerJvmArgs()) + "`";
-            return client.equals(options.workerJvmArgs()) ? "JVM flags, client and worker alike: " + worker
+            return client.equals(options.workerJvmArgs())
+                    ? "JVM flags, client and worker alike: " + worker
                     : "JVM flags: client `" + String.join(" ", client) + "`, worker " + worker;
         }
 
@@ -239,13 +318,23 @@ final class ModelTransferReport {
             Samples s = new Samples(samples());
             StringBuilder b = new StringBuilder();
             b.append(RUN_MARKER).append(number).append(" -->\n");
-            b.append("## Run ").append(number).append(": ").append(started).append(", commit ").append(commit)
+            b.append("## Run ")
+                    .append(number)
+                    .append(": ")
+                    .append(started)
+                    .append(", commit ")
+                    .append(commit)
                     .append("\n\n");
             for (String line : environment().split("\n")) {
                 b.append("- ").append(line).append('\n');
             }
-            b.append(String.format(Locale.ROOT, "- options: `--rounds %d --warmup %d --reps %d --small-warmup %d`%n",
-                    options.rounds(), options.warmup(), options.reps(), options.smallWarmup()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "- options: `--rounds %d --warmup %d --reps %d --small-warmup %d`%n",
+                    options.rounds(),
+                    options.warmup(),
+                    options.reps(),
+                    options.smallWarmup()));
             if (options.rounds() < 5) {
                 b.append("- **fewer than 5 rounds: not a result to quote**\n");
             }
@@ -254,12 +343,21 @@ final class ModelTransferReport {
                 boolean single = size >= ModelTransferBench.SINGLE_TRANSFER_BYTES;
                 int reps = single ? 1 : options.reps();
                 b.append("### ").append(size(size)).append("\n\n");
-                b.append(single
-                        ? String.format(Locale.ROOT, "One transfer per sample; the cold transfer, %d warm-up rounds, "
-                                + "%d timed rounds.%n%n", options.warmup(), options.rounds())
-                        : String.format(Locale.ROOT, "%d transfers per sample, reported per message; the cold "
-                                + "transfer, %d warm-up transfers per path, %d timed rounds.%n%n", reps,
-                                options.smallWarmup(), options.rounds()));
+                b.append(
+                        single
+                                ? String.format(
+                                        Locale.ROOT,
+                                        "One transfer per sample; the cold transfer, %d warm-up rounds, "
+                                                + "%d timed rounds.%n%n",
+                                        options.warmup(),
+                                        options.rounds())
+                                : String.format(
+                                        Locale.ROOT,
+                                        "%d transfers per sample, reported per message; the cold "
+                                                + "transfer, %d warm-up transfers per path, %d timed rounds.%n%n",
+                                        reps,
+                                        options.smallWarmup(),
+                                        options.rounds()));
                 table(b, s, size, single);
                 Map<String, String> reports = workerReports.getOrDefault(size, Map.of());
                 if (!reports.isEmpty()) {
@@ -270,15 +368,21 @@ final class ModelTransferReport {
                 }
                 Map<String, String> timed = phases.getOrDefault(size, Map.of());
                 if (!timed.isEmpty()) {
-                    b.append("\nPhases of every transfer on the connection, medians in ").append("ms")
+                    b.append("\nPhases of every transfer on the connection, medians in ")
+                            .append("ms")
                             .append(" (client: serialize, send until the bytes were handed to the socket, then the "
                                     + "wait for the acknowledgement; worker: receive from the first byte to the last, "
                                     + "decode into the fresh float[], ack):\n\n");
-                    timed.forEach((path, line) -> b.append("- ").append(path).append(": ").append(line)
+                    timed.forEach((path, line) -> b.append("- ")
+                            .append(path)
+                            .append(": ")
+                            .append(line)
                             .append('\n'));
                 }
                 if (gcs.containsKey(size)) {
-                    b.append("\nGC over these transfers (as the JVMs count it): ").append(gcs.get(size)).append(".\n");
+                    b.append("\nGC over these transfers (as the JVMs count it): ")
+                            .append(gcs.get(size))
+                            .append(".\n");
                 }
                 b.append('\n');
             }
@@ -294,8 +398,10 @@ final class ModelTransferReport {
         private static String workerLine(String path, String line) {
             String[] p = line.split(" ");
             if (line.startsWith("DONE ") && p.length >= 5) {
-                return path + (TransferPath.parse(path).getFirst().raw() ? " received " + p[2] + " transfers"
-                        : " checked " + p[2] + " decoded models");
+                return path
+                        + (TransferPath.parse(path).getFirst().raw()
+                                ? " received " + p[2] + " transfers"
+                                : " checked " + p[2] + " decoded models");
             }
             return path + ": " + line;
         }
@@ -305,8 +411,11 @@ final class ModelTransferReport {
         String unit = single ? "ms" : "µs";
         double scale = single ? 1e6 : 1e3;
         String ceiling = s.ceiling(size);
-        b.append("| path | cold ").append(unit).append(" | median ").append(unit).append(" | min | max | GB/s | "
-                + "× ceiling throughput | time ÷ ceiling |\n");
+        b.append("| path | cold ")
+                .append(unit)
+                .append(" | median ")
+                .append(unit)
+                .append(" | min | max | GB/s | " + "× ceiling throughput | time ÷ ceiling |\n");
         b.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (String path : s.paths) {
             Double cold = s.cold.getOrDefault(size, Map.of()).get(path);
@@ -315,17 +424,28 @@ final class ModelTransferReport {
             if (st == null && cold == null && failure == null) {
                 continue;
             }
-            b.append("| ").append(path.equals(ceiling) ? "**" + path + "** (ceiling)" : path).append(" | ")
-                    .append(cold == null ? "-" : num(cold / scale)).append(" | ");
+            b.append("| ")
+                    .append(path.equals(ceiling) ? "**" + path + "** (ceiling)" : path)
+                    .append(" | ")
+                    .append(cold == null ? "-" : num(cold / scale))
+                    .append(" | ");
             if (st == null) {
                 b.append(failure != null ? "failed" : "-").append(" | - | - | - | - | - |\n");
                 continue;
             }
             double vs = s.vsCeiling(size, path);
-            b.append(num(st.median() / scale)).append(" | ").append(num(st.min() / scale)).append(" | ")
-                    .append(num(st.max() / scale)).append(" | ").append(num(size / st.median())).append(" | ")
-                    .append(Double.isNaN(vs) ? "-" : String.format(Locale.ROOT, "%.3f", vs)).append(" | ")
-                    .append(Double.isNaN(vs) ? "-" : String.format(Locale.ROOT, "%.2f", 1 / vs)).append(" |\n");
+            b.append(num(st.median() / scale))
+                    .append(" | ")
+                    .append(num(st.min() / scale))
+                    .append(" | ")
+                    .append(num(st.max() / scale))
+                    .append(" | ")
+                    .append(num(size / st.median()))
+                    .append(" | ")
+                    .append(Double.isNaN(vs) ? "-" : String.format(Locale.ROOT, "%.3f", vs))
+                    .append(" | ")
+                    .append(Double.isNaN(vs) ? "-" : String.format(Locale.ROOT, "%.2f", 1 / vs))
+                    .append(" |\n");
         }
         for (String path : s.paths) {
             String failure = s.failure(size, path);
@@ -336,8 +456,11 @@ final class ModelTransferReport {
         for (String path : s.paths) {
             double vs = s.vsCeiling(size, path);
             if (!TransferPath.parse(path).getFirst().raw() && vs > 1) {
-                b.append("\n**WARNING: ").append(path).append(" is faster than the ceiling (")
-                        .append(String.format(Locale.ROOT, "%.3f", vs)).append("×): the ceiling is wrong.**\n");
+                b.append("\n**WARNING: ")
+                        .append(path)
+                        .append(" is faster than the ceiling (")
+                        .append(String.format(Locale.ROOT, "%.3f", vs))
+                        .append("×): the ceiling is wrong.**\n");
             }
         }
     }
@@ -361,17 +484,33 @@ final class ModelTransferReport {
                 }
                 double vs = s.vsCeiling(size, p.label());
                 if (size >= ModelTransferBench.SINGLE_TRANSFER_BYTES) {
-                    out.add(String.format(Locale.ROOT, "%s≥ %.1f × the raw ceiling: %s (%.3f ×, %s)", prefix,
-                            CEILING_TARGET, vs >= CEILING_TARGET ? "MET" : "NOT MET", vs, ceiling));
+                    out.add(String.format(
+                            Locale.ROOT,
+                            "%s≥ %.1f × the raw ceiling: %s (%.3f ×, %s)",
+                            prefix,
+                            CEILING_TARGET,
+                            vs >= CEILING_TARGET ? "MET" : "NOT MET",
+                            vs,
+                            ceiling));
                     if (fory != null) {
-                        out.add(String.format(Locale.ROOT, "%sahead of Fory out-of-band: %s (%s vs %s ms)", prefix,
-                                st.median() < fory.median() ? "MET" : "NOT MET", num(st.median() / 1e6),
+                        out.add(String.format(
+                                Locale.ROOT,
+                                "%sahead of Fory out-of-band: %s (%s vs %s ms)",
+                                prefix,
+                                st.median() < fory.median() ? "MET" : "NOT MET",
+                                num(st.median() / 1e6),
                                 num(fory.median() / 1e6)));
                     }
                 } else {
-                    out.add(String.format(Locale.ROOT, "%s≤ %.1f × the raw socket's time: %s (%.2f ×: %s vs %s µs)",
-                            prefix, SMALL_TARGET, 1 / vs <= SMALL_TARGET ? "MET" : "NOT MET", 1 / vs,
-                            num(st.median() / 1e3), num(s.stat(size, ceiling).median() / 1e3)));
+                    out.add(String.format(
+                            Locale.ROOT,
+                            "%s≤ %.1f × the raw socket's time: %s (%.2f ×: %s vs %s µs)",
+                            prefix,
+                            SMALL_TARGET,
+                            1 / vs <= SMALL_TARGET ? "MET" : "NOT MET",
+                            1 / vs,
+                            num(st.median() / 1e3),
+                            num(s.stat(size, ceiling).median() / 1e3)));
                 }
             }
         }
@@ -403,8 +542,7 @@ final class ModelTransferReport {
         StringBuilder c = new StringBuilder(CSV_HEADER).append('\n');
         all.forEach(s -> c.append(s.csv()).append('\n'));
         Files.writeString(csv, c.toString(), StandardCharsets.UTF_8);
-        Files.writeString(md, introduction(name) + summary(all) + sections + run.markdown(),
-                StandardCharsets.UTF_8);
+        Files.writeString(md, introduction(name) + summary(all) + sections + run.markdown(), StandardCharsets.UTF_8);
         return List.of(md, csv);
     }
 
@@ -461,11 +599,16 @@ final class ModelTransferReport {
         Map<Integer, Samples> runs = new TreeMap<>();
         byRun.forEach((n, list) -> runs.put(n, new Samples(list)));
         Samples everything = new Samples(all);
-        StringBuilder b = new StringBuilder("## Summary over ").append(runs.size()).append(runs.size() == 1 ? " run"
-                : " runs").append("\n\n");
+        StringBuilder b = new StringBuilder("## Summary over ")
+                .append(runs.size())
+                .append(runs.size() == 1 ? " run" : " runs")
+                .append("\n\n");
         for (long size : everything.sizes()) {
             boolean single = size >= ModelTransferBench.SINGLE_TRANSFER_BYTES;
-            b.append("### ").append(size(size)).append(": median ").append(single ? "ms" : "µs per message")
+            b.append("### ")
+                    .append(size(size))
+                    .append(": median ")
+                    .append(single ? "ms" : "µs per message")
                     .append(" (× ceiling throughput)\n\n| path |");
             runs.forEach((n, s) -> b.append(" run ").append(n).append(" |"));
             b.append("\n|---|");
@@ -476,19 +619,28 @@ final class ModelTransferReport {
                 runs.forEach((n, s) -> {
                     Stat st = s.stat(size, path);
                     double vs = s.vsCeiling(size, path);
-                    b.append(' ').append(st == null ? (s.failure(size, path) != null ? "failed" : "-")
-                            : num(st.median() / (single ? 1e6 : 1e3)) + (Double.isNaN(vs) ? ""
-                            : String.format(Locale.ROOT, " (%.3f)", vs))).append(" |");
+                    b.append(' ')
+                            .append(
+                                    st == null
+                                            ? (s.failure(size, path) != null ? "failed" : "-")
+                                            : num(st.median() / (single ? 1e6 : 1e3))
+                                                    + (Double.isNaN(vs)
+                                                            ? ""
+                                                            : String.format(Locale.ROOT, " (%.3f)", vs)))
+                            .append(" |");
                 });
                 b.append('\n');
             }
             b.append("| ceiling |");
-            runs.forEach((n, s) -> b.append(' ').append(s.ceiling(size) == null ? "-" : s.ceiling(size)).append(" |"));
+            runs.forEach((n, s) -> b.append(' ')
+                    .append(s.ceiling(size) == null ? "-" : s.ceiling(size))
+                    .append(" |"));
             b.append("\n\n");
         }
         b.append("### Targets\n\n");
-        runs.forEach((n, s) -> targets(s).forEach(t -> b.append("- run ").append(n).append(": ").append(t)
-                .append('\n')));
+        runs.forEach((n, s) -> targets(s)
+                .forEach(
+                        t -> b.append("- run ").append(n).append(": ").append(t).append('\n')));
         b.append('\n');
         return b.toString();
     }
@@ -508,14 +660,17 @@ final class ModelTransferReport {
     }
 
     static String num(double v) {
-        return v >= 100 ? String.format(Locale.ROOT, "%,.0f", v) : v >= 10 ? String.format(Locale.ROOT, "%.1f", v)
-                : String.format(Locale.ROOT, "%.3f", v);
+        return v >= 100
+                ? String.format(Locale.ROOT, "%,.0f", v)
+                : v >= 10 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.3f", v);
     }
 
     private static String cpuModel() {
         try (Stream<String> lines = Files.lines(Path.of("/proc/cpuinfo"))) {
-            return lines.filter(l -> l.startsWith("model name")).map(l -> l.substring(l.indexOf(':') + 1).trim())
-                    .findFirst().orElse("unknown CPU");
+            return lines.filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .findFirst()
+                    .orElse("unknown CPU");
         } catch (IOException | RuntimeException e) {
             return "unknown CPU";
         }

@@ -65,10 +65,10 @@ public final class ModelTransferWorker implements AutoCloseable {
 
     private final PrintStream report;
     private final HostMemoryPool pool = new HostMemoryPool(HostMemory.resource(), POOL_BYTES);
-    private final BufferAllocator<HostBuffer> host = BufferAllocator.root("model-transfer-worker-host",
-            BufferAllocator.UNLIMITED, pool);
-    private final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("model-transfer-worker-device",
-            BufferAllocator.UNLIMITED);
+    private final BufferAllocator<HostBuffer> host =
+            BufferAllocator.root("model-transfer-worker-host", BufferAllocator.UNLIMITED, pool);
+    private final BufferAllocator<DeviceBuffer> device =
+            Devices.get(0).newAllocator("model-transfer-worker-device", BufferAllocator.UNLIMITED);
     private final TypeRegistry registry = TransferPath.registry(host);
     private final DecodeTarget target = new DecodeTarget(device, host, Limits.DEFAULT);
     private final Listener cuwire;
@@ -83,8 +83,11 @@ public final class ModelTransferWorker implements AutoCloseable {
     /** Listens on 127.0.0.1 (free ports); {@code report} gets the {@code DONE} and {@code FAIL} lines. */
     ModelTransferWorker(PrintStream report) throws IOException {
         this.report = report;
-        TransportConfig config = TransportConfig.builder().secret(Secrets.fromEnvironment())
-                .ioTimeout(Duration.ofSeconds(120)).receiveInto(DeviceMap.of(host, device)).build();
+        TransportConfig config = TransportConfig.builder()
+                .secret(Secrets.fromEnvironment())
+                .ioTimeout(Duration.ofSeconds(120))
+                .receiveInto(DeviceMap.of(host, device))
+                .build();
         cuwire = Transports.tcp().listen("tcp://127.0.0.1:0", config);
         sockets = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
     }
@@ -232,8 +235,8 @@ public final class ModelTransferWorker implements AutoCloseable {
     /** A pre-touched direct buffer of {@code bytes}, shared by the plain-socket connections (see the field). */
     private synchronized ByteBuffer receiveBuffer(long bytes) {
         if (bytes > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("a transfer of " + bytes + " bytes (at most " + (Integer.MAX_VALUE - 8)
-                    + " over plain sockets)");
+            throw new IllegalArgumentException(
+                    "a transfer of " + bytes + " bytes (at most " + (Integer.MAX_VALUE - 8) + " over plain sockets)");
         }
         if (receiveBuffer.capacity() < bytes) {
             receiveBuffer = touched((int) bytes);
@@ -256,10 +259,10 @@ public final class ModelTransferWorker implements AutoCloseable {
             TransferModel model;
             try {
                 if (in == null) {
-                    in = new ObjectInputStream(new BufferedInputStream(Channels.newInputStream(channel),
-                            TransferPath.STREAM_BUFFER_BYTES));
-                    in.setObjectInputFilter(ObjectInputFilter.Config.createFilter(
-                            TransferModel.class.getName() + ";!*"));
+                    in = new ObjectInputStream(new BufferedInputStream(
+                            Channels.newInputStream(channel), TransferPath.STREAM_BUFFER_BYTES));
+                    in.setObjectInputFilter(
+                            ObjectInputFilter.Config.createFilter(TransferModel.class.getName() + ";!*"));
                 }
                 model = (TransferModel) in.readObject();
             } catch (EOFException e) {
@@ -353,7 +356,8 @@ public final class ModelTransferWorker implements AutoCloseable {
         }
 
         void fail(Exception e) {
-            report.println("FAIL " + label + " after " + models + " models: " + String.valueOf(e).replace('\n', ' '));
+            report.println("FAIL " + label + " after " + models + " models: "
+                    + String.valueOf(e).replace('\n', ' '));
             report.flush();
         }
     }

@@ -25,7 +25,10 @@ final class Phases {
      */
     String medians() {
         List<String> tokens = new ArrayList<>();
-        nanos.forEach((phase, list) -> tokens.add(String.format(Locale.ROOT, "%s=%.0f", phase,
+        nanos.forEach((phase, list) -> tokens.add(String.format(
+                Locale.ROOT,
+                "%s=%.0f",
+                phase,
                 Stats.median(list.stream().mapToDouble(Long::doubleValue).toArray()))));
         nanos.forEach((phase, list) -> tokens.add(phase + COLD + "=" + list.getFirst()));
         return String.join(" ", tokens);

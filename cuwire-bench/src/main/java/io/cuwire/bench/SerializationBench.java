@@ -37,15 +37,13 @@ import org.openjdk.jmh.runner.options.TimeValue;
 public final class SerializationBench {
     static final long SMALL = 1024;
     static final long LARGE = 1L << 30;
-    static final List<String> METHODS = List.of("cudaFamily", "hostFamily", "jdkSerialization", "kryo", "fory",
-            "deviceAllocation");
+    static final List<String> METHODS =
+            List.of("cudaFamily", "hostFamily", "jdkSerialization", "kryo", "fory", "deviceAllocation");
 
-    private record Row(long arraySize, String method, String mode, double micros, double error, long samples,
-            Properties notes) {
-    }
+    private record Row(
+            long arraySize, String method, String mode, double micros, double error, long samples, Properties notes) {}
 
-    private SerializationBench() {
-    }
+    private SerializationBench() {}
 
     public static void main(String[] args) throws Exception {
         boolean quick = false;
@@ -69,18 +67,38 @@ public final class SerializationBench {
         Map<String, Row> rows = new LinkedHashMap<>();
         int warm = quick ? 1 : 3;
         int measure = quick ? 2 : 5;
-        collect(rows, notes, options(notes, METHODS, SMALL, "2g").mode(Mode.AverageTime)
-                .warmupIterations(warm).measurementIterations(measure));
-        collect(rows, notes, options(notes, List.of("cudaFamily"), LARGE, "2g").mode(Mode.AverageTime)
-                .warmupIterations(warm).measurementIterations(measure));
-        collect(rows, notes, options(notes, METHODS.subList(1, 5), LARGE, "10g")
-                .mode(Mode.SingleShotTime).warmupIterations(quick ? 0 : 1).measurementIterations(quick ? 1 : 3));
+        collect(
+                rows,
+                notes,
+                options(notes, METHODS, SMALL, "2g")
+                        .mode(Mode.AverageTime)
+                        .warmupIterations(warm)
+                        .measurementIterations(measure));
+        collect(
+                rows,
+                notes,
+                options(notes, List.of("cudaFamily"), LARGE, "2g")
+                        .mode(Mode.AverageTime)
+                        .warmupIterations(warm)
+                        .measurementIterations(measure));
+        collect(
+                rows,
+                notes,
+                options(notes, METHODS.subList(1, 5), LARGE, "10g")
+                        .mode(Mode.SingleShotTime)
+                        .warmupIterations(quick ? 0 : 1)
+                        .measurementIterations(quick ? 1 : 3));
         String date = LocalDate.now().toString();
         String machine = Results.machine();
         Summary summary = new Summary(date, machine, quick, rows);
         summary.print(out);
-        Path md = Results.record(outDir, "serialization", "Serialization (JMH) on " + machine, Results.now()
-                + (quick ? ", --quick" : ""), summary.markdown(), summary.csv());
+        Path md = Results.record(
+                outDir,
+                "serialization",
+                "Serialization (JMH) on " + machine,
+                Results.now() + (quick ? ", --quick" : ""),
+                summary.markdown(),
+                summary.csv());
         out.println("wrote " + md + " and its .csv");
         return OK;
     }
@@ -88,17 +106,20 @@ public final class SerializationBench {
     private static final int OK = 0;
 
     private static ChainedOptionsBuilder options(Path notes, List<String> methods, long arraySize, String heap) {
-        List<String> jvm = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED",
+        List<String> jvm = new ArrayList<>(List.of(
+                "--enable-native-access=ALL-UNNAMED",
                 // Small heaps are touched up front: first touches of fresh memory are slow on these VMs and would
                 // otherwise land in the measured iterations.
                 // Kryo and Fory use sun.misc.Unsafe; JDK 25 warns on first use without this.
-                "--sun-misc-unsafe-memory-access=allow", "-Xms" + heap, "-Xmx" + heap,
+                "--sun-misc-unsafe-memory-access=allow",
+                "-Xms" + heap,
+                "-Xmx" + heap,
                 "-D" + SerializationBenchmark.NOTES_PROPERTY + "=" + notes));
         if (heap.equals("2g")) {
             jvm.add("-XX:+AlwaysPreTouch");
         }
-        System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("cuwire.")
-                && !k.equals(SerializationBenchmark.NOTES_PROPERTY))
+        System.getProperties().stringPropertyNames().stream()
+                .filter(k -> k.startsWith("cuwire.") && !k.equals(SerializationBenchmark.NOTES_PROPERTY))
                 .forEach(k -> jvm.add("-D" + k + "=" + System.getProperty(k)));
         return new OptionsBuilder()
                 .include(SerializationBenchmark.class.getName() + "\\.(" + String.join("|", methods) + ")$")
@@ -120,9 +141,16 @@ public final class SerializationBench {
             long size = Long.parseLong(r.getParams().getParam("arraySize"));
             var primary = r.getPrimaryResult();
             double error = primary.getScoreError();
-            rows.put(key(size, method), new Row(size, method, r.getParams().getMode().shortLabel(),
-                    primary.getScore(), Double.isNaN(error) ? 0 : error, primary.getSampleCount(),
-                    readNotes(notes, method, size)));
+            rows.put(
+                    key(size, method),
+                    new Row(
+                            size,
+                            method,
+                            r.getParams().getMode().shortLabel(),
+                            primary.getScore(),
+                            Double.isNaN(error) ? 0 : error,
+                            primary.getSampleCount(),
+                            readNotes(notes, method, size)));
         }
         // Methods whose set-up refused (the library cannot do it) have notes but no result.
         try (var files = Files.list(notes)) {
@@ -131,8 +159,9 @@ public final class SerializationBench {
                 int dash = name.lastIndexOf('-');
                 String method = name.substring(0, dash);
                 long size = Long.parseLong(name.substring(dash + 1));
-                rows.putIfAbsent(key(size, method), new Row(size, method, "-", Double.NaN, Double.NaN, 0,
-                        readNotes(notes, method, size)));
+                rows.putIfAbsent(
+                        key(size, method),
+                        new Row(size, method, "-", Double.NaN, Double.NaN, 0, readNotes(notes, method, size)));
             }
         }
     }
@@ -161,8 +190,9 @@ public final class SerializationBench {
         }
 
         static String size(long bytes) {
-            return bytes >= 1L << 30 ? (bytes >> 30) + " GiB" : bytes >= 1 << 20 ? (bytes >> 20) + " MiB"
-                    : bytes >= 1024 ? (bytes >> 10) + " KiB" : bytes + " B";
+            return bytes >= 1L << 30
+                    ? (bytes >> 30) + " GiB"
+                    : bytes >= 1 << 20 ? (bytes >> 20) + " MiB" : bytes >= 1024 ? (bytes >> 10) + " KiB" : bytes + " B";
         }
 
         static String num(double v) {
@@ -185,15 +215,25 @@ public final class SerializationBench {
             Row small = row(SMALL, "cudaFamily");
             Row large = row(LARGE, "cudaFamily");
             if (small != null && !Double.isNaN(small.micros())) {
-                lines.add(String.format(Locale.ROOT, "cuda family, 1 KiB arrays, under 20 µs: %s (%.2f ± %.2f µs)",
-                        small.micros() < 20 ? "MET" : "NOT MET", small.micros(), small.error()));
+                lines.add(String.format(
+                        Locale.ROOT,
+                        "cuda family, 1 KiB arrays, under 20 µs: %s (%.2f ± %.2f µs)",
+                        small.micros() < 20 ? "MET" : "NOT MET",
+                        small.micros(),
+                        small.error()));
             }
             if (small != null && large != null && !Double.isNaN(small.micros()) && !Double.isNaN(large.micros())) {
                 double growth = large.micros() / small.micros();
-                lines.add(String.format(Locale.ROOT, "cuda family does not grow from 1 KiB to 1 GiB arrays: %s "
-                        + "(%.2f → %.2f µs, ×%.2f; criterion: within ×1.25 or within the error bars)",
+                lines.add(String.format(
+                        Locale.ROOT,
+                        "cuda family does not grow from 1 KiB to 1 GiB arrays: %s "
+                                + "(%.2f → %.2f µs, ×%.2f; criterion: within ×1.25 or within the error bars)",
                         growth <= 1.25 || large.micros() - large.error() <= small.micros() + small.error()
-                                ? "MET" : "NOT MET", small.micros(), large.micros(), growth));
+                                ? "MET"
+                                : "NOT MET",
+                        small.micros(),
+                        large.micros(),
+                        growth));
             }
             return lines;
         }
@@ -204,8 +244,16 @@ public final class SerializationBench {
             for (long size : new long[] {SMALL, LARGE}) {
                 out.println();
                 out.println("two float32 arrays of " + size(size) + " each, ten fields:");
-                out.printf(Locale.ROOT, "  %-17s %5s %14s %12s %11s %15s %15s%n", "method", "mode", "µs/op", "± µs",
-                        "vs cuda", "host bytes", "wire bytes");
+                out.printf(
+                        Locale.ROOT,
+                        "  %-17s %5s %14s %12s %11s %15s %15s%n",
+                        "method",
+                        "mode",
+                        "µs/op",
+                        "± µs",
+                        "vs cuda",
+                        "host bytes",
+                        "wire bytes");
                 Row cuda = row(size, "cudaFamily");
                 for (String m : METHODS) {
                     Row r = row(size, m);
@@ -216,8 +264,15 @@ public final class SerializationBench {
                         out.printf(Locale.ROOT, "  %-17s %s%n", m, r.notes().getProperty("status"));
                         continue;
                     }
-                    out.printf(Locale.ROOT, "  %-17s %5s %14s %12s %11s %15s %15s%n", m, r.mode(), num(r.micros()),
-                            num(r.error()), m.equals("cudaFamily") ? "1×" : ratio(r, cuda), hostBytes(r),
+                    out.printf(
+                            Locale.ROOT,
+                            "  %-17s %5s %14s %12s %11s %15s %15s%n",
+                            m,
+                            r.mode(),
+                            num(r.micros()),
+                            num(r.error()),
+                            m.equals("cudaFamily") ? "1×" : ratio(r, cuda),
+                            hostBytes(r),
                             r.notes().getProperty("wireBytes", "-"));
                 }
             }
@@ -241,14 +296,25 @@ public final class SerializationBench {
                     if (r == null) {
                         continue;
                     }
-                    String ratio = m.equals("cudaFamily") ? "1" : ratio(r, cuda).replace("×", "").replace(",", "");
-                    sb.append(String.join(",", date, machine, String.valueOf(size), m, r.mode(),
-                            Double.isNaN(r.micros()) ? "" : String.format(Locale.ROOT, "%.3f", r.micros()),
-                            Double.isNaN(r.error()) ? "" : String.format(Locale.ROOT, "%.3f", r.error()),
-                            String.valueOf(r.samples()), ratio.equals("-") ? "" : ratio,
-                            r.notes().getProperty("d2h", ""), r.notes().getProperty("h2d", ""),
-                            r.notes().getProperty("wireBytes", ""),
-                            "\"" + r.notes().getProperty("status", "").replace("\"", "'") + "\"")).append('\n');
+                    String ratio = m.equals("cudaFamily")
+                            ? "1"
+                            : ratio(r, cuda).replace("×", "").replace(",", "");
+                    sb.append(String.join(
+                                    ",",
+                                    date,
+                                    machine,
+                                    String.valueOf(size),
+                                    m,
+                                    r.mode(),
+                                    Double.isNaN(r.micros()) ? "" : String.format(Locale.ROOT, "%.3f", r.micros()),
+                                    Double.isNaN(r.error()) ? "" : String.format(Locale.ROOT, "%.3f", r.error()),
+                                    String.valueOf(r.samples()),
+                                    ratio.equals("-") ? "" : ratio,
+                                    r.notes().getProperty("d2h", ""),
+                                    r.notes().getProperty("h2d", ""),
+                                    r.notes().getProperty("wireBytes", ""),
+                                    "\"" + r.notes().getProperty("status", "").replace("\"", "'") + "\""))
+                            .append('\n');
                 }
             }
             return sb.toString();
@@ -256,16 +322,29 @@ public final class SerializationBench {
 
         String markdown() {
             StringBuilder sb = new StringBuilder();
-            sb.append("# Serialization benchmark, ").append(date).append(", ").append(machine).append("\n\n");
+            sb.append("# Serialization benchmark, ")
+                    .append(date)
+                    .append(", ")
+                    .append(machine)
+                    .append("\n\n");
             sb.append("Encode + decode of one estimator with ten fields (two ints, a double, a long, a string, an ")
                     .append("enum, a flag, a list of four strings, and two float32 arrays `coef` and `centers` in ")
-                    .append("device memory). Machine: ").append(Runtime.getRuntime().availableProcessors())
-                    .append(" cores, JDK ").append(System.getProperty("java.version")).append(", device platform `")
-                    .append(Devices.platform()).append("` (").append(Devices.get(0).name()).append("). JMH 1.37, ")
+                    .append("device memory). Machine: ")
+                    .append(Runtime.getRuntime().availableProcessors())
+                    .append(" cores, JDK ")
+                    .append(System.getProperty("java.version"))
+                    .append(", device platform `")
+                    .append(Devices.platform())
+                    .append("` (")
+                    .append(Devices.get(0).name())
+                    .append("). JMH 1.37, ")
                     .append("one fork per group; 1 KiB: average time, warm-up ")
-                    .append(quick ? "1" : "3").append(" × 1 s, measurement ").append(quick ? "2" : "5")
+                    .append(quick ? "1" : "3")
+                    .append(" × 1 s, measurement ")
+                    .append(quick ? "2" : "5")
                     .append(" × 1 s; 1 GiB: the cuda family likewise, the others single-shot (")
-                    .append(quick ? "0 warm-up, 1 measured" : "1 warm-up, 3 measured").append(").\n\n");
+                    .append(quick ? "0 warm-up, 1 measured" : "1 warm-up, 3 measured")
+                    .append(").\n\n");
             sb.append("- `cudaFamily`: `serialize(model, CUDA)`, `encodeHeader`, `parseHeader`, decode over the ")
                     .append("sender's own device frames (borrowed, not moved): the header work alone.\n")
                     .append("- `hostFamily`: the same with `HOST`: device arrays copied to host frames (D2H) and ")
@@ -292,17 +371,31 @@ public final class SerializationBench {
                         continue;
                     }
                     boolean ok = !Double.isNaN(r.micros());
-                    sb.append("| `").append(m).append("` | ").append(r.mode()).append(" | ").append(num(r.micros()))
-                            .append(" | ").append(num(r.error())).append(" | ")
-                            .append(m.equals("cudaFamily") && ok ? "1×" : ratio(r, cuda)).append(" | ")
-                            .append(hostBytes(r)).append(" | ").append(r.notes().getProperty("wireBytes", "-"))
-                            .append(" | ").append(ok ? "" : r.notes().getProperty("status")).append(" |\n");
+                    sb.append("| `")
+                            .append(m)
+                            .append("` | ")
+                            .append(r.mode())
+                            .append(" | ")
+                            .append(num(r.micros()))
+                            .append(" | ")
+                            .append(num(r.error()))
+                            .append(" | ")
+                            .append(m.equals("cudaFamily") && ok ? "1×" : ratio(r, cuda))
+                            .append(" | ")
+                            .append(hostBytes(r))
+                            .append(" | ")
+                            .append(r.notes().getProperty("wireBytes", "-"))
+                            .append(" | ")
+                            .append(ok ? "" : r.notes().getProperty("status"))
+                            .append(" |\n");
                 }
                 sb.append('\n');
             }
             sb.append("## Targets\n\n");
             targets().forEach(t -> sb.append("- ").append(t).append('\n'));
-            sb.append("\nReproduce: `./cuwire bench serialization").append(quick ? " --quick" : "").append("`.\n");
+            sb.append("\nReproduce: `./cuwire bench serialization")
+                    .append(quick ? " --quick" : "")
+                    .append("`.\n");
             return sb.toString();
         }
     }

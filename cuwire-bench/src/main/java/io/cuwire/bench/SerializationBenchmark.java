@@ -107,7 +107,10 @@ public class SerializationBenchmark {
                 kryo.register(NdArray.class, new NdArrayKryoSerializer(receiverDevice));
                 kryoOutput = new Output(stream, 64 * 1024);
             } else if (method.equals("fory")) {
-                fory = Fory.builder().withLanguage(Language.JAVA).requireClassRegistration(true).build();
+                fory = Fory.builder()
+                        .withLanguage(Language.JAVA)
+                        .requireClassRegistration(true)
+                        .build();
                 fory.register(BenchModel.class);
                 fory.register(BenchModel.Init.class);
                 fory.registerSerializer(NdArray.class, new NdArrayForySerializer(fory.getConfig(), receiverDevice));
@@ -145,8 +148,8 @@ public class SerializationBenchmark {
     private long wireBytes(String method) {
         return switch (method) {
             case "cudaFamily", "hostFamily" -> {
-                try (Serialized s = registry.serialize(model, method.equals("cudaFamily") ? Family.CUDA
-                        : Family.HOST)) {
+                try (Serialized s =
+                        registry.serialize(model, method.equals("cudaFamily") ? Family.CUDA : Family.HOST)) {
                     yield s.encodeHeader().length + s.totalFrameBytes();
                 }
             }
@@ -172,8 +175,7 @@ public class SerializationBenchmark {
         if (model != null) {
             model.close();
         }
-        for (BufferAllocator<?> a : new BufferAllocator<?>[] {senderDevice, senderHost, receiverDevice,
-                receiverHost}) {
+        for (BufferAllocator<?> a : new BufferAllocator<?>[] {senderDevice, senderHost, receiverDevice, receiverHost}) {
             if (a != null) {
                 a.close();
             }
@@ -254,9 +256,16 @@ public class SerializationBenchmark {
      */
     @Benchmark
     public void deviceAllocation(Blackhole bh) {
-        try (NdArray a = NdArray.empty(receiverDevice, io.cuwire.memory.DType.FLOAT32, io.cuwire.memory.Order.C,
-                arraySize / Float.BYTES); NdArray b = NdArray.empty(receiverDevice, io.cuwire.memory.DType.FLOAT32,
-                        io.cuwire.memory.Order.C, arraySize / Float.BYTES)) {
+        try (NdArray a = NdArray.empty(
+                        receiverDevice,
+                        io.cuwire.memory.DType.FLOAT32,
+                        io.cuwire.memory.Order.C,
+                        arraySize / Float.BYTES);
+                NdArray b = NdArray.empty(
+                        receiverDevice,
+                        io.cuwire.memory.DType.FLOAT32,
+                        io.cuwire.memory.Order.C,
+                        arraySize / Float.BYTES)) {
             bh.consume(a);
             bh.consume(b);
         }

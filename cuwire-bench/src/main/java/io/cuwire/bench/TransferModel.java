@@ -23,8 +23,7 @@ public final class TransferModel implements Serializable {
     String name;
 
     /** For the deserializers. */
-    public TransferModel() {
-    }
+    public TransferModel() {}
 
     /**
      * A model of {@code weightBytes} bytes of weights (a multiple of 4, at least 4): one row of that many floats.
@@ -33,7 +32,8 @@ public final class TransferModel implements Serializable {
      *     {@code Integer.MAX_VALUE - 8} floats
      */
     public static TransferModel of(long weightBytes) {
-        if (weightBytes < Float.BYTES || weightBytes % Float.BYTES != 0
+        if (weightBytes < Float.BYTES
+                || weightBytes % Float.BYTES != 0
                 || weightBytes / Float.BYTES > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("weightBytes: " + weightBytes + " (expected: a multiple of 4 from 4 to "
                     + (Integer.MAX_VALUE - 8L) * Float.BYTES + ")");
@@ -79,15 +79,15 @@ public final class TransferModel implements Serializable {
             throw new IllegalStateException("name: '" + name + "' (expected: '" + nameOf(rows, cols) + "')");
         }
         if (intercept != expectedSequence) {
-            throw new IllegalStateException("intercept: " + intercept + " (expected: the sequence number "
-                    + expectedSequence + ")");
+            throw new IllegalStateException(
+                    "intercept: " + intercept + " (expected: the sequence number " + expectedSequence + ")");
         }
         int n = weights.length;
         for (int k = 0; k <= CHECKED_ELEMENTS; k++) {
             int i = k == CHECKED_ELEMENTS ? n - 1 : (int) ((long) n * k / CHECKED_ELEMENTS);
             if (Float.floatToRawIntBits(weights[i]) != Float.floatToRawIntBits(weightAt(i))) {
-                throw new IllegalStateException("weights[" + i + "]: " + weights[i] + " (expected: " + weightAt(i)
-                        + ")");
+                throw new IllegalStateException(
+                        "weights[" + i + "]: " + weights[i] + " (expected: " + weightAt(i) + ")");
             }
         }
     }

@@ -99,8 +99,8 @@ enum TransferPath {
         }
         for (String n : names) {
             if (!known.contains(n)) {
-                throw new IllegalArgumentException("unknown path '" + n + "' (expected: " + String.join(", ", known)
-                        + ")");
+                throw new IllegalArgumentException(
+                        "unknown path '" + n + "' (expected: " + String.join(", ", known) + ")");
             }
         }
         List<TransferPath> out = new ArrayList<>();

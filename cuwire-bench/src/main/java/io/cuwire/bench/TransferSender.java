@@ -52,15 +52,23 @@ abstract class TransferSender implements AutoCloseable {
      * @param bigSource a direct buffer of at least {@code weightBytes}, filled once and shared by the senders that
      *     need one: {@code raw-once} writes it, Fory stages its out-of-band buffers in it
      */
-    static TransferSender open(TransferPath path, String host, int socketPort, String cuwireAddress, byte[] secret,
-            long weightBytes, ByteBuffer bigSource) throws IOException {
+    static TransferSender open(
+            TransferPath path,
+            String host,
+            int socketPort,
+            String cuwireAddress,
+            byte[] secret,
+            long weightBytes,
+            ByteBuffer bigSource)
+            throws IOException {
         if (path.cuwire()) {
             return new Cuwire(path, cuwireAddress, secret);
         }
         SocketChannel channel = SocketChannel.open(new InetSocketAddress(host, socketPort));
         try {
             TransferPath.configure(channel);
-            ByteBuffer preamble = ByteBuffer.allocate(9).put(0, (byte) path.ordinal()).putLong(1, weightBytes);
+            ByteBuffer preamble =
+                    ByteBuffer.allocate(9).put(0, (byte) path.ordinal()).putLong(1, weightBytes);
             TransferPath.writeFully(channel, preamble);
             return switch (path) {
                 case RAW_ONCE, RAW_64K, RAW_256K, RAW_1M -> new Raw(path, channel, weightBytes, bigSource);
@@ -150,14 +158,14 @@ abstract class TransferSender implements AutoCloseable {
 
         Jdk(SocketChannel channel) throws IOException {
             super(TransferPath.JDK, channel);
-            out = new ObjectOutputStream(new BufferedOutputStream(Channels.newOutputStream(channel),
-                    TransferPath.STREAM_BUFFER_BYTES));
+            out = new ObjectOutputStream(
+                    new BufferedOutputStream(Channels.newOutputStream(channel), TransferPath.STREAM_BUFFER_BYTES));
             out.flush();
         }
 
         @Override
         void transfer(TransferModel model) throws IOException {
-            out.reset();  // forget the model sent before, or the stream would send a reference to it
+            out.reset(); // forget the model sent before, or the stream would send a reference to it
             out.writeObject(model);
             out.flush();
             awaitAck();
@@ -238,8 +246,11 @@ abstract class TransferSender implements AutoCloseable {
      * memory bound raised from its 128 MiB default to 4 GiB (Fory refuses a 512 MiB array otherwise).
      */
     static Fory fory() {
-        Fory fory = Fory.builder().withLanguage(Language.JAVA).requireClassRegistration(true)
-                .withMaxGraphMemoryBytes(4L << 30).build();
+        Fory fory = Fory.builder()
+                .withLanguage(Language.JAVA)
+                .requireClassRegistration(true)
+                .withMaxGraphMemoryBytes(4L << 30)
+                .build();
         fory.register(TransferModel.class);
         return fory;
     }
@@ -264,9 +275,12 @@ abstract class TransferSender implements AutoCloseable {
             device = Devices.get(0).newAllocator("model-transfer-client-device", BufferAllocator.UNLIMITED);
             try {
                 registry = TransferPath.registry(host);
-                TransportConfig config = TransportConfig.builder().secret(secret)
-                        .families(path.chain()).ioTimeout(Duration.ofSeconds(120))
-                        .receiveInto(DeviceMap.of(host, device)).build();
+                TransportConfig config = TransportConfig.builder()
+                        .secret(secret)
+                        .families(path.chain())
+                        .ioTimeout(Duration.ofSeconds(120))
+                        .receiveInto(DeviceMap.of(host, device))
+                        .build();
                 connection = Transports.tcp().connect(address, config);
                 chain = connection.families().toArray(Family[]::new);
             } catch (RuntimeException e) {
@@ -285,7 +299,9 @@ abstract class TransferSender implements AutoCloseable {
                 long t1 = System.nanoTime();
                 sent = connection.send(message);
                 try (ReceivedMessage ack = connection.receive()) {
-                    if (!ack.value().frames().isEmpty() || !Long.valueOf(TransferPath.ACK).equals(ack.value().root())) {
+                    if (!ack.value().frames().isEmpty()
+                            || !Long.valueOf(TransferPath.ACK)
+                                    .equals(ack.value().root())) {
                         throw new IOException("the worker acknowledged with " + ack.value());
                     }
                 }

@@ -23,13 +23,26 @@ import org.junit.jupiter.api.io.TempDir;
 class ModelTransferBenchTest {
     /** Above the registry's 64 KiB frame threshold, so that cuwire sends the weights as a frame. */
     private static final long SIZE = 128 << 10;
-    private static final List<String> WORKER_FLAGS = List.of("--enable-native-access=ALL-UNNAMED",
-            "--sun-misc-unsafe-memory-access=allow", "-Xmx256m", "-XX:TieredStopAtLevel=1");
+
+    private static final List<String> WORKER_FLAGS = List.of(
+            "--enable-native-access=ALL-UNNAMED",
+            "--sun-misc-unsafe-memory-access=allow",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1");
 
     @Test
     void shouldMoveTheModelOverEveryPathAndHaveTheWorkerCheckEachOne(@TempDir Path dir) throws Exception {
-        ModelTransferBench.Options options = ModelTransferBench.Options.parse("--sizes", "128KiB", "--rounds", "2",
-                "--reps", "3", "--small-warmup", "2", "--out", dir.toString())
+        ModelTransferBench.Options options = ModelTransferBench.Options.parse(
+                        "--sizes",
+                        "128KiB",
+                        "--rounds",
+                        "2",
+                        "--reps",
+                        "3",
+                        "--small-warmup",
+                        "2",
+                        "--out",
+                        dir.toString())
                 .withWorkerJvmArgs(WORKER_FLAGS);
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
         int rc = ModelTransferBench.run(options, new PrintStream(printed, true, StandardCharsets.UTF_8));
@@ -38,17 +51,28 @@ class ModelTransferBenchTest {
 
         Path md = dir.resolve("model-transfer-" + Results.machine() + ".md");
         Path csv = dir.resolve("model-transfer-" + Results.machine() + ".csv");
-        List<ModelTransferReport.Sample> samples = Files.readAllLines(csv).stream().skip(1)
-                .map(ModelTransferReport.Sample::parse).toList();
+        List<ModelTransferReport.Sample> samples = Files.readAllLines(csv).stream()
+                .skip(1)
+                .map(ModelTransferReport.Sample::parse)
+                .toList();
         String report = Files.readString(md);
         // one cold transfer, 2 warm-up transfers and 2 rounds of 3 per path
         long transfers = 1 + 2 + 2 * 3;
         for (TransferPath p : TransferPath.values()) {
-            List<ModelTransferReport.Sample> mine = samples.stream().filter(s -> s.path().equals(p.label())).toList();
+            List<ModelTransferReport.Sample> mine =
+                    samples.stream().filter(s -> s.path().equals(p.label())).toList();
             assertEquals(1, mine.stream().filter(s -> s.kind().equals("cold")).count(), p.label() + " cold");
-            assertEquals(2, mine.stream().filter(s -> s.kind().equals("warm") && s.reps() == 3
-                    && s.nsPerMessage() > 0 && s.size() == SIZE).count(), p.label() + " warm samples");
-            String worker = p.raw() ? p.label() + " received " + transfers + " transfers"
+            assertEquals(
+                    2,
+                    mine.stream()
+                            .filter(s -> s.kind().equals("warm")
+                                    && s.reps() == 3
+                                    && s.nsPerMessage() > 0
+                                    && s.size() == SIZE)
+                            .count(),
+                    p.label() + " warm samples");
+            String worker = p.raw()
+                    ? p.label() + " received " + transfers + " transfers"
                     : p.label() + " checked " + transfers + " decoded models";
             assertTrue(report.contains(worker), "missing '" + worker + "' in\n" + report);
         }
@@ -65,8 +89,8 @@ class ModelTransferBenchTest {
     void shouldFoldASecondRunIntoTheSameFiles(@TempDir Path dir) throws Exception {
         ModelTransferBench.Options options = ModelTransferBench.Options.parse("--out", dir.toString());
         for (int run = 1; run <= 2; run++) {
-            ModelTransferReport.Run r = new ModelTransferReport.Run("2026-12-01 10:0" + run + " UTC", "abc", options,
-                    1.0);
+            ModelTransferReport.Run r =
+                    new ModelTransferReport.Run("2026-12-01 10:0" + run + " UTC", "abc", options, 1.0);
             for (int round = 1; round <= 5; round++) {
                 r.sample(SIZE * 4096, TransferPath.RAW_ONCE, "warm", round, 0, 1, 200e6 + round);
                 r.sample(SIZE * 4096, TransferPath.RAW_1M, "warm", round, 1, 1, 180e6 + round);
@@ -79,18 +103,19 @@ class ModelTransferBenchTest {
         String md = Files.readString(dir.resolve("mt.md"));
         assertTrue(md.contains("## Summary over 2 runs"), md);
         assertTrue(md.indexOf("<!-- run 1 -->") < md.indexOf("<!-- run 2 -->"), md);
-        assertTrue(md.contains("run 1: cuwire-host at 512 MiB: ≥ 0.9 × the raw ceiling: NOT MET (0.600 ×, raw-1m)"),
-                md);
+        assertTrue(
+                md.contains("run 1: cuwire-host at 512 MiB: ≥ 0.9 × the raw ceiling: NOT MET (0.600 ×, raw-1m)"), md);
         assertTrue(md.contains("run 2: cuwire-host at 512 MiB: ≥ 0.9 × the raw ceiling: MET (0.947 ×, raw-1m)"), md);
         assertTrue(md.contains("run 2: cuwire-host at 512 MiB: ahead of Fory out-of-band: MET"), md);
         assertTrue(md.contains("cuwire-cuda-host at 512 MiB: NOT MET (failed: transfer 0 failed: no)"), md);
-        assertEquals(1 + 2 * (4 * 5 + 1), Files.readAllLines(dir.resolve("mt.csv")).size());
+        assertEquals(
+                1 + 2 * (4 * 5 + 1), Files.readAllLines(dir.resolve("mt.csv")).size());
     }
 
     @Test
     void shouldWarnWhenAPathBeatsTheCeiling(@TempDir Path dir) throws Exception {
-        ModelTransferReport.Run r = new ModelTransferReport.Run("2026-12-01 10:00 UTC", "abc",
-                ModelTransferBench.Options.parse(), 1.0);
+        ModelTransferReport.Run r =
+                new ModelTransferReport.Run("2026-12-01 10:00 UTC", "abc", ModelTransferBench.Options.parse(), 1.0);
         for (int round = 1; round <= 5; round++) {
             r.sample(SIZE, TransferPath.RAW_64K, "warm", round, 0, 10, 300e3);
             r.sample(SIZE, TransferPath.KRYO, "warm", round, 1, 10, 250e3);
@@ -105,18 +130,21 @@ class ModelTransferBenchTest {
         for (TransferPath p : List.of(TransferPath.RAW_ONCE, TransferPath.JDK, TransferPath.KRYO)) {
             three.put(p, true);
         }
-        assertEquals(List.of(TransferPath.RAW_ONCE, TransferPath.JDK, TransferPath.KRYO),
+        assertEquals(
+                List.of(TransferPath.RAW_ONCE, TransferPath.JDK, TransferPath.KRYO),
                 ModelTransferBench.rotated(three, 0));
-        assertEquals(List.of(TransferPath.RAW_ONCE, TransferPath.KRYO, TransferPath.JDK),
+        assertEquals(
+                List.of(TransferPath.RAW_ONCE, TransferPath.KRYO, TransferPath.JDK),
                 ModelTransferBench.rotated(three, 1));
-        assertEquals(List.of(TransferPath.KRYO, TransferPath.RAW_ONCE, TransferPath.JDK),
+        assertEquals(
+                List.of(TransferPath.KRYO, TransferPath.RAW_ONCE, TransferPath.JDK),
                 ModelTransferBench.rotated(three, 2));
     }
 
     @Test
     void shouldRefuseAnUnknownPath() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ModelTransferBench.Options.parse("--paths", "raw-once,grpc"));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> ModelTransferBench.Options.parse("--paths", "raw-once,grpc"));
         assertTrue(e.getMessage().startsWith("unknown path 'grpc' (expected: raw-once, raw-64k"), e.getMessage());
     }
 }

@@ -1,8 +1,8 @@
 package io.cuwire.cli;
 
-import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Cli;
 import io.cuwire.bench.harness.Sizes;
+import io.cuwire.bench.harness.Stats;
 import io.cuwire.cli.DemoResults.Fit;
 import io.cuwire.cli.DemoResults.Row;
 import io.cuwire.cli.DemoResults.Skipped;
@@ -110,8 +110,18 @@ final class Demo {
      * @param sweep the payload sizes below {@code modelBytes} to sweep; {@code null}: {@link #defaultSweep}
      * @param repeat the timed broadcasts per path
      */
-    record Options(int workers, List<String> transports, Path report, int rows, int features, int clusters,
-            int trees, long seed, long modelBytes, List<Long> sweep, int repeat) {
+    record Options(
+            int workers,
+            List<String> transports,
+            Path report,
+            int rows,
+            int features,
+            int clusters,
+            int trees,
+            long seed,
+            long modelBytes,
+            List<Long> sweep,
+            int repeat) {
         /** Parses the options of {@link Args} ({@code cuwire demo --help}). */
         static Options parse(List<String> args) {
             return Cli.parse(new Args(), args.toArray(String[]::new)).options();
@@ -151,49 +161,81 @@ final class Demo {
 
     /** The options of {@code cuwire demo}, declared to picocli (the command mixes them in). */
     static final class Args {
-        @Option(names = "--workers", paramLabel = "N", description = "workers of each local cluster (default: the "
-                + "local cluster's)")
+        @Option(
+                names = "--workers",
+                paramLabel = "N",
+                description = "workers of each local cluster (default: the " + "local cluster's)")
         Integer workers;
 
-        @Option(names = "--transports", split = ",", paramLabel = "T", converter = TransportName.class,
+        @Option(
+                names = "--transports",
+                split = ",",
+                paramLabel = "T",
+                converter = TransportName.class,
                 description = "tcp, ipc, ucx: a cluster each, of those usable here (default: tcp,ipc,ucx)")
         List<String> transports;
 
-        @Option(names = "--model-size", paramLabel = "SIZE", converter = Cli.SizeConverter.class,
+        @Option(
+                names = "--model-size",
+                paramLabel = "SIZE",
+                converter = Cli.SizeConverter.class,
                 description = "the payload model's bytes: at least 64KiB, whole rows of " + PAYLOAD_ROW_BYTES
                         + " bytes (default: 512MiB on CUDA, 32MiB on the emulated device)")
         Long modelSize;
 
-        @Option(names = "--sweep", paramLabel = "SIZE,...|none",
+        @Option(
+                names = "--sweep",
+                paramLabel = "SIZE,...|none",
                 description = "the payload sizes below --model-size that the sweep measures, or none (default: 1MiB "
                         + "times the powers of 4 below it)")
         String sweep;
 
-        @Option(names = "--repeat", paramLabel = "N", defaultValue = "3",
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "3",
                 description = "timed broadcasts per path, the median shown (default: ${DEFAULT-VALUE})")
         int repeat;
 
-        @Option(names = "--report", paramLabel = "DIR", defaultValue = "cuwire-demo-report",
+        @Option(
+                names = "--report",
+                paramLabel = "DIR",
+                defaultValue = "cuwire-demo-report",
                 description = "the HTML report's directory (default: ${DEFAULT-VALUE})")
         Path report;
 
-        @Option(names = "--rows", paramLabel = "N", defaultValue = "50000",
+        @Option(
+                names = "--rows",
+                paramLabel = "N",
+                defaultValue = "50000",
                 description = "rows of the data set (default: ${DEFAULT-VALUE})")
         int rows;
 
-        @Option(names = "--features", paramLabel = "N", defaultValue = "16",
+        @Option(
+                names = "--features",
+                paramLabel = "N",
+                defaultValue = "16",
                 description = "float32 features of the data set (default: ${DEFAULT-VALUE})")
         int features;
 
-        @Option(names = "--clusters", paramLabel = "N", defaultValue = "4",
+        @Option(
+                names = "--clusters",
+                paramLabel = "N",
+                defaultValue = "4",
                 description = "blobs in the data set, KMeans's clusters and the classes (default: ${DEFAULT-VALUE})")
         int clusters;
 
-        @Option(names = "--trees", paramLabel = "N", defaultValue = "16",
+        @Option(
+                names = "--trees",
+                paramLabel = "N",
+                defaultValue = "16",
                 description = "trees of the random forest (default: ${DEFAULT-VALUE})")
         int trees;
 
-        @Option(names = "--seed", paramLabel = "N", defaultValue = "42",
+        @Option(
+                names = "--seed",
+                paramLabel = "N",
+                defaultValue = "42",
                 description = "the data's random seed (default: ${DEFAULT-VALUE})")
         long seed;
 
@@ -222,10 +264,18 @@ final class Demo {
                     Options.checkSweep(sizes, modelBytes);
                 }
             }
-            return new Options(workers == null ? -1 : Cli.atLeast("--workers", workers, 1), transports, report,
-                    Cli.atLeast("--rows", rows, 1), Cli.atLeast("--features", features, 1),
-                    Cli.atLeast("--clusters", clusters, 1), Cli.atLeast("--trees", trees, 1), seed, modelBytes,
-                    sizes, Cli.atLeast("--repeat", repeat, 1));
+            return new Options(
+                    workers == null ? -1 : Cli.atLeast("--workers", workers, 1),
+                    transports,
+                    report,
+                    Cli.atLeast("--rows", rows, 1),
+                    Cli.atLeast("--features", features, 1),
+                    Cli.atLeast("--clusters", clusters, 1),
+                    Cli.atLeast("--trees", trees, 1),
+                    seed,
+                    modelBytes,
+                    sizes,
+                    Cli.atLeast("--repeat", repeat, 1));
         }
     }
 
@@ -234,8 +284,8 @@ final class Demo {
         @Override
         public String convert(String t) {
             if (!List.of("tcp", "ipc", "ucx").contains(t)) {
-                throw new CommandLine.TypeConversionException("unknown transport '" + t + "' (expected: tcp, ipc, "
-                        + "ucx)");
+                throw new CommandLine.TypeConversionException(
+                        "unknown transport '" + t + "' (expected: tcp, ipc, " + "ucx)");
             }
             return t;
         }
@@ -300,12 +350,24 @@ final class Demo {
         int n = options.rows();
         int d = options.features();
         int k = options.clusters();
-        progress(String.format(Locale.ROOT, "making the data set: %,d rows x %d float32 features in %d blobs, a linear"
-                + " target and the blob as class label, on the client's device (%s)", n, d, k, platform));
+        progress(String.format(
+                Locale.ROOT,
+                "making the data set: %,d rows x %d float32 features in %d blobs, a linear"
+                        + " target and the blob as class label, on the client's device (%s)",
+                n,
+                d,
+                k,
+                platform));
         try (Data data = Data.make(mem, n, d, k, options.seed())) {
-            progress(String.format(Locale.ROOT, "making the payload model's rows: %s, %,d rows x %d float32, on the "
-                    + "client's device (the default on %s: %s)", Info.bytes(modelBytes), modelBytes
-                    / PAYLOAD_ROW_BYTES, PAYLOAD_COLS, platform, Info.bytes(defaultModelBytes(platform))));
+            progress(String.format(
+                    Locale.ROOT,
+                    "making the payload model's rows: %s, %,d rows x %d float32, on the "
+                            + "client's device (the default on %s: %s)",
+                    Info.bytes(modelBytes),
+                    modelBytes / PAYLOAD_ROW_BYTES,
+                    PAYLOAD_COLS,
+                    platform,
+                    Info.bytes(defaultModelBytes(platform))));
             try (NdArray payload = payloadRows(mem, modelBytes, options.seed())) {
                 Models models = null;
                 try {
@@ -325,7 +387,10 @@ final class Demo {
         Path report = Report.write(results, verdicts, options.report());
         out.println("report: " + report.toAbsolutePath());
         boolean ok = results.allMatch();
-        out.printf(Locale.ROOT, "%s in %.1f s%n", ok ? "all checks MATCH; done" : "some checks MISMATCH; failed",
+        out.printf(
+                Locale.ROOT,
+                "%s in %.1f s%n",
+                ok ? "all checks MATCH; done" : "some checks MISMATCH; failed",
                 (System.nanoTime() - start) / 1e9);
         return ok;
     }
@@ -368,8 +433,9 @@ final class Demo {
         }
     }
     /** The data set, its partitions (views) and what the single-process fits predict on each. */
-    private record Data(NdArray x, NdArray y, NdArray labels, List<NdArray> xs, List<NdArray> ys, List<NdArray> ls,
-            int clusters) implements AutoCloseable {
+    private record Data(
+            NdArray x, NdArray y, NdArray labels, List<NdArray> xs, List<NdArray> ys, List<NdArray> ls, int clusters)
+            implements AutoCloseable {
         static Data make(BufferAllocator<DeviceBuffer> mem, int n, int d, int k, long seed) {
             SplittableRandom random = new SplittableRandom(seed);
             float[] xv = new float[n * d];
@@ -428,8 +494,14 @@ final class Demo {
      * The models fitted on the workers (in the client's memory) and the reference predictions per partition: the
      * single-process fits' for LinearRegression and KMeans, the client's own forest's for the forest.
      */
-    private record Models(LinearRegression lr, KMeans km, RandomForestClassifier rf, List<float[]> lrExpected,
-            List<int[]> kmExpected, List<int[]> rfExpected) implements AutoCloseable {
+    private record Models(
+            LinearRegression lr,
+            KMeans km,
+            RandomForestClassifier rf,
+            List<float[]> lrExpected,
+            List<int[]> kmExpected,
+            List<int[]> rfExpected)
+            implements AutoCloseable {
         @Override
         public void close() {
             lr.close();
@@ -447,12 +519,10 @@ final class Demo {
     }
 
     /** A prediction with a broadcast model on every worker, and how it compared with the reference. */
-    private record Check(double millis, boolean match, String detail) {
-    }
+    private record Check(double millis, boolean match, String detail) {}
 
     /** One timed broadcast of a path and the prediction after it ({@code null}: none after this one). */
-    private record Run(double broadcastMillis, long d2h, long h2d, Check check) {
-    }
+    private record Run(double broadcastMillis, long d2h, long h2d, Check check) {}
 
     /** A model the demo broadcasts: a new version each time, and the prediction that checks the workers' copies. */
     private interface Subject {
@@ -498,7 +568,11 @@ final class Demo {
                 devices.append(w == 0 ? "" : " ").append(cluster.deviceOf(w));
             }
             setting = cluster.size() + " workers on platform " + Devices.platform() + " (devices " + devices + ")";
-            progress(String.format(Locale.ROOT, "cluster over %s: %s, started in %.1f s", transport, setting,
+            progress(String.format(
+                    Locale.ROOT,
+                    "cluster over %s: %s, started in %.1f s",
+                    transport,
+                    setting,
                     (System.nanoTime() - t0) / 1e9));
             List<ObjectRef> xr = client.scatter(data.xs());
             List<ObjectRef> yr = client.scatter(data.ys());
@@ -507,8 +581,11 @@ final class Demo {
             try (NearestNeighbors nn = new NearestNeighbors().nNeighbors(1)) {
                 Models models = fitted != null ? fitted : fit(client, transport, data, xr, yr, lr);
                 p = new Payload(nn, payload, client);
-                List<Subject> subjects = List.of(fitted(models.lr(), models, xr), fitted(models.km(), models, xr),
-                        fitted(models.rf(), models, xr), p);
+                List<Subject> subjects = List.of(
+                        fitted(models.lr(), models, xr),
+                        fitted(models.km(), models, xr),
+                        fitted(models.rf(), models, xr),
+                        p);
                 measure(client, transport, subjects);
                 sweep(client, transport, p, sweepSizes);
                 return models;
@@ -550,14 +627,17 @@ final class Demo {
                 for (int j = 0; j < FAMILIES.size(); j++) {
                     int f = (j + round) % FAMILIES.size();
                     Subject s = subjects.get(i);
-                    runs.get(i).get(f).add(run(client, s, FAMILIES.get(f), s.predictsEveryRun()
-                            || round == options.repeat() - 1));
+                    runs.get(i)
+                            .get(f)
+                            .add(run(
+                                    client, s, FAMILIES.get(f), s.predictsEveryRun() || round == options.repeat() - 1));
                 }
             }
         }
         for (int i = 0; i < subjects.size(); i++) {
             for (int f = 0; f < FAMILIES.size(); f++) {
-                rows.add(row(subjects.get(i), transport, FAMILIES.get(f), runs.get(i).get(f)));
+                rows.add(row(
+                        subjects.get(i), transport, FAMILIES.get(f), runs.get(i).get(f)));
             }
         }
     }
@@ -572,8 +652,8 @@ final class Demo {
                     int f = (j + round) % FAMILIES.size();
                     try (Version v = p.next(size)) {
                         long t0 = System.nanoTime();
-                        BroadcastResult r = client.broadcast(v.model(), BroadcastOptions.DEFAULT
-                                .family(FAMILIES.get(f)));
+                        BroadcastResult r =
+                                client.broadcast(v.model(), BroadcastOptions.DEFAULT.family(FAMILIES.get(f)));
                         ms[f][round] = (System.nanoTime() - t0) / 1e6;
                         reached(client, r);
                     }
@@ -612,16 +692,28 @@ final class Demo {
 
     private static Row row(Subject s, String transport, Family family, List<Run> runs) {
         double[] ms = runs.stream().mapToDouble(Run::broadcastMillis).toArray();
-        List<Check> checks = runs.stream().map(Run::check).filter(c -> c != null).toList();
+        List<Check> checks =
+                runs.stream().map(Run::check).filter(c -> c != null).toList();
         double[] predict = checks.stream().mapToDouble(Check::millis).toArray();
         boolean match = !checks.isEmpty() && checks.stream().allMatch(Check::match);
-        String detail = checks.stream().filter(c -> !c.match()).map(Check::detail).findFirst()
+        String detail = checks.stream()
+                .filter(c -> !c.match())
+                .map(Check::detail)
+                .findFirst()
                 .orElse(checks.isEmpty() ? "not checked" : checks.getLast().detail());
-        return new Row(s.name(), transport, family.wireName(), s.modelBytes(), Stats.median(ms),
-                Arrays.stream(ms).min().orElseThrow(), Arrays.stream(ms).max().orElseThrow(),
+        return new Row(
+                s.name(),
+                transport,
+                family.wireName(),
+                s.modelBytes(),
+                Stats.median(ms),
+                Arrays.stream(ms).min().orElseThrow(),
+                Arrays.stream(ms).max().orElseThrow(),
                 runs.stream().mapToLong(Run::d2h).max().orElseThrow(),
-                runs.stream().mapToLong(Run::h2d).max().orElseThrow(), predict.length == 0 ? 0 : Stats.median(predict),
-                match, detail);
+                runs.stream().mapToLong(Run::h2d).max().orElseThrow(),
+                predict.length == 0 ? 0 : Stats.median(predict),
+                match,
+                detail);
     }
 
     /** A model fitted on the workers: each version a copy; checked against the reference predictions. */
@@ -686,7 +778,9 @@ final class Demo {
                 }
                 default -> {
                     int[] got = back.get(p).toIntArray();
-                    int[] want = model instanceof KMeans ? models.kmExpected().get(p) : models.rfExpected().get(p);
+                    int[] want = model instanceof KMeans
+                            ? models.kmExpected().get(p)
+                            : models.rfExpected().get(p);
                     for (int i = 0; i < want.length; i++) {
                         differ += got[i] == want[i] ? 0 : 1;
                     }
@@ -697,8 +791,7 @@ final class Demo {
         }
         String detail = switch (model) {
             case LinearRegression m -> String.format(Locale.ROOT, "vs single-process fit: max |diff| %.1e", diff);
-            case KMeans m -> String.format(Locale.ROOT, "labels vs single-process fit: %d of %d differ", differ,
-                    total);
+            case KMeans m -> String.format(Locale.ROOT, "labels vs single-process fit: %d of %d differ", differ, total);
             default -> String.format(Locale.ROOT, "vs the client's model: %d of %d differ", differ, total);
         };
         return new Check(millis, match, detail);
@@ -744,7 +837,7 @@ final class Demo {
         @Override
         public Version next() {
             nn.fit(rows);
-            return new Version(nn, () -> { });
+            return new Version(nn, () -> {});
         }
 
         /** No: the CPU backend of the emulated device copies the whole model to the heap for each query. */
@@ -755,11 +848,11 @@ final class Demo {
 
         /** A version of {@code bytes} (the first rows). */
         Version next(long bytes) {
-            try (NdArray prefix = NdArray.view(rows.buffer(), 0, DType.FLOAT32, Order.C, bytes / PAYLOAD_ROW_BYTES,
-                    PAYLOAD_COLS)) {
+            try (NdArray prefix =
+                    NdArray.view(rows.buffer(), 0, DType.FLOAT32, Order.C, bytes / PAYLOAD_ROW_BYTES, PAYLOAD_COLS)) {
                 nn.fit(prefix);
             }
-            return new Version(nn, () -> { });
+            return new Version(nn, () -> {});
         }
 
         /** Query {@code j} of worker {@code w}: a row number of the model, spread over all of them. */
@@ -773,8 +866,12 @@ final class Demo {
             NdArray q = NdArray.empty(rows.buffer().allocator(), DType.FLOAT32, Order.C, QUERIES, PAYLOAD_COLS);
             try {
                 for (int j = 0; j < QUERIES; j++) {
-                    CopyEngine.copy(rows.buffer(), queryRow(w, j) * PAYLOAD_ROW_BYTES, q.buffer(),
-                            j * PAYLOAD_ROW_BYTES, PAYLOAD_ROW_BYTES);
+                    CopyEngine.copy(
+                            rows.buffer(),
+                            queryRow(w, j) * PAYLOAD_ROW_BYTES,
+                            q.buffer(),
+                            j * PAYLOAD_ROW_BYTES,
+                            PAYLOAD_ROW_BYTES);
                 }
                 return q;
             } catch (RuntimeException | Error e) {
@@ -803,9 +900,17 @@ final class Demo {
                         far = Math.max(far, dist[j]);
                     }
                 }
-                return new Check(millis, wrong == 0, String.format(Locale.ROOT, "%d query rows of the model per "
-                        + "worker: %d of %d did not find themselves; largest distance to the row found %.1e", QUERIES,
-                        wrong, (long) QUERIES * workers, far));
+                return new Check(
+                        millis,
+                        wrong == 0,
+                        String.format(
+                                Locale.ROOT,
+                                "%d query rows of the model per "
+                                        + "worker: %d of %d did not find themselves; largest distance to the row found %.1e",
+                                QUERIES,
+                                wrong,
+                                (long) QUERIES * workers,
+                                far));
             } finally {
                 found.forEach(Neighbors::close);
             }
@@ -835,8 +940,8 @@ final class Demo {
         return out;
     }
 
-    private Models fit(Client client, String transport, Data data, List<ObjectRef> xr, List<ObjectRef> yr,
-            List<ObjectRef> lr) {
+    private Models fit(
+            Client client, String transport, Data data, List<ObjectRef> xr, List<ObjectRef> yr, List<ObjectRef> lr) {
         int k = data.clusters();
         progress("fitting LinearRegression on the workers over " + transport + " (partials, merged on the client)");
         long t0 = System.nanoTime();
@@ -848,7 +953,8 @@ final class Demo {
                 KMeans.Candidates c = new KMeans().nClusters(k).seed(1).partialInit(data.x(), options.seed());
                 NdArray start = new KMeans().nClusters(k).seed(1).initialCenters(List.of(c));
                 KMeans kmSingle = newKMeans(k).fit(data.x(), start)) {
-            double coefDiff = maxDiff(lrModel.coef().toFloatArray(), single.coef().toFloatArray());
+            double coefDiff =
+                    maxDiff(lrModel.coef().toFloatArray(), single.coef().toFloatArray());
             double interceptDiff = Math.abs(lrModel.intercept() - single.intercept());
             double scale = 1 + Math.abs(single.intercept());
             for (float v : single.coef().toFloatArray()) {
@@ -856,33 +962,59 @@ final class Demo {
             }
             // float32 data gives float32 coefficients, summed per partition here and in one pass there: they agree
             // to a few dozen float32 ulps, not to 1e-6 absolute.
-            fits.add(new Fit("LinearRegression", lrMillis, Math.max(coefDiff, interceptDiff) <= 1e-5 * scale,
-                    String.format(Locale.ROOT, "float32 coefficients vs a single-process fit: max |diff| %.1e, "
-                            + "intercept |diff| %.1e (tolerance 1e-5 x %.1f)", coefDiff, interceptDiff, scale)));
+            fits.add(new Fit(
+                    "LinearRegression",
+                    lrMillis,
+                    Math.max(coefDiff, interceptDiff) <= 1e-5 * scale,
+                    String.format(
+                            Locale.ROOT,
+                            "float32 coefficients vs a single-process fit: max |diff| %.1e, "
+                                    + "intercept |diff| %.1e (tolerance 1e-5 x %.1f)",
+                            coefDiff,
+                            interceptDiff,
+                            scale)));
 
             progress("fitting KMeans k=" + k + " on the workers (a Lloyd round per iteration, from the same first "
                     + "centers as a single-process fit)");
             t0 = System.nanoTime();
             kmModel = Distributed.fit(client, newKMeans(k), xr, start);
             double kmMillis = (System.nanoTime() - t0) / 1e6;
-            double centerDiff = maxDiff(kmModel.clusterCenters().toFloatArray(),
+            double centerDiff = maxDiff(
+                    kmModel.clusterCenters().toFloatArray(),
                     kmSingle.clusterCenters().toFloatArray());
-            fits.add(new Fit("KMeans", kmMillis, centerDiff <= 1e-3, String.format(Locale.ROOT, "centers vs a "
-                    + "single-process fit from the same first centers: max |diff| %.1e (tolerance 1e-3); %d and %d "
-                    + "iterations", centerDiff, kmModel.nIter(), kmSingle.nIter())));
+            fits.add(new Fit(
+                    "KMeans",
+                    kmMillis,
+                    centerDiff <= 1e-3,
+                    String.format(
+                            Locale.ROOT,
+                            "centers vs a "
+                                    + "single-process fit from the same first centers: max |diff| %.1e (tolerance 1e-3); %d and %d "
+                                    + "iterations",
+                            centerDiff,
+                            kmModel.nIter(),
+                            kmSingle.nIter())));
 
             progress("fitting RandomForestClassifier (" + options.trees() + " trees) on the workers (each partition "
                     + "grows its share of the trees, the client concatenates them)");
             t0 = System.nanoTime();
-            rfModel = Distributed.fit(client, new RandomForestClassifier().nEstimators(options.trees()).maxDepth(8)
-                    .seed(options.seed()).nClasses(k), xr, lr);
+            rfModel = Distributed.fit(
+                    client,
+                    new RandomForestClassifier()
+                            .nEstimators(options.trees())
+                            .maxDepth(8)
+                            .seed(options.seed())
+                            .nClasses(k),
+                    xr,
+                    lr);
             double rfMillis = (System.nanoTime() - t0) / 1e6;
             List<float[]> lrExpected = new ArrayList<>();
             List<int[]> kmExpected = new ArrayList<>();
             List<int[]> rfExpected = new ArrayList<>();
             long right = 0;
             for (int p = 0; p < data.xs().size(); p++) {
-                try (NdArray a = single.predict(data.xs().get(p)); NdArray l = kmSingle.predict(data.xs().get(p));
+                try (NdArray a = single.predict(data.xs().get(p));
+                        NdArray l = kmSingle.predict(data.xs().get(p));
                         NdArray f = rfModel.predict(data.xs().get(p))) {
                     lrExpected.add(a.toFloatArray());
                     kmExpected.add(l.toIntArray());
@@ -894,9 +1026,16 @@ final class Demo {
                     }
                 }
             }
-            fits.add(new Fit("RandomForestClassifier", rfMillis, true, String.format(Locale.ROOT, "%d trees; "
-                    + "training accuracy %.4f; broadcasts are checked against the client's own model",
-                    rfModel.info().trees(), right / (double) data.x().dim(0))));
+            fits.add(new Fit(
+                    "RandomForestClassifier",
+                    rfMillis,
+                    true,
+                    String.format(
+                            Locale.ROOT,
+                            "%d trees; "
+                                    + "training accuracy %.4f; broadcasts are checked against the client's own model",
+                            rfModel.info().trees(),
+                            right / (double) data.x().dim(0))));
             return new Models(lrModel, kmModel, rfModel, lrExpected, kmExpected, rfExpected);
         } catch (RuntimeException | Error e) {
             lrModel.close();
@@ -970,37 +1109,65 @@ final class Demo {
         out.println();
         out.println("fits on the workers (" + results.setting() + "):");
         for (Fit f : results.fits()) {
-            out.printf(Locale.ROOT, "  %-24s %9.1f ms  %-8s %s%n", f.model(), f.millis(), f.match() ? "MATCH"
-                    : "MISMATCH", f.detail());
+            out.printf(
+                    Locale.ROOT,
+                    "  %-24s %9.1f ms  %-8s %s%n",
+                    f.model(),
+                    f.millis(),
+                    f.match() ? "MATCH" : "MISMATCH",
+                    f.detail());
         }
         for (String model : results.modelNames()) {
             List<Row> rs = results.rowsOf(model);
             out.println();
             out.println(model + " (" + Info.bytes(rs.getFirst().modelBytes()) + "):");
-            out.printf(Locale.ROOT, "  %-12s %12s %15s %15s %15s %11s  %s%n", "path", "broadcast ms", "min-max ms",
-                    "D2H bytes", "H2D bytes", "predict ms", "check");
+            out.printf(
+                    Locale.ROOT,
+                    "  %-12s %12s %15s %15s %15s %11s  %s%n",
+                    "path",
+                    "broadcast ms",
+                    "min-max ms",
+                    "D2H bytes",
+                    "H2D bytes",
+                    "predict ms",
+                    "check");
             for (Row r : rs) {
-                out.printf(Locale.ROOT, "  %-12s %12s %15s %,15d %,15d %11s  %s (%s)%n", r.path(),
-                        Verdict.ms(r.broadcastMillis()), Verdict.ms(r.broadcastMinMillis()) + "-"
-                        + Verdict.ms(r.broadcastMaxMillis()), r.d2h(), r.h2d(), Verdict.ms(r.predictMillis()),
-                        r.match() ? "MATCH" : "MISMATCH", r.detail());
+                out.printf(
+                        Locale.ROOT,
+                        "  %-12s %12s %15s %,15d %,15d %11s  %s (%s)%n",
+                        r.path(),
+                        Verdict.ms(r.broadcastMillis()),
+                        Verdict.ms(r.broadcastMinMillis()) + "-" + Verdict.ms(r.broadcastMaxMillis()),
+                        r.d2h(),
+                        r.h2d(),
+                        Verdict.ms(r.predictMillis()),
+                        r.match() ? "MATCH" : "MISMATCH",
+                        r.detail());
             }
         }
         if (!results.sweep().isEmpty()) {
             out.println();
             out.println("sweep: median broadcast ms of the payload model by size (the report plots it):");
-            List<Long> sizes = results.sweep().stream().map(SweepPoint::bytes).distinct().sorted().toList();
+            List<Long> sizes = results.sweep().stream()
+                    .map(SweepPoint::bytes)
+                    .distinct()
+                    .sorted()
+                    .toList();
             StringBuilder head = new StringBuilder(String.format(Locale.ROOT, "  %-12s", "path"));
             for (long s : sizes) {
                 head.append(String.format(Locale.ROOT, " %10s", Report.size(s)));
             }
             out.println(head);
-            List<String> paths = results.sweep().stream().map(SweepPoint::path).distinct().toList();
+            List<String> paths =
+                    results.sweep().stream().map(SweepPoint::path).distinct().toList();
             for (String path : paths) {
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %-12s", path));
                 for (long s : sizes) {
-                    String cell = results.sweep().stream().filter(p -> p.path().equals(path) && p.bytes() == s)
-                            .findFirst().map(p -> Verdict.ms(p.broadcastMillis())).orElse("-");
+                    String cell = results.sweep().stream()
+                            .filter(p -> p.path().equals(path) && p.bytes() == s)
+                            .findFirst()
+                            .map(p -> Verdict.ms(p.broadcastMillis()))
+                            .orElse("-");
                     line.append(String.format(Locale.ROOT, " %10s", cell));
                 }
                 out.println(line);

@@ -14,8 +14,8 @@ import java.util.List;
  * @param sweep broadcast times of the payload model at each size, per transport and family
  * @param skipped the transports not measured, and why
  */
-record DemoResults(String setting, int repeat, List<Fit> fits, List<Row> rows, List<SweepPoint> sweep,
-        List<Skipped> skipped) {
+record DemoResults(
+        String setting, int repeat, List<Fit> fits, List<Row> rows, List<SweepPoint> sweep, List<Skipped> skipped) {
     DemoResults {
         fits = List.copyOf(fits);
         rows = List.copyOf(rows);
@@ -39,9 +39,19 @@ record DemoResults(String setting, int repeat, List<Fit> fits, List<Row> rows, L
      * @param match whether the predictions of every run agree with the reference
      * @param detail how they were compared
      */
-    record Row(String model, String transport, String family, long modelBytes, double broadcastMillis,
-            double broadcastMinMillis, double broadcastMaxMillis, long d2h, long h2d, double predictMillis,
-            boolean match, String detail) {
+    record Row(
+            String model,
+            String transport,
+            String family,
+            long modelBytes,
+            double broadcastMillis,
+            double broadcastMinMillis,
+            double broadcastMaxMillis,
+            long d2h,
+            long h2d,
+            double predictMillis,
+            boolean match,
+            String detail) {
         /** {@code transport / family}. */
         String path() {
             return transport + " / " + family;
@@ -54,8 +64,7 @@ record DemoResults(String setting, int repeat, List<Fit> fits, List<Row> rows, L
     }
 
     /** A fit on the workers and how it compares with the single-process fit. */
-    record Fit(String model, double millis, boolean match, String detail) {
-    }
+    record Fit(String model, double millis, boolean match, String detail) {}
 
     /**
      * The median broadcast time of the payload model at one size.
@@ -73,8 +82,7 @@ record DemoResults(String setting, int repeat, List<Fit> fits, List<Row> rows, L
     }
 
     /** A transport not measured, and why. */
-    record Skipped(String transport, String reason) {
-    }
+    record Skipped(String transport, String reason) {}
 
     /** The models in the order first measured. */
     List<String> modelNames() {
@@ -94,6 +102,8 @@ record DemoResults(String setting, int repeat, List<Fit> fits, List<Row> rows, L
 
     /** Whether every fit and every path matched its reference (and something was measured). */
     boolean allMatch() {
-        return !rows.isEmpty() && fits.stream().allMatch(Fit::match) && rows.stream().allMatch(Row::match);
+        return !rows.isEmpty()
+                && fits.stream().allMatch(Fit::match)
+                && rows.stream().allMatch(Row::match);
     }
 }

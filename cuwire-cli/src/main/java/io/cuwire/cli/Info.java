@@ -22,11 +22,12 @@ public record Info(Devices.Selection selection, List<Transports.Status> transpor
 
     public void print(PrintStream out) {
         for (Device d : selection.devices()) {
-            out.printf("device %d: platform=%s name=\"%s\" memory=%s free=%s%n", d.ordinal(), d.platform(), d.name(),
-                    bytes(d.totalMemory()), bytes(d.freeMemory()));
+            out.printf(
+                    "device %d: platform=%s name=\"%s\" memory=%s free=%s%n",
+                    d.ordinal(), d.platform(), d.name(), bytes(d.totalMemory()), bytes(d.freeMemory()));
         }
-        out.println("platform: " + selection.platform() + " chosen; passed over: "
-                + passedOver(selection.passedOver()));
+        out.println(
+                "platform: " + selection.platform() + " chosen; passed over: " + passedOver(selection.passedOver()));
         for (Transports.Status t : transports) {
             out.println("transport " + t.name() + ": " + t.availability());
         }

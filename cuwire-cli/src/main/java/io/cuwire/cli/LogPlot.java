@@ -24,6 +24,7 @@ final class LogPlot {
     private static final int BOTTOM = HEIGHT - 56;
     /** Points stay this far inside the plot area, so that their markers do too. */
     private static final int PAD = 10;
+
     private static final double RADIUS = 3.5;
     /** More y ticks than this and only the powers of ten get one. */
     private static final int MAX_TICKS = 12;
@@ -42,8 +43,7 @@ final class LogPlot {
         }
     }
 
-    private LogPlot() {
-    }
+    private LogPlot() {}
 
     /** The plot as an {@code svg} element of class {@code sweep}; {@code xTick} labels the x values. */
     static String svg(String title, String xLabel, String yLabel, List<Series> series, DoubleFunction<String> xTick) {
@@ -63,16 +63,27 @@ final class LogPlot {
             }
         }
         StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg class=\"sweep\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                + "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">%n", WIDTH, HEIGHT,
-                WIDTH, HEIGHT));
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"18\" font-weight=\"bold\">%s</text>%n", LEFT,
-                Report.esc(title)));
-        s.append(String.format(Locale.ROOT, "<rect class=\"plot-area\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                + "fill=\"none\" stroke=\"#888\"/>%n", LEFT, TOP, RIGHT - LEFT, BOTTOM - TOP));
+        s.append(String.format(
+                Locale.ROOT,
+                "<svg class=\"sweep\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                        + "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">%n",
+                WIDTH,
+                HEIGHT,
+                WIDTH,
+                HEIGHT));
+        s.append(String.format(
+                Locale.ROOT, "<text x=\"%d\" y=\"18\" font-weight=\"bold\">%s</text>%n", LEFT, Report.esc(title)));
+        s.append(String.format(
+                Locale.ROOT,
+                "<rect class=\"plot-area\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                        + "fill=\"none\" stroke=\"#888\"/>%n",
+                LEFT,
+                TOP,
+                RIGHT - LEFT,
+                BOTTOM - TOP));
         if (xs.isEmpty()) {
-            s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">no points to plot</text>%n", LEFT + PAD,
-                    (TOP + BOTTOM) / 2));
+            s.append(String.format(
+                    Locale.ROOT, "<text x=\"%d\" y=\"%d\">no points to plot</text>%n", LEFT + PAD, (TOP + BOTTOM) / 2));
         } else {
             double x0 = xs.first();
             double x1 = xs.last();
@@ -88,14 +99,27 @@ final class LogPlot {
                 series(s, a, line, xTick);
             }
         }
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
-                (LEFT + RIGHT) / 2, BOTTOM + 36, Report.esc(xLabel)));
-        s.append(String.format(Locale.ROOT, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
-                + "%d)\">%s</text>%n", (TOP + BOTTOM) / 2, (TOP + BOTTOM) / 2, Report.esc(yLabel)));
+        s.append(String.format(
+                Locale.ROOT,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
+                (LEFT + RIGHT) / 2,
+                BOTTOM + 36,
+                Report.esc(xLabel)));
+        s.append(String.format(
+                Locale.ROOT,
+                "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 " + "%d)\">%s</text>%n",
+                (TOP + BOTTOM) / 2,
+                (TOP + BOTTOM) / 2,
+                Report.esc(yLabel)));
         if (dropped > 0) {
-            s.append(String.format(Locale.ROOT, "<text class=\"caption\" x=\"%d\" y=\"%d\">%d point%s at 0 or below "
-                    + "not drawn (no place on a log axis)</text>%n", LEFT, HEIGHT - 4, dropped, dropped == 1 ? ""
-                    : "s"));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text class=\"caption\" x=\"%d\" y=\"%d\">%d point%s at 0 or below "
+                            + "not drawn (no place on a log axis)</text>%n",
+                    LEFT,
+                    HEIGHT - 4,
+                    dropped,
+                    dropped == 1 ? "" : "s"));
         }
         legend(s, series);
         return s.append("</svg>\n").toString();
@@ -116,20 +140,20 @@ final class LogPlot {
         }
     }
 
-    private static void axes(StringBuilder s, Axes a, TreeSet<Double> xs, double y0, double y1,
-            DoubleFunction<String> xTick) {
+    private static void axes(
+            StringBuilder s, Axes a, TreeSet<Double> xs, double y0, double y1, DoubleFunction<String> xTick) {
         s.append("<g class=\"axes\" stroke=\"#ddd\">\n");
         for (double x : xs) {
-            s.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>%n", a.x(x), TOP,
-                    a.x(x), BOTTOM));
+            s.append(String.format(
+                    Locale.ROOT, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>%n", a.x(x), TOP, a.x(x), BOTTOM));
         }
         List<Double> yTicks = yTicks(y0, y1, new double[] {1, 2, 5});
         if (yTicks.size() > MAX_TICKS) {
             yTicks = yTicks(y0, y1, new double[] {1});
         }
         for (double y : yTicks) {
-            s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>%n", LEFT, a.y(y),
-                    RIGHT, a.y(y)));
+            s.append(String.format(
+                    Locale.ROOT, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>%n", LEFT, a.y(y), RIGHT, a.y(y)));
         }
         s.append("</g>\n<g class=\"ticks\" fill=\"#333\">\n");
         // labelled from the largest down; a label that would touch the one right of it is left out (its grid line
@@ -140,15 +164,23 @@ final class LogPlot {
             String label = xTick.apply(x);
             double half = labelWidth(label) / 2;
             if (a.x(x) + half + 4 <= right - rightHalf) {
-                s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
-                        a.x(x), BOTTOM + 16, Report.esc(label)));
+                s.append(String.format(
+                        Locale.ROOT,
+                        "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>%n",
+                        a.x(x),
+                        BOTTOM + 16,
+                        Report.esc(label)));
                 right = a.x(x);
                 rightHalf = half;
             }
         }
         for (double y : yTicks) {
-            s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n", LEFT - 6,
-                    a.y(y) + 4, tick(y)));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n",
+                    LEFT - 6,
+                    a.y(y) + 4,
+                    tick(y)));
         }
         s.append("</g>\n");
     }
@@ -168,10 +200,16 @@ final class LogPlot {
     }
 
     private static void series(StringBuilder s, Axes a, Series line, DoubleFunction<String> xTick) {
-        List<double[]> points = new ArrayList<>(line.points().stream().filter(LogPlot::drawable).toList());
+        List<double[]> points =
+                new ArrayList<>(line.points().stream().filter(LogPlot::drawable).toList());
         points.sort(Comparator.comparingDouble(p -> p[0]));
-        s.append("<g class=\"series\" data-series=\"").append(Report.esc(line.name())).append("\" stroke=\"")
-                .append(line.color()).append("\" fill=\"").append(line.color()).append("\">\n");
+        s.append("<g class=\"series\" data-series=\"")
+                .append(Report.esc(line.name()))
+                .append("\" stroke=\"")
+                .append(line.color())
+                .append("\" fill=\"")
+                .append(line.color())
+                .append("\">\n");
         if (points.size() > 1) {
             s.append("<polyline fill=\"none\" stroke-width=\"1.5\"");
             if (!line.dash().isEmpty()) {
@@ -185,9 +223,15 @@ final class LogPlot {
             s.append("\"/>\n");
         }
         for (double[] p : points) {
-            s.append(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"><title>%s: %s, %s ms"
-                    + "</title></circle>%n", a.x(p[0]), a.y(p[1]), RADIUS, Report.esc(line.name()),
-                    Report.esc(xTick.apply(p[0])), Verdict.ms(p[1])));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"><title>%s: %s, %s ms" + "</title></circle>%n",
+                    a.x(p[0]),
+                    a.y(p[1]),
+                    RADIUS,
+                    Report.esc(line.name()),
+                    Report.esc(xTick.apply(p[0])),
+                    Verdict.ms(p[1])));
         }
         s.append("</g>\n");
     }
@@ -196,11 +240,17 @@ final class LogPlot {
         s.append("<g class=\"legend\">\n");
         int y = TOP + 8;
         for (Series line : series) {
-            s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
-                    + "stroke-width=\"2\"%s/>", RIGHT + 14, y, RIGHT + 40, y, line.color(), line.dash().isEmpty() ? ""
-                    : " stroke-dasharray=\"" + line.dash() + "\""));
-            s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text>%n", RIGHT + 46, y + 4,
-                    Report.esc(line.name())));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" " + "stroke-width=\"2\"%s/>",
+                    RIGHT + 14,
+                    y,
+                    RIGHT + 40,
+                    y,
+                    line.color(),
+                    line.dash().isEmpty() ? "" : " stroke-dasharray=\"" + line.dash() + "\""));
+            s.append(String.format(
+                    Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text>%n", RIGHT + 46, y + 4, Report.esc(line.name())));
             y += 18;
         }
         s.append("</g>\n");

@@ -40,8 +40,7 @@ public final class Main {
             + "ipc (cuda family), each in turn and pipelined, cold, warm and unchanged, against the raw peer copy, and "
             + "with one worker over tcp with the java family.";
 
-    private Main() {
-    }
+    private Main() {}
 
     public static void main(String[] args) {
         if (System.getProperty("java.util.logging.config.file") == null) {
@@ -75,8 +74,10 @@ public final class Main {
     private static int refuse(ParameterException ex, PrintWriter err) {
         CommandLine c = ex.getCommandLine();
         String message = ex.getMessage();
-        if (ex instanceof CommandLine.UnmatchedArgumentException u && !c.getSubcommands().isEmpty()
-                && !u.getUnmatched().isEmpty() && !u.getUnmatched().getFirst().startsWith("-")) {
+        if (ex instanceof CommandLine.UnmatchedArgumentException u
+                && !c.getSubcommands().isEmpty()
+                && !u.getUnmatched().isEmpty()
+                && !u.getUnmatched().getFirst().startsWith("-")) {
             message = "unknown command '" + u.getUnmatched().getFirst() + "'";
             if (c.getCommand() instanceof Bench) {
                 message += "; " + Bench.WHICH;
@@ -97,30 +98,49 @@ public final class Main {
 
     /** {@code -h}, {@code --help} of every command. */
     static final class HelpOption {
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
+        @Option(
+                names = {"-h", "--help"},
+                usageHelp = true,
+                description = "this text")
         boolean help;
     }
 
-    @Command(name = "cuwire", synopsisHeading = "usage: ", customSynopsis = "cuwire <command> [arguments]",
+    @Command(
+            name = "cuwire",
+            synopsisHeading = "usage: ",
+            customSynopsis = "cuwire <command> [arguments]",
             description = "Moves GPU-resident ML models between a client and workers as header + device frames.",
             commandListHeading = "%ncommands:%n",
-            footer = {"", "the ./cuwire launcher also runs:",
+            footer = {
+                "",
+                "the ./cuwire launcher also runs:",
                 "  build    compile and package every module (mvn package, no tests)",
                 "  test     run the whole test suite (mvn verify)",
                 "  bundle   a self-contained directory for GPU hosts (Java runtime, jars, tests)",
                 "  bench serialization, bench model-transfer   the JMH and two-JVM benchmarks (cuwire-bench's class "
                         + "path)",
-                    "", "JVM options (e.g. -Dcuwire.device.platform=emulated) go in CUWIRE_JAVA_OPTS.",
-                    "'cuwire help COMMAND' or 'cuwire COMMAND --help' describes one command."},
-            subcommands = {DemoCommand.class, Worker.class, InfoCommand.class, Bench.class,
-                CommandLine.HelpCommand.class})
+                "",
+                "JVM options (e.g. -Dcuwire.device.platform=emulated) go in CUWIRE_JAVA_OPTS.",
+                "'cuwire help COMMAND' or 'cuwire COMMAND --help' describes one command."
+            },
+            subcommands = {
+                DemoCommand.class,
+                Worker.class,
+                InfoCommand.class,
+                Bench.class,
+                CommandLine.HelpCommand.class
+            })
     static final class Root implements Callable<Integer> {
         @Spec
         CommandSpec spec;
+
         final PrintStream out;
         final PrintStream err;
 
-        @Option(names = {"-h", "--help"}, usageHelp = true, description = "this text")
+        @Option(
+                names = {"-h", "--help"},
+                usageHelp = true,
+                description = "this text")
         boolean help;
 
         Root(PrintStream out, PrintStream err) {
@@ -144,7 +164,11 @@ public final class Main {
         return (Root) s.userObject();
     }
 
-    @Command(name = "demo", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "demo",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = DEMO_HELP)
     static final class DemoCommand implements Callable<Integer> {
         @Spec
@@ -170,12 +194,16 @@ public final class Main {
         }
     }
 
-    @Command(name = "worker", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "worker",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = "A cluster worker started by hand: prints '" + StandaloneWorker.LISTENING + " ADDRESS', "
-                + "serves the first client that authenticates with the cluster secret (hex, at least 16 bytes, from "
-                + WorkerCommand.SECRET_VARIABLE + " or else the first line of standard input, never the command "
-                + "line) and exits when that client goes or closes the cluster. It logs why it stopped, and each "
-                + "connection or peer it refused (rate-limited), on standard error.")
+                    + "serves the first client that authenticates with the cluster secret (hex, at least 16 bytes, from "
+                    + WorkerCommand.SECRET_VARIABLE + " or else the first line of standard input, never the command "
+                    + "line) and exits when that client goes or closes the cluster. It logs why it stopped, and each "
+                    + "connection or peer it refused (rate-limited), on standard error.")
     static final class Worker implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -193,7 +221,9 @@ public final class Main {
         }
     }
 
-    @Command(name = "info", synopsisHeading = "usage: ",
+    @Command(
+            name = "info",
+            synopsisHeading = "usage: ",
             description = "Devices, the chosen platform and the transports usable here.")
     static final class InfoCommand implements Callable<Integer> {
         @Spec
@@ -215,8 +245,11 @@ public final class Main {
         }
     }
 
-    @Command(name = "bench", synopsisHeading = "usage: ", description = "The benchmarks; 'cuwire bench BENCHMARK "
-            + "--help' describes one.", commandListHeading = "%nbenchmarks:%n",
+    @Command(
+            name = "bench",
+            synopsisHeading = "usage: ",
+            description = "The benchmarks; 'cuwire bench BENCHMARK " + "--help' describes one.",
+            commandListHeading = "%nbenchmarks:%n",
             subcommands = {Copy.class, Transfer.class, Broadcast.class, Estimators.class, Roofline.class})
     static final class Bench implements Callable<Integer> {
         static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, roofline "
@@ -273,9 +306,13 @@ public final class Main {
         }
     }
 
-    @Command(name = "copy", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "copy",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = "Copy bandwidth of the CUDA device: host to device and back (pinned and pageable), device "
-                + "to device and to a second GPU. Needs a CUDA device.")
+                    + "to device and to a second GPU. Needs a CUDA device.")
     static final class Copy extends BenchCommand<CopyBenchmark.Options> {
         @Mixin
         CopyBenchmark.Args args;
@@ -295,7 +332,11 @@ public final class Main {
         }
     }
 
-    @Command(name = "roofline", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "roofline",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = "LinearRegression and KMeans predict against the device copy bandwidth and against a "
                     + "read-only pass over X in the same run.")
     static final class Roofline extends BenchCommand<RooflineBench.Options> {
@@ -314,7 +355,11 @@ public final class Main {
         }
     }
 
-    @Command(name = "transfer", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "transfer",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = "A model between two processes, per transport, family and size (tls: TCP inside TLS).")
     static final class Transfer extends BenchCommand<TransferBench.Options> {
         @Mixin
@@ -331,7 +376,11 @@ public final class Main {
         }
     }
 
-    @Command(name = "broadcast", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "broadcast",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = BROADCAST_HELP)
     static final class Broadcast extends BenchCommand<ModelBroadcastBench.Options> {
         @Mixin
@@ -348,7 +397,11 @@ public final class Main {
         }
     }
 
-    @Command(name = "estimators", synopsisHeading = "usage: ", sortOptions = false, sortSynopsis = false,
+    @Command(
+            name = "estimators",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
             description = "Fit and predict time per estimator on device 0 and the CPU, checked against the CPU (and "
                     + "scikit-learn's beside the CPU's with --peer sklearn).")
     static final class Estimators extends BenchCommand<EstimatorBench.Options> {

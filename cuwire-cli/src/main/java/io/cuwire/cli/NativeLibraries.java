@@ -6,8 +6,7 @@ import java.lang.foreign.SymbolLookup;
 
 /** Finds shared libraries the way the dynamic linker would, without keeping them loaded. */
 public final class NativeLibraries {
-    private NativeLibraries() {
-    }
+    private NativeLibraries() {}
 
     /**
      * Whether {@code name} (e.g. {@code libucp.so.0}) can be loaded. The library is opened and closed again at once;

@@ -24,12 +24,11 @@ final class Report {
     private static final int BAR = 220;
     private static final int ROW = 22;
     /** Series colors by family and dashes by transport in the sweep plot. */
-    private static final Map<String, String> COLORS = Map.of("cuda", "#4C78A8", "host", "#F58518", "java",
-            "#E45756");
+    private static final Map<String, String> COLORS = Map.of("cuda", "#4C78A8", "host", "#F58518", "java", "#E45756");
+
     private static final Map<String, String> DASHES = Map.of("tcp", "", "ipc", "7 3", "ucx", "2 3");
 
-    private Report() {
-    }
+    private Report() {}
 
     /** Writes {@code dir/index.html}; returns its path. */
     static Path write(DemoResults results, List<Verdict> verdicts, Path dir) throws IOException {
@@ -51,35 +50,61 @@ final class Report {
         h.append("<h1>cuwire demo</h1>\n<p>").append(esc(results.setting())).append("</p>\n");
         h.append("<section id=\"verdict\"><h2>Verdict</h2>\n<ul>\n");
         for (Verdict v : verdicts) {
-            h.append("<li class=\"").append(v.cudaAhead() ? "ahead" : "behind").append("\">").append(esc(v.text()))
+            h.append("<li class=\"")
+                    .append(v.cudaAhead() ? "ahead" : "behind")
+                    .append("\">")
+                    .append(esc(v.text()))
                     .append("</li>\n");
         }
         h.append("</ul>\n<p>Computed from the tables below: per model, the fastest cuda path against java over tcp "
-                + "(JDK serialization, the pickle baseline) and the fastest path of another family; broadcast times "
-                + "are the median of ").append(results.repeat()).append(" timed broadcasts per path, after one "
-                + "untimed broadcast of every path.</p>\n</section>\n");
+                        + "(JDK serialization, the pickle baseline) and the fastest path of another family; broadcast times "
+                        + "are the median of ")
+                .append(results.repeat())
+                .append(" timed broadcasts per path, after one "
+                        + "untimed broadcast of every path.</p>\n</section>\n");
         h.append("<h2>Fits on the workers</h2>\n<table><tr><th>model</th><th>fit ms</th><th>check</th><th>detail</th>"
                 + "</tr>\n");
         for (DemoResults.Fit f : results.fits()) {
-            h.append("<tr><td>").append(esc(f.model())).append("</td><td>").append(Verdict.ms(f.millis()))
-                    .append("</td>").append(check(f.match())).append("<td class=\"detail\">").append(esc(f.detail()))
+            h.append("<tr><td>")
+                    .append(esc(f.model()))
+                    .append("</td><td>")
+                    .append(Verdict.ms(f.millis()))
+                    .append("</td>")
+                    .append(check(f.match()))
+                    .append("<td class=\"detail\">")
+                    .append(esc(f.detail()))
                     .append("</td></tr>\n");
         }
         h.append("</table>\n");
         for (String model : results.modelNames()) {
             List<Row> rows = results.rowsOf(model);
-            h.append("<h2>").append(esc(model)).append(" (").append(esc(Info.bytes(rows.getFirst().modelBytes())))
+            h.append("<h2>")
+                    .append(esc(model))
+                    .append(" (")
+                    .append(esc(Info.bytes(rows.getFirst().modelBytes())))
                     .append(")</h2>\n<table><tr><th>transport / family</th><th>broadcast ms</th><th>min–max ms</th>")
                     .append("<th>D2H bytes</th><th>H2D bytes</th><th>predict ms</th><th>check</th><th>detail</th>")
                     .append("</tr>\n");
             for (Row r : rows) {
-                h.append("<tr><td>").append(esc(r.path())).append("</td><td>").append(Verdict.ms(r.broadcastMillis()))
-                        .append("</td><td>").append(Verdict.ms(r.broadcastMinMillis())).append("–")
-                        .append(Verdict.ms(r.broadcastMaxMillis())).append("</td><td>")
-                        .append(String.format(Locale.ROOT, "%,d", r.d2h())).append("</td><td>")
-                        .append(String.format(Locale.ROOT, "%,d", r.h2d())).append("</td><td>")
-                        .append(Verdict.ms(r.predictMillis())).append("</td>").append(check(r.match()))
-                        .append("<td class=\"detail\">").append(esc(r.detail())).append("</td></tr>\n");
+                h.append("<tr><td>")
+                        .append(esc(r.path()))
+                        .append("</td><td>")
+                        .append(Verdict.ms(r.broadcastMillis()))
+                        .append("</td><td>")
+                        .append(Verdict.ms(r.broadcastMinMillis()))
+                        .append("–")
+                        .append(Verdict.ms(r.broadcastMaxMillis()))
+                        .append("</td><td>")
+                        .append(String.format(Locale.ROOT, "%,d", r.d2h()))
+                        .append("</td><td>")
+                        .append(String.format(Locale.ROOT, "%,d", r.h2d()))
+                        .append("</td><td>")
+                        .append(Verdict.ms(r.predictMillis()))
+                        .append("</td>")
+                        .append(check(r.match()))
+                        .append("<td class=\"detail\">")
+                        .append(esc(r.detail()))
+                        .append("</td></tr>\n");
             }
             h.append("</table>\n<div class=\"charts\">\n");
             h.append(chart("broadcast (ms)", rows, Row::broadcastMillis, "#4C78A8", Verdict::ms));
@@ -89,16 +114,25 @@ final class Report {
         }
         if (!results.sweep().isEmpty()) {
             h.append("<section id=\"sweep\"><h2>Broadcast time against model size</h2>\n");
-            h.append(LogPlot.svg("broadcast of the payload model to every worker", "model size (array bytes, log "
-                    + "scale)", "broadcast ms (log scale)", series(results.sweep()), v -> size((long) v)));
-            h.append("<p>Each point: the median of ").append(results.repeat()).append(" broadcasts of the payload "
-                    + "model at that size, refitted before each so that no worker holds it; the largest size is the "
-                    + "payload model's table above. Colors: the family; lines: the transport (tcp solid, ipc dashed, "
-                    + "ucx dotted).</p>\n</section>\n");
+            h.append(LogPlot.svg(
+                    "broadcast of the payload model to every worker",
+                    "model size (array bytes, log " + "scale)",
+                    "broadcast ms (log scale)",
+                    series(results.sweep()),
+                    v -> size((long) v)));
+            h.append("<p>Each point: the median of ")
+                    .append(results.repeat())
+                    .append(" broadcasts of the payload "
+                            + "model at that size, refitted before each so that no worker holds it; the largest size is the "
+                            + "payload model's table above. Colors: the family; lines: the transport (tcp solid, ipc dashed, "
+                            + "ucx dotted).</p>\n</section>\n");
         }
         h.append("<h2>Notes</h2>\n<ul>\n<li>").append(esc(Demo.JAVA_NOTE)).append(".</li>\n");
         for (DemoResults.Skipped s : results.skipped()) {
-            h.append("<li>transport ").append(esc(s.transport())).append(" skipped: ").append(esc(s.reason()))
+            h.append("<li>transport ")
+                    .append(esc(s.transport()))
+                    .append(" skipped: ")
+                    .append(esc(s.reason()))
                     .append("</li>\n");
         }
         h.append("<li>").append(esc(Demo.TABLE_NOTE)).append("</li>\n</ul>\n</body></html>\n");
@@ -116,15 +150,15 @@ final class Report {
         List<LogPlot.Series> series = new ArrayList<>();
         byPath.forEach((path, xy) -> {
             SweepPoint p = first.get(path);
-            series.add(new LogPlot.Series(path, COLORS.getOrDefault(p.family(), "#555"),
-                    DASHES.getOrDefault(p.transport(), "1 1"), xy));
+            series.add(new LogPlot.Series(
+                    path, COLORS.getOrDefault(p.family(), "#555"), DASHES.getOrDefault(p.transport(), "1 1"), xy));
         });
         return series;
     }
 
     /** A horizontal bar chart as inline SVG. */
-    private static String chart(String title, List<Row> rows, ToDoubleFunction<Row> value, String color,
-            DoubleFunction<String> format) {
+    private static String chart(
+            String title, List<Row> rows, ToDoubleFunction<Row> value, String color, DoubleFunction<String> format) {
         double max = 0;
         for (Row r : rows) {
             max = Math.max(max, value.applyAsDouble(r));
@@ -132,19 +166,36 @@ final class Report {
         int width = LABEL + BAR + 80;
         int height = 28 + rows.size() * ROW;
         StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                + "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n", width, height));
+        s.append(String.format(
+                Locale.ROOT,
+                "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                        + "height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">%n",
+                width,
+                height));
         s.append("<text x=\"0\" y=\"14\" font-weight=\"bold\">").append(title).append("</text>\n");
         for (int i = 0; i < rows.size(); i++) {
             double v = value.applyAsDouble(rows.get(i));
             int w = max > 0 ? (int) Math.round(v / max * BAR) : 0;
             int y = 22 + i * ROW;
-            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\">%s</text>", y + 14,
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text x=\"0\" y=\"%d\">%s</text>",
+                    y + 14,
                     esc(rows.get(i).path())));
-            s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>",
-                    LABEL, y + 3, Math.max(w, 1), ROW - 6, color));
-            s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" fill=\"#333\">%s</text>%n", LABEL + w + 4,
-                    y + 14, esc(format.apply(v))));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>",
+                    LABEL,
+                    y + 3,
+                    Math.max(w, 1),
+                    ROW - 6,
+                    color));
+            s.append(String.format(
+                    Locale.ROOT,
+                    "<text x=\"%d\" y=\"%d\" fill=\"#333\">%s</text>%n",
+                    LABEL + w + 4,
+                    y + 14,
+                    esc(format.apply(v))));
         }
         return s.append("</svg>\n").toString();
     }

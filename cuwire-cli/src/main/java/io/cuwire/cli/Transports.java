@@ -9,12 +9,10 @@ public final class Transports {
     /** The native library JUCX needs; Debian ships it in {@code libucx0}. */
     public static final String UCX_LIBRARY = "libucp.so.0";
 
-    private Transports() {
-    }
+    private Transports() {}
 
     /** A transport's name and whether it is available here. */
-    public record Status(String name, Availability availability) {
-    }
+    public record Status(String name, Availability availability) {}
 
     /** Every transport: in-process, TCP, UCX, IPC. */
     public static List<Status> detect(String platform) {

@@ -35,7 +35,9 @@ record Verdict(String model, boolean cudaAhead, String text) {
                 models.add(r.model());
             }
         }
-        return models.stream().map(m -> of(m, rows.stream().filter(r -> r.model().equals(m)).toList())).toList();
+        return models.stream()
+                .map(m -> of(m, rows.stream().filter(r -> r.model().equals(m)).toList()))
+                .toList();
     }
 
     /** The verdict on {@code model} from its rows (rows of other models are refused). */
@@ -58,30 +60,50 @@ record Verdict(String model, boolean cudaAhead, String text) {
         String head = phrase(best) + ": " + ms(best.broadcastMillis()) + " ms, " + Info.bytes(best.hostBytes())
                 + " through host";
         if (others.isEmpty()) {
-            return new Verdict(model, false, name + ": " + head + "; no other family was measured." + tail(best,
-                    rows));
+            return new Verdict(model, false, name + ": " + head + "; no other family was measured." + tail(best, rows));
         }
         Row fastest = others.stream().min(BY_BROADCAST).orElseThrow();
-        Row baseline = others.stream().filter(r -> r.transport().equals("tcp") && r.family().equals("java"))
-                .findFirst().orElseGet(() -> others.stream().max(BY_BROADCAST).orElseThrow());
+        Row baseline = others.stream()
+                .filter(r -> r.transport().equals("tcp") && r.family().equals("java"))
+                .findFirst()
+                .orElseGet(() -> others.stream().max(BY_BROADCAST).orElseThrow());
         StringBuilder s = new StringBuilder(name).append(": ");
         boolean ahead = best.broadcastMillis() < fastest.broadcastMillis();
         if (ahead) {
-            s.append(head).append("; ").append(phrase(baseline)).append(": ").append(ms(baseline.broadcastMillis()))
-                    .append(" ms (").append(ratio(baseline, best)).append(" slower)");
+            s.append(head)
+                    .append("; ")
+                    .append(phrase(baseline))
+                    .append(": ")
+                    .append(ms(baseline.broadcastMillis()))
+                    .append(" ms (")
+                    .append(ratio(baseline, best))
+                    .append(" slower)");
             if (fastest != baseline) {
-                s.append("; fastest other path, ").append(phrase(fastest)).append(": ")
-                        .append(ms(fastest.broadcastMillis())).append(" ms (").append(ratio(fastest, best))
+                s.append("; fastest other path, ")
+                        .append(phrase(fastest))
+                        .append(": ")
+                        .append(ms(fastest.broadcastMillis()))
+                        .append(" ms (")
+                        .append(ratio(fastest, best))
                         .append(" slower)");
             }
             if (overlap(best, fastest)) {
-                s.append(", but within the run-to-run spread of the two (").append(spread(best)).append(" against ")
-                        .append(spread(fastest)).append(")");
+                s.append(", but within the run-to-run spread of the two (")
+                        .append(spread(best))
+                        .append(" against ")
+                        .append(spread(fastest))
+                        .append(")");
             }
         } else {
-            s.append("cuda is not ahead: ").append(phrase(fastest)).append(" took ")
-                    .append(ms(fastest.broadcastMillis())).append(" ms, the fastest cuda path (").append(head)
-                    .append(") ").append(ratio(best, fastest)).append(" that. Why: ")
+            s.append("cuda is not ahead: ")
+                    .append(phrase(fastest))
+                    .append(" took ")
+                    .append(ms(fastest.broadcastMillis()))
+                    .append(" ms, the fastest cuda path (")
+                    .append(head)
+                    .append(") ")
+                    .append(ratio(best, fastest))
+                    .append(" that. Why: ")
                     .append(String.join("; ", reasons(best, fastest, rows)));
         }
         return new Verdict(model, ahead, s.append('.').append(tail(best, rows)).toString());
@@ -118,16 +140,23 @@ record Verdict(String model, boolean cudaAhead, String text) {
     /** What follows the comparison: a slow predict after the fastest cuda path, and any path that mismatched. */
     private static String tail(Row best, List<Row> rows) {
         StringBuilder s = new StringBuilder();
-        Optional<Row> quickest = rows.stream().filter(r -> r.predictMillis() > 0)
-                .min(Comparator.comparingDouble(Row::predictMillis));
-        if (quickest.isPresent() && best.predictMillis() > SLOW_PREDICT * quickest.get().predictMillis()) {
+        Optional<Row> quickest =
+                rows.stream().filter(r -> r.predictMillis() > 0).min(Comparator.comparingDouble(Row::predictMillis));
+        if (quickest.isPresent()
+                && best.predictMillis() > SLOW_PREDICT * quickest.get().predictMillis()) {
             Row q = quickest.get();
-            s.append(" Its predict took ").append(ms(best.predictMillis())).append(" ms, ")
+            s.append(" Its predict took ")
+                    .append(ms(best.predictMillis()))
+                    .append(" ms, ")
                     .append(String.format(Locale.ROOT, "%.1f", best.predictMillis() / q.predictMillis()))
-                    .append(" × the fastest (").append(ms(q.predictMillis())).append(" ms after ").append(phrase(q))
+                    .append(" × the fastest (")
+                    .append(ms(q.predictMillis()))
+                    .append(" ms after ")
+                    .append(phrase(q))
                     .append(").");
         }
-        List<String> bad = rows.stream().filter(r -> !r.match()).map(Verdict::phrase).toList();
+        List<String> bad =
+                rows.stream().filter(r -> !r.match()).map(Verdict::phrase).toList();
         if (!bad.isEmpty()) {
             s.append(" MISMATCH after ").append(String.join(", ", bad)).append(".");
         }

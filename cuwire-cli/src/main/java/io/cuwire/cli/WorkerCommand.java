@@ -23,20 +23,28 @@ import picocli.CommandLine.Option;
 final class WorkerCommand {
     static final String SECRET_VARIABLE = "CUWIRE_SECRET";
 
-    private WorkerCommand() {
-    }
+    private WorkerCommand() {}
 
     /** The options of {@code cuwire worker}, declared to picocli (the command mixes them in). */
     static final class Args {
-        @Option(names = "--listen", paramLabel = "ADDRESS", defaultValue = "tcp://127.0.0.1:0",
+        @Option(
+                names = "--listen",
+                paramLabel = "ADDRESS",
+                defaultValue = "tcp://127.0.0.1:0",
                 description = "where to listen, tcp://host:port (port 0: any) (default: ${DEFAULT-VALUE})")
         String listen;
 
-        @Option(names = "--device", paramLabel = "N", defaultValue = "0",
+        @Option(
+                names = "--device",
+                paramLabel = "N",
+                defaultValue = "0",
                 description = "the device the worker's models live on (default: ${DEFAULT-VALUE})")
         int device;
 
-        @Option(names = "--index", paramLabel = "N", defaultValue = "0",
+        @Option(
+                names = "--index",
+                paramLabel = "N",
+                defaultValue = "0",
                 description = "the worker's index in its cluster (default: ${DEFAULT-VALUE})")
         int index;
     }
@@ -67,13 +75,13 @@ final class WorkerCommand {
                 hex = new BufferedReader(new InputStreamReader(in, StandardCharsets.US_ASCII)).readLine();
             }
             if (hex == null || hex.isBlank()) {
-                throw new IllegalArgumentException("no cluster secret: set " + SECRET_VARIABLE + " or write it (hex)"
-                        + " on standard input");
+                throw new IllegalArgumentException(
+                        "no cluster secret: set " + SECRET_VARIABLE + " or write it (hex)" + " on standard input");
             }
             secret = HexFormat.of().parseHex(hex.strip());
             if (secret.length < 16) {
-                throw new IllegalArgumentException("the cluster secret has " + secret.length + " bytes (expected: "
-                        + ">= 16, as hex)");
+                throw new IllegalArgumentException(
+                        "the cluster secret has " + secret.length + " bytes (expected: " + ">= 16, as hex)");
             }
         } catch (IOException | IllegalArgumentException e) {
             err.println("cuwire worker: " + e.getMessage());

@@ -31,8 +31,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class HeadlessChromium implements AutoCloseable {
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
-    private static final List<String> NAMES = List.of("chromium", "chromium-browser", "google-chrome",
-            "google-chrome-stable");
+    private static final List<String> NAMES =
+            List.of("chromium", "chromium-browser", "google-chrome", "google-chrome-stable");
 
     private final Process process;
     private final WebSocket socket;
@@ -63,8 +63,8 @@ final class HeadlessChromium implements AutoCloseable {
                 + "Debian: apt-get install chromium, as .ci/run does)";
     }
 
-    private HeadlessChromium(Process process, WebSocket socket,
-            Map<Integer, CompletableFuture<Map<String, Object>>> pending) {
+    private HeadlessChromium(
+            Process process, WebSocket socket, Map<Integer, CompletableFuture<Map<String, Object>>> pending) {
         this.process = process;
         this.socket = socket;
         this.pending = pending;
@@ -75,9 +75,19 @@ final class HeadlessChromium implements AutoCloseable {
      * directory).
      */
     static HeadlessChromium start(Path binary, Path profile) throws IOException, InterruptedException {
-        ProcessBuilder b = new ProcessBuilder(binary.toString(), "--headless", "--no-sandbox", "--disable-gpu",
-                "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--hide-scrollbars",
-                "--window-size=1400,1000", "--remote-debugging-port=0", "--user-data-dir=" + profile, "about:blank")
+        ProcessBuilder b = new ProcessBuilder(
+                        binary.toString(),
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--no-first-run",
+                        "--no-default-browser-check",
+                        "--disable-extensions",
+                        "--hide-scrollbars",
+                        "--window-size=1400,1000",
+                        "--remote-debugging-port=0",
+                        "--user-data-dir=" + profile,
+                        "about:blank")
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD);
         b.environment().put("TMPDIR", profile.toString());
         Process p = b.start();
@@ -85,8 +95,11 @@ final class HeadlessChromium implements AutoCloseable {
             URI browser = devToolsAddress(p);
             URI page = pageAddress(browser);
             Map<Integer, CompletableFuture<Map<String, Object>>> pending = new ConcurrentHashMap<>();
-            WebSocket ws = HttpClient.newHttpClient().newWebSocketBuilder().connectTimeout(TIMEOUT)
-                    .buildAsync(page, new Listener(pending)).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            WebSocket ws = HttpClient.newHttpClient()
+                    .newWebSocketBuilder()
+                    .connectTimeout(TIMEOUT)
+                    .buildAsync(page, new Listener(pending))
+                    .get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
             return new HeadlessChromium(p, ws, pending);
         } catch (IOException | InterruptedException | RuntimeException | ExecutionException | TimeoutException e) {
             stop(p);
@@ -99,12 +112,13 @@ final class HeadlessChromium implements AutoCloseable {
         CompletableFuture<URI> found = new CompletableFuture<>();
         StringBuilder seen = new StringBuilder();
         Thread reader = Thread.ofPlatform().daemon().name("chromium-stderr").start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getErrorStream(),
-                    StandardCharsets.UTF_8))) {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null; ) {
                     int at = line.indexOf("DevTools listening on ");
                     if (at >= 0) {
-                        found.complete(URI.create(line.substring(at + "DevTools listening on ".length()).trim()));
+                        found.complete(URI.create(line.substring(at + "DevTools listening on ".length())
+                                .trim()));
                     } else if (!found.isDone() && seen.length() < 4000) {
                         seen.append(line).append('\n');
                     }
@@ -120,16 +134,17 @@ final class HeadlessChromium implements AutoCloseable {
             throw new IOException(e.getCause().getMessage(), e.getCause());
         } catch (TimeoutException e) {
             reader.interrupt();
-            throw new IOException("chromium did not print its DevTools address within " + TIMEOUT + "; it said:\n"
-                    + seen, e);
+            throw new IOException(
+                    "chromium did not print its DevTools address within " + TIMEOUT + "; it said:\n" + seen, e);
         }
     }
 
     /** The WebSocket address of the browser's first page, from {@code /json/list}. */
     private static URI pageAddress(URI browser) throws IOException, InterruptedException {
         URI list = URI.create("http://" + browser.getAuthority() + "/json/list");
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(list).timeout(TIMEOUT).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        String body = HttpClient.newHttpClient()
+                .send(HttpRequest.newBuilder(list).timeout(TIMEOUT).build(), HttpResponse.BodyHandlers.ofString())
+                .body();
         for (Object target : (List<?>) Json.parse(body)) {
             Map<?, ?> t = (Map<?, ?>) target;
             if ("page".equals(t.get("type"))) {
@@ -153,8 +168,8 @@ final class HeadlessChromium implements AutoCloseable {
 
     /** The value of {@code expression} in the page (a string, number, boolean, or null). */
     Object evaluate(String expression) throws IOException, InterruptedException {
-        Map<String, Object> r = call("Runtime.evaluate", "{\"expression\":" + Json.quote(expression)
-                + ",\"returnByValue\":true}");
+        Map<String, Object> r =
+                call("Runtime.evaluate", "{\"expression\":" + Json.quote(expression) + ",\"returnByValue\":true}");
         Map<?, ?> result = (Map<?, ?>) r.get("result");
         if (r.get("exceptionDetails") != null) {
             throw new IOException("the page threw: " + r.get("exceptionDetails"));

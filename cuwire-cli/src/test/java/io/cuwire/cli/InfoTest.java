@@ -41,7 +41,8 @@ class InfoTest {
     @Test
     void shouldOfferIpcOnCudaAndEmulatedOnly() {
         assertTrue(Transports.ipc("cuda").available());
-        assertEquals("emulated shared-memory handles", Transports.ipc("emulated").reason());
+        assertEquals(
+                "emulated shared-memory handles", Transports.ipc("emulated").reason());
         assertFalse(Transports.ipc("other").available());
     }
 
@@ -55,7 +56,10 @@ class InfoTest {
     void shouldNameTheLoadedUcxItsModulesAndWhetherItCarriesCuda() {
         Availability ucx = Transports.ucx();
         assumeTrue(ucx.available(), () -> "UCX does not load here: " + ucx.reason());
-        assertTrue(ucx.reason().matches("UCX \\d+\\.\\d+\\.\\d+.* \\(/.*libucp\\.so[.0-9]*\\), modules in /.*: .*; "
-                + "CUDA memory: (yes|no) .*"), ucx.reason());
+        assertTrue(
+                ucx.reason()
+                        .matches("UCX \\d+\\.\\d+\\.\\d+.* \\(/.*libucp\\.so[.0-9]*\\), modules in /.*: .*; "
+                                + "CUDA memory: (yes|no) .*"),
+                ucx.reason());
     }
 }

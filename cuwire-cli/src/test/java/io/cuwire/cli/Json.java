@@ -180,7 +180,7 @@ final class Json {
     }
 
     private IllegalArgumentException error(String what) {
-        return new IllegalArgumentException("JSON at " + at + ": " + what + " in "
-                + s.substring(0, Math.min(s.length(), 200)));
+        return new IllegalArgumentException(
+                "JSON at " + at + ": " + what + " in " + s.substring(0, Math.min(s.length(), 200)));
     }
 }

@@ -66,8 +66,10 @@ class ReportBrowserTest {
         String html = Report.html(r, Verdict.all(r.rows()));
         int circle = html.indexOf("<circle cx=\"");
         String broken = html.substring(0, circle) + "<circle cx=\"-40\" cy=\"12\" r=\"3\"/>" + html.substring(circle);
-        broken = broken.replace("</body>", "<table style=\"width:120px;table-layout:fixed\"><tr><td style=\""
-                + "white-space:nowrap\">an_unbreakable_cell_far_wider_than_its_table_allows</td></tr></table></body>");
+        broken = broken.replace(
+                "</body>",
+                "<table style=\"width:120px;table-layout:fixed\"><tr><td style=\""
+                        + "white-space:nowrap\">an_unbreakable_cell_far_wider_than_its_table_allows</td></tr></table></body>");
         Path page = dir.resolve("broken/index.html");
         Files.createDirectories(page.getParent());
         Files.writeString(page, broken, StandardCharsets.UTF_8);

@@ -11,10 +11,10 @@ import org.junit.jupiter.api.Test;
 
 class ReportTest {
     private static final List<Long> SIZES = List.of(1L << 20, 4L << 20, 16L << 20);
-    private static final Pattern AREA = Pattern.compile("<rect class=\"plot-area\" x=\"(\\d+)\" y=\"(\\d+)\" "
-            + "width=\"(\\d+)\" height=\"(\\d+)\"");
-    private static final Pattern CIRCLE = Pattern.compile("<circle cx=\"([-\\d.]+)\" cy=\"([-\\d.]+)\" "
-            + "r=\"([\\d.]+)\"");
+    private static final Pattern AREA = Pattern.compile(
+            "<rect class=\"plot-area\" x=\"(\\d+)\" y=\"(\\d+)\" " + "width=\"(\\d+)\" height=\"(\\d+)\"");
+    private static final Pattern CIRCLE =
+            Pattern.compile("<circle cx=\"([-\\d.]+)\" cy=\"([-\\d.]+)\" " + "r=\"([\\d.]+)\"");
 
     @Test
     void shouldPutTheVerdictsFirstThenTheTablesThenTheSweep() {
@@ -26,8 +26,10 @@ class ReportTest {
         int sweep = html.indexOf("<section id=\"sweep\">");
         assertTrue(verdict > 0 && verdict < firstTable && firstTable < sweep, html);
         for (Verdict v : verdicts) {
-            assertTrue(html.contains("<li class=\"" + (v.cudaAhead() ? "ahead" : "behind") + "\">"
-                    + Report.esc(v.text()) + "</li>"), v.text());
+            assertTrue(
+                    html.contains("<li class=\"" + (v.cudaAhead() ? "ahead" : "behind") + "\">" + Report.esc(v.text())
+                            + "</li>"),
+                    v.text());
         }
         assertEquals(1 + 4, count(html, "<table>"), "the fits and one table per model");
         assertTrue(html.contains("<h2>NearestNeighbors (64.0 MiB)</h2>"), html);
@@ -53,7 +55,8 @@ class ReportTest {
                 double cx = Double.parseDouble(c.group(1));
                 double cy = Double.parseDouble(c.group(2));
                 double rad = Double.parseDouble(c.group(3));
-                assertTrue(cx - rad >= x0 && cx + rad <= x1 && cy - rad >= y0 && cy + rad <= y1,
+                assertTrue(
+                        cx - rad >= x0 && cx + rad <= x1 && cy - rad >= y0 && cy + rad <= y1,
                         "point (" + cx + ", " + cy + ") outside [" + x0 + ", " + y0 + ", " + x1 + ", " + y1 + "]");
                 points++;
             }
@@ -76,9 +79,10 @@ class ReportTest {
 
     @Test
     void shouldLeaveOutAndCountPointsThatHaveNoPlaceOnALogAxis() {
-        List<LogPlot.Series> series = List.of(new LogPlot.Series("a", "#000", "", List.of(new double[] {1, 2},
-                new double[] {4, 0}, new double[] {16, 30})), new LogPlot.Series("b", "#111", "2 3",
-                List.of(new double[] {4, Double.NaN})));
+        List<LogPlot.Series> series = List.of(
+                new LogPlot.Series(
+                        "a", "#000", "", List.of(new double[] {1, 2}, new double[] {4, 0}, new double[] {16, 30})),
+                new LogPlot.Series("b", "#111", "2 3", List.of(new double[] {4, Double.NaN})));
         String svg = LogPlot.svg("t", "x", "y", series, v -> String.valueOf((long) v));
         assertEquals(2, count(svg, "<circle"), svg);
         assertTrue(svg.contains("2 points at 0 or below not drawn"), svg);
@@ -87,8 +91,12 @@ class ReportTest {
 
     @Test
     void shouldDrawASingleSizeInTheMiddleOfItsAxes() {
-        String svg = LogPlot.svg("t", "x", "y", List.of(new LogPlot.Series("a", "#000", "", List.<double[]>of(
-                new double[] {1 << 20, 5}))), v -> "1 MiB");
+        String svg = LogPlot.svg(
+                "t",
+                "x",
+                "y",
+                List.of(new LogPlot.Series("a", "#000", "", List.<double[]>of(new double[] {1 << 20, 5}))),
+                v -> "1 MiB");
         Matcher c = CIRCLE.matcher(svg);
         assertTrue(c.find(), svg);
         assertEquals(70 + (530 - 70) / 2.0, Double.parseDouble(c.group(1)), 0.1, svg);
@@ -104,8 +112,8 @@ class ReportTest {
         for (long s = 1L << 20; s <= 512L << 20; s *= 2) {
             points.add(new double[] {s, s / 1e6});
         }
-        String svg = LogPlot.svg("t", "x", "y", List.of(new LogPlot.Series("a", "#000", "", points)),
-                v -> Report.size((long) v));
+        String svg = LogPlot.svg(
+                "t", "x", "y", List.of(new LogPlot.Series("a", "#000", "", points)), v -> Report.size((long) v));
         assertTrue(svg.contains(">512 MiB</text>") && svg.contains(">1 MiB</text>"), svg);
         assertTrue(!svg.contains(">256 MiB</text>"), "one doubling left of the last label: " + svg);
         assertEquals(10, count(svg, "<circle"), svg);

@@ -12,20 +12,38 @@ final class Tables {
     static final List<String> TRANSPORTS = List.of("tcp", "ipc", "ucx");
     static final List<String> FAMILIES = List.of("cuda", "host", "java");
 
-    private Tables() {
-    }
+    private Tables() {}
 
     /** A row whose runs all took {@code ms} (min = max = median). */
-    static Row row(String model, String transport, String family, long bytes, double ms, long hostBytes,
-            double predictMs) {
+    static Row row(
+            String model, String transport, String family, long bytes, double ms, long hostBytes, double predictMs) {
         return spread(model, transport, family, bytes, ms, ms, ms, hostBytes, predictMs);
     }
 
     /** A row with its run-to-run spread. */
-    static Row spread(String model, String transport, String family, long bytes, double ms, double min, double max,
-            long hostBytes, double predictMs) {
-        return new Row(model, transport, family, bytes, ms, min, max, hostBytes / 2, hostBytes - hostBytes / 2,
-                predictMs, true, "synthetic");
+    static Row spread(
+            String model,
+            String transport,
+            String family,
+            long bytes,
+            double ms,
+            double min,
+            double max,
+            long hostBytes,
+            double predictMs) {
+        return new Row(
+                model,
+                transport,
+                family,
+                bytes,
+                ms,
+                min,
+                max,
+                hostBytes / 2,
+                hostBytes - hostBytes / 2,
+                predictMs,
+                true,
+                "synthetic");
     }
 
     /**
@@ -41,8 +59,16 @@ final class Tables {
             for (int m = 0; m < models.length; m++) {
                 for (int f = 0; f < FAMILIES.size(); f++) {
                     double ms = time(bytes[m], t, f);
-                    rows.add(spread(models[m], TRANSPORTS.get(t), FAMILIES.get(f), bytes[m], ms, ms * 0.9,
-                            ms * 1.2, hostBytes(bytes[m], t, f), 10 + m + f));
+                    rows.add(spread(
+                            models[m],
+                            TRANSPORTS.get(t),
+                            FAMILIES.get(f),
+                            bytes[m],
+                            ms,
+                            ms * 0.9,
+                            ms * 1.2,
+                            hostBytes(bytes[m], t, f),
+                            10 + m + f));
                 }
             }
             for (long s : sizes) {
@@ -51,13 +77,19 @@ final class Tables {
                 }
             }
             for (int f = 0; f < FAMILIES.size(); f++) {
-                sweep.add(new SweepPoint(TRANSPORTS.get(t), FAMILIES.get(f), payloadBytes,
-                        time(payloadBytes, t, f)));
+                sweep.add(new SweepPoint(TRANSPORTS.get(t), FAMILIES.get(f), payloadBytes, time(payloadBytes, t, f)));
             }
         }
-        List<Fit> fits = List.of(new Fit("LinearRegression", 250, true, "synthetic"),
-                new Fit("KMeans", 180, true, "synthetic"), new Fit("RandomForestClassifier", 370, true, "synthetic"));
-        return new DemoResults("2 workers on platform synthetic (devices 0 1)", 3, fits, rows, sweep,
+        List<Fit> fits = List.of(
+                new Fit("LinearRegression", 250, true, "synthetic"),
+                new Fit("KMeans", 180, true, "synthetic"),
+                new Fit("RandomForestClassifier", 370, true, "synthetic"));
+        return new DemoResults(
+                "2 workers on platform synthetic (devices 0 1)",
+                3,
+                fits,
+                rows,
+                sweep,
                 List.of(new Skipped("nvlink", "synthetic: not a transport")));
     }
 

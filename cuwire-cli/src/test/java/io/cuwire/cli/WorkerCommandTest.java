@@ -21,13 +21,20 @@ class WorkerCommandTest {
         int visible = Devices.all().size();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            assertEquals(Main.USAGE, WorkerCommand.run(Cli.parse(new WorkerCommand.Args(), "--device",
-                    String.valueOf(visible)), "00".repeat(16),
-                    new ByteArrayInputStream(new byte[0]), System.out, e));
+            assertEquals(
+                    Main.USAGE,
+                    WorkerCommand.run(
+                            Cli.parse(new WorkerCommand.Args(), "--device", String.valueOf(visible)),
+                            "00".repeat(16),
+                            new ByteArrayInputStream(new byte[0]),
+                            System.out,
+                            e));
         }
         String text = err.toString(StandardCharsets.UTF_8);
-        assertTrue(text.startsWith("cuwire worker: device " + visible + " is not visible to this process: it sees "
-                + visible + " device(s) on platform " + Devices.platform()), text);
+        assertTrue(
+                text.startsWith("cuwire worker: device " + visible + " is not visible to this process: it sees "
+                        + visible + " device(s) on platform " + Devices.platform()),
+                text);
         assertTrue(!Devices.platform().equals("cuda") || text.contains("CUDA_VISIBLE_DEVICES"), text);
     }
 
@@ -51,9 +58,12 @@ class WorkerCommandTest {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             int code;
             try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-                code = WorkerCommand.run(Cli.parse(new WorkerCommand.Args(), "--listen",
-                        "tcp://127.0.0.1:" + taken.getLocalPort()),
-                        "00".repeat(16), new ByteArrayInputStream(new byte[0]), System.out, e);
+                code = WorkerCommand.run(
+                        Cli.parse(new WorkerCommand.Args(), "--listen", "tcp://127.0.0.1:" + taken.getLocalPort()),
+                        "00".repeat(16),
+                        new ByteArrayInputStream(new byte[0]),
+                        System.out,
+                        e);
             }
             String text = err.toString(StandardCharsets.UTF_8);
             assertEquals(WorkerExit.START_FAILED.code(), code, text);

@@ -62,13 +62,22 @@ final class BroadcastAssemblies {
     private final Map<AssemblyKey, Assembly> assemblies = new ConcurrentHashMap<>();
     /** Broadcasts dropped before they began here, and those being decoded; guarded by {@code assemblies}. */
     private final Set<Long> aborted = new HashSet<>();
+
     private final Set<Long> finishing = new HashSet<>();
     /** Bytes allocated for arriving broadcasts and not yet filled, and their bound; guarded by {@code assemblies}. */
     private long unfilledBytes;
+
     private final long maxAssemblyBytes;
 
-    BroadcastAssemblies(int index, BufferAllocator<DeviceBuffer> device, BufferAllocator<HostBuffer> host,
-            long maxAssemblyBytes, TypeRegistry registry, DecodeTarget target, ModelCache models, Executor executor,
+    BroadcastAssemblies(
+            int index,
+            BufferAllocator<DeviceBuffer> device,
+            BufferAllocator<HostBuffer> host,
+            long maxAssemblyBytes,
+            TypeRegistry registry,
+            DecodeTarget target,
+            ModelCache models,
+            Executor executor,
             Links links) {
         this.index = index;
         this.device = device;
@@ -82,8 +91,7 @@ final class BroadcastAssemblies {
     }
 
     /** An arriving broadcast's key: the connection it arrives on, and its id (the client's request id). */
-    private record AssemblyKey(Endpoint sender, long bid) {
-    }
+    private record AssemblyKey(Endpoint sender, long bid) {}
 
     /**
      * A model arriving in chunks: its header, one buffer per frame (the model's own memory once complete), the
@@ -100,6 +108,7 @@ final class BroadcastAssemblies {
         final List<CompletableFuture<?>> forwards = new ArrayList<>();
         /** Bytes not yet filled; counted in {@code unfilledBytes} while positive and not done. */
         long missing;
+
         boolean done;
 
         /** Parses the header and reserves its frames' bytes in the budget; the caller holds its lock. */
@@ -112,7 +121,7 @@ final class BroadcastAssemblies {
             this.children = children;
             long total = 0;
             for (FrameDescriptor d : header.frames()) {
-                total += d.length();  // each at most Limits.maxFrameBytes, at most maxFrames of them: no overflow
+                total += d.length(); // each at most Limits.maxFrameBytes, at most maxFrames of them: no overflow
             }
             if (total > maxAssemblyBytes - unfilledBytes) {
                 throw new ClusterException("worker " + index + " refused broadcast " + bid + " of model " + id + " v"
@@ -203,13 +212,14 @@ final class BroadcastAssemblies {
             assemblies.put(key, asm);
         }
         if (!from.isOpen()) {
-            senderGone(from, new ClusterException("closed while the broadcast began"));  // its drop may have run first
+            senderGone(from, new ClusterException("closed while the broadcast began")); // its drop may have run first
             return;
         }
         for (Child c : children) {
             try {
                 c.endpoint = links.peer(c.worker);
-                c.endpoint.send(new WorkerRequest.BroadcastBegin(r.id(), id, version, headerBytes, c.subtree))
+                c.endpoint
+                        .send(new WorkerRequest.BroadcastBegin(r.id(), id, version, headerBytes, c.subtree))
                         .whenComplete((m, e) -> c.broken |= e != null);
             } catch (RuntimeException e) {
                 c.broken = true;
@@ -242,8 +252,8 @@ final class BroadcastAssemblies {
                     for (Child c : asm.children) {
                         if (!c.broken) {
                             NdArray slice = NdArray.view(target, offset, DType.UINT8, Order.C, chunk.byteSize());
-                            CompletableFuture<?> f = c.endpoint.send(new WorkerRequest.BroadcastChunk(r.id(), frame,
-                                    offset, slice), Family.CUDA);
+                            CompletableFuture<?> f = c.endpoint.send(
+                                    new WorkerRequest.BroadcastChunk(r.id(), frame, offset, slice), Family.CUDA);
                             asm.forwards.add(f.whenComplete((m, e) -> {
                                 slice.close();
                                 c.broken |= e != null;
@@ -268,30 +278,36 @@ final class BroadcastAssemblies {
             return;
         }
         asm.settle();
-        CompletableFuture.allOf(asm.forwards.toArray(CompletableFuture[]::new)).whenCompleteAsync((v, e) -> {
-            synchronized (assemblies) {
-                if (assemblies.remove(asm.key) == null) {
-                    return;
-                }
-                finishing.add(asm.bid);
-            }
-            List<Integer> unreached = new ArrayList<>();
-            for (Child c : asm.children) {
-                if (c.broken) {
-                    unreached.add(c.worker);
-                }
-            }
-            try (Serialized s = Serialized.received(asm.header, asm.frames)) {
-                models.put(asm.id, asm.version, registry.deserialize(s, target),
-                        () -> links.client().reply(Reply.ok(asm.bid, unreached)));
-            } catch (RuntimeException x) {
-                links.client().reply(Reply.failed(asm.bid, x));
-            } finally {
-                synchronized (assemblies) {
-                    finishing.remove(asm.bid);
-                }
-            }
-        }, executor);
+        CompletableFuture.allOf(asm.forwards.toArray(CompletableFuture[]::new))
+                .whenCompleteAsync(
+                        (v, e) -> {
+                            synchronized (assemblies) {
+                                if (assemblies.remove(asm.key) == null) {
+                                    return;
+                                }
+                                finishing.add(asm.bid);
+                            }
+                            List<Integer> unreached = new ArrayList<>();
+                            for (Child c : asm.children) {
+                                if (c.broken) {
+                                    unreached.add(c.worker);
+                                }
+                            }
+                            try (Serialized s = Serialized.received(asm.header, asm.frames)) {
+                                models.put(
+                                        asm.id,
+                                        asm.version,
+                                        registry.deserialize(s, target),
+                                        () -> links.client().reply(Reply.ok(asm.bid, unreached)));
+                            } catch (RuntimeException x) {
+                                links.client().reply(Reply.failed(asm.bid, x));
+                            } finally {
+                                synchronized (assemblies) {
+                                    finishing.remove(asm.bid);
+                                }
+                            }
+                        },
+                        executor);
     }
 
     /**
@@ -307,7 +323,7 @@ final class BroadcastAssemblies {
         synchronized (assemblies) {
             for (AssemblyKey key : assemblies.keySet()) {
                 if (key.bid() == bid) {
-                    asm = assemblies.remove(key);  // one per broadcast: the client's connection or a parent's
+                    asm = assemblies.remove(key); // one per broadcast: the client's connection or a parent's
                     break;
                 }
             }
@@ -328,8 +344,11 @@ final class BroadcastAssemblies {
                 asm.discard();
             }
         }
-        links.client().reply(Reply.failed(bid, new ClusterException("worker " + index + " dropped the broadcast of "
-                + "model " + id + " v" + version + ": " + why)));
+        links.client()
+                .reply(Reply.failed(
+                        bid,
+                        new ClusterException("worker " + index + " dropped the broadcast of " + "model " + id + " v"
+                                + version + ": " + why)));
     }
 
     /**
@@ -348,7 +367,7 @@ final class BroadcastAssemblies {
         for (Assembly asm : arriving) {
             synchronized (asm) {
                 if (asm.done) {
-                    continue;  // every byte is here (or it was dropped already): it finishes as it would have
+                    continue; // every byte is here (or it was dropped already): it finishes as it would have
                 }
                 asm.settle();
                 synchronized (assemblies) {
@@ -358,8 +377,10 @@ final class BroadcastAssemblies {
             }
             Endpoint c = links.client();
             if (c != null && c != sender) {
-                c.reply(Reply.failed(asm.bid, new ClusterException("worker " + index + " dropped the broadcast of "
-                        + "model " + asm.id + " v" + asm.version + ": the connection it arrived on broke: " + why)));
+                c.reply(Reply.failed(
+                        asm.bid,
+                        new ClusterException("worker " + index + " dropped the broadcast of " + "model " + asm.id + " v"
+                                + asm.version + ": the connection it arrived on broke: " + why)));
             }
         }
     }

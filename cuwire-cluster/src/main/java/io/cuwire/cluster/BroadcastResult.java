@@ -10,6 +10,10 @@ package io.cuwire.cluster;
  * @param clientBytes header and frame bytes the client sent
  * @param nanos from the call to the last worker's acknowledgement
  */
-public record BroadcastResult(ModelHandle handle, int sent, int cacheHits, BroadcastOptions.Strategy strategy,
-        long clientBytes, long nanos) {
-}
+public record BroadcastResult(
+        ModelHandle handle,
+        int sent,
+        int cacheHits,
+        BroadcastOptions.Strategy strategy,
+        long clientBytes,
+        long nanos) {}

@@ -32,8 +32,8 @@ sealed interface BroadcastSender permits EachInTurnBroadcast, ForwardedBroadcast
      *
      * @return the bytes the client sent
      */
-    long send(long bid, long id, long version, Serialized model, List<Integer> need,
-            List<CompletableFuture<Reply>> acks);
+    long send(
+            long bid, long id, long version, Serialized model, List<Integer> need, List<CompletableFuture<Reply>> acks);
 
     /** The sender of {@code strategy}; forwarded strategies send chunks of {@code chunkBytes}. */
     static BroadcastSender of(BroadcastOptions.Strategy strategy, Links links, long chunkBytes) {

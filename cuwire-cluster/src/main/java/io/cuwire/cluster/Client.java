@@ -1,7 +1,7 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.BroadcastEvent;
+import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.cluster.rpc.Values;
 import io.cuwire.memory.Buffer;
@@ -65,6 +65,7 @@ public final class Client {
     private final BufferAllocator<HostBuffer> hostMemory;
     /** How this client waits for a worker's acknowledgement: the transports' default (spin, then park). */
     private final IdleStrategy idle = IdleStrategy.fromProperty();
+
     private final AtomicLong nextRequest = new AtomicLong(1);
     private final AtomicLong nextModel = new AtomicLong(1);
     private final Map<Object, Tracked> models = new WeakHashMap<>();
@@ -98,7 +99,10 @@ public final class Client {
         }
     }
 
-    Client(List<RemoteWorker> workers, TypeRegistry registry, BufferAllocator<DeviceBuffer> memory,
+    Client(
+            List<RemoteWorker> workers,
+            TypeRegistry registry,
+            BufferAllocator<DeviceBuffer> memory,
             BufferAllocator<HostBuffer> hostMemory) {
         this.workers = List.copyOf(workers);
         this.registry = registry;
@@ -131,8 +135,8 @@ public final class Client {
 
     private RemoteWorker remote(int worker) {
         if (worker < 0 || worker >= workers.size()) {
-            throw new IllegalArgumentException("worker: " + worker + " (expected: 0 <= worker < " + workers.size()
-                    + ")");
+            throw new IllegalArgumentException(
+                    "worker: " + worker + " (expected: 0 <= worker < " + workers.size() + ")");
         }
         return workers.get(worker);
     }
@@ -264,8 +268,8 @@ public final class Client {
     }
 
     /** {@link #broadcast(Object, BroadcastOptions)} of {@code t}'s model, with its change check's form. */
-    private BroadcastResult broadcast(Object model, BroadcastOptions options, Tracked t, Probe probe,
-            BroadcastEvent event, long start) {
+    private BroadcastResult broadcast(
+            Object model, BroadcastOptions options, Tracked t, Probe probe, BroadcastEvent event, long start) {
         track(t, probe.form());
         long tracked = System.nanoTime();
         ModelHandle handle = new ModelHandle(t.id, t.version);
@@ -410,9 +414,15 @@ public final class Client {
         if (lost == null && failures.isEmpty()) {
             return;
         }
-        RuntimeException thrown = lost != null ? new WorkerLostException(lost.worker(), "during the broadcast of "
-                + "model " + t.id + " v" + t.version + "; workers " + new java.util.TreeSet<>(t.holders) + " hold it, "
-                + without + " do not", lost) : failures.removeFirst();
+        RuntimeException thrown = lost != null
+                ? new WorkerLostException(
+                        lost.worker(),
+                        "during the broadcast of "
+                                + "model " + t.id + " v" + t.version + "; workers " + new java.util.TreeSet<>(t.holders)
+                                + " hold it, "
+                                + without + " do not",
+                        lost)
+                : failures.removeFirst();
         failures.forEach(thrown::addSuppressed);
         throw thrown;
     }

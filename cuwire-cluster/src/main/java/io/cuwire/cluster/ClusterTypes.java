@@ -11,8 +11,7 @@ import java.util.ServiceLoader;
  * cluster's control messages and handles, and the types of the {@link TaskProvider}s on the class path.
  */
 final class ClusterTypes {
-    private ClusterTypes() {
-    }
+    private ClusterTypes() {}
 
     /**
      * The family chain of every cluster connection: {@code java} too, since a broadcast may name it
@@ -25,10 +24,10 @@ final class ClusterTypes {
 
     /** A new registry holding every type that travels in the cluster. */
     public static TypeRegistry registry() {
-        TypeRegistry r = Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())),
-                WorkerRequest.class);
-        for (Class<?> type : new Class<?>[] {ObjectRef.class, ModelHandle.class, WorkerStats.class,
-                WorkerRequest.Subtree.class}) {
+        TypeRegistry r =
+                Endpoint.registerMessages(MlTypes.allowJava(MlTypes.register(new TypeRegistry())), WorkerRequest.class);
+        for (Class<?> type :
+                new Class<?>[] {ObjectRef.class, ModelHandle.class, WorkerStats.class, WorkerRequest.Subtree.class}) {
             r.registerGeneric(type, Family.CUDA, Family.HOST);
             r.register(type);
         }

@@ -29,8 +29,7 @@ import java.util.function.IntFunction;
  * <p>Pass estimators unfitted: they travel to every worker with each partial request.
  */
 public final class Distributed {
-    private Distributed() {
-    }
+    private Distributed() {}
 
     /** Least squares ({@code LinearRegression}, {@code Ridge}) over the partitions. */
     public static <M extends LinearModel> M fit(Client client, M model, List<ObjectRef> x, List<ObjectRef> y) {
@@ -48,8 +47,8 @@ public final class Distributed {
     }
 
     /** Logistic regression: L-BFGS on the client, each iteration's point sent to every partition for gradients. */
-    public static LogisticRegression fit(Client client, LogisticRegression model, List<ObjectRef> x,
-            List<ObjectRef> y) {
+    public static LogisticRegression fit(
+            Client client, LogisticRegression model, List<ObjectRef> x, List<ObjectRef> y) {
         return PartialFits.fit(on(client, x, y), model);
     }
 
@@ -64,20 +63,20 @@ public final class Distributed {
     }
 
     /** A random-forest classifier: each partition grows its share of the trees; the client concatenates them. */
-    public static RandomForestClassifier fit(Client client, RandomForestClassifier model, List<ObjectRef> x,
-            List<ObjectRef> y) {
+    public static RandomForestClassifier fit(
+            Client client, RandomForestClassifier model, List<ObjectRef> x, List<ObjectRef> y) {
         return PartialFits.fit(on(client, x, y), model);
     }
 
     /** A random-forest regressor, like the classifier. */
-    public static RandomForestRegressor fit(Client client, RandomForestRegressor model, List<ObjectRef> x,
-            List<ObjectRef> y) {
+    public static RandomForestRegressor fit(
+            Client client, RandomForestRegressor model, List<ObjectRef> x, List<ObjectRef> y) {
         return PartialFits.fit(on(client, x, y), model);
     }
 
     /** Nearest-neighbor classification: every partition's rows and labels, concatenated on the client. */
-    public static KNeighborsClassifier fit(Client client, KNeighborsClassifier model, List<ObjectRef> x,
-            List<ObjectRef> y) {
+    public static KNeighborsClassifier fit(
+            Client client, KNeighborsClassifier model, List<ObjectRef> x, List<ObjectRef> y) {
         return PartialFits.fit(on(client, x, y), model);
     }
 
@@ -121,8 +120,15 @@ public final class Distributed {
         for (int i = 1; i < offsets.length; i++) {
             offsets[i] = offsets[i - 1] + rows[i - 1];
         }
-        List<Neighbors> parts = partials(fitted, i -> client.call(fitted.get(i).worker(),
-                MlTasks.NEIGHBORS_PARTIAL, fitted.get(i), queries, (long) k, offsets[i]));
+        List<Neighbors> parts = partials(
+                fitted,
+                i -> client.call(
+                        fitted.get(i).worker(),
+                        MlTasks.NEIGHBORS_PARTIAL,
+                        fitted.get(i),
+                        queries,
+                        (long) k,
+                        offsets[i]));
         try {
             return Neighbors.merge(parts, k);
         } finally {

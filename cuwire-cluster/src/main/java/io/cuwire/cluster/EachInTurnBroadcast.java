@@ -28,7 +28,12 @@ final class EachInTurnBroadcast implements BroadcastSender {
     }
 
     @Override
-    public long send(long bid, long id, long version, Serialized model, List<Integer> need,
+    public long send(
+            long bid,
+            long id,
+            long version,
+            Serialized model,
+            List<Integer> need,
             List<CompletableFuture<Reply>> acks) {
         List<ModelFrame> frames = new ArrayList<>(model.frames().size());
         for (Frame f : model.frames()) {

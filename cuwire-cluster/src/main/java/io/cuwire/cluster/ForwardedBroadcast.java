@@ -33,7 +33,12 @@ abstract sealed class ForwardedBroadcast implements BroadcastSender permits Chai
     abstract int parent(int i);
 
     @Override
-    public final long send(long bid, long id, long version, Serialized model, List<Integer> need,
+    public final long send(
+            long bid,
+            long id,
+            long version,
+            Serialized model,
+            List<Integer> need,
             List<CompletableFuture<Reply>> acks) {
         int[] parent = new int[need.size()];
         for (int i = 0; i < parent.length; i++) {
@@ -48,10 +53,20 @@ abstract sealed class ForwardedBroadcast implements BroadcastSender permits Chai
                     for (Object w : unreached) {
                         int child = w instanceof Integer worker ? need.indexOf(worker) : -1;
                         if (child >= 0) {
-                            abort(bid, id, version, need.get(child), "worker " + need.get(node) + " could not reach "
-                                    + "it");
-                            abortBelow(bid, id, version, need, parent, child, "worker " + need.get(node) + " could "
-                                    + "not reach worker " + need.get(child));
+                            abort(
+                                    bid,
+                                    id,
+                                    version,
+                                    need.get(child),
+                                    "worker " + need.get(node) + " could not reach " + "it");
+                            abortBelow(
+                                    bid,
+                                    id,
+                                    version,
+                                    need,
+                                    parent,
+                                    child,
+                                    "worker " + need.get(node) + " could " + "not reach worker " + need.get(child));
                         }
                     }
                 }
@@ -61,8 +76,8 @@ abstract sealed class ForwardedBroadcast implements BroadcastSender permits Chai
         List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
         List<NdArray> views = new ArrayList<>();
         try {
-            sends.add(first.send(new WorkerRequest.BroadcastBegin(bid, id, version, model.encodeHeader(),
-                    subtree(need, parent, 0))));
+            sends.add(first.send(new WorkerRequest.BroadcastBegin(
+                    bid, id, version, model.encodeHeader(), subtree(need, parent, 0))));
             for (int i = 0; i < model.frames().size(); i++) {
                 Buffer b = model.frames().get(i).buffer();
                 for (long off = 0; off < b.byteSize(); off += chunkBytes) {
@@ -75,11 +90,12 @@ abstract sealed class ForwardedBroadcast implements BroadcastSender permits Chai
             long bytes = 0;
             for (CompletableFuture<MessageMetrics> f : sends) {
                 MessageMetrics m = f.handle((sent, x) -> {
-                    if (x != null) {
-                        first.failExpected(bid, x);
-                    }
-                    return sent;
-                }).join();
+                            if (x != null) {
+                                first.failExpected(bid, x);
+                            }
+                            return sent;
+                        })
+                        .join();
                 bytes += m == null ? 0 : m.totalBytes();
             }
             return bytes;

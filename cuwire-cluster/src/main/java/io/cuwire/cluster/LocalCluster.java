@@ -1,7 +1,7 @@
 package io.cuwire.cluster;
 
-import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.cluster.internal.Placement;
+import io.cuwire.cluster.rpc.Endpoint;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -74,8 +74,8 @@ public final class LocalCluster implements AutoCloseable {
         this.workers = workers;
         this.client = client;
         this.transport = transport;
-        this.heartbeat = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
-                .name("cuwire-heartbeat").unstarted(r));
+        this.heartbeat = Executors.newSingleThreadScheduledExecutor(
+                r -> Thread.ofPlatform().daemon().name("cuwire-heartbeat").unstarted(r));
         long period = b.heartbeatInterval.toMillis();
         heartbeat.scheduleWithFixedDelay(this::beat, period, period, TimeUnit.MILLISECONDS);
     }
@@ -114,8 +114,8 @@ public final class LocalCluster implements AutoCloseable {
     public ProcessHandle processOf(int worker) {
         Process p = workers.get(worker).process();
         if (p == null) {
-            throw new IllegalStateException("worker " + worker + " was started by hand; the cluster has no process "
-                    + "of it");
+            throw new IllegalStateException(
+                    "worker " + worker + " was started by hand; the cluster has no process " + "of it");
         }
         return p.toHandle();
     }
@@ -128,8 +128,9 @@ public final class LocalCluster implements AutoCloseable {
             client.request(w.index(), WorkerRequest.Ping::new)
                     .orTimeout(settings.heartbeatTimeout.toMillis(), TimeUnit.MILLISECONDS)
                     .whenComplete((v, e) -> {
-                        if (e != null && !closed && (e instanceof TimeoutException
-                                || e.getCause() instanceof TimeoutException)) {
+                        if (e != null
+                                && !closed
+                                && (e instanceof TimeoutException || e.getCause() instanceof TimeoutException)) {
                             w.markLost(new ClusterException("no heartbeat answer in " + settings.heartbeatTimeout));
                         }
                     });
@@ -181,8 +182,7 @@ public final class LocalCluster implements AutoCloseable {
         private List<String> connect;
         private int[] devices;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** The number of workers; default one per device (CUDA), or 2 on the emulated device. */
         public Builder workers(int n) {
@@ -283,7 +283,8 @@ public final class LocalCluster implements AutoCloseable {
             try {
                 String scheme;
                 if (connect != null) {
-                    scheme = connect.getFirst().substring(0, Math.max(0, connect.getFirst().indexOf("://")));
+                    scheme = connect.getFirst()
+                            .substring(0, Math.max(0, connect.getFirst().indexOf("://")));
                     for (int i = 0; i < connect.size(); i++) {
                         RemoteWorker w = new RemoteWorker(i, -1, null);
                         w.address(connect.get(i));
@@ -306,20 +307,30 @@ public final class LocalCluster implements AutoCloseable {
                     awaitAddresses(started);
                 }
                 TypeRegistry registry = ClusterTypes.registry();
-                BufferAllocator<DeviceBuffer> dev = Devices.get(0).newAllocator("cuwire-client-device",
-                        BufferAllocator.UNLIMITED);
-                BufferAllocator<HostBuffer> host = BufferAllocator.host("cuwire-client-host",
-                        BufferAllocator.UNLIMITED);
-                TransportConfig config = TransportConfig.builder().secret(key).receiveInto(DeviceMap.of(host, dev))
-                        .families(ClusterTypes.families()).connectTimeout(startTimeout).build();
+                BufferAllocator<DeviceBuffer> dev =
+                        Devices.get(0).newAllocator("cuwire-client-device", BufferAllocator.UNLIMITED);
+                BufferAllocator<HostBuffer> host =
+                        BufferAllocator.host("cuwire-client-host", BufferAllocator.UNLIMITED);
+                TransportConfig config = TransportConfig.builder()
+                        .secret(key)
+                        .receiveInto(DeviceMap.of(host, dev))
+                        .families(ClusterTypes.families())
+                        .connectTimeout(startTimeout)
+                        .build();
                 DecodeTarget target = new DecodeTarget(dev, host, Limits.DEFAULT);
                 for (RemoteWorker w : started) {
                     Connection c = Transports.forAddress(w.address()).connect(w.address(), config);
-                    w.endpoint(new Endpoint("client-to-" + w.index(), c, registry, target,
-                            (from, r) -> from.reply(io.cuwire.cluster.rpc.Reply.failed(r.id(),
-                                    new ClusterException("the client takes no requests"))),
-                            u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
-                            w::lostException, w::markLost).start());
+                    w.endpoint(new Endpoint(
+                                    "client-to-" + w.index(),
+                                    c,
+                                    registry,
+                                    target,
+                                    (from, r) -> from.reply(io.cuwire.cluster.rpc.Reply.failed(
+                                            r.id(), new ClusterException("the client takes no requests"))),
+                                    u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                                    w::lostException,
+                                    w::markLost)
+                            .start());
                     if (w.process() != null) {
                         w.process().onExit().thenRun(() -> w.markLost(new ClusterException("process exited")));
                     }
@@ -409,12 +420,13 @@ public final class LocalCluster implements AutoCloseable {
                 return List.of("-cp", classPath, main.getName());
             }
             String modulePath = System.getProperty("jdk.module.path");
-            if (modulePath == null || ModuleLayer.boot().findModule(module.getName()).isEmpty()) {
+            if (modulePath == null
+                    || ModuleLayer.boot().findModule(module.getName()).isEmpty()) {
                 throw new ClusterException("cannot start workers: module " + module.getName() + " is not in the "
                         + "boot layer of a JVM started with a module path (a custom module layer is not supported)");
             }
-            List<String> options = new ArrayList<>(List.of("--module-path", modulePath, "--add-modules",
-                    String.join(",", applicationModules())));
+            List<String> options = new ArrayList<>(
+                    List.of("--module-path", modulePath, "--add-modules", String.join(",", applicationModules())));
             if (!classPath.isEmpty()) {
                 options.addAll(List.of("-cp", classPath));
             }
@@ -425,7 +437,9 @@ public final class LocalCluster implements AutoCloseable {
         /** The modules of this JVM's boot layer that are not the runtime's own, by name. */
         private static List<String> applicationModules() {
             Set<String> system = new HashSet<>();
-            ModuleFinder.ofSystem().findAll().forEach(r -> system.add(r.descriptor().name()));
+            ModuleFinder.ofSystem()
+                    .findAll()
+                    .forEach(r -> system.add(r.descriptor().name()));
             List<String> names = new ArrayList<>();
             for (Module m : ModuleLayer.boot().modules()) {
                 if (!system.contains(m.getName())) {
@@ -446,8 +460,12 @@ public final class LocalCluster implements AutoCloseable {
             cmd.add("-D" + Devices.PLATFORM_PROPERTY + "=" + platform);
             // java.io.tmpdir too: where the emulated device's files go when /dev/shm is too small (all processes that
             // share device memory must use the same directory)
-            for (String p : List.of("cuwire.emulated.devices", "cuwire.emulated.memoryBytes", "cuwire.emulated.dir",
-                    "java.io.tmpdir", "cuwire.memory.trackAllocations")) {
+            for (String p : List.of(
+                    "cuwire.emulated.devices",
+                    "cuwire.emulated.memoryBytes",
+                    "cuwire.emulated.dir",
+                    "java.io.tmpdir",
+                    "cuwire.memory.trackAllocations")) {
                 String v = System.getProperty(p);
                 if (v != null) {
                     cmd.add("-D" + p + "=" + v);
@@ -470,27 +488,31 @@ public final class LocalCluster implements AutoCloseable {
             RemoteWorker w = new RemoteWorker(index, ordinal, p);
             CompletableFuture<String> address = new CompletableFuture<>();
             pending.add(address);
-            Thread.ofPlatform().daemon().name("cuwire-worker-" + index + "-output").start(() -> {
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                        StandardCharsets.UTF_8))) {
-                    String line;
-                    while ((line = r.readLine()) != null) {
-                        if (!address.isDone() && line.startsWith(Worker.LISTENING + " ")) {
-                            address.complete(line.substring(Worker.LISTENING.length() + 1).strip());
-                            continue;
+            Thread.ofPlatform()
+                    .daemon()
+                    .name("cuwire-worker-" + index + "-output")
+                    .start(() -> {
+                        try (BufferedReader r =
+                                new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                            String line;
+                            while ((line = r.readLine()) != null) {
+                                if (!address.isDone() && line.startsWith(Worker.LISTENING + " ")) {
+                                    address.complete(line.substring(Worker.LISTENING.length() + 1)
+                                            .strip());
+                                    continue;
+                                }
+                                w.output(line);
+                                PrintStream echo = workerOutput;
+                                if (echo != null) {
+                                    echo.println("[worker " + index + "] " + line);
+                                }
+                            }
+                        } catch (IOException e) {
+                            // the process is gone
                         }
-                        w.output(line);
-                        PrintStream echo = workerOutput;
-                        if (echo != null) {
-                            echo.println("[worker " + index + "] " + line);
-                        }
-                    }
-                } catch (IOException e) {
-                    // the process is gone
-                }
-                address.completeExceptionally(new ClusterException("worker " + index + " exited before listening;"
-                        + " its output:\n" + w.outputTail()));
-            });
+                        address.completeExceptionally(new ClusterException(
+                                "worker " + index + " exited before listening;" + " its output:\n" + w.outputTail()));
+                    });
             return w;
         }
 
@@ -506,7 +528,8 @@ public final class LocalCluster implements AutoCloseable {
                     throw new ClusterException("worker " + i + " did not listen within " + startTimeout
                             + "; its output:\n" + w.outputTail());
                 } catch (java.util.concurrent.ExecutionException e) {
-                    throw e.getCause() instanceof ClusterException c ? c
+                    throw e.getCause() instanceof ClusterException c
+                            ? c
                             : new ClusterException("worker " + i + " failed to start", e.getCause());
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();

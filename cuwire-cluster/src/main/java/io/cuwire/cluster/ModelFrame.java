@@ -47,7 +47,8 @@ record ModelFrame(Buffer buffer, boolean owned) implements AutoCloseable {
                 return new ModelFrame(f.buffer(), true);
             }
             // another value's memory (a transport that hands frames over): a copy of its own, in the same kind
-            Buffer copy = f.kind() == MemoryKind.DEVICE ? in.target().device().allocate(f.length())
+            Buffer copy = f.kind() == MemoryKind.DEVICE
+                    ? in.target().device().allocate(f.length())
                     : in.target().host().allocate(f.length());
             try {
                 CopyEngine.copy(f.buffer(), copy);

@@ -52,8 +52,7 @@ public final class PartialFits {
         BufferAllocator<?> memory();
     }
 
-    private PartialFits() {
-    }
+    private PartialFits() {}
 
     /** Least squares ({@code LinearRegression}, {@code Ridge}). */
     public static <M extends LinearModel> M fit(Partitions p, M model) {
@@ -66,8 +65,8 @@ public final class PartialFits {
     /** K-means: candidates from every partition, reduced on the driver, then Lloyd rounds over the partitions. */
     public static KMeans fit(Partitions p, KMeans model) {
         long seed = (Long) model.params().get("seed");
-        List<KMeans.Candidates> candidates = p.run(MlTasks.KMEANS_INIT, i -> List.of(model, Part.X,
-                seed + 1_000_003L * i));
+        List<KMeans.Candidates> candidates =
+                p.run(MlTasks.KMEANS_INIT, i -> List.of(model, Part.X, seed + 1_000_003L * i));
         try (NdArray start = model.initialCenters(candidates)) {
             Values.close(candidates);
             candidates = List.of();
@@ -102,8 +101,8 @@ public final class PartialFits {
             while (!s.done()) {
                 NdArray coef = s.coef();
                 NdArray intercept = s.intercept();
-                List<LogisticRegression.Gradient> g = p.run(MlTasks.LOGREG_GRADIENT, i -> List.of(model, Part.X,
-                        Part.Y, coef, intercept));
+                List<LogisticRegression.Gradient> g =
+                        p.run(MlTasks.LOGREG_GRADIENT, i -> List.of(model, Part.X, Part.Y, coef, intercept));
                 try {
                     s.update(g);
                 } finally {

@@ -94,8 +94,11 @@ final class RemoteWorker {
         if (l != null) {
             return l;
         }
-        String why = closing ? "the cluster is closing" : process != null && !process.isAlive()
-                ? "its process exited with code " + exitCode() : String.valueOf(cause);
+        String why = closing
+                ? "the cluster is closing"
+                : process != null && !process.isAlive()
+                        ? "its process exited with code " + exitCode()
+                        : String.valueOf(cause);
         return new WorkerLostException(index, why + "; last output:\n" + outputTail(), cause);
     }
 

@@ -13,8 +13,7 @@ public final class StandaloneWorker {
     /** The first word of the line the worker prints when it listens, followed by its address. */
     public static final String LISTENING = Worker.LISTENING;
 
-    private StandaloneWorker() {
-    }
+    private StandaloneWorker() {}
 
     /**
      * Checks that this process has device {@code device}, the one {@link #serve} would bind.

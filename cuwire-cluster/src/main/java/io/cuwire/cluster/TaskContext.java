@@ -12,6 +12,5 @@ import io.cuwire.memory.HostBuffer;
  * @param device the worker's device memory (every value it holds is accounted here or in {@code host})
  * @param host the worker's host memory
  */
-public record TaskContext(int worker, int deviceOrdinal, BufferAllocator<DeviceBuffer> device,
-        BufferAllocator<HostBuffer> host) {
-}
+public record TaskContext(
+        int worker, int deviceOrdinal, BufferAllocator<DeviceBuffer> device, BufferAllocator<HostBuffer> host) {}

@@ -17,6 +17,5 @@ public interface TaskProvider {
      * registry already knows; by default none. Called for every registry of the cluster (the client's and each
      * worker's), so both sides decode the same names.
      */
-    default void registerTypes(TypeRegistry registry) {
-    }
+    default void registerTypes(TypeRegistry registry) {}
 }

@@ -16,8 +16,7 @@ public final class TaskRegistry {
     private final Map<String, Task> tasks = new ConcurrentHashMap<>();
 
     /** An empty registry. */
-    public TaskRegistry() {
-    }
+    public TaskRegistry() {}
 
     /** The built-in tasks and those of the {@link TaskProvider}s on the class path. */
     public static TaskRegistry standard() {
@@ -51,8 +50,8 @@ public final class TaskRegistry {
         Task t = tasks.get(name);
         if (t == null) {
             String shown = name == null ? "null" : name.length() > 100 ? name.substring(0, 100) + "…" : name;
-            throw new UnknownTaskException("no task named '" + shown + "' on this worker (registered: "
-                    + names().size() + " tasks)");
+            throw new UnknownTaskException(
+                    "no task named '" + shown + "' on this worker (registered: " + names().size() + " tasks)");
         }
         return t;
     }

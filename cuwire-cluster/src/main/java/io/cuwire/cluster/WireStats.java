@@ -17,7 +17,11 @@ public record WireStats(long messages, long frames, long headerBytes, long frame
 
     /** The difference from {@code earlier}. */
     public WireStats minus(WireStats earlier) {
-        return new WireStats(messages - earlier.messages, frames - earlier.frames, headerBytes - earlier.headerBytes,
-                frameBytes - earlier.frameBytes, bytesReceived - earlier.bytesReceived);
+        return new WireStats(
+                messages - earlier.messages,
+                frames - earlier.frames,
+                headerBytes - earlier.headerBytes,
+                frameBytes - earlier.frameBytes,
+                bytesReceived - earlier.bytesReceived);
     }
 }

@@ -133,6 +133,7 @@ final class Worker implements Endpoint.Handler {
     public static final String MAX_ASSEMBLY_BYTES_PROPERTY = "cuwire.worker.maxAssemblyBytes";
     /** How long stopping waits for the reply to a shutdown request, each reader and the running tasks. */
     private static final Duration STOP_WAIT = Duration.ofSeconds(10);
+
     private static final System.Logger LOG = System.getLogger("io.cuwire.cluster.worker");
 
     private final int index;
@@ -149,6 +150,7 @@ final class Worker implements Endpoint.Handler {
     private final ModelCache models;
     /** Broadcasts arriving in chunks (chain, tree). */
     private final BroadcastAssemblies assemblies;
+
     private final Map<Integer, Endpoint> peers = new ConcurrentHashMap<>();
     private volatile List<String> peerAddresses = List.of();
     private volatile Endpoint client;
@@ -160,6 +162,7 @@ final class Worker implements Endpoint.Handler {
     private final Set<Endpoint> accepted = ConcurrentHashMap.newKeySet();
     /** Why the worker stops, once it does; set once. */
     private final AtomicReference<WorkerExit> stopping = new AtomicReference<>();
+
     private final PeerLog refusals;
 
     private Worker(int index, int ordinal, byte[] secret) {
@@ -169,12 +172,23 @@ final class Worker implements Endpoint.Handler {
         this.device = d.newAllocator("worker-" + index + "-device", BufferAllocator.UNLIMITED);
         this.host = BufferAllocator.host("worker-" + index + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(device, host, Limits.DEFAULT);
-        this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
-                .families(ClusterTypes.families()).build();
+        this.config = TransportConfig.builder()
+                .secret(secret)
+                .receiveInto(DeviceMap.of(host, device))
+                .families(ClusterTypes.families())
+                .build();
         this.models = new ModelCache("worker " + index, registry);
         this.refusals = new PeerLog(LOG, "cuwire worker " + index);
-        this.assemblies = new BroadcastAssemblies(index, device, host, maxAssemblyBytes(d), registry, target, models,
-                executor, new BroadcastAssemblies.Links() {
+        this.assemblies = new BroadcastAssemblies(
+                index,
+                device,
+                host,
+                maxAssemblyBytes(d),
+                registry,
+                target,
+                models,
+                executor,
+                new BroadcastAssemblies.Links() {
                     @Override
                     public Endpoint client() {
                         return client;
@@ -203,8 +217,8 @@ final class Worker implements Endpoint.Handler {
         } catch (NumberFormatException e) {
             // refused below
         }
-        throw new IllegalArgumentException(MAX_ASSEMBLY_BYTES_PROPERTY + "=" + v + " (expected: a positive number of "
-                + "bytes)");
+        throw new IllegalArgumentException(
+                MAX_ASSEMBLY_BYTES_PROPERTY + "=" + v + " (expected: a positive number of " + "bytes)");
     }
 
     public static void main(String[] args) throws Exception {
@@ -241,7 +255,7 @@ final class Worker implements Endpoint.Handler {
         try {
             w.serve(address, out);
         } catch (RuntimeException e) {
-            w.device.close();  // nothing was allocated yet: it cannot listen
+            w.device.close(); // nothing was allocated yet: it cannot listen
             w.host.close();
             throw e;
         }
@@ -258,7 +272,7 @@ final class Worker implements Endpoint.Handler {
                 c = l.accept();
             } catch (ConnectionClosedException e) {
                 stop(WorkerExit.ERROR, "its listener at " + l.address() + " closed: " + e.getMessage(), null);
-                break;  // closed by the stop already, or by nobody this worker knows
+                break; // closed by the stop already, or by nobody this worker knows
             } catch (TransportException e) {
                 if (stopping.get() == null) {
                     refusals.connectionRefused(e);
@@ -274,17 +288,29 @@ final class Worker implements Endpoint.Handler {
                     break;
                 }
                 if (client == null) {
-                    client = new Endpoint("worker-" + index + "-client", c, registry, target, this,
+                    client = new Endpoint(
+                            "worker-" + index + "-client",
+                            c,
+                            registry,
+                            target,
+                            this,
                             Worker::refused,
-                            e -> new ClusterException("client connection broken", e), e -> clientBroken(c, e));
+                            e -> new ClusterException("client connection broken", e),
+                            e -> clientBroken(c, e));
                     client.start();
                 } else {
                     accepted.removeIf(p -> !p.isOpen() && p.awaitReader(Duration.ZERO));
                     // A peer's broadcast assemblies go with it (senderGone); its break is logged (peerBroken).
                     AtomicReference<Endpoint> peer = new AtomicReference<>();
-                    peer.set(new Endpoint("worker-" + index + "-peer", c, registry, target, this,
+                    peer.set(new Endpoint(
+                            "worker-" + index + "-peer",
+                            c,
+                            registry,
+                            target,
+                            this,
                             Worker::refused,
-                            e -> new ClusterException("peer connection broken", e), e -> {
+                            e -> new ClusterException("peer connection broken", e),
+                            e -> {
                                 assemblies.senderGone(peer.get(), e);
                                 peerBroken(c, e);
                             }));
@@ -294,7 +320,7 @@ final class Worker implements Endpoint.Handler {
             }
         }
         while (true) {
-            LockSupport.park(this);  // the stopping thread halts the JVM
+            LockSupport.park(this); // the stopping thread halts the JVM
         }
     }
 
@@ -307,8 +333,10 @@ final class Worker implements Endpoint.Handler {
     public void onRequest(Endpoint from, Request request) {
         if (!(request instanceof WorkerRequest r)) {
             Values.close(request);
-            from.reply(Reply.failed(request.id(), new ClusterException("worker " + index + " serves no "
-                    + registry.nameOf(request.getClass()) + " request")));
+            from.reply(Reply.failed(
+                    request.id(),
+                    new ClusterException(
+                            "worker " + index + " serves no " + registry.nameOf(request.getClass()) + " request")));
             return;
         }
         switch (r) {
@@ -320,10 +348,13 @@ final class Worker implements Endpoint.Handler {
             case WorkerRequest.Put p -> from.reply(Reply.ok(p.id(), new ObjectRef(index, store.put(p.value()))));
             case WorkerRequest.Get g -> {
                 Object v = store.get(g.ref().id());
-                from.reply(v == null
-                        ? Reply.failed(g.id(), new ClusterException("no object " + g.ref() + " on worker " + index
-                                + " (freed, or never stored)"))
-                        : Reply.ok(g.id(), v));
+                from.reply(
+                        v == null
+                                ? Reply.failed(
+                                        g.id(),
+                                        new ClusterException("no object " + g.ref() + " on worker " + index
+                                                + " (freed, or never stored)"))
+                                : Reply.ok(g.id(), v));
             }
             case WorkerRequest.Free f -> {
                 for (long id : f.objects()) {
@@ -343,9 +374,13 @@ final class Worker implements Endpoint.Handler {
                 executor.execute(() -> runTask(from, t, task));
             }
             case WorkerRequest.CacheModel m -> cacheModel(from, m);
-            case WorkerRequest.HasModel h -> from.reply(models.holds(h.model(), h.version()) ? Reply.ok(h.id(), null)
-                    : Reply.missing(h.id(), "worker " + index + " does not hold model " + h.model() + " v"
-                            + h.version()));
+            case WorkerRequest.HasModel h ->
+                from.reply(
+                        models.holds(h.model(), h.version())
+                                ? Reply.ok(h.id(), null)
+                                : Reply.missing(
+                                        h.id(),
+                                        "worker " + index + " does not hold model " + h.model() + " v" + h.version()));
             case WorkerRequest.BroadcastBegin b -> assemblies.begin(from, b);
             case WorkerRequest.BroadcastChunk c -> assemblies.chunk(from, c);
             case WorkerRequest.BroadcastAbort a -> assemblies.abort(a);
@@ -354,8 +389,8 @@ final class Worker implements Endpoint.Handler {
                 if (from != client) {
                     refusals.requestRefused("refused a shutdown request from peer " + from.connection()
                             + ": only the client may shut the worker down");
-                    from.reply(Reply.failed(sh.id(), new ClusterException("only worker " + index + "'s client may "
-                            + "shut it down")));
+                    from.reply(Reply.failed(
+                            sh.id(), new ClusterException("only worker " + index + "'s client may " + "shut it down")));
                     return;
                 }
                 stop(WorkerExit.CLOSED, "the client closed the cluster", from.send(Reply.ok(sh.id(), null)));
@@ -378,7 +413,8 @@ final class Worker implements Endpoint.Handler {
         } catch (RuntimeException | Error e) {
             Values.close(owned);
             // the arguments after one that did not resolve were never taken: theirs is the worker's to free too
-            Values.close(r.args().subList(Math.min(resolved + 1, r.args().size()), r.args().size()));
+            Values.close(r.args()
+                    .subList(Math.min(resolved + 1, r.args().size()), r.args().size()));
             release(used);
             from.reply(Reply.failed(r.id(), e));
             return;
@@ -387,9 +423,11 @@ final class Worker implements Endpoint.Handler {
         release(used);
         switch (r) {
             case WorkerRequest.Run run -> {
-                if (result == null) {  // nothing to store: answered, where the store's refusal leaves it unanswered
-                    from.reply(Reply.failed(run.id(), new ClusterException("task " + run.task() + " returned nothing "
-                            + "to store on worker " + index + " (run it with call)")));
+                if (result == null) { // nothing to store: answered, where the store's refusal leaves it unanswered
+                    from.reply(Reply.failed(
+                            run.id(),
+                            new ClusterException("task " + run.task() + " returned nothing " + "to store on worker "
+                                    + index + " (run it with call)")));
                     return;
                 }
                 long id = store.put(result);
@@ -405,7 +443,8 @@ final class Worker implements Endpoint.Handler {
     /** A task argument as the task sees it; what the worker must close afterwards goes into {@code owned}. */
     private Object resolve(Object arg, List<Object> owned, List<ModelCache.Lease> used) {
         switch (arg) {
-            case ObjectRef ref when ref.worker() == index -> {
+            case ObjectRef ref
+            when ref.worker() == index -> {
                 Object v = store.get(ref.id());
                 if (v == null) {
                     throw new ClusterException("no object " + ref + " on worker " + index + " (freed?)");
@@ -434,19 +473,23 @@ final class Worker implements Endpoint.Handler {
         Endpoint peer = peer(ref.worker());
         Reply reply;
         try {
-            reply = peer.call(new WorkerRequest.Get(nextRequest.getAndIncrement(), ref)).join();
+            reply = peer.call(new WorkerRequest.Get(nextRequest.getAndIncrement(), ref))
+                    .join();
         } catch (CompletionException e) {
             // the task's failure names what failed (the peer's RemoteDecodeException, a value this side cannot decode)
             throw e.getCause() instanceof RuntimeException r ? r : e;
         }
         return switch (reply) {
             case Reply.Ok ok -> ok.value();
-            case Reply.Failed f -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": "
-                    + f.errorType() + ": " + f.error());
-            case Reply.Missing m -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker()
-                    + ": missing: " + m.why());
-            case Reply.Undecodable u -> throw new ClusterException("fetching " + ref + " from worker " + ref.worker()
-                    + ": undecodable: " + u.errorType() + ": " + u.error());  // completed exceptionally instead
+            case Reply.Failed f ->
+                throw new ClusterException(
+                        "fetching " + ref + " from worker " + ref.worker() + ": " + f.errorType() + ": " + f.error());
+            case Reply.Missing m ->
+                throw new ClusterException(
+                        "fetching " + ref + " from worker " + ref.worker() + ": missing: " + m.why());
+            case Reply.Undecodable u ->
+                throw new ClusterException("fetching " + ref + " from worker " + ref.worker() + ": undecodable: "
+                        + u.errorType() + ": " + u.error()); // completed exceptionally instead
         };
     }
 
@@ -460,15 +503,21 @@ final class Worker implements Endpoint.Handler {
             if (e == null || !e.isOpen()) {
                 List<String> addresses = peerAddresses;
                 if (other < 0 || other >= addresses.size()) {
-                    throw new ClusterException("worker " + index + " knows no worker " + other + " (peers: "
-                            + addresses.size() + ")");
+                    throw new ClusterException(
+                            "worker " + index + " knows no worker " + other + " (peers: " + addresses.size() + ")");
                 }
                 String address = addresses.get(other);
                 Connection c = Transports.forAddress(address).connect(address, config);
                 AtomicReference<Endpoint> self = new AtomicReference<>();
-                self.set(new Endpoint("worker-" + index + "-to-" + other, c, registry, target, this,
+                self.set(new Endpoint(
+                        "worker-" + index + "-to-" + other,
+                        c,
+                        registry,
+                        target,
+                        this,
                         Worker::refused,
-                        t -> new ClusterException("connection to worker " + other + " broken", t), t -> {
+                        t -> new ClusterException("connection to worker " + other + " broken", t),
+                        t -> {
                             assemblies.senderGone(self.get(), t);
                             peerBroken(c, t);
                         }));
@@ -505,7 +554,7 @@ final class Worker implements Endpoint.Handler {
                 }
                 buffers.add(frames.get(i).buffer());
             }
-            s = Serialized.received(header, buffers);  // checks the count and each length
+            s = Serialized.received(header, buffers); // checks the count and each length
         } catch (RuntimeException e) {
             Values.close(m);
             from.reply(Reply.failed(m.id(), e));
@@ -525,9 +574,17 @@ final class Worker implements Endpoint.Handler {
 
     private WorkerStats stats() {
         TransferStats t = CopyEngine.totals();
-        return new WorkerStats(index, t.bytes(CopyDirection.D2H), t.bytes(CopyDirection.H2D),
-                t.bytes(CopyDirection.D2D), t.bytes(CopyDirection.PEER), device.allocatedBytes(),
-                host.allocatedBytes(), store.size(), models.size(), models.evictions());
+        return new WorkerStats(
+                index,
+                t.bytes(CopyDirection.D2H),
+                t.bytes(CopyDirection.H2D),
+                t.bytes(CopyDirection.D2D),
+                t.bytes(CopyDirection.PEER),
+                device.allocatedBytes(),
+                host.allocatedBytes(),
+                store.size(),
+                models.size(),
+                models.evictions());
     }
 
     // ---------------------------------------------------------------- stopping
@@ -574,8 +631,10 @@ final class Worker implements Endpoint.Handler {
         if (!stopping.compareAndSet(null, reason)) {
             return;
         }
-        LOG.log(reason == WorkerExit.CLOSED ? INFO : WARNING, "cuwire worker " + index + ": " + why + "; stopping "
-                + "(exit " + reason.code() + ": " + reason.meaning() + ")");
+        LOG.log(
+                reason == WorkerExit.CLOSED ? INFO : WARNING,
+                "cuwire worker " + index + ": " + why + "; stopping " + "(exit " + reason.code() + ": "
+                        + reason.meaning() + ")");
         Thread.ofPlatform().name("cuwire-worker-" + index + "-stop").start(() -> {
             int exit = WorkerExit.ERROR.code();
             try {
@@ -627,7 +686,7 @@ final class Worker implements Endpoint.Handler {
             tasksEnded = false;
         }
         for (Endpoint p : peers.values()) {
-            endpoints.add(p);  // opened by a task meanwhile
+            endpoints.add(p); // opened by a task meanwhile
             p.close();
         }
         List<String> running = new ArrayList<>();
@@ -640,17 +699,20 @@ final class Worker implements Endpoint.Handler {
             }
         }
         if (!running.isEmpty()) {
-            LOG.log(WARNING, "cuwire worker " + index + ": " + String.join(", ", running) + " still running after "
-                    + STOP_WAIT + "; freeing the memory anyway");
+            LOG.log(
+                    WARNING,
+                    "cuwire worker " + index + ": " + String.join(", ", running) + " still running after " + STOP_WAIT
+                            + "; freeing the memory anyway");
         }
         store.close();
         models.close();
         try {
-            assemblies.discardAll().get(STOP_WAIT.toMillis(),
-                    TimeUnit.MILLISECONDS);
+            assemblies.discardAll().get(STOP_WAIT.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException | TimeoutException e) {
-            LOG.log(WARNING, "cuwire worker " + index + ": broadcasts still arriving were not freed within "
-                    + STOP_WAIT + ": " + e);
+            LOG.log(
+                    WARNING,
+                    "cuwire worker " + index + ": broadcasts still arriving were not freed within " + STOP_WAIT + ": "
+                            + e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

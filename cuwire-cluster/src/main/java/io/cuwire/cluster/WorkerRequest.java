@@ -20,8 +20,7 @@ sealed interface WorkerRequest extends Request {
      * @param id the request's id
      */
     @WireType("cuwire.worker.Ping")
-    record Ping(long id) implements WorkerRequest {
-    }
+    record Ping(long id) implements WorkerRequest {}
 
     /**
      * The listening addresses of all workers, by index (a worker fetches another's values from them).
@@ -43,8 +42,7 @@ sealed interface WorkerRequest extends Request {
      * @param value the value
      */
     @WireType("cuwire.worker.Put")
-    record Put(long id, Object value) implements WorkerRequest {
-    }
+    record Put(long id, Object value) implements WorkerRequest {}
 
     /**
      * The stored value {@code ref} names (the client's gather, or another worker's fetch).
@@ -139,8 +137,7 @@ sealed interface WorkerRequest extends Request {
      * @param version its version
      */
     @WireType("cuwire.worker.HasModel")
-    record HasModel(long id, long model, long version) implements WorkerRequest {
-    }
+    record HasModel(long id, long model, long version) implements WorkerRequest {}
 
     /**
      * The start of a model arriving in chunks down a chain or tree of workers ({@link ForwardedBroadcast}); it goes
@@ -205,8 +202,7 @@ sealed interface WorkerRequest extends Request {
      * @param why why the client gave up, for messages
      */
     @WireType("cuwire.worker.BroadcastAbort")
-    record BroadcastAbort(long id, long broadcast, long model, long version, String why) implements WorkerRequest {
-    }
+    record BroadcastAbort(long id, long broadcast, long model, long version, String why) implements WorkerRequest {}
 
     /**
      * The worker's copy counters and memory in use: answered with its {@link WorkerStats}.
@@ -214,8 +210,7 @@ sealed interface WorkerRequest extends Request {
      * @param id the request's id
      */
     @WireType("cuwire.worker.Stats")
-    record Stats(long id) implements WorkerRequest {
-    }
+    record Stats(long id) implements WorkerRequest {}
 
     /**
      * Frees everything, closes the allocators (leaks are reported) and exits; only the client may ask.
@@ -223,8 +218,7 @@ sealed interface WorkerRequest extends Request {
      * @param id the request's id
      */
     @WireType("cuwire.worker.Shutdown")
-    record Shutdown(long id) implements WorkerRequest {
-    }
+    record Shutdown(long id) implements WorkerRequest {}
 
     /** {@code list} (none: empty) if each element is a {@code type}, as an unmodifiable copy. */
     private static <T> List<T> checked(List<T> list, Class<T> type, String what) {

@@ -17,6 +17,14 @@ import io.cuwire.serialize.WireType;
  * @param evictedModels models its cache evicted so far to make room in the device's memory
  */
 @WireType("cuwire.cluster.WorkerStats")
-public record WorkerStats(int worker, long deviceToHostBytes, long hostToDeviceBytes, long deviceToDeviceBytes,
-        long peerBytes, long deviceBytes, long hostBytes, long objects, long models, long evictedModels) {
-}
+public record WorkerStats(
+        int worker,
+        long deviceToHostBytes,
+        long hostToDeviceBytes,
+        long deviceToDeviceBytes,
+        long peerBytes,
+        long deviceBytes,
+        long hostBytes,
+        long objects,
+        long models,
+        long evictedModels) {}

@@ -33,7 +33,7 @@ class BroadcastSerializeOnceTest {
         cluster.close();
     }
 
-    private static final int N = 40_000;  // 320 KB: a frame, not a header value
+    private static final int N = 40_000; // 320 KB: a frame, not a header value
 
     /** A model of the weights {@code seed + i}. */
     private static CountedModel model(int seed) {

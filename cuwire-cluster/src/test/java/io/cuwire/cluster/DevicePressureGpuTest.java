@@ -64,15 +64,16 @@ class DevicePressureGpuTest {
     }
 
     @Test
-    void shouldBroadcastIntoAFullDeviceByEvictingAndNameTheHoldersWhenNothingCanGo(@TempDir Path dir)
-            throws Exception {
+    void shouldBroadcastIntoAFullDeviceByEvictingAndNameTheHoldersWhenNothingCanGo(@TempDir Path dir) throws Exception {
         CudaTestSupport.assumeCuda();
         try (LocalCluster cluster = LocalCluster.builder().workers(1).devices(0).start()) {
             Client client = cluster.client();
             BufferAllocator<DeviceBuffer> mem = client.memory();
             List<DeviceBuffer> filler = new ArrayList<>();
-            try (NdArray a = model(mem, ELEMENTS, 1); NdArray b = model(mem, ELEMENTS, 2);
-                    NdArray c = model(mem, ELEMENTS, 3); NdArray d = model(mem, 2 * ELEMENTS, 4)) {
+            try (NdArray a = model(mem, ELEMENTS, 1);
+                    NdArray b = model(mem, ELEMENTS, 2);
+                    NdArray c = model(mem, ELEMENTS, 3);
+                    NdArray d = model(mem, 2 * ELEMENTS, 4)) {
                 ModelHandle ha = client.broadcast(a);
                 ModelHandle hb = client.broadcast(b);
                 assertEquals(2.0 * ELEMENTS, client.call(0, TestTasks.SUM, hb).join(), "b used last: a goes first");
@@ -83,11 +84,15 @@ class DevicePressureGpuTest {
 
                 BroadcastResult rc = client.broadcast(c, BroadcastOptions.DEFAULT);
                 assertEquals(1, rc.sent());
-                assertEquals(3.0 * ELEMENTS, client.call(0, TestTasks.SUM, rc.handle()).join());
+                assertEquals(
+                        3.0 * ELEMENTS,
+                        client.call(0, TestTasks.SUM, rc.handle()).join());
                 assertTrue(client.workerStats(0).join().evictedModels() >= 1);
-                CompletionException gone = assertThrows(CompletionException.class,
+                CompletionException gone = assertThrows(
+                        CompletionException.class,
                         () -> client.call(0, TestTasks.SUM, ha).join());
-                assertTrue(gone.getCause().getMessage().contains("it was evicted to make room in the device's memory"),
+                assertTrue(
+                        gone.getCause().getMessage().contains("it was evicted to make room in the device's memory"),
                         gone.getCause().getMessage());
 
                 Path hold = dir.resolve("hold");
@@ -96,19 +101,24 @@ class DevicePressureGpuTest {
                     Thread.sleep(10);
                 }
                 assertTrue(Files.exists(Path.of(hold + ".held")), "the task holds c");
-                RuntimeException e = assertThrows(RuntimeException.class, () -> client.broadcast(d,
-                        BroadcastOptions.DEFAULT.strategy(BroadcastOptions.Strategy.CHAIN)));
+                RuntimeException e = assertThrows(
+                        RuntimeException.class,
+                        () -> client.broadcast(d, BroadcastOptions.DEFAULT.strategy(BroadcastOptions.Strategy.CHAIN)));
                 String m = e.getMessage();
                 assertTrue(m.contains("cannot allocate 536870912 bytes"), m);
                 assertTrue(m.contains("memory of cuda0 ("), m);
                 assertTrue(m.contains("- allocator 'worker-0-device': "), m);
                 assertTrue(m.contains("- CUDA memory pool of cuda0: "), m);
-                assertTrue(m.contains("- model cache of worker 0: 1 model(s), 268435456 bytes of device frames, 1 in "
-                        + "use by running tasks (never evicted), 0 evictable"), m);
+                assertTrue(
+                        m.contains("- model cache of worker 0: 1 model(s), 268435456 bytes of device frames, 1 in "
+                                + "use by running tasks (never evicted), 0 evictable"),
+                        m);
 
                 Files.createFile(Path.of(hold + ".release"));
                 holding.get(60, TimeUnit.SECONDS);
-                assertEquals(3.0 * ELEMENTS, client.call(0, TestTasks.SUM, rc.handle()).join());
+                assertEquals(
+                        3.0 * ELEMENTS,
+                        client.call(0, TestTasks.SUM, rc.handle()).join());
                 assertTrue(client.isAlive(0));
             } finally {
                 filler.forEach(DeviceBuffer::close);

@@ -44,19 +44,27 @@ class EndpointTest {
     void shouldMarkTheWorkerLostBeforeAFailedSendFailsWhatWaitsOnIt() throws Exception {
         try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("endpoint-test-device", 1 << 20);
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("endpoint-test-host", 1 << 20)) {
-            TransportConfig config = TransportConfig.builder().secret(new byte[32])
-                    .receiveInto(DeviceMap.of(host, device)).build();
+            TransportConfig config = TransportConfig.builder()
+                    .secret(new byte[32])
+                    .receiveInto(DeviceMap.of(host, device))
+                    .build();
             String address = "inproc://endpoint-test-" + NAMES.incrementAndGet();
             try (Listener listener = Transports.inProcess().listen(address, config)) {
-                CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(
-                        () -> listener.accept(Duration.ofSeconds(20)));
+                CompletableFuture<Connection> accepted =
+                        CompletableFuture.supplyAsync(() -> listener.accept(Duration.ofSeconds(20)));
                 Connection clientSide = Transports.inProcess().connect(address, config);
                 Connection workerSide = accepted.get(20, TimeUnit.SECONDS);
                 RemoteWorker worker = new RemoteWorker(0, 0, null);
-                Endpoint endpoint = new Endpoint("client-to-0", clientSide, ClusterTypes.registry(),
-                        new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
-                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
-                        worker::lostException, worker::markLost).start();
+                Endpoint endpoint = new Endpoint(
+                                "client-to-0",
+                                clientSide,
+                                ClusterTypes.registry(),
+                                new DecodeTarget(device, host, Limits.DEFAULT),
+                                (from, r) -> {},
+                                u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                                worker::lostException,
+                                worker::markLost)
+                        .start();
                 worker.endpoint(endpoint);
                 try (NdArray chunk = NdArray.fromArray(device, new float[1024], 1024)) {
                     CompletableFuture<Reply> ack = endpoint.expect(7);

@@ -46,8 +46,7 @@ final class HandshakeFuzzer {
     }
 
     /** What a case did, and the violation it found ({@code null}: none). */
-    record Outcome(String what, String violation) {
-    }
+    record Outcome(String what, String violation) {}
 
     /** Runs one case, drawn from {@code random}, from {@code source} against {@code target}. */
     Outcome attack(SplittableRandom random, InetSocketAddress target, String source) {
@@ -77,14 +76,15 @@ final class HandshakeFuzzer {
             a.writeRecord(proofRecord);
             byte[] expected = WireAttacker.proof(secret, "server", a.transcriptHash());
             Map<?, ?> serverProof = WireAttacker.map(read(a, 256));
-            if (serverProof == null || !(serverProof.get("proof") instanceof byte[] p)
+            if (serverProof == null
+                    || !(serverProof.get("proof") instanceof byte[] p)
                     || !java.security.MessageDigest.isEqual(p, expected)) {
                 return new Outcome("good proof", "the worker did not prove itself after a good proof: " + serverProof);
             }
             replayable.set(proofRecord);
             if (stage < 8) {
                 what = "capabilities:" + badCapabilities(random, a);
-                read(a, 64 << 10);  // its capabilities, or nothing: either is fine
+                read(a, 64 << 10); // its capabilities, or nothing: either is fine
                 a.awaitClosedByPeer(Duration.ofMillis(200));
                 return new Outcome(what, null);
             }
@@ -93,10 +93,10 @@ final class HandshakeFuzzer {
                 return new Outcome("good capabilities", "the worker sent no capabilities after a good handshake");
             }
             what = "framing:" + badFraming(random, a);
-            return new Outcome(what, a.awaitClosedByPeer(READ) ? null
-                    : "the worker kept a connection open after " + what);
+            return new Outcome(
+                    what, a.awaitClosedByPeer(READ) ? null : "the worker kept a connection open after " + what);
         } catch (IOException e) {
-            return new Outcome(what + " (" + e.getClass().getSimpleName() + ")", null);  // refused, reset: fine
+            return new Outcome(what + " (" + e.getClass().getSimpleName() + ")", null); // refused, reset: fine
         }
     }
 
@@ -125,14 +125,17 @@ final class HandshakeFuzzer {
         int op = random.nextInt(12);
         switch (op) {
             case 0 -> {
-                String key = List.of("magic", "pv", "role", "challenge", "server").get(random.nextInt(5));
+                String key =
+                        List.of("magic", "pv", "role", "challenge", "server").get(random.nextInt(5));
                 hello.remove(key);
                 a.writeRecord(WireAttacker.msgpack(hello));
                 return "without " + key;
             }
             case 1 -> {
-                hello.put("magic", List.of("cuwire-transport ", "CUWIRE-TRANSPORT", "", "cuwire")
-                        .get(random.nextInt(4)));
+                hello.put(
+                        "magic",
+                        List.of("cuwire-transport ", "CUWIRE-TRANSPORT", "", "cuwire")
+                                .get(random.nextInt(4)));
                 a.writeRecord(WireAttacker.msgpack(hello));
                 return "magic";
             }
@@ -143,7 +146,8 @@ final class HandshakeFuzzer {
                 return "pv " + pv;
             }
             case 3 -> {
-                Object role = List.of("server", "", "Client", "client\u0000", 1L).get(random.nextInt(5));
+                Object role =
+                        List.of("server", "", "Client", "client\u0000", 1L).get(random.nextInt(5));
                 hello.put("role", role);
                 a.writeRecord(WireAttacker.msgpack(hello));
                 return "role " + role;
@@ -156,8 +160,14 @@ final class HandshakeFuzzer {
             }
             case 5 -> {
                 String port = a.server.substring(a.server.lastIndexOf(':') + 1);
-                String server = List.of("127.0.0.2:" + port, "127.0.0.1:1", "[::1]:" + port, "", "localhost:" + port,
-                        "127.0.0.1:" + port + " ").get(random.nextInt(6));
+                String server = List.of(
+                                "127.0.0.2:" + port,
+                                "127.0.0.1:1",
+                                "[::1]:" + port,
+                                "",
+                                "localhost:" + port,
+                                "127.0.0.1:" + port + " ")
+                        .get(random.nextInt(6));
                 hello.put("server", server);
                 a.writeRecord(WireAttacker.msgpack(hello));
                 return "server '" + server + "'";
@@ -185,7 +195,8 @@ final class HandshakeFuzzer {
                 return "cut short";
             }
             case 9 -> {
-                Object shape = List.of(List.of(1L, 2L), 7L, "hello", new byte[40]).get(random.nextInt(4));
+                Object shape =
+                        List.of(List.of(1L, 2L), 7L, "hello", new byte[40]).get(random.nextInt(4));
                 a.writeRecord(WireAttacker.msgpack(shape));
                 return "not a map";
             }
@@ -224,8 +235,8 @@ final class HandshakeFuzzer {
             }
             case 2 -> {
                 int n = List.of(31, 33, 200).get(random.nextInt(3));
-                record = WireAttacker.msgpack(Map.of("proof", java.util.Arrays.copyOf(
-                        WireAttacker.proof(secret, "client", a.transcriptHash()), n)));
+                record = WireAttacker.msgpack(Map.of(
+                        "proof", java.util.Arrays.copyOf(WireAttacker.proof(secret, "client", a.transcriptHash()), n)));
                 what = "length " + n;
             }
             case 3 -> {
@@ -238,8 +249,8 @@ final class HandshakeFuzzer {
                 what = "key";
             }
             case 5 -> {
-                record = WireAttacker.msgpack(Map.of("proof", WireAttacker.proof(secret, "server",
-                        a.transcriptHash())));
+                record =
+                        WireAttacker.msgpack(Map.of("proof", WireAttacker.proof(secret, "server", a.transcriptHash())));
                 what = "reflected role";
             }
             case 6 -> {
@@ -248,8 +259,8 @@ final class HandshakeFuzzer {
                 what = "other transcript";
             }
             case 7 -> {
-                record = WireAttacker.msgpack(Map.of("proof", WireAttacker.proof(otherSecret, "client",
-                        a.transcriptHash())));
+                record = WireAttacker.msgpack(
+                        Map.of("proof", WireAttacker.proof(otherSecret, "client", a.transcriptHash())));
                 what = "other secret";
             }
             case 8 -> {
@@ -296,8 +307,12 @@ final class HandshakeFuzzer {
                 what = "host " + host;
             }
             case 4 -> {
-                Object devices = List.of(List.of(List.of()), List.of(List.of(1L, 2L, 3L)), "gpu",
-                        List.of(List.of("emulated", Long.MAX_VALUE, "x"))).get(random.nextInt(4));
+                Object devices = List.of(
+                                List.of(List.of()),
+                                List.of(List.of(1L, 2L, 3L)),
+                                "gpu",
+                                List.of(List.of("emulated", Long.MAX_VALUE, "x")))
+                        .get(random.nextInt(4));
                 caps.put("devices", devices);
                 what = "devices";
             }
@@ -338,7 +353,8 @@ final class HandshakeFuzzer {
                 what = "record type " + type;
             }
             case 1 -> {
-                int length = List.of(-1, (16 << 20) + 1, Integer.MAX_VALUE, Integer.MIN_VALUE).get(random.nextInt(4));
+                int length = List.of(-1, (16 << 20) + 1, Integer.MAX_VALUE, Integer.MIN_VALUE)
+                        .get(random.nextInt(4));
                 d.writeByte(WireAttacker.MESSAGE);
                 d.writeInt(length);
                 what = "header length " + length;
@@ -384,14 +400,15 @@ final class HandshakeFuzzer {
                 return writeTagged(a, b, "record type " + type);
             }
             case 1 -> {
-                int length = List.of(-1, (16 << 20) + 1, Integer.MAX_VALUE, Integer.MIN_VALUE).get(random.nextInt(4));
+                int length = List.of(-1, (16 << 20) + 1, Integer.MAX_VALUE, Integer.MIN_VALUE)
+                        .get(random.nextInt(4));
                 what = "header length " + length;
                 tagged(a, b, prefix(length), 0, wrong, random);
             }
             case 2 -> {
                 what = "empty header";
                 tagged(a, b, prefix(0), 0, wrong, random);
-                tagged(a, b, new byte[0], 1, false, random);  // the (empty) header's own tag
+                tagged(a, b, new byte[0], 1, false, random); // the (empty) header's own tag
             }
             case 3 -> {
                 tagged(a, b, prefix(100), 0, wrong, random);
@@ -418,11 +435,14 @@ final class HandshakeFuzzer {
     }
 
     private static byte[] prefix(int headerLength) {
-        return java.nio.ByteBuffer.allocate(5).put((byte) WireAttacker.MESSAGE).putInt(headerLength).array();
+        return java.nio.ByteBuffer.allocate(5)
+                .put((byte) WireAttacker.MESSAGE)
+                .putInt(headerLength)
+                .array();
     }
 
-    private void tagged(WireAttacker a, ByteArrayOutputStream b, byte[] covered, long seq, boolean wrong,
-            SplittableRandom random) {
+    private void tagged(
+            WireAttacker a, ByteArrayOutputStream b, byte[] covered, long seq, boolean wrong, SplittableRandom random) {
         b.writeBytes(covered);
         b.writeBytes(wrong ? random16(random) : a.sessionTag(secret, seq, covered));
     }

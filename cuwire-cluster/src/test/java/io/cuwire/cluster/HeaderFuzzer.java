@@ -35,37 +35,141 @@ final class HeaderFuzzer {
     static final long ATTACKER_IDS = 1L << 42;
 
     /** Tags a value node can carry (section 3), and names that are none. */
-    static final List<String> TAGS = List.of("i32", "i16", "i8", "char", "f32", "enum", "opt", "list", "set", "map",
-            "arr", "ref", "pref", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]",
-            "cuwire.ndarray", "cuwire.csr", "cuwire.csc", "cuwire.coo", "cuwire.blob", "cuwire.cluster.Request",
-            "cuwire.cluster.Reply", "cuwire.worker.Put", "cuwire.worker.Call", "cuwire.worker.Get",
-            "cuwire.worker.Ping", "cuwire.worker.BroadcastBegin", "cuwire.worker.Subtree", "cuwire.rpc.Ok",
-            "cuwire.rpc.Failed", "cuwire.cluster.WorkerStats", "cuwire.cluster.ObjectRef",
-            "io.cuwire.cluster.ObjectRef", "io.cuwire.cluster.ModelHandle", "str", "bool",
-            "i64", "f64", "obj", "[obj", "[[[[[[[[i32", "java.lang.Runtime", "java.util.HashMap",
-            "javax.management.BadAttributeValueExpException", "", "t", "\u0000", "cuwire.ndarray\u0000");
+    static final List<String> TAGS = List.of(
+            "i32",
+            "i16",
+            "i8",
+            "char",
+            "f32",
+            "enum",
+            "opt",
+            "list",
+            "set",
+            "map",
+            "arr",
+            "ref",
+            "pref",
+            "i8[]",
+            "i16[]",
+            "u16[]",
+            "i32[]",
+            "i64[]",
+            "f32[]",
+            "f64[]",
+            "bool[]",
+            "cuwire.ndarray",
+            "cuwire.csr",
+            "cuwire.csc",
+            "cuwire.coo",
+            "cuwire.blob",
+            "cuwire.cluster.Request",
+            "cuwire.cluster.Reply",
+            "cuwire.worker.Put",
+            "cuwire.worker.Call",
+            "cuwire.worker.Get",
+            "cuwire.worker.Ping",
+            "cuwire.worker.BroadcastBegin",
+            "cuwire.worker.Subtree",
+            "cuwire.rpc.Ok",
+            "cuwire.rpc.Failed",
+            "cuwire.cluster.WorkerStats",
+            "cuwire.cluster.ObjectRef",
+            "io.cuwire.cluster.ObjectRef",
+            "io.cuwire.cluster.ModelHandle",
+            "str",
+            "bool",
+            "i64",
+            "f64",
+            "obj",
+            "[obj",
+            "[[[[[[[[i32",
+            "java.lang.Runtime",
+            "java.util.HashMap",
+            "javax.management.BadAttributeValueExpException",
+            "",
+            "t",
+            "\u0000",
+            "cuwire.ndarray\u0000");
     /** Other strings a header holds: collection kinds, families, dtypes, orders, memory kinds, ops, field names. */
-    static final List<String> WORDS = List.of("linked", "deque", "fixed", "imm", "unmod", "hash", "tree",
-            "concurrent", "enum", "cuda", "host", "java", "CUDA", "float32", "float64", "int32", "int64", "uint8",
-            "bool", "complex128", "C", "F", "HOST", "PINNED", "DEVICE", "ping", "stats", "call", "get", "put", "run",
-            "shutdown", "bcast-begin", "frobnicate", "test.drop", "test.scale", "ml.shape", "ml.predict", "id", "op",
-            "name", "args", "value", "task", "ref", "objects", "model", "version", "header", "children", "worker", "v",
-            "d", "f", "tv", "frames", "fr", "n", "k", "c", "b", "cmp", "shape", "dtype", "order",
+    static final List<String> WORDS = List.of(
+            "linked",
+            "deque",
+            "fixed",
+            "imm",
+            "unmod",
+            "hash",
+            "tree",
+            "concurrent",
+            "enum",
+            "cuda",
+            "host",
+            "java",
+            "CUDA",
+            "float32",
+            "float64",
+            "int32",
+            "int64",
+            "uint8",
+            "bool",
+            "complex128",
+            "C",
+            "F",
+            "HOST",
+            "PINNED",
+            "DEVICE",
+            "ping",
+            "stats",
+            "call",
+            "get",
+            "put",
+            "run",
+            "shutdown",
+            "bcast-begin",
+            "frobnicate",
+            "test.drop",
+            "test.scale",
+            "ml.shape",
+            "ml.predict",
+            "id",
+            "op",
+            "name",
+            "args",
+            "value",
+            "task",
+            "ref",
+            "objects",
+            "model",
+            "version",
+            "header",
+            "children",
+            "worker",
+            "v",
+            "d",
+            "f",
+            "tv",
+            "frames",
+            "fr",
+            "n",
+            "k",
+            "c",
+            "b",
+            "cmp",
+            "shape",
+            "dtype",
+            "order",
             "mem");
     /** Keys a map node may gain. */
-    private static final List<String> KEYS = List.of("t", "v", "id", "fr", "frames", "d", "k", "cmp", "n", "c", "b",
-            "tv", "f", "x", "root", "fam");
+    private static final List<String> KEYS =
+            List.of("t", "v", "id", "fr", "frames", "d", "k", "cmp", "n", "c", "b", "tv", "f", "x", "root", "fam");
 
     /** A valid message to start from: its parsed top map and, per frame, its kind (the suite supplies the bytes). */
-    record Seed(String name, Map<String, Object> top) {
-    }
+    record Seed(String name, Map<String, Object> top) {}
 
     /**
      * A mutant's header bytes; {@code frames}, the descriptors the receiver will read frames by, or {@code null}
      * when the receiver refuses the header before any frame (the sender then sends none).
      */
-    record Mutant(String what, byte[] header, List<FrameDescriptor> frames) {
-    }
+    record Mutant(String what, byte[] header, List<FrameDescriptor> frames) {}
 
     private final SplittableRandom random;
 
@@ -98,14 +202,14 @@ final class HeaderFuzzer {
             StringBuilder what = new StringBuilder(seed.name()).append(':');
             int n = 1 + random.nextInt(3);
             for (int i = 0; i < n; i++) {
-                top = copyMap(top);  // what the last mutation put in may be immutable
+                top = copyMap(top); // what the last mutation put in may be immutable
                 what.append(' ').append(mutateTree(top));
             }
             byte[] header;
             try {
                 header = encode(top);
             } catch (IllegalArgumentException notAHeaderValue) {
-                continue;  // a map key that is no string cannot be written: draw again
+                continue; // a map key that is no string cannot be written: draw again
             }
             int bytes = random.nextInt(100);
             if (bytes < 8) {
@@ -234,7 +338,7 @@ final class HeaderFuzzer {
                 if (s != null) {
                     long old = (Long) s.get();
                     if (isRequestId(top, s)) {
-                        s.set(ATTACKER_IDS + random.nextLong(1L << 40));  // see ATTACKER_IDS
+                        s.set(ATTACKER_IDS + random.nextLong(1L << 40)); // see ATTACKER_IDS
                     } else {
                         s.set(boundary(old));
                     }
@@ -299,8 +403,11 @@ final class HeaderFuzzer {
             case 9 -> {
                 Slot s = pick(all, v -> v instanceof Map<?, ?> m && m.containsKey("f"));
                 if (s != null) {
-                    ((Map<String, Object>) s.get()).put("f", List.of("cuda", "host", "java", "CUDA", "", "jav")
-                            .get(random.nextInt(6)));
+                    ((Map<String, Object>) s.get())
+                            .put(
+                                    "f",
+                                    List.of("cuda", "host", "java", "CUDA", "", "jav")
+                                            .get(random.nextInt(6)));
                     return "family";
                 }
             }
@@ -354,8 +461,9 @@ final class HeaderFuzzer {
             case 1 -> {
                 if (!l.isEmpty()) {
                     Object e = l.get(random.nextInt(l.size()));
-                    l.add(random.nextInt(l.size() + 1), e instanceof Map<?, ?> m ? copyMap((Map<String, Object>) m)
-                            : copy(e));
+                    l.add(
+                            random.nextInt(l.size() + 1),
+                            e instanceof Map<?, ?> m ? copyMap((Map<String, Object>) m) : copy(e));
                     return "duplicate";
                 }
             }
@@ -429,8 +537,8 @@ final class HeaderFuzzer {
         List<Object> frames = (List<Object>) raw;
         int op = random.nextInt(6);
         if (op == 0 || frames.isEmpty()) {
-            frames.add(new ArrayList<>(List.of((long) random.nextInt(3), (long) random.nextInt(-1, 2),
-                    (long) random.nextInt(1, 1 << 16))));
+            frames.add(new ArrayList<>(List.of(
+                    (long) random.nextInt(3), (long) random.nextInt(-1, 2), (long) random.nextInt(1, 1 << 16))));
             return "add";
         }
         int i = random.nextInt(frames.size());
@@ -452,10 +560,23 @@ final class HeaderFuzzer {
                 int field = random.nextInt(3);
                 long old = desc.get(field) instanceof Long v ? v : 0;
                 long value = switch (field) {
-                    case 0 -> random.nextInt(-1, 5);  // kind: host, pinned, device, and none
-                    case 1 -> List.of(-2L, -1L, 0L, 1L, 2L, 65_536L, 65_537L, Long.MIN_VALUE).get(random.nextInt(8));
-                    default -> List.of(0L, 1L, old - 1, old + 1, old * 2, 4096L, 1L << 20, (256L << 30) + 1,
-                            Long.MAX_VALUE, -1L).get(random.nextInt(10));
+                    case 0 -> random.nextInt(-1, 5); // kind: host, pinned, device, and none
+                    case 1 ->
+                        List.of(-2L, -1L, 0L, 1L, 2L, 65_536L, 65_537L, Long.MIN_VALUE)
+                                .get(random.nextInt(8));
+                    default ->
+                        List.of(
+                                        0L,
+                                        1L,
+                                        old - 1,
+                                        old + 1,
+                                        old * 2,
+                                        4096L,
+                                        1L << 20,
+                                        (256L << 30) + 1,
+                                        Long.MAX_VALUE,
+                                        -1L)
+                                .get(random.nextInt(10));
                 };
                 desc.set(field, value);
                 frames.set(i, desc);
@@ -473,8 +594,12 @@ final class HeaderFuzzer {
         int op = random.nextInt(3);
         switch (op) {
             case 0 -> header[at] ^= (byte) (1 << random.nextInt(8));
-            case 1 -> header[at] = (byte) List.of(0xc0, 0xc1, 0xc2, 0xc4, 0xc5, 0xc6, 0xd9, 0xda, 0xdb, 0xdc, 0xdd,
-                    0xde, 0xdf, 0xd4, 0xc7, 0xcf, 0xd3, 0xca, 0xff).get(random.nextInt(19)).intValue();
+            case 1 ->
+                header[at] = (byte) List.of(
+                                0xc0, 0xc1, 0xc2, 0xc4, 0xc5, 0xc6, 0xd9, 0xda, 0xdb, 0xdc, 0xdd, 0xde, 0xdf, 0xd4,
+                                0xc7, 0xcf, 0xd3, 0xca, 0xff)
+                        .get(random.nextInt(19))
+                        .intValue();
             case 2 -> header[at] = (byte) random.nextInt(256);
             default -> throw new AssertionError(op);
         }
@@ -516,8 +641,9 @@ final class HeaderFuzzer {
             case 0 -> null;
             case 1 -> random.nextBoolean();
             case 2 -> boundary(random.nextInt(100));
-            case 3 -> List.of(0.0, -0.0, Double.NaN, Double.POSITIVE_INFINITY, 1e308, 4.9e-324)
-                    .get(random.nextInt(6));
+            case 3 ->
+                List.of(0.0, -0.0, Double.NaN, Double.POSITIVE_INFINITY, 1e308, 4.9e-324)
+                        .get(random.nextInt(6));
             case 4 -> randomString();
             case 5 -> {
                 byte[] b = new byte[random.nextInt(4) == 0 ? 70_000 : random.nextInt(40)];

@@ -25,8 +25,16 @@ import org.junit.jupiter.params.provider.ValueSource;
  * client's own address), the client connects within its usual timeouts and a worker still fetches from another.
  */
 class HostileAcceptClusterTest {
-    private static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4",
-            "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9");
+    private static final List<String> SOURCES = List.of(
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.3",
+            "127.0.0.4",
+            "127.0.0.5",
+            "127.0.0.6",
+            "127.0.0.7",
+            "127.0.0.8",
+            "127.0.0.9");
 
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ipc"})
@@ -47,17 +55,22 @@ class HostileAcceptClusterTest {
             for (String a : addresses) {
                 attackers.addAll(stalled(a, 100));
             }
-            try (LocalCluster cluster = LocalCluster.builder().secret(secret).connect(addresses).start()) {
+            try (LocalCluster cluster =
+                    LocalCluster.builder().secret(secret).connect(addresses).start()) {
                 Client client = cluster.client();
                 double[] values = {1, 2, 3, 4, 5, 6};
                 try (NdArray a = MlTesting.array(client.memory(), DType.FLOAT64, values, 3, 2);
                         NdArray b = MlTesting.array(client.memory(), DType.FLOAT64, values, 3, 2)) {
                     List<ObjectRef> parts = client.scatter(List.of(a, b));
                     // worker 1 fetches the partition of worker 0 from it, through worker 0's listener
-                    ObjectRef doubled = client.submit(1, TestTasks.SCALE, parts.get(0), 2.0).join();
+                    ObjectRef doubled =
+                            client.submit(1, TestTasks.SCALE, parts.get(0), 2.0).join();
                     List<NdArray> back = client.gather(List.of(doubled), NdArray.class);
                     try {
-                        assertArrayEquals(new double[] {2, 4, 6, 8, 10, 12}, back.getFirst().toDoubleArray(), 0);
+                        assertArrayEquals(
+                                new double[] {2, 4, 6, 8, 10, 12},
+                                back.getFirst().toDoubleArray(),
+                                0);
                     } finally {
                         MlTesting.closeAll(back);
                     }
@@ -82,8 +95,8 @@ class HostileAcceptClusterTest {
     private static List<Socket> stalled(String address, int n) throws InterruptedException {
         String hostPort = address.substring(address.indexOf("://") + 3);
         int colon = hostPort.lastIndexOf(':');
-        InetSocketAddress target = new InetSocketAddress(hostPort.substring(0, colon),
-                Integer.parseInt(hostPort.substring(colon + 1)));
+        InetSocketAddress target =
+                new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
         List<Socket> sockets = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < n; i++) {

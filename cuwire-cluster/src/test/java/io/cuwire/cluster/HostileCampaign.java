@@ -82,17 +82,27 @@ public final class HostileCampaign implements AutoCloseable {
     /** The cluster secret of the node and its client. */
     public static final byte[] SECRET = "the hostile suite's 32-byte key!".getBytes(StandardCharsets.US_ASCII);
     /** The attackers' source addresses: 127.0.0.2 … 127.0.0.9, and 127.0.0.1, which the client shares. */
-    public static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
-            "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9");
+    public static final List<String> SOURCES = List.of(
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.3",
+            "127.0.0.4",
+            "127.0.0.5",
+            "127.0.0.6",
+            "127.0.0.7",
+            "127.0.0.8",
+            "127.0.0.9");
     /** System property: JVM options for the worker (the coverage profile's JaCoCo agent). */
     static final String WORKER_OPTIONS_PROPERTY = "cuwire.hostile.workerOptions";
     /** How long anything the client does may take: its normal time is well under a second. */
     public static final Duration SERVED_WITHIN = Duration.ofSeconds(30);
     /** How long the worker may take to get back to its baseline once the attackers are gone. */
     private static final Duration SETTLE = Duration.ofSeconds(20);
+
     private static final int FILLER_BYTES = 1 << 20;
     /** The seeds of the role's ping and of its carrier of a device array (which the forged references go with). */
     private static final String PING_SEED = "ping";
+
     private static final String CARRIER_SEED = "carrier-device";
 
     final String scheme;
@@ -103,8 +113,8 @@ public final class HostileCampaign implements AutoCloseable {
     final String address;
     private final InetSocketAddress socketAddress;
     private final Path emulatedDir;
-    private final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("attacker-device",
-            BufferAllocator.UNLIMITED);
+    private final BufferAllocator<DeviceBuffer> device =
+            Devices.get(0).newAllocator("attacker-device", BufferAllocator.UNLIMITED);
     private final BufferAllocator<HostBuffer> host = BufferAllocator.host("attacker-host", BufferAllocator.UNLIMITED);
     private final TypeRegistry registry;
     private final List<AutoCloseable> seedValues = new ArrayList<>();
@@ -118,6 +128,7 @@ public final class HostileCampaign implements AutoCloseable {
     final List<String> violations = Collections.synchronizedList(new ArrayList<>());
     /** Connections the attackers opened, mutants sent, and the client's served rounds. */
     final AtomicLong connections = new AtomicLong();
+
     final AtomicLong mutants = new AtomicLong();
     /** Header mutants the receiver's header checks refuse (the rest reach the decoder). */
     final AtomicLong refusedHeaders = new AtomicLong();
@@ -125,19 +136,33 @@ public final class HostileCampaign implements AutoCloseable {
     final List<Long> servedNanos = Collections.synchronizedList(new ArrayList<>());
     /** The checks that do not apply to the target's role, each with the role's reason, once each. */
     private final Set<String> notApplicable = Collections.synchronizedSet(new LinkedHashSet<>());
+
     private Snapshot baseline;
 
     /** A seed message: its header, and per frame the bytes a TCP sender sends and the buffer an IPC one refers to. */
-    private record SeedData(HeaderFuzzer.Seed seed, List<byte[]> bytes, List<Buffer> buffers) {
-    }
+    private record SeedData(HeaderFuzzer.Seed seed, List<byte[]> bytes, List<Buffer> buffers) {}
 
     /** What the checks compare with the baseline. */
-    public record Snapshot(long deviceBytes, long hostBytes, long objects, long models, long directCount,
-            long directBytes, long mappedCount, long mappedBytes, long files) {
+    public record Snapshot(
+            long deviceBytes,
+            long hostBytes,
+            long objects,
+            long models,
+            long directCount,
+            long directBytes,
+            long mappedCount,
+            long mappedBytes,
+            long files) {
         boolean memoryEquals(Snapshot o) {
-            return deviceBytes == o.deviceBytes && hostBytes == o.hostBytes && objects == o.objects
-                    && models == o.models && directCount == o.directCount && directBytes == o.directBytes
-                    && mappedCount == o.mappedCount && mappedBytes == o.mappedBytes && files == o.files;
+            return deviceBytes == o.deviceBytes
+                    && hostBytes == o.hostBytes
+                    && objects == o.objects
+                    && models == o.models
+                    && directCount == o.directCount
+                    && directBytes == o.directBytes
+                    && mappedCount == o.mappedCount
+                    && mappedBytes == o.mappedBytes
+                    && files == o.files;
         }
     }
 
@@ -151,8 +176,9 @@ public final class HostileCampaign implements AutoCloseable {
         this.headerFuzzer = new HeaderFuzzer(random.split());
         this.handshakeFuzzer = new HandshakeFuzzer(SECRET, ipc);
         // The node and this JVM share the emulated device's directory (a reference over IPC names a file there).
-        this.emulatedDir = Path.of(System.getProperty("cuwire.emulated.dir", Files.isDirectory(Path.of("/dev/shm"))
-                ? "/dev/shm" : System.getProperty("java.io.tmpdir")));
+        this.emulatedDir = Path.of(System.getProperty(
+                "cuwire.emulated.dir",
+                Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm" : System.getProperty("java.io.tmpdir")));
         this.address = target.address();
         this.socketAddress = WireAttacker.target(address);
         this.registry = target.registry();
@@ -180,7 +206,7 @@ public final class HostileCampaign implements AutoCloseable {
             // the steady state, a model held in the arena, as after every round.
             c.serve();
             c.serve();
-            c.newPeerServed();  // the state every check compares in: see checkBaseline
+            c.newPeerServed(); // the state every check compares in: see checkBaseline
             c.baseline = c.settled(null);
             c.log.println("[hostile] " + scheme + " " + target.role() + " pid " + target.pid() + " at " + c.address
                     + ", baseline " + c.baseline);
@@ -232,15 +258,24 @@ public final class HostileCampaign implements AutoCloseable {
     Snapshot snapshot() throws Exception {
         HostileTarget.Accounts s = target.accounts();
         List<Long> pools = target.pools();
-        return new Snapshot(s.deviceBytes(), s.hostBytes(), s.objects(), s.models(), pools.get(0), pools.get(1),
-                pools.get(2), pools.get(3), workerFiles());
+        return new Snapshot(
+                s.deviceBytes(),
+                s.hostBytes(),
+                s.objects(),
+                s.models(),
+                pools.get(0),
+                pools.get(1),
+                pools.get(2),
+                pools.get(3),
+                workerFiles());
     }
 
     /** The worker's files in the emulated device's directory ({@code cuwire-emu-<pid>-...}). */
     long workerFiles() throws IOException {
         String prefix = "cuwire-emu-" + workerPid() + "-";
         try (Stream<Path> files = Files.list(emulatedDir)) {
-            return files.filter(p -> p.getFileName().toString().startsWith(prefix)).count();
+            return files.filter(p -> p.getFileName().toString().startsWith(prefix))
+                    .count();
         }
     }
 
@@ -296,23 +331,23 @@ public final class HostileCampaign implements AutoCloseable {
     void round(int round, int handshakes, int headers, int parallel) throws Exception {
         long start = System.nanoTime();
         Phases phases = new Phases();
-        List<Socket> stalled = phases.time("stalled", () -> stalled(100));  // finding 1
-        Dripper drip = phases.time("drip", this::drip);  // finding 4
+        List<Socket> stalled = phases.time("stalled", () -> stalled(100)); // finding 1
+        Dripper drip = phases.time("drip", this::drip); // finding 4
         try {
             if (round == 0) {
-                phases.run("tiny-frames", this::manyTinyDeviceFrames);  // finding 2
-                phases.run("churn", () -> churn(1000));  // finding 10
+                phases.run("tiny-frames", this::manyTinyDeviceFrames); // finding 2
+                phases.run("churn", () -> churn(1000)); // finding 10
             }
-            phases.run("budgets", this::decodeBudgets);  // finding 3
-            phases.run("departed", () -> target.departedPeer(this));  // finding 5
+            phases.run("budgets", this::decodeBudgets); // finding 3
+            phases.run("departed", () -> target.departedPeer(this)); // finding 5
             if (ipc) {
-                phases.run("forged", this::forgedReferences);  // finding 6
+                phases.run("forged", this::forgedReferences); // finding 6
             }
-            phases.run("relay", this::relay);  // finding 8
+            phases.run("relay", this::relay); // finding 8
             phases.run("handshakes", () -> fuzzHandshakes(handshakes, parallel));
             phases.run("headers", () -> fuzzHeaders(headers, parallel));
             Duration served = phases.time("served", this::serve);
-            phases.run("new-peer", this::newPeerServed);  // while the stalled handshakes and the drip are open
+            phases.run("new-peer", this::newPeerServed); // while the stalled handshakes and the drip are open
             log.println("[hostile] " + scheme + " round " + round + ": served in " + served.toMillis() + " ms with "
                     + stalled.size() + " stalled handshakes and a message of " + Dripper.DECLARED + " declared bytes "
                     + "holding " + drip.heldBytes + " host bytes at the " + target.role() + " after " + Dripper.SENT
@@ -356,8 +391,11 @@ public final class HostileCampaign implements AutoCloseable {
             try {
                 return step.get();
             } finally {
-                text.append(text.isEmpty() ? "" : ", ").append(name).append(' ')
-                        .append((System.nanoTime() - t) / 1_000_000).append(" ms");
+                text.append(text.isEmpty() ? "" : ", ")
+                        .append(name)
+                        .append(' ')
+                        .append((System.nanoTime() - t) / 1_000_000)
+                        .append(" ms");
             }
         }
 
@@ -473,7 +511,8 @@ public final class HostileCampaign implements AutoCloseable {
      */
     void manyTinyDeviceFrames() throws Exception {
         int frames = 65_536;
-        try (TestClient peer = peer(); DeviceBuffer memory = peer.device.allocate(frames)) {
+        try (TestClient peer = peer();
+                DeviceBuffer memory = peer.device.allocate(frames)) {
             List<NdArray> tiny = new ArrayList<>(frames);
             for (int i = 0; i < frames; i++) {
                 tiny.add(NdArray.view(memory, i, DType.UINT8, Order.C, 1));
@@ -504,9 +543,11 @@ public final class HostileCampaign implements AutoCloseable {
                 // from the wire: a peer's own transport will not send a family its connection did not agree
                 try (WireAttacker other = authenticated(SOURCES.get(1 + random.nextInt(8)))) {
                     other.sendMessage(serialDosHeader(nextRequestId()), List.of());
-                    assertTrue(other.awaitClosedByPeer(SERVED_WITHIN), "the " + target.role() + " kept the "
-                            + "connection of a peer that sent a header in the java family, which its connections do "
-                            + "not take");
+                    assertTrue(
+                            other.awaitClosedByPeer(SERVED_WITHIN),
+                            "the " + target.role() + " kept the "
+                                    + "connection of a peer that sent a header in the java family, which its connections do "
+                                    + "not take");
                 }
             }
 
@@ -520,16 +561,18 @@ public final class HostileCampaign implements AutoCloseable {
             String budgetRefused = DecodeBudgetExceededException.class.getSimpleName();
             long budgetLines = lines(target.output(), budgetRefused).size();
             if (unanswered.isEmpty()) {
-                ExecutionException e = assertThrows(ExecutionException.class, () -> peer.request(
-                        n -> (Request) target.carrier(n, levels))
-                        .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
+                ExecutionException e = assertThrows(
+                        ExecutionException.class,
+                        () -> peer.request(n -> (Request) target.carrier(n, levels))
+                                .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
                 RemoteDecodeException budget = assertInstanceOf(RemoteDecodeException.class, e.getCause());
                 assertEquals(DecodeBudgetExceededException.class.getSimpleName(), budget.remoteType());
             } else {
-                notApplicable("the answer to a carrier beyond the decode budget (the cut-off is checked)",
-                        unanswered.get());
-                peer.endpoint.send(target.carrier(nextRequestId(), levels)).get(SERVED_WITHIN.toSeconds(),
-                        TimeUnit.SECONDS);
+                notApplicable(
+                        "the answer to a carrier beyond the decode budget (the cut-off is checked)", unanswered.get());
+                peer.endpoint
+                        .send(target.carrier(nextRequestId(), levels))
+                        .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
             }
             assertClosedByNode(peer, "beyond its decode budget");
             if (unanswered.isPresent()) {
@@ -539,9 +582,14 @@ public final class HostileCampaign implements AutoCloseable {
                 while (lines(target.output(), budgetRefused).size() == budgetLines && System.nanoTime() < deadline) {
                     Thread.sleep(10);
                 }
-                assertTrue(lines(target.output(), budgetRefused).size() > budgetLines, "the " + target.role()
-                        + " cut the peer off without logging its decode budget's refusal: " + target.output()
-                        .subList(Math.max(0, target.output().size() - 20), target.output().size()));
+                assertTrue(
+                        lines(target.output(), budgetRefused).size() > budgetLines,
+                        "the " + target.role()
+                                + " cut the peer off without logging its decode budget's refusal: "
+                                + target.output()
+                                        .subList(
+                                                Math.max(0, target.output().size() - 20),
+                                                target.output().size()));
             }
         }
     }
@@ -566,8 +614,8 @@ public final class HostileCampaign implements AutoCloseable {
         while (peer.endpoint.isOpen() && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertTrue(!peer.endpoint.isOpen(), "the " + target.role() + " kept the connection of a peer that sent "
-                + what);
+        assertTrue(
+                !peer.endpoint.isOpen(), "the " + target.role() + " kept the connection of a peer that sent " + what);
     }
 
     /** A header of a request with a new id, as {@code header} makes it of the id. */
@@ -580,10 +628,11 @@ public final class HostileCampaign implements AutoCloseable {
     private RemoteDecodeException refusal(TestClient peer, RequestHeader header) throws Exception {
         long id = requestIds.incrementAndGet();
         CompletableFuture<Reply> reply = peer.endpoint.expect(id);
-        peer.endpoint.sendMessage(Message.of(header.of(id), List.of())).get(SERVED_WITHIN.toSeconds(),
-                TimeUnit.SECONDS);
-        ExecutionException e = assertThrows(ExecutionException.class,
-                () -> reply.get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
+        peer.endpoint
+                .sendMessage(Message.of(header.of(id), List.of()))
+                .get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
+        ExecutionException e =
+                assertThrows(ExecutionException.class, () -> reply.get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS));
         return assertInstanceOf(RemoteDecodeException.class, e.getCause());
     }
 
@@ -622,8 +671,8 @@ public final class HostileCampaign implements AutoCloseable {
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
             out.writeObject(root);
         }
-        Map<String, Object> node = HeaderFuzzer.node(registry.nameOf(LinearRegression.class), "f", "java", "d",
-                Map.of("b", bytes.toByteArray()));
+        Map<String, Object> node = HeaderFuzzer.node(
+                registry.nameOf(LinearRegression.class), "f", "java", "d", Map.of("b", bytes.toByteArray()));
         Map<String, Object> request = carrierRoot(id);
         @SuppressWarnings("unchecked")
         Map<String, Object> fields = (Map<String, Object>) request.get("d");
@@ -653,8 +702,8 @@ public final class HostileCampaign implements AutoCloseable {
     private Map<String, Object> carrierRoot(long id) {
         try (Serialized s = registry.serialize(target.carrier(id, 0L), Family.CUDA, Family.HOST)) {
             @SuppressWarnings("unchecked")
-            Map<String, Object> root = (Map<String, Object>) HeaderFuzzer.seed("carrier", s.encodeHeader()).top()
-                    .get("root");
+            Map<String, Object> root = (Map<String, Object>)
+                    HeaderFuzzer.seed("carrier", s.encodeHeader()).top().get("root");
             return root;
         }
     }
@@ -674,16 +723,21 @@ public final class HostileCampaign implements AutoCloseable {
         Path secretFile = Files.createTempFile("cuwire-emu-", ".secret");
         try {
             Files.writeString(secretFile, "no peer may read this");
-            SeedData put = seeds.stream().filter(s -> s.seed().name().equals(CARRIER_SEED)).findFirst().orElseThrow();
+            SeedData put = seeds.stream()
+                    .filter(s -> s.seed().name().equals(CARRIER_SEED))
+                    .findFirst()
+                    .orElseThrow();
             byte[] header = HeaderFuzzer.encode(put.seed().top());
             List<FrameDescriptor> frames = HeaderFuzzer.accepted(header);
-            for (byte[] handle : List.of(secretFile.toString().getBytes(StandardCharsets.UTF_8),
+            for (byte[] handle : List.of(
+                    secretFile.toString().getBytes(StandardCharsets.UTF_8),
                     ByteBuffer.allocate(24).putLong(1).put(new byte[16]).array())) {
                 long objects = target.accounts().objects();
                 try (WireAttacker a = authenticated(SOURCES.get(1 + random.nextInt(8)))) {
                     a.sendMessage(header, List.of(reference(handle, 0, 1 << 20, 0)));
-                    assertTrue(a.awaitClosedByPeer(SERVED_WITHIN), "the worker kept a peer that sent a forged "
-                            + "reference of " + frames.getFirst());
+                    assertTrue(
+                            a.awaitClosedByPeer(SERVED_WITHIN),
+                            "the worker kept a peer that sent a forged " + "reference of " + frames.getFirst());
                 }
                 assertEquals(objects, target.accounts().objects(), "the node stored a forged frame");
             }
@@ -701,8 +755,10 @@ public final class HostileCampaign implements AutoCloseable {
         try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             CompletableFuture<Void> relayed = CompletableFuture.runAsync(() -> relayOnce(server));
             String via = scheme + "://127.0.0.1:" + server.getLocalPort();
-            RuntimeException e = assertThrows(RuntimeException.class, () -> TestClient.connect(via, SECRET, registry,
-                    target.families()).close());
+            RuntimeException e = assertThrows(
+                    RuntimeException.class,
+                    () -> TestClient.connect(via, SECRET, registry, target.families())
+                            .close());
             assertTrue(String.valueOf(e.getMessage()).contains("but this connection arrived at"), String.valueOf(e));
             relayed.get(SERVED_WITHIN.toSeconds(), TimeUnit.SECONDS);
             connections.addAndGet(2);
@@ -710,7 +766,8 @@ public final class HostileCampaign implements AutoCloseable {
     }
 
     private void relayOnce(ServerSocket server) {
-        try (Socket victim = server.accept(); Socket toWorker = new Socket()) {
+        try (Socket victim = server.accept();
+                Socket toWorker = new Socket()) {
             toWorker.connect(socketAddress, 10_000);
             Thread back = Thread.ofVirtual().start(() -> pump(toWorker, victim));
             DataInputStream fromVictim = new DataInputStream(victim.getInputStream());
@@ -722,8 +779,12 @@ public final class HostileCampaign implements AutoCloseable {
                 out.write(record);
                 out.flush();
             }
-            byte[] header = HeaderFuzzer.encode(seeds.stream().filter(s -> s.seed().name().equals(PING_SEED))
-                    .findFirst().orElseThrow().seed().top());
+            byte[] header = HeaderFuzzer.encode(seeds.stream()
+                    .filter(s -> s.seed().name().equals(PING_SEED))
+                    .findFirst()
+                    .orElseThrow()
+                    .seed()
+                    .top());
             out.writeByte(WireAttacker.MESSAGE);
             out.writeInt(header.length);
             out.write(header);
@@ -762,8 +823,8 @@ public final class HostileCampaign implements AutoCloseable {
             SplittableRandom r = random.split();
             threads.add(Thread.ofVirtual().start(() -> {
                 while (next.getAndIncrement() < n) {
-                    HandshakeFuzzer.Outcome o = handshakeFuzzer.attack(r, socketAddress,
-                            SOURCES.get(r.nextInt(SOURCES.size())));
+                    HandshakeFuzzer.Outcome o =
+                            handshakeFuzzer.attack(r, socketAddress, SOURCES.get(r.nextInt(SOURCES.size())));
                     connections.incrementAndGet();
                     if (o.violation() != null) {
                         violations.add("handshake " + o.what() + ": " + o.violation());
@@ -795,8 +856,8 @@ public final class HostileCampaign implements AutoCloseable {
                         SeedData seed = seeds.get(r.nextInt(seeds.size()));
                         HeaderFuzzer.Mutant m = fuzzer.mutate(seed.seed());
                         boolean fuzzRefs = ipc && r.nextInt(3) == 0;
-                        List<byte[]> frames = m.frames() == null ? List.of() : wireFrames(seed, m.frames(),
-                                fuzzRefs ? r : null);
+                        List<byte[]> frames =
+                                m.frames() == null ? List.of() : wireFrames(seed, m.frames(), fuzzRefs ? r : null);
                         if (a == null || a.awaitClosedByPeer(Duration.ZERO) || sentOnConnection >= 16) {
                             if (a != null) {
                                 a.close();
@@ -809,7 +870,7 @@ public final class HostileCampaign implements AutoCloseable {
                         try {
                             a.sendMessage(m.header(), frames);
                         } catch (IOException closed) {
-                            continue;  // the worker cut this connection off after an earlier mutant
+                            continue; // the worker cut this connection off after an earlier mutant
                         }
                         if (m.frames() == null) {
                             refusedHeaders.incrementAndGet();
@@ -843,8 +904,8 @@ public final class HostileCampaign implements AutoCloseable {
         for (int i = 0; i < frames.size(); i++) {
             FrameDescriptor d = frames.get(i);
             if (ipc && HeaderFuzzer.isDevice(d)) {
-                DeviceBuffer b = i < seed.buffers().size() && seed.buffers().get(i) instanceof DeviceBuffer db ? db
-                        : scratch;
+                DeviceBuffer b =
+                        i < seed.buffers().size() && seed.buffers().get(i) instanceof DeviceBuffer db ? db : scratch;
                 IpcHandle h = b.device().exportAllocation(b);
                 long offset = b.device().allocationOffset(b);
                 if (fuzz == null) {
@@ -865,8 +926,13 @@ public final class HostileCampaign implements AutoCloseable {
 
     /** {@code [handle length: int16][handle][device: int32][allocation bytes: int64][offset: int64]}. */
     private static byte[] reference(byte[] handle, int ordinal, long allocationBytes, long offset) {
-        return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length).put(handle)
-                .putInt(ordinal).putLong(allocationBytes).putLong(offset).array();
+        return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8)
+                .putShort((short) handle.length)
+                .put(handle)
+                .putInt(ordinal)
+                .putLong(allocationBytes)
+                .putLong(offset)
+                .array();
     }
 
     private byte[] mutatedReference(SplittableRandom r, IpcHandle h, long offset) {
@@ -875,14 +941,21 @@ public final class HostileCampaign implements AutoCloseable {
         long allocation = h.length();
         switch (r.nextInt(9)) {
             case 0 -> handle = Arrays.copyOf(handle, List.of(0, 1, 23, 25, 4097).get(r.nextInt(5)));
-            case 1 -> ByteBuffer.wrap(handle).putLong(0, List.of(1L, workerPid(), -1L, 0L).get(r.nextInt(4)));
+            case 1 ->
+                ByteBuffer.wrap(handle)
+                        .putLong(0, List.of(1L, workerPid(), -1L, 0L).get(r.nextInt(4)));
             case 2 -> handle[8 + r.nextInt(Math.max(1, handle.length - 8))] ^= (byte) (1 << r.nextInt(8));
             case 3 -> ordinal = List.of(1, -1, 99, Integer.MAX_VALUE).get(r.nextInt(4));
-            case 4 -> allocation = List.of(0L, 1L, -1L, Long.MAX_VALUE, allocation + 1).get(r.nextInt(5));
-            case 5 -> offset = List.of(-1L, allocation, allocation - 1, Long.MAX_VALUE).get(r.nextInt(4));
+            case 4 ->
+                allocation =
+                        List.of(0L, 1L, -1L, Long.MAX_VALUE, allocation + 1).get(r.nextInt(5));
+            case 5 ->
+                offset =
+                        List.of(-1L, allocation, allocation - 1, Long.MAX_VALUE).get(r.nextInt(4));
             case 6 -> handle = "/proc/self/environ".getBytes(StandardCharsets.UTF_8);
-            case 7 -> handle = ("../" + emulatedDir.getFileName() + "/cuwire-emu-" + workerPid())
-                    .getBytes(StandardCharsets.UTF_8);
+            case 7 ->
+                handle = ("../" + emulatedDir.getFileName() + "/cuwire-emu-" + workerPid())
+                        .getBytes(StandardCharsets.UTF_8);
             default -> {
                 byte[] junk = new byte[1 + r.nextInt(64)];
                 r.nextBytes(junk);
@@ -927,13 +1000,13 @@ public final class HostileCampaign implements AutoCloseable {
         composite.add(shared);
         composite.add(sharedInts);
         composite.add(sharedInts);
-        composite.add(new double[10_000]);  // 80 KB: beyond the frame threshold, a frame of its own
+        composite.add(new double[10_000]); // 80 KB: beyond the frame threshold, a frame of its own
         composite.add(List.of(1L, 2L, 3L));
         composite.add(Set.of("imm"));
         addSeed(PING_SEED, target::ping, Family.CUDA, Family.HOST);
         addSeed(CARRIER_SEED, n -> target.carrier(n, deviceArray), Family.CUDA, Family.HOST);
-        for (HostileTarget.SeedRequest r : target.seeds(new HostileTarget.SeedValues(deviceArray, hostArray, small,
-                composite))) {
+        for (HostileTarget.SeedRequest r :
+                target.seeds(new HostileTarget.SeedValues(deviceArray, hostArray, small, composite))) {
             addSeed(r.name(), r.request(), r.chain());
         }
     }
@@ -945,7 +1018,7 @@ public final class HostileCampaign implements AutoCloseable {
 
     private void addSeed(String name, LongFunction<?> request, Family... chain) {
         Serialized s = registry.serialize(request.apply(requestIds.incrementAndGet()), chain);
-        seedValues.add(s);  // its host copies stay open: an IPC seed's host frames are sent from them
+        seedValues.add(s); // its host copies stay open: an IPC seed's host frames are sent from them
         List<byte[]> bytes = new ArrayList<>();
         List<Buffer> buffers = new ArrayList<>();
         for (Frame f : s.frames()) {

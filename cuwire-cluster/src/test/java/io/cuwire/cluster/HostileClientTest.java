@@ -74,27 +74,40 @@ class HostileClientTest {
     }
 
     private ChildJvm startWorker(String... jvmOptions) throws IOException {
-        ChildJvm p = ChildJvm.builder(Worker.class).property(Devices.PLATFORM_PROPERTY, Devices.platform())
-                .jvmOptions(jvmOptions).args("0", "0", "tcp://127.0.0.1:0")
-                .input(HexFormat.of().formatHex(SECRET) + "\n").start();
+        ChildJvm p = ChildJvm.builder(Worker.class)
+                .property(Devices.PLATFORM_PROPERTY, Devices.platform())
+                .jvmOptions(jvmOptions)
+                .args("0", "0", "tcp://127.0.0.1:0")
+                .input(HexFormat.of().formatHex(SECRET) + "\n")
+                .start();
         processes.add(p);
         return p;
     }
 
     /** The address the worker printed (within 60 s). */
     private static String listeningAddress(ChildJvm p) throws IOException, InterruptedException {
-        return p.awaitLine(Worker.LISTENING + " ", Duration.ofSeconds(60)).substring(Worker.LISTENING.length() + 1)
+        return p.awaitLine(Worker.LISTENING + " ", Duration.ofSeconds(60))
+                .substring(Worker.LISTENING.length() + 1)
                 .strip();
     }
 
     /** Connects as the worker's first connection (its client) or a later one (a peer). */
     private Endpoint connect(String address) {
-        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
-                .families(ClusterTypes.families()).build();
-        Endpoint e = new Endpoint("hostile-" + endpoints.size(), Transports.forAddress(address).connect(address,
-                config), ClusterTypes.registry(), new DecodeTarget(device, host, Limits.DEFAULT), (from, r) -> { },
-                u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
-                x -> new ClusterException("connection to the worker broken", x), x -> { }).start();
+        TransportConfig config = TransportConfig.builder()
+                .secret(SECRET)
+                .receiveInto(DeviceMap.of(host, device))
+                .families(ClusterTypes.families())
+                .build();
+        Endpoint e = new Endpoint(
+                        "hostile-" + endpoints.size(),
+                        Transports.forAddress(address).connect(address, config),
+                        ClusterTypes.registry(),
+                        new DecodeTarget(device, host, Limits.DEFAULT),
+                        (from, r) -> {},
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                        x -> new ClusterException("connection to the worker broken", x),
+                        x -> {})
+                .start();
         endpoints.add(e);
         return e;
     }
@@ -127,7 +140,8 @@ class HostileClientTest {
         set.add(holder);
         holder.add(level);
         levels.add(set);
-        ExecutionException e = assertThrows(ExecutionException.class,
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
                 () -> call(client, id -> new WorkerRequest.Put(id, levels)).get(20, TimeUnit.SECONDS));
         RemoteDecodeException remote = assertInstanceOf(RemoteDecodeException.class, e.getCause());
         assertEquals(DecodeBudgetExceededException.class.getSimpleName(), remote.remoteType());
@@ -146,7 +160,8 @@ class HostileClientTest {
         for (int i = 0; i < 1_000_000; i++) {
             boxed.add(i);
         }
-        ExecutionException e = assertThrows(ExecutionException.class,
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
                 () -> call(client, id -> new WorkerRequest.Put(id, boxed)).get(30, TimeUnit.SECONDS));
         assertInstanceOf(ClusterException.class, e.getCause(), "the worker closed the connection: " + e);
         assertExits(p);
@@ -183,14 +198,15 @@ class HostileClientTest {
                 .get(20, TimeUnit.SECONDS);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (deviceBytes(client) == 0 && System.nanoTime() < deadline) {
-            Thread.sleep(20);  // the begin is decoded on the worker's reader of that connection
+            Thread.sleep(20); // the begin is decoded on the worker's reader of that connection
         }
         assertEquals(16 << 20, deviceBytes(client), "the assembly's frame is allocated");
         peer.close();
         Reply.Failed dropped = assertInstanceOf(Reply.Failed.class, ack.get(20, TimeUnit.SECONDS));
         assertTrue(dropped.error().contains("the connection it arrived on broke"), dropped.error());
         assertEquals(0, deviceBytes(client), "the departed sender's assembly is freed");
-        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
+        assertInstanceOf(
+                Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
         assertExits(p);
         assertTrue(!p.output().contains("bytes outstanding"), "no leak at shutdown: " + p.output());
     }
@@ -207,15 +223,21 @@ class HostileClientTest {
         Endpoint peer = connect(address);
         byte[] header = modelHeader(16 << 20);
         CompletableFuture<Reply> second = client.expect(79);
-        peer.send(new WorkerRequest.BroadcastBegin(78, 5L, 1L, header, List.of())).get(20, TimeUnit.SECONDS);
-        peer.send(new WorkerRequest.BroadcastBegin(79, 6L, 1L, header, List.of())).get(20, TimeUnit.SECONDS);
+        peer.send(new WorkerRequest.BroadcastBegin(78, 5L, 1L, header, List.of()))
+                .get(20, TimeUnit.SECONDS);
+        peer.send(new WorkerRequest.BroadcastBegin(79, 6L, 1L, header, List.of()))
+                .get(20, TimeUnit.SECONDS);
         Reply.Failed refused = assertInstanceOf(Reply.Failed.class, second.get(20, TimeUnit.SECONDS));
         assertEquals("ClusterException", refused.errorType());
-        assertTrue(refused.error().contains("16777216 bytes would make 33554432 bytes allocated for arriving "
-                + "broadcasts and not yet filled, beyond the worker's budget of 25165824 ("
-                + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + ")"), refused.error());
+        assertTrue(
+                refused.error()
+                        .contains("16777216 bytes would make 33554432 bytes allocated for arriving "
+                                + "broadcasts and not yet filled, beyond the worker's budget of 25165824 ("
+                                + Worker.MAX_ASSEMBLY_BYTES_PROPERTY + ")"),
+                refused.error());
         assertEquals(16 << 20, deviceBytes(client), "the first assembly alone is allocated");
-        assertInstanceOf(Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
+        assertInstanceOf(
+                Reply.Ok.class, call(client, WorkerRequest.Shutdown::new).get(20, TimeUnit.SECONDS));
         assertExits(p);
     }
 }

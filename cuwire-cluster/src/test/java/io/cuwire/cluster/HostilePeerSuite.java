@@ -29,9 +29,11 @@ import org.junit.jupiter.params.provider.MethodSource;
 public abstract class HostilePeerSuite {
     /** System property: rounds per transport. */
     static final String ROUNDS_PROPERTY = "cuwire.hostile.rounds";
+
     static final int ROUNDS = 4;
     /** Per round: handshake mutants, header mutants, attackers at once. */
     private static final int HANDSHAKES = 300;
+
     private static final int HEADERS = 1000;
     private static final int PARALLEL = 6;
 
@@ -43,12 +45,12 @@ public abstract class HostilePeerSuite {
 
     @ParameterizedTest
     @MethodSource("schemes")
-    @Timeout(value = 30, unit = TimeUnit.MINUTES)  // a bound for long runs; the default rounds: 40-60 s each
-    void shouldKeepServingItsClientAndComeBackToItsBaselineThroughEveryRoundOfHostilePeers(String scheme,
-            TestInfo info, TestReporter reporter) throws Exception {
+    @Timeout(value = 30, unit = TimeUnit.MINUTES) // a bound for long runs; the default rounds: 40-60 s each
+    void shouldKeepServingItsClientAndComeBackToItsBaselineThroughEveryRoundOfHostilePeers(
+            String scheme, TestInfo info, TestReporter reporter) throws Exception {
         int rounds = Integer.getInteger(ROUNDS_PROPERTY, ROUNDS);
-        try (HostileCampaign campaign = HostileCampaign.start(start(scheme), scheme,
-                TestRandom.seed(TestRandom.name(info)), System.out)) {
+        try (HostileCampaign campaign =
+                HostileCampaign.start(start(scheme), scheme, TestRandom.seed(TestRandom.name(info)), System.out)) {
             for (int round = 0; round < rounds; round++) {
                 campaign.round(round, HANDSHAKES, HEADERS, PARALLEL);
             }
@@ -57,10 +59,12 @@ public abstract class HostilePeerSuite {
             System.out.println("[hostile] " + scheme + " " + campaign.target().role() + ": " + rounds + " rounds, "
                     + campaign.connections.get() + " attacker connections, " + campaign.mutants.get()
                     + " header mutants; the client was served " + campaign.servedNanos.size() + " times; "
-                    + (notApplicable.isEmpty() ? "every check applied" : "not applicable to the "
-                    + campaign.target().role() + ": " + notApplicable));
+                    + (notApplicable.isEmpty()
+                            ? "every check applied"
+                            : "not applicable to the " + campaign.target().role() + ": " + notApplicable));
             for (String check : notApplicable) {
-                reporter.publishEntry("not applicable to the " + campaign.target().role(), check);
+                reporter.publishEntry(
+                        "not applicable to the " + campaign.target().role(), check);
             }
         }
     }

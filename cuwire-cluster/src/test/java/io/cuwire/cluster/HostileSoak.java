@@ -3,8 +3,8 @@ package io.cuwire.cluster;
 import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.test.TestRandom;
 import java.io.IOException;
 import java.net.Socket;
 import java.nio.file.Files;
@@ -34,8 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Arguments: {@code [connections=10000] [tcp|ipc]}; the seed is {@link TestRandom}'s.
  */
 public final class HostileSoak {
-    private HostileSoak() {
-    }
+    private HostileSoak() {}
 
     public static void main(String[] args) throws Exception {
         long target = args.length > 0 ? Long.parseLong(args[0]) : 10_000;
@@ -45,15 +44,15 @@ public final class HostileSoak {
         AtomicLong legitConnections = new AtomicLong();
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         long start = System.nanoTime();
-        try (HostileCampaign c = HostileCampaign.start(HostileWorker.start(scheme, System.err), scheme, seed,
-                System.err)) {
+        try (HostileCampaign c =
+                HostileCampaign.start(HostileWorker.start(scheme, System.err), scheme, seed, System.err)) {
             HostileWorker worker = (HostileWorker) c.target();
             long rssBefore = rss(c.workerPid());
             List<?> heapBefore = worker.heap();
             HostileCampaign.Snapshot before = c.snapshot();
             AtomicBoolean attacking = new AtomicBoolean(true);
-            Thread legit = legitimatePeer(c, new SplittableRandom(seed), attacking, legitNanos, legitConnections,
-                    failures);
+            Thread legit =
+                    legitimatePeer(c, new SplittableRandom(seed), attacking, legitNanos, legitConnections, failures);
             int batch = 0;
             List<String> batches = new ArrayList<>();
             try {
@@ -84,15 +83,28 @@ public final class HostileSoak {
                         now = c.snapshot();
                     }
                     List<?> heap = worker.heap();
-                    batches.add(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %d |",
-                            batch, c.connections.get(), c.mutants.get(), (System.nanoTime() - t) / 1e9,
-                            rss(c.workerPid()) / 1048576.0, mib(heap.get(1)), mib(heap.get(0)), now.directBytes()));
+                    batches.add(String.format(
+                            Locale.ROOT,
+                            "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %d |",
+                            batch,
+                            c.connections.get(),
+                            c.mutants.get(),
+                            (System.nanoTime() - t) / 1e9,
+                            rss(c.workerPid()) / 1048576.0,
+                            mib(heap.get(1)),
+                            mib(heap.get(0)),
+                            now.directBytes()));
                     System.err.println("[soak] " + batches.getLast());
                     batch++;
                     if (c.connections.get() < target) {
                         attacking.set(true);
-                        legit = legitimatePeer(c, new SplittableRandom(seed + batch), attacking, legitNanos,
-                                legitConnections, failures);
+                        legit = legitimatePeer(
+                                c,
+                                new SplittableRandom(seed + batch),
+                                attacking,
+                                legitNanos,
+                                legitConnections,
+                                failures);
                     }
                 }
             } finally {
@@ -103,8 +115,22 @@ public final class HostileSoak {
             long rssAfter = rss(c.workerPid());
             List<?> heapAfter = worker.heap();
             c.finish();
-            print(scheme, seed, target, c, legitConnections.get(), legitNanos, rssBefore, rssAfter, before, after,
-                    heapBefore, heapAfter, batches, failures, (System.nanoTime() - start) / 1e9);
+            print(
+                    scheme,
+                    seed,
+                    target,
+                    c,
+                    legitConnections.get(),
+                    legitNanos,
+                    rssBefore,
+                    rssAfter,
+                    before,
+                    after,
+                    heapBefore,
+                    heapAfter,
+                    batches,
+                    failures,
+                    (System.nanoTime() - start) / 1e9);
         }
         if (!failures.isEmpty()) {
             System.exit(1);
@@ -112,8 +138,13 @@ public final class HostileSoak {
     }
 
     /** A thread that makes {@link #legitimateRoundTrip}s while {@code attacking}. */
-    private static Thread legitimatePeer(HostileCampaign c, SplittableRandom r, AtomicBoolean attacking,
-            List<Long> nanos, AtomicLong connections, List<String> failures) {
+    private static Thread legitimatePeer(
+            HostileCampaign c,
+            SplittableRandom r,
+            AtomicBoolean attacking,
+            List<Long> nanos,
+            AtomicLong connections,
+            List<String> failures) {
         return Thread.ofPlatform().name("soak-legitimate-peer").start(() -> {
             while (attacking.get()) {
                 try {
@@ -170,34 +201,81 @@ public final class HostileSoak {
         return sorted.get(Math.max(0, i)) / 1e6;
     }
 
-    private static void print(String scheme, long seed, long target, HostileCampaign c, long legitConnections,
-            List<Long> legitNanos, long rssBefore, long rssAfter, HostileCampaign.Snapshot before,
-            HostileCampaign.Snapshot after, List<?> heapBefore, List<?> heapAfter, List<String> batches,
-            List<String> failures, double seconds) {
+    private static void print(
+            String scheme,
+            long seed,
+            long target,
+            HostileCampaign c,
+            long legitConnections,
+            List<Long> legitNanos,
+            long rssBefore,
+            long rssAfter,
+            HostileCampaign.Snapshot before,
+            HostileCampaign.Snapshot after,
+            List<?> heapBefore,
+            List<?> heapAfter,
+            List<String> batches,
+            List<String> failures,
+            double seconds) {
         List<Long> legit = new ArrayList<>(legitNanos);
         Collections.sort(legit);
         List<Long> served = new ArrayList<>(c.servedNanos);
         Collections.sort(served);
         System.out.println("## " + scheme + ": " + target + " attacker connections (seed " + seed + ")");
         System.out.println();
-        System.out.printf(Locale.ROOT, "- run time %.1f s; attacker connections %d (handshake mutants, header mutants "
-                + "on authenticated connections, stalled handshakes, connect-and-close), header mutants %d (%d refused"
-                + " at the header); legitimate peer connections %d%n", seconds, c.connections.get(), c.mutants.get(),
-                c.refusedHeaders.get(), legitConnections);
-        System.out.printf(Locale.ROOT, "- legitimate peer round trips (connect, handshake, put, get, free, close): %d,"
-                + " p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms%n", legit.size(), percentileMillis(legit, 0.5),
-                percentileMillis(legit, 0.9), percentileMillis(legit, 0.99), percentileMillis(legit, 1.0));
-        System.out.printf(Locale.ROOT, "- the worker's client (refit, broadcast, put, predict, fetch, free): %d, "
-                + "p50 %.1f ms, p90 %.1f ms, max %.1f ms%n", served.size(), percentileMillis(served, 0.5),
-                percentileMillis(served, 0.9), percentileMillis(served, 1.0));
-        System.out.printf(Locale.ROOT, "- worker RSS %.1f MiB before, %.1f MiB after; direct memory %d bytes in %d "
-                + "buffers before, %d bytes in %d buffers after; device bytes %d / %d, host bytes %d / %d, files %d /"
-                + " %d%n", rssBefore / 1048576.0, rssAfter / 1048576.0, before.directBytes(), before.directCount(),
-                after.directBytes(), after.directCount(), before.deviceBytes(), after.deviceBytes(),
-                before.hostBytes(), after.hostBytes(), before.files(), after.files());
-        System.out.printf(Locale.ROOT, "- worker heap after a GC: %.1f MiB used of %.1f MiB committed before, "
-                + "%.1f of %.1f after; non-heap committed %.1f / %.1f MiB%n", mib(heapBefore.get(0)),
-                mib(heapBefore.get(1)), mib(heapAfter.get(0)), mib(heapAfter.get(1)), mib(heapBefore.get(2)),
+        System.out.printf(
+                Locale.ROOT,
+                "- run time %.1f s; attacker connections %d (handshake mutants, header mutants "
+                        + "on authenticated connections, stalled handshakes, connect-and-close), header mutants %d (%d refused"
+                        + " at the header); legitimate peer connections %d%n",
+                seconds,
+                c.connections.get(),
+                c.mutants.get(),
+                c.refusedHeaders.get(),
+                legitConnections);
+        System.out.printf(
+                Locale.ROOT,
+                "- legitimate peer round trips (connect, handshake, put, get, free, close): %d,"
+                        + " p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms%n",
+                legit.size(),
+                percentileMillis(legit, 0.5),
+                percentileMillis(legit, 0.9),
+                percentileMillis(legit, 0.99),
+                percentileMillis(legit, 1.0));
+        System.out.printf(
+                Locale.ROOT,
+                "- the worker's client (refit, broadcast, put, predict, fetch, free): %d, "
+                        + "p50 %.1f ms, p90 %.1f ms, max %.1f ms%n",
+                served.size(),
+                percentileMillis(served, 0.5),
+                percentileMillis(served, 0.9),
+                percentileMillis(served, 1.0));
+        System.out.printf(
+                Locale.ROOT,
+                "- worker RSS %.1f MiB before, %.1f MiB after; direct memory %d bytes in %d "
+                        + "buffers before, %d bytes in %d buffers after; device bytes %d / %d, host bytes %d / %d, files %d /"
+                        + " %d%n",
+                rssBefore / 1048576.0,
+                rssAfter / 1048576.0,
+                before.directBytes(),
+                before.directCount(),
+                after.directBytes(),
+                after.directCount(),
+                before.deviceBytes(),
+                after.deviceBytes(),
+                before.hostBytes(),
+                after.hostBytes(),
+                before.files(),
+                after.files());
+        System.out.printf(
+                Locale.ROOT,
+                "- worker heap after a GC: %.1f MiB used of %.1f MiB committed before, "
+                        + "%.1f of %.1f after; non-heap committed %.1f / %.1f MiB%n",
+                mib(heapBefore.get(0)),
+                mib(heapBefore.get(1)),
+                mib(heapAfter.get(0)),
+                mib(heapAfter.get(1)),
+                mib(heapBefore.get(2)),
                 mib(heapAfter.get(2)));
         System.out.println("- failures: " + (failures.isEmpty() ? "none" : failures.size()));
         for (String f : failures.subList(0, Math.min(20, failures.size()))) {

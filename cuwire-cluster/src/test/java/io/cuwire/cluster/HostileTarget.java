@@ -121,12 +121,10 @@ public interface HostileTarget extends AutoCloseable {
      * A seed of the header fuzzer: a valid message of the node's wire made of an id (a request of the node's, or any
      * other message the node decodes), sent with {@code chain}.
      */
-    record SeedRequest(String name, LongFunction<?> request, Family... chain) {
-    }
+    record SeedRequest(String name, LongFunction<?> request, Family... chain) {}
 
     /** The values the seeds carry: a device array, a host array, a fitted model, a value of every kind. */
-    record SeedValues(NdArray deviceArray, NdArray hostArray, LinearRegression model, List<Object> composite) {
-    }
+    record SeedValues(NdArray deviceArray, NdArray hostArray, LinearRegression model, List<Object> composite) {}
 
     /**
      * The node's accounts.
@@ -136,8 +134,7 @@ public interface HostileTarget extends AutoCloseable {
      * @param objects values it stores for peers (a Spark executor stores none)
      * @param models models in its cache
      */
-    record Accounts(long deviceBytes, long hostBytes, long objects, long models) {
-    }
+    record Accounts(long deviceBytes, long hostBytes, long objects, long models) {}
 
     /** This JVM's direct and mapped buffer pools after a GC, as {@link #pools()} reads the node's. */
     static List<Long> bufferPools() {
@@ -145,7 +142,9 @@ public interface HostileTarget extends AutoCloseable {
         List<Long> out = new ArrayList<>();
         for (String name : List.of("direct", "mapped")) {
             BufferPoolMXBean pool = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                    .filter(b -> b.getName().equals(name)).findFirst().orElseThrow();
+                    .filter(b -> b.getName().equals(name))
+                    .findFirst()
+                    .orElseThrow();
             out.add(pool.getCount());
             out.add(pool.getMemoryUsed());
         }

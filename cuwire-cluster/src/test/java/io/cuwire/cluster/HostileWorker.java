@@ -50,15 +50,22 @@ final class HostileWorker implements HostileTarget {
     private HostileWorker(String scheme, PrintStream log) throws Exception {
         this.scheme = scheme;
         this.log = log;
-        String options = System.getProperty(HostileCampaign.WORKER_OPTIONS_PROPERTY, "").strip();
+        String options =
+                System.getProperty(HostileCampaign.WORKER_OPTIONS_PROPERTY, "").strip();
         String track = System.getProperty(BufferAllocator.TRACK_PROPERTY);
-        this.worker = WorkerProcess.start(0, scheme, HostileCampaign.SECRET,
+        this.worker = WorkerProcess.start(
+                0,
+                scheme,
+                HostileCampaign.SECRET,
                 track == null ? Map.of() : Map.of(BufferAllocator.TRACK_PROPERTY, track),
                 options.isEmpty() ? List.of() : Arrays.asList(options.split("\\s+")));
         LocalCluster c = null;
         try {
             this.address = worker.address();
-            c = LocalCluster.builder().secret(HostileCampaign.SECRET).connect(List.of(address)).start();
+            c = LocalCluster.builder()
+                    .secret(HostileCampaign.SECRET)
+                    .connect(List.of(address))
+                    .start();
         } catch (Exception | Error e) {
             worker.close();
             throw e;
@@ -119,31 +126,64 @@ final class HostileWorker implements HostileTarget {
         NdArray deviceArray = v.deviceArray();
         return List.of(
                 new SeedRequest("stats", WorkerRequest.Stats::new, Family.CUDA, Family.HOST),
-                new SeedRequest("drop-device", n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)),
-                        Family.CUDA, Family.HOST),
-                new SeedRequest("drop-host", n -> new WorkerRequest.Call(n, drop, List.of(v.hostArray())),
-                        Family.CUDA, Family.HOST),
-                new SeedRequest("drop-host-family", n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)),
+                new SeedRequest(
+                        "drop-device",
+                        n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)),
+                        Family.CUDA,
                         Family.HOST),
-                new SeedRequest("drop-composite", n -> new WorkerRequest.Call(n, drop, v.composite()), Family.CUDA,
+                new SeedRequest(
+                        "drop-host",
+                        n -> new WorkerRequest.Call(n, drop, List.of(v.hostArray())),
+                        Family.CUDA,
                         Family.HOST),
-                new SeedRequest("drop-model", n -> new WorkerRequest.Call(n, drop, List.of(v.model())), Family.CUDA,
+                new SeedRequest(
+                        "drop-host-family", n -> new WorkerRequest.Call(n, drop, List.of(deviceArray)), Family.HOST),
+                new SeedRequest(
+                        "drop-composite",
+                        n -> new WorkerRequest.Call(n, drop, v.composite()),
+                        Family.CUDA,
                         Family.HOST),
-                new SeedRequest("drop-java-model", n -> new WorkerRequest.Call(n, drop, List.of(v.model())),
-                        Family.JAVA, Family.CUDA, Family.HOST),
-                new SeedRequest("drop-nested", n -> new WorkerRequest.Call(n, drop, List.of(Optional.of(deviceArray),
-                        new WorkerRequest.Put(0, deviceArray), Reply.ok(0, deviceArray))), Family.CUDA, Family.HOST),
-                new SeedRequest("run-scale", n -> new WorkerRequest.Run(n, TestTasks.SCALE.name(),
-                        List.of(deviceArray, 2.0)), Family.CUDA, Family.HOST),
-                new SeedRequest("shape", n -> new WorkerRequest.Call(n, MlTasks.SHAPE.name(), List.of(deviceArray)),
-                        Family.CUDA, Family.HOST),
+                new SeedRequest(
+                        "drop-model",
+                        n -> new WorkerRequest.Call(n, drop, List.of(v.model())),
+                        Family.CUDA,
+                        Family.HOST),
+                new SeedRequest(
+                        "drop-java-model",
+                        n -> new WorkerRequest.Call(n, drop, List.of(v.model())),
+                        Family.JAVA,
+                        Family.CUDA,
+                        Family.HOST),
+                new SeedRequest(
+                        "drop-nested",
+                        n -> new WorkerRequest.Call(
+                                n,
+                                drop,
+                                List.of(
+                                        Optional.of(deviceArray),
+                                        new WorkerRequest.Put(0, deviceArray),
+                                        Reply.ok(0, deviceArray))),
+                        Family.CUDA,
+                        Family.HOST),
+                new SeedRequest(
+                        "run-scale",
+                        n -> new WorkerRequest.Run(n, TestTasks.SCALE.name(), List.of(deviceArray, 2.0)),
+                        Family.CUDA,
+                        Family.HOST),
+                new SeedRequest(
+                        "shape",
+                        n -> new WorkerRequest.Call(n, MlTasks.SHAPE.name(), List.of(deviceArray)),
+                        Family.CUDA,
+                        Family.HOST),
                 new SeedRequest("get-nothing", n -> new WorkerRequest.Get(n, nowhere), Family.CUDA, Family.HOST),
-                new SeedRequest("free-nothing", n -> new WorkerRequest.Free(n, List.of(1L << 40)), Family.CUDA,
+                new SeedRequest(
+                        "free-nothing", n -> new WorkerRequest.Free(n, List.of(1L << 40)), Family.CUDA, Family.HOST),
+                new SeedRequest("has-model", n -> new WorkerRequest.HasModel(n, 1L << 40, 1), Family.CUDA, Family.HOST),
+                new SeedRequest(
+                        "unknown-task",
+                        n -> new WorkerRequest.Call(n, "frobnicate", List.of(1L, "two")),
+                        Family.CUDA,
                         Family.HOST),
-                new SeedRequest("has-model", n -> new WorkerRequest.HasModel(n, 1L << 40, 1), Family.CUDA,
-                        Family.HOST),
-                new SeedRequest("unknown-task", n -> new WorkerRequest.Call(n, "frobnicate", List.of(1L, "two")),
-                        Family.CUDA, Family.HOST),
                 new SeedRequest("shutdown", WorkerRequest.Shutdown::new, Family.CUDA, Family.HOST));
     }
 
@@ -170,14 +210,16 @@ final class HostileWorker implements HostileTarget {
         try (NdArray y = MlTesting.array(client.memory(), DType.FLOAT64, targets, 200)) {
             model.fit(x, y);
         }
-        ModelHandle handle = CompletableFuture.supplyAsync(() -> client.broadcast(model)).get(SERVED,
-                TimeUnit.SECONDS);
+        ModelHandle handle =
+                CompletableFuture.supplyAsync(() -> client.broadcast(model)).get(SERVED, TimeUnit.SECONDS);
         ObjectRef part = client.put(0, x).get(SERVED, TimeUnit.SECONDS);
         ObjectRef predicted = client.submit(0, MlTasks.PREDICT, handle, part).get(SERVED, TimeUnit.SECONDS);
         Object back = client.fetch(predicted).get(SERVED, TimeUnit.SECONDS);
-        try (NdArray got = (NdArray) back; NdArray expected = model.predict(x)) {
-            assertTrue(expected.contentEquals(got), "the worker's prediction with the broadcast model differs from "
-                    + "the model's own");
+        try (NdArray got = (NdArray) back;
+                NdArray expected = model.predict(x)) {
+            assertTrue(
+                    expected.contentEquals(got),
+                    "the worker's prediction with the broadcast model differs from " + "the model's own");
         }
         client.free(List.of(part, predicted));
     }
@@ -219,16 +261,19 @@ final class HostileWorker implements HostileTarget {
     @Override
     public void storeAndRelease(TestClient peer, Object value) throws Exception {
         Reply r = peer.request(n -> new WorkerRequest.Put(n, value)).get(120, TimeUnit.SECONDS);
-        long id = ((ObjectRef) assertInstanceOf(Reply.Ok.class, r, "65,536 one-byte frames: " + r).value()).id();
-        assertInstanceOf(Reply.Ok.class, peer.request(n -> new WorkerRequest.Free(n, List.of(id)))
-                .get(60, TimeUnit.SECONDS));
+        long id = ((ObjectRef) assertInstanceOf(Reply.Ok.class, r, "65,536 one-byte frames: " + r)
+                        .value())
+                .id();
+        assertInstanceOf(
+                Reply.Ok.class,
+                peer.request(n -> new WorkerRequest.Free(n, List.of(id))).get(60, TimeUnit.SECONDS));
     }
 
     /** A task the worker does not have: answered with {@link UnknownTaskException} (its close walks each list once). */
     @Override
     public void unknownOperation(TestClient peer, List<Object> value) throws Exception {
-        Reply unknown = peer.request(n -> new WorkerRequest.Call(n, "frobnicate", value)).get(SERVED,
-                TimeUnit.SECONDS);
+        Reply unknown = peer.request(n -> new WorkerRequest.Call(n, "frobnicate", value))
+                .get(SERVED, TimeUnit.SECONDS);
         Reply.Failed failed = assertInstanceOf(Reply.Failed.class, unknown, unknown.toString());
         assertEquals(UnknownTaskException.class.getSimpleName(), failed.errorType());
         assertTrue(failed.error().contains("no task named 'frobnicate'"), failed.error());
@@ -245,7 +290,8 @@ final class HostileWorker implements HostileTarget {
                 header = s.encodeHeader();
             }
             long bid = campaign.nextRequestId();
-            peer.endpoint.send(new WorkerRequest.BroadcastBegin(bid, bid, 1L, header, List.of()))
+            peer.endpoint
+                    .send(new WorkerRequest.BroadcastBegin(bid, bid, 1L, header, List.of()))
                     .get(SERVED, TimeUnit.SECONDS);
             long deadline = System.nanoTime() + HostileCampaign.SERVED_WITHIN.toNanos();
             while (accounts().deviceBytes() - before < 16 << 20 && System.nanoTime() < deadline) {
@@ -297,8 +343,8 @@ final class HostileWorker implements HostileTarget {
         }
         if (!stopped) {
             try {
-                log.println("[hostile] the " + scheme + " worker exited " + worker.awaitExit(Duration.ofSeconds(30))
-                        + ":");
+                log.println(
+                        "[hostile] the " + scheme + " worker exited " + worker.awaitExit(Duration.ofSeconds(30)) + ":");
             } catch (Exception | AssertionError e) {
                 log.println("[hostile] the worker did not exit: " + e.getMessage());
             }

@@ -17,14 +17,16 @@ class IpcClusterTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shouldScatterComputeAndGatherOverIpc() {
-        try (LocalCluster cluster = LocalCluster.builder().workers(2).transport("ipc").start()) {
+        try (LocalCluster cluster =
+                LocalCluster.builder().workers(2).transport("ipc").start()) {
             assertEquals("ipc", cluster.transport());
             Client client = cluster.client();
             SplittableRandom r = new SplittableRandom(7);
             double[] values = r.doubles(4_000).toArray();
             try (NdArray a = MlTesting.array(client.memory(), DType.FLOAT64, values, 1_000, 4)) {
                 List<ObjectRef> parts = client.scatter(List.of(a));
-                ObjectRef doubled = client.submit(parts.get(0).worker(), TestTasks.SCALE, parts.get(0), 2.0).join();
+                ObjectRef doubled = client.submit(parts.get(0).worker(), TestTasks.SCALE, parts.get(0), 2.0)
+                        .join();
                 List<NdArray> back = client.gather(List.of(doubled), NdArray.class);
                 try {
                     double[] expected = new double[values.length];

@@ -83,8 +83,10 @@ class LocalClusterTest {
         for (int w = 0; w < 2; w++) {
             assertTrue(client.isAlive(w));
             long expected = w % devices;
-            assertEquals(expected, client.call(w, TestTasks.DEVICE).join(), "worker " + w + " binds device " + w
-                    + " mod " + devices);
+            assertEquals(
+                    expected,
+                    client.call(w, TestTasks.DEVICE).join(),
+                    "worker " + w + " binds device " + w + " mod " + devices);
             assertEquals(expected, cluster.deviceOf(w));
         }
     }
@@ -92,7 +94,8 @@ class LocalClusterTest {
     @Test
     void shouldScatterSubmitAndGatherAndFetchBetweenWorkers() {
         SplittableRandom r = new SplittableRandom(1);
-        try (NdArray a = matrix(r, 50, 3); NdArray b = matrix(r, 70, 3)) {
+        try (NdArray a = matrix(r, 50, 3);
+                NdArray b = matrix(r, 70, 3)) {
             List<ObjectRef> parts = client.scatter(List.of(a, b));
             assertEquals(0, parts.get(0).worker());
             assertEquals(1, parts.get(1).worker());
@@ -101,7 +104,8 @@ class LocalClusterTest {
                 doubled.add(client.submit(p.worker(), TestTasks.SCALE, p, 2.0).join());
             }
             // worker 1 scales a partition held by worker 0: fetched worker to worker
-            ObjectRef crossed = client.submit(1, TestTasks.SCALE, parts.get(0), 3.0).join();
+            ObjectRef crossed =
+                    client.submit(1, TestTasks.SCALE, parts.get(0), 3.0).join();
             assertEquals(1, crossed.worker());
             List<NdArray> back = client.gather(List.of(doubled.get(0), doubled.get(1), crossed), NdArray.class);
             try {
@@ -125,15 +129,18 @@ class LocalClusterTest {
             all.addAll(doubled);
             all.add(crossed);
             client.free(all);
-            CompletionException e = assertThrows(CompletionException.class, () -> client.fetch(parts.get(0)).join());
+            CompletionException e = assertThrows(
+                    CompletionException.class, () -> client.fetch(parts.get(0)).join());
             assertInstanceOf(RemoteTaskException.class, e.getCause());
         }
     }
 
     @Test
     void shouldRefuseAnUnknownTaskNameAtTheWorker() {
-        CompletionException e = assertThrows(CompletionException.class,
-                () -> client.call(0, TaskType.of("java.lang.Runtime.exec", Object.class), "rm -rf /").join());
+        CompletionException e = assertThrows(
+                CompletionException.class,
+                () -> client.call(0, TaskType.of("java.lang.Runtime.exec", Object.class), "rm -rf /")
+                        .join());
         UnknownTaskException u = assertInstanceOf(UnknownTaskException.class, e.getCause());
         assertTrue(u.getMessage().contains("no task named 'java.lang.Runtime.exec'"), u.getMessage());
         assertTrue(client.isAlive(0));
@@ -147,7 +154,8 @@ class LocalClusterTest {
     void shouldRecordTheBroadcastAndItsAcknowledgementsInJfr() throws Exception {
         Path file = Files.createTempFile("cuwire-cluster", ".jfr");
         SplittableRandom r = new SplittableRandom(5);
-        try (NdArray x = matrix(r, 100, 4); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 100), 100);
+        try (NdArray x = matrix(r, 100, 4);
+                NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 100), 100);
                 LinearRegression model = new LinearRegression().fit(x, y);
                 Recording recording = new Recording()) {
             recording.enable("io.cuwire.cluster.Broadcast");
@@ -163,22 +171,26 @@ class LocalClusterTest {
             recording.dump(file);
             List<RecordedEvent> events = RecordingFile.readAllEvents(file);
             List<RecordedEvent> broadcasts = events.stream()
-                    .filter(e -> e.getEventType().getName().equals("io.cuwire.cluster.Broadcast")).toList();
+                    .filter(e -> e.getEventType().getName().equals("io.cuwire.cluster.Broadcast"))
+                    .toList();
             assertEquals(1, broadcasts.size(), broadcasts.toString());
             RecordedEvent e = broadcasts.getFirst();
             assertEquals(b.handle().id(), e.getLong("model"));
             assertEquals(b.handle().version(), e.getLong("version"));
             assertEquals(2, e.getInt("sent"));
             assertEquals("EACH_IN_TURN", e.getString("strategy"));
-            long phases = e.getDuration("trackNanos").toNanos() + e.getDuration("checkNanos").toNanos()
-                    + e.getDuration("sendNanos").toNanos() + e.getDuration("settleNanos").toNanos();
+            long phases = e.getDuration("trackNanos").toNanos()
+                    + e.getDuration("checkNanos").toNanos()
+                    + e.getDuration("sendNanos").toNanos()
+                    + e.getDuration("settleNanos").toNanos();
             // The four phases are the broadcast, end to end, as its result times it.
             assertEquals(b.nanos(), phases, e + " vs " + b);
             assertTrue(e.getDuration("sendNanos").toNanos() > 0, e.toString());
             List<String> acks = events.stream()
                     .filter(d -> d.getEventType().getName().equals("io.cuwire.cluster.Dispatch")
                             && d.getString("op").equals("cuwire.rpc.Ok"))
-                    .map(d -> d.getString("endpoint")).toList();
+                    .map(d -> d.getString("endpoint"))
+                    .toList();
             // Both acknowledgements (a heartbeat's reply may come in the same window too).
             assertTrue(acks.containsAll(List.of("client-to-0", "client-to-1")), acks.toString());
         } finally {
@@ -189,7 +201,8 @@ class LocalClusterTest {
     @Test
     void shouldSendAnUnchangedModelOnlyByIdentityAndANewVersionAfterARefit() {
         SplittableRandom r = new SplittableRandom(2);
-        try (NdArray x = matrix(r, 200, 8); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 200), 200);
+        try (NdArray x = matrix(r, 200, 8);
+                NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 200), 200);
                 LinearRegression model = new LinearRegression().fit(x, y)) {
             BroadcastResult first = client.broadcast(model, BroadcastOptions.DEFAULT);
             assertEquals(2, first.sent());
@@ -222,8 +235,10 @@ class LocalClusterTest {
                 client.free(parts);
                 client.free(predicted);
             }
-            CompletionException stale = assertThrows(CompletionException.class,
-                    () -> client.submit(0, MlTasks.PREDICT, first.handle(), parts.get(0)).join());
+            CompletionException stale = assertThrows(
+                    CompletionException.class,
+                    () -> client.submit(0, MlTasks.PREDICT, first.handle(), parts.get(0))
+                            .join());
             assertInstanceOf(RemoteTaskException.class, stale.getCause());
         }
     }
@@ -231,19 +246,26 @@ class LocalClusterTest {
     @Test
     void shouldForwardABroadcastInChunksDownAChainOrTreeWithTheSameContentOnEveryWorker() {
         SplittableRandom r = new SplittableRandom(3);
-        for (BroadcastOptions.Strategy strategy : List.of(BroadcastOptions.Strategy.CHAIN,
-                BroadcastOptions.Strategy.TREE)) {
+        for (BroadcastOptions.Strategy strategy :
+                List.of(BroadcastOptions.Strategy.CHAIN, BroadcastOptions.Strategy.TREE)) {
             for (Family family : new Family[] {Family.CUDA, Family.HOST}) {
-                try (NdArray x = matrix(r, 400, 64); KMeans model = new KMeans().nClusters(64).maxIter(2).seed(5)) {
+                try (NdArray x = matrix(r, 400, 64);
+                        KMeans model = new KMeans().nClusters(64).maxIter(2).seed(5)) {
                     model.fit(x);
-                    BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(family)
-                            .strategy(strategy).chunkBytes(4096));
+                    BroadcastResult b = client.broadcast(
+                            model,
+                            BroadcastOptions.DEFAULT
+                                    .family(family)
+                                    .strategy(strategy)
+                                    .chunkBytes(4096));
                     assertEquals(strategy, b.strategy());
                     assertEquals(2, b.sent());
                     for (int w = 0; w < 2; w++) {
-                        try (NdArray centers = client.call(w, TestTasks.CENTERS, b.handle()).join()) {
-                            assertTrue(model.clusterCenters().contentEquals(centers), strategy + ", " + family
-                                    + ", worker " + w);
+                        try (NdArray centers =
+                                client.call(w, TestTasks.CENTERS, b.handle()).join()) {
+                            assertTrue(
+                                    model.clusterCenters().contentEquals(centers),
+                                    strategy + ", " + family + ", worker " + w);
                         }
                     }
                 }
@@ -255,7 +277,8 @@ class LocalClusterTest {
     void shouldBroadcastEstimatorsThroughJdkSerializationWithTheJavaFamily() {
         SplittableRandom r = new SplittableRandom(8);
         int n = 300;
-        try (NdArray x = matrix(r, n, 4); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, n), n)) {
+        try (NdArray x = matrix(r, n, 4);
+                NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, n), n)) {
             int[] labels = new int[n];
             double[] xv = values(x);
             for (int i = 0; i < n; i++) {
@@ -266,22 +289,29 @@ class LocalClusterTest {
                 for (BroadcastOptions.Strategy s : BroadcastOptions.Strategy.values()) {
                     try (LinearRegression linear = new LinearRegression().fit(x, y);
                             KMeans kmeans = new KMeans().nClusters(3).seed(1).fit(x);
-                            RandomForestClassifier forest = new RandomForestClassifier().nEstimators(4).seed(2)
+                            RandomForestClassifier forest = new RandomForestClassifier()
+                                    .nEstimators(4)
+                                    .seed(2)
                                     .fit(x, classes)) {
                         for (Estimator model : List.<Estimator>of(linear, kmeans, forest)) {
                             WireStats before = client.wireStats();
-                            BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(Family.JAVA)
-                                    .strategy(s));
+                            BroadcastResult b = client.broadcast(
+                                    model,
+                                    BroadcastOptions.DEFAULT.family(Family.JAVA).strategy(s));
                             assertEquals(2, b.sent());
-                            assertTrue(s != BroadcastOptions.Strategy.EACH_IN_TURN
-                                    || client.wireStats().minus(before).frames() <= 2, "one JDK stream per worker");
+                            assertTrue(
+                                    s != BroadcastOptions.Strategy.EACH_IN_TURN
+                                            || client.wireStats().minus(before).frames() <= 2,
+                                    "one JDK stream per worker");
                             List<ObjectRef> predicted = Distributed.predict(client, b.handle(), parts);
                             List<NdArray> p = client.gather(predicted, NdArray.class);
-                            try (NdArray expected = model instanceof Regressor reg ? reg.predict(x)
+                            try (NdArray expected = model instanceof Regressor reg
+                                    ? reg.predict(x)
                                     : model instanceof Classifier c ? c.predict(x) : kmeans.predict(x)) {
                                 for (NdArray got : p) {
-                                    assertTrue(expected.contentEquals(got), model.getClass().getSimpleName() + ", "
-                                            + s);
+                                    assertTrue(
+                                            expected.contentEquals(got),
+                                            model.getClass().getSimpleName() + ", " + s);
                                 }
                             } finally {
                                 MlTesting.closeAll(p);
@@ -299,7 +329,8 @@ class LocalClusterTest {
     @Test
     void shouldFitDistributedLinearModelsEqualToTheSingleDeviceFit() {
         SplittableRandom r = new SplittableRandom(4);
-        try (NdArray x = matrix(r, 600, 6); NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 600), 600)) {
+        try (NdArray x = matrix(r, 600, 6);
+                NdArray y = MlTesting.array(mem, DType.FLOAT64, gaussian(r, 600), 600)) {
             long[] cuts = MlTesting.cuts(600, 4, r);
             List<NdArray> xs = MlTesting.split(x, cuts);
             List<NdArray> ys = MlTesting.split(y, cuts);
@@ -343,8 +374,10 @@ class LocalClusterTest {
             try (KMeans seeded = new KMeans().nClusters(5).seed(7).fit(x);
                     NdArray start = seeded.clusterCenters().copyTo(mem);
                     KMeans single = new KMeans().nClusters(5).tol(1e-8).fit(x, start);
-                    KMeans distributed = Distributed.fit(client, new KMeans().nClusters(5).tol(1e-8), xr, start);
-                    KMeans full = Distributed.fit(client, new KMeans().nClusters(5).seed(7), xr)) {
+                    KMeans distributed =
+                            Distributed.fit(client, new KMeans().nClusters(5).tol(1e-8), xr, start);
+                    KMeans full =
+                            Distributed.fit(client, new KMeans().nClusters(5).seed(7), xr)) {
                 assertEquals(single.nIter(), distributed.nIter());
                 assertTrue(maxAbsDiff(values(single.clusterCenters()), values(distributed.clusterCenters())) < 1e-10);
                 assertEquals(single.inertia(), distributed.inertia(), 1e-9 * single.inertia());
@@ -376,10 +409,11 @@ class LocalClusterTest {
                         LogisticRegression distributed = Distributed.fit(client, new LogisticRegression(), xr, yr);
                         PCA pca = new PCA().nComponents(3).fit(x);
                         PCA pcaDistributed = Distributed.fit(client, new PCA().nComponents(3), xr)) {
-                    assertTrue(maxAbsDiff(values(single.coef()), values(distributed.coef())) < 1e-4,
+                    assertTrue(
+                            maxAbsDiff(values(single.coef()), values(distributed.coef())) < 1e-4,
                             single.coef() + " vs " + distributed.coef());
-                    assertTrue(maxAbsDiff(values(pca.explainedVariance()),
-                            values(pcaDistributed.explainedVariance())) < 1e-9);
+                    assertTrue(maxAbsDiff(values(pca.explainedVariance()), values(pcaDistributed.explainedVariance()))
+                            < 1e-9);
                 } finally {
                     client.free(xr);
                     client.free(yr);
@@ -403,18 +437,22 @@ class LocalClusterTest {
             }
         }
         long[] cuts = {0, 100, 200, n};
-        try (NdArray x = MlTesting.array(mem, DType.FLOAT64, counts, n, 4); NdArray y = MlTesting.labels(mem, labels);
+        try (NdArray x = MlTesting.array(mem, DType.FLOAT64, counts, n, 4);
+                NdArray y = MlTesting.labels(mem, labels);
                 MultinomialNB nb = new MultinomialNB().fit(x, y);
-                KNeighborsClassifier knn = new KNeighborsClassifier().nNeighbors(3).fit(x, y)) {
+                KNeighborsClassifier knn =
+                        new KNeighborsClassifier().nNeighbors(3).fit(x, y)) {
             List<NdArray> xs = MlTesting.split(x, cuts);
             List<NdArray> ys = MlTesting.split(y, cuts);
             List<ObjectRef> xr = client.scatter(xs);
             List<ObjectRef> yr = client.scatter(ys);
             try (MultinomialNB nbDistributed = Distributed.fit(client, new MultinomialNB(), xr, yr);
-                    KNeighborsClassifier knnDistributed = Distributed.fit(client,
-                            new KNeighborsClassifier().nNeighbors(3), xr, yr);
-                    NdArray nbWant = nb.predict(x); NdArray nbGot = nbDistributed.predict(x);
-                    NdArray knnWant = knn.predict(x); NdArray knnGot = knnDistributed.predict(x)) {
+                    KNeighborsClassifier knnDistributed =
+                            Distributed.fit(client, new KNeighborsClassifier().nNeighbors(3), xr, yr);
+                    NdArray nbWant = nb.predict(x);
+                    NdArray nbGot = nbDistributed.predict(x);
+                    NdArray knnWant = knn.predict(x);
+                    NdArray knnGot = knnDistributed.predict(x)) {
                 assertEquals(3, nbDistributed.classes(), "class 2 only in the last partition");
                 assertTrue(maxAbsDiff(values(nb.featureLogProb()), values(nbDistributed.featureLogProb())) < 1e-12);
                 assertArrayEquals(nbWant.toIntArray(), nbGot.toIntArray());

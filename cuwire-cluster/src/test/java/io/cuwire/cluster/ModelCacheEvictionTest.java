@@ -41,14 +41,18 @@ class ModelCacheEvictionTest {
     }
 
     @Test
-    void shouldEvictTheLeastRecentlyUsedIdleModelToFitABroadcastAndNeverOneInUse(@TempDir Path dir)
-            throws Exception {
-        assumeTrue(Devices.platform().equals("emulated"), "plays a small device with the emulated one; on a GPU "
-                + "DevicePressureGpuTest fills the device");
-        try (LocalCluster cluster = LocalCluster.builder().workers(1)
-                .jvmOptions(List.of("-Dcuwire.emulated.memoryBytes=" + 64 * MIB)).start();
-                NdArray a = model(cluster.client(), 1); NdArray b = model(cluster.client(), 2);
-                NdArray c = model(cluster.client(), 3); NdArray big = model(cluster.client(), 4)) {
+    void shouldEvictTheLeastRecentlyUsedIdleModelToFitABroadcastAndNeverOneInUse(@TempDir Path dir) throws Exception {
+        assumeTrue(
+                Devices.platform().equals("emulated"),
+                "plays a small device with the emulated one; on a GPU " + "DevicePressureGpuTest fills the device");
+        try (LocalCluster cluster = LocalCluster.builder()
+                        .workers(1)
+                        .jvmOptions(List.of("-Dcuwire.emulated.memoryBytes=" + 64 * MIB))
+                        .start();
+                NdArray a = model(cluster.client(), 1);
+                NdArray b = model(cluster.client(), 2);
+                NdArray c = model(cluster.client(), 3);
+                NdArray big = model(cluster.client(), 4)) {
             Client client = cluster.client();
             ModelHandle ha = client.broadcast(a);
             ModelHandle hb = client.broadcast(b);
@@ -63,8 +67,12 @@ class ModelCacheEvictionTest {
 
             CompletionException gone = assertThrows(CompletionException.class, () -> sum(client, hb));
             assertInstanceOf(RemoteTaskException.class, gone.getCause());
-            assertTrue(gone.getCause().getMessage().contains(hb + " is not in worker 0's cache (cached: none): it was "
-                    + "evicted to make room in the device's memory; broadcast it again"), gone.getCause().getMessage());
+            assertTrue(
+                    gone.getCause()
+                            .getMessage()
+                            .contains(hb + " is not in worker 0's cache (cached: none): it was "
+                                    + "evicted to make room in the device's memory; broadcast it again"),
+                    gone.getCause().getMessage());
             BroadcastResult again = client.broadcast(a, BroadcastOptions.DEFAULT);
             assertEquals(0, again.sent(), "a was used more recently than b, and stayed");
             assertEquals(1, again.cacheHits());
@@ -82,21 +90,29 @@ class ModelCacheEvictionTest {
             // with the worker's message, which names what holds the device.
             int wideElements = (int) (48 * MIB / Float.BYTES);
             try (NdArray wide = NdArray.fromArray(client.memory(), new float[wideElements], wideElements)) {
-                RuntimeException e = assertThrows(RuntimeException.class, () -> client.broadcast(wide,
-                        BroadcastOptions.DEFAULT.strategy(BroadcastOptions.Strategy.CHAIN)));
+                RuntimeException e = assertThrows(
+                        RuntimeException.class,
+                        () -> client.broadcast(
+                                wide, BroadcastOptions.DEFAULT.strategy(BroadcastOptions.Strategy.CHAIN)));
                 String m = e.getMessage();
-                assertTrue(m.contains("emulated device 0 cannot allocate 50331648 bytes: 25165824 of 67108864 "
-                        + "allocated"), m);
+                assertTrue(
+                        m.contains("emulated device 0 cannot allocate 50331648 bytes: 25165824 of 67108864 "
+                                + "allocated"),
+                        m);
                 assertTrue(m.contains("memory of emulated0 (cuwire emulated device (shared memory in "), m);
                 assertTrue(m.contains("- allocator 'worker-0-device': 25165824 bytes, 1 open buffer(s) of its own"), m);
-                assertTrue(m.contains("- model cache of worker 0: 1 model(s), 25165824 bytes of device frames, 1 in "
-                        + "use by running tasks (never evicted), 0 evictable; 3 evicted so far"), m);
+                assertTrue(
+                        m.contains("- model cache of worker 0: 1 model(s), 25165824 bytes of device frames, 1 in "
+                                + "use by running tasks (never evicted), 0 evictable; 3 evicted so far"),
+                        m);
             }
             Files.createFile(Path.of(hold + ".release"));
             holding.get(60, TimeUnit.SECONDS);
             assertEquals(3.0 * ELEMENTS, sum(client, rc.handle()), "the model in use stayed whole");
             assertTrue(client.isAlive(0));
-            assertEquals(ELEMENTS * 4.0, client.call(0, TestTasks.SUM, client.broadcast(big)).join(),
+            assertEquals(
+                    ELEMENTS * 4.0,
+                    client.call(0, TestTasks.SUM, client.broadcast(big)).join(),
                     "and the cache takes models again");
         }
     }

@@ -23,13 +23,13 @@ class ReadmeExampleTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void shouldFitDistributedBroadcastAndPredictAsTheReadmeShows() {
         // README begin
-        double intercept;                                            // what the example keeps, to look at
+        double intercept; // what the example keeps, to look at
         float[] first;
         try (LocalCluster cluster = LocalCluster.builder().workers(2).start()) {
             Client client = cluster.client();
             List<NdArray> xs = new ArrayList<>();
             List<NdArray> ys = new ArrayList<>();
-            for (int p = 0; p < 4; p++) {                            // 4 partitions of y = 2 x0 - x1 + 3
+            for (int p = 0; p < 4; p++) { // 4 partitions of y = 2 x0 - x1 + 3
                 float[] xv = new float[1000 * 2];
                 float[] yv = new float[1000];
                 for (int i = 0; i < 1000; i++) {
@@ -37,15 +37,15 @@ class ReadmeExampleTest {
                     xv[2 * i + 1] = i % 13;
                     yv[i] = 2 * xv[2 * i] - xv[2 * i + 1] + 3;
                 }
-                xs.add(NdArray.fromArray(client.memory(), xv, 1000, 2));  // on the client's device
+                xs.add(NdArray.fromArray(client.memory(), xv, 1000, 2)); // on the client's device
                 ys.add(NdArray.fromArray(client.memory(), yv, 1000));
             }
-            List<ObjectRef> x = client.scatter(xs);                  // partition i to worker i mod 2, as device frames
+            List<ObjectRef> x = client.scatter(xs); // partition i to worker i mod 2, as device frames
             List<ObjectRef> y = client.scatter(ys);
-            try (LinearRegression model = Distributed.fit(client, new LinearRegression(), x, y)) {  // merged here
+            try (LinearRegression model = Distributed.fit(client, new LinearRegression(), x, y)) { // merged here
                 intercept = model.intercept();
-                ModelHandle handle = client.broadcast(model);        // again unchanged: only its identity travels
-                List<ObjectRef> predicted = Distributed.predict(client, handle, x);  // each partition on its worker
+                ModelHandle handle = client.broadcast(model); // again unchanged: only its identity travels
+                List<ObjectRef> predicted = Distributed.predict(client, handle, x); // each partition on its worker
                 List<NdArray> predictions = client.gather(predicted, NdArray.class); // back on the client's device
                 first = predictions.getFirst().toFloatArray();
                 predictions.forEach(NdArray::close);
@@ -66,7 +66,8 @@ class ReadmeExampleTest {
 
     @Test
     void shouldBeTheCodeTheReadmeShows() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(SOURCE) && Files.exists(README),
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                Files.exists(SOURCE) && Files.exists(README),
                 "compares source files: runs from the cuwire-cluster module of a checkout, not from the GPU bundle");
         List<String> code = new ArrayList<>();
         boolean in = false;
@@ -92,7 +93,9 @@ class ReadmeExampleTest {
             }
         }
         int end = readme.indexOf("```");
-        assertEquals(String.join("\n", code), String.join("\n", readme.subList(0, Math.max(end, 0))),
+        assertEquals(
+                String.join("\n", code),
+                String.join("\n", readme.subList(0, Math.max(end, 0))),
                 "README's Use it from Java block differs from this test's");
     }
 }

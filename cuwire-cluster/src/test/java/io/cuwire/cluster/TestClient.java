@@ -33,8 +33,9 @@ public final class TestClient implements AutoCloseable {
     private static final AtomicLong IDS = new AtomicLong(1);
 
     /** This side's device memory: what it sends and receives. */
-    public final BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("test-client-device",
-            BufferAllocator.UNLIMITED);
+    public final BufferAllocator<DeviceBuffer> device =
+            Devices.get(0).newAllocator("test-client-device", BufferAllocator.UNLIMITED);
+
     final BufferAllocator<HostBuffer> host = BufferAllocator.host("test-client-host", BufferAllocator.UNLIMITED);
     final TypeRegistry registry;
     /** The connection's requests and replies. */
@@ -42,12 +43,22 @@ public final class TestClient implements AutoCloseable {
 
     private TestClient(String address, byte[] secret, TypeRegistry registry, Family... families) {
         this.registry = registry;
-        TransportConfig config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
-                .families(families).build();
+        TransportConfig config = TransportConfig.builder()
+                .secret(secret)
+                .receiveInto(DeviceMap.of(host, device))
+                .families(families)
+                .build();
         Connection c = Transports.forAddress(address).connect(address, config);
-        endpoint = new Endpoint("test-client", c, registry, new DecodeTarget(device, host, Limits.DEFAULT),
-                (from, r) -> { }, u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
-                e -> new ClusterException("test client's connection broken", e), e -> { }).start();
+        endpoint = new Endpoint(
+                        "test-client",
+                        c,
+                        registry,
+                        new DecodeTarget(device, host, Limits.DEFAULT),
+                        (from, r) -> {},
+                        u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                        e -> new ClusterException("test client's connection broken", e),
+                        e -> {})
+                .start();
     }
 
     static TestClient connect(String address, byte[] secret) {

@@ -86,8 +86,7 @@ public final class TestTasks implements TaskProvider {
         }
     }
 
-    public TestTasks() {
-    }
+    public TestTasks() {}
 
     @Override
     public void registerTypes(TypeRegistry registry) {
@@ -101,7 +100,7 @@ public final class TestTasks implements TaskProvider {
     public void register(TaskRegistry registry) {
         registry.register(SCALE, (c, a) -> {
             NdArray x = (NdArray) a.get(0);
-            double factor = (Double) a.get(1);  // before allocating: a peer's factor may be of any type
+            double factor = (Double) a.get(1); // before allocating: a peer's factor may be of any type
             NdArray out = x.copyTo(c.device());
             try {
                 ComputeBackends.forArray(out).scale(factor, out);
@@ -119,14 +118,17 @@ public final class TestTasks implements TaskProvider {
             }
             return null;
         });
-        registry.register(CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
+        registry.register(
+                CENTERS, (c, a) -> ((KMeans) a.get(0)).clusterCenters().copyTo(c.device()));
         registry.register(FIT_X, (c, a) -> ((NearestNeighbors) a.get(0)).fitX().copyTo(c.device()));
         registry.register(DEVICE, (c, a) -> (long) c.deviceOrdinal());
         registry.register(POOLS, (c, a) -> HostileTarget.bufferPools());
         registry.register(HEAP, (c, a) -> {
             System.gc();
             MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
-            return List.of(memory.getHeapMemoryUsage().getUsed(), memory.getHeapMemoryUsage().getCommitted(),
+            return List.of(
+                    memory.getHeapMemoryUsage().getUsed(),
+                    memory.getHeapMemoryUsage().getCommitted(),
                     memory.getNonHeapMemoryUsage().getCommitted());
         });
         registry.register(DROP, (c, a) -> null);

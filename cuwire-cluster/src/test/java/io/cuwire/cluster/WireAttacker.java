@@ -51,9 +51,11 @@ public final class WireAttacker implements AutoCloseable {
     private final DataOutputStream out;
     /** The worker's endpoint as this side reached it, as the client hello names it. */
     final String server;
+
     private final MessageDigest transcript;
     /** Every handshake record written or read, in order (the session keys are derived from them). */
     private final List<byte[]> records = new ArrayList<>();
+
     private final CompletableFuture<Void> closedByPeer = new CompletableFuture<>();
     private boolean draining;
 
@@ -283,8 +285,9 @@ public final class WireAttacker implements AutoCloseable {
         writeRecord(clientProofRecord(secret));
         byte[] expected = proof(secret, "server", transcriptHash());
         Map<?, ?> serverProof = map(readRecord(256, Duration.ofSeconds(10)));
-        if (serverProof == null || !(serverProof.get("proof") instanceof byte[] p) || !MessageDigest.isEqual(p,
-                expected)) {
+        if (serverProof == null
+                || !(serverProof.get("proof") instanceof byte[] p)
+                || !MessageDigest.isEqual(p, expected)) {
             throw new IOException("the worker's proof is missing or wrong: " + serverProof);
         }
         writeRecord(msgpack(capabilities()));

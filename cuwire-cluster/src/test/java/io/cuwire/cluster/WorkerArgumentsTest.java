@@ -33,8 +33,8 @@ import org.junit.jupiter.api.Timeout;
  * not have is refused before any field is decoded, and what that field carried is freed with the message.
  */
 class WorkerArgumentsTest {
-    private static final byte[] SECRET = "a cluster secret of 32 bytes....".getBytes(java.nio.charset.StandardCharsets
-            .US_ASCII);
+    private static final byte[] SECRET =
+            "a cluster secret of 32 bytes....".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -43,14 +43,20 @@ class WorkerArgumentsTest {
                 TestClient client = TestClient.connect(w.address(), SECRET);
                 NdArray extra = NdArray.zeros(client.device, DType.FLOAT32, Order.C, 256)) {
             assertEquals(0L, client.workerDeviceBytes());
-            for (Class<?> kind : List.of(WorkerRequest.Ping.class, WorkerRequest.Stats.class,
-                    WorkerRequest.Get.class, WorkerRequest.Free.class, WorkerRequest.Peers.class,
-                    WorkerRequest.BroadcastAbort.class, WorkerRequest.Shutdown.class)) {
+            for (Class<?> kind : List.of(
+                    WorkerRequest.Ping.class,
+                    WorkerRequest.Stats.class,
+                    WorkerRequest.Get.class,
+                    WorkerRequest.Free.class,
+                    WorkerRequest.Peers.class,
+                    WorkerRequest.BroadcastAbort.class,
+                    WorkerRequest.Shutdown.class)) {
                 long id = TestClient.nextId();
                 Message m;
                 // a Put's header (id, value: a device array) under the name of a kind that has no value field
                 try (Serialized s = client.registry.serialize(new WorkerRequest.Put(id, extra), Family.CUDA)) {
-                    Map<String, Object> top = HeaderFuzzer.seed("extra", s.encodeHeader()).top();
+                    Map<String, Object> top =
+                            HeaderFuzzer.seed("extra", s.encodeHeader()).top();
                     @SuppressWarnings("unchecked")
                     Map<String, Object> root = (Map<String, Object>) top.get("root");
                     root.put("t", client.registry.nameOf(kind));
@@ -61,21 +67,29 @@ class WorkerArgumentsTest {
                     m = Message.of(HeaderFuzzer.encode(top), frames);
                     CompletableFuture<Reply> reply = client.endpoint.expect(id);
                     client.endpoint.sendMessage(m).get(60, TimeUnit.SECONDS);
-                    ExecutionException e = assertThrows(ExecutionException.class, () -> reply.get(60,
-                            TimeUnit.SECONDS), kind.getSimpleName() + " with a value field was served");
+                    ExecutionException e = assertThrows(
+                            ExecutionException.class,
+                            () -> reply.get(60, TimeUnit.SECONDS),
+                            kind.getSimpleName() + " with a value field was served");
                     RemoteDecodeException refused = assertInstanceOf(RemoteDecodeException.class, e.getCause());
                     assertEquals("SchemaMismatchException", refused.remoteType(), refused.getMessage());
                 }
-                assertEquals(0L, client.workerDeviceBytes(), kind.getSimpleName() + " with a value field left its "
-                        + "array's memory allocated");
+                assertEquals(
+                        0L,
+                        client.workerDeviceBytes(),
+                        kind.getSimpleName() + " with a value field left its " + "array's memory allocated");
             }
-            for (Object missing : List.of(new ObjectRef(0, 1L << 40), new ObjectRef(7, 1),
-                    new ModelHandle(1L << 41, 1))) {
-                Reply call = client.request(id -> new WorkerRequest.Call(id, TestTasks.DROP.name(),
-                        List.of(missing, extra))).get(60, TimeUnit.SECONDS);
+            for (Object missing :
+                    List.of(new ObjectRef(0, 1L << 40), new ObjectRef(7, 1), new ModelHandle(1L << 41, 1))) {
+                Reply call = client.request(
+                                id -> new WorkerRequest.Call(id, TestTasks.DROP.name(), List.of(missing, extra)))
+                        .get(60, TimeUnit.SECONDS);
                 assertInstanceOf(Reply.Failed.class, call, "a task argument that does not resolve: " + missing);
-                assertEquals(0L, client.workerDeviceBytes(), "a task whose argument " + missing + " did not resolve "
-                        + "left the memory of the arguments after it allocated");
+                assertEquals(
+                        0L,
+                        client.workerDeviceBytes(),
+                        "a task whose argument " + missing + " did not resolve "
+                                + "left the memory of the arguments after it allocated");
             }
             Reply call = client.request(id -> new WorkerRequest.Call(id, "frobnicate", List.of(extra)))
                     .get(60, TimeUnit.SECONDS);
@@ -84,8 +98,7 @@ class WorkerArgumentsTest {
             ObjectRef ref = (ObjectRef) client.call(id -> new WorkerRequest.Put(id, List.of(1L)));
             client.call(id -> new WorkerRequest.Free(id, List.of(ref.id())));
             client.call(WorkerRequest.Shutdown::new);
-            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)),
-                    String.join("\n", w.output()));
+            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)), String.join("\n", w.output()));
         }
     }
 
@@ -102,8 +115,7 @@ class WorkerArgumentsTest {
             client.call(id -> new WorkerRequest.Free(id, List.of(ref.id())));
             assertEquals(0L, client.workerDeviceBytes(), "freeing the map left its key's memory allocated");
             client.call(WorkerRequest.Shutdown::new);
-            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)),
-                    String.join("\n", w.output()));
+            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)), String.join("\n", w.output()));
         }
     }
 
@@ -118,12 +130,14 @@ class WorkerArgumentsTest {
                 Reply call = client.request(id -> new WorkerRequest.Call(id, TestTasks.DROP.name(), List.of(value)))
                         .get(60, TimeUnit.SECONDS);
                 assertInstanceOf(Reply.Ok.class, call, call.toString());
-                assertEquals(0L, client.workerDeviceBytes(), "a task's argument (" + value.getClass().getSimpleName()
-                        + " of an array) was left allocated after the task");
+                assertEquals(
+                        0L,
+                        client.workerDeviceBytes(),
+                        "a task's argument (" + value.getClass().getSimpleName()
+                                + " of an array) was left allocated after the task");
             }
             client.call(WorkerRequest.Shutdown::new);
-            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)),
-                    String.join("\n", w.output()));
+            assertEquals(WorkerExit.CLOSED.code(), w.awaitExit(Duration.ofSeconds(30)), String.join("\n", w.output()));
         }
     }
 }

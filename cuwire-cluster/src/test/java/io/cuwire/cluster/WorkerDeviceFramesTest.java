@@ -10,13 +10,13 @@ import io.cuwire.cluster.rpc.Reply;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.DeviceStream;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.transport.Message;
@@ -84,29 +84,34 @@ class WorkerDeviceFramesTest {
     @ParameterizedTest
     @ValueSource(strings = {"path", "other-process"})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void shouldRefuseAReferenceToMemoryThePeersDeviceNeverExported(String forgery, @TempDir Path dir)
-            throws Exception {
+    void shouldRefuseAReferenceToMemoryThePeersDeviceNeverExported(String forgery, @TempDir Path dir) throws Exception {
         assumeTrue(Devices.platform().equals("emulated"), "the emulated device's handles");
         byte[] secret = "the contents of a file no peer may read".getBytes(StandardCharsets.UTF_8);
         Path file = Files.write(dir.resolve("cuwire-emu-secret"), secret);
-        byte[] handle = forgery.equals("path") ? file.toString().getBytes(StandardCharsets.UTF_8)
+        byte[] handle = forgery.equals("path")
+                ? file.toString().getBytes(StandardCharsets.UTF_8)
                 : ByteBuffer.allocate(24).putLong(1).put(new byte[16]).array();
         try (WorkerProcess w = WorkerProcess.start(0, "ipc", SECRET, Map.of())) {
             try (TestClient client = TestClient.connect(w.address(), SECRET);
                     NdArray shape = NdArray.zeros(client.device, DType.UINT8, Order.C, secret.length)) {
                 long id = TestClient.nextId();
                 Message forged;
-                try (Serialized s = client.registry.serialize(new WorkerRequest.Put(id, shape),
-                        Family.CUDA)) {
+                try (Serialized s = client.registry.serialize(new WorkerRequest.Put(id, shape), Family.CUDA)) {
                     Device device = ((DeviceBuffer) shape.buffer()).device();
-                    DeviceBuffer frame = DeviceBuffer.owning(new Forger(device.ordinal(), new IpcHandle(
-                            device.platform(), device.ordinal(), handle, 0, secret.length)), () -> secret.length,
-                            secret.length, () -> { });
+                    DeviceBuffer frame = DeviceBuffer.owning(
+                            new Forger(
+                                    device.ordinal(),
+                                    new IpcHandle(device.platform(), device.ordinal(), handle, 0, secret.length)),
+                            () -> secret.length,
+                            secret.length,
+                            () -> {});
                     forged = Message.of(s.encodeHeader(), List.of(frame));
                 }
                 CompletableFuture<Reply> put = client.endpoint.expect(id);
                 client.endpoint.sendMessage(forged);
-                ExecutionException e = assertThrows(ExecutionException.class, () -> put.get(60, TimeUnit.SECONDS),
+                ExecutionException e = assertThrows(
+                        ExecutionException.class,
+                        () -> put.get(60, TimeUnit.SECONDS),
                         "the worker stored the file's contents");
                 assertInstanceOf(ClusterException.class, e.getCause());
             }
@@ -115,9 +120,12 @@ class WorkerDeviceFramesTest {
             assertEquals(WorkerExit.PROTOCOL_VIOLATION.code(), code, output);
             List<String> lines = w.lines("cuwire worker 0: client ");
             assertEquals(1, lines.size(), output);
-            assertTrue(lines.getFirst().contains(forgery.equals("path")
-                    ? "sent a malformed IPC reference: IpcHandle[emulated0, "
-                    : "sent a reference to an allocation of process 1: a peer may send its own only"),
+            assertTrue(
+                    lines.getFirst()
+                            .contains(
+                                    forgery.equals("path")
+                                            ? "sent a malformed IPC reference: IpcHandle[emulated0, "
+                                            : "sent a reference to an allocation of process 1: a peer may send its own only"),
                     lines.getFirst());
         }
     }
@@ -208,8 +216,8 @@ class WorkerDeviceFramesTest {
         }
 
         @Override
-        protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-                long bytes, DeviceStream stream) {
+        protected void copyDeviceToDevice(
+                DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes, DeviceStream stream) {
             throw new UnsupportedOperationException();
         }
 

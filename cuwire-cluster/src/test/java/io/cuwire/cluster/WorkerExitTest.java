@@ -21,8 +21,9 @@ class WorkerExitTest {
     @Test
     void shouldTellAProtocolViolationFromALostClientFromAFailureOfTheWorker() {
         assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new ProtocolViolationException("garbage")));
-        assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new FamilyRefusedException("refused",
-                List.of(), List.of())));
+        assertEquals(
+                WorkerExit.PROTOCOL_VIOLATION,
+                Worker.exitFor(new FamilyRefusedException("refused", List.of(), List.of())));
         assertEquals(WorkerExit.PROTOCOL_VIOLATION, Worker.exitFor(new LimitExceededException("beyond a budget")));
         assertEquals(WorkerExit.CLIENT_LOST, Worker.exitFor(new PeerClosedException("gone")));
         assertEquals(WorkerExit.CLIENT_LOST, Worker.exitFor(new TransportTimeoutException("stalled")));

@@ -36,14 +36,17 @@ import org.junit.jupiter.api.Timeout;
 class WorkerLossTest {
     /** The broadcast model's training rows: 64 MiB of float32, 256 rows per MiB. */
     private static final int ROWS = 64 * 1024;
+
     private static final int COLS = 64;
     private static final long MODEL_BYTES = (long) ROWS * COLS * 4;
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void shouldFailPendingAndLaterCallsOfAKilledWorkerWithWorkerLostWhileTheOthersGoOn() throws Exception {
-        try (LocalCluster cluster = LocalCluster.builder().workers(2)
-                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(5)).start()) {
+        try (LocalCluster cluster = LocalCluster.builder()
+                .workers(2)
+                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(5))
+                .start()) {
             Client client = cluster.client();
             CompletableFuture<Object> pending = client.call(1, TestTasks.SLEEP, 60_000L);
             Thread.sleep(200);
@@ -55,20 +58,26 @@ class WorkerLossTest {
             assertTrue(System.nanoTime() - killed < Duration.ofSeconds(10).toNanos());
             assertTrue(!client.isAlive(1));
 
-            ExecutionException later = assertThrows(ExecutionException.class,
+            ExecutionException later = assertThrows(
+                    ExecutionException.class,
                     () -> client.call(1, TestTasks.DEVICE).get(1, TimeUnit.SECONDS));
             assertInstanceOf(WorkerLostException.class, later.getCause());
             assertEquals(0L, client.call(0, TestTasks.DEVICE).get(10, TimeUnit.SECONDS));
-            assertEquals(1, client.broadcast(new io.cuwire.ml.linear.LinearRegression(), BroadcastOptions.DEFAULT)
-                    .sent(), "the broadcast goes to the live worker");
+            assertEquals(
+                    1,
+                    client.broadcast(new io.cuwire.ml.linear.LinearRegression(), BroadcastOptions.DEFAULT)
+                            .sent(),
+                    "the broadcast goes to the live worker");
         }
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shouldFailADistributedFitWhoseWorkerIsKilledWithWorkerLostAndLeakNothing() throws Exception {
-        try (LocalCluster cluster = LocalCluster.builder().workers(2)
-                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30)).start()) {
+        try (LocalCluster cluster = LocalCluster.builder()
+                .workers(2)
+                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30))
+                .start()) {
             Client client = cluster.client();
             SplittableRandom r = new SplittableRandom(11);
             int n = 4000;
@@ -110,9 +119,11 @@ class WorkerLossTest {
                             return xr.size();
                         }
                     };
-                    ClusterException e = assertThrows(ClusterException.class,
+                    ClusterException e = assertThrows(
+                            ClusterException.class,
                             () -> Distributed.fit(client, new LogisticRegression().nClasses(2), watched, yr));
-                    WorkerLostException lost = e instanceof WorkerLostException l ? l
+                    WorkerLostException lost = e instanceof WorkerLostException l
+                            ? l
                             : assertInstanceOf(WorkerLostException.class, e.getCause(), e.toString());
                     assertEquals(1, lost.worker());
                     assertTrue(reads.get() >= 3, "the fit ran into its second round: " + reads.get() + " reads");
@@ -124,7 +135,8 @@ class WorkerLossTest {
                     client.free(yr);
                     MlTesting.closeAll(xs);
                     MlTesting.closeAll(ys);
-                    assertEquals(0, client.workerStats(0).get(30, TimeUnit.SECONDS).objects());
+                    assertEquals(
+                            0, client.workerStats(0).get(30, TimeUnit.SECONDS).objects());
                 }
             }
             assertEquals(clientDevice, client.memory().allocatedBytes());
@@ -136,8 +148,10 @@ class WorkerLossTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shouldFailWithWorkerLostWhenAWorkerIsKilledAsABroadcastGoesToItInTurnWhileTheNextGetsTheModel()
             throws Exception {
-        try (LocalCluster cluster = LocalCluster.builder().workers(2)
-                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30)).start();
+        try (LocalCluster cluster = LocalCluster.builder()
+                        .workers(2)
+                        .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30))
+                        .start();
                 NearestNeighbors model = bigModel(cluster.client())) {
             Client client = cluster.client();
             BroadcastOptions options = BroadcastOptions.DEFAULT.strategy(BroadcastOptions.Strategy.EACH_IN_TURN);
@@ -145,8 +159,8 @@ class WorkerLossTest {
             ProcessHandle victim = cluster.processOf(0);
             signal("STOP", victim);
             long staged = CopyEngine.totals().bytes(CopyDirection.D2H);
-            CompletableFuture<BroadcastResult> broadcast = CompletableFuture.supplyAsync(
-                    () -> client.broadcast(model, options));
+            CompletableFuture<BroadcastResult> broadcast =
+                    CompletableFuture.supplyAsync(() -> client.broadcast(model, options));
             // Worker 0 comes first; it cannot read, so the client's send to it cannot finish. Once the client has
             // staged some of the model for the socket, the transfer to worker 0 is under way.
             while (CopyEngine.totals().bytes(CopyDirection.D2H) == staged && !broadcast.isDone()) {
@@ -172,8 +186,7 @@ class WorkerLossTest {
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void shouldFailATreeBroadcastWithWorkerLostWhenAnInnerNodeIsKilledWhileItsSiblingGetsTheModel()
-            throws Exception {
+    void shouldFailATreeBroadcastWithWorkerLostWhenAnInnerNodeIsKilledWhileItsSiblingGetsTheModel() throws Exception {
         killMidForward(BroadcastOptions.Strategy.TREE, 4, List.of(0, 2), List.of(3));
     }
 
@@ -183,22 +196,26 @@ class WorkerLossTest {
      * read them) worker 1 is killed. The broadcast fails with worker 1 lost; {@code holders} have the model,
      * {@code without} hold nothing for it.
      */
-    private static void killMidForward(BroadcastOptions.Strategy strategy, int workers, List<Integer> holders,
-            List<Integer> without) throws Exception {
-        try (LocalCluster cluster = LocalCluster.builder().workers(workers)
-                .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30)).start();
+    private static void killMidForward(
+            BroadcastOptions.Strategy strategy, int workers, List<Integer> holders, List<Integer> without)
+            throws Exception {
+        try (LocalCluster cluster = LocalCluster.builder()
+                        .workers(workers)
+                        .heartbeat(Duration.ofMillis(500), Duration.ofSeconds(30))
+                        .start();
                 NearestNeighbors model = bigModel(cluster.client())) {
             Client client = cluster.client();
             BroadcastOptions options = BroadcastOptions.DEFAULT.strategy(strategy);
-            checkSmallBroadcast(client, options);  // every worker gets it right, and the links are connected
+            checkSmallBroadcast(client, options); // every worker gets it right, and the links are connected
             List<Integer> survivors = new ArrayList<>(holders);
             survivors.addAll(without);
-            Baseline before = Baseline.of(client, survivors.stream().mapToInt(Integer::intValue).toArray());
+            Baseline before = Baseline.of(
+                    client, survivors.stream().mapToInt(Integer::intValue).toArray());
             ProcessHandle victim = cluster.processOf(1);
             signal("STOP", victim);
             long staged = CopyEngine.totals().bytes(CopyDirection.D2H);
-            CompletableFuture<BroadcastResult> broadcast = CompletableFuture.supplyAsync(
-                    () -> client.broadcast(model, options));
+            CompletableFuture<BroadcastResult> broadcast =
+                    CompletableFuture.supplyAsync(() -> client.broadcast(model, options));
             while (CopyEngine.totals().bytes(CopyDirection.D2H) - staged < MODEL_BYTES && !broadcast.isDone()) {
                 Thread.sleep(5);
             }
@@ -211,7 +228,8 @@ class WorkerLossTest {
             List<Integer> missing = new ArrayList<>(without);
             missing.add(1);
             missing.sort(null);
-            assertTrue(lost.getMessage().contains("workers " + holders + " hold it, " + missing + " do not"),
+            assertTrue(
+                    lost.getMessage().contains("workers " + holders + " hold it, " + missing + " do not"),
                     lost.getMessage());
 
             before.assertClientUnchanged(client);
@@ -234,7 +252,8 @@ class WorkerLossTest {
             assertEquals(options.strategy(), b.strategy());
             assertEquals(client.workers(), b.sent());
             for (int w = 0; w < client.workers(); w++) {
-                try (NdArray centers = client.call(w, TestTasks.CENTERS, b.handle()).join()) {
+                try (NdArray centers =
+                        client.call(w, TestTasks.CENTERS, b.handle()).join()) {
                     assertTrue(small.clusterCenters().contentEquals(centers), options.strategy() + ", worker " + w);
                 }
             }
@@ -245,8 +264,8 @@ class WorkerLossTest {
      * Broadcasting the model again sends nothing to {@code holders} (the client recorded them, and they answer that
      * they hold it) and their copies equal the client's; no other live worker got it before.
      */
-    private static void assertHolds(Client client, NearestNeighbors model, BroadcastOptions options,
-            List<Integer> holders) {
+    private static void assertHolds(
+            Client client, NearestNeighbors model, BroadcastOptions options, List<Integer> holders) {
         BroadcastResult again = client.broadcast(model, options);
         assertEquals(holders.size(), again.cacheHits(), "cache hits: " + again);
         for (int w : holders) {
@@ -286,7 +305,10 @@ class WorkerLossTest {
         }
 
         private WorkerStats stats(int worker) {
-            return workers.stream().filter(s -> s.worker() == worker).findFirst().orElseThrow();
+            return workers.stream()
+                    .filter(s -> s.worker() == worker)
+                    .findFirst()
+                    .orElseThrow();
         }
 
         void assertClientUnchanged(Client client) {
@@ -311,15 +333,21 @@ class WorkerLossTest {
     }
 
     private static void signal(String signal, ProcessHandle process) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+                .inheritIO()
+                .start();
         assertEquals(0, kill.waitFor(), "kill -" + signal + " " + process.pid());
     }
 
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
     void shouldRefuseATransportThisBuildDoesNotHave() {
-        ClusterException e = assertThrows(ClusterException.class,
-                () -> LocalCluster.builder().workers(1).transport("carrier-pigeon").start());
+        ClusterException e = assertThrows(
+                ClusterException.class,
+                () -> LocalCluster.builder()
+                        .workers(1)
+                        .transport("carrier-pigeon")
+                        .start());
         assertTrue(e.getMessage().contains("carrier-pigeon"), e.getMessage());
     }
 }

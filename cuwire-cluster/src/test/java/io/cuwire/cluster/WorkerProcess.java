@@ -32,10 +32,13 @@ final class WorkerProcess implements AutoCloseable {
     }
 
     /** As {@link #start(int, String, byte[], Map)}, with {@code jvmOptions} after the properties. */
-    static WorkerProcess start(int index, String scheme, byte[] secret, Map<String, String> properties,
-            List<String> jvmOptions) throws IOException {
-        ChildJvm.Builder b = ChildJvm.builder(Worker.class).property(Devices.PLATFORM_PROPERTY, Devices.platform())
-                .jvmOptions("-XX:+UseSerialGC").jvmOptions(jvmOptions)
+    static WorkerProcess start(
+            int index, String scheme, byte[] secret, Map<String, String> properties, List<String> jvmOptions)
+            throws IOException {
+        ChildJvm.Builder b = ChildJvm.builder(Worker.class)
+                .property(Devices.PLATFORM_PROPERTY, Devices.platform())
+                .jvmOptions("-XX:+UseSerialGC")
+                .jvmOptions(jvmOptions)
                 .args(Integer.toString(index), "0", scheme + "://127.0.0.1:0")
                 .input(HexFormat.of().formatHex(secret) + "\n");
         properties.forEach(b::property);
@@ -44,7 +47,8 @@ final class WorkerProcess implements AutoCloseable {
 
     /** The address it listens at, once it does (within 60 s). */
     String address() throws Exception {
-        return child.awaitLine(Worker.LISTENING + " ", LISTEN_TIMEOUT).substring(Worker.LISTENING.length() + 1)
+        return child.awaitLine(Worker.LISTENING + " ", LISTEN_TIMEOUT)
+                .substring(Worker.LISTENING.length() + 1)
                 .strip();
     }
 

@@ -24,17 +24,22 @@ class WorkerRecordingTest {
         Path dir = Files.createTempDirectory("cuwire-worker-jfr");
         Path file = dir.resolve("worker.jfr");
         try {
-            LocalCluster cluster = LocalCluster.builder().workers(1)
-                    .jvmOptions(List.of("-Xlog:jfr+startup=error", "-XX:StartFlightRecording=filename=" + file
-                            + ",settings=default,+io.cuwire.cluster.Dispatch#enabled=true"))
+            LocalCluster cluster = LocalCluster.builder()
+                    .workers(1)
+                    .jvmOptions(List.of(
+                            "-Xlog:jfr+startup=error",
+                            "-XX:StartFlightRecording=filename=" + file
+                                    + ",settings=default,+io.cuwire.cluster.Dispatch#enabled=true"))
                     .start();
             try (cluster) {
-                cluster.client().workerStats(0).get(60, TimeUnit.SECONDS);  // a request the worker's endpoint records
+                cluster.client().workerStats(0).get(60, TimeUnit.SECONDS); // a request the worker's endpoint records
             }
-            assertTrue(Files.exists(file) && Files.size(file) > 0, "the worker's recording " + file + " is missing or "
-                    + "empty after the cluster closed");
+            assertTrue(
+                    Files.exists(file) && Files.size(file) > 0,
+                    "the worker's recording " + file + " is missing or " + "empty after the cluster closed");
             List<RecordedEvent> events = RecordingFile.readAllEvents(file);
-            assertTrue(events.stream().anyMatch(e -> e.getEventType().getName().equals("io.cuwire.cluster.Dispatch")),
+            assertTrue(
+                    events.stream().anyMatch(e -> e.getEventType().getName().equals("io.cuwire.cluster.Dispatch")),
                     "no Dispatch event in the worker's recording of " + events.size() + " events");
         } finally {
             try (Stream<Path> files = Files.walk(dir)) {

@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Timeout;
  * worker processes and is its own client.
  */
 class WorkerStopTest {
-    private static final byte[] SECRET = "a cluster secret of 32 bytes....".getBytes(java.nio.charset.StandardCharsets
-            .US_ASCII);
+    private static final byte[] SECRET =
+            "a cluster secret of 32 bytes....".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     private static final Duration EXIT = Duration.ofSeconds(30);
 
     /** Finding 10: shutdown ran twice and raced ("allocator 'worker-0-device' is closed", exit 3). */
@@ -48,7 +48,10 @@ class WorkerStopTest {
                 for (WorkerProcess w : workers) {
                     addresses.add(w.address());
                 }
-                try (LocalCluster cluster = LocalCluster.builder().secret(SECRET).connect(addresses).start();
+                try (LocalCluster cluster = LocalCluster.builder()
+                                .secret(SECRET)
+                                .connect(addresses)
+                                .start();
                         NdArray a = NdArray.zeros(cluster.client().memory(), DType.FLOAT32, Order.C, 1024)) {
                     List<ObjectRef> refs = new ArrayList<>();
                     for (int i = 0; i < perRound; i++) {
@@ -62,7 +65,11 @@ class WorkerStopTest {
                     assertEquals(WorkerExit.CLOSED.code(), code, "round " + round + ": " + output);
                     assertEquals(List.of(), w.lines("closed with"), "no leak report");
                     assertEquals(List.of(), w.lines("is closed"), "no allocator closed twice");
-                    assertEquals(1, w.lines("the client closed the cluster; stopping (exit 0").size(), output);
+                    assertEquals(
+                            1,
+                            w.lines("the client closed the cluster; stopping (exit 0")
+                                    .size(),
+                            output);
                 }
             } finally {
                 workers.forEach(WorkerProcess::close);
@@ -84,8 +91,7 @@ class WorkerStopTest {
                     put = client.request(id -> new WorkerRequest.Put(id, big));
                     awaitUnreadBytes(w.port());
                     client.endpoint.close();
-                    ExecutionException e = assertThrows(ExecutionException.class,
-                            () -> put.get(30, TimeUnit.SECONDS));
+                    ExecutionException e = assertThrows(ExecutionException.class, () -> put.get(30, TimeUnit.SECONDS));
                     assertInstanceOf(ClusterException.class, e.getCause());
                 } finally {
                     w.signal("CONT");
@@ -108,7 +114,8 @@ class WorkerStopTest {
     void shouldExitProtocolViolationAndLogTheReasonWhenTheClientSendsWhatTheWorkerRefuses() throws Exception {
         try (WorkerProcess w = WorkerProcess.start(0, "tcp", SECRET, Map.of());
                 TestClient client = TestClient.connect(w.address(), SECRET)) {
-            ExecutionException e = assertThrows(ExecutionException.class,
+            ExecutionException e = assertThrows(
+                    ExecutionException.class,
                     () -> client.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
                             .get(60, TimeUnit.SECONDS));
             assertInstanceOf(ClusterException.class, e.getCause());
@@ -117,10 +124,12 @@ class WorkerStopTest {
             assertEquals(WorkerExit.PROTOCOL_VIOLATION.code(), code, output);
             List<String> lines = w.lines("cuwire worker 0: client ");
             assertEquals(1, lines.size(), output);
-            assertTrue(lines.getFirst().contains("ProtocolViolationException: "
-                    + "") && lines.getFirst().contains("declared a "
-                    + "header of "), lines.getFirst());
-            assertTrue(lines.getFirst().contains("stopping (exit 5: the client sent what the worker refuses"),
+            assertTrue(
+                    lines.getFirst().contains("ProtocolViolationException: " + "")
+                            && lines.getFirst().contains("declared a " + "header of "),
+                    lines.getFirst());
+            assertTrue(
+                    lines.getFirst().contains("stopping (exit 5: the client sent what the worker refuses"),
                     lines.getFirst());
         }
     }
@@ -135,7 +144,8 @@ class WorkerStopTest {
                 // the client is known to be first only once it has been answered.
                 assertEquals(0L, client.workerDeviceBytes());
                 try (TestClient peer = TestClient.connect(w.address(), SECRET)) {
-                    assertThrows(ExecutionException.class,
+                    assertThrows(
+                            ExecutionException.class,
                             () -> peer.request(id -> new WorkerRequest.Put(id, "x".repeat(17 << 20)))
                                     .get(60, TimeUnit.SECONDS));
                 }
@@ -144,17 +154,24 @@ class WorkerStopTest {
                     assertInstanceOf(Reply.Failed.class, r, "only the client may shut the worker down");
                 }
                 assertEquals(0L, client.workerDeviceBytes(), "the client is served");
-                assertInstanceOf(Reply.Ok.class, client.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS));
+                assertInstanceOf(
+                        Reply.Ok.class,
+                        client.request(WorkerRequest.Shutdown::new).get(60, TimeUnit.SECONDS));
             }
             int code = w.awaitExit(EXIT);
             String output = String.join("\n", w.output());
             assertEquals(WorkerExit.CLOSED.code(), code, output);
             List<String> peers = w.lines("cuwire worker 0: refused peer ");
             assertEquals(1, peers.size(), output);
-            assertTrue(peers.getFirst().contains("ProtocolViolationException: "
-                    + "") && peers.getFirst().contains("declared a "
-                    + "header of "), peers.getFirst());
-            assertEquals(1, w.lines("cuwire worker 0: refused a shutdown request from peer ").size(), output);
+            assertTrue(
+                    peers.getFirst().contains("ProtocolViolationException: " + "")
+                            && peers.getFirst().contains("declared a " + "header of "),
+                    peers.getFirst());
+            assertEquals(
+                    1,
+                    w.lines("cuwire worker 0: refused a shutdown request from peer ")
+                            .size(),
+                    output);
         }
     }
 
@@ -170,7 +187,8 @@ class WorkerStopTest {
                 if (!Files.exists(p)) {
                     continue;
                 }
-                for (String line : Files.readAllLines(p).subList(1, Files.readAllLines(p).size())) {
+                for (String line :
+                        Files.readAllLines(p).subList(1, Files.readAllLines(p).size())) {
                     String[] f = line.trim().split("\\s+");
                     String local = f[1];
                     int localPort = Integer.parseInt(local.substring(local.lastIndexOf(':') + 1), 16);

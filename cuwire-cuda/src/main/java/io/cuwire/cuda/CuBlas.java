@@ -89,9 +89,23 @@ public final class CuBlas implements AutoCloseable {
      * {@code C = alpha * op(A) * op(B) + beta * C} in float32, where {@code op(A)} is {@code m × k},
      * {@code op(B)} is {@code k × n} and {@code C} is {@code m × n}.
      */
-    public synchronized void sgemm(Transpose transA, Transpose transB, int m, int n, int k, float alpha,
-            DeviceBuffer a, long aOffset, int lda, DeviceBuffer b, long bOffset, int ldb, float beta,
-            DeviceBuffer c, long cOffset, int ldc) {
+    public synchronized void sgemm(
+            Transpose transA,
+            Transpose transB,
+            int m,
+            int n,
+            int k,
+            float alpha,
+            DeviceBuffer a,
+            long aOffset,
+            int lda,
+            DeviceBuffer b,
+            long bOffset,
+            int ldb,
+            float beta,
+            DeviceBuffer c,
+            long cOffset,
+            int ldc) {
         checkDims(m, n, k);
         long pa = matrix("A", a, aOffset, lda, rows(transA, m, k), cols(transA, m, k), Float.BYTES);
         long pb = matrix("B", b, bOffset, ldb, rows(transB, k, n), cols(transB, k, n), Float.BYTES);
@@ -100,9 +114,23 @@ public final class CuBlas implements AutoCloseable {
     }
 
     /** {@link #sgemm} in float64. */
-    public synchronized void dgemm(Transpose transA, Transpose transB, int m, int n, int k, double alpha,
-            DeviceBuffer a, long aOffset, int lda, DeviceBuffer b, long bOffset, int ldb, double beta,
-            DeviceBuffer c, long cOffset, int ldc) {
+    public synchronized void dgemm(
+            Transpose transA,
+            Transpose transB,
+            int m,
+            int n,
+            int k,
+            double alpha,
+            DeviceBuffer a,
+            long aOffset,
+            int lda,
+            DeviceBuffer b,
+            long bOffset,
+            int ldb,
+            double beta,
+            DeviceBuffer c,
+            long cOffset,
+            int ldc) {
         checkDims(m, n, k);
         long pa = matrix("A", a, aOffset, lda, rows(transA, m, k), cols(transA, m, k), Double.BYTES);
         long pb = matrix("B", b, bOffset, ldb, rows(transB, k, n), cols(transB, k, n), Double.BYTES);
@@ -115,8 +143,21 @@ public final class CuBlas implements AutoCloseable {
      * has {@code n} elements ({@code m} if transposed) at stride {@code incx > 0} and {@code y} has {@code m}
      * ({@code n} if transposed) at stride {@code incy > 0}.
      */
-    public synchronized void sgemv(Transpose trans, int m, int n, float alpha, DeviceBuffer a, long aOffset, int lda,
-            DeviceBuffer x, long xOffset, int incx, float beta, DeviceBuffer y, long yOffset, int incy) {
+    public synchronized void sgemv(
+            Transpose trans,
+            int m,
+            int n,
+            float alpha,
+            DeviceBuffer a,
+            long aOffset,
+            int lda,
+            DeviceBuffer x,
+            long xOffset,
+            int incx,
+            float beta,
+            DeviceBuffer y,
+            long yOffset,
+            int incy) {
         checkDims(m, n, 0);
         long pa = matrix("A", a, aOffset, lda, m, n, Float.BYTES);
         long px = vector("x", x, xOffset, trans == Transpose.NONE ? n : m, incx, Float.BYTES);
@@ -125,8 +166,21 @@ public final class CuBlas implements AutoCloseable {
     }
 
     /** {@link #sgemv} in float64. */
-    public synchronized void dgemv(Transpose trans, int m, int n, double alpha, DeviceBuffer a, long aOffset,
-            int lda, DeviceBuffer x, long xOffset, int incx, double beta, DeviceBuffer y, long yOffset, int incy) {
+    public synchronized void dgemv(
+            Transpose trans,
+            int m,
+            int n,
+            double alpha,
+            DeviceBuffer a,
+            long aOffset,
+            int lda,
+            DeviceBuffer x,
+            long xOffset,
+            int incx,
+            double beta,
+            DeviceBuffer y,
+            long yOffset,
+            int incy) {
         checkDims(m, n, 0);
         long pa = matrix("A", a, aOffset, lda, m, n, Double.BYTES);
         long px = vector("x", x, xOffset, trans == Transpose.NONE ? n : m, incx, Double.BYTES);
@@ -168,8 +222,8 @@ public final class CuBlas implements AutoCloseable {
 
     private long operand(String name, DeviceBuffer buffer, long offset, long elements, int elementSize) {
         if (buffer.device() != device) {
-            throw new IllegalArgumentException(name + ": " + buffer.describe() + " is not on " + device
-                    + ", the device of " + stream);
+            throw new IllegalArgumentException(
+                    name + ": " + buffer.describe() + " is not on " + device + ", the device of " + stream);
         }
         long capacity = buffer.byteSize() / elementSize;
         if (offset < 0 || offset > capacity - elements) {

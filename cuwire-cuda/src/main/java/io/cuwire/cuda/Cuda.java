@@ -14,8 +14,7 @@ import java.util.List;
  * {@link io.cuwire.memory.Devices}, which prefers CUDA when it is available. Thread-safe.
  */
 public final class Cuda {
-    private Cuda() {
-    }
+    private Cuda() {}
 
     /** Whether the driver loaded, initialized, and sees at least one GPU. Never throws. */
     public static boolean isAvailable() {

@@ -70,16 +70,24 @@ public final class Kernel {
     private void check(KernelArgs args) {
         List<KernelParam> kinds = args.kinds();
         if (!kinds.equals(signature)) {
-            throw new IllegalArgumentException("kernel " + name + ": arguments " + kinds + " (expected: " + signature
-                    + ")");
+            throw new IllegalArgumentException(
+                    "kernel " + name + ": arguments " + kinds + " (expected: " + signature + ")");
         }
     }
 
     private void enqueue(int blocks, KernelArgs args) {
         CudaDevice device = args.cudaStream().cudaDevice();
         MemorySegment function = functions.computeIfAbsent(device, d -> module.function(d, name));
-        KernelModules.launch(device, function, name, blocks, KernelModule.BLOCK, args.cudaStream(), args.size(),
-                args::kind, args::value);
+        KernelModules.launch(
+                device,
+                function,
+                name,
+                blocks,
+                KernelModule.BLOCK,
+                args.cudaStream(),
+                args.size(),
+                args::kind,
+                args::value);
     }
 
     @Override

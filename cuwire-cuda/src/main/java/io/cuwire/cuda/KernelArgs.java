@@ -115,13 +115,13 @@ public final class KernelArgs {
         }
         CudaDevice device = stream.cudaDevice();
         if (buffer.device() != device) {
-            throw new IllegalArgumentException(name + ": " + buffer.describe() + " is not on " + device
-                    + ", the device of " + stream);
+            throw new IllegalArgumentException(
+                    name + ": " + buffer.describe() + " is not on " + device + ", the device of " + stream);
         }
         long bytes = Math.multiplyExact(n, (long) elementSize);
         if (bytes > buffer.byteSize()) {
-            throw new IndexOutOfBoundsException(name + ": " + n + " elements of " + elementSize + " bytes need "
-                    + bytes + " bytes (expected: <= " + name + ".byteSize() = " + buffer.byteSize() + ")");
+            throw new IndexOutOfBoundsException(name + ": " + n + " elements of " + elementSize + " bytes need " + bytes
+                    + " bytes (expected: <= " + name + ".byteSize() = " + buffer.byteSize() + ")");
         }
         long ptr = CudaDevice.pointer(buffer, 0);
         if (ptr % elementSize != 0) {

@@ -80,8 +80,10 @@ public final class KernelModule {
     }
 
     MemorySegment function(CudaDevice device, String name) {
-        MemorySegment module = loaded.computeIfAbsent(device, d -> KernelModules.load(d, image(), resource + " ("
-                + targets + ") on " + d + " (sm_" + d.computeCapability() + ")"));
+        MemorySegment module = loaded.computeIfAbsent(
+                device,
+                d -> KernelModules.load(
+                        d, image(), resource + " (" + targets + ") on " + d + " (sm_" + d.computeCapability() + ")"));
         return KernelModules.function(device, module, name);
     }
 

@@ -23,8 +23,8 @@ public final class Kernels {
     /** The fatbin's class path resource. */
     public static final String RESOURCE = "META-INF/cuwire/kernels.fatbin";
     /** The module of these kernels. */
-    public static final KernelModule MODULE = KernelModule.of(Kernels.class.getClassLoader(), RESOURCE,
-            "sm_80, sm_90, compute_90 PTX", "cuwire-cuda");
+    public static final KernelModule MODULE =
+            KernelModule.of(Kernels.class.getClassLoader(), RESOURCE, "sm_80, sm_90, compute_90 PTX", "cuwire-cuda");
 
     private static final Kernel AXPY_F32 = MODULE.kernel("axpy_f32", I64, F32, PTR, PTR);
     private static final Kernel AXPY_F64 = MODULE.kernel("axpy_f64", I64, F64, PTR, PTR);
@@ -33,19 +33,28 @@ public final class Kernels {
     private static final Kernel SCALE_F32 = MODULE.kernel("scale_f32", I64, F32, PTR);
     private static final Kernel SCALE_F64 = MODULE.kernel("scale_f64", I64, F64, PTR);
 
-    private Kernels() {
-    }
+    private Kernels() {}
 
     /** {@code y[i] = a * x[i] + y[i]} for {@code i < n}, in float32. */
     public static void axpyF32(DeviceStream stream, float a, DeviceBuffer x, DeviceBuffer y, long n) {
-        AXPY_F32.launch(n, KernelArgs.on(stream).i64(n).f32(a).array("x", x, n, Float.BYTES)
-                .array("y", y, n, Float.BYTES));
+        AXPY_F32.launch(
+                n,
+                KernelArgs.on(stream)
+                        .i64(n)
+                        .f32(a)
+                        .array("x", x, n, Float.BYTES)
+                        .array("y", y, n, Float.BYTES));
     }
 
     /** {@code y[i] = a * x[i] + y[i]} for {@code i < n}, in float64. */
     public static void axpyF64(DeviceStream stream, double a, DeviceBuffer x, DeviceBuffer y, long n) {
-        AXPY_F64.launch(n, KernelArgs.on(stream).i64(n).f64(a).array("x", x, n, Double.BYTES)
-                .array("y", y, n, Double.BYTES));
+        AXPY_F64.launch(
+                n,
+                KernelArgs.on(stream)
+                        .i64(n)
+                        .f64(a)
+                        .array("x", x, n, Double.BYTES)
+                        .array("y", y, n, Double.BYTES));
     }
 
     /** {@code y[i] = value} for {@code i < n}, in float32. */

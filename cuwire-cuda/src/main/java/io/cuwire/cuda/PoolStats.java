@@ -11,6 +11,11 @@ package io.cuwire.cuda;
  * @param driverAllocations {@code cuMemAlloc} calls (including failed ones)
  * @param driverFrees {@code cuMemFree} calls (by trimming)
  */
-public record PoolStats(long cachedBytes, long cachedBlocks, long inUseBytes, long requests, long hits,
-        long driverAllocations, long driverFrees) {
-}
+public record PoolStats(
+        long cachedBytes,
+        long cachedBlocks,
+        long inUseBytes,
+        long requests,
+        long hits,
+        long driverAllocations,
+        long driverFrees) {}

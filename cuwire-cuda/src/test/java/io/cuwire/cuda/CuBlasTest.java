@@ -60,7 +60,8 @@ class CuBlasTest {
     void shouldTieEachHandleToItsOwnStream() {
         long mine = CudaStream.of(stream).handle().address();
         assertEquals(mine, blas.boundStreamAddress(), "the stream cuBLAS reports for the handle");
-        try (DeviceStream other = Cuda.device(0).newStream(); CuBlas second = CuBlas.create(other)) {
+        try (DeviceStream other = Cuda.device(0).newStream();
+                CuBlas second = CuBlas.create(other)) {
             long theirs = CudaStream.of(other).handle().address();
             assertNotEquals(mine, theirs);
             assertEquals(theirs, second.boundStreamAddress());
@@ -89,8 +90,23 @@ class CuBlasTest {
         return t == Transpose.NONE ? a[offset + i + l * ld] : a[offset + l + i * ld];
     }
 
-    private static double[] gemmReference(Transpose ta, Transpose tb, int m, int n, int k, double alpha, double[] a,
-            int aOff, int lda, double[] b, int bOff, int ldb, double beta, double[] c, int cOff, int ldc) {
+    private static double[] gemmReference(
+            Transpose ta,
+            Transpose tb,
+            int m,
+            int n,
+            int k,
+            double alpha,
+            double[] a,
+            int aOff,
+            int lda,
+            double[] b,
+            int bOff,
+            int ldb,
+            double beta,
+            double[] c,
+            int cOff,
+            int ldc) {
         double[] out = c.clone();
         for (int i = 0; i < m; i++) {
             for (int j = 0; j < n; j++) {
@@ -169,9 +185,10 @@ class CuBlasTest {
         double[] a = values(m * k);
         double[] b = values(n * k);
         double[] c = values(m * n);
-        double[] expected = gemmReference(Transpose.NONE, Transpose.TRANSPOSE, m, n, k, 2, a, 0, m, b, 0, n, 1, c, 0,
-                m);
-        try (DeviceBuffer da = upload(memory.resource(), a); DeviceBuffer db = upload(memory.resource(), b);
+        double[] expected =
+                gemmReference(Transpose.NONE, Transpose.TRANSPOSE, m, n, k, 2, a, 0, m, b, 0, n, 1, c, 0, m);
+        try (DeviceBuffer da = upload(memory.resource(), a);
+                DeviceBuffer db = upload(memory.resource(), b);
                 DeviceBuffer dc = upload(memory.resource(), c)) {
             blas.dgemm(Transpose.NONE, Transpose.TRANSPOSE, m, n, k, 2, da, 0, m, db, 0, n, 1, dc, 0, m);
             stream.synchronize();
@@ -202,7 +219,8 @@ class CuBlasTest {
             try (DeviceBuffer da = upload(memory.resource(), toFloats(a));
                     DeviceBuffer dx = upload(memory.resource(), toFloats(x));
                     DeviceBuffer dy = upload(memory.resource(), toFloats(y));
-                    DeviceBuffer ea = upload(memory.resource(), a); DeviceBuffer ex = upload(memory.resource(), x);
+                    DeviceBuffer ea = upload(memory.resource(), a);
+                    DeviceBuffer ex = upload(memory.resource(), x);
                     DeviceBuffer ey = upload(memory.resource(), y)) {
                 blas.sgemv(t, m, n, 0.5f, da, 0, lda, dx, 0, 2, 2f, dy, 0, 3);
                 blas.dgemv(t, m, n, 0.5, ea, 0, lda, ex, 0, 2, 2, ey, 0, 3);
@@ -216,13 +234,18 @@ class CuBlasTest {
 
     @Test
     void shouldRefuseOperandsThatDoNotFitBeforeEnqueueing() {
-        try (DeviceBuffer small = memory.allocate(16 * Float.BYTES); DeviceBuffer big = memory.allocate(4096)) {
-            assertThrows(IllegalArgumentException.class, () -> blas.sgemm(Transpose.NONE, Transpose.NONE, 4, 4, 4,
-                    1f, big, 0, 3, big, 0, 4, 0f, big, 0, 4));
-            assertThrows(IndexOutOfBoundsException.class, () -> blas.sgemm(Transpose.NONE, Transpose.NONE, 4, 4, 4,
-                    1f, small, 1, 4, big, 0, 4, 0f, big, 0, 4));
-            assertThrows(IllegalArgumentException.class, () -> blas.sgemv(Transpose.NONE, 4, 4, 1f, small, 0, 4,
-                    big, 0, 0, 0f, big, 0, 1));
+        try (DeviceBuffer small = memory.allocate(16 * Float.BYTES);
+                DeviceBuffer big = memory.allocate(4096)) {
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> blas.sgemm(Transpose.NONE, Transpose.NONE, 4, 4, 4, 1f, big, 0, 3, big, 0, 4, 0f, big, 0, 4));
+            assertThrows(
+                    IndexOutOfBoundsException.class,
+                    () -> blas.sgemm(
+                            Transpose.NONE, Transpose.NONE, 4, 4, 4, 1f, small, 1, 4, big, 0, 4, 0f, big, 0, 4));
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> blas.sgemv(Transpose.NONE, 4, 4, 1f, small, 0, 4, big, 0, 0, 0f, big, 0, 1));
         }
     }
 }

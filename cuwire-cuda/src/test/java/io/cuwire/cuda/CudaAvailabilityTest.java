@@ -32,11 +32,12 @@ class CudaAvailabilityTest {
         String reason = Cuda.unavailableReason();
 
         assertFalse(reason.isBlank());
-        assertTrue(reason.contains("libcuda.so.1") || reason.contains("cuInit") || reason.contains("no CUDA device"),
+        assertTrue(
+                reason.contains("libcuda.so.1") || reason.contains("cuInit") || reason.contains("no CUDA device"),
                 reason);
         assertEquals(0, Cuda.deviceCount());
-        DeviceUnavailableException e = assertThrows(DeviceUnavailableException.class,
-                () -> new CudaDeviceProvider().open());
+        DeviceUnavailableException e =
+                assertThrows(DeviceUnavailableException.class, () -> new CudaDeviceProvider().open());
         assertEquals(reason, e.getMessage());
         CudaException c = assertThrows(CudaException.class, Cuda::devices);
         assertTrue(c.getMessage().contains(reason), c.getMessage());
@@ -63,8 +64,10 @@ class CudaAvailabilityTest {
 
     /** {@link #chooseInAFreshProcess()} with {@code CUDA_VISIBLE_DEVICES} set to {@code visible} unless null. */
     private static String chooseInAFreshProcess(String visible) throws IOException, InterruptedException {
-        ChildJvm.Builder builder = ChildJvm.builder(DeviceSelectionChild.class).withoutInheritedProperties()
-                .env("JAVA_TOOL_OPTIONS", null).env("JDK_JAVA_OPTIONS", null);
+        ChildJvm.Builder builder = ChildJvm.builder(DeviceSelectionChild.class)
+                .withoutInheritedProperties()
+                .env("JAVA_TOOL_OPTIONS", null)
+                .env("JDK_JAVA_OPTIONS", null);
         if (visible != null) {
             builder.env(Driver.VISIBLE_DEVICES, visible);
         }
@@ -78,7 +81,9 @@ class CudaAvailabilityTest {
 
     /** The lines of {@code output} that log the platform choice. */
     private static List<String> choiceLogLines(String output) {
-        return output.lines().filter(l -> l.contains("cuwire devices: platform ")).toList();
+        return output.lines()
+                .filter(l -> l.contains("cuwire devices: platform "))
+                .toList();
     }
 
     @Test
@@ -89,9 +94,13 @@ class CudaAvailabilityTest {
 
         List<String> log = choiceLogLines(output);
         assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
-        assertTrue(log.getFirst().contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="
-                + Cuda.unavailableReason() + "}"), output);
-        assertTrue(output.contains("CHOSEN emulated DEVICES 2 PASSED OVER {cuda=" + Cuda.unavailableReason() + "}"),
+        assertTrue(
+                log.getFirst()
+                        .contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="
+                                + Cuda.unavailableReason() + "}"),
+                output);
+        assertTrue(
+                output.contains("CHOSEN emulated DEVICES 2 PASSED OVER {cuda=" + Cuda.unavailableReason() + "}"),
                 output);
     }
 
@@ -104,8 +113,8 @@ class CudaAvailabilityTest {
 
         List<String> log = choiceLogLines(output);
         assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
-        assertTrue(log.getFirst().endsWith("cuwire devices: platform cuda, " + Cuda.deviceCount() + " device(s)"),
-                output);
+        assertTrue(
+                log.getFirst().endsWith("cuwire devices: platform cuda, " + Cuda.deviceCount() + " device(s)"), output);
         assertTrue(output.contains("CHOSEN cuda DEVICES " + Cuda.deviceCount() + " PASSED OVER {}"), output);
     }
 
@@ -118,12 +127,16 @@ class CudaAvailabilityTest {
 
         List<String> log = choiceLogLines(output);
         assertEquals(1, log.size(), "the choice is logged exactly once:\n" + output);
-        assertTrue(log.getFirst().contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="),
-                output);
+        assertTrue(
+                log.getFirst().contains("cuwire devices: platform emulated, 2 device(s); passed over: {cuda="), output);
         String reason = log.getFirst();
-        assertTrue(reason.contains("(CUDA_VISIBLE_DEVICES=\"\")") && (reason.contains("cuInit(0) failed: "
-                + "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is visible to this process")
-                || reason.contains("no CUDA device: cuDeviceGetCount returned 0")), output);
+        assertTrue(
+                reason.contains("(CUDA_VISIBLE_DEVICES=\"\")")
+                        && (reason.contains(
+                                        "cuInit(0) failed: "
+                                                + "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is visible to this process")
+                                || reason.contains("no CUDA device: cuDeviceGetCount returned 0")),
+                output);
         assertTrue(output.contains("CHOSEN emulated DEVICES 2"), output);
     }
 
@@ -136,8 +149,9 @@ class CudaAvailabilityTest {
 
         String output = chooseInAFreshProcess(first);
 
-        assertTrue(output.contains("CHOSEN cuda DEVICES 1 PASSED OVER {}"), "CUDA_VISIBLE_DEVICES=" + first + ":\n"
-                + output);
+        assertTrue(
+                output.contains("CHOSEN cuda DEVICES 1 PASSED OVER {}"),
+                "CUDA_VISIBLE_DEVICES=" + first + ":\n" + output);
     }
 
     @Test

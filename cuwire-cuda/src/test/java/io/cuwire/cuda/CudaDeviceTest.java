@@ -14,8 +14,8 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.DeviceConformanceSuite;
-import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.DeviceStream;
+import io.cuwire.memory.IpcHandle;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -41,7 +41,8 @@ class CudaDeviceTest extends DeviceConformanceSuite {
     void shouldFillARangeOfDeviceMemoryWithAByte() {
         CudaDevice cuda = (CudaDevice) device();
         try (BufferAllocator<DeviceBuffer> memory = cuda.newAllocator("memset", BufferAllocator.UNLIMITED);
-                DeviceBuffer d = memory.allocate(256); DeviceStream stream = cuda.newStream()) {
+                DeviceBuffer d = memory.allocate(256);
+                DeviceStream stream = cuda.newStream()) {
             cuda.memset(d, 0, 256, (byte) 0);
             cuda.memset(d, 10, 100, (byte) 7);
             cuda.memsetAsync(d, 200, 56, (byte) -1, (CudaStream) stream);
@@ -63,7 +64,8 @@ class CudaDeviceTest extends DeviceConformanceSuite {
         CudaDevice gpu1 = (CudaDevice) Cuda.device(1);
         try (BufferAllocator<DeviceBuffer> m0 = gpu0.newAllocator("peer0", BufferAllocator.UNLIMITED);
                 BufferAllocator<DeviceBuffer> m1 = gpu1.newAllocator("peer1", BufferAllocator.UNLIMITED);
-                DeviceBuffer a = m0.allocate(4096); DeviceBuffer b = m1.allocate(4096)) {
+                DeviceBuffer a = m0.allocate(4096);
+                DeviceBuffer b = m1.allocate(4096)) {
             CopyEngine.copy(a, b);
             if (gpu0.canAccessPeer(gpu1)) {
                 assertTrue(gpu0.peerAccessEnabled(gpu1));

@@ -29,8 +29,8 @@ class CudaEventTest {
             assertTrue(ms >= 0, "elapsed " + ms + " ms");
             start.close();
             end.close();
-            IllegalStateException twice = assertThrows(IllegalStateException.class, start::close,
-                    "a second close of a CUDA event");
+            IllegalStateException twice =
+                    assertThrows(IllegalStateException.class, start::close, "a second close of a CUDA event");
             assertTrue(twice.getMessage().contains("already closed"), twice.getMessage());
             assertThrows(IllegalStateException.class, () -> end.record(stream), "record after close");
             assertThrows(IllegalStateException.class, end::synchronize, "synchronize after close");

@@ -47,14 +47,17 @@ class CudaExceptionTest {
     void shouldReportAnImpossibleAllocationAsOutOfMemoryFromCuMemAlloc() {
         assumeCuda();
 
-        AllocationLimitException e = assertThrows(AllocationLimitException.class,
-                () -> Cuda.device(0).memory().allocate(1L << 50));
+        AllocationLimitException e = assertThrows(
+                AllocationLimitException.class, () -> Cuda.device(0).memory().allocate(1L << 50));
 
         CudaException cause = assertInstanceOf(CudaException.class, e.getCause());
         assertEquals(Driver.CUDA_ERROR_OUT_OF_MEMORY, cause.result());
-        assertTrue(cause.getMessage().startsWith("cuMemAlloc_v2(" + (1L << 50) + " bytes) failed: "
-                + "CUDA_ERROR_OUT_OF_MEMORY (2)"), cause.getMessage());
-        assertTrue(e.getMessage().contains("DEVICE:cuda0 pool cannot allocate " + (1L << 50) + " bytes"),
-                e.getMessage());
+        assertTrue(
+                cause.getMessage()
+                        .startsWith(
+                                "cuMemAlloc_v2(" + (1L << 50) + " bytes) failed: " + "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+                cause.getMessage());
+        assertTrue(
+                e.getMessage().contains("DEVICE:cuda0 pool cannot allocate " + (1L << 50) + " bytes"), e.getMessage());
     }
 }

@@ -13,8 +13,7 @@ import java.util.Random;
 
 /** Shared helpers of the CUDA tests: the GPU assumption, printed seeds, uploads and downloads. */
 public final class CudaTestSupport {
-    private CudaTestSupport() {
-    }
+    private CudaTestSupport() {}
 
     /**
      * Skips the calling test, with the reason, where no CUDA device is usable — or fails it, when the run forces

@@ -7,8 +7,7 @@ import io.cuwire.memory.Devices;
  * for the devices the several ways a program does, then prints what was chosen.
  */
 public final class DeviceSelectionChild {
-    private DeviceSelectionChild() {
-    }
+    private DeviceSelectionChild() {}
 
     public static void main(String[] args) {
         Devices.Selection selection = Devices.selection();
@@ -16,7 +15,7 @@ public final class DeviceSelectionChild {
         Devices.get(0);
         Devices.platform();
         Devices.selection();
-        System.out.println("CHOSEN " + selection.platform() + " DEVICES " + selection.devices().size()
-                + " PASSED OVER " + selection.passedOver());
+        System.out.println("CHOSEN " + selection.platform() + " DEVICES "
+                + selection.devices().size() + " PASSED OVER " + selection.passedOver());
     }
 }

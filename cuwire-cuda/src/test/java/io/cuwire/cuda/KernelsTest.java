@@ -66,7 +66,8 @@ class KernelsTest {
         float a = 1.75f;
         float[] x = floats(n);
         float[] y = floats(n);
-        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dy = upload(memory.resource(), y)) {
+        try (DeviceBuffer dx = upload(memory.resource(), x);
+                DeviceBuffer dy = upload(memory.resource(), y)) {
             Kernels.axpyF32(stream, a, dx, dy, n);
             stream.synchronize();
 
@@ -84,7 +85,8 @@ class KernelsTest {
         double[] x = doubles(n);
         double[] y = doubles(n);
         int m = n - 1000;
-        try (DeviceBuffer dx = upload(memory.resource(), x); DeviceBuffer dy = upload(memory.resource(), y)) {
+        try (DeviceBuffer dx = upload(memory.resource(), x);
+                DeviceBuffer dy = upload(memory.resource(), y)) {
             Kernels.axpyF64(stream, a, dx, dy, m);
             stream.synchronize();
 
@@ -98,7 +100,8 @@ class KernelsTest {
     @Test
     void shouldFillAndScale() {
         int n = 12_345;
-        try (DeviceBuffer f = memory.allocate(n * 4L); DeviceBuffer d = memory.allocate(n * 8L)) {
+        try (DeviceBuffer f = memory.allocate(n * 4L);
+                DeviceBuffer d = memory.allocate(n * 8L)) {
             Kernels.fillF32(stream, f, n, 2.5f);
             Kernels.scaleF32(stream, -2f, f, n);
             Kernels.fillF64(stream, d, n, 0.25);
@@ -116,7 +119,8 @@ class KernelsTest {
 
     @Test
     void shouldRefuseShortMisalignedOrForeignBuffersBeforeLaunching() {
-        try (DeviceBuffer x = memory.allocate(400); DeviceBuffer y = memory.allocate(400)) {
+        try (DeviceBuffer x = memory.allocate(400);
+                DeviceBuffer y = memory.allocate(400)) {
             assertThrows(IndexOutOfBoundsException.class, () -> Kernels.axpyF32(stream, 1f, x, y, 101));
             assertThrows(IllegalArgumentException.class, () -> Kernels.axpyF32(stream, 1f, x.slice(2, 200), y, 10));
             assertThrows(IllegalArgumentException.class, () -> Kernels.fillF32(stream, y, -1, 0f));
@@ -131,16 +135,18 @@ class KernelsTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> fill.launch(10, wrong));
             assertEquals("kernel fill_f32: arguments [I64, F64, PTR] (expected: [I64, F32, PTR])", e.getMessage());
             KernelArgs right = KernelArgs.on(stream).i64(10).f32(1.0f).array("y", y, 10, Float.BYTES);
-            assertEquals("kernel fill_f32 blocks: 0 (expected: 1 <= blocks <= 65535)",
-                    assertThrows(IllegalArgumentException.class, () -> fill.launchBlocks(0, right)).getMessage());
+            assertEquals(
+                    "kernel fill_f32 blocks: 0 (expected: 1 <= blocks <= 65535)",
+                    assertThrows(IllegalArgumentException.class, () -> fill.launchBlocks(0, right))
+                            .getMessage());
         }
     }
 
     @Test
     void shouldDoNothingForZeroElements() {
         try (DeviceBuffer y = memory.allocate(4 * Float.BYTES)) {
-            io.cuwire.memory.CopyEngine.copyFromSegment(java.lang.foreign.MemorySegment.ofArray(
-                    new float[] {7f, 7f, 7f, 7f}), y, 0);
+            io.cuwire.memory.CopyEngine.copyFromSegment(
+                    java.lang.foreign.MemorySegment.ofArray(new float[] {7f, 7f, 7f, 7f}), y, 0);
             Kernels.fillF32(stream, y, 0, 1f);
             stream.synchronize();
             assertArrayEquals(new float[] {7f, 7f, 7f, 7f}, downloadFloats(y, 4), "no element was written");

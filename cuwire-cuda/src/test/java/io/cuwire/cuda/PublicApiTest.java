@@ -45,7 +45,8 @@ class PublicApiTest {
     }
 
     private static Path codeSource() throws URISyntaxException {
-        return Path.of(Cuda.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        return Path.of(
+                Cuda.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 
     private static void collect(Path root, List<Class<?>> into) throws Exception {
@@ -53,10 +54,12 @@ class PublicApiTest {
             Path dir = root.resolve(pkg);
             List<Path> files;
             try (Stream<Path> list = Files.list(dir)) {
-                files = list.filter(p -> p.getFileName().toString().endsWith(".class")).toList();
+                files = list.filter(p -> p.getFileName().toString().endsWith(".class"))
+                        .toList();
             }
             for (Path file : files) {
-                String name = pkg.replace('/', '.') + "." + file.getFileName().toString().replace(".class", "");
+                String name = pkg.replace('/', '.') + "."
+                        + file.getFileName().toString().replace(".class", "");
                 Class<?> c = Class.forName(name, false, Cuda.class.getClassLoader());
                 if (Modifier.isPublic(c.getModifiers())) {
                     into.add(c);
@@ -72,8 +75,10 @@ class PublicApiTest {
     @Test
     void shouldCarryNoDriverHandleInAnyPublicSignatureOfThePublicPackages() throws Exception {
         List<Class<?>> classes = publicClasses();
-        assertTrue(classes.containsAll(List.of(Cuda.class, CuBlas.class, CudaEvent.class, Kernels.class,
-                CudaException.class)), "scanned " + classes);
+        assertTrue(
+                classes.containsAll(
+                        List.of(Cuda.class, CuBlas.class, CudaEvent.class, Kernels.class, CudaException.class)),
+                "scanned " + classes);
         for (Class<?> c : classes) {
             for (Method m : c.getMethods()) {
                 assertNotNative(m.getReturnType(), m);

@@ -40,7 +40,7 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
     @FunctionalInterface
     public interface Releaser {
         /** A releaser for memory that the buffer does not own. */
-        Releaser NONE = () -> { };
+        Releaser NONE = () -> {};
 
         void release();
     }
@@ -151,8 +151,8 @@ public abstract sealed class Buffer implements AutoCloseable permits HostBuffer,
     final void checkSlice(long offset, long length) {
         checkOpen();
         if (offset < 0 || length < 0 || offset > byteSize - length) {
-            throw new IndexOutOfBoundsException("slice(offset: " + offset + ", length: " + length
-                    + ") of " + describe() + " (expected: 0 <= offset <= offset + length <= " + byteSize + ")");
+            throw new IndexOutOfBoundsException("slice(offset: " + offset + ", length: " + length + ") of " + describe()
+                    + " (expected: 0 <= offset <= offset + length <= " + byteSize + ")");
         }
     }
 

@@ -74,10 +74,11 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
     private final Device device;
     /** A root's registration as a holder of its device's memory; {@code null} for children and other memory. */
     private final Registration holding;
+
     private volatile boolean closed;
 
-    private BufferAllocator(String name, long limit, BufferAllocator<B> parent, MemoryResource<B> resource,
-            Device device) {
+    private BufferAllocator(
+            String name, long limit, BufferAllocator<B> parent, MemoryResource<B> resource, Device device) {
         if (limit < 0) {
             throw new IllegalArgumentException("limit: " + limit + " (expected: >= 0)");
         }
@@ -99,8 +100,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
     }
 
     /** A root allocator of {@code device}'s memory {@code resource}: see {@link Device#newAllocator}. */
-    static BufferAllocator<DeviceBuffer> ofDevice(String name, long limit, MemoryResource<DeviceBuffer> resource,
-            Device device) {
+    static BufferAllocator<DeviceBuffer> ofDevice(
+            String name, long limit, MemoryResource<DeviceBuffer> resource, Device device) {
         return new BufferAllocator<>(name, limit, null, resource, Objects.requireNonNull(device, "device"));
     }
 
@@ -203,8 +204,8 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
                 for (BufferAllocator<B> b = this; b != a; b = b.parent) {
                     b.allocated.addAndGet(-bytes);
                 }
-                throw new AllocationLimitException("allocator '" + a.name + "' cannot allocate " + bytes
-                        + " bytes of " + resource.describe() + ": " + (now - bytes) + " allocated, limit " + a.limit);
+                throw new AllocationLimitException("allocator '" + a.name + "' cannot allocate " + bytes + " bytes of "
+                        + resource.describe() + ": " + (now - bytes) + " allocated, limit " + a.limit);
             }
             a.peak.accumulateAndGet(now, Math::max);
             a = a.parent;
@@ -292,8 +293,13 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
             return;
         }
         long leakedBytes = allocated.get();
-        StringBuilder msg = new StringBuilder("allocator '").append(name).append("' closed with ")
-                .append(leakedBytes).append(" bytes outstanding in ").append(leaked.size()).append(" open buffer(s)");
+        StringBuilder msg = new StringBuilder("allocator '")
+                .append(name)
+                .append("' closed with ")
+                .append(leakedBytes)
+                .append(" bytes outstanding in ")
+                .append(leaked.size())
+                .append(" open buffer(s)");
         if (!openChildren.isEmpty()) {
             msg.append(" and open child allocator(s) ").append(String.join(", ", openChildren));
         }
@@ -314,14 +320,15 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         if (withoutStack) {
             msg.append("\n  (run with -D").append(TRACK_PROPERTY).append("=true to record allocation stacks)");
         } else if (!leaked.isEmpty()) {
-            msg.append("\n  (allocation stacks recorded by -D").append(TRACK_PROPERTY).append("=true)");
+            msg.append("\n  (allocation stacks recorded by -D")
+                    .append(TRACK_PROPERTY)
+                    .append("=true)");
         }
         throw new MemoryLeakException(msg.toString(), leakedBytes);
     }
 
     /** An open buffer in a leak report: the allocator that handed it out and its stack (or {@link #NO_STACK}). */
-    private record Leak(BufferAllocator<?> allocator, Object stack) {
-    }
+    private record Leak(BufferAllocator<?> allocator, Object stack) {}
 
     /** Adds the open buffers of this allocator and of its open descendants to {@code into}. */
     private void collectLive(Map<Buffer, Leak> into) {
@@ -342,8 +349,13 @@ public final class BufferAllocator<B extends Buffer> implements AutoCloseable {
         if (bytes == 0) {
             return null;
         }
-        StringBuilder b = new StringBuilder("allocator '").append(name).append("': ").append(bytes)
-                .append(" bytes, ").append(live.size()).append(" open buffer(s) of its own");
+        StringBuilder b = new StringBuilder("allocator '")
+                .append(name)
+                .append("': ")
+                .append(bytes)
+                .append(" bytes, ")
+                .append(live.size())
+                .append(" open buffer(s) of its own");
         if (limit != UNLIMITED) {
             b.append(", limit ").append(limit);
         }

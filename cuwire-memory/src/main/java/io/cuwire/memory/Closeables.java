@@ -6,8 +6,7 @@ package io.cuwire.memory;
  * {@code null} entries are skipped.
  */
 public final class Closeables {
-    private Closeables() {
-    }
+    private Closeables() {}
 
     /** Closes every resource; rethrows the first failure with the rest suppressed. */
     public static void closeAll(Iterable<? extends AutoCloseable> resources) {
@@ -19,7 +18,8 @@ public final class Closeables {
             try {
                 r.close();
             } catch (Exception e) {
-                RuntimeException wrapped = e instanceof RuntimeException re ? re
+                RuntimeException wrapped = e instanceof RuntimeException re
+                        ? re
                         : new MemoryException("closing " + r + " failed: " + e, e);
                 if (failure == null) {
                     failure = wrapped;

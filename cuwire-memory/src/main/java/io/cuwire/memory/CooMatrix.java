@@ -24,31 +24,31 @@ public final class CooMatrix extends SparseParts implements SparseMatrix {
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CooMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, int[] row, int[] col,
-            float[] data) {
+    public static CooMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, int[] row, int[] col, float[] data) {
         return create(alloc, rows, cols, row, col, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CooMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, int[] row, int[] col,
-            double[] data) {
+    public static CooMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, int[] row, int[] col, double[] data) {
         return create(alloc, rows, cols, row, col, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CooMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, long[] row, long[] col,
-            float[] data) {
+    public static CooMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, long[] row, long[] col, float[] data) {
         return create(alloc, rows, cols, row, col, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CooMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, long[] row, long[] col,
-            double[] data) {
+    public static CooMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, long[] row, long[] col, double[] data) {
         return create(alloc, rows, cols, row, col, data);
     }
 
-    private static CooMatrix create(BufferAllocator<?> alloc, long rows, long cols, Object row, Object col,
-            Object data) {
+    private static CooMatrix create(
+            BufferAllocator<?> alloc, long rows, long cols, Object row, Object col, Object data) {
         Objects.requireNonNull(alloc, "alloc");
         Objects.requireNonNull(row, "row");
         Objects.requireNonNull(col, "col");
@@ -76,9 +76,13 @@ public final class CooMatrix extends SparseParts implements SparseMatrix {
         Compressed c = compressDense(dense, false);
         long cols = denseColumns(dense);
         long[] row = expand(c.indptr(), c.indices().length);
-        return assemble(upload(alloc, asVector(DType.INT32, row), asVector(DType.INT32, c.indices()),
-                asVector(denseType(dense), c.values())), p -> new CooMatrix(dense.length, cols, p.get(0), p.get(1),
-                p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(DType.INT32, row),
+                        asVector(DType.INT32, c.indices()),
+                        asVector(denseType(dense), c.values())),
+                p -> new CooMatrix(dense.length, cols, p.get(0), p.get(1), p.get(2)));
     }
 
     /** The row of each stored value, lent. */
@@ -113,20 +117,29 @@ public final class CooMatrix extends SparseParts implements SparseMatrix {
     public CsrMatrix toCsr(BufferAllocator<?> alloc) {
         Coordinates c = readCoordinates();
         Compressed t = compress(rows(), c.row(), c.col(), c.values());
-        return assemble(upload(alloc, asVector(indexType(), t.indptr()), asVector(indexType(), t.indices()),
-                asVector(dataType(), t.values())), p -> new CsrMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(indexType(), t.indptr()),
+                        asVector(indexType(), t.indices()),
+                        asVector(dataType(), t.values())),
+                p -> new CsrMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
     }
 
     /** This matrix in CSC format in {@code alloc}'s memory; see {@link #toCsr}. */
     public CscMatrix toCsc(BufferAllocator<?> alloc) {
         Coordinates c = readCoordinates();
         Compressed t = compress(cols(), c.col(), c.row(), c.values());
-        return assemble(upload(alloc, asVector(indexType(), t.indptr()), asVector(indexType(), t.indices()),
-                asVector(dataType(), t.values())), p -> new CscMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(indexType(), t.indptr()),
+                        asVector(indexType(), t.indices()),
+                        asVector(dataType(), t.values())),
+                p -> new CscMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
     }
 
-    private record Coordinates(long[] row, long[] col, double[] values) {
-    }
+    private record Coordinates(long[] row, long[] col, double[] values) {}
 
     private Coordinates readCoordinates() {
         checkOpen();

@@ -21,8 +21,7 @@ public final class CopyEngine {
     private static final AtomicLongArray COPIES = new AtomicLongArray(N);
     private static final CopyOnWriteArrayList<TransferScope> SCOPES = new CopyOnWriteArrayList<>();
 
-    private CopyEngine() {
-    }
+    private CopyEngine() {}
 
     /** Copies all of {@code src} to the start of {@code dst}, synchronously. */
     public static void copy(Buffer src, Buffer dst) {
@@ -35,8 +34,8 @@ public final class CopyEngine {
     }
 
     /** Enqueues the copy on {@code stream}; it has finished by the stream's next {@code synchronize()}. */
-    public static void copyAsync(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes,
-            DeviceStream stream) {
+    public static void copyAsync(
+            Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, DeviceStream stream) {
         if (stream == null) {
             throw new NullPointerException("stream");
         }
@@ -102,12 +101,13 @@ public final class CopyEngine {
         return segment;
     }
 
-    private static void dispatch(Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes,
-            DeviceStream stream) {
+    private static void dispatch(
+            Buffer src, long srcOffset, Buffer dst, long dstOffset, long bytes, DeviceStream stream) {
         checkRange("src", src, srcOffset, bytes);
         checkRange("dst", dst, dstOffset, bytes);
         CopyDirection direction = CopyDirection.of(src.kind(), src.deviceOrdinal(), dst.kind(), dst.deviceOrdinal());
-        if (src instanceof DeviceBuffer s && dst instanceof DeviceBuffer d
+        if (src instanceof DeviceBuffer s
+                && dst instanceof DeviceBuffer d
                 && !s.device().platform().equals(d.device().platform())) {
             throw new CopyException("cannot copy between platforms: " + src.describe() + " -> " + dst.describe());
         }
@@ -126,14 +126,15 @@ public final class CopyEngine {
             case H2D -> {
                 DeviceBuffer d = (DeviceBuffer) dst;
                 checkStream(stream, d);
-                d.device().copyHostToDevice(((HostBuffer) src).segment().asSlice(srcOffset, bytes), d, dstOffset,
-                        stream);
+                d.device()
+                        .copyHostToDevice(((HostBuffer) src).segment().asSlice(srcOffset, bytes), d, dstOffset, stream);
             }
             case D2H -> {
                 DeviceBuffer s = (DeviceBuffer) src;
                 checkStream(stream, s);
-                s.device().copyDeviceToHost(s, srcOffset, ((HostBuffer) dst).segment().asSlice(dstOffset, bytes),
-                        stream);
+                s.device()
+                        .copyDeviceToHost(
+                                s, srcOffset, ((HostBuffer) dst).segment().asSlice(dstOffset, bytes), stream);
             }
             case D2D, PEER -> {
                 DeviceBuffer s = (DeviceBuffer) src;

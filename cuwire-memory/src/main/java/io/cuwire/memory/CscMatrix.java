@@ -26,31 +26,31 @@ public final class CscMatrix extends SparseParts implements SparseMatrix {
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CscMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, int[] indptr, int[] indices,
-            float[] data) {
+    public static CscMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, int[] indptr, int[] indices, float[] data) {
         return create(alloc, rows, cols, indptr, indices, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CscMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, int[] indptr, int[] indices,
-            double[] data) {
+    public static CscMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, int[] indptr, int[] indices, double[] data) {
         return create(alloc, rows, cols, indptr, indices, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CscMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, long[] indptr, long[] indices,
-            float[] data) {
+    public static CscMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, long[] indptr, long[] indices, float[] data) {
         return create(alloc, rows, cols, indptr, indices, data);
     }
 
     /** A matrix of {@code alloc}'s memory holding the given arrays, whose contents are checked first. */
-    public static CscMatrix fromArrays(BufferAllocator<?> alloc, long rows, long cols, long[] indptr, long[] indices,
-            double[] data) {
+    public static CscMatrix fromArrays(
+            BufferAllocator<?> alloc, long rows, long cols, long[] indptr, long[] indices, double[] data) {
         return create(alloc, rows, cols, indptr, indices, data);
     }
 
-    private static CscMatrix create(BufferAllocator<?> alloc, long rows, long cols, Object indptr, Object indices,
-            Object data) {
+    private static CscMatrix create(
+            BufferAllocator<?> alloc, long rows, long cols, Object indptr, Object indices, Object data) {
         Objects.requireNonNull(alloc, "alloc");
         Objects.requireNonNull(indptr, "indptr");
         Objects.requireNonNull(indices, "indices");
@@ -58,8 +58,8 @@ public final class CscMatrix extends SparseParts implements SparseMatrix {
         checkDims(rows, cols);
         checkSameLength("indices", indices, "data", data);
         checkCompressed("cols", cols, "rows", rows, widen(indptr), widen(indices), length(data));
-        return assemble(upload(alloc, indptr, indices, data),
-                p -> new CscMatrix(rows, cols, p.get(0), p.get(1), p.get(2)));
+        return assemble(
+                upload(alloc, indptr, indices, data), p -> new CscMatrix(rows, cols, p.get(0), p.get(1), p.get(2)));
     }
 
     /** The nonzero values of {@code dense} as a float64 matrix of {@code alloc}'s memory, with int32 indices. */
@@ -76,9 +76,13 @@ public final class CscMatrix extends SparseParts implements SparseMatrix {
         Objects.requireNonNull(alloc, "alloc");
         Compressed c = compressDense(dense, true);
         long cols = denseColumns(dense);
-        return assemble(upload(alloc, asVector(DType.INT32, c.indptr()), asVector(DType.INT32, c.indices()),
-                asVector(denseType(dense), c.values())), p -> new CscMatrix(dense.length, cols, p.get(0), p.get(1),
-                p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(DType.INT32, c.indptr()),
+                        asVector(DType.INT32, c.indices()),
+                        asVector(denseType(dense), c.values())),
+                p -> new CscMatrix(dense.length, cols, p.get(0), p.get(1), p.get(2)));
     }
 
     /** The column pointers, lent. */
@@ -105,15 +109,25 @@ public final class CscMatrix extends SparseParts implements SparseMatrix {
     public CooMatrix toCoo(BufferAllocator<?> alloc) {
         Compressed c = readCompressed(true);
         long[] col = expand(c.indptr(), c.indices().length);
-        return assemble(upload(alloc, asVector(indexType(), c.indices()), asVector(indexType(), col),
-                asVector(dataType(), c.values())), p -> new CooMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(indexType(), c.indices()),
+                        asVector(indexType(), col),
+                        asVector(dataType(), c.values())),
+                p -> new CooMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
     }
 
     /** This matrix in CSR format in {@code alloc}'s memory, with the same dtypes, converted on the host. */
     public CsrMatrix toCsr(BufferAllocator<?> alloc) {
         Compressed c = readCompressed(true);
         Compressed t = compress(rows(), c.indices(), expand(c.indptr(), c.indices().length), c.values());
-        return assemble(upload(alloc, asVector(indexType(), t.indptr()), asVector(indexType(), t.indices()),
-                asVector(dataType(), t.values())), p -> new CsrMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
+        return assemble(
+                upload(
+                        alloc,
+                        asVector(indexType(), t.indptr()),
+                        asVector(indexType(), t.indices()),
+                        asVector(dataType(), t.values())),
+                p -> new CsrMatrix(rows(), cols(), p.get(0), p.get(1), p.get(2)));
     }
 }

@@ -169,8 +169,7 @@ public abstract class Device {
      * that stays its own OS thread (not a virtual thread, which may change carriers). A no-op for a device without
      * contexts (the emulated device).
      */
-    public void makeCurrentForNativeLibraries() {
-    }
+    public void makeCurrentForNativeLibraries() {}
 
     /**
      * {@code bytes} of {@code buffer}'s memory from {@code offset} as host memory, for a device that is
@@ -192,8 +191,8 @@ public abstract class Device {
      * This device's memory to {@code dst} on this device or a peer of the same platform. For the {@link CopyEngine}
      * only; {@code stream} belongs to the source device.
      */
-    protected abstract void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-            long bytes, DeviceStream stream);
+    protected abstract void copyDeviceToDevice(
+            DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes, DeviceStream stream);
 
     /** Host to host, ordered on {@code stream} (never {@code null} here). For the {@link CopyEngine} only. */
     protected abstract void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream);

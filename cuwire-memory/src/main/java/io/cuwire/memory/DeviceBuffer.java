@@ -34,8 +34,11 @@ public final class DeviceBuffer extends Buffer {
      * only: users get device buffers from a {@link BufferAllocator} or {@link Device#openHandle}.
      */
     public static DeviceBuffer owning(Device device, DeviceAllocation allocation, long byteSize, Releaser releaser) {
-        return new DeviceBuffer(Objects.requireNonNull(device, "device"), Objects.requireNonNull(allocation,
-                "allocation"), byteSize, Objects.requireNonNull(releaser, "releaser"));
+        return new DeviceBuffer(
+                Objects.requireNonNull(device, "device"),
+                Objects.requireNonNull(allocation, "allocation"),
+                byteSize,
+                Objects.requireNonNull(releaser, "releaser"));
     }
 
     /** The device holding the memory. */
@@ -57,8 +60,8 @@ public final class DeviceBuffer extends Buffer {
     public <T extends DeviceAllocation> T allocation(Class<T> type) {
         checkOpen();
         if (!type.isInstance(allocation)) {
-            throw new CopyException(describe() + " belongs to platform '" + device.platform()
-                    + "', not to " + type.getSimpleName());
+            throw new CopyException(
+                    describe() + " belongs to platform '" + device.platform() + "', not to " + type.getSimpleName());
         }
         return type.cast(allocation);
     }

@@ -27,8 +27,12 @@ public record DeviceMemoryReport(String device, long totalBytes, long freeBytes,
     /** The report in lines: the device, then each holder indented. */
     @Override
     public String toString() {
-        StringBuilder b = new StringBuilder("memory of ").append(device).append(": ").append(totalBytes)
-                .append(" bytes total, ").append(freeBytes < 0 ? "free unknown" : freeBytes + " free");
+        StringBuilder b = new StringBuilder("memory of ")
+                .append(device)
+                .append(": ")
+                .append(totalBytes)
+                .append(" bytes total, ")
+                .append(freeBytes < 0 ? "free unknown" : freeBytes + " free");
         if (holders.isEmpty()) {
             b.append("; no holder in this process says it holds any");
         } else {

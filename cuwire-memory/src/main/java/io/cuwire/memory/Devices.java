@@ -25,8 +25,7 @@ public final class Devices {
 
     private static volatile Selection selection;
 
-    private Devices() {
-    }
+    private Devices() {}
 
     /** The chosen platform, its devices, and why each better platform was not taken. */
     public record Selection(String platform, List<Device> devices, Map<String, String> passedOver) {
@@ -88,13 +87,19 @@ public final class Devices {
                     throw new DeviceUnavailableException("no devices");
                 }
                 Selection s = new Selection(provider.platform(), devices, passedOver);
-                LOG.log(System.Logger.Level.INFO, "cuwire devices: platform {0}, {1} device(s){2}", s.platform(),
-                        devices.size(), passedOver.isEmpty() ? "" : "; passed over: " + passedOver);
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "cuwire devices: platform {0}, {1} device(s){2}",
+                        s.platform(),
+                        devices.size(),
+                        passedOver.isEmpty() ? "" : "; passed over: " + passedOver);
                 return s;
             } catch (DeviceUnavailableException | RuntimeException | LinkageError e) {
                 if (forced != null) {
-                    throw new MemoryException("device platform '" + forced + "' forced by -D" + PLATFORM_PROPERTY
-                            + " is unavailable: " + e.getMessage(), e);
+                    throw new MemoryException(
+                            "device platform '" + forced + "' forced by -D" + PLATFORM_PROPERTY + " is unavailable: "
+                                    + e.getMessage(),
+                            e);
                 }
                 passedOver.put(provider.platform(), String.valueOf(e.getMessage()));
             }

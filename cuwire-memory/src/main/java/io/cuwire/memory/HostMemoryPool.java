@@ -69,7 +69,8 @@ public final class HostMemoryPool implements MemoryResource<HostBuffer>, AutoClo
     private void giveBack(HostBuffer block) {
         synchronized (this) {
             if (!closed && cachedBytes + block.byteSize() <= maxCachedBytes) {
-                cached.computeIfAbsent(block.byteSize(), k -> new ArrayDeque<>()).push(block);
+                cached.computeIfAbsent(block.byteSize(), k -> new ArrayDeque<>())
+                        .push(block);
                 cachedBytes += block.byteSize();
                 return;
             }

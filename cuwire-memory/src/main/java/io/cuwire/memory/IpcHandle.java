@@ -46,8 +46,12 @@ public record IpcHandle(String platform, int deviceOrdinal, byte[] handle, long 
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof IpcHandle h && platform.equals(h.platform) && deviceOrdinal == h.deviceOrdinal
-                && Arrays.equals(handle, h.handle) && offset == h.offset && length == h.length;
+        return o instanceof IpcHandle h
+                && platform.equals(h.platform)
+                && deviceOrdinal == h.deviceOrdinal
+                && Arrays.equals(handle, h.handle)
+                && offset == h.offset
+                && length == h.length;
     }
 
     @Override
@@ -57,8 +61,9 @@ public record IpcHandle(String platform, int deviceOrdinal, byte[] handle, long 
 
     @Override
     public String toString() {
-        return "IpcHandle[" + platform + deviceOrdinal + ", " + HexFormat.of().formatHex(handle, 0,
-                Math.min(handle.length, 16)) + (handle.length > 16 ? "…" : "") + ", offset " + offset + ", length "
+        return "IpcHandle[" + platform + deviceOrdinal + ", "
+                + HexFormat.of().formatHex(handle, 0, Math.min(handle.length, 16)) + (handle.length > 16 ? "…" : "")
+                + ", offset " + offset + ", length "
                 + length + "]";
     }
 }

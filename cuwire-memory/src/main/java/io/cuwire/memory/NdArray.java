@@ -75,8 +75,7 @@ public final class NdArray implements AutoCloseable, Serializable {
     private static final ThreadLocal<ReadTargets> READ_TARGET = new ThreadLocal<>();
 
     /** Allocators for arrays that were in device memory at the writer, and for those that were not. */
-    private record ReadTargets(BufferAllocator<?> device, BufferAllocator<?> host) {
-    }
+    private record ReadTargets(BufferAllocator<?> device, BufferAllocator<?> host) {}
 
     private final Buffer buffer;
     private final Buffer data;
@@ -263,15 +262,14 @@ public final class NdArray implements AutoCloseable, Serializable {
             if (cols < 0) {
                 cols = n;
             } else if (n != cols) {
-                throw new IllegalArgumentException("rows[" + i + "].length: " + n + " (expected: " + cols
-                        + ", the length of rows[0])");
+                throw new IllegalArgumentException(
+                        "rows[" + i + "].length: " + n + " (expected: " + cols + ", the length of rows[0])");
             }
         }
         return Math.max(cols, 0);
     }
 
-    private static NdArray upload(BufferAllocator<?> alloc, DType dtype, MemorySegment src, long count,
-            long[] shape) {
+    private static NdArray upload(BufferAllocator<?> alloc, DType dtype, MemorySegment src, long count, long[] shape) {
         Objects.requireNonNull(alloc, "alloc");
         Objects.requireNonNull(shape, "shape");
         long[] dims = shape.clone();
@@ -292,8 +290,8 @@ public final class NdArray implements AutoCloseable, Serializable {
         }
     }
 
-    private static NdArray uploadRows(BufferAllocator<?> alloc, DType dtype, int rowCount, int cols,
-            IntFunction<MemorySegment> row) {
+    private static NdArray uploadRows(
+            BufferAllocator<?> alloc, DType dtype, int rowCount, int cols, IntFunction<MemorySegment> row) {
         NdArray a = empty(alloc, dtype, Order.C, rowCount, cols);
         try {
             long rowBytes = (long) cols * dtype.byteSize();
@@ -589,24 +587,36 @@ public final class NdArray implements AutoCloseable, Serializable {
         }
     }
 
-    private static void copyStrided(MemorySegment src, long srcStart, long srcStride, MemorySegment dst, long dstStart,
-            long count, int elementSize) {
+    private static void copyStrided(
+            MemorySegment src,
+            long srcStart,
+            long srcStride,
+            MemorySegment dst,
+            long dstStart,
+            long count,
+            int elementSize) {
         switch (elementSize) {
             case 1 -> {
                 for (long j = 0; j < count; j++) {
-                    dst.set(ValueLayout.JAVA_BYTE, dstStart + j,
+                    dst.set(
+                            ValueLayout.JAVA_BYTE,
+                            dstStart + j,
                             src.get(ValueLayout.JAVA_BYTE, srcStart + j * srcStride));
                 }
             }
             case 4 -> {
                 for (long j = 0; j < count; j++) {
-                    dst.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, dstStart + j,
+                    dst.setAtIndex(
+                            ValueLayout.JAVA_INT_UNALIGNED,
+                            dstStart + j,
                             src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, srcStart + j * srcStride));
                 }
             }
             case 8 -> {
                 for (long j = 0; j < count; j++) {
-                    dst.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, dstStart + j,
+                    dst.setAtIndex(
+                            ValueLayout.JAVA_LONG_UNALIGNED,
+                            dstStart + j,
                             src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, srcStart + j * srcStride));
                 }
             }
@@ -644,8 +654,8 @@ public final class NdArray implements AutoCloseable, Serializable {
      * memory go to {@code device}.)
      */
     public static ReadScope readTarget(BufferAllocator<?> device, BufferAllocator<?> host) {
-        ReadTargets targets = new ReadTargets(Objects.requireNonNull(device, "device"),
-                Objects.requireNonNull(host, "host"));
+        ReadTargets targets =
+                new ReadTargets(Objects.requireNonNull(device, "device"), Objects.requireNonNull(host, "host"));
         ReadScope scope = new ReadScope(READ_TARGET.get(), targets);
         READ_TARGET.set(targets);
         return scope;
@@ -682,8 +692,8 @@ public final class NdArray implements AutoCloseable, Serializable {
                 return;
             }
             if (Thread.currentThread() != thread || READ_TARGET.get() != target) {
-                throw new IllegalStateException("NdArray read scope for allocator '" + target.device().name()
-                        + "' closed on another thread or out of nesting order");
+                throw new IllegalStateException("NdArray read scope for allocator '"
+                        + target.device().name() + "' closed on another thread or out of nesting order");
             }
             closed = true;
             if (previous == null) {
@@ -695,8 +705,8 @@ public final class NdArray implements AutoCloseable, Serializable {
     }
 
     private static final class DefaultReadTarget {
-        static final BufferAllocator<HostBuffer> ALLOCATOR = BufferAllocator.host("cuwire-ndarray-deserialized",
-                BufferAllocator.UNLIMITED);
+        static final BufferAllocator<HostBuffer> ALLOCATOR =
+                BufferAllocator.host("cuwire-ndarray-deserialized", BufferAllocator.UNLIMITED);
     }
 
     /** JDK serialization writes the {@link SerialForm} instead: dtype, order, shape and the bytes on the heap. */
@@ -762,7 +772,8 @@ public final class NdArray implements AutoCloseable, Serializable {
                         + " holds " + bytes.length + " bytes (expected: " + byteSize + ")");
             }
             ReadTargets targets = READ_TARGET.get();
-            BufferAllocator<?> target = targets == null ? defaultReadTarget()
+            BufferAllocator<?> target = targets == null
+                    ? defaultReadTarget()
                     : mem == null || mem.equals(MemoryKind.DEVICE.name()) ? targets.device() : targets.host();
             NdArray a = empty(target, t, o, shape);
             try {
@@ -844,8 +855,8 @@ public final class NdArray implements AutoCloseable, Serializable {
     /** The length of dimension {@code i}. */
     public long dim(int i) {
         if (i < 0 || i >= shape.length) {
-            throw new IndexOutOfBoundsException("dim: " + i + " (expected: 0 <= dim < " + shape.length
-                    + ", the rank of " + this + ")");
+            throw new IndexOutOfBoundsException(
+                    "dim: " + i + " (expected: 0 <= dim < " + shape.length + ", the rank of " + this + ")");
         }
         return shape[i];
     }
@@ -899,8 +910,8 @@ public final class NdArray implements AutoCloseable, Serializable {
 
     private void checkDtype(DType expected, String operation) {
         if (dtype != expected) {
-            throw new IllegalArgumentException(operation + ": dtype " + dtype.wireName() + " (expected: "
-                    + expected.wireName() + ") of " + this);
+            throw new IllegalArgumentException(
+                    operation + ": dtype " + dtype.wireName() + " (expected: " + expected.wireName() + ") of " + this);
         }
     }
 
@@ -921,13 +932,12 @@ public final class NdArray implements AutoCloseable, Serializable {
     /** Validates {@code shape} for {@code dtype} and returns the byte size. */
     static long byteSize(DType dtype, long[] shape) {
         if (shape.length > MAX_RANK) {
-            throw new IllegalArgumentException("rank: " + shape.length + " (expected: 0 <= rank <= " + MAX_RANK
-                    + ")");
+            throw new IllegalArgumentException("rank: " + shape.length + " (expected: 0 <= rank <= " + MAX_RANK + ")");
         }
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] < 0) {
-                throw new IllegalArgumentException("shape[" + i + "]: " + shape[i] + " (expected: >= 0) in shape "
-                        + shapeString(shape));
+                throw new IllegalArgumentException(
+                        "shape[" + i + "]: " + shape[i] + " (expected: >= 0) in shape " + shapeString(shape));
             }
         }
         try {
@@ -937,8 +947,9 @@ public final class NdArray implements AutoCloseable, Serializable {
             }
             return Math.multiplyExact(n, (long) dtype.byteSize());
         } catch (ArithmeticException e) {
-            throw new IllegalArgumentException("shape " + shapeString(shape) + " of " + dtype.wireName()
-                    + ": the size in bytes overflows a long", e);
+            throw new IllegalArgumentException(
+                    "shape " + shapeString(shape) + " of " + dtype.wireName() + ": the size in bytes overflows a long",
+                    e);
         }
     }
 
@@ -961,6 +972,8 @@ public final class NdArray implements AutoCloseable, Serializable {
 
     /** {@code HOST}, {@code PINNED} or {@code DEVICE:<platform><ordinal>}. */
     static String location(Buffer b) {
-        return b instanceof DeviceBuffer d ? "DEVICE:" + d.device().platform() + d.device().ordinal() : b.kind().name();
+        return b instanceof DeviceBuffer d
+                ? "DEVICE:" + d.device().platform() + d.device().ordinal()
+                : b.kind().name();
     }
 }

@@ -47,16 +47,17 @@ abstract class SparseParts {
             }
             if (i < last) {
                 if (!a.dtype().isIndex()) {
-                    throw new IllegalArgumentException(name + ": dtype " + a.dtype().wireName()
-                            + " (expected: int32 or int64)");
+                    throw new IllegalArgumentException(
+                            name + ": dtype " + a.dtype().wireName() + " (expected: int32 or int64)");
                 }
                 if (a.dtype() != firstIndex.dtype()) {
-                    throw new IllegalArgumentException(name + ": dtype " + a.dtype().wireName() + " (expected: "
-                            + firstIndex.dtype().wireName() + ", the dtype of " + names.getFirst() + ")");
+                    throw new IllegalArgumentException(
+                            name + ": dtype " + a.dtype().wireName() + " (expected: "
+                                    + firstIndex.dtype().wireName() + ", the dtype of " + names.getFirst() + ")");
                 }
             } else if (!a.dtype().isFloatingPoint()) {
-                throw new IllegalArgumentException(name + ": dtype " + a.dtype().wireName()
-                        + " (expected: float32 or float64)");
+                throw new IllegalArgumentException(
+                        name + ": dtype " + a.dtype().wireName() + " (expected: float32 or float64)");
             }
             if (a.kind() != firstIndex.kind() || a.deviceOrdinal() != firstIndex.deviceOrdinal()) {
                 throw new IllegalArgumentException("components live in different memory: " + names.getFirst() + " in "
@@ -75,8 +76,8 @@ abstract class SparseParts {
     final void checkLength(int i, long expected, String meaning) {
         NdArray a = parts.get(i);
         if (a.size() != expected) {
-            throw new IllegalArgumentException(names.get(i) + ": " + a.size() + " elements (expected: " + expected
-                    + ", " + meaning + ")");
+            throw new IllegalArgumentException(
+                    names.get(i) + ": " + a.size() + " elements (expected: " + expected + ", " + meaning + ")");
         }
     }
 
@@ -224,8 +225,14 @@ abstract class SparseParts {
         long[] indices = indexValues(part(1));
         double[] values = dataValues(part(2));
         try {
-            checkCompressed(byColumn ? "cols" : "rows", byColumn ? cols : rows, byColumn ? "rows" : "columns",
-                    byColumn ? rows : cols, indptr, indices, values.length);
+            checkCompressed(
+                    byColumn ? "cols" : "rows",
+                    byColumn ? cols : rows,
+                    byColumn ? "rows" : "columns",
+                    byColumn ? rows : cols,
+                    indptr,
+                    indices,
+                    values.length);
         } catch (IllegalArgumentException e) {
             throw new IllegalStateException("invalid contents of " + this + ": " + e.getMessage(), e);
         }
@@ -261,13 +268,14 @@ abstract class SparseParts {
         List<NdArray> out = new ArrayList<>(vectors.length);
         try {
             for (Object v : vectors) {
-                out.add(switch (v) {
-                    case int[] a -> NdArray.fromArray(alloc, a, a.length);
-                    case long[] a -> NdArray.fromArray(alloc, a, a.length);
-                    case float[] a -> NdArray.fromArray(alloc, a, a.length);
-                    case double[] a -> NdArray.fromArray(alloc, a, a.length);
-                    default -> throw new AssertionError(v.getClass());
-                });
+                out.add(
+                        switch (v) {
+                            case int[] a -> NdArray.fromArray(alloc, a, a.length);
+                            case long[] a -> NdArray.fromArray(alloc, a, a.length);
+                            case float[] a -> NdArray.fromArray(alloc, a, a.length);
+                            case double[] a -> NdArray.fromArray(alloc, a, a.length);
+                            default -> throw new AssertionError(v.getClass());
+                        });
             }
             return out;
         } catch (RuntimeException | Error e) {
@@ -351,11 +359,11 @@ abstract class SparseParts {
     }
 
     /** Checks the contents of a compressed format: {@code indptr} of {@code major + 1} and indices in range. */
-    static void checkCompressed(String majorName, long major, String minorName, long minor, long[] indptr,
-            long[] indices, long nnz) {
+    static void checkCompressed(
+            String majorName, long major, String minorName, long minor, long[] indptr, long[] indices, long nnz) {
         if (indptr.length != major + 1) {
-            throw new IllegalArgumentException("indptr: " + indptr.length + " elements (expected: " + (major + 1)
-                    + ", " + majorName + " + 1)");
+            throw new IllegalArgumentException(
+                    "indptr: " + indptr.length + " elements (expected: " + (major + 1) + ", " + majorName + " + 1)");
         }
         if (indptr[0] != 0) {
             throw new IllegalArgumentException("indptr[0]: " + indptr[0] + " (expected: 0)");
@@ -411,8 +419,8 @@ abstract class SparseParts {
             if (cols < 0) {
                 cols = n;
             } else if (n != cols) {
-                throw new IllegalArgumentException("dense[" + i + "].length: " + n + " (expected: " + cols
-                        + ", the length of dense[0])");
+                throw new IllegalArgumentException(
+                        "dense[" + i + "].length: " + n + " (expected: " + cols + ", the length of dense[0])");
             }
         }
         return Math.max(cols, 0);
@@ -429,8 +437,7 @@ abstract class SparseParts {
     }
 
     /** Coordinates and values in compressed form, grouped by {@code major} index, stable within a group. */
-    record Compressed(long[] indptr, long[] indices, double[] values) {
-    }
+    record Compressed(long[] indptr, long[] indices, double[] values) {}
 
     /** Sorts coordinate entries by their major index (stably) into compressed form. */
     static Compressed compress(long majorCount, long[] major, long[] minor, double[] values) {

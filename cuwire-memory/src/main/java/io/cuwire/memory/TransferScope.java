@@ -25,6 +25,7 @@ public final class TransferScope implements AutoCloseable {
     private final String name;
     /** The one thread whose copies count, or {@code null}: every thread's. */
     private final Thread thread;
+
     private final AtomicLongArray bytes = new AtomicLongArray(N);
     private final AtomicLongArray copies = new AtomicLongArray(N);
     private volatile boolean open = true;

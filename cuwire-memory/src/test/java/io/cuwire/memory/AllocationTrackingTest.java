@@ -23,10 +23,12 @@ class AllocationTrackingTest {
         }
         HostBuffer leaked = allocator.allocate(333);
         MemoryLeakException e = assertThrows(MemoryLeakException.class, allocator::close);
-        assertTrue(e.getMessage().contains("AllocationTrackingTest.shouldShowWhereLeakedBuffersWereAllocated"),
+        assertTrue(
+                e.getMessage().contains("AllocationTrackingTest.shouldShowWhereLeakedBuffersWereAllocated"),
                 e.getMessage());
         assertTrue(e.getMessage().contains("333 bytes"), e.getMessage());
-        assertTrue(e.getMessage().contains("recorded by -D" + BufferAllocator.TRACK_PROPERTY + "=true"),
+        assertTrue(
+                e.getMessage().contains("recorded by -D" + BufferAllocator.TRACK_PROPERTY + "=true"),
                 "the report names the property with stacks too: " + e.getMessage());
         leaked.close();
         assertEquals(0, allocator.allocatedBytes());
@@ -53,8 +55,11 @@ class AllocationTrackingTest {
         MemoryLeakException e = assertThrows(MemoryLeakException.class, parent::close);
 
         assertEquals(5321, e.leakedBytes());
-        assertTrue(e.getMessage().startsWith("allocator 'outer' closed with 5321 bytes outstanding in 2 open buffer(s)"
-                + " and open child allocator(s) 'outer/inner' (4321 bytes)"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("allocator 'outer' closed with 5321 bytes outstanding in 2 open buffer(s)"
+                                + " and open child allocator(s) 'outer/inner' (4321 bytes)"),
+                e.getMessage());
         assertTrue(e.getMessage().contains("\n  leaked HOST[1000 bytes]\n"), e.getMessage());
         assertTrue(e.getMessage().contains("\n  leaked HOST[4321 bytes] of 'outer/inner'\n"), e.getMessage());
         assertTrue(e.getMessage().contains("-D" + BufferAllocator.TRACK_PROPERTY + "=true"), e.getMessage());

@@ -116,7 +116,8 @@ public abstract class BufferConformanceSuite {
     @Test
     void shouldCountEveryCopyInItsDirection() {
         int size = 10_000 + random.nextInt(10_000);
-        try (Buffer a = allocate(size); Buffer b = allocate(size);
+        try (Buffer a = allocate(size);
+                Buffer b = allocate(size);
                 TransferScope scope = CopyEngine.openScope("conformance")) {
             write(a, 0, TestRandom.bytes(random, size));
             CopyEngine.copy(a, b);
@@ -146,7 +147,8 @@ public abstract class BufferConformanceSuite {
     void shouldCopyBetweenBuffersAtOffsets() {
         int size = 8192;
         byte[] data = TestRandom.bytes(random, size);
-        try (Buffer a = allocate(size); Buffer b = allocate(2L * size)) {
+        try (Buffer a = allocate(size);
+                Buffer b = allocate(2L * size)) {
             write(a, 0, data);
             write(b, 0, new byte[2 * size]);
             CopyEngine.copy(a, 100, b, 5000, 3000);
@@ -161,7 +163,8 @@ public abstract class BufferConformanceSuite {
     @Test
     void shouldSliceWithoutCopyingAndSeeTheParentsBytes() {
         byte[] data = TestRandom.bytes(random, 1000);
-        try (Buffer b = allocate(1000); TransferScope scope = CopyEngine.openScope("slice")) {
+        try (Buffer b = allocate(1000);
+                TransferScope scope = CopyEngine.openScope("slice")) {
             write(b, 0, data);
             Buffer s = b.slice(100, 800).slice(50, 100);
             assertTrue(s.isSlice());
@@ -181,7 +184,8 @@ public abstract class BufferConformanceSuite {
 
     @Test
     void shouldRefuseOutOfBoundsSlicesAndCopiesWithExactMessages() {
-        try (Buffer a = allocate(64); Buffer b = allocate(64)) {
+        try (Buffer a = allocate(64);
+                Buffer b = allocate(64)) {
             IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> a.slice(60, 8));
             assertTrue(e.getMessage().contains("offset: 60, length: 8"), e.getMessage());
             assertTrue(e.getMessage().contains("<= 64"), e.getMessage());
@@ -214,7 +218,8 @@ public abstract class BufferConformanceSuite {
     @Test
     void shouldRefuseClosingASlice() {
         try (Buffer a = allocate(128)) {
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.slice(0, 8).close());
+            IllegalStateException e = assertThrows(
+                    IllegalStateException.class, () -> a.slice(0, 8).close());
             assertTrue(e.getMessage().contains("slice"), e.getMessage());
             assertTrue(a.isOpen());
         }
@@ -284,7 +289,9 @@ public abstract class BufferConformanceSuite {
         assumeTrue(device != null, "no stream device for " + resource().describe());
         int size = 1 << 20;
         byte[] data = TestRandom.bytes(random, size);
-        try (Buffer a = allocate(size); Buffer b = allocate(size); Buffer c = allocate(size);
+        try (Buffer a = allocate(size);
+                Buffer b = allocate(size);
+                Buffer c = allocate(size);
                 DeviceStream stream = device.newStream()) {
             write(a, 0, data);
             CopyEngine.copyAsync(a, 0, b, 0, size, stream);
@@ -301,7 +308,8 @@ public abstract class BufferConformanceSuite {
         int size = 3 << 20;
         byte[] data = TestRandom.bytes(random, size);
         try (BufferAllocator<DeviceBuffer> peerAlloc = peer.newAllocator("peer", BufferAllocator.UNLIMITED);
-                Buffer a = allocate(size); DeviceBuffer b = peerAlloc.allocate(size);
+                Buffer a = allocate(size);
+                DeviceBuffer b = peerAlloc.allocate(size);
                 TransferScope scope = CopyEngine.openScope("peer")) {
             write(a, 0, data);
             CopyEngine.copy(a, b);

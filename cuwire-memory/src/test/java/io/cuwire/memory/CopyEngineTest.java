@@ -28,7 +28,8 @@ class CopyEngineTest {
 
     @Test
     void shouldCatchASingleStrayDeviceToHostCopyInAScope() {
-        try (DeviceBuffer a = device.allocate(1 << 20); DeviceBuffer b = device.allocate(1 << 20);
+        try (DeviceBuffer a = device.allocate(1 << 20);
+                DeviceBuffer b = device.allocate(1 << 20);
                 HostBuffer h = host.allocate(1)) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(new byte[1 << 20]), a, 0);
             try (TransferScope scope = CopyEngine.openScope("device-only work")) {
@@ -45,7 +46,8 @@ class CopyEngineTest {
 
     @Test
     void shouldCountCopiesMadeByOtherThreadsWhileTheScopeIsOpen() throws Exception {
-        try (DeviceBuffer a = device.allocate(4096); HostBuffer h = host.allocate(4096);
+        try (DeviceBuffer a = device.allocate(4096);
+                HostBuffer h = host.allocate(4096);
                 TransferScope scope = CopyEngine.openScope("other threads")) {
             Thread t = Thread.ofPlatform().start(() -> CopyEngine.copy(a, h));
             t.join();
@@ -55,7 +57,8 @@ class CopyEngineTest {
 
     @Test
     void shouldCountOnlyItsOwnThreadsCopiesInAThreadScopeEnqueuedOnesIncluded() throws Exception {
-        try (DeviceBuffer a = device.allocate(4096); HostBuffer h = host.allocate(4096);
+        try (DeviceBuffer a = device.allocate(4096);
+                HostBuffer h = host.allocate(4096);
                 DeviceStream stream = Devices.get(0).newStream();
                 TransferScope mine = CopyEngine.openThreadScope("this side");
                 TransferScope everyone = CopyEngine.openScope("the process")) {
@@ -73,7 +76,8 @@ class CopyEngineTest {
 
     @Test
     void shouldStopCountingWhenClosedAndLetScopesNest() {
-        try (DeviceBuffer a = device.allocate(100); HostBuffer h = host.allocate(100)) {
+        try (DeviceBuffer a = device.allocate(100);
+                HostBuffer h = host.allocate(100)) {
             TransferScope outer = CopyEngine.openScope("outer");
             try (TransferScope inner = CopyEngine.openScope("inner")) {
                 CopyEngine.copy(h, a);
@@ -90,8 +94,10 @@ class CopyEngineTest {
 
     @Test
     void shouldCountAsynchronousCopiesWhenEnqueued() {
-        try (DeviceBuffer a = device.allocate(1 << 16); DeviceBuffer b = device.allocate(1 << 16);
-                DeviceStream stream = Devices.get(0).newStream(); TransferScope scope = CopyEngine.openScope("async")) {
+        try (DeviceBuffer a = device.allocate(1 << 16);
+                DeviceBuffer b = device.allocate(1 << 16);
+                DeviceStream stream = Devices.get(0).newStream();
+                TransferScope scope = CopyEngine.openScope("async")) {
             CopyEngine.copyAsync(a, 0, b, 0, 1 << 16, stream);
             assertEquals(1 << 16, scope.bytes(CopyDirection.D2D));
             stream.synchronize();
@@ -124,7 +130,8 @@ class CopyEngineTest {
     @Test
     void shouldReportAFailedAsynchronousCopyAtSynchronize() {
         DeviceBuffer a = device.allocate(1 << 16);
-        try (DeviceBuffer b = device.allocate(1 << 16); DeviceStream stream = Devices.get(0).newStream()) {
+        try (DeviceBuffer b = device.allocate(1 << 16);
+                DeviceStream stream = Devices.get(0).newStream()) {
             CopyEngine.copyAsync(a, 0, b, 0, 1 << 16, stream);
             stream.synchronize();
             a.close();

@@ -38,7 +38,8 @@ class DTypeTest {
     @Test
     void shouldRejectUnknownNamesListingTheKnownOnes() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DType.byName("FLOAT32"));
-        assertEquals("unknown dtype: 'FLOAT32' (expected one of: float32, float64, int32, int64, uint8, bool)",
+        assertEquals(
+                "unknown dtype: 'FLOAT32' (expected one of: float32, float64, int32, int64, uint8, bool)",
                 e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> DType.byName(null));
     }

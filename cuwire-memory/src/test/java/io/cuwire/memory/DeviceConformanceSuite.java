@@ -82,13 +82,15 @@ public abstract class DeviceConformanceSuite {
         assertTrue(!device.platform().isBlank() && !device.name().isBlank(), device.name());
         assertEquals(device.platform() + device.ordinal(), device.toString());
         assertTrue(device.totalMemory() > 0, "total memory " + device.totalMemory());
-        assertTrue(device.freeMemory() >= 0 && device.freeMemory() <= device.totalMemory(),
+        assertTrue(
+                device.freeMemory() >= 0 && device.freeMemory() <= device.totalMemory(),
                 "free " + device.freeMemory() + " of " + device.totalMemory());
     }
 
     @Test
     void shouldAllocateAccountedBuffersOfItsOwn() {
-        try (DeviceBuffer d = memory.allocate(4096); DeviceBuffer empty = memory.allocate(0);
+        try (DeviceBuffer d = memory.allocate(4096);
+                DeviceBuffer empty = memory.allocate(0);
                 HostBuffer p = pinned.allocate(4096)) {
             assertEquals(MemoryKind.DEVICE, d.kind());
             assertSame(device, d.device());
@@ -105,9 +107,12 @@ public abstract class DeviceConformanceSuite {
     void shouldRoundTripInEveryDirectionAndCountEachCopy() {
         int n = 3 * (1 << 20) + 17;
         byte[] data = bytes(n);
-        try (HostBuffer pageable = host.allocate(n); HostBuffer pin = pinned.allocate(n);
-                DeviceBuffer a = memory.allocate(n); DeviceBuffer b = memory.allocate(n);
-                HostBuffer back = pinned.allocate(n); TransferScope scope = CopyEngine.openScope("device-suite")) {
+        try (HostBuffer pageable = host.allocate(n);
+                HostBuffer pin = pinned.allocate(n);
+                DeviceBuffer a = memory.allocate(n);
+                DeviceBuffer b = memory.allocate(n);
+                HostBuffer back = pinned.allocate(n);
+                TransferScope scope = CopyEngine.openScope("device-suite")) {
             fill(pageable, data);
             CopyEngine.copy(pageable, a);
             CopyEngine.copy(a, b);
@@ -116,7 +121,9 @@ public abstract class DeviceConformanceSuite {
             fill(pin, bytes(n));
             CopyEngine.copy(pin, a);
             CopyEngine.copy(a, pageable);
-            assertArrayEquals(pin.segment().toArray(JAVA_BYTE), pageable.segment().toArray(JAVA_BYTE),
+            assertArrayEquals(
+                    pin.segment().toArray(JAVA_BYTE),
+                    pageable.segment().toArray(JAVA_BYTE),
                     "pinned -> device -> pageable");
 
             assertEquals(2L * n, scope.bytes(CopyDirection.H2D));
@@ -131,7 +138,8 @@ public abstract class DeviceConformanceSuite {
         byte[] data = bytes(BEYOND_STAGING);
         byte[] back = new byte[BEYOND_STAGING];
         byte[] again = new byte[BEYOND_STAGING];
-        try (DeviceBuffer d = memory.allocate(BEYOND_STAGING); DeviceStream stream = device.newStream()) {
+        try (DeviceBuffer d = memory.allocate(BEYOND_STAGING);
+                DeviceStream stream = device.newStream()) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), d, 0);
             CopyEngine.copyToSegment(d, 0, MemorySegment.ofArray(back));
             CopyEngine.copyAsync(d, 0, HostBuffer.wrap(MemorySegment.ofArray(again)), 0, BEYOND_STAGING, stream);
@@ -145,8 +153,10 @@ public abstract class DeviceConformanceSuite {
     void shouldCopyOnAStreamInTheOrderEnqueued() {
         int n = 5 * (1 << 20) + 3;
         byte[] data = bytes(n);
-        try (HostBuffer src = host.allocate(n); DeviceBuffer d = memory.allocate(n);
-                HostBuffer viaPinned = pinned.allocate(n); HostBuffer back = host.allocate(n);
+        try (HostBuffer src = host.allocate(n);
+                DeviceBuffer d = memory.allocate(n);
+                HostBuffer viaPinned = pinned.allocate(n);
+                HostBuffer back = host.allocate(n);
                 DeviceStream stream = device.newStream()) {
             assertSame(device, stream.device());
             fill(src, data);
@@ -162,7 +172,8 @@ public abstract class DeviceConformanceSuite {
     void shouldCopyBetweenSlicesAtOffsets() {
         int n = 1 << 20;
         byte[] data = bytes(n);
-        try (DeviceBuffer a = memory.allocate(n + 300); DeviceBuffer b = memory.allocate(n + 700);
+        try (DeviceBuffer a = memory.allocate(n + 300);
+                DeviceBuffer b = memory.allocate(n + 700);
                 DeviceStream stream = device.newStream()) {
             DeviceBuffer view = a.slice(300, n);
             assertTrue(view.isSlice());
@@ -179,7 +190,8 @@ public abstract class DeviceConformanceSuite {
 
     @Test
     void shouldRefuseAClosedStreamAndClosingItTwice() {
-        try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64)) {
+        try (HostBuffer h = pinned.allocate(64);
+                DeviceBuffer d = memory.allocate(64)) {
             DeviceStream stream = device.newStream();
             stream.close();
             assertThrows(IllegalStateException.class, stream::close, "a second close of a stream");
@@ -195,8 +207,9 @@ public abstract class DeviceConformanceSuite {
         MemorySegment segment = p.segment();
         d.close();
         p.close();
-        assertThrows(IllegalStateException.class, () -> CopyEngine.copyFromSegment(MemorySegment.ofArray(
-                new byte[1]), d, 0));
+        assertThrows(
+                IllegalStateException.class,
+                () -> CopyEngine.copyFromSegment(MemorySegment.ofArray(new byte[1]), d, 0));
         assertThrows(IllegalStateException.class, () -> segment.get(JAVA_BYTE, 0));
         assertThrows(IllegalStateException.class, p::segment);
     }
@@ -208,8 +221,10 @@ public abstract class DeviceConformanceSuite {
         int n = 3 * (1 << 20) + 5;
         byte[] data = bytes(n);
         try (BufferAllocator<DeviceBuffer> memory1 = peer.newAllocator("peer", BufferAllocator.UNLIMITED);
-                DeviceBuffer a = memory.allocate(n); DeviceBuffer b = memory1.allocate(n);
-                DeviceBuffer c = memory.allocate(n); DeviceStream stream1 = peer.newStream();
+                DeviceBuffer a = memory.allocate(n);
+                DeviceBuffer b = memory1.allocate(n);
+                DeviceBuffer c = memory.allocate(n);
+                DeviceStream stream1 = peer.newStream();
                 TransferScope scope = CopyEngine.openScope("peer")) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), a, 0);
             CopyEngine.copy(a, b);
@@ -225,7 +240,8 @@ public abstract class DeviceConformanceSuite {
     void shouldRefuseAStreamOfAnotherDevice() {
         Device peer = peerDevice();
         assumeTrue(peer != null, "one device of the platform: no other device's stream");
-        try (HostBuffer h = pinned.allocate(64); DeviceBuffer d = memory.allocate(64);
+        try (HostBuffer h = pinned.allocate(64);
+                DeviceBuffer d = memory.allocate(64);
                 DeviceStream other = peer.newStream()) {
             CopyException e = assertThrows(CopyException.class, () -> CopyEngine.copyAsync(h, 0, d, 0, 64, other));
             assertTrue(e.getMessage().contains("cannot carry a copy for DEVICE:" + device), e.getMessage());
@@ -245,15 +261,19 @@ public abstract class DeviceConformanceSuite {
             assertEquals(device.ordinal(), handle.deviceOrdinal());
             assertEquals(n, handle.length());
 
-            try (ChildJvm child = ChildJvm.builder(DeviceIpcChild.class).property(Devices.PLATFORM_PROPERTY,
-                    device.platform()).args(handle.platform(), Integer.toString(handle.deviceOrdinal()),
-                    HexFormat.of().formatHex(handle.handle()), Long.toString(handle.offset()),
-                    Long.toString(handle.length())).start()) {
+            try (ChildJvm child = ChildJvm.builder(DeviceIpcChild.class)
+                    .property(Devices.PLATFORM_PROPERTY, device.platform())
+                    .args(
+                            handle.platform(),
+                            Integer.toString(handle.deviceOrdinal()),
+                            HexFormat.of().formatHex(handle.handle()),
+                            Long.toString(handle.offset()),
+                            Long.toString(handle.length()))
+                    .start()) {
                 assertEquals(0, child.awaitExit(Duration.ofSeconds(120)), child.output());
                 CRC32 crc = new CRC32();
                 crc.update(data);
-                assertTrue(child.lines().contains("CHECKSUM " + crc.getValue() + " DEVICE " + device),
-                        child.output());
+                assertTrue(child.lines().contains("CHECKSUM " + crc.getValue() + " DEVICE " + device), child.output());
                 assertTrue(child.lines().contains("CLOSED"), child.output());
             }
             byte[] back = download(slice);
@@ -278,8 +298,8 @@ public abstract class DeviceConformanceSuite {
     @Test
     void shouldRefuseAHandleOfAnotherPlatformBeforeMappingIt() {
         String other = device.platform().equals("cuda") ? "emulated" : "cuda";
-        InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                () -> device.openHandle(new IpcHandle(other, 0, new byte[64], 0, 16)));
+        InvalidHandleException e = assertThrows(
+                InvalidHandleException.class, () -> device.openHandle(new IpcHandle(other, 0, new byte[64], 0, 16)));
         assertTrue(e.getMessage().contains(other), e.getMessage());
     }
 }

@@ -10,12 +10,15 @@ import java.util.zip.CRC32;
  * bytes, offset, length), prints the CRC32 of the bytes it reads, writes back their complement and closes the mapping.
  */
 public final class DeviceIpcChild {
-    private DeviceIpcChild() {
-    }
+    private DeviceIpcChild() {}
 
     public static void main(String[] args) {
-        IpcHandle handle = new IpcHandle(args[0], Integer.parseInt(args[1]), HexFormat.of().parseHex(args[2]),
-                Long.parseLong(args[3]), Long.parseLong(args[4]));
+        IpcHandle handle = new IpcHandle(
+                args[0],
+                Integer.parseInt(args[1]),
+                HexFormat.of().parseHex(args[2]),
+                Long.parseLong(args[3]),
+                Long.parseLong(args[4]));
         byte[] bytes = new byte[Math.toIntExact(handle.length())];
         try (DeviceBuffer buffer = Devices.get(handle.deviceOrdinal()).openHandle(handle)) {
             CopyEngine.copyToSegment(buffer, 0, MemorySegment.ofArray(bytes));

@@ -25,8 +25,9 @@ class DeviceMemoryAccessTest {
     private static void assertNoHostView(Class<?> type) {
         for (Method m : type.getMethods()) {
             for (Class<?> view : HOST_VIEWS) {
-                assertFalse(view.isAssignableFrom(m.getReturnType()), type.getSimpleName() + " hands out host memory: "
-                        + m);
+                assertFalse(
+                        view.isAssignableFrom(m.getReturnType()),
+                        type.getSimpleName() + " hands out host memory: " + m);
             }
         }
     }
@@ -54,10 +55,14 @@ class DeviceMemoryAccessTest {
         try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("access", BufferAllocator.UNLIMITED);
                 DeviceBuffer buffer = alloc.allocate(16)) {
             DeviceAllocation allocation = buffer.allocation(DeviceAllocation.class);
-            assertFalse(Modifier.isPublic(allocation.getClass().getModifiers()), allocation.getClass().getName());
+            assertFalse(
+                    Modifier.isPublic(allocation.getClass().getModifiers()),
+                    allocation.getClass().getName());
             assertTrue(allocation.nativeAddress().isEmpty(), "no address for native code either");
             Method segment = allocation.getClass().getMethod("segment");
-            assertThrows(IllegalAccessException.class, () -> segment.invoke(allocation),
+            assertThrows(
+                    IllegalAccessException.class,
+                    () -> segment.invoke(allocation),
                     "the mapping is the emulated platform's own");
 
             byte[] data = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};

@@ -39,24 +39,32 @@ class DeviceMemoryPressureTest {
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> tasks.allocate(2 * MIB));
 
             List<String> lines = e.getMessage().lines().toList();
-            assertEquals("emulated device 0 cannot allocate 2097152 bytes: 7340032 of 8388608 allocated",
-                    lines.get(0));
-            assertTrue(lines.get(1).startsWith("memory of emulated0 (cuwire emulated device (shared memory in " + dir
-                    + ")): 8388608 bytes total, 1048576 free; held in this process by:"), lines.get(1));
-            assertTrue(lines.contains("  - allocator 'models': 5242880 bytes, 1 open buffer(s) of its own"),
+            assertEquals("emulated device 0 cannot allocate 2097152 bytes: 7340032 of 8388608 allocated", lines.get(0));
+            assertTrue(
+                    lines.get(1)
+                            .startsWith("memory of emulated0 (cuwire emulated device (shared memory in " + dir
+                                    + ")): 8388608 bytes total, 1048576 free; held in this process by:"),
+                    lines.get(1));
+            assertTrue(
+                    lines.contains("  - allocator 'models': 5242880 bytes, 1 open buffer(s) of its own"),
                     e.getMessage());
-            assertTrue(lines.contains("  - allocator 'tasks': 2097152 bytes, 1 open buffer(s) of its own"),
+            assertTrue(
+                    lines.contains("  - allocator 'tasks': 2097152 bytes, 1 open buffer(s) of its own"),
                     e.getMessage());
             assertTrue(lines.contains("  - model cache: 1 model, 5242880 bytes"), e.getMessage());
-            assertTrue(lines.stream().anyMatch(l -> l.startsWith("  - emulated device 0: 7340032 of 8388608 bytes "
-                    + "allocated by this process")), e.getMessage());
+            assertTrue(
+                    lines.stream()
+                            .anyMatch(l -> l.startsWith(
+                                    "  - emulated device 0: 7340032 of 8388608 bytes " + "allocated by this process")),
+                    e.getMessage());
             assertFalse(e.getMessage().contains("'idle'"), "an allocator holding nothing is left out");
             assertInstanceOf(AllocationLimitException.class, e.getCause(), "the device's own refusal");
             assertEquals(2 * MIB, tasks.allocatedBytes(), "the refused allocation is not counted");
 
             cache.close();
             cache.close();
-            String after = assertThrows(AllocationLimitException.class, () -> tasks.allocate(2 * MIB)).getMessage();
+            String after = assertThrows(AllocationLimitException.class, () -> tasks.allocate(2 * MIB))
+                    .getMessage();
             assertFalse(after.contains("model cache"), "a closed registration is off the report: " + after);
             assertTrue(idle.allocatedBytes() == 0 && scratch.isOpen());
         }
@@ -72,10 +80,14 @@ class DeviceMemoryPressureTest {
                 DeviceBuffer received = recv.allocate(MIB)) {
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> recv.allocate(2 * MIB));
             List<String> lines = e.getMessage().lines().toList();
-            assertEquals("allocator 'worker' cannot allocate 2097152 bytes of DEVICE:emulated0: 2097152 allocated, "
-                    + "limit 3145728", lines.get(0));
-            assertTrue(lines.contains("  - allocator 'worker': 2097152 bytes, 1 open buffer(s) of its own, limit "
-                    + "3145728; children 'worker/recv' 1048576 bytes"), e.getMessage());
+            assertEquals(
+                    "allocator 'worker' cannot allocate 2097152 bytes of DEVICE:emulated0: 2097152 allocated, "
+                            + "limit 3145728",
+                    lines.get(0));
+            assertTrue(
+                    lines.contains("  - allocator 'worker': 2097152 bytes, 1 open buffer(s) of its own, limit "
+                            + "3145728; children 'worker/recv' 1048576 bytes"),
+                    e.getMessage());
             assertTrue(own.isOpen() && received.isOpen());
         }
     }
@@ -109,13 +121,16 @@ class DeviceMemoryPressureTest {
                 assertEquals(1, cached.size());
                 assertEquals(7 * MIB, worker.allocatedBytes());
 
-                AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> tasks.allocate(
-                        4 * MIB));
+                AllocationLimitException e =
+                        assertThrows(AllocationLimitException.class, () -> tasks.allocate(4 * MIB));
                 assertEquals(4, asked.get(), "one more freed, then nothing left to free");
-                assertTrue(e.getMessage().startsWith("allocator 'worker' cannot allocate 4194304 bytes"),
+                assertTrue(
+                        e.getMessage().startsWith("allocator 'worker' cannot allocate 4194304 bytes"), e.getMessage());
+                assertTrue(
+                        e.getMessage()
+                                .contains("\n  - allocator 'worker': 5242880 bytes, 0 open buffer(s) of its "
+                                        + "own, limit 8388608; children 'worker/tasks' 5242880 bytes"),
                         e.getMessage());
-                assertTrue(e.getMessage().contains("\n  - allocator 'worker': 5242880 bytes, 0 open buffer(s) of its "
-                        + "own, limit 8388608; children 'worker/tasks' 5242880 bytes"), e.getMessage());
             }
             r.close();
             worker.allocate(2 * MIB).close();

@@ -33,9 +33,11 @@ class EmulatedIpcTest {
     void shouldRefuseHandlesOfOtherPlatformsAndFiles() {
         Device device = Devices.get(0);
         assumeTrue(device.platform().equals("emulated"), "runs on the emulated platform");
-        assertThrows(InvalidHandleException.class,
-                () -> device.openHandle(new IpcHandle("cuda", 0, new byte[64], 0, 8)));
-        assertThrows(InvalidHandleException.class, () -> device.openHandle(
-                new IpcHandle("emulated", 0, "/etc/passwd".getBytes(StandardCharsets.UTF_8), 0, 8)));
+        assertThrows(
+                InvalidHandleException.class, () -> device.openHandle(new IpcHandle("cuda", 0, new byte[64], 0, 8)));
+        assertThrows(
+                InvalidHandleException.class,
+                () -> device.openHandle(
+                        new IpcHandle("emulated", 0, "/etc/passwd".getBytes(StandardCharsets.UTF_8), 0, 8)));
     }
 }

@@ -44,12 +44,14 @@ class NdArraySerializationTest {
     @EnumSource(TestMemory.class)
     void shouldRoundTripEveryDtypeAndOrderOntoTheReadTarget(TestMemory memory) throws Exception {
         Random r = TestMemory.random("jdk" + memory);
-        try (BufferAllocator<?> from = memory.open("jdk-from"); BufferAllocator<?> to = memory.open("jdk-to")) {
+        try (BufferAllocator<?> from = memory.open("jdk-from");
+                BufferAllocator<?> to = memory.open("jdk-to")) {
             for (DType dtype : DType.values()) {
                 for (Order order : Order.values()) {
                     long[] shape = NdArrays.randomShape(r);
                     Object data = NdArrays.random(r, dtype, NdArrays.size(shape));
-                    try (NdArray a = order == Order.C ? NdArrays.fromArray(from, data, shape)
+                    try (NdArray a = order == Order.C
+                            ? NdArrays.fromArray(from, data, shape)
                             : NdArrays.fOrder(from, data, dtype, shape)) {
                         byte[] bytes = write(a);
                         Object back;
@@ -174,14 +176,18 @@ class NdArraySerializationTest {
     void shouldRefuseAnArrayLargerThanAJavaByteArrayNamingTheLimit(@TempDir Path dir) throws Exception {
         long bytes = (long) NdArray.MAX_ARRAY_LENGTH + 8;
         try (Arena arena = Arena.ofShared();
-                FileChannel ch = FileChannel.open(dir.resolve("sparse"), StandardOpenOption.CREATE_NEW,
-                        StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                FileChannel ch = FileChannel.open(
+                        dir.resolve("sparse"),
+                        StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.READ,
+                        StandardOpenOption.WRITE)) {
             MemorySegment sparse = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
             try (HostBuffer buffer = HostBuffer.wrap(sparse);
                     NdArray big = NdArray.view(buffer, 0, DType.UINT8, Order.C, bytes);
                     TransferScope scope = CopyEngine.openScope("refused")) {
                 NotSerializableException e = assertThrows(NotSerializableException.class, () -> write(big));
-                assertTrue(e.getMessage().contains("2 GiB") && e.getMessage().contains(String.valueOf(bytes)),
+                assertTrue(
+                        e.getMessage().contains("2 GiB") && e.getMessage().contains(String.valueOf(bytes)),
                         e.getMessage());
                 assertEquals(0, scope.stats().totalBytes(), "refused before copying anything");
             }

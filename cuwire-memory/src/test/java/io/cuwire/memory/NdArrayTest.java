@@ -59,7 +59,8 @@ class NdArrayTest {
                         assertEquals(memory.name(), a.kind().name());
                         assertEquals(memory == TestMemory.DEVICE ? 0 : Buffer.HOST_ORDINAL, a.deviceOrdinal());
                         assertTrue(a.isOwner());
-                        assertTrue(Objects.deepEquals(data, NdArrays.export(a)),
+                        assertTrue(
+                                Objects.deepEquals(data, NdArrays.export(a)),
                                 () -> dtype + " " + Arrays.toString(shape) + " differs");
                     }
                 }
@@ -79,7 +80,8 @@ class NdArrayTest {
                     try (NdArray f = NdArrays.fOrder(alloc, data, dtype, shape);
                             NdArray c = NdArrays.fromArray(alloc, data, shape)) {
                         assertEquals(Order.F, f.order());
-                        assertTrue(Objects.deepEquals(data, NdArrays.export(f)),
+                        assertTrue(
+                                Objects.deepEquals(data, NdArrays.export(f)),
                                 () -> dtype + " " + Arrays.toString(shape) + " F differs");
                         assertTrue(f.contentEquals(c), () -> dtype + " " + Arrays.toString(shape));
                         assertTrue(c.contentEquals(f), () -> dtype + " " + Arrays.toString(shape));
@@ -209,10 +211,12 @@ class NdArrayTest {
                 assertArrayEquals(new float[] {0, 2, 3, 4, 0}, out);
                 f.copyStorageTo(0, out, 0, 5);
                 assertArrayEquals(new float[] {0, 3, 1, 4, 2}, out);
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
-                        () -> c.copyStorageTo(4, new float[5], 0, 3));
-                assertEquals("firstElement: 4, count: 3 (expected: 0 <= firstElement <= firstElement + count <= 6,"
-                        + " the size of NdArray[float32, (2, 3), C, " + memory.location() + "])", e.getMessage());
+                IndexOutOfBoundsException e =
+                        assertThrows(IndexOutOfBoundsException.class, () -> c.copyStorageTo(4, new float[5], 0, 3));
+                assertEquals(
+                        "firstElement: 4, count: 3 (expected: 0 <= firstElement <= firstElement + count <= 6,"
+                                + " the size of NdArray[float32, (2, 3), C, " + memory.location() + "])",
+                        e.getMessage());
                 assertThrows(IndexOutOfBoundsException.class, () -> c.copyStorageTo(0, new float[5], 3, 3));
             }
             try (NdArray d = NdArray.fromArray(alloc, new double[] {1, 2, 3}, 3);
@@ -239,15 +243,21 @@ class NdArrayTest {
     void shouldRefuseWholeExportBeyondAJavaArrayButCopyItInPieces(@TempDir Path dir) throws Exception {
         long n = (long) Integer.MAX_VALUE + 16;
         try (Arena arena = Arena.ofConfined();
-                FileChannel ch = FileChannel.open(dir.resolve("big"), StandardOpenOption.CREATE_NEW,
-                        StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.SPARSE)) {
+                FileChannel ch = FileChannel.open(
+                        dir.resolve("big"),
+                        StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.READ,
+                        StandardOpenOption.WRITE,
+                        StandardOpenOption.SPARSE)) {
             MemorySegment sparse = ch.map(FileChannel.MapMode.READ_WRITE, 0, n, arena);
             sparse.set(java.lang.foreign.ValueLayout.JAVA_BYTE, n - 1, (byte) 7);
             HostBuffer buffer = HostBuffer.wrap(sparse);
             try (NdArray a = NdArray.view(buffer, 0, DType.UINT8, Order.C, n)) {
                 IllegalStateException e = assertThrows(IllegalStateException.class, a::toByteArray);
-                assertEquals("NdArray[uint8, (2147483663,), C, HOST] has 2147483663 elements, more than a Java array"
-                        + " holds (2147483639); copy it out in pieces with copyStorageTo", e.getMessage());
+                assertEquals(
+                        "NdArray[uint8, (2147483663,), C, HOST] has 2147483663 elements, more than a Java array"
+                                + " holds (2147483639); copy it out in pieces with copyStorageTo",
+                        e.getMessage());
                 byte[] tail = new byte[4];
                 a.copyStorageTo(n - 4, tail, 0, 4);
                 assertArrayEquals(new byte[] {0, 0, 0, 7}, tail);
@@ -289,7 +299,8 @@ class NdArrayTest {
                 assertEquals(1, scope.copies(CopyDirection.H2D));
                 assertEquals(48_000, scope.stats().totalBytes());
             }
-            try (a; TransferScope scope = CopyEngine.openScope("export")) {
+            try (a;
+                    TransferScope scope = CopyEngine.openScope("export")) {
                 assertArrayEquals(data, a.toFloatArray());
                 assertEquals(48_000, scope.bytes(CopyDirection.D2H));
                 assertEquals(1, scope.copies(CopyDirection.D2H));
@@ -328,18 +339,22 @@ class NdArrayTest {
 
     @Test
     void shouldCountHostToDeviceAndDeviceToHostCopies() throws Exception {
-        withAllocator(TestMemory.HOST, host -> withAllocator(TestMemory.DEVICE, device -> {
-            try (NdArray h = NdArray.fromArray(host, new int[256], 256)) {
-                try (TransferScope scope = CopyEngine.openScope("h2d"); NdArray d = h.copyTo(device)) {
-                    assertEquals(1024, scope.bytes(CopyDirection.H2D));
-                    try (TransferScope back = CopyEngine.openScope("d2h"); NdArray h2 = d.copyTo(host)) {
-                        assertEquals(1024, back.bytes(CopyDirection.D2H));
-                        assertEquals(1024, back.stats().totalBytes());
-                        assertTrue(h2.contentEquals(h));
+        withAllocator(
+                TestMemory.HOST,
+                host -> withAllocator(TestMemory.DEVICE, device -> {
+                    try (NdArray h = NdArray.fromArray(host, new int[256], 256)) {
+                        try (TransferScope scope = CopyEngine.openScope("h2d");
+                                NdArray d = h.copyTo(device)) {
+                            assertEquals(1024, scope.bytes(CopyDirection.H2D));
+                            try (TransferScope back = CopyEngine.openScope("d2h");
+                                    NdArray h2 = d.copyTo(host)) {
+                                assertEquals(1024, back.bytes(CopyDirection.D2H));
+                                assertEquals(1024, back.stats().totalBytes());
+                                assertTrue(h2.contentEquals(h));
+                            }
+                        }
                     }
-                }
-            }
-        }));
+                }));
     }
 
     // ------------------------------------------------------------------ ownership
@@ -397,8 +412,8 @@ class NdArrayTest {
             NdArray a = NdArray.zeros(alloc, DType.BOOL, Order.C, 3);
             a.close();
             IllegalStateException e = assertThrows(IllegalStateException.class, a::close);
-            assertEquals("NdArray[bool, (3,), C, " + TestMemory.DEVICE.location() + "] is already closed",
-                    e.getMessage());
+            assertEquals(
+                    "NdArray[bool, (3,), C, " + TestMemory.DEVICE.location() + "] is already closed", e.getMessage());
             assertEquals("NdArray[bool, (3,), C, " + TestMemory.DEVICE.location() + "] (closed)", a.toString());
         });
     }
@@ -440,14 +455,18 @@ class NdArrayTest {
     void shouldRejectBufferSmallerThanShape() throws Exception {
         withAllocator(TestMemory.HOST, alloc -> {
             try (Buffer buffer = alloc.allocate(40)) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.view(buffer, 0, DType.FLOAT32, Order.C, 3, 4));
-                assertEquals("buffer HOST[40 bytes] too small for float32 (3, 4): needs 48 bytes at byteOffset 0"
-                        + " (expected: byteOffset + 48 <= 40)", e.getMessage());
-                e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.view(buffer, 8, DType.FLOAT64, Order.C, 5));
-                assertEquals("buffer HOST[40 bytes] too small for float64 (5,): needs 40 bytes at byteOffset 8"
-                        + " (expected: byteOffset + 40 <= 40)", e.getMessage());
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> NdArray.view(buffer, 0, DType.FLOAT32, Order.C, 3, 4));
+                assertEquals(
+                        "buffer HOST[40 bytes] too small for float32 (3, 4): needs 48 bytes at byteOffset 0"
+                                + " (expected: byteOffset + 48 <= 40)",
+                        e.getMessage());
+                e = assertThrows(
+                        IllegalArgumentException.class, () -> NdArray.view(buffer, 8, DType.FLOAT64, Order.C, 5));
+                assertEquals(
+                        "buffer HOST[40 bytes] too small for float64 (5,): needs 40 bytes at byteOffset 8"
+                                + " (expected: byteOffset + 40 <= 40)",
+                        e.getMessage());
                 assertThrows(IllegalArgumentException.class, () -> NdArray.adopt(buffer, DType.INT64, Order.C, 6));
                 assertTrue(buffer.isOpen());
             }
@@ -458,11 +477,10 @@ class NdArrayTest {
     void shouldRejectNegativeDimensions() throws Exception {
         withAllocator(TestMemory.HOST, alloc -> {
             try (Buffer buffer = alloc.allocate(64)) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.view(buffer, 0, DType.FLOAT32, Order.C, 3, -4));
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> NdArray.view(buffer, 0, DType.FLOAT32, Order.C, 3, -4));
                 assertEquals("shape[1]: -4 (expected: >= 0) in shape (3, -4)", e.getMessage());
-                e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.empty(alloc, DType.INT32, Order.F, -1));
+                e = assertThrows(IllegalArgumentException.class, () -> NdArray.empty(alloc, DType.INT32, Order.F, -1));
                 assertEquals("shape[0]: -1 (expected: >= 0) in shape (-1,)", e.getMessage());
                 assertEquals(64, alloc.allocatedBytes());
             }
@@ -472,7 +490,8 @@ class NdArrayTest {
     @Test
     void shouldRejectRankAboveEight() throws Exception {
         withAllocator(TestMemory.HOST, alloc -> {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> NdArray.zeros(alloc, DType.UINT8, Order.C, 1, 1, 1, 1, 1, 1, 1, 1, 1));
             assertEquals("rank: 9 (expected: 0 <= rank <= 8)", e.getMessage());
             try (NdArray eight = NdArray.zeros(alloc, DType.UINT8, Order.C, 1, 2, 1, 2, 1, 2, 1, 2)) {
@@ -484,12 +503,14 @@ class NdArrayTest {
     @Test
     void shouldRejectShapeWhoseByteSizeOverflowsALong() throws Exception {
         withAllocator(TestMemory.HOST, alloc -> {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> NdArray.empty(alloc, DType.FLOAT32, Order.C, 1L << 40, 1L << 40));
-            assertEquals("shape (1099511627776, 1099511627776) of float32: the size in bytes overflows a long",
+            assertEquals(
+                    "shape (1099511627776, 1099511627776) of float32: the size in bytes overflows a long",
                     e.getMessage());
-            e = assertThrows(IllegalArgumentException.class,
-                    () -> NdArray.empty(alloc, DType.INT64, Order.C, 1L << 61));
+            e = assertThrows(
+                    IllegalArgumentException.class, () -> NdArray.empty(alloc, DType.INT64, Order.C, 1L << 61));
             assertEquals("shape (2305843009213693952,) of int64: the size in bytes overflows a long", e.getMessage());
             assertEquals(0, alloc.openBuffers());
         });
@@ -499,11 +520,11 @@ class NdArrayTest {
     void shouldRejectNegativeOrMisalignedByteOffsets() throws Exception {
         withAllocator(TestMemory.PINNED, alloc -> {
             try (Buffer buffer = alloc.allocate(64)) {
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.view(buffer, -4, DType.FLOAT32, Order.C, 2));
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> NdArray.view(buffer, -4, DType.FLOAT32, Order.C, 2));
                 assertEquals("byteOffset: -4 (expected: >= 0)", e.getMessage());
-                e = assertThrows(IllegalArgumentException.class,
-                        () -> NdArray.view(buffer, 2, DType.FLOAT32, Order.C, 2));
+                e = assertThrows(
+                        IllegalArgumentException.class, () -> NdArray.view(buffer, 2, DType.FLOAT32, Order.C, 2));
                 assertEquals("byteOffset: 2 (expected: a multiple of 4, the size of float32)", e.getMessage());
                 try (NdArray bytes = NdArray.view(buffer, 3, DType.UINT8, Order.C, 61)) {
                     assertEquals(61, bytes.byteSize());
@@ -517,10 +538,12 @@ class NdArrayTest {
         withAllocator(TestMemory.DEVICE, alloc -> {
             Buffer buffer = alloc.allocate(16);
             Buffer slice = buffer.slice(8, 8);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> NdArray.adopt(slice, DType.INT64, Order.C, 1));
-            assertEquals("cannot adopt " + slice.describe() + ": it is a slice, which cannot be closed; adopt the"
-                    + " buffer it was sliced from, or make a view", e.getMessage());
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> NdArray.adopt(slice, DType.INT64, Order.C, 1));
+            assertEquals(
+                    "cannot adopt " + slice.describe() + ": it is a slice, which cannot be closed; adopt the"
+                            + " buffer it was sliced from, or make a view",
+                    e.getMessage());
             try (NdArray view = NdArray.view(slice, 0, DType.INT64, Order.C, 1)) {
                 assertEquals(8, view.buffer().rootOffset());
             }
@@ -532,13 +555,13 @@ class NdArrayTest {
     @Test
     void shouldRejectDataWhoseLengthDiffersFromTheShape() throws Exception {
         withAllocator(TestMemory.DEVICE, alloc -> {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> NdArray.fromArray(alloc, new float[10], 3, 4));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> NdArray.fromArray(alloc, new float[10], 3, 4));
             assertEquals("data: 10 elements (expected: 12, the element count of shape (3, 4))", e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> NdArray.fromArray(alloc, new int[2]));
             assertEquals("data: 2 elements (expected: 1, the element count of shape ())", e.getMessage());
-            e = assertThrows(IllegalArgumentException.class,
-                    () -> NdArray.fromMatrix(alloc, new double[][] {{1, 2}, {3}}));
+            e = assertThrows(
+                    IllegalArgumentException.class, () -> NdArray.fromMatrix(alloc, new double[][] {{1, 2}, {3}}));
             assertEquals("rows[1].length: 1 (expected: 2, the length of rows[0])", e.getMessage());
             assertEquals(0, alloc.openBuffers());
         });
@@ -550,16 +573,18 @@ class NdArrayTest {
             try (NdArray ints = NdArray.fromArray(alloc, new int[] {1, 2, 3}, 3);
                     NdArray cube = NdArray.zeros(alloc, DType.FLOAT64, Order.C, 1, 2, 3)) {
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, ints::toFloatArray);
-                assertEquals("toFloatArray: dtype int32 (expected: float32) of NdArray[int32, (3,), C, HOST]",
+                assertEquals(
+                        "toFloatArray: dtype int32 (expected: float32) of NdArray[int32, (3,), C, HOST]",
                         e.getMessage());
                 assertThrows(IllegalArgumentException.class, ints::toLongArray);
                 assertThrows(IllegalArgumentException.class, ints::toBooleanArray);
                 assertThrows(IllegalArgumentException.class, () -> ints.copyStorageTo(0, new byte[3], 0, 3));
                 e = assertThrows(IllegalArgumentException.class, cube::toDoubleMatrix);
-                assertEquals("toDoubleMatrix: rank 3 (expected: 2) of NdArray[float64, (1, 2, 3), C, HOST]",
-                        e.getMessage());
+                assertEquals(
+                        "toDoubleMatrix: rank 3 (expected: 2) of NdArray[float64, (1, 2, 3), C, HOST]", e.getMessage());
                 IndexOutOfBoundsException d = assertThrows(IndexOutOfBoundsException.class, () -> cube.dim(3));
-                assertEquals("dim: 3 (expected: 0 <= dim < 3, the rank of NdArray[float64, (1, 2, 3), C, HOST])",
+                assertEquals(
+                        "dim: 3 (expected: 0 <= dim < 3, the rank of NdArray[float64, (1, 2, 3), C, HOST])",
                         d.getMessage());
                 assertEquals(2, cube.dim(1));
             }
@@ -570,8 +595,8 @@ class NdArrayTest {
     void shouldDescribeItselfWithDtypeShapeOrderAndPlace() throws Exception {
         withAllocator(TestMemory.DEVICE, alloc -> {
             try (NdArray a = NdArray.zeros(alloc, DType.FLOAT32, Order.C, 3, 4)) {
-                assertEquals("NdArray[float32, (3, 4), C, DEVICE:" + Devices.get(0).platform() + "0]",
-                        a.toString());
+                assertEquals(
+                        "NdArray[float32, (3, 4), C, DEVICE:" + Devices.get(0).platform() + "0]", a.toString());
                 long[] shape = a.shape();
                 shape[0] = 99;
                 assertArrayEquals(new long[] {3, 4}, a.shape());

@@ -5,8 +5,7 @@ import java.util.Random;
 
 /** Test data for arrays: random Java vectors of each dtype, uploads and exports by dtype, F-order storage. */
 final class NdArrays {
-    private NdArrays() {
-    }
+    private NdArrays() {}
 
     /** A random Java vector ({@code float[]}, …, {@code boolean[]}) of {@code n} elements of {@code dtype}. */
     static Object random(Random r, DType dtype, int n) {

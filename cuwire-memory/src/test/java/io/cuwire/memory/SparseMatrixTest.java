@@ -126,18 +126,18 @@ class SparseMatrixTest {
     void shouldBuildEveryFormatFromJavaArraysOfBothIndexTypes() throws Exception {
         double[][] expected = {{1, 0, 2}, {0, 0, 0}, {0, 3, 0}};
         withAllocator(TestMemory.DEVICE, alloc -> {
-            try (CsrMatrix a = CsrMatrix.fromArrays(alloc, 3, 3, new int[] {0, 2, 2, 3}, new int[] {0, 2, 1},
-                    new float[] {1, 2, 3});
-                    CsrMatrix b = CsrMatrix.fromArrays(alloc, 3, 3, new long[] {0, 2, 2, 3}, new long[] {0, 2, 1},
-                            new double[] {1, 2, 3});
-                    CscMatrix c = CscMatrix.fromArrays(alloc, 3, 3, new int[] {0, 1, 2, 3}, new int[] {0, 2, 0},
-                            new double[] {1, 3, 2});
-                    CscMatrix d = CscMatrix.fromArrays(alloc, 3, 3, new long[] {0, 1, 2, 3}, new long[] {0, 2, 0},
-                            new float[] {1, 3, 2});
-                    CooMatrix e = CooMatrix.fromArrays(alloc, 3, 3, new int[] {2, 0, 0}, new int[] {1, 2, 0},
-                            new float[] {3, 2, 1});
-                    CooMatrix f = CooMatrix.fromArrays(alloc, 3, 3, new long[] {0, 2, 0}, new long[] {0, 1, 2},
-                            new double[] {1, 3, 2})) {
+            try (CsrMatrix a = CsrMatrix.fromArrays(
+                            alloc, 3, 3, new int[] {0, 2, 2, 3}, new int[] {0, 2, 1}, new float[] {1, 2, 3});
+                    CsrMatrix b = CsrMatrix.fromArrays(
+                            alloc, 3, 3, new long[] {0, 2, 2, 3}, new long[] {0, 2, 1}, new double[] {1, 2, 3});
+                    CscMatrix c = CscMatrix.fromArrays(
+                            alloc, 3, 3, new int[] {0, 1, 2, 3}, new int[] {0, 2, 0}, new double[] {1, 3, 2});
+                    CscMatrix d = CscMatrix.fromArrays(
+                            alloc, 3, 3, new long[] {0, 1, 2, 3}, new long[] {0, 2, 0}, new float[] {1, 3, 2});
+                    CooMatrix e = CooMatrix.fromArrays(
+                            alloc, 3, 3, new int[] {2, 0, 0}, new int[] {1, 2, 0}, new float[] {3, 2, 1});
+                    CooMatrix f = CooMatrix.fromArrays(
+                            alloc, 3, 3, new long[] {0, 2, 0}, new long[] {0, 1, 2}, new double[] {1, 3, 2})) {
                 for (SparseMatrix m : new SparseMatrix[] {a, b, c, d, e, f}) {
                     assertArrayEquals(expected, m.toDense(), m::toString);
                     assertEquals(3, m.nnz());
@@ -157,8 +157,8 @@ class SparseMatrixTest {
     @Test
     void shouldSumDuplicateCoordinates() throws Exception {
         withAllocator(TestMemory.HOST, alloc -> {
-            try (CooMatrix m = CooMatrix.fromArrays(alloc, 2, 2, new int[] {1, 1, 0}, new int[] {0, 0, 1},
-                    new double[] {1.5, 2, 4});
+            try (CooMatrix m = CooMatrix.fromArrays(
+                            alloc, 2, 2, new int[] {1, 1, 0}, new int[] {0, 0, 1}, new double[] {1.5, 2, 4});
                     CsrMatrix csr = m.toCsr(alloc)) {
                 assertArrayEquals(new double[][] {{0, 4}, {3.5, 0}}, m.toDense());
                 assertEquals(3, csr.nnz());
@@ -171,8 +171,8 @@ class SparseMatrixTest {
     void shouldCountUploadToDeviceAsH2DOnly() throws Exception {
         withAllocator(TestMemory.DEVICE, alloc -> {
             try (TransferScope scope = CopyEngine.openScope("sparse upload");
-                    CsrMatrix m = CsrMatrix.fromArrays(alloc, 2, 4, new long[] {0, 1, 3}, new long[] {3, 0, 1},
-                            new float[] {1, 2, 3})) {
+                    CsrMatrix m = CsrMatrix.fromArrays(
+                            alloc, 2, 4, new long[] {0, 1, 3}, new long[] {3, 0, 1}, new float[] {1, 2, 3})) {
                 assertEquals(3 * 8 + 3 * 8 + 3 * 4, scope.bytes(CopyDirection.H2D));
                 assertEquals(3, scope.copies(CopyDirection.H2D));
                 assertEquals(scope.bytes(CopyDirection.H2D), scope.stats().totalBytes());
@@ -195,8 +195,10 @@ class SparseMatrixTest {
             }
             assertEquals(0, alloc.allocatedBytes());
             IllegalStateException e = assertThrows(IllegalStateException.class, m::close);
-            assertEquals("CsrMatrix[(2, 2), nnz 2, int32 indices, float64 values, " + TestMemory.DEVICE.location()
-                    + "] is already closed", e.getMessage());
+            assertEquals(
+                    "CsrMatrix[(2, 2), nnz 2, int32 indices, float64 values, " + TestMemory.DEVICE.location()
+                            + "] is already closed",
+                    e.getMessage());
             assertThrows(IllegalStateException.class, m::toDense);
         });
     }
@@ -219,7 +221,10 @@ class SparseMatrixTest {
     void shouldOnlyEndTheUseOfViewComponents() throws Exception {
         withAllocator(TestMemory.PINNED, alloc -> {
             try (Buffer buffer = alloc.allocate(64)) {
-                CooMatrix m = new CooMatrix(4, 4, NdArray.view(buffer, 0, DType.INT32, Order.C, 2),
+                CooMatrix m = new CooMatrix(
+                        4,
+                        4,
+                        NdArray.view(buffer, 0, DType.INT32, Order.C, 2),
                         NdArray.view(buffer, 8, DType.INT32, Order.C, 2),
                         NdArray.view(buffer, 16, DType.FLOAT64, Order.C, 2));
                 assertArrayEquals(new double[4][4], m.toDense());
@@ -243,28 +248,36 @@ class SparseMatrixTest {
                     NdArray intData = NdArray.fromArray(alloc, new int[] {1, 2}, 2);
                     NdArray floatIndptr = NdArray.fromArray(alloc, new float[] {0, 1, 2}, 3);
                     NdArray matrix = NdArray.fromArray(alloc, new int[] {0, 1}, 1, 2)) {
-                assertMessage("indptr: 2 elements (expected: 3, rows + 1)",
+                assertMessage(
+                        "indptr: 2 elements (expected: 3, rows + 1)",
                         () -> new CsrMatrix(2, 2, indptr2, indices, data));
-                assertMessage("indptr: 3 elements (expected: 2, cols + 1)",
+                assertMessage(
+                        "indptr: 3 elements (expected: 2, cols + 1)",
                         () -> new CscMatrix(2, 1, indptr3, indices, data));
-                assertMessage("indices: 2 elements (expected: 3, the length of data)",
+                assertMessage(
+                        "indices: 2 elements (expected: 3, the length of data)",
                         () -> new CsrMatrix(2, 2, indptr3, indices, data3));
-                assertMessage("indices: dtype int64 (expected: int32, the dtype of indptr)",
+                assertMessage(
+                        "indices: dtype int64 (expected: int32, the dtype of indptr)",
                         () -> new CsrMatrix(2, 2, indptr3, longIndices, data));
-                assertMessage("data: dtype int32 (expected: float32 or float64)",
+                assertMessage(
+                        "data: dtype int32 (expected: float32 or float64)",
                         () -> new CsrMatrix(2, 2, indptr3, indices, intData));
-                assertMessage("indptr: dtype float32 (expected: int32 or int64)",
+                assertMessage(
+                        "indptr: dtype float32 (expected: int32 or int64)",
                         () -> new CsrMatrix(2, 2, floatIndptr, indices, data));
-                assertMessage("col: rank 2 (expected: 1) of NdArray[int32, (1, 2), C, HOST]",
+                assertMessage(
+                        "col: rank 2 (expected: 1) of NdArray[int32, (1, 2), C, HOST]",
                         () -> new CooMatrix(2, 2, indices, matrix, data));
-                assertMessage("row and col are the same NdArray NdArray[int32, (2,), C, HOST]",
+                assertMessage(
+                        "row and col are the same NdArray NdArray[int32, (2,), C, HOST]",
                         () -> new CooMatrix(2, 2, indices, indices, data));
-                assertMessage("row: 2 elements (expected: 3, the length of data)",
+                assertMessage(
+                        "row: 2 elements (expected: 3, the length of data)",
                         () -> new CooMatrix(2, 2, indices, indptr2, data3));
-                assertMessage("rows: -1, cols: 2 (expected: >= 0)",
-                        () -> new CooMatrix(-1, 2, indices, indptr2, data));
-                NullPointerException npe = assertThrows(NullPointerException.class,
-                        () -> new CsrMatrix(2, 2, indptr3, null, data));
+                assertMessage("rows: -1, cols: 2 (expected: >= 0)", () -> new CooMatrix(-1, 2, indices, indptr2, data));
+                NullPointerException npe =
+                        assertThrows(NullPointerException.class, () -> new CsrMatrix(2, 2, indptr3, null, data));
                 assertEquals("indices", npe.getMessage());
             }
         });
@@ -272,15 +285,18 @@ class SparseMatrixTest {
 
     @Test
     void shouldRejectComponentsInDifferentMemory() throws Exception {
-        withAllocator(TestMemory.HOST, host -> withAllocator(TestMemory.DEVICE, device -> {
-            try (NdArray indptr = NdArray.fromArray(host, new int[] {0, 1}, 2);
-                    NdArray indices = NdArray.fromArray(device, new int[] {0}, 1);
-                    NdArray data = NdArray.fromArray(host, new double[] {1}, 1)) {
-                assertMessage("components live in different memory: indptr in HOST, indices in "
-                        + TestMemory.DEVICE.location() + " (expected: one memory kind on one device)",
-                        () -> new CsrMatrix(1, 1, indptr, indices, data));
-            }
-        }));
+        withAllocator(
+                TestMemory.HOST,
+                host -> withAllocator(TestMemory.DEVICE, device -> {
+                    try (NdArray indptr = NdArray.fromArray(host, new int[] {0, 1}, 2);
+                            NdArray indices = NdArray.fromArray(device, new int[] {0}, 1);
+                            NdArray data = NdArray.fromArray(host, new double[] {1}, 1)) {
+                        assertMessage(
+                                "components live in different memory: indptr in HOST, indices in "
+                                        + TestMemory.DEVICE.location() + " (expected: one memory kind on one device)",
+                                () -> new CsrMatrix(1, 1, indptr, indices, data));
+                    }
+                }));
     }
 
     @Test
@@ -290,8 +306,8 @@ class SparseMatrixTest {
             row.close();
             try (NdArray col = NdArray.fromArray(alloc, new int[] {0}, 1);
                     NdArray data = NdArray.fromArray(alloc, new double[] {1}, 1)) {
-                IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> new CooMatrix(1, 1, row, col, data));
+                IllegalStateException e =
+                        assertThrows(IllegalStateException.class, () -> new CooMatrix(1, 1, row, col, data));
                 assertEquals("row: NdArray[int32, (1,), C, HOST] (closed) is closed", e.getMessage());
             }
         });
@@ -300,21 +316,29 @@ class SparseMatrixTest {
     @Test
     void shouldRejectInvalidContentsOfJavaArraysBeforeUploading() throws Exception {
         withAllocator(TestMemory.DEVICE, alloc -> {
-            assertMessage("indptr[0]: 1 (expected: 0)",
+            assertMessage(
+                    "indptr[0]: 1 (expected: 0)",
                     () -> CsrMatrix.fromArrays(alloc, 2, 2, new int[] {1, 1, 2}, new int[] {0, 1}, new float[2]));
-            assertMessage("indptr[2]: 1 (expected: >= indptr[1] = 2)",
+            assertMessage(
+                    "indptr[2]: 1 (expected: >= indptr[1] = 2)",
                     () -> CsrMatrix.fromArrays(alloc, 2, 2, new int[] {0, 2, 1}, new int[] {0, 1}, new float[2]));
-            assertMessage("indptr[2]: 1 (expected: 2, the number of stored values)",
+            assertMessage(
+                    "indptr[2]: 1 (expected: 2, the number of stored values)",
                     () -> CsrMatrix.fromArrays(alloc, 2, 2, new int[] {0, 1, 1}, new int[] {0, 1}, new float[2]));
-            assertMessage("indices[1]: 2 (expected: 0 <= index < 2, the number of columns)",
+            assertMessage(
+                    "indices[1]: 2 (expected: 0 <= index < 2, the number of columns)",
                     () -> CsrMatrix.fromArrays(alloc, 2, 2, new int[] {0, 1, 2}, new int[] {0, 2}, new float[2]));
-            assertMessage("indices[0]: 5 (expected: 0 <= index < 3, the number of rows)",
+            assertMessage(
+                    "indices[0]: 5 (expected: 0 <= index < 3, the number of rows)",
                     () -> CscMatrix.fromArrays(alloc, 3, 1, new long[] {0, 1}, new long[] {5}, new double[1]));
-            assertMessage("indices: 2 elements, data: 3 elements (expected: equal, one per stored value)",
+            assertMessage(
+                    "indices: 2 elements, data: 3 elements (expected: equal, one per stored value)",
                     () -> CsrMatrix.fromArrays(alloc, 2, 2, new int[] {0, 1, 2}, new int[] {0, 1}, new float[3]));
-            assertMessage("col[0]: -1 (expected: 0 <= index < 2, the number of columns)",
+            assertMessage(
+                    "col[0]: -1 (expected: 0 <= index < 2, the number of columns)",
                     () -> CooMatrix.fromArrays(alloc, 2, 2, new int[] {0}, new int[] {-1}, new float[1]));
-            assertMessage("dense[1].length: 1 (expected: 2, the length of dense[0])",
+            assertMessage(
+                    "dense[1].length: 1 (expected: 2, the length of dense[0])",
                     () -> CsrMatrix.fromDense(alloc, new double[][] {{1, 2}, {3}}));
             assertEquals(0, alloc.openBuffers());
         });
@@ -323,12 +347,19 @@ class SparseMatrixTest {
     @Test
     void shouldReportInvalidContentsFoundWhenReading() throws Exception {
         withAllocator(TestMemory.DEVICE, alloc -> {
-            try (CsrMatrix m = new CsrMatrix(2, 2, NdArray.fromArray(alloc, new int[] {0, 1, 2}, 3),
-                    NdArray.fromArray(alloc, new int[] {0, 7}, 2), NdArray.fromArray(alloc, new float[2], 2))) {
+            try (CsrMatrix m = new CsrMatrix(
+                    2,
+                    2,
+                    NdArray.fromArray(alloc, new int[] {0, 1, 2}, 3),
+                    NdArray.fromArray(alloc, new int[] {0, 7}, 2),
+                    NdArray.fromArray(alloc, new float[2], 2))) {
                 IllegalStateException e = assertThrows(IllegalStateException.class, m::toDense);
-                assertEquals("invalid contents of CsrMatrix[(2, 2), nnz 2, int32 indices, float32 values, "
-                        + TestMemory.DEVICE.location() + "]: indices[1]: 7 (expected: 0 <= index < 2, the number of"
-                        + " columns)", e.getMessage());
+                assertEquals(
+                        "invalid contents of CsrMatrix[(2, 2), nnz 2, int32 indices, float32 values, "
+                                + TestMemory.DEVICE.location()
+                                + "]: indices[1]: 7 (expected: 0 <= index < 2, the number of"
+                                + " columns)",
+                        e.getMessage());
                 assertThrows(IllegalStateException.class, () -> m.toCoo(alloc));
             }
         });

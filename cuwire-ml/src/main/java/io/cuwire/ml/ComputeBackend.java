@@ -70,8 +70,7 @@ import java.util.Optional;
  */
 public abstract class ComputeBackend {
     /** A backend. */
-    protected ComputeBackend() {
-    }
+    protected ComputeBackend() {}
 
     /** A short name for messages, e.g. {@code cpu}, {@code cuda}. */
     public abstract String name();
@@ -85,8 +84,7 @@ public abstract class ComputeBackend {
      * {@code c = alpha * op(a) * op(b) + beta * c}, where {@code op(m)} is {@code m} or its transpose. With
      * {@code beta == 0} the old contents of {@code c} are ignored (even NaN).
      */
-    public final void gemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta,
-            NdArray c) {
+    public final void gemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta, NdArray c) {
         String op = "gemm";
         operands(op, "a,b,c", a, b, c);
         floatingMatrix(op, "a", a);
@@ -156,9 +154,11 @@ public abstract class ComputeBackend {
             throw new IllegalArgumentException(op + ": a has dtype " + a.dtype().wireName()
                     + " (expected: float32, float64, int32 or int64) in " + a);
         }
-        if (!a.dtype().isFloatingPoint() && (value != Math.rint(value)
-                || (a.dtype() == DType.INT32 && (value < Integer.MIN_VALUE || value > Integer.MAX_VALUE)))) {
-            throw new IllegalArgumentException(op + ": value " + value + " does not fit " + a.dtype().wireName());
+        if (!a.dtype().isFloatingPoint()
+                && (value != Math.rint(value)
+                        || (a.dtype() == DType.INT32 && (value < Integer.MIN_VALUE || value > Integer.MAX_VALUE)))) {
+            throw new IllegalArgumentException(
+                    op + ": value " + value + " does not fit " + a.dtype().wireName());
         }
         doFill(a, value);
     }
@@ -241,8 +241,10 @@ public abstract class ComputeBackend {
      */
     public final void argminRows(NdArray a, NdArray index, NdArray min) {
         String op = "argminRows";
-        operands(op, min == null ? "a,index" : "a,index,min", min == null ? new NdArray[] {a, index}
-                : new NdArray[] {a, index, min});
+        operands(
+                op,
+                min == null ? "a,index" : "a,index,min",
+                min == null ? new NdArray[] {a, index} : new NdArray[] {a, index, min});
         argRows(op, a, index);
         if (min != null) {
             sameDtype(op, "min", min, "a", a);
@@ -318,8 +320,10 @@ public abstract class ComputeBackend {
      */
     public final void nearestRows(NdArray x, NdArray y, NdArray index, NdArray min) {
         String op = "nearestRows";
-        operands(op, min == null ? "x,y,index" : "x,y,index,min", min == null ? new NdArray[] {x, y, index}
-                : new NdArray[] {x, y, index, min});
+        operands(
+                op,
+                min == null ? "x,y,index" : "x,y,index,min",
+                min == null ? new NdArray[] {x, y, index} : new NdArray[] {x, y, index, min});
         floatingMatrix(op, "x", x);
         sameDtype(op, "y", y, "x", x);
         matrix(op, "y", y);
@@ -380,8 +384,8 @@ public abstract class ComputeBackend {
         if (src.rank() == 2) {
             matrix(op, "out", out);
             if (out.dim(1) != src.dim(1)) {
-                throw new IllegalArgumentException(op + ": out has " + out.dim(1) + " columns (expected: "
-                        + src.dim(1) + ", the columns of src) in " + out);
+                throw new IllegalArgumentException(op + ": out has " + out.dim(1) + " columns (expected: " + src.dim(1)
+                        + ", the columns of src) in " + out);
             }
         } else {
             vector(op, "out", out);
@@ -407,14 +411,14 @@ public abstract class ComputeBackend {
         String op = "countRows";
         operands(op, "labels,out", labels, out);
         if (labels.dtype() != DType.INT32) {
-            throw new IllegalArgumentException(op + ": labels has dtype " + labels.dtype().wireName()
-                    + " (expected: int32) in " + labels);
+            throw new IllegalArgumentException(
+                    op + ": labels has dtype " + labels.dtype().wireName() + " (expected: int32) in " + labels);
         }
         matrix(op, "labels", labels);
         floatingMatrix(op, "out", out);
         if (out.dim(0) != labels.dim(0)) {
-            throw new IllegalArgumentException(op + ": out has " + out.dim(0) + " rows (expected: "
-                    + labels.dim(0) + ", the rows of labels) in " + out);
+            throw new IllegalArgumentException(op + ": out has " + out.dim(0) + " rows (expected: " + labels.dim(0)
+                    + ", the rows of labels) in " + out);
         }
         doCountRows(labels, out);
     }
@@ -437,8 +441,8 @@ public abstract class ComputeBackend {
         sameDtype(op, "x", x, "q", q);
         matrix(op, "x", x);
         if (x.dim(1) != q.dim(1)) {
-            throw new IllegalArgumentException(op + ": x has " + x.dim(1) + " columns (expected: " + q.dim(1)
-                    + ", the columns of q) in " + x);
+            throw new IllegalArgumentException(
+                    op + ": x has " + x.dim(1) + " columns (expected: " + q.dim(1) + ", the columns of q) in " + x);
         }
         sameDtype(op, "outDist", outDist, "q", q);
         matrix(op, "outDist", outDist);
@@ -485,8 +489,8 @@ public abstract class ComputeBackend {
      * {@code k = outDist.dim(1) <= ka + kb} smallest, ascending, preferring {@code a} on equal distances. The ids
      * travel along unchanged: int64 row ids, or int32 class labels (one dtype for all three).
      */
-    public final void mergeNeighbors(NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist,
-            NdArray outIds) {
+    public final void mergeNeighbors(
+            NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist, NdArray outIds) {
         String op = "mergeNeighbors";
         operands(op, "distA,idsA,distB,idsB,outDist,outIds", distA, idsA, distB, idsB, outDist, outIds);
         floatingMatrix(op, "distA", distA);
@@ -496,8 +500,8 @@ public abstract class ComputeBackend {
         matrix(op, "outDist", outDist);
         long n = distA.dim(0);
         if (distB.dim(0) != n) {
-            throw new IllegalArgumentException(op + ": distB has " + distB.dim(0) + " rows (expected: " + n
-                    + ", the rows of distA)");
+            throw new IllegalArgumentException(
+                    op + ": distB has " + distB.dim(0) + " rows (expected: " + n + ", the rows of distA)");
         }
         index(op, "idsA", idsA);
         matrix(op, "idsA", idsA);
@@ -529,8 +533,9 @@ public abstract class ComputeBackend {
         floatingMatrix(op, "x", x);
         sameDtype(op, "out", out, "x", x);
         if (!place(forest.buffer().kind(), forest.buffer()).equals(placeOf(x))) {
-            throw new IllegalArgumentException(op + ": forest is on " + place(forest.buffer().kind(),
-                    forest.buffer()) + " but x is on " + placeOf(x) + " (expected: every operand in one place)");
+            throw new IllegalArgumentException(
+                    op + ": forest is on " + place(forest.buffer().kind(), forest.buffer()) + " but x is on "
+                            + placeOf(x) + " (expected: every operand in one place)");
         }
         ForestLayout.Info info = ForestLayout.info(forest);
         if (x.dim(1) != info.features()) {
@@ -558,8 +563,8 @@ public abstract class ComputeBackend {
 
     // ---------------------------------------------------------------- kernels, called after the checks
 
-    protected abstract void doGemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta,
-            NdArray c);
+    protected abstract void doGemm(
+            boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta, NdArray c);
 
     protected abstract void doGemv(boolean transA, double alpha, NdArray a, NdArray x, double beta, NdArray y);
 
@@ -605,11 +610,10 @@ public abstract class ComputeBackend {
 
     protected abstract void doSmallestK(NdArray values, long idOffset, NdArray outValues, NdArray outIds);
 
-    protected abstract void doMergeNeighbors(NdArray distA, NdArray idsA, NdArray distB, NdArray idsB,
-            NdArray outDist, NdArray outIds);
+    protected abstract void doMergeNeighbors(
+            NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist, NdArray outIds);
 
-    protected abstract void doPredictForest(OpaqueBlob forest, ForestLayout.Info info,
-            NdArray x, NdArray out);
+    protected abstract void doPredictForest(OpaqueBlob forest, ForestLayout.Info info, NdArray x, NdArray out);
 
     // ---------------------------------------------------------------- checks
 
@@ -656,8 +660,8 @@ public abstract class ComputeBackend {
 
     private static void floating(String op, String name, NdArray a) {
         if (!a.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: float32 or float64) in " + a);
+            throw new IllegalArgumentException(op + ": " + name + " has dtype "
+                    + a.dtype().wireName() + " (expected: float32 or float64) in " + a);
         }
     }
 
@@ -680,15 +684,15 @@ public abstract class ComputeBackend {
         if (a.rank() == 2) {
             matrix(op, name, a);
         } else if (a.rank() != 1) {
-            throw new IllegalArgumentException(op + ": " + name + " has rank " + a.rank() + " (expected: 1 or 2) in "
-                    + a);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has rank " + a.rank() + " (expected: 1 or 2) in " + a);
         }
     }
 
     private static void sameColumns(String op, NdArray y, NdArray x) {
         if (y.dim(1) != x.dim(1)) {
-            throw new IllegalArgumentException(op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1)
-                    + ", the columns of x) in " + y);
+            throw new IllegalArgumentException(
+                    op + ": y has " + y.dim(1) + " columns (expected: " + x.dim(1) + ", the columns of x) in " + y);
         }
     }
 
@@ -699,31 +703,32 @@ public abstract class ComputeBackend {
 
     private static void labels(String op, String name, NdArray a) {
         if (a.dtype() != DType.INT32) {
-            throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: int32) in " + a);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has dtype " + a.dtype().wireName() + " (expected: int32) in " + a);
         }
         vector(op, name, a);
     }
 
     private static void ids(String op, String name, NdArray a) {
         if (a.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: int64) in " + a);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has dtype " + a.dtype().wireName() + " (expected: int64) in " + a);
         }
         matrix(op, name, a);
     }
 
     private static void index(String op, String name, NdArray a) {
         if (!a.dtype().isIndex()) {
-            throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: int32 or int64) in " + a);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has dtype " + a.dtype().wireName() + " (expected: int32 or int64) in " + a);
         }
     }
 
     private static void sameDtype(String op, String name, NdArray a, String refName, NdArray reference) {
         if (a.dtype() != reference.dtype()) {
-            throw new IllegalArgumentException(op + ": " + name + " has dtype " + a.dtype().wireName()
-                    + " (expected: " + reference.dtype().wireName() + ", the dtype of " + refName + ") in " + a);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has dtype " + a.dtype().wireName() + " (expected: "
+                            + reference.dtype().wireName() + ", the dtype of " + refName + ") in " + a);
         }
     }
 
@@ -740,10 +745,11 @@ public abstract class ComputeBackend {
 
     private static void shape(String op, String name, NdArray a, String what, long... expected) {
         if (!Arrays.equals(a.shape(), expected)) {
-            String want = expected.length == 1 ? "(" + expected[0] + ",)"
+            String want = expected.length == 1
+                    ? "(" + expected[0] + ",)"
                     : Arrays.toString(expected).replace('[', '(').replace(']', ')');
-            throw new IllegalArgumentException(op + ": " + name + " has shape " + shapeOf(a) + " (expected: " + want
-                    + ", " + what + ")");
+            throw new IllegalArgumentException(
+                    op + ": " + name + " has shape " + shapeOf(a) + " (expected: " + want + ", " + what + ")");
         }
         if (a.rank() == 2) {
             matrix(op, name, a);

@@ -19,8 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class ComputeBackends {
     private static final Map<Device, ComputeBackend> BY_DEVICE = new ConcurrentHashMap<>();
 
-    private ComputeBackends() {
-    }
+    private ComputeBackends() {}
 
     /** The backend that computes where {@code a} lives. */
     public static ComputeBackend forArray(NdArray a) {

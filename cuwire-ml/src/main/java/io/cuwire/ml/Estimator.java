@@ -72,8 +72,7 @@ public abstract class Estimator implements AutoCloseable, Serializable {
     private transient BufferAllocator<?> allocator;
 
     /** An estimator with default parameters. */
-    protected Estimator() {
-    }
+    protected Estimator() {}
 
     private static List<Field> fields(Class<?> type, boolean params) {
         List<Class<?>> chain = new ArrayList<>();
@@ -207,8 +206,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
     /** Throws {@link NotFittedException} unless fitted. */
     protected final void checkFitted() {
         if (!isFitted()) {
-            throw new NotFittedException(getClass().getSimpleName() + " is not fitted: call fit, or merge partials, "
-                    + "before using it");
+            throw new NotFittedException(
+                    getClass().getSimpleName() + " is not fitted: call fit, or merge partials, " + "before using it");
         }
     }
 
@@ -251,16 +250,16 @@ public abstract class Estimator implements AutoCloseable, Serializable {
         Objects.requireNonNull(x, what);
         x.checkOpen();
         if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": " + what + " has dtype " + x.dtype().wireName()
-                    + " (expected: float32 or float64) in " + x);
+            throw new IllegalArgumentException(op + ": " + what + " has dtype "
+                    + x.dtype().wireName() + " (expected: float32 or float64) in " + x);
         }
         if (x.rank() != 2) {
-            throw new IllegalArgumentException(op + ": " + what + " has rank " + x.rank()
-                    + " (expected: 2, samples x features) in " + x);
+            throw new IllegalArgumentException(
+                    op + ": " + what + " has rank " + x.rank() + " (expected: 2, samples x features) in " + x);
         }
         if (x.order() != Order.C && x.dim(0) > 1 && x.dim(1) > 1) {
-            throw new IllegalArgumentException(op + ": " + what + " is in F order (expected: C order, one sample per "
-                    + "row) in " + x);
+            throw new IllegalArgumentException(
+                    op + ": " + what + " is in F order (expected: C order, one sample per " + "row) in " + x);
         }
     }
 
@@ -302,10 +301,9 @@ public abstract class Estimator implements AutoCloseable, Serializable {
             for (int i = 0; i < count; i++) {
                 if (!Double.isFinite(buf[i])) {
                     long at = first + i;
-                    String where = a.rank() == 2 ? "(" + at / a.dim(1) + ", " + at % a.dim(1) + ")"
-                            : "(" + at + ",)";
-                    throw new IllegalArgumentException(op + ": " + what + " holds " + buf[i] + " at " + where
-                            + " (expected: finite values)");
+                    String where = a.rank() == 2 ? "(" + at / a.dim(1) + ", " + at % a.dim(1) + ")" : "(" + at + ",)";
+                    throw new IllegalArgumentException(
+                            op + ": " + what + " holds " + buf[i] + " at " + where + " (expected: finite values)");
                 }
             }
         }
@@ -331,8 +329,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
     protected static void checkInput(String op, NdArray x, long features, DType dtype) {
         checkMatrix(op, "X", x);
         if (x.dim(1) != features) {
-            throw new IllegalArgumentException(op + ": X has " + x.dim(1) + " features (expected: " + features
-                    + ", as fitted)");
+            throw new IllegalArgumentException(
+                    op + ": X has " + x.dim(1) + " features (expected: " + features + ", as fitted)");
         }
         if (x.dtype() != dtype) {
             throw new IllegalArgumentException(op + ": X has dtype " + x.dtype().wireName() + " (expected: "
@@ -345,8 +343,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
         Objects.requireNonNull(y, "y");
         y.checkOpen();
         if (y.rank() != 1 || y.dim(0) != x.dim(0)) {
-            throw new IllegalArgumentException(op + ": y has shape " + shape(y) + " (expected: (" + x.dim(0)
-                    + ",), one target per sample)");
+            throw new IllegalArgumentException(
+                    op + ": y has shape " + shape(y) + " (expected: (" + x.dim(0) + ",), one target per sample)");
         }
         if (y.dtype() != x.dtype()) {
             throw new IllegalArgumentException(op + ": y has dtype " + y.dtype().wireName() + " (expected: "
@@ -361,12 +359,12 @@ public abstract class Estimator implements AutoCloseable, Serializable {
         Objects.requireNonNull(y, "y");
         y.checkOpen();
         if (y.rank() != 1 || y.dim(0) != x.dim(0)) {
-            throw new IllegalArgumentException(op + ": y has shape " + shape(y) + " (expected: (" + x.dim(0)
-                    + ",), one label per sample)");
+            throw new IllegalArgumentException(
+                    op + ": y has shape " + shape(y) + " (expected: (" + x.dim(0) + ",), one label per sample)");
         }
         if (y.dtype() != DType.INT32) {
-            throw new IllegalArgumentException(op + ": y has dtype " + y.dtype().wireName()
-                    + " (expected: int32 class indices)");
+            throw new IllegalArgumentException(
+                    op + ": y has dtype " + y.dtype().wireName() + " (expected: int32 class indices)");
         }
         checkSamePlace(op, y, x);
     }
@@ -375,8 +373,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
         String at = ComputeBackend.placeOf(y);
         String xAt = ComputeBackend.placeOf(x);
         if (!at.equals(xAt)) {
-            throw new IllegalArgumentException(op + ": y is on " + at + " but X is on " + xAt
-                    + " (expected: y where X is)");
+            throw new IllegalArgumentException(
+                    op + ": y is on " + at + " but X is on " + xAt + " (expected: y where X is)");
         }
     }
 
@@ -388,8 +386,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
         ComputeBackend b = backend(y);
         if (y.size() == 0) {
             if (declared <= 0) {
-                throw new IllegalArgumentException(op + ": no labels to count the classes of; set the number of "
-                        + "classes");
+                throw new IllegalArgumentException(
+                        op + ": no labels to count the classes of; set the number of " + "classes");
             }
             return declared;
         }
@@ -399,8 +397,8 @@ public abstract class Estimator implements AutoCloseable, Serializable {
             throw new IllegalArgumentException(op + ": y holds label " + min + " (expected: class indices >= 0)");
         }
         if (declared > 0 && max >= declared) {
-            throw new IllegalArgumentException(op + ": y holds label " + max + " (expected: < " + declared
-                    + ", the declared number of classes)");
+            throw new IllegalArgumentException(
+                    op + ": y holds label " + max + " (expected: < " + declared + ", the declared number of classes)");
         }
         return declared > 0 ? declared : Math.toIntExact(max + 1);
     }

@@ -49,8 +49,7 @@ public final class ForestLayout {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
 
-    private ForestLayout() {
-    }
+    private ForestLayout() {}
 
     /** The counts of a forest. {@code classes} is 0 for a regressor. */
     public record Info(int trees, int features, int classes, long nodes, long leaves) {
@@ -100,8 +99,12 @@ public final class ForestLayout {
             throw new IllegalArgumentException("blob format '" + forest.format() + "' (expected: '" + FORMAT + "')");
         }
         Map<String, Object> m = forest.metadata();
-        Info info = new Info(Math.toIntExact(count(m, "trees")), Math.toIntExact(count(m, "features")),
-                Math.toIntExact(count(m, "classes")), count(m, "nodes"), count(m, "leaves"));
+        Info info = new Info(
+                Math.toIntExact(count(m, "trees")),
+                Math.toIntExact(count(m, "features")),
+                Math.toIntExact(count(m, "classes")),
+                count(m, "nodes"),
+                count(m, "leaves"));
         if (info.byteSize() != forest.byteSize()) {
             throw new IllegalArgumentException("forest blob of " + forest.byteSize() + " bytes (expected: "
                     + info.byteSize() + " for " + info + ")");
@@ -111,8 +114,8 @@ public final class ForestLayout {
 
     private static long count(Map<String, Object> m, String key) {
         if (!(m.get(key) instanceof Long l) || l < 0) {
-            throw new IllegalArgumentException("forest metadata '" + key + "' is " + m.get(key)
-                    + " (expected: a count >= 0)");
+            throw new IllegalArgumentException(
+                    "forest metadata '" + key + "' is " + m.get(key) + " (expected: a count >= 0)");
         }
         return l;
     }
@@ -143,13 +146,20 @@ public final class ForestLayout {
     public static byte[] encode(List<Tree> trees, int features, int classes) {
         Info info = infoOf(trees, features, classes);
         if (info.byteSize() > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("forest of " + info.byteSize() + " bytes is too large to build on the "
-                    + "Java heap");
+            throw new IllegalArgumentException(
+                    "forest of " + info.byteSize() + " bytes is too large to build on the " + "Java heap");
         }
         int outputs = info.outputs();
         ByteBuffer b = ByteBuffer.allocate((int) info.byteSize()).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(MAGIC).putInt(1).putInt(info.trees()).putInt(features).putInt(classes).putInt(outputs)
-                .putLong(info.nodes()).putLong(info.leaves()).putLong(0);
+        b.putInt(MAGIC)
+                .putInt(1)
+                .putInt(info.trees())
+                .putInt(features)
+                .putInt(classes)
+                .putInt(outputs)
+                .putLong(info.nodes())
+                .putLong(info.leaves())
+                .putLong(0);
         long node = 0;
         long leaf = 0;
         for (Tree t : trees) {
@@ -212,8 +222,8 @@ public final class ForestLayout {
     public static List<Tree> decode(OpaqueBlob forest) {
         Info info = info(forest);
         if (forest.byteSize() > MAX_ARRAY) {
-            throw new IllegalArgumentException("forest of " + forest.byteSize() + " bytes is too large to read "
-                    + "onto the Java heap");
+            throw new IllegalArgumentException(
+                    "forest of " + forest.byteSize() + " bytes is too large to read " + "onto the Java heap");
         }
         byte[] bytes = new byte[(int) forest.byteSize()];
         if (forest.buffer() instanceof HostBuffer h) {
@@ -226,12 +236,16 @@ public final class ForestLayout {
 
     private static void checkHeader(MemorySegment s, Info info) {
         if (s.byteSize() != info.byteSize()) {
-            throw new IllegalArgumentException("forest of " + s.byteSize() + " bytes (expected: " + info.byteSize()
-                    + ")");
+            throw new IllegalArgumentException(
+                    "forest of " + s.byteSize() + " bytes (expected: " + info.byteSize() + ")");
         }
-        if (s.get(I32, 0) != MAGIC || s.get(I32, 4) != 1 || s.get(I32, 8) != info.trees()
-                || s.get(I32, 12) != info.features() || s.get(I32, 16) != info.classes()
-                || s.get(I64, 24) != info.nodes() || s.get(I64, 32) != info.leaves()) {
+        if (s.get(I32, 0) != MAGIC
+                || s.get(I32, 4) != 1
+                || s.get(I32, 8) != info.trees()
+                || s.get(I32, 12) != info.features()
+                || s.get(I32, 16) != info.classes()
+                || s.get(I64, 24) != info.nodes()
+                || s.get(I64, 32) != info.leaves()) {
             throw new IllegalArgumentException("forest header does not match its metadata " + info);
         }
     }
@@ -259,6 +273,7 @@ public final class ForestLayout {
         private final int[] leafStart;
         /** Per node two longs: feature | child << 32 (little-endian int32s), then the threshold's bits. */
         private final long[] node;
+
         private final double[] value;
 
         /**

@@ -18,8 +18,7 @@ public interface HistogramTrees extends AutoCloseable {
      * @param minSamplesSplit the fewest sample entries a node needs to split
      * @param minSamplesLeaf the fewest sample entries each side of a split keeps
      */
-    record Params(int maxDepth, int minSamplesSplit, int minSamplesLeaf) {
-    }
+    record Params(int maxDepth, int minSamplesSplit, int minSamplesLeaf) {}
 
     /**
      * Grows one tree on the sample {@code rows} (row numbers of the partition, repeats allowed: a bootstrap),

@@ -5,8 +5,7 @@ import io.cuwire.memory.Order;
 
 /** Scores computed where the arrays live, returning only the number. */
 public final class Metrics {
-    private Metrics() {
-    }
+    private Metrics() {}
 
     /**
      * The coefficient of determination {@code 1 - SS_res / SS_tot} of {@code predicted} against {@code y} (vectors
@@ -18,8 +17,13 @@ public final class Metrics {
         if (n == 0) {
             throw new IllegalArgumentException("r2: no samples");
         }
-        try (NdArray r = NdArray.empty(y.buffer().allocator() != null ? y.buffer().allocator()
-                : predicted.buffer().allocator(), y.dtype(), Order.C, y.shape())) {
+        try (NdArray r = NdArray.empty(
+                y.buffer().allocator() != null
+                        ? y.buffer().allocator()
+                        : predicted.buffer().allocator(),
+                y.dtype(),
+                Order.C,
+                y.shape())) {
             b.fill(r, 0);
             b.axpy(1, predicted, r);
             b.axpy(-1, y, r);

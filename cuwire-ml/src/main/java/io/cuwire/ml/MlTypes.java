@@ -29,16 +29,26 @@ import java.util.Set;
 public final class MlTypes {
     /** Every estimator and partial type, in registration order. */
     public static final List<Class<?>> TYPES = List.of(
-            LinearRegression.class, Ridge.class, LinearStats.class,
-            KMeans.class, KMeans.Step.class, KMeans.Candidates.class,
-            PCA.class, PcaStats.class,
-            LogisticRegression.class, LogisticRegression.Gradient.class,
-            MultinomialNB.class, MultinomialNB.Counts.class,
-            NearestNeighbors.class, KNeighborsClassifier.class, KNeighborsClassifier.Rows.class, Neighbors.class,
-            RandomForestClassifier.class, RandomForestRegressor.class);
+            LinearRegression.class,
+            Ridge.class,
+            LinearStats.class,
+            KMeans.class,
+            KMeans.Step.class,
+            KMeans.Candidates.class,
+            PCA.class,
+            PcaStats.class,
+            LogisticRegression.class,
+            LogisticRegression.Gradient.class,
+            MultinomialNB.class,
+            MultinomialNB.Counts.class,
+            NearestNeighbors.class,
+            KNeighborsClassifier.class,
+            KNeighborsClassifier.Rows.class,
+            Neighbors.class,
+            RandomForestClassifier.class,
+            RandomForestRegressor.class);
 
-    private MlTypes() {
-    }
+    private MlTypes() {}
 
     /**
      * Puts every estimator on {@code registry}'s {@code java} allow-list, with the classes its JDK serial form names

@@ -14,9 +14,9 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.serialize.OpaqueBlob;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
@@ -147,7 +147,8 @@ public abstract class BackendConformanceSuite {
         int rows = 1 + r.nextInt(50);
         int cols = 1 + r.nextInt(50);
         for (boolean trans : new boolean[] {false, true}) {
-            try (NdArray a = rand(r, dt, rows, cols); NdArray x = rand(r, dt, trans ? rows : cols);
+            try (NdArray a = rand(r, dt, rows, cols);
+                    NdArray x = rand(r, dt, trans ? rows : cols);
                     NdArray y = rand(r, dt, trans ? cols : rows)) {
                 double[] av = values(a);
                 double[] xv = values(x);
@@ -164,7 +165,8 @@ public abstract class BackendConformanceSuite {
                 assertClose("gemv trans=" + trans, dt, 2 * xv.length, want, values(y));
             }
         }
-        try (NdArray x = rand(r, dt, rows, cols); NdArray y = rand(r, dt, rows, cols)) {
+        try (NdArray x = rand(r, dt, rows, cols);
+                NdArray y = rand(r, dt, rows, cols)) {
             double[] xv = values(x);
             double[] yv = values(y);
             double dot = 0;
@@ -197,7 +199,8 @@ public abstract class BackendConformanceSuite {
             int cols = shape[1];
             double alpha = r.nextDouble(-2, 2);
             double beta = rows % 2 == 0 ? 0 : r.nextDouble(-1, 1);
-            try (NdArray a = rand(r, dt, rows, cols); NdArray x = rand(r, dt, cols);
+            try (NdArray a = rand(r, dt, rows, cols);
+                    NdArray x = rand(r, dt, cols);
                     NdArray y = beta == 0 ? array(mem, dt, nans(rows), rows) : rand(r, dt, rows)) {
                 double[] av = values(a);
                 double[] xv = values(x);
@@ -234,8 +237,18 @@ public abstract class BackendConformanceSuite {
     void shouldPickTheNearestRowWithItsDistance(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
-        int[][] cases = {{1001, 1, 1}, {1000, 3, 2}, {999, 17, 8}, {1003, 64, 8}, {517, 100, 9}, {300, 40, 32},
-            {301, 5, 40}, {200, 130, 32}, {777, 12, 3}, {513, 4, 5}};
+        int[][] cases = {
+            {1001, 1, 1},
+            {1000, 3, 2},
+            {999, 17, 8},
+            {1003, 64, 8},
+            {517, 100, 9},
+            {300, 40, 32},
+            {301, 5, 40},
+            {200, 130, 32},
+            {777, 12, 3},
+            {513, 4, 5}
+        };
         for (int[] c : cases) {
             int n = c[0];
             int d = c[1];
@@ -245,8 +258,10 @@ public abstract class BackendConformanceSuite {
             if (twin) {
                 System.arraycopy(yv, d, yv, 3 * d, d);
             }
-            try (NdArray x = rand(r, dt, n, d); NdArray y = array(mem, dt, yv, k, d);
-                    NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, n); NdArray min = zeros(dt, n)) {
+            try (NdArray x = rand(r, dt, n, d);
+                    NdArray y = array(mem, dt, yv, k, d);
+                    NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, n);
+                    NdArray min = zeros(dt, n)) {
                 double[] xv = values(x);
                 double[] ys = values(y);
                 backend.nearestRows(x, y, index, min);
@@ -267,7 +282,8 @@ public abstract class BackendConformanceSuite {
                             chosen[i] = s;
                         }
                     }
-                    assertTrue(got[i] >= 0 && got[i] < k && !(twin && got[i] == 3),
+                    assertTrue(
+                            got[i] >= 0 && got[i] < k && !(twin && got[i] == 3),
                             "nearestRows " + n + " x " + d + ", " + k + " centers: row " + i + " chose " + got[i]);
                 }
                 String what = "nearestRows " + n + " x " + d + ", " + k + " centers";
@@ -275,9 +291,11 @@ public abstract class BackendConformanceSuite {
                 assertClose(what + ": min", dt, 4 * d, want, gotMin);
             }
         }
-        try (NdArray x = rand(r, dt, 5, 3); NdArray y = rand(r, dt, 2, 3);
+        try (NdArray x = rand(r, dt, 5, 3);
+                NdArray y = rand(r, dt, 2, 3);
                 NdArray index = NdArray.zeros(mem, DType.INT32, Order.C, 5);
-                NdArray withMin = NdArray.zeros(mem, DType.INT32, Order.C, 5); NdArray min = zeros(dt, 5)) {
+                NdArray withMin = NdArray.zeros(mem, DType.INT32, Order.C, 5);
+                NdArray min = zeros(dt, 5)) {
             backend.nearestRows(x, y, index, null);
             for (int i : index.toIntArray()) {
                 assertTrue(i == 0 || i == 1, "nearestRows without min: " + i);
@@ -295,7 +313,8 @@ public abstract class BackendConformanceSuite {
         int rows = 1 + r.nextInt(20);
         int cols = 1 + r.nextInt(20);
         for (UnaryOp f : UnaryOp.values()) {
-            try (NdArray a = rand(r, dt, rows, cols); NdArray out = zeros(dt, rows, cols)) {
+            try (NdArray a = rand(r, dt, rows, cols);
+                    NdArray out = zeros(dt, rows, cols)) {
                 if (f == UnaryOp.LOG || f == UnaryOp.SQRT) {
                     backend.map(UnaryOp.EXP, a, a);
                 }
@@ -308,7 +327,8 @@ public abstract class BackendConformanceSuite {
             }
         }
         for (BinaryOp f : BinaryOp.values()) {
-            try (NdArray a = rand(r, dt, rows, cols); NdArray v = rand(r, dt, cols)) {
+            try (NdArray a = rand(r, dt, rows, cols);
+                    NdArray v = rand(r, dt, cols)) {
                 if (f == BinaryOp.DIV) {
                     backend.map(UnaryOp.EXP, v, v);
                 }
@@ -321,7 +341,8 @@ public abstract class BackendConformanceSuite {
                 assertClose("broadcastRows " + f, dt, 1, av, values(a));
             }
         }
-        try (NdArray a = rand(r, dt, rows, cols); NdArray out = zeros(dt, rows, cols)) {
+        try (NdArray a = rand(r, dt, rows, cols);
+                NdArray out = zeros(dt, rows, cols)) {
             double[] av = values(a);
             for (int i = 0; i < rows; i++) {
                 double max = Double.NEGATIVE_INFINITY;
@@ -357,8 +378,10 @@ public abstract class BackendConformanceSuite {
         SplittableRandom r = TestRandom.create(info);
         int rows = 1 + r.nextInt(40);
         int cols = 1 + r.nextInt(15);
-        try (NdArray a = rand(r, dt, rows, cols); NdArray sums = zeros(dt, cols);
-                NdArray idx = NdArray.zeros(mem, DType.INT32, Order.C, rows); NdArray min = zeros(dt, rows)) {
+        try (NdArray a = rand(r, dt, rows, cols);
+                NdArray sums = zeros(dt, cols);
+                NdArray idx = NdArray.zeros(mem, DType.INT32, Order.C, rows);
+                NdArray min = zeros(dt, rows)) {
             double[] av = values(a);
             double sum = 0;
             double lo = Double.POSITIVE_INFINITY;
@@ -383,8 +406,8 @@ public abstract class BackendConformanceSuite {
                 }
                 rowMin[i] = av[i * cols + argmin[i]];
             }
-            assertClose("reduce SUM", dt, av.length, new double[] {sum},
-                    new double[] {backend.reduce(Reduction.SUM, a)});
+            assertClose(
+                    "reduce SUM", dt, av.length, new double[] {sum}, new double[] {backend.reduce(Reduction.SUM, a)});
             assertEquals(lo, backend.reduce(Reduction.MIN, a));
             assertEquals(hi, backend.reduce(Reduction.MAX, a));
             backend.columnSums(a, sums);
@@ -416,7 +439,8 @@ public abstract class BackendConformanceSuite {
             for (int i = 0; i < rows; i++) {
                 y[i] = r.nextInt(classes);
             }
-            try (NdArray z = rand(r, dt, rows, k); NdArray labels = NdArray.fromArray(mem, y, rows);
+            try (NdArray z = rand(r, dt, rows, k);
+                    NdArray labels = NdArray.fromArray(mem, y, rows);
                     NdArray grad = zeros(dt, rows, k)) {
                 backend.scale(4, z);
                 double[] zv = values(z);
@@ -443,10 +467,11 @@ public abstract class BackendConformanceSuite {
                 assertClose("crossEntropy grad k=" + k, dt, 10, g, values(grad));
             }
         }
-        try (NdArray z = zeros(dt, 2, 3); NdArray labels = NdArray.fromArray(mem, new int[] {0, 3}, 2);
+        try (NdArray z = zeros(dt, 2, 3);
+                NdArray labels = NdArray.fromArray(mem, new int[] {0, 3}, 2);
                 NdArray grad = zeros(dt, 2, 3)) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> backend.crossEntropy(z, labels, grad));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> backend.crossEntropy(z, labels, grad));
             assertTrue(e.getMessage().contains("labels[1] = 3 (expected: 0 <= label < 3)"), e.getMessage());
         }
     }
@@ -459,7 +484,9 @@ public abstract class BackendConformanceSuite {
         int n = 1 + r.nextInt(30);
         int m = 1 + r.nextInt(30);
         int d = 1 + r.nextInt(20);
-        try (NdArray x = rand(r, dt, n, d); NdArray y = rand(r, dt, m, d); NdArray out = zeros(dt, n, m)) {
+        try (NdArray x = rand(r, dt, n, d);
+                NdArray y = rand(r, dt, m, d);
+                NdArray out = zeros(dt, n, m)) {
             double[] xv = values(x);
             double[] yv = values(y);
             double[] want = new double[n * m];
@@ -493,8 +520,10 @@ public abstract class BackendConformanceSuite {
         for (int i = 0; i < n; i++) {
             idx[i] = r.nextInt(k);
         }
-        try (NdArray src = rand(r, dt, n, d); NdArray index = NdArray.fromArray(mem, idx, n);
-                NdArray sums = rand(r, dt, k, d); NdArray counts = rand(r, dt, k)) {
+        try (NdArray src = rand(r, dt, n, d);
+                NdArray index = NdArray.fromArray(mem, idx, n);
+                NdArray sums = rand(r, dt, k, d);
+                NdArray counts = rand(r, dt, k)) {
             double[] sv = values(src);
             double[] want = values(sums);
             double[] wantCounts = values(counts);
@@ -512,7 +541,8 @@ public abstract class BackendConformanceSuite {
             for (int i = 0; i < picks.length; i++) {
                 picks[i] = r.nextInt(n);
             }
-            try (NdArray p = NdArray.fromArray(mem, picks, picks.length); NdArray rows = zeros(dt, picks.length, d);
+            try (NdArray p = NdArray.fromArray(mem, picks, picks.length);
+                    NdArray rows = zeros(dt, picks.length, d);
                     NdArray labels = NdArray.zeros(mem, DType.INT32, Order.C, picks.length)) {
                 backend.gatherRows(src, p, rows);
                 double[] got = values(rows);
@@ -532,7 +562,8 @@ public abstract class BackendConformanceSuite {
         for (int i = 0; i < votes.length; i++) {
             votes[i] = r.nextInt(k);
         }
-        try (NdArray labels = NdArray.fromArray(mem, votes, n, 3); NdArray out = rand(r, dt, n, k)) {
+        try (NdArray labels = NdArray.fromArray(mem, votes, n, 3);
+                NdArray out = rand(r, dt, n, k)) {
             backend.countRows(labels, out);
             double[] want = new double[n * k];
             for (int i = 0; i < n; i++) {
@@ -553,10 +584,14 @@ public abstract class BackendConformanceSuite {
         int ma = 5 + r.nextInt(30);
         int mb = 5 + r.nextInt(30);
         int k = 1 + r.nextInt(5);
-        try (NdArray a = rand(r, dt, n, ma); NdArray b = rand(r, dt, n, mb);
-                NdArray da = zeros(dt, n, k); NdArray ia = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
-                NdArray db = zeros(dt, n, k); NdArray ib = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
-                NdArray dm = zeros(dt, n, k); NdArray im = NdArray.zeros(mem, DType.INT64, Order.C, n, k)) {
+        try (NdArray a = rand(r, dt, n, ma);
+                NdArray b = rand(r, dt, n, mb);
+                NdArray da = zeros(dt, n, k);
+                NdArray ia = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
+                NdArray db = zeros(dt, n, k);
+                NdArray ib = NdArray.zeros(mem, DType.INT64, Order.C, n, k);
+                NdArray dm = zeros(dt, n, k);
+                NdArray im = NdArray.zeros(mem, DType.INT64, Order.C, n, k)) {
             backend.smallestK(a, 0, da, ia);
             backend.smallestK(b, ma, db, ib);
             backend.mergeNeighbors(da, ia, db, ib, dm, im);
@@ -575,8 +610,10 @@ public abstract class BackendConformanceSuite {
                 }
                 Arrays.sort(order, (p, q) -> Double.compare(row[p], row[q]));
                 Integer[] orderA = Arrays.copyOf(order, ma + mb);
-                Arrays.sort(orderA, (p, q) -> Double.compare(p < ma ? row[p] : Double.MAX_VALUE,
-                        q < ma ? row[q] : Double.MAX_VALUE));
+                Arrays.sort(
+                        orderA,
+                        (p, q) ->
+                                Double.compare(p < ma ? row[p] : Double.MAX_VALUE, q < ma ? row[q] : Double.MAX_VALUE));
                 for (int q = 0; q < k; q++) {
                     assertEquals(orderA[q], (int) gotIa[i * k + q], "smallestK id");
                     assertEquals(row[orderA[q]], gotDa[i * k + q], "smallestK value");
@@ -617,11 +654,13 @@ public abstract class BackendConformanceSuite {
                 qs[i * d + p] += 10;
             }
         }
-        try (NdArray x = array(mem, dt, xs, n, d); NdArray q = array(mem, dt, qs, m, d)) {
+        try (NdArray x = array(mem, dt, xs, n, d);
+                NdArray q = array(mem, dt, qs, m, d)) {
             double[] xv = values(x);
             double[] qv = values(q);
             for (int k : new int[] {1 + r.nextInt(Math.min(n, 12)), n}) {
-                try (NdArray dist = zeros(dt, m, k); NdArray ids = NdArray.zeros(mem, DType.INT64, Order.C, m, k)) {
+                try (NdArray dist = zeros(dt, m, k);
+                        NdArray ids = NdArray.zeros(mem, DType.INT64, Order.C, m, k)) {
                     backend.kNearestRows(q, x, offset, dist, ids);
                     double[] gotD = values(dist);
                     long[] gotI = ids.toLongArray();
@@ -644,9 +683,11 @@ public abstract class BackendConformanceSuite {
                             assertTrue(id >= 0 && id < n, what + ": id " + gotI[i * k + c]);
                             assertEquals(s[(int) id], gotD[i * k + c], 0, what + ": the distance of row " + id);
                             if (c > 0) {
-                                assertTrue(gotD[i * k + c - 1] < gotD[i * k + c] || (gotD[i * k + c - 1]
-                                        == gotD[i * k + c] && gotI[i * k + c - 1] < gotI[i * k + c]), what
-                                        + ": ascending by (distance, row)");
+                                assertTrue(
+                                        gotD[i * k + c - 1] < gotD[i * k + c]
+                                                || (gotD[i * k + c - 1] == gotD[i * k + c]
+                                                        && gotI[i * k + c - 1] < gotI[i * k + c]),
+                                        what + ": ascending by (distance, row)");
                             }
                             if (dt == DType.FLOAT64) {
                                 assertEquals(order[c], (int) id, what);
@@ -664,22 +705,28 @@ public abstract class BackendConformanceSuite {
     @ValueSource(strings = {"float32", "float64"})
     void shouldWalkTheLayoutToPredictAForest(String type) {
         DType dt = DType.byName(type);
-        ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
-                new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
-        ForestLayout.Tree deeper = new ForestLayout.Tree(new int[] {0, -1, 2, -1, -1}, new int[] {1, 0, 3, 1, 2},
-                new double[] {-0.25, 0, 0.1, 0, 0}, new double[] {0, 1, 0.5, 0.5, 1, 0});
+        ForestLayout.Tree stump = new ForestLayout.Tree(
+                new int[] {1, -1, -1}, new int[] {1, 0, 1}, new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
+        ForestLayout.Tree deeper = new ForestLayout.Tree(
+                new int[] {0, -1, 2, -1, -1},
+                new int[] {1, 0, 3, 1, 2},
+                new double[] {-0.25, 0, 0.1, 0, 0},
+                new double[] {0, 1, 0.5, 0.5, 1, 0});
         for (int classes : new int[] {2, 0}) {
-            List<ForestLayout.Tree> trees = classes == 2 ? List.of(stump, deeper)
-                    : List.of(new ForestLayout.Tree(stump.feature(), stump.child(), stump.threshold(),
-                            new double[] {3, -1}), new ForestLayout.Tree(deeper.feature(), deeper.child(),
-                            deeper.threshold(), new double[] {10, 20, 30}));
+            List<ForestLayout.Tree> trees = classes == 2
+                    ? List.of(stump, deeper)
+                    : List.of(
+                            new ForestLayout.Tree(
+                                    stump.feature(), stump.child(), stump.threshold(), new double[] {3, -1}),
+                            new ForestLayout.Tree(
+                                    deeper.feature(), deeper.child(), deeper.threshold(), new double[] {10, 20, 30}));
             byte[] bytes = ForestLayout.encode(trees, 3, classes);
             ForestLayout.Info info = ForestLayout.infoOf(trees, 3, classes);
             double[] rows = {0, 0.4, 0, -1, 0.6, 0, 0, 0.6, 0.2};
             Buffer buffer = mem.allocate(bytes.length);
             CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), buffer, 0);
-            try (OpaqueBlob forest = OpaqueBlob.adopt(ForestLayout.FORMAT,
-                    ForestLayout.metadata(info), buffer); NdArray x = array(mem, dt, rows, 3, 3);
+            try (OpaqueBlob forest = OpaqueBlob.adopt(ForestLayout.FORMAT, ForestLayout.metadata(info), buffer);
+                    NdArray x = array(mem, dt, rows, 3, 3);
                     NdArray out = classes == 2 ? zeros(dt, 3, 2) : zeros(dt, 3)) {
                 backend.predictForest(forest, x, out);
                 double[] want = classes == 2
@@ -692,22 +739,29 @@ public abstract class BackendConformanceSuite {
 
     @Test
     void shouldRefuseBadOperandsWithExactMessages() {
-        try (NdArray a = zeros(DType.FLOAT64, 3, 4); NdArray b = zeros(DType.FLOAT64, 5, 2);
-                NdArray bt = zeros(DType.FLOAT64, 5, 4); NdArray c = zeros(DType.FLOAT64, 3, 2);
-                NdArray f = zeros(DType.FLOAT32, 4, 2); NdArray v = zeros(DType.FLOAT64, 3)) {
-            assertEquals("gemm: op(a) is 3 x 4 but op(b) is 5 x 2 (expected: the inner dimensions to agree)",
-                    assertThrows(IllegalArgumentException.class,
-                            () -> backend.gemm(false, false, 1, a, b, 0, c)).getMessage());
-            assertTrue(assertThrows(IllegalArgumentException.class,
-                    () -> backend.gemm(false, false, 1, a, f, 0, c)).getMessage()
+        try (NdArray a = zeros(DType.FLOAT64, 3, 4);
+                NdArray b = zeros(DType.FLOAT64, 5, 2);
+                NdArray bt = zeros(DType.FLOAT64, 5, 4);
+                NdArray c = zeros(DType.FLOAT64, 3, 2);
+                NdArray f = zeros(DType.FLOAT32, 4, 2);
+                NdArray v = zeros(DType.FLOAT64, 3)) {
+            assertEquals(
+                    "gemm: op(a) is 3 x 4 but op(b) is 5 x 2 (expected: the inner dimensions to agree)",
+                    assertThrows(IllegalArgumentException.class, () -> backend.gemm(false, false, 1, a, b, 0, c))
+                            .getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> backend.gemm(false, false, 1, a, f, 0, c))
+                    .getMessage()
                     .startsWith("gemm: b has dtype float32 (expected: float64, the dtype of a)"));
-            assertEquals("gemm: c has shape (3, 2) (expected: (3, 5), op(a) rows x op(b) columns)",
-                    assertThrows(IllegalArgumentException.class,
-                            () -> backend.gemm(false, true, 1, a, bt, 0, c)).getMessage());
-            assertEquals("broadcastRows: v has shape (3,) (expected: (4,), the columns of a)",
-                    assertThrows(IllegalArgumentException.class,
-                            () -> backend.broadcastRows(BinaryOp.ADD, a, v)).getMessage());
-            assertTrue(assertThrows(IllegalArgumentException.class, () -> backend.columnSums(v, v)).getMessage()
+            assertEquals(
+                    "gemm: c has shape (3, 2) (expected: (3, 5), op(a) rows x op(b) columns)",
+                    assertThrows(IllegalArgumentException.class, () -> backend.gemm(false, true, 1, a, bt, 0, c))
+                            .getMessage());
+            assertEquals(
+                    "broadcastRows: v has shape (3,) (expected: (4,), the columns of a)",
+                    assertThrows(IllegalArgumentException.class, () -> backend.broadcastRows(BinaryOp.ADD, a, v))
+                            .getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> backend.columnSums(v, v))
+                    .getMessage()
                     .startsWith("columnSums: a has rank 1 (expected: 2) in NdArray[float64, (3,), C, "));
         }
     }

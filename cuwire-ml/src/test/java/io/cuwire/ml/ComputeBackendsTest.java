@@ -52,9 +52,10 @@ class ComputeBackendsTest {
     void shouldRefuseOperandsInTwoPlaces() {
         try (NdArray h = NdArray.zeros(host, DType.FLOAT64, Order.C, 3);
                 NdArray d = NdArray.zeros(device, DType.FLOAT64, Order.C, 3)) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> CpuBackend.instance().axpy(1, h, d));
-            assertEquals("axpy: y is on DEVICE:emulated0 but x is on HOST (expected: every operand in one place)",
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> CpuBackend.instance().axpy(1, h, d));
+            assertEquals(
+                    "axpy: y is on DEVICE:emulated0 but x is on HOST (expected: every operand in one place)",
                     e.getMessage());
         }
     }
@@ -73,8 +74,10 @@ class ComputeBackendsTest {
                 assertEquals(dev ? c.byteSize() : 0, scope.bytes(CopyDirection.H2D), "written");
                 assertEquals(0, scope.bytes(CopyDirection.H2H), "host operands are used in place");
                 b.gemm(false, false, 1, a, x, 1, c);
-                assertEquals(dev ? 2 * (a.byteSize() + x.byteSize()) + c.byteSize() : 0,
-                        scope.bytes(CopyDirection.D2H), "beta != 0 reads c too");
+                assertEquals(
+                        dev ? 2 * (a.byteSize() + x.byteSize()) + c.byteSize() : 0,
+                        scope.bytes(CopyDirection.D2H),
+                        "beta != 0 reads c too");
             }
         }
     }

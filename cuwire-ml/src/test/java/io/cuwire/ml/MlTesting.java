@@ -23,8 +23,7 @@ import org.junit.jupiter.api.Assumptions;
 
 /** Shared helpers of the ml tests: memory, synthetic data, partitions and serialization round trips. */
 public final class MlTesting {
-    private MlTesting() {
-    }
+    private MlTesting() {}
 
     /**
      * Skips the calling test unless the process's devices are emulated: where a GPU is present (and cuwire-cuda is on
@@ -32,7 +31,8 @@ public final class MlTesting {
      * backend on emulated-device memory do not apply.
      */
     public static void assumeEmulatedDevices() {
-        Assumptions.assumeTrue(Devices.platform().equals("emulated"),
+        Assumptions.assumeTrue(
+                Devices.platform().equals("emulated"),
                 () -> "the devices are " + Devices.platform() + ", not emulated");
     }
 
@@ -135,14 +135,19 @@ public final class MlTesting {
      * memory (device frames into {@code device}, host frames into {@code host}), and deserializes: what a transport
      * does between two processes.
      */
-    public static <T> T roundTrip(TypeRegistry registry, T value, Family family, BufferAllocator<DeviceBuffer> device,
+    public static <T> T roundTrip(
+            TypeRegistry registry,
+            T value,
+            Family family,
+            BufferAllocator<DeviceBuffer> device,
             BufferAllocator<HostBuffer> host) {
         try (Serialized s = registry.serialize(value, family)) {
             Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
             List<Buffer> received = new ArrayList<>();
             for (int i = 0; i < header.frames().size(); i++) {
                 long length = header.frames().get(i).length();
-                Buffer b = header.frames().get(i).kind() == MemoryKind.DEVICE ? device.allocate(length)
+                Buffer b = header.frames().get(i).kind() == MemoryKind.DEVICE
+                        ? device.allocate(length)
                         : host.allocate(length);
                 received.add(b);
                 CopyEngine.copy(s.frames().get(i).buffer(), b);

@@ -34,7 +34,8 @@ class MlTypesTest {
             assertTrue(wt.value().startsWith("cuwire.ml."), wt.value());
             assertTrue(names.add(wt.value()), "unique: " + wt.value());
             assertEquals(wt.value(), registry.nameOf(type));
-            assertTrue(Estimator.class.isAssignableFrom(type) || Partial.class.isAssignableFrom(type),
+            assertTrue(
+                    Estimator.class.isAssignableFrom(type) || Partial.class.isAssignableFrom(type),
                     type + " is covered by a generic registration");
         }
     }
@@ -43,7 +44,8 @@ class MlTypesTest {
     void shouldCarryAnUnfittedEstimatorWithItsParameters() {
         try (BufferAllocator<DeviceBuffer> device = MlTesting.device("types-device");
                 BufferAllocator<HostBuffer> host = MlTesting.host("types-host")) {
-            KMeans km = new KMeans().nClusters(3).init(KMeans.Init.RANDOM).tol(0.5).seed(9);
+            KMeans km =
+                    new KMeans().nClusters(3).init(KMeans.Init.RANDOM).tol(0.5).seed(9);
             KMeans back = MlTesting.roundTrip(MlTesting.registry(), km, Family.CUDA, device, host);
             assertEquals(km.params(), back.params());
             assertFalse(back.isFitted());
@@ -76,8 +78,10 @@ class MlTypesTest {
                         case Enum<?> en -> en.name();
                         default -> p.getValue();
                     };
-                    assertEquals(expected, fields.get(p.getKey()), type.getSimpleName() + "." + p.getKey()
-                            + " is a plain header value");
+                    assertEquals(
+                            expected,
+                            fields.get(p.getKey()),
+                            type.getSimpleName() + "." + p.getKey() + " is a plain header value");
                     checked++;
                 }
             }
@@ -92,9 +96,10 @@ class MlTypesTest {
             TypeRegistry sender = MlTesting.registry();
             TypeRegistry receiver = new TypeRegistry();
             try (Serialized s = sender.serialize(new KMeans(), Family.CUDA);
-                    Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
-                            List.of())) {
-                UnknownTypeException e = assertThrows(UnknownTypeException.class,
+                    Serialized wire =
+                            Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT), List.of())) {
+                UnknownTypeException e = assertThrows(
+                        UnknownTypeException.class,
                         () -> receiver.deserialize(wire, new DecodeTarget(device, host, Limits.DEFAULT)));
                 assertTrue(e.getMessage().contains("cuwire.ml.KMeans"), e.getMessage());
             }

@@ -76,8 +76,7 @@ public final class OnnxExport {
     private static final String INPUT = "X";
     private static final String VERSION = "0.1.0";
 
-    private OnnxExport() {
-    }
+    private OnnxExport() {}
 
     /**
      * The ONNX model of {@code estimator}, serialized.
@@ -97,9 +96,10 @@ public final class OnnxExport {
             case MultinomialNB m -> naiveBayes(m);
             case KNeighborsClassifier m -> neighbors(m);
             case RandomForest m -> forest(m);
-            default -> throw new OnnxExportException(kind + " has no ONNX export (supported: LinearRegression, "
-                    + "Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, KNeighborsClassifier, "
-                    + "RandomForestClassifier, RandomForestRegressor)");
+            default ->
+                throw new OnnxExportException(kind + " has no ONNX export (supported: LinearRegression, "
+                        + "Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, KNeighborsClassifier, "
+                        + "RandomForestClassifier, RandomForestRegressor)");
         };
     }
 
@@ -119,8 +119,13 @@ public final class OnnxExport {
         float[] w = values(m.coef());
         OnnxGraph g = new OnnxGraph(m.getClass().getSimpleName());
         String x = g.floatInput(INPUT, w.length);
-        String y = g.node("Gemm", List.of(x, g.floats("coef", w, 1, w.length),
-                g.floats("intercept", new float[] {(float) m.intercept()}, 1)), attr("transB", 1L));
+        String y = g.node(
+                "Gemm",
+                List.of(
+                        x,
+                        g.floats("coef", w, 1, w.length),
+                        g.floats("intercept", new float[] {(float) m.intercept()}, 1)),
+                attr("transB", 1L));
         g.named(g.node("Squeeze", List.of(y, g.int64s("axis1", new long[] {1}, 1))), "variable");
         g.output("variable", DataType.FLOAT, -1);
         return finish(g, m);
@@ -140,7 +145,9 @@ public final class OnnxExport {
         int classes = w.length / d;
         OnnxGraph g = new OnnxGraph("LogisticRegression");
         String x = g.floatInput(INPUT, d);
-        String z = g.node("Gemm", List.of(x, g.floats("coef", w, classes, d), g.floats("intercept", b, classes)),
+        String z = g.node(
+                "Gemm",
+                List.of(x, g.floats("coef", w, classes, d), g.floats("intercept", b, classes)),
                 attr("transB", 1L));
         return classifierOutputs(g, m, z, g.node("Softmax", List.of(z), attr("axis", 1L)), classes);
     }
@@ -187,8 +194,13 @@ public final class OnnxExport {
         int d = (int) flp.dim(1);
         OnnxGraph g = new OnnxGraph("MultinomialNB");
         String x = g.floatInput(INPUT, d);
-        String jll = g.node("Gemm", List.of(x, g.floats("feature_log_prob", values(flp), classes, d),
-                g.floats("class_log_prior", values(m.classLogPrior()), classes)), attr("transB", 1L));
+        String jll = g.node(
+                "Gemm",
+                List.of(
+                        x,
+                        g.floats("feature_log_prob", values(flp), classes, d),
+                        g.floats("class_log_prior", values(m.classLogPrior()), classes)),
+                attr("transB", 1L));
         return classifierOutputs(g, m, jll, g.node("Softmax", List.of(jll), attr("axis", 1L)), classes);
     }
 
@@ -208,13 +220,23 @@ public final class OnnxExport {
         OnnxGraph g = new OnnxGraph("KNeighborsClassifier");
         String x = g.floatInput(INPUT, d);
         String d2 = squaredDistances(g, x, g.floats("fit_x", t, n, d), squaredNorms(t, (int) n, d), n);
-        List<String> top = g.node("TopK", "", List.of(d2, g.int64s("k", new long[] {k}, 1)),
-                List.of("neighbor_d2", "neighbor_ids"), attr("largest", 0L), attr("sorted", 1L), attr("axis", 1L));
+        List<String> top = g.node(
+                "TopK",
+                "",
+                List.of(d2, g.int64s("k", new long[] {k}, 1)),
+                List.of("neighbor_d2", "neighbor_ids"),
+                attr("largest", 0L),
+                attr("sorted", 1L),
+                attr("axis", 1L));
         String votedLabels = g.node("Gather", List.of(g.int64s("fit_y", labels, n), top.get(1)));
-        String oneHot = g.node("OneHot", List.of(votedLabels, g.int64s("depth", new long[] {classes}, 1),
-                g.floats("off_on", new float[] {0, 1}, 2)), attr("axis", -1L));
-        String votes = g.node("ReduceSum", List.of(oneHot, g.int64s("axis1", new long[] {1}, 1)),
-                attr("keepdims", 0L));
+        String oneHot = g.node(
+                "OneHot",
+                List.of(
+                        votedLabels,
+                        g.int64s("depth", new long[] {classes}, 1),
+                        g.floats("off_on", new float[] {0, 1}, 2)),
+                attr("axis", -1L));
+        String votes = g.node("ReduceSum", List.of(oneHot, g.int64s("axis1", new long[] {1}, 1)), attr("keepdims", 0L));
         String proba = g.node("Mul", List.of(votes, g.floats("inv_k", new float[] {1.0f / k}, 1)));
         return classifierOutputs(g, m, votes, proba, classes);
     }
@@ -268,17 +290,31 @@ public final class OnnxExport {
         }
         OnnxGraph g = new OnnxGraph(m.getClass().getSimpleName());
         String x = g.floatInput(INPUT, info.features());
-        var nodeAttrs = List.of(ints("nodes_treeids", treeIds), ints("nodes_nodeids", nodeIds),
-                ints("nodes_featureids", featureIds), floats("nodes_values", thresholds),
-                strings("nodes_modes", modes), ints("nodes_truenodeids", trueIds),
-                ints("nodes_falsenodeids", falseIds), attr("post_transform", "NONE"));
+        var nodeAttrs = List.of(
+                ints("nodes_treeids", treeIds),
+                ints("nodes_nodeids", nodeIds),
+                ints("nodes_featureids", featureIds),
+                floats("nodes_values", thresholds),
+                strings("nodes_modes", modes),
+                ints("nodes_truenodeids", trueIds),
+                ints("nodes_falsenodeids", falseIds),
+                attr("post_transform", "NONE"));
         if (m instanceof RandomForestRegressor) {
             var attrs = new ArrayList<>(nodeAttrs);
-            attrs.addAll(List.of(attr("n_targets", 1L), attr("aggregate_function", "AVERAGE"),
-                    ints("target_treeids", leafTree), ints("target_nodeids", leafNode),
-                    ints("target_ids", leafTarget), floats("target_weights", leafWeight)));
-            String y = g.node("TreeEnsembleRegressor", OnnxGraph.ML, List.of(x), List.of("forest_variable"),
-                    attrs.toArray(AttributeProto[]::new)).getFirst();
+            attrs.addAll(List.of(
+                    attr("n_targets", 1L),
+                    attr("aggregate_function", "AVERAGE"),
+                    ints("target_treeids", leafTree),
+                    ints("target_nodeids", leafNode),
+                    ints("target_ids", leafTarget),
+                    floats("target_weights", leafWeight)));
+            String y = g.node(
+                            "TreeEnsembleRegressor",
+                            OnnxGraph.ML,
+                            List.of(x),
+                            List.of("forest_variable"),
+                            attrs.toArray(AttributeProto[]::new))
+                    .getFirst();
             g.named(g.node("Squeeze", List.of(y, g.int64s("axis1", new long[] {1}, 1))), "variable");
             g.output("variable", DataType.FLOAT, -1);
             return finish(g, m);
@@ -288,9 +324,16 @@ public final class OnnxExport {
             classLabels[c] = c;
         }
         var attrs = new ArrayList<>(nodeAttrs);
-        attrs.addAll(List.of(ints("classlabels_int64s", classLabels), ints("class_treeids", leafTree),
-                ints("class_nodeids", leafNode), ints("class_ids", leafTarget), floats("class_weights", leafWeight)));
-        List<String> out = g.node("TreeEnsembleClassifier", OnnxGraph.ML, List.of(x),
+        attrs.addAll(List.of(
+                ints("classlabels_int64s", classLabels),
+                ints("class_treeids", leafTree),
+                ints("class_nodeids", leafNode),
+                ints("class_ids", leafTarget),
+                floats("class_weights", leafWeight)));
+        List<String> out = g.node(
+                "TreeEnsembleClassifier",
+                OnnxGraph.ML,
+                List.of(x),
                 List.of("forest_label", "forest_probabilities"),
                 attrs.toArray(AttributeProto[]::new));
         return classifierOutputs(g, m, out.get(1), out.get(1), outputs);
@@ -310,8 +353,11 @@ public final class OnnxExport {
     /** max(0, |x|^2 - 2 x.r + |r|^2) of every row x of {@code x} and r of {@code refs}: (N, count). */
     private static String squaredDistances(OnnxGraph g, String x, String refs, float[] refNorms, long count) {
         String xx = g.node("ReduceSumSquare", List.of(x), ints("axes", new long[] {1}), attr("keepdims", 1L));
-        String xr = g.node("Gemm", List.of(x, refs, g.floats(refs + "_norms", refNorms, count)),
-                attr("transB", 1L), attr("alpha", -2.0f));
+        String xr = g.node(
+                "Gemm",
+                List.of(x, refs, g.floats(refs + "_norms", refNorms, count)),
+                attr("transB", 1L),
+                attr("alpha", -2.0f));
         return g.node("Relu", List.of(g.node("Add", List.of(xr, xx))));
     }
 

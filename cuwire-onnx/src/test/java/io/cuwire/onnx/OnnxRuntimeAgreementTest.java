@@ -80,7 +80,9 @@ class OnnxRuntimeAgreementTest {
     private static int[] classes(float[] x, int n, int classes, SplittableRandom random) {
         int[] y = new int[n];
         for (int i = 0; i < n; i++) {
-            double s = x[i * FEATURES] - 0.5 * x[i * FEATURES + 1] + 0.3 * x[i * FEATURES + 2]
+            double s = x[i * FEATURES]
+                    - 0.5 * x[i * FEATURES + 1]
+                    + 0.3 * x[i * FEATURES + 2]
                     + 0.3 * random.nextGaussian();
             y[i] = classes == 2 ? (s > 0 ? 1 : 0) : (s > 0.7 ? 2 : s > -0.7 ? 1 : 0);
         }
@@ -90,7 +92,9 @@ class OnnxRuntimeAgreementTest {
     private static float[] targets(float[] x, int n, SplittableRandom random) {
         float[] y = new float[n];
         for (int i = 0; i < n; i++) {
-            y[i] = (float) (1.5 * x[i * FEATURES] - 2 * x[i * FEATURES + 3] + Math.sin(x[i * FEATURES + 1])
+            y[i] = (float) (1.5 * x[i * FEATURES]
+                    - 2 * x[i * FEATURES + 3]
+                    + Math.sin(x[i * FEATURES + 1])
                     + 0.1 * random.nextGaussian());
         }
         return y;
@@ -107,8 +111,10 @@ class OnnxRuntimeAgreementTest {
     private static Data data(boolean counts, SplittableRandom random) {
         float[] fit = rows(FIT_ROWS, counts, random);
         float[] test = rows(HELD_OUT, counts, random);
-        return new Data(NdArray.fromArray(mem, fit, FIT_ROWS, FEATURES),
-                NdArray.fromArray(mem, test, HELD_OUT, FEATURES), test);
+        return new Data(
+                NdArray.fromArray(mem, fit, FIT_ROWS, FEATURES),
+                NdArray.fromArray(mem, test, HELD_OUT, FEATURES),
+                test);
     }
 
     /**
@@ -122,8 +128,8 @@ class OnnxRuntimeAgreementTest {
         dump(name, model, x, expected);
         Map<String, Object> out = new HashMap<>();
         try (OrtSession session = env.createSession(model, new OrtSession.SessionOptions());
-                OnnxTensor input = OnnxTensor.createTensor(env, FloatBuffer.wrap(x),
-                        new long[] {x.length / FEATURES, FEATURES});
+                OnnxTensor input =
+                        OnnxTensor.createTensor(env, FloatBuffer.wrap(x), new long[] {x.length / FEATURES, FEATURES});
                 OrtSession.Result result = session.run(Map.of("X", input))) {
             for (Map.Entry<String, OnnxValue> e : result) {
                 out.put(e.getKey(), e.getValue().getValue());
@@ -142,8 +148,8 @@ class OnnxRuntimeAgreementTest {
         try {
             Path d = Files.createDirectories(Path.of(dir));
             Files.write(d.resolve(file + ".onnx"), model);
-            StringBuilder json = new StringBuilder("{\"model\": \"" + file + ".onnx\", \"input\": {\"file\": \""
-                    + file + ".X.f32\", \"shape\": [" + x.length / FEATURES + ", " + FEATURES + "]}, \"outputs\": {");
+            StringBuilder json = new StringBuilder("{\"model\": \"" + file + ".onnx\", \"input\": {\"file\": \"" + file
+                    + ".X.f32\", \"shape\": [" + x.length / FEATURES + ", " + FEATURES + "]}, \"outputs\": {");
             write(d.resolve(file + ".X.f32"), x);
             String sep = "";
             for (Map.Entry<String, Object> e : expected.entrySet()) {
@@ -157,11 +163,20 @@ class OnnxRuntimeAgreementTest {
                 } else {
                     write(d.resolve(f), (float[]) e.getValue());
                 }
-                json.append(sep).append("\"").append(e.getKey()).append("\": \"").append(f).append("\"");
+                json.append(sep)
+                        .append("\"")
+                        .append(e.getKey())
+                        .append("\": \"")
+                        .append(f)
+                        .append("\"");
                 sep = ", ";
             }
-            Files.writeString(d.resolve(file + ".json"), json.append("}, \"tolerance\": ").append(TOLERANCE)
-                    .append("}\n").toString());
+            Files.writeString(
+                    d.resolve(file + ".json"),
+                    json.append("}, \"tolerance\": ")
+                            .append(TOLERANCE)
+                            .append("}\n")
+                            .toString());
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + name + " under " + dir, e);
         }
@@ -180,7 +195,8 @@ class OnnxRuntimeAgreementTest {
             double diff = Math.abs(cuwire[i] - onnx[i]);
             worst = Math.max(worst, diff / (1 + Math.abs(cuwire[i])));
             int at = i;
-            assertTrue(diff <= TOLERANCE * (1 + Math.abs(cuwire[i])),
+            assertTrue(
+                    diff <= TOLERANCE * (1 + Math.abs(cuwire[i])),
                     () -> what + "[" + at + "]: cuwire " + cuwire[at] + ", ONNX Runtime " + onnx[at]);
         }
         System.out.printf("INFO %s: %d values agree, worst relative difference %.3g%n", what, cuwire.length, worst);
@@ -206,14 +222,17 @@ class OnnxRuntimeAgreementTest {
     private static void assertRegressor(Estimator m, NdArray predicted, float[] x, String what) throws OrtException {
         try (predicted) {
             float[] cuwire = predicted.toFloatArray();
-            assertClose(cuwire, (float[]) run(what, m, x, Map.of("variable", cuwire)).get("variable"),
+            assertClose(
+                    cuwire,
+                    (float[]) run(what, m, x, Map.of("variable", cuwire)).get("variable"),
                     what + " variable");
         }
     }
 
     private static void assertClassifier(Estimator m, NdArray labels, NdArray proba, float[] x, String what)
             throws OrtException {
-        try (labels; proba) {
+        try (labels;
+                proba) {
             long[] label = longs(labels);
             float[] p = proba.toFloatArray();
             Map<String, Object> out = run(what, m, x, Map.of("label", label, "probabilities", p));
@@ -266,8 +285,10 @@ class OnnxRuntimeAgreementTest {
     @Test
     void shouldMatchOnnxRuntimesKMeansLabelsAndDistances() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 4);
-        try (Data d = data(false, random); KMeans m = new KMeans().nClusters(5).seed(SEED).fit(d.fitX);
-                NdArray labels = m.predict(d.testX); NdArray distances = m.transform(d.testX)) {
+        try (Data d = data(false, random);
+                KMeans m = new KMeans().nClusters(5).seed(SEED).fit(d.fitX);
+                NdArray labels = m.predict(d.testX);
+                NdArray distances = m.transform(d.testX)) {
             long[] label = longs(labels);
             float[] dist = distances.toFloatArray();
             Map<String, Object> out = run("KMeans", m, d.test, Map.of("label", label, "distances", dist));
@@ -280,12 +301,16 @@ class OnnxRuntimeAgreementTest {
     void shouldMatchOnnxRuntimeForPcaTransform() throws OrtException {
         SplittableRandom random = new SplittableRandom(SEED + 5);
         for (boolean whiten : new boolean[] {false, true}) {
-            try (Data d = data(false, random); PCA m = new PCA().nComponents(3).whiten(whiten).fit(d.fitX);
+            try (Data d = data(false, random);
+                    PCA m = new PCA().nComponents(3).whiten(whiten).fit(d.fitX);
                     NdArray t = m.transform(d.testX)) {
                 String what = "PCA(whiten=" + whiten + ")";
                 float[] cuwire = t.toFloatArray();
-                assertClose(cuwire, flat((float[][]) run(what, m, d.test, Map.of("transformed", cuwire))
-                        .get("transformed")), what);
+                assertClose(
+                        cuwire,
+                        flat((float[][]) run(what, m, d.test, Map.of("transformed", cuwire))
+                                .get("transformed")),
+                        what);
             }
         }
     }
@@ -305,7 +330,8 @@ class OnnxRuntimeAgreementTest {
         SplittableRandom random = new SplittableRandom(SEED + 7);
         try (Data d = data(false, random);
                 NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random), FIT_ROWS);
-                KNeighborsClassifier m = new KNeighborsClassifier().nNeighbors(5).fit(d.fitX, y)) {
+                KNeighborsClassifier m =
+                        new KNeighborsClassifier().nNeighbors(5).fit(d.fitX, y)) {
             assertClassifier(m, m.predict(d.testX), m.predictProba(d.testX), d.test, "KNeighborsClassifier");
         }
     }
@@ -315,11 +341,18 @@ class OnnxRuntimeAgreementTest {
         SplittableRandom random = new SplittableRandom(SEED + 8);
         for (boolean exact : new boolean[] {true, false}) {
             try (Data d = data(false, random);
-                    NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random),
-                            FIT_ROWS);
-                    RandomForestClassifier m = new RandomForestClassifier().nEstimators(7).maxDepth(6)
-                            .exactSplits(exact).seed(SEED).fit(d.fitX, y)) {
-                assertClassifier(m, m.predict(d.testX), m.predictProba(d.testX), d.test,
+                    NdArray y = NdArray.fromArray(mem, classes(d.fitX.toFloatArray(), FIT_ROWS, 3, random), FIT_ROWS);
+                    RandomForestClassifier m = new RandomForestClassifier()
+                            .nEstimators(7)
+                            .maxDepth(6)
+                            .exactSplits(exact)
+                            .seed(SEED)
+                            .fit(d.fitX, y)) {
+                assertClassifier(
+                        m,
+                        m.predict(d.testX),
+                        m.predictProba(d.testX),
+                        d.test,
                         "RandomForestClassifier(exactSplits=" + exact + ")");
             }
         }
@@ -331,8 +364,12 @@ class OnnxRuntimeAgreementTest {
         for (boolean exact : new boolean[] {true, false}) {
             try (Data d = data(false, random);
                     NdArray y = NdArray.fromArray(mem, targets(d.fitX.toFloatArray(), FIT_ROWS, random), FIT_ROWS);
-                    RandomForestRegressor m = new RandomForestRegressor().nEstimators(7).maxDepth(6)
-                            .exactSplits(exact).seed(SEED).fit(d.fitX, y)) {
+                    RandomForestRegressor m = new RandomForestRegressor()
+                            .nEstimators(7)
+                            .maxDepth(6)
+                            .exactSplits(exact)
+                            .seed(SEED)
+                            .fit(d.fitX, y)) {
                 assertRegressor(m, m.predict(d.testX), d.test, "RandomForestRegressor(exactSplits=" + exact + ")");
             }
         }
@@ -341,7 +378,8 @@ class OnnxRuntimeAgreementTest {
     @Test
     void shouldRefuseAnEstimatorWithoutOnnxForm() {
         SplittableRandom random = new SplittableRandom(SEED + 10);
-        try (Data d = data(false, random); NearestNeighbors m = new NearestNeighbors()) {
+        try (Data d = data(false, random);
+                NearestNeighbors m = new NearestNeighbors()) {
             m.fit(d.fitX);
             OnnxExportException e = assertThrows(OnnxExportException.class, () -> OnnxExport.toBytes(m));
             assertTrue(e.getMessage().startsWith("NearestNeighbors has no ONNX export (supported: "), e.getMessage());
@@ -350,8 +388,8 @@ class OnnxRuntimeAgreementTest {
 
     @Test
     void shouldRefuseAnUnfittedEstimator() {
-        OnnxExportException e = assertThrows(OnnxExportException.class,
-                () -> OnnxExport.toBytes(new RandomForestClassifier()));
+        OnnxExportException e =
+                assertThrows(OnnxExportException.class, () -> OnnxExport.toBytes(new RandomForestClassifier()));
         assertEquals("RandomForestClassifier is not fitted: nothing to export", e.getMessage());
     }
 

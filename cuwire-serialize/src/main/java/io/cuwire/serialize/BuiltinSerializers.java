@@ -13,8 +13,7 @@ import io.cuwire.memory.Order;
 
 /** What every registry starts with: {@link NdArray} and the sparse matrices, in {@code cuda} and {@code host}. */
 final class BuiltinSerializers {
-    private BuiltinSerializers() {
-    }
+    private BuiltinSerializers() {}
 
     static void registerAll(TypeRegistry registry) {
         registry.register(NdArray.class, "cuwire.ndarray");
@@ -140,7 +139,8 @@ final class BuiltinSerializers {
                         + " does not fill a frame of " + frame.length() + " bytes at " + in.path());
             }
             Frame placed = place(in, frame, mem);
-            return placed.owned() ? NdArray.adopt(placed.buffer(), dtype, order, shape)
+            return placed.owned()
+                    ? NdArray.adopt(placed.buffer(), dtype, order, shape)
                     : NdArray.view(placed.buffer(), 0, dtype, order, shape);
         }
     }
@@ -203,7 +203,8 @@ final class BuiltinSerializers {
             }
             Frame placed = place(in, in.takeFrame("fr"), mem);
             try {
-                return placed.owned() ? OpaqueBlob.adopt(format, meta, placed.buffer())
+                return placed.owned()
+                        ? OpaqueBlob.adopt(format, meta, placed.buffer())
                         : OpaqueBlob.view(format, meta, placed.buffer());
             } catch (IllegalArgumentException e) {
                 if (placed.owned()) {

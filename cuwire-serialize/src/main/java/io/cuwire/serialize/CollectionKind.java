@@ -40,10 +40,18 @@ enum CollectionKind {
     FIXED_LIST(Node.LIST, "fixed", Arrays.asList().getClass()),
     /** {@code List.of}, {@code List.copyOf}, {@code Stream.toList}: rebuilt as {@code List.copyOf} (nulls, which only
      * {@code Stream.toList} holds: as an unmodifiable list). */
-    IMMUTABLE_LIST(Node.LIST, "imm", List.of().getClass(), List.of(1).getClass(), List.of(1, 2, 3).subList(0, 1)
-            .getClass()),
+    IMMUTABLE_LIST(
+            Node.LIST,
+            "imm",
+            List.of().getClass(),
+            List.of(1).getClass(),
+            List.of(1, 2, 3).subList(0, 1).getClass()),
     /** {@code Collections.unmodifiableList}, {@code emptyList}, {@code singletonList} and kin: an unmodifiable list. */
-    UNMODIFIABLE_LIST(Node.LIST, "unmod", Collections.emptyList().getClass(), Collections.singletonList(1).getClass(),
+    UNMODIFIABLE_LIST(
+            Node.LIST,
+            "unmod",
+            Collections.emptyList().getClass(),
+            Collections.singletonList(1).getClass(),
             Collections.unmodifiableList(new ArrayList<>()).getClass(),
             Collections.unmodifiableList(new LinkedList<>()).getClass(),
             Collections.unmodifiableCollection(new ArrayList<>()).getClass()),
@@ -56,7 +64,11 @@ enum CollectionKind {
     /** {@code Set.of}, {@code Set.copyOf}: rebuilt as {@code Set.copyOf}. */
     IMMUTABLE_SET(Node.SET, "imm", Set.of().getClass(), Set.of(1).getClass()),
     /** {@code Collections.unmodifiableSet}, {@code emptySet}, {@code singleton}: an unmodifiable set, in order. */
-    UNMODIFIABLE_SET(Node.SET, "unmod", Collections.emptySet().getClass(), Collections.singleton(1).getClass(),
+    UNMODIFIABLE_SET(
+            Node.SET,
+            "unmod",
+            Collections.emptySet().getClass(),
+            Collections.singleton(1).getClass(),
             Collections.unmodifiableSet(new HashSet<>()).getClass()),
     LINKED_HASH_MAP(Node.MAP, null, LinkedHashMap.class),
     HASH_MAP(Node.MAP, "hash", HashMap.class),
@@ -69,12 +81,18 @@ enum CollectionKind {
     /** {@code Map.of}, {@code Map.copyOf}: rebuilt as {@code Map.copyOf}. */
     IMMUTABLE_MAP(Node.MAP, "imm", Map.of().getClass(), Map.of(1, 1).getClass()),
     /** {@code Collections.unmodifiableMap}, {@code emptyMap}, {@code singletonMap}: an unmodifiable map, in order. */
-    UNMODIFIABLE_MAP(Node.MAP, "unmod", Collections.emptyMap().getClass(), Collections.singletonMap(1, 1).getClass(),
+    UNMODIFIABLE_MAP(
+            Node.MAP,
+            "unmod",
+            Collections.emptyMap().getClass(),
+            Collections.singletonMap(1, 1).getClass(),
             Collections.unmodifiableMap(new HashMap<>()).getClass());
 
     /** The header node a kind travels as. */
     enum Node {
-        LIST("list"), SET("set"), MAP("map");
+        LIST("list"),
+        SET("set"),
+        MAP("map");
 
         private final String tag;
 

@@ -96,7 +96,7 @@ final class Decoder {
                     }
                 }
             }
-            throw e;  // node() made every other failure a SerializationException that says where
+            throw e; // node() made every other failure a SerializationException that says where
         }
     }
 
@@ -140,8 +140,10 @@ final class Decoder {
     void charge(long units, String what) {
         long max = target.limits().maxDecodeWork();
         if (units > max - work) {
-            throw new DecodeBudgetExceededException("decode work exceeds the budget of " + max + " units "
-                    + "(Limits.maxDecodeWork): " + work + " spent, " + what + " would cost " + units, path());
+            throw new DecodeBudgetExceededException(
+                    "decode work exceeds the budget of " + max + " units " + "(Limits.maxDecodeWork): " + work
+                            + " spent, " + what + " would cost " + units,
+                    path());
         }
         work += units;
     }
@@ -161,7 +163,8 @@ final class Decoder {
         int depth = path.size();
         try {
             if (depth > target.limits().maxDepth()) {
-                throw new LimitExceededException("value nests deeper than " + target.limits().maxDepth(), path());
+                throw new LimitExceededException(
+                        "value nests deeper than " + target.limits().maxDepth(), path());
             }
             if (!spend(1)) {
                 charge(1, "a node");
@@ -176,7 +179,7 @@ final class Decoder {
             lastSpan = span;
             return value;
         } catch (SerializationException e) {
-            throw e.locate(path());  // the innermost node a failure passes is where it happened
+            throw e.locate(path()); // the innermost node a failure passes is where it happened
         } catch (RuntimeException e) {
             throw new MalformedHeaderException("cannot decode: " + e, path(), e);
         } finally {
@@ -260,7 +263,7 @@ final class Decoder {
                 if (id < 0 || id >= ids.size() || ids.get((int) id) == PENDING) {
                     throw malformed("reference to " + id + ", which is not an earlier complete value");
                 }
-                childSpans[path.size()] = idSpans[(int) id] - 1;  // reached through here, it spans what it names
+                childSpans[path.size()] = idSpans[(int) id] - 1; // reached through here, it spans what it names
                 return ids.get((int) id);
             }
             case "pref": {
@@ -297,8 +300,8 @@ final class Decoder {
         } else if (m.get("k") instanceof String name) {
             kind = CollectionKind.of(node, name);
             if (kind == null) {
-                throw malformed("unknown " + node.tag() + " kind '" + (name.length() > 40 ? name.substring(0, 40)
-                        + "…" : name) + "'");
+                throw malformed("unknown " + node.tag() + " kind '"
+                        + (name.length() > 40 ? name.substring(0, 40) + "…" : name) + "'");
             }
         } else {
             throw malformed(node.tag() + " kind is not a name");
@@ -348,16 +351,22 @@ final class Decoder {
             case ENUM_SET -> EnumSet.noneOf((Class) enumType);
             default -> throw new IllegalStateException(kind + " is not a set kind");
         };
-        Map<Integer, Integer> hashes = kind == CollectionKind.TREE_SET || kind == CollectionKind.ENUM_SET ? null
-                : new HashMap<>();
+        Map<Integer, Integer> hashes =
+                kind == CollectionKind.TREE_SET || kind == CollectionKind.ENUM_SET ? null : new HashMap<>();
         for (int i = 0; i < items.size(); i++) {
             Object element = node(items.get(i), "[" + i + "]");
             if (enumType != null && !enumType.isInstance(element)) {
                 throw malformed("element " + i + " of an EnumSet of " + enumType.getName() + " is "
                         + (element == null ? "nil" : "a " + element.getClass().getName()));
             }
-            chargeInsertion(element, lastSpan, kind == CollectionKind.IMMUTABLE_SET ? 2 : 1, hashes,
-                    kind != CollectionKind.IMMUTABLE_SET, i, "set element");
+            chargeInsertion(
+                    element,
+                    lastSpan,
+                    kind == CollectionKind.IMMUTABLE_SET ? 2 : 1,
+                    hashes,
+                    kind != CollectionKind.IMMUTABLE_SET,
+                    i,
+                    "set element");
             boolean added;
             try {
                 added = out.add(element);
@@ -391,8 +400,8 @@ final class Decoder {
             case ENUM_MAP -> new EnumMap(enumType);
             default -> throw new IllegalStateException(kind + " is not a map kind");
         };
-        Map<Integer, Integer> hashes = kind == CollectionKind.TREE_MAP || kind == CollectionKind.ENUM_MAP ? null
-                : new HashMap<>();
+        Map<Integer, Integer> hashes =
+                kind == CollectionKind.TREE_MAP || kind == CollectionKind.ENUM_MAP ? null : new HashMap<>();
         for (int i = 0; i < kv.size(); i += 2) {
             Object key = node(kv.get(i), "[key " + i / 2 + "]");
             if (enumType != null && !enumType.isInstance(key)) {
@@ -403,8 +412,14 @@ final class Decoder {
                 throw malformed("ConcurrentHashMap with a nil key");
             }
             // containsKey, then put; Map.copyOf hashes once more
-            chargeInsertion(key, lastSpan, kind == CollectionKind.IMMUTABLE_MAP ? 3 : 2, hashes,
-                    kind != CollectionKind.IMMUTABLE_MAP, i / 2, "map key");
+            chargeInsertion(
+                    key,
+                    lastSpan,
+                    kind == CollectionKind.IMMUTABLE_MAP ? 3 : 2,
+                    hashes,
+                    kind != CollectionKind.IMMUTABLE_MAP,
+                    i / 2,
+                    "map key");
             boolean duplicate;
             try {
                 duplicate = out.containsKey(key);
@@ -441,8 +456,14 @@ final class Decoder {
      * per earlier element with the same hash code (each an {@code equals}); for a tree ({@code hashes} {@code null}),
      * once per comparison of a binary search among {@code index} elements.
      */
-    private void chargeInsertion(Object element, long span, int hashOps, Map<Integer, Integer> hashes,
-            boolean treeifies, int index, String what) {
+    private void chargeInsertion(
+            Object element,
+            long span,
+            int hashOps,
+            Map<Integer, Integer> hashes,
+            boolean treeifies,
+            int index,
+            String what) {
         if (hashes == null) {
             int comparisons = 1 + (32 - Integer.numberOfLeadingZeros(index));
             if (!spend(times(span, comparisons))) {
@@ -461,8 +482,10 @@ final class Decoder {
         }
         int collisions = hashes.merge(element == null ? 0 : element.hashCode(), 1, Integer::sum) - 1;
         if (collisions > 0 && !spend(times(span, collisions))) {
-            charge(times(span, collisions), "comparing a " + what + " spanning " + span + " nodes with "
-                    + collisions + " others of its hash code");
+            charge(
+                    times(span, collisions),
+                    "comparing a " + what + " spanning " + span + " nodes with " + collisions
+                            + " others of its hash code");
         }
     }
 
@@ -476,9 +499,16 @@ final class Decoder {
     }
 
     private static boolean isScalar(Object o) {
-        return o instanceof String || o instanceof Long || o instanceof Integer || o instanceof Short
-                || o instanceof Byte || o instanceof Double || o instanceof Float || o instanceof Character
-                || o instanceof Boolean || o instanceof Enum<?>;
+        return o instanceof String
+                || o instanceof Long
+                || o instanceof Integer
+                || o instanceof Short
+                || o instanceof Byte
+                || o instanceof Double
+                || o instanceof Float
+                || o instanceof Character
+                || o instanceof Boolean
+                || o instanceof Enum<?>;
     }
 
     /**
@@ -515,7 +545,8 @@ final class Decoder {
         }
         Object value = node(m.get("cmp"), "comparator");
         if (!(value instanceof Comparator<?> c)) {
-            throw malformed("comparator is " + (value == null ? "nil" : "a " + value.getClass().getName()));
+            throw malformed("comparator is "
+                    + (value == null ? "nil" : "a " + value.getClass().getName()));
         }
         @SuppressWarnings("unchecked")
         Comparator<Object> comparator = (Comparator<Object>) c;
@@ -634,8 +665,8 @@ final class Decoder {
         }
         int known = registry.versionOf(type);
         if (version > known) {
-            throw new IncompatibleVersionException("'" + name + "' version " + version + " is newer than this "
-                    + "reader's " + known, path());
+            throw new IncompatibleVersionException(
+                    "'" + name + "' version " + version + " is newer than this " + "reader's " + known, path());
         }
         Serializer<Object> serializer = registry.serializerFor(type, family);
         if (serializer == null) {
@@ -679,8 +710,12 @@ final class Decoder {
 
     /** A sub-header's {@code [first, count]} frames, checked against the frames there are. */
     private long[] frameRange(Object node) {
-        if (!(node instanceof List<?> r) || r.size() != 2 || !(r.get(0) instanceof Long first)
-                || !(r.get(1) instanceof Long count) || first < 0 || count < 1
+        if (!(node instanceof List<?> r)
+                || r.size() != 2
+                || !(r.get(0) instanceof Long first)
+                || !(r.get(1) instanceof Long count)
+                || first < 0
+                || count < 1
                 || first > serialized.frames().size() - count) {
             throw malformed("frame range " + node + " (expected: [first, count] within "
                     + serialized.frames().size() + " frames)");

@@ -33,6 +33,7 @@ final class Encoder {
     private final Deque<String> path = new ArrayDeque<>();
     /** The families of the registered-type nodes written: the header's family list. */
     private final Set<Family> families = EnumSet.noneOf(Family.class);
+
     private long nextId;
 
     Encoder(TypeRegistry registry, List<Family> chain) {
@@ -80,7 +81,8 @@ final class Encoder {
         path.push(name);
         try {
             if (path.size() > registry.limits().maxDepth()) {
-                throw new UnserializableException("value nests deeper than " + registry.limits().maxDepth(), path());
+                throw new UnserializableException(
+                        "value nests deeper than " + registry.limits().maxDepth(), path());
             }
             return nodeOf(value);
         } finally {
@@ -130,8 +132,8 @@ final class Encoder {
             case Enum<?> e -> {
                 String enumName = registry.nameOf(e.getDeclaringClass());
                 if (enumName == null) {
-                    throw new UnserializableException("enum " + e.getDeclaringClass().getName()
-                            + " is not registered", path());
+                    throw new UnserializableException(
+                            "enum " + e.getDeclaringClass().getName() + " is not registered", path());
                 }
                 Map<String, Object> m = tagged("enum", e.name());
                 m.put("n", enumName);
@@ -146,7 +148,8 @@ final class Encoder {
                 return m;
             }
             default -> {
-                if (value.getClass().isArray() && value.getClass().getComponentType().isPrimitive()) {
+                if (value.getClass().isArray()
+                        && value.getClass().getComponentType().isPrimitive()) {
                     // Numbered apart from the other shared values: headers written before primitive arrays were
                     // shared keep their reference numbers.
                     Long seen = primitiveIds.get(value);
@@ -184,15 +187,21 @@ final class Encoder {
         Long seen = ids.get(value);
         if (seen != null) {
             if (onPath.containsKey(value)) {
-                throw new UnserializableException("cycle: " + value.getClass().getName()
-                        + " contains itself; cuwire preserves shared references but refuses cycles", path());
+                throw new UnserializableException(
+                        "cycle: " + value.getClass().getName()
+                                + " contains itself; cuwire preserves shared references but refuses cycles",
+                        path());
             }
-            if (value instanceof Object[] array && array.getClass().getComponentType() != Object.class
+            if (value instanceof Object[] array
+                    && array.getClass().getComponentType() != Object.class
                     && registry.componentName(array.getClass().getComponentType()) == null) {
-                throw new UnserializableException("a second reference to one " + array.getClass().getTypeName()
-                        + ": its element type has no registered name, so the receiver would rebuild it as an "
-                        + "Object[] and could not share it; register " + array.getClass().getComponentType().getName()
-                        + " with TypeRegistry.register", path());
+                throw new UnserializableException(
+                        "a second reference to one " + array.getClass().getTypeName()
+                                + ": its element type has no registered name, so the receiver would rebuild it as an "
+                                + "Object[] and could not share it; register "
+                                + array.getClass().getComponentType().getName()
+                                + " with TypeRegistry.register",
+                        path());
             }
             Map<String, Object> ref = new LinkedHashMap<>(4);
             ref.put("t", "ref");
@@ -227,10 +236,12 @@ final class Encoder {
     }
 
     private UnserializableException unrebuildable(Object value, String what) {
-        return new UnserializableException(value.getClass().getName() + " is a " + what + " the receiver could not "
-                + "rebuild: it is not a registered type, nor one of the kinds cuwire rebuilds ("
-                + CollectionKind.supported() + "); copy it into one of those, or register its class with a "
-                + "serializer", path());
+        return new UnserializableException(
+                value.getClass().getName() + " is a " + what + " the receiver could not "
+                        + "rebuild: it is not a registered type, nor one of the kinds cuwire rebuilds ("
+                        + CollectionKind.supported() + "); copy it into one of those, or register its class with a "
+                        + "serializer",
+                path());
     }
 
     /** A {@code list}, {@code set} or {@code map} node of {@code kind}, as {@link CollectionKind} describes. */
@@ -245,8 +256,7 @@ final class Encoder {
             case TREE_MAP -> comparator(m, ((TreeMap<?, ?>) value).comparator(), value);
             case ENUM_SET -> m.put("n", enumName(elementType((EnumSet<?>) value), "element", value));
             case ENUM_MAP -> m.put("n", enumName(keyType((EnumMap<?, ?>) value), "key", value));
-            default -> {
-            }
+            default -> {}
         }
         // After the comparator: the decoder numbers shared values in this order too.
         m.put("v", value instanceof Map<?, ?> map ? entries(map) : elements((Collection<?>) value));
@@ -258,10 +268,13 @@ final class Encoder {
             return;
         }
         if (registry.nameOf(comparator.getClass()) == null) {
-            throw new UnserializableException(tree.getClass().getName() + " ordered by " + comparator.getClass()
-                    .getName() + ", which is not a registered type: the receiver could not rebuild its order; "
-                    + "register the comparator's class (TypeRegistry.register, with a serializer or a generic "
-                    + "registration) or use the natural order", path());
+            throw new UnserializableException(
+                    tree.getClass().getName() + " ordered by "
+                            + comparator.getClass().getName()
+                            + ", which is not a registered type: the receiver could not rebuild its order; "
+                            + "register the comparator's class (TypeRegistry.register, with a serializer or a generic "
+                            + "registration) or use the natural order",
+                    path());
         }
         m.put("cmp", node(comparator, "comparator"));
     }
@@ -269,8 +282,10 @@ final class Encoder {
     private String enumName(Class<?> type, String role, Object value) {
         String name = registry.nameOf(type);
         if (name == null) {
-            throw new UnserializableException("enum " + type.getName() + ", the " + role + " type of a "
-                    + value.getClass().getName() + ", is not registered", path());
+            throw new UnserializableException(
+                    "enum " + type.getName() + ", the " + role + " type of a "
+                            + value.getClass().getName() + ", is not registered",
+                    path());
         }
         return name;
     }
@@ -280,8 +295,8 @@ final class Encoder {
         // No accessor for it: an element of the set, or else of its complement, names it.
         EnumSet<?> any = set.isEmpty() ? EnumSet.complementOf((EnumSet) set) : set;
         if (any.isEmpty()) {
-            throw new UnserializableException("an EnumSet of an enum without constants: its element type cannot be "
-                    + "read", path());
+            throw new UnserializableException(
+                    "an EnumSet of an enum without constants: its element type cannot be " + "read", path());
         }
         return ((Enum<?>) any.iterator().next()).getDeclaringClass();
     }
@@ -293,8 +308,8 @@ final class Encoder {
         try {
             return JdkSerialization.keyType(map);
         } catch (IllegalStateException e) {
-            throw new UnserializableException("the key type of an empty EnumMap cannot be read: " + e.getMessage(),
-                    path(), e);
+            throw new UnserializableException(
+                    "the key type of an empty EnumMap cannot be read: " + e.getMessage(), path(), e);
         }
     }
 
@@ -327,8 +342,10 @@ final class Encoder {
             }
             String name = registry.nameOf(type);
             if (name == null) {
-                throw new UnserializableException(type.getName() + " has a " + family.wireName()
-                        + " serializer but no registered name; register it with TypeRegistry.register", path());
+                throw new UnserializableException(
+                        type.getName() + " has a " + family.wireName()
+                                + " serializer but no registered name; register it with TypeRegistry.register",
+                        path());
             }
             WriteContext ctx = new WriteContext(this, family);
             int first = frames.size();
@@ -348,8 +365,7 @@ final class Encoder {
             m.put("d", ctx.data());
             return m;
         }
-        throw new UnserializableException("no family of " + chainNames() + " can serialize " + type.getName(),
-                path());
+        throw new UnserializableException("no family of " + chainNames() + " can serialize " + type.getName(), path());
     }
 
     private String chainNames() {

@@ -21,5 +21,4 @@ import java.lang.annotation.Target;
  */
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.TYPE)
-public @interface Evolving {
-}
+public @interface Evolving {}

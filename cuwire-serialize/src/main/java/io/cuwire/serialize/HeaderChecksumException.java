@@ -20,8 +20,12 @@ public class HeaderChecksumException extends MalformedHeaderException {
      * @param headerBytes the header's length
      */
     public HeaderChecksumException(long expected, long actual, int headerBytes) {
-        super(String.format(Locale.ROOT, "header checksum mismatch: the header of %d bytes carries CRC32C 0x%08x, "
-                + "its bytes give 0x%08x", headerBytes, expected, actual));
+        super(String.format(
+                Locale.ROOT,
+                "header checksum mismatch: the header of %d bytes carries CRC32C 0x%08x, " + "its bytes give 0x%08x",
+                headerBytes,
+                expected,
+                actual));
         this.expected = expected;
         this.actual = actual;
     }

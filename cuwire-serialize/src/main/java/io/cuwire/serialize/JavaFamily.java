@@ -54,19 +54,41 @@ final class JavaFamily {
      * array that form resolves to (the filter checks a {@code readResolve} result too; an {@code NdArray} itself never
      * appears in a stream, its {@code readObject} refuses); {@link OpaqueBlob} the same way.
      */
-    private static final Set<String> BASE = Set.of("java.lang.String", "java.lang.Number", "java.lang.Integer",
-            "java.lang.Long", "java.lang.Double", "java.lang.Float", "java.lang.Short", "java.lang.Byte",
-            "java.lang.Character", "java.lang.Boolean", "java.lang.Enum", "java.util.ArrayList", "java.util.HashMap",
-            "java.util.LinkedHashMap", "java.util.HashSet", "java.util.LinkedHashSet", "[B", "[S", "[C", "[I", "[J",
-            "[F", "[D", "[Z", "io.cuwire.memory.NdArray$SerialForm", "io.cuwire.memory.NdArray",
-            "io.cuwire.serialize.OpaqueBlob$SerialForm", "io.cuwire.serialize.OpaqueBlob");
+    private static final Set<String> BASE = Set.of(
+            "java.lang.String",
+            "java.lang.Number",
+            "java.lang.Integer",
+            "java.lang.Long",
+            "java.lang.Double",
+            "java.lang.Float",
+            "java.lang.Short",
+            "java.lang.Byte",
+            "java.lang.Character",
+            "java.lang.Boolean",
+            "java.lang.Enum",
+            "java.util.ArrayList",
+            "java.util.HashMap",
+            "java.util.LinkedHashMap",
+            "java.util.HashSet",
+            "java.util.LinkedHashSet",
+            "[B",
+            "[S",
+            "[C",
+            "[I",
+            "[J",
+            "[F",
+            "[D",
+            "[Z",
+            "io.cuwire.memory.NdArray$SerialForm",
+            "io.cuwire.memory.NdArray",
+            "io.cuwire.serialize.OpaqueBlob$SerialForm",
+            "io.cuwire.serialize.OpaqueBlob");
 
     private static final int INLINE_BYTES = 64 * 1024;
     /** Deepest nesting of {@code readObject} calls a stream may make (a 60-level SerialDOS stream needs 60). */
     static final int MAX_DEPTH = 32;
 
-    private JavaFamily() {
-    }
+    private JavaFamily() {}
 
     static void allow(TypeRegistry registry, Class<?> type) {
         registry.javaAllowed.add(type.getName());
@@ -85,10 +107,9 @@ final class JavaFamily {
                 } catch (IOException | OutOfMemoryError e) {
                     // The JDK writes a failure into the stream as an exception object, whose class the allow-list
                     // refuses in turn: report the first class refused, not that.
-                    String why = oos != null && oos.refused != null ? oos.refused + " is " + NOT_ALLOWED
-                            : e.toString();
-                    throw new UnserializableException("JDK serialization of " + value.getClass().getName()
-                            + " failed: " + why, out.path(), e);
+                    String why = oos != null && oos.refused != null ? oos.refused + " is " + NOT_ALLOWED : e.toString();
+                    throw new UnserializableException(
+                            "JDK serialization of " + value.getClass().getName() + " failed: " + why, out.path(), e);
                 }
                 byte[] b = bytes.toByteArray();
                 if (b.length < INLINE_BYTES) {
@@ -108,8 +129,8 @@ final class JavaFamily {
                 } else {
                     Frame f = in.takeFrame("fr");
                     if (f.length() > Integer.MAX_VALUE - 8) {
-                        throw new LimitExceededException("JDK-serialized frame of " + f.length() + " bytes at "
-                                + in.path());
+                        throw new LimitExceededException(
+                                "JDK-serialized frame of " + f.length() + " bytes at " + in.path());
                     }
                     b = new byte[(int) f.length()];
                     io.cuwire.memory.CopyEngine.copyToSegment(f.buffer(), 0, MemorySegment.ofArray(b));
@@ -117,7 +138,8 @@ final class JavaFamily {
                         f.buffer().close();
                     }
                 }
-                NdArray.ReadScope arrays = NdArray.readTarget(in.target().device(), in.target().host());
+                NdArray.ReadScope arrays =
+                        NdArray.readTarget(in.target().device(), in.target().host());
                 AllowListStream ois = null;
                 try {
                     ois = new AllowListStream(b, registry, in);
@@ -126,7 +148,7 @@ final class JavaFamily {
                     return value;
                 } catch (IOException | ClassNotFoundException e) {
                     if (ois != null && ois.refusal != null) {
-                        throw ois.refusal;  // the filter's typed refusal, which the JDK wrapped
+                        throw ois.refusal; // the filter's typed refusal, which the JDK wrapped
                     }
                     throw new MalformedHeaderException("JDK deserialization failed at " + in.path() + ": " + e, e);
                 } finally {
@@ -161,8 +183,13 @@ final class JavaFamily {
                 continue;
             }
             Class<?> c = v.getClass();
-            if (v instanceof NdArray || v instanceof OpaqueBlob || v instanceof String || v instanceof Number
-                    || v instanceof Boolean || v instanceof Character || v instanceof Enum<?>
+            if (v instanceof NdArray
+                    || v instanceof OpaqueBlob
+                    || v instanceof String
+                    || v instanceof Number
+                    || v instanceof Boolean
+                    || v instanceof Character
+                    || v instanceof Enum<?>
                     || c.isArray() && c.getComponentType().isPrimitive()) {
                 continue;
             }
@@ -240,8 +267,8 @@ final class JavaFamily {
             long length = stream.length;
             setObjectInputFilter(info -> {
                 if (info.depth() > maxDepth) {
-                    return refuse(new LimitExceededException("JDK-serialized value nests deeper than " + maxDepth
-                            + " at " + ctx.path()));
+                    return refuse(new LimitExceededException(
+                            "JDK-serialized value nests deeper than " + maxDepth + " at " + ctx.path()));
                 }
                 if (info.references() > references) {
                     try {
@@ -258,9 +285,11 @@ final class JavaFamily {
                 if (c == null) {
                     return ObjectInputFilter.Status.UNDECIDED;
                 }
-                if (c.isArray() && info.arrayLength() > 0 && (c.getComponentType().isPrimitive()
-                        ? info.arrayLength() * elementBytes(c.getComponentType()) > length
-                        : info.arrayLength() > 2 * length + 16)) {
+                if (c.isArray()
+                        && info.arrayLength() > 0
+                        && (c.getComponentType().isPrimitive()
+                                ? info.arrayLength() * elementBytes(c.getComponentType()) > length
+                                : info.arrayLength() > 2 * length + 16)) {
                     return ObjectInputFilter.Status.REJECTED;
                 }
                 boolean array = c.isArray();
@@ -272,7 +301,8 @@ final class JavaFamily {
                     // filtered one by one as they are read.
                     return ObjectInputFilter.Status.ALLOWED;
                 }
-                return c.isPrimitive() || allowed(registry, c.getName()) ? ObjectInputFilter.Status.ALLOWED
+                return c.isPrimitive() || allowed(registry, c.getName())
+                        ? ObjectInputFilter.Status.ALLOWED
                         : ObjectInputFilter.Status.REJECTED;
             });
         }
@@ -314,19 +344,27 @@ final class JavaFamily {
                 }
                 default -> {
                     Class<?> c = obj.getClass();
-                    if (c.isArray() || obj instanceof String || obj instanceof Number || obj instanceof Boolean
-                            || obj instanceof Character || obj instanceof Enum<?> || obj instanceof NdArray
+                    if (c.isArray()
+                            || obj instanceof String
+                            || obj instanceof Number
+                            || obj instanceof Boolean
+                            || obj instanceof Character
+                            || obj instanceof Enum<?>
+                            || obj instanceof NdArray
                             || obj instanceof OpaqueBlob) {
-                        return;  // hashes by identity or by its own bytes, which are in the stream
+                        return; // hashes by identity or by its own bytes, which are in the stream
                     }
                     span = add(span, fieldSpans(obj));
                 }
             }
             long max = ctx.target().limits().maxDecodeWork();
             if (span > max) {
-                throw refused(new DecodeBudgetExceededException("decode work exceeds the budget of " + max
-                        + " units (Limits.maxDecodeWork): a JDK-serialized " + obj.getClass().getName()
-                        + " reaches " + span + " objects when hashed", ctx.path()));
+                throw refused(new DecodeBudgetExceededException(
+                        "decode work exceeds the budget of " + max
+                                + " units (Limits.maxDecodeWork): a JDK-serialized "
+                                + obj.getClass().getName()
+                                + " reaches " + span + " objects when hashed",
+                        ctx.path()));
             }
             if (keys > 0) {
                 try {
@@ -374,9 +412,11 @@ final class JavaFamily {
         }
 
         private static int elementBytes(Class<?> primitive) {
-            return primitive == long.class || primitive == double.class ? 8
-                    : primitive == int.class || primitive == float.class ? 4
-                    : primitive == short.class || primitive == char.class ? 2 : 1;
+            return primitive == long.class || primitive == double.class
+                    ? 8
+                    : primitive == int.class || primitive == float.class
+                            ? 4
+                            : primitive == short.class || primitive == char.class ? 2 : 1;
         }
 
         /** Arrays and blobs the stream rebuilt belong to the decode until it succeeds: released if anything fails. */

@@ -24,8 +24,14 @@ package io.cuwire.serialize;
  * @param maxDecodeWork most units of decode work one message may cost (see above); beyond it the decode fails
  *     with {@link DecodeBudgetExceededException}
  */
-public record Limits(long maxHeaderBytes, int maxFrames, int maxDepth, long maxFrameBytes, long maxTotalFrameBytes,
-        int maxCollectionSize, long maxDecodeWork) {
+public record Limits(
+        long maxHeaderBytes,
+        int maxFrames,
+        int maxDepth,
+        long maxFrameBytes,
+        long maxTotalFrameBytes,
+        int maxCollectionSize,
+        long maxDecodeWork) {
     /**
      * The default decode budget: 2^27 units. Measured on a shared 2-core VM: a 1 KB header that spends 10^8 of them
      * hashing one shared value decodes in 0.3 to 0.6 s; one that would spend more is refused at once.
@@ -36,26 +42,42 @@ public record Limits(long maxHeaderBytes, int maxFrames, int maxDepth, long maxF
      * 16 MiB of header, 65,536 frames, depth 64, frames up to 256 GiB (an H200 holds 141 GB), 1 TiB per message,
      * 2^20 entries per collection, {@link #DEFAULT_DECODE_WORK} units of decode work.
      */
-    public static final Limits DEFAULT = new Limits(16L << 20, 65_536, 64, 256L << 30, 1L << 40, 1 << 20,
-            DEFAULT_DECODE_WORK);
+    public static final Limits DEFAULT =
+            new Limits(16L << 20, 65_536, 64, 256L << 30, 1L << 40, 1 << 20, DEFAULT_DECODE_WORK);
 
     public Limits {
-        if (maxHeaderBytes <= 0 || maxFrames < 0 || maxDepth <= 0 || maxFrameBytes < 0 || maxTotalFrameBytes < 0
-                || maxCollectionSize < 0 || maxDecodeWork <= 0) {
+        if (maxHeaderBytes <= 0
+                || maxFrames < 0
+                || maxDepth <= 0
+                || maxFrameBytes < 0
+                || maxTotalFrameBytes < 0
+                || maxCollectionSize < 0
+                || maxDecodeWork <= 0) {
             throw new IllegalArgumentException("limits must be positive: " + this);
         }
     }
 
     /** Limits with the {@link #DEFAULT_DECODE_WORK default decode budget}. */
-    public Limits(long maxHeaderBytes, int maxFrames, int maxDepth, long maxFrameBytes, long maxTotalFrameBytes,
+    public Limits(
+            long maxHeaderBytes,
+            int maxFrames,
+            int maxDepth,
+            long maxFrameBytes,
+            long maxTotalFrameBytes,
             int maxCollectionSize) {
-        this(maxHeaderBytes, maxFrames, maxDepth, maxFrameBytes, maxTotalFrameBytes, maxCollectionSize,
+        this(
+                maxHeaderBytes,
+                maxFrames,
+                maxDepth,
+                maxFrameBytes,
+                maxTotalFrameBytes,
+                maxCollectionSize,
                 DEFAULT_DECODE_WORK);
     }
 
     /** These limits with another decode budget. */
     public Limits withMaxDecodeWork(long units) {
-        return new Limits(maxHeaderBytes, maxFrames, maxDepth, maxFrameBytes, maxTotalFrameBytes, maxCollectionSize,
-                units);
+        return new Limits(
+                maxHeaderBytes, maxFrames, maxDepth, maxFrameBytes, maxTotalFrameBytes, maxCollectionSize, units);
     }
 }

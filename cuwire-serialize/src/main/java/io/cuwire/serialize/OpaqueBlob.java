@@ -75,21 +75,23 @@ public final class OpaqueBlob implements AutoCloseable, Serializable {
     private static void checkValue(Object v, String where) {
         switch (v) {
             case null -> throw new IllegalArgumentException("metadata '" + where + "' is null");
-            case Boolean b -> { }
-            case Long l -> { }
-            case Double d -> { }
-            case String s -> { }
-            case byte[] b -> { }
+            case Boolean b -> {}
+            case Long l -> {}
+            case Double d -> {}
+            case String s -> {}
+            case byte[] b -> {}
             case List<?> list -> list.forEach(o -> checkValue(o, where + "[]"));
-            case Map<?, ?> map -> map.forEach((k, o) -> {
-                if (!(k instanceof String)) {
-                    throw new IllegalArgumentException("metadata '" + where + "' has a non-string key " + k);
-                }
-                checkValue(o, where + "." + k);
-            });
-            default -> throw new IllegalArgumentException("metadata '" + where + "' is a "
-                    + v.getClass().getName() + "; only booleans, longs, doubles, strings, byte arrays, lists and "
-                    + "maps travel in a header");
+            case Map<?, ?> map ->
+                map.forEach((k, o) -> {
+                    if (!(k instanceof String)) {
+                        throw new IllegalArgumentException("metadata '" + where + "' has a non-string key " + k);
+                    }
+                    checkValue(o, where + "." + k);
+                });
+            default ->
+                throw new IllegalArgumentException("metadata '" + where + "' is a "
+                        + v.getClass().getName() + "; only booleans, longs, doubles, strings, byte arrays, lists and "
+                        + "maps travel in a header");
         }
     }
 
@@ -145,7 +147,9 @@ public final class OpaqueBlob implements AutoCloseable, Serializable {
 
     @Serial
     private Object writeReplace() throws ObjectStreamException {
-        return new SerialForm(format, new MsgpackWriter(256).value(metadata).toByteArray(),
+        return new SerialForm(
+                format,
+                new MsgpackWriter(256).value(metadata).toByteArray(),
                 NdArray.view(buffer(), 0, DType.UINT8, Order.C, bytes.byteSize()));
     }
 
@@ -172,8 +176,8 @@ public final class OpaqueBlob implements AutoCloseable, Serializable {
         @Serial
         private Object readResolve() throws ObjectStreamException {
             try {
-                Object m = new MsgpackReader(metadata, 0, metadata.length, Limits.DEFAULT.maxDepth(), 1 << 16)
-                        .readValue();
+                Object m =
+                        new MsgpackReader(metadata, 0, metadata.length, Limits.DEFAULT.maxDepth(), 1 << 16).readValue();
                 @SuppressWarnings("unchecked")
                 Map<String, Object> map = (Map<String, Object>) m;
                 // The array's memory came from the read target; the blob gets its own buffer of that allocator.

@@ -5,8 +5,7 @@ import java.util.Iterator;
 
 /** Field paths for messages, from a stack of names: {@code KMeans.state.centers}, {@code history[3]}. */
 final class Paths {
-    private Paths() {
-    }
+    private Paths() {}
 
     /** The path of a stack whose top is the innermost name. */
     static String of(Deque<String> stack) {

@@ -97,7 +97,8 @@ public enum PrimitiveArrayType {
     /** Whether {@code segment} is the whole memory of an array of this type (of any length), nothing less. */
     public boolean isWholeArray(MemorySegment segment) {
         Object base = segment.heapBase().orElse(null);
-        return arrayClass.isInstance(base) && segment.address() == 0
+        return arrayClass.isInstance(base)
+                && segment.address() == 0
                 && segment.byteSize() == (long) java.lang.reflect.Array.getLength(base) * elementSize;
     }
 }

@@ -4,13 +4,17 @@ import java.lang.foreign.MemorySegment;
 
 /** The primitive array types the codec carries, their wire tags and element sizes. */
 final class PrimitiveArrays {
-    private PrimitiveArrays() {
-    }
+    private PrimitiveArrays() {}
 
     enum Kind {
-        I8(PrimitiveArrayType.I8), I16(PrimitiveArrayType.I16), U16(PrimitiveArrayType.U16),
-        I32(PrimitiveArrayType.I32), I64(PrimitiveArrayType.I64), F32(PrimitiveArrayType.F32),
-        F64(PrimitiveArrayType.F64), BOOL("bool[]", 1, boolean[].class, null);
+        I8(PrimitiveArrayType.I8),
+        I16(PrimitiveArrayType.I16),
+        U16(PrimitiveArrayType.U16),
+        I32(PrimitiveArrayType.I32),
+        I64(PrimitiveArrayType.I64),
+        F32(PrimitiveArrayType.F32),
+        F64(PrimitiveArrayType.F64),
+        BOOL("bool[]", 1, boolean[].class, null);
 
         private final String tag;
         private final int elementSize;

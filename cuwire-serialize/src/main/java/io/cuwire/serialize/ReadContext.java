@@ -68,7 +68,9 @@ public final class ReadContext {
     private MalformedHeaderException bad(String key, String expected) {
         Object v = data.get(key);
         return new MalformedHeaderException("'" + key + "' at " + decoder.path() + " is "
-                + (v == null ? (data.containsKey(key) ? "nil" : "missing") : v.getClass().getSimpleName())
+                + (v == null
+                        ? (data.containsKey(key) ? "nil" : "missing")
+                        : v.getClass().getSimpleName())
                 + ", expected " + expected);
     }
 
@@ -169,8 +171,8 @@ public final class ReadContext {
         Frame frame = decoder.takeFrame((int) index);
         if (frame.arrayType() != null) {
             // Only a primitive-array node's frame is an array; a serializer reads frames of bytes.
-            throw new MalformedHeaderException("'" + key + "' at " + decoder.path() + " names frame " + index
-                    + ", a " + frame.arrayType().tag() + " array's frame, not a frame of bytes");
+            throw new MalformedHeaderException("'" + key + "' at " + decoder.path() + " names frame " + index + ", a "
+                    + frame.arrayType().tag() + " array's frame, not a frame of bytes");
         }
         return frame;
     }

@@ -28,16 +28,23 @@ public class SchemaMismatchException extends SerializationException {
     }
 
     private static String message(Class<?> type, String path, List<String> missing, List<String> unknown) {
-        StringBuilder sb = new StringBuilder("header of ").append(type.getName()).append(" at ").append(path)
+        StringBuilder sb = new StringBuilder("header of ")
+                .append(type.getName())
+                .append(" at ")
+                .append(path)
                 .append(" does not fit the class:");
         if (!missing.isEmpty()) {
-            sb.append(" it lacks field").append(missing.size() == 1 ? " " : "s ").append(quoted(path, missing))
+            sb.append(" it lacks field")
+                    .append(missing.size() == 1 ? " " : "s ")
+                    .append(quoted(path, missing))
                     .append(" (a field older writers leave out must be @WireOptional)");
         }
         if (!unknown.isEmpty()) {
-            sb.append(missing.isEmpty() ? " it has " : "; it has ").append(unknown.size() == 1 ? "field " : "fields ")
-                    .append(quoted(path, unknown)).append(" the class does not (a class that dropped fields must "
-                    + "be @Evolving to read older headers)");
+            sb.append(missing.isEmpty() ? " it has " : "; it has ")
+                    .append(unknown.size() == 1 ? "field " : "fields ")
+                    .append(quoted(path, unknown))
+                    .append(" the class does not (a class that dropped fields must "
+                            + "be @Evolving to read older headers)");
         }
         return sb.toString();
     }

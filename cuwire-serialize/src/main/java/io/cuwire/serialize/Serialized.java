@@ -107,8 +107,8 @@ public final class Serialized implements AutoCloseable {
          */
         public Header {
             if (version != 1 && version != FORMAT_VERSION) {
-                throw new IllegalArgumentException("format version " + version + " (expected: 1 or "
-                        + FORMAT_VERSION + ")");
+                throw new IllegalArgumentException(
+                        "format version " + version + " (expected: 1 or " + FORMAT_VERSION + ")");
             }
             families = familySet(families);
             frames = List.copyOf(frames);
@@ -148,8 +148,11 @@ public final class Serialized implements AutoCloseable {
             for (FrameDescriptor d : frames) {
                 long kind = d.kind().ordinal();
                 long device = d.deviceOrdinal();
-                descriptors.add(d.arrayType() == null ? List.of(kind, device, d.length())
-                        : List.of(kind, device, d.length(), d.arrayType().tag()));
+                descriptors.add(
+                        d.arrayType() == null
+                                ? List.of(kind, device, d.length())
+                                : List.of(
+                                        kind, device, d.length(), d.arrayType().tag()));
             }
             top.put("frames", descriptors);
             MsgpackWriter writer = new MsgpackWriter(256);
@@ -204,32 +207,34 @@ public final class Serialized implements AutoCloseable {
      */
     public static Header parseHeader(byte[] bytes, Limits limits) {
         if (bytes.length > limits.maxHeaderBytes()) {
-            throw new LimitExceededException("header of " + bytes.length + " bytes exceeds the limit of "
-                    + limits.maxHeaderBytes());
+            throw new LimitExceededException(
+                    "header of " + bytes.length + " bytes exceeds the limit of " + limits.maxHeaderBytes());
         }
         boolean prefixed = bytes.length > 0 && (bytes[0] & 0xff) == PREFIX;
         int start = 0;
         if (prefixed) {
             if (bytes.length < PREFIX_BYTES) {
-                throw new MalformedHeaderException("header of " + bytes.length + " bytes is shorter than its "
-                        + PREFIX_BYTES + "-byte prefix");
+                throw new MalformedHeaderException(
+                        "header of " + bytes.length + " bytes is shorter than its " + PREFIX_BYTES + "-byte prefix");
             }
             int version = bytes[1] & 0xff;
             if (version != FORMAT_VERSION) {
                 throw new IncompatibleVersionException("header format version " + version + ", this reader reads "
                         + "version " + FORMAT_VERSION + " (and version 1)");
             }
-            int expected = ((bytes[2] & 0xff) << 24) | ((bytes[3] & 0xff) << 16) | ((bytes[4] & 0xff) << 8)
+            int expected = ((bytes[2] & 0xff) << 24)
+                    | ((bytes[3] & 0xff) << 16)
+                    | ((bytes[4] & 0xff) << 8)
                     | (bytes[5] & 0xff);
             int actual = checksum(bytes);
             if (expected != actual) {
-                throw new HeaderChecksumException(Integer.toUnsignedLong(expected), Integer.toUnsignedLong(actual),
-                        bytes.length);
+                throw new HeaderChecksumException(
+                        Integer.toUnsignedLong(expected), Integer.toUnsignedLong(actual), bytes.length);
             }
             start = PREFIX_BYTES;
         }
-        MsgpackReader reader = new MsgpackReader(bytes, start, bytes.length - start, limits.maxDepth(),
-                limits.maxCollectionSize());
+        MsgpackReader reader =
+                new MsgpackReader(bytes, start, bytes.length - start, limits.maxDepth(), limits.maxCollectionSize());
         if (!(reader.readValue() instanceof Map<?, ?> top)) {
             throw new MalformedHeaderException("header is not a map");
         }
@@ -242,8 +247,8 @@ public final class Serialized implements AutoCloseable {
             version = FORMAT_VERSION;
             for (Object key : top.keySet()) {
                 if (!key.equals("fam") && !key.equals("root") && !key.equals("frames")) {
-                    throw new MalformedHeaderException("version-" + FORMAT_VERSION + " header has an unknown entry '"
-                            + key + "'");
+                    throw new MalformedHeaderException(
+                            "version-" + FORMAT_VERSION + " header has an unknown entry '" + key + "'");
                 }
             }
             families = families(top.get("fam"));
@@ -276,10 +281,17 @@ public final class Serialized implements AutoCloseable {
         MemoryKind[] kinds = MemoryKind.values();
         int entries = version == FORMAT_VERSION ? 4 : 3;
         for (int i = 0; i < list.size(); i++) {
-            if (!(list.get(i) instanceof List<?> d) || d.size() < 3 || d.size() > entries
-                    || !(d.get(0) instanceof Long kind) || !(d.get(1) instanceof Long device)
-                    || !(d.get(2) instanceof Long length) || kind < 0 || kind >= kinds.length
-                    || device < Buffer.HOST_ORDINAL || device > 1 << 16 || length < 0) {
+            if (!(list.get(i) instanceof List<?> d)
+                    || d.size() < 3
+                    || d.size() > entries
+                    || !(d.get(0) instanceof Long kind)
+                    || !(d.get(1) instanceof Long device)
+                    || !(d.get(2) instanceof Long length)
+                    || kind < 0
+                    || kind >= kinds.length
+                    || device < Buffer.HOST_ORDINAL
+                    || device > 1 << 16
+                    || length < 0) {
                 throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length"
                         + (entries == 4 ? "] or [kind, device, length, array type]" : "]"));
             }
@@ -289,20 +301,20 @@ public final class Serialized implements AutoCloseable {
                     throw new MalformedHeaderException("frame descriptor " + i + " names array type "
                             + shortText(d.get(3)) + " (expected: one of " + arrayTags() + ")");
                 }
-                String wrong = FrameDescriptor.arrayFrameProblem(kinds[kind.intValue()], device.intValue(), length,
-                        arrayType);
+                String wrong =
+                        FrameDescriptor.arrayFrameProblem(kinds[kind.intValue()], device.intValue(), length, arrayType);
                 if (wrong != null) {
                     throw new MalformedHeaderException("frame descriptor " + i + " describes " + wrong);
                 }
             }
             if (length > limits.maxFrameBytes()) {
-                throw new LimitExceededException("frame " + i + " of " + length + " bytes exceeds the limit of "
-                        + limits.maxFrameBytes());
+                throw new LimitExceededException(
+                        "frame " + i + " of " + length + " bytes exceeds the limit of " + limits.maxFrameBytes());
             }
             total += length;
             if (total > limits.maxTotalFrameBytes()) {
-                throw new LimitExceededException("frames total more than the limit of "
-                        + limits.maxTotalFrameBytes() + " bytes");
+                throw new LimitExceededException(
+                        "frames total more than the limit of " + limits.maxTotalFrameBytes() + " bytes");
             }
             descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length, arrayType));
         }
@@ -333,8 +345,8 @@ public final class Serialized implements AutoCloseable {
         EnumSet<Family> families = EnumSet.noneOf(Family.class);
         for (Object name : names) {
             if (!(name instanceof String s)) {
-                throw new MalformedHeaderException("family list holds " + (name == null ? "nil"
-                        : name.getClass().getSimpleName()) + ", expected family names");
+                throw new MalformedHeaderException("family list holds "
+                        + (name == null ? "nil" : name.getClass().getSimpleName()) + ", expected family names");
             }
             if (!families.add(Family.fromWireName(s))) {
                 throw new MalformedHeaderException("family list names '" + s + "' twice");
@@ -349,8 +361,8 @@ public final class Serialized implements AutoCloseable {
      */
     public static Serialized received(Header header, List<? extends Buffer> buffers) {
         if (buffers.size() != header.frames().size()) {
-            throw new MalformedHeaderException("header describes " + header.frames().size() + " frames, "
-                    + buffers.size() + " arrived");
+            throw new MalformedHeaderException(
+                    "header describes " + header.frames().size() + " frames, " + buffers.size() + " arrived");
         }
         List<Frame> frames = new ArrayList<>(buffers.size());
         for (int i = 0; i < buffers.size(); i++) {
@@ -376,23 +388,24 @@ public final class Serialized implements AutoCloseable {
      */
     public static Serialized receivedFrames(Header header, List<Frame> frames) {
         if (frames.size() != header.frames().size()) {
-            throw new MalformedHeaderException("header describes " + header.frames().size() + " frames, "
-                    + frames.size() + " arrived");
+            throw new MalformedHeaderException(
+                    "header describes " + header.frames().size() + " frames, " + frames.size() + " arrived");
         }
         for (int i = 0; i < frames.size(); i++) {
             Frame f = Objects.requireNonNull(frames.get(i), "frame " + i);
             FrameDescriptor d = header.frames().get(i);
             if (!f.owned()) {
-                throw new IllegalArgumentException("frame " + i + " (" + f.buffer().describe() + ") is not owned: a "
-                        + "received value owns its frames");
+                throw new IllegalArgumentException("frame " + i + " ("
+                        + f.buffer().describe() + ") is not owned: a " + "received value owns its frames");
             }
             if (f.length() != d.length()) {
-                throw new MalformedHeaderException("frame " + i + " is " + f.length() + " bytes, header says "
-                        + d.length());
+                throw new MalformedHeaderException(
+                        "frame " + i + " is " + f.length() + " bytes, header says " + d.length());
             }
             if (f.arrayType() != null && f.arrayType() != d.arrayType()) {
-                throw new MalformedHeaderException("frame " + i + " is a " + f.arrayType().tag() + " array, header "
-                        + "says " + (d.arrayType() == null ? "bytes" : d.arrayType().tag()));
+                throw new MalformedHeaderException("frame " + i + " is a "
+                        + f.arrayType().tag() + " array, header " + "says "
+                        + (d.arrayType() == null ? "bytes" : d.arrayType().tag()));
             }
         }
         return new Serialized(header, frames);
@@ -452,8 +465,8 @@ public final class Serialized implements AutoCloseable {
             throw new IllegalStateException("serialized value is closed");
         }
         if (index < 0 || index >= frames.size()) {
-            throw new MalformedHeaderException("frame index " + index + " (expected: 0 <= index < " + frames.size()
-                    + ")");
+            throw new MalformedHeaderException(
+                    "frame index " + index + " (expected: 0 <= index < " + frames.size() + ")");
         }
         if (taken.get(index)) {
             throw new MalformedHeaderException("frame " + index + " is used twice");

@@ -23,20 +23,36 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * with each other.
  */
 public final class TypeRegistry {
-    private static final Set<String> RESERVED = Set.of("i8", "i16", "i32", "char", "f32", "enum", "opt", "ref",
-            "list", "set", "map", "arr", "i8[]", "i16[]", "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]",
-            "str", "bool", "i64", "f64", "pref", "obj");
+    private static final Set<String> RESERVED = Set.of(
+            "i8", "i16", "i32", "char", "f32", "enum", "opt", "ref", "list", "set", "map", "arr", "i8[]", "i16[]",
+            "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]", "str", "bool", "i64", "f64", "pref", "obj");
 
     /** The element types an array may name without registering them: strings and boxed values. */
-    private static final Map<Class<?>, String> BUILTIN_COMPONENTS = Map.of(String.class, "str", Boolean.class, "bool",
-            Long.class, "i64", Double.class, "f64", Integer.class, "i32", Short.class, "i16", Byte.class, "i8",
-            Character.class, "char", Float.class, "f32");
+    private static final Map<Class<?>, String> BUILTIN_COMPONENTS = Map.of(
+            String.class,
+            "str",
+            Boolean.class,
+            "bool",
+            Long.class,
+            "i64",
+            Double.class,
+            "f64",
+            Integer.class,
+            "i32",
+            Short.class,
+            "i16",
+            Byte.class,
+            "i8",
+            Character.class,
+            "char",
+            Float.class,
+            "f32");
+
     private static final Map<String, Class<?>> BUILTIN_COMPONENT_TYPES = inverse(BUILTIN_COMPONENTS);
     /** Most dimensions of an array element type on the wire ({@code "[[name"}: an array of arrays of arrays). */
     private static final int MAX_COMPONENT_DIMENSIONS = 8;
 
-    private record Generic(Class<?> base, Set<Family> families) {
-    }
+    private record Generic(Class<?> base, Set<Family> families) {}
 
     private final Map<String, Class<?>> classes = new ConcurrentHashMap<>();
     private final Map<Class<?>, String> names = new ConcurrentHashMap<>();
@@ -206,8 +222,7 @@ public final class TypeRegistry {
     public <T> T deserialize(Serialized serialized, Class<T> type, DecodeTarget target) {
         Object value = deserialize(serialized, target);
         if (value != null && !type.isInstance(value)) {
-            throw new SerializationException("decoded " + value.getClass().getName() + ", expected "
-                    + type.getName());
+            throw new SerializationException("decoded " + value.getClass().getName() + ", expected " + type.getName());
         }
         return type.cast(value);
     }
@@ -269,8 +284,9 @@ public final class TypeRegistry {
         }
         String base = name.substring(dims);
         PrimitiveArrays.Kind kind = PrimitiveArrays.kindOf(base);
-        Class<?> type = kind != null ? kind.type() : base.equals("obj") && dims > 0 ? Object.class
-                : BUILTIN_COMPONENT_TYPES.get(base);
+        Class<?> type = kind != null
+                ? kind.type()
+                : base.equals("obj") && dims > 0 ? Object.class : BUILTIN_COMPONENT_TYPES.get(base);
         if (type == null) {
             type = classForName(base, path);
         }
@@ -287,8 +303,9 @@ public final class TypeRegistry {
     Class<?> classForName(String name, String path) {
         Class<?> type = classes.get(name);
         if (type == null) {
-            throw new UnknownTypeException("unregistered type name '" + (name.length() > 200
-                    ? name.substring(0, 200) + "…" : name) + "'", path);
+            throw new UnknownTypeException(
+                    "unregistered type name '" + (name.length() > 200 ? name.substring(0, 200) + "…" : name) + "'",
+                    path);
         }
         return type;
     }
@@ -296,24 +313,25 @@ public final class TypeRegistry {
     /** The serializer for {@code type} in {@code family}: exact registration first, then the nearest generic. */
     @SuppressWarnings("unchecked")
     Serializer<Object> serializerFor(Class<?> type, Family family) {
-        Map<Family, Optional<Serializer<Object>>> byFamily = resolved.computeIfAbsent(type,
-                t -> new ConcurrentHashMap<>());
+        Map<Family, Optional<Serializer<Object>>> byFamily =
+                resolved.computeIfAbsent(type, t -> new ConcurrentHashMap<>());
         return byFamily.computeIfAbsent(family, f -> {
-            Map<Family, Serializer<?>> e = exact.get(type);
-            if (e != null && e.containsKey(f)) {
-                return Optional.of((Serializer<Object>) e.get(f));
-            }
-            List<Generic> candidates = new ArrayList<>();
-            for (Generic g : generics) {
-                if (g.families().contains(f) && g.base().isAssignableFrom(type)) {
-                    candidates.add(g);
-                }
-            }
-            if (candidates.isEmpty()) {
-                return Optional.empty();
-            }
-            return Optional.of(generic);
-        }).orElse(null);
+                    Map<Family, Serializer<?>> e = exact.get(type);
+                    if (e != null && e.containsKey(f)) {
+                        return Optional.of((Serializer<Object>) e.get(f));
+                    }
+                    List<Generic> candidates = new ArrayList<>();
+                    for (Generic g : generics) {
+                        if (g.families().contains(f) && g.base().isAssignableFrom(type)) {
+                            candidates.add(g);
+                        }
+                    }
+                    if (candidates.isEmpty()) {
+                        return Optional.empty();
+                    }
+                    return Optional.of(generic);
+                })
+                .orElse(null);
     }
 
     Limits limits() {

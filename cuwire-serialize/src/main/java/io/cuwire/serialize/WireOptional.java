@@ -22,5 +22,4 @@ import java.lang.annotation.Target;
  */
 @Retention(RetentionPolicy.RUNTIME)
 @Target({ElementType.FIELD, ElementType.RECORD_COMPONENT})
-public @interface WireOptional {
-}
+public @interface WireOptional {}

@@ -44,9 +44,11 @@ public final class WriteContext {
     private void checkHeaderValue(String key, Object value) {
         String why = MsgpackWriter.unwritable(value, encoder.maxDepth());
         if (why != null) {
-            throw new UnserializableException("not a header value under \"" + key + "\": " + why + " (expected: null, "
-                    + "Boolean, Long, Double, String, byte[], or lists and string-keyed maps of those; write other "
-                    + "values with writeValue)", encoder.path());
+            throw new UnserializableException(
+                    "not a header value under \"" + key + "\": " + why + " (expected: null, "
+                            + "Boolean, Long, Double, String, byte[], or lists and string-keyed maps of those; write other "
+                            + "values with writeValue)",
+                    encoder.path());
         }
     }
 

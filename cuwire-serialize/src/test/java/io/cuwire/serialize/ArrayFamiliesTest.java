@@ -20,9 +20,9 @@ import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.memory.TransferStats;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -64,8 +64,10 @@ class ArrayFamiliesTest {
         senderHost = BufferAllocator.host("sender-host", BufferAllocator.UNLIMITED);
         receiverDevice = receiver.newAllocator("receiver", BufferAllocator.UNLIMITED);
         receiverHost = BufferAllocator.host("receiver-host", BufferAllocator.UNLIMITED);
-        registry = new TypeRegistry().registerGeneric(Fitted.class, Family.CUDA, Family.HOST)
-                .register(Fitted.class, "test.Fitted").allowJava(Models.Holder.class);
+        registry = new TypeRegistry()
+                .registerGeneric(Fitted.class, Family.CUDA, Family.HOST)
+                .register(Fitted.class, "test.Fitted")
+                .allowJava(Models.Holder.class);
     }
 
     @AfterEach
@@ -81,7 +83,8 @@ class ArrayFamiliesTest {
         Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
         List<Buffer> received = new ArrayList<>();
         for (FrameDescriptor d : header.frames()) {
-            Buffer b = d.kind() == MemoryKind.DEVICE ? receiverDevice.allocate(d.length())
+            Buffer b = d.kind() == MemoryKind.DEVICE
+                    ? receiverDevice.allocate(d.length())
                     : receiverHost.allocate(d.length());
             received.add(b);
         }
@@ -129,7 +132,8 @@ class ArrayFamiliesTest {
     }
 
     private long arrayBytes(Fitted f) {
-        long total = f.coef.byteSize() + f.intercept.byteSize() + f.history.get(0).byteSize();
+        long total =
+                f.coef.byteSize() + f.intercept.byteSize() + f.history.get(0).byteSize();
         for (NdArray c : f.support.components()) {
             total += c.byteSize();
         }
@@ -152,8 +156,8 @@ class ArrayFamiliesTest {
                     assertEquals(MemoryKind.DEVICE, frame.kind(), "every array stays a device frame");
                 }
                 try (Serialized wire = transfer(s)) {
-                    Fitted back = registry.deserialize(wire, Fitted.class, new DecodeTarget(receiverDevice,
-                            receiverHost, Limits.DEFAULT));
+                    Fitted back = registry.deserialize(
+                            wire, Fitted.class, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT));
                     TransferStats moved = scope.stats();
                     assertEquals(0, moved.bytes(CopyDirection.D2H), "no byte went device to host: " + moved);
                     assertEquals(0, moved.bytes(CopyDirection.H2D), "no byte went host to device: " + moved);
@@ -192,8 +196,10 @@ class ArrayFamiliesTest {
                 received.add(receiverDevice.allocate(d.length()));
             }
             try (Serialized wire = Serialized.received(header, received)) {
-                MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> registry.deserialize(
-                        wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+                MalformedHeaderException e = assertThrows(
+                        MalformedHeaderException.class,
+                        () -> registry.deserialize(
+                                wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
                 assertTrue(e.getMessage().contains("outside its frames [0, 3)"), e.getMessage());
             }
         }
@@ -213,8 +219,10 @@ class ArrayFamiliesTest {
                 received.add(receiverHost.allocate(d.length()));
             }
             try (Serialized wire = Serialized.received(header, received)) {
-                assertThrows(UnknownTypeException.class, () -> registry.deserialize(wire,
-                        new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
+                assertThrows(
+                        UnknownTypeException.class,
+                        () -> registry.deserialize(
+                                wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT)));
             }
             assertEquals(0, receiverDevice.allocatedBytes(), "the array rebuilt on the device was released");
             assertEquals(0, receiverHost.allocatedBytes(), "the host frame was released");
@@ -234,9 +242,10 @@ class ArrayFamiliesTest {
                 assertEquals(MemoryKind.HOST, frame.kind());
                 assertTrue(frame.owned(), "host copies belong to the serialized value");
             }
-            try (Serialized wire = transfer(s); TransferScope decode = CopyEngine.openScope("host family decode")) {
-                Fitted back = registry.deserialize(wire, Fitted.class, new DecodeTarget(receiverDevice,
-                        receiverHost, Limits.DEFAULT));
+            try (Serialized wire = transfer(s);
+                    TransferScope decode = CopyEngine.openScope("host family decode")) {
+                Fitted back = registry.deserialize(
+                        wire, Fitted.class, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT));
                 assertEquals(bytes, decode.bytes(CopyDirection.H2D), "rebuilt on the receiver's device");
                 assertEquals(0, decode.bytes(CopyDirection.D2H));
                 assertEquals(MemoryKind.DEVICE, back.coef.kind());
@@ -278,13 +287,14 @@ class ArrayFamiliesTest {
                         holder.inner = value;
                         try (Serialized s = registry.serialize(family == Family.JAVA ? holder : value, family);
                                 Serialized wire = transfer(s)) {
-                            Object decoded = registry.deserialize(wire, new DecodeTarget(receiverDevice,
-                                    receiverHost, Limits.DEFAULT));
-                            List<?> back = (List<?>) (family == Family.JAVA ? ((Models.Holder) decoded).inner
-                                    : decoded);
+                            Object decoded = registry.deserialize(
+                                    wire, new DecodeTarget(receiverDevice, receiverHost, Limits.DEFAULT));
+                            List<?> back =
+                                    (List<?>) (family == Family.JAVA ? ((Models.Holder) decoded).inner : decoded);
                             try (NdArray b = (NdArray) back.get(0)) {
                                 assertTrue(a.contentEquals(b), family + " " + a + " vs " + b);
-                                assertEquals(a.kind() == MemoryKind.DEVICE ? MemoryKind.DEVICE : MemoryKind.HOST,
+                                assertEquals(
+                                        a.kind() == MemoryKind.DEVICE ? MemoryKind.DEVICE : MemoryKind.HOST,
                                         b.kind() == MemoryKind.PINNED ? MemoryKind.HOST : b.kind());
                                 assertEquals(order, b.order());
                             }

@@ -16,9 +16,9 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -61,7 +61,8 @@ class ArrayFramesTest {
         host = BufferAllocator.host("array-frames-host", BufferAllocator.UNLIMITED);
         target = new DecodeTarget(device, host, Limits.DEFAULT);
         // Every array of at least one byte is a frame.
-        registry = new TypeRegistry(Limits.DEFAULT, 1, host).registerGeneric(AllArrays.class, Family.HOST)
+        registry = new TypeRegistry(Limits.DEFAULT, 1, host)
+                .registerGeneric(AllArrays.class, Family.HOST)
                 .register(AllArrays.class);
     }
 
@@ -106,8 +107,8 @@ class ArrayFramesTest {
     }
 
     /** What a byte-stream receiver does: a fresh array per typed descriptor, a native copy for every other frame. */
-    private static List<Frame> receivedAsArrays(Serialized sent, Serialized.Header header,
-            BufferAllocator<HostBuffer> host) {
+    private static List<Frame> receivedAsArrays(
+            Serialized sent, Serialized.Header header, BufferAllocator<HostBuffer> host) {
         List<Frame> frames = new ArrayList<>();
         for (int i = 0; i < header.frames().size(); i++) {
             FrameDescriptor d = header.frames().get(i);
@@ -134,9 +135,17 @@ class ArrayFramesTest {
                 types.add(f.arrayType());
             }
             // In field order; boolean[]'s frame is a packed byte copy, bytes to the receiver.
-            assertEquals(Arrays.asList(PrimitiveArrayType.I8, PrimitiveArrayType.I16, PrimitiveArrayType.U16,
-                    PrimitiveArrayType.I32, PrimitiveArrayType.I64, PrimitiveArrayType.F32, PrimitiveArrayType.F64,
-                    null), types);
+            assertEquals(
+                    Arrays.asList(
+                            PrimitiveArrayType.I8,
+                            PrimitiveArrayType.I16,
+                            PrimitiveArrayType.U16,
+                            PrimitiveArrayType.I32,
+                            PrimitiveArrayType.I64,
+                            PrimitiveArrayType.F32,
+                            PrimitiveArrayType.F64,
+                            null),
+                    types);
             Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
             assertEquals(s.frameDescriptors(), header.frames());
             for (FrameDescriptor d : header.frames()) {
@@ -218,8 +227,11 @@ class ArrayFramesTest {
         Frame frame = new Frame(HostBuffer.wrap(segment), true, PrimitiveArrayType.F32);
         try (Serialized received = Serialized.receivedFrames(header, List.of(frame))) {
             int[] ints = (int[]) registry.deserialize(received, target);
-            assertArrayEquals(new int[] {Float.floatToRawIntBits(1.5f), Float.floatToRawIntBits(-2.25f),
-                    Float.floatToRawIntBits(3.0f)}, ints);
+            assertArrayEquals(
+                    new int[] {
+                        Float.floatToRawIntBits(1.5f), Float.floatToRawIntBits(-2.25f), Float.floatToRawIntBits(3.0f)
+                    },
+                    ints);
         }
     }
 
@@ -229,36 +241,57 @@ class ArrayFramesTest {
         top.put("fam", List.of("host"));
         top.put("root", root);
         top.put("frames", frames);
-        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+        return Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
+                .toByteArray());
     }
 
     private static String refusal(List<Object> descriptor, Limits limits) {
         byte[] bytes = header(null, List.of(descriptor));
-        return assertThrows(MalformedHeaderException.class, () -> Serialized.parseHeader(bytes, limits)).getMessage();
+        return assertThrows(MalformedHeaderException.class, () -> Serialized.parseHeader(bytes, limits))
+                .getMessage();
     }
 
     @Test
     void shouldRefuseADescriptorWhoseArrayTypeCannotHoldTheFrameBeforeAnythingIsAllocated() {
-        assertEquals("frame descriptor 0 describes a f64[] frame of 12 bytes, not a whole number of 8-byte elements",
+        assertEquals(
+                "frame descriptor 0 describes a f64[] frame of 12 bytes, not a whole number of 8-byte elements",
                 refusal(List.of(0L, -1L, 12L, "f64[]"), Limits.DEFAULT));
-        assertEquals("frame descriptor 0 describes a f32[] frame of DEVICE memory on device 0 (expected: HOST "
-                + "memory, device -1)", refusal(List.of(2L, 0L, 16L, "f32[]"), Limits.DEFAULT));
-        assertEquals("frame descriptor 0 describes a i32[] frame of PINNED memory on device -1 (expected: HOST "
-                + "memory, device -1)", refusal(List.of(1L, -1L, 16L, "i32[]"), Limits.DEFAULT));
-        assertEquals("frame descriptor 0 names array type 'bool[]' (expected: one of [i8[], i16[], u16[], i32[], "
-                + "i64[], f32[], f64[]])", refusal(List.of(0L, -1L, 16L, "bool[]"), Limits.DEFAULT));
-        assertEquals("frame descriptor 0 names array type Long (expected: one of [i8[], i16[], u16[], i32[], "
-                + "i64[], f32[], f64[]])", refusal(List.of(0L, -1L, 16L, 5L), Limits.DEFAULT));
-        assertEquals("frame descriptor 0 is not [kind, device, length] or [kind, device, length, array type]",
+        assertEquals(
+                "frame descriptor 0 describes a f32[] frame of DEVICE memory on device 0 (expected: HOST "
+                        + "memory, device -1)",
+                refusal(List.of(2L, 0L, 16L, "f32[]"), Limits.DEFAULT));
+        assertEquals(
+                "frame descriptor 0 describes a i32[] frame of PINNED memory on device -1 (expected: HOST "
+                        + "memory, device -1)",
+                refusal(List.of(1L, -1L, 16L, "i32[]"), Limits.DEFAULT));
+        assertEquals(
+                "frame descriptor 0 names array type 'bool[]' (expected: one of [i8[], i16[], u16[], i32[], "
+                        + "i64[], f32[], f64[]])",
+                refusal(List.of(0L, -1L, 16L, "bool[]"), Limits.DEFAULT));
+        assertEquals(
+                "frame descriptor 0 names array type Long (expected: one of [i8[], i16[], u16[], i32[], "
+                        + "i64[], f32[], f64[]])",
+                refusal(List.of(0L, -1L, 16L, 5L), Limits.DEFAULT));
+        assertEquals(
+                "frame descriptor 0 is not [kind, device, length] or [kind, device, length, array type]",
                 refusal(List.of(0L, -1L, 16L, "f32[]", 1L), Limits.DEFAULT));
-        Limits large = new Limits(Limits.DEFAULT.maxHeaderBytes(), Limits.DEFAULT.maxFrames(),
-                Limits.DEFAULT.maxDepth(), 1L << 40, 1L << 40, Limits.DEFAULT.maxCollectionSize());
+        Limits large = new Limits(
+                Limits.DEFAULT.maxHeaderBytes(),
+                Limits.DEFAULT.maxFrames(),
+                Limits.DEFAULT.maxDepth(),
+                1L << 40,
+                1L << 40,
+                Limits.DEFAULT.maxCollectionSize());
         long tooMany = PrimitiveArrayType.MAX_LENGTH + 1L;
-        assertEquals("frame descriptor 0 describes a i8[] frame of " + tooMany + " elements, more than an array "
-                + "holds (" + PrimitiveArrayType.MAX_LENGTH + ")", refusal(List.of(0L, -1L, tooMany, "i8[]"), large));
+        assertEquals(
+                "frame descriptor 0 describes a i8[] frame of " + tooMany + " elements, more than an array " + "holds ("
+                        + PrimitiveArrayType.MAX_LENGTH + ")",
+                refusal(List.of(0L, -1L, tooMany, "i8[]"), large));
         // The largest array there is passes the check (nothing is allocated by parsing).
-        Serialized.Header fits = Serialized.parseHeader(header(null, List.of(List.of(0L, -1L,
-                (long) PrimitiveArrayType.MAX_LENGTH * 8, "i64[]"))), large);
+        Serialized.Header fits = Serialized.parseHeader(
+                header(null, List.of(List.of(0L, -1L, (long) PrimitiveArrayType.MAX_LENGTH * 8, "i64[]"))), large);
         assertEquals(PrimitiveArrayType.MAX_LENGTH, fits.frames().getFirst().arrayLength());
         assertEquals(PrimitiveArrayType.I64, fits.frames().getFirst().arrayType());
     }
@@ -270,42 +303,51 @@ class ArrayFramesTest {
         top.put("root", null);
         top.put("frames", List.of(List.of(0L, -1L, 16L, "f32[]")));
         byte[] bytes = new MsgpackWriter().value(top).toByteArray();
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                () -> Serialized.parseHeader(bytes, Limits.DEFAULT));
+        MalformedHeaderException e =
+                assertThrows(MalformedHeaderException.class, () -> Serialized.parseHeader(bytes, Limits.DEFAULT));
         assertEquals("frame descriptor 0 is not [kind, device, length]", e.getMessage());
     }
 
     @Test
     void shouldRefuseFramesThatDoNotMatchTheirDescriptorsArrayTypeOrAreNotOwned() {
-        Serialized.Header header = Serialized.parseHeader(header(null, List.of(List.of(0L, -1L, 16L, "f32[]"))),
-                Limits.DEFAULT);
+        Serialized.Header header =
+                Serialized.parseHeader(header(null, List.of(List.of(0L, -1L, 16L, "f32[]"))), Limits.DEFAULT);
         Frame ints = new Frame(HostBuffer.wrap(MemorySegment.ofArray(new int[4])), true, PrimitiveArrayType.I32);
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                () -> Serialized.receivedFrames(header, List.of(ints)));
+        MalformedHeaderException e =
+                assertThrows(MalformedHeaderException.class, () -> Serialized.receivedFrames(header, List.of(ints)));
         assertEquals("frame 0 is a i32[] array, header says f32[]", e.getMessage());
-        Frame borrowed = new Frame(HostBuffer.wrap(MemorySegment.ofArray(new float[4])), false,
-                PrimitiveArrayType.F32);
-        IllegalArgumentException notOwned = assertThrows(IllegalArgumentException.class,
-                () -> Serialized.receivedFrames(header, List.of(borrowed)));
+        Frame borrowed = new Frame(HostBuffer.wrap(MemorySegment.ofArray(new float[4])), false, PrimitiveArrayType.F32);
+        IllegalArgumentException notOwned = assertThrows(
+                IllegalArgumentException.class, () -> Serialized.receivedFrames(header, List.of(borrowed)));
         assertEquals("frame 0 (HOST[16 bytes]) is not owned: a received value owns its frames", notOwned.getMessage());
         // A frame of bytes matches a typed descriptor of its length: it is copied when decoded.
         try (HostBuffer b = host.allocate(16)) {
-            assertNull(Serialized.receivedFrames(header, List.of(new Frame(b, true))).frames().getFirst().arrayType());
+            assertNull(Serialized.receivedFrames(header, List.of(new Frame(b, true)))
+                    .frames()
+                    .getFirst()
+                    .arrayType());
         }
     }
 
     @Test
     void shouldRefuseAnArrayTypeOnAFrameThatIsNotAWholeArrayOfThatType() {
         float[] floats = new float[8];
-        String slice = assertThrows(IllegalArgumentException.class, () -> new Frame(
-                HostBuffer.wrap(MemorySegment.ofArray(floats).asSlice(4)), true, PrimitiveArrayType.F32)).getMessage();
+        String slice = assertThrows(
+                        IllegalArgumentException.class,
+                        () -> new Frame(
+                                HostBuffer.wrap(MemorySegment.ofArray(floats).asSlice(4)),
+                                true,
+                                PrimitiveArrayType.F32))
+                .getMessage();
         assertEquals("HOST[28 bytes] is not the whole memory of a float[]", slice);
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> new Frame(HostBuffer.wrap(MemorySegment.ofArray(floats)), true, PrimitiveArrayType.I32));
         try (HostBuffer b = host.allocate(32)) {
             assertThrows(IllegalArgumentException.class, () -> new Frame(b, true, PrimitiveArrayType.F32));
         }
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> new FrameDescriptor(MemoryKind.HOST, -1, 6, PrimitiveArrayType.F32));
         assertEquals(2, new FrameDescriptor(MemoryKind.HOST, -1, 8, PrimitiveArrayType.F32).arrayLength());
     }
@@ -321,14 +363,16 @@ class ArrayFramesTest {
         node.put("t", "cuwire.blob");
         node.put("f", "host");
         node.put("d", data);
-        Serialized.Header header = Serialized.parseHeader(header(node, List.of(List.of(0L, -1L, 16L, "f32[]"))),
-                Limits.DEFAULT);
+        Serialized.Header header =
+                Serialized.parseHeader(header(node, List.of(List.of(0L, -1L, 16L, "f32[]"))), Limits.DEFAULT);
         Frame frame = new Frame(HostBuffer.wrap(MemorySegment.ofArray(new float[4])), true, PrimitiveArrayType.F32);
         try (Serialized received = Serialized.receivedFrames(header, List.of(frame))) {
-            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                    () -> registry.deserialize(received, target));
-            assertTrue(e.getMessage().contains("'fr' at root names frame 0, a f32[] array's frame, not a frame of "
-                    + "bytes"), e.getMessage());
+            MalformedHeaderException e =
+                    assertThrows(MalformedHeaderException.class, () -> registry.deserialize(received, target));
+            assertTrue(
+                    e.getMessage()
+                            .contains("'fr' at root names frame 0, a f32[] array's frame, not a frame of " + "bytes"),
+                    e.getMessage());
         }
     }
 

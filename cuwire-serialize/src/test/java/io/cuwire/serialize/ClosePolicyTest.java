@@ -34,8 +34,8 @@ class ClosePolicyTest {
     @Test
     void shouldThrowOnTheSecondCloseOfEveryOwner() throws Exception {
         BufferAllocator<HostBuffer> host = BufferAllocator.host("close-policy-host", BufferAllocator.UNLIMITED);
-        BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("close-policy-device",
-                BufferAllocator.UNLIMITED);
+        BufferAllocator<DeviceBuffer> device =
+                Devices.get(0).newAllocator("close-policy-device", BufferAllocator.UNLIMITED);
         assertOwner(host.allocate(64), "a host buffer");
         assertOwner(device.allocate(64), "a device buffer");
         assertOwner(NdArray.fromArray(host, new float[] {1, 2, 3}, 3), "an NdArray on the host");

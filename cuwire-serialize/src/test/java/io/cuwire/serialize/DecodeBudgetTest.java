@@ -55,7 +55,10 @@ class DecodeBudgetTest {
         top.put("fam", List.of("cuda", "host", "java"));
         top.put("root", root);
         top.put("frames", List.of());
-        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+        return Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
+                .toByteArray());
     }
 
     private Object decode(byte[] bytes, Limits limits) {
@@ -95,17 +98,22 @@ class DecodeBudgetTest {
     @Test
     void shouldRefuseASetOfAValueWhoseReferencesDescribe2To60PathsBeforeHashingIt() {
         for (String kind : new String[] {"hash", null, "imm", "unmod"}) {
-            Map<String, Object> set = kind == null ? node("set", "v", List.of(ref(61)))
-                    : node("set", "k", kind, "v", List.of(ref(61)));
+            Map<String, Object> set =
+                    kind == null ? node("set", "v", List.of(ref(61))) : node("set", "k", kind, "v", List.of(ref(61)));
             byte[] bytes = header(doubling(60, set));
             assertTrue(bytes.length < 2500, "a header of " + bytes.length + " bytes");
-            DecodeBudgetExceededException e = assertTimeoutPreemptively(GUARD,
+            DecodeBudgetExceededException e = assertTimeoutPreemptively(
+                    GUARD,
                     () -> assertThrows(DecodeBudgetExceededException.class, () -> decode(bytes, Limits.DEFAULT)));
             assertInstanceOf(LimitExceededException.class, e);
-            assertTrue(e.getMessage().contains("exceeds the budget of " + Limits.DEFAULT_DECODE_WORK
-                    + " units (Limits.maxDecodeWork)"), e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .contains("exceeds the budget of " + Limits.DEFAULT_DECODE_WORK
+                                    + " units (Limits.maxDecodeWork)"),
+                    e.getMessage());
             // the last level spans 3 * 2^60 - 1 nodes: two of the level below, and itself
-            assertTrue(e.getMessage().contains("hashing a set element spanning " + (3 * (1L << 60) - 1) + " nodes"),
+            assertTrue(
+                    e.getMessage().contains("hashing a set element spanning " + (3 * (1L << 60) - 1) + " nodes"),
                     e.getMessage());
             assertEquals("root[61]", e.path(), "the set");
         }
@@ -114,10 +122,14 @@ class DecodeBudgetTest {
     @Test
     void shouldRefuseAMapKeyWhoseReferencesDescribe2To60PathsBeforeHashingOrPrintingIt() {
         for (String kind : new String[] {"hash", null, "concurrent", "imm"}) {
-            Map<String, Object> map = kind == null ? node("map", "v", List.of(ref(61), 1L))
+            Map<String, Object> map = kind == null
+                    ? node("map", "v", List.of(ref(61), 1L))
                     : node("map", "k", kind, "v", List.of(ref(61), 1L));
-            DecodeBudgetExceededException e = assertTimeoutPreemptively(GUARD, () -> assertThrows(
-                    DecodeBudgetExceededException.class, () -> decode(header(doubling(60, map)), Limits.DEFAULT)));
+            DecodeBudgetExceededException e = assertTimeoutPreemptively(
+                    GUARD,
+                    () -> assertThrows(
+                            DecodeBudgetExceededException.class,
+                            () -> decode(header(doubling(60, map)), Limits.DEFAULT)));
             assertTrue(e.getMessage().contains("hashing a map key spanning"), e.getMessage());
             assertEquals("root[61]", e.path());
         }
@@ -126,16 +138,16 @@ class DecodeBudgetTest {
     @Test
     void shouldDecodeSharedValuesInListsAndPrintOnlyScalarKeys() {
         // Lists do not hash: the same 2^60 paths in a list decode at once, sharing one instance per level.
-        Object value = assertTimeoutPreemptively(GUARD,
-                () -> decode(header(doubling(60, node("list", "v", List.of(ref(61))))), Limits.DEFAULT));
+        Object value = assertTimeoutPreemptively(
+                GUARD, () -> decode(header(doubling(60, node("list", "v", List.of(ref(61))))), Limits.DEFAULT));
         List<?> levels = (List<?>) value;
         List<?> top = (List<?>) levels.get(60);
         assertTrue(top.get(0) == top.get(1) && top.get(0) == levels.get(59), "references give the same instance");
         // A duplicate key that is not a scalar is named by its position, not printed.
-        Map<String, Object> keys = node("map", "v", List.of(node("list", "v", List.of(1L)), 1L,
-                node("list", "v", List.of(1L)), 2L));
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                () -> decode(header(keys), Limits.DEFAULT));
+        Map<String, Object> keys =
+                node("map", "v", List.of(node("list", "v", List.of(1L)), 1L, node("list", "v", List.of(1L)), 2L));
+        MalformedHeaderException e =
+                assertThrows(MalformedHeaderException.class, () -> decode(header(keys), Limits.DEFAULT));
         assertTrue(e.getMessage().startsWith("map with duplicate key <key 1> at root"), e.getMessage());
     }
 
@@ -146,12 +158,17 @@ class DecodeBudgetTest {
             items.add(i);
         }
         byte[] bytes = header(node("list", "v", items));
-        assertEquals(5000, ((List<?>) decode(bytes, Limits.DEFAULT.withMaxDecodeWork(5001))).size(),
+        assertEquals(
+                5000,
+                ((List<?>) decode(bytes, Limits.DEFAULT.withMaxDecodeWork(5001))).size(),
                 "a node each: the list and its 5,000 elements");
-        DecodeBudgetExceededException e = assertThrows(DecodeBudgetExceededException.class,
-                () -> decode(bytes, Limits.DEFAULT.withMaxDecodeWork(5000)));
-        assertTrue(e.getMessage().contains("exceeds the budget of 5000 units (Limits.maxDecodeWork): 5000 spent, a "
-                + "node would cost 1 at root[4999]"), e.getMessage());
+        DecodeBudgetExceededException e = assertThrows(
+                DecodeBudgetExceededException.class, () -> decode(bytes, Limits.DEFAULT.withMaxDecodeWork(5000)));
+        assertTrue(
+                e.getMessage()
+                        .contains("exceeds the budget of 5000 units (Limits.maxDecodeWork): 5000 spent, a "
+                                + "node would cost 1 at root[4999]"),
+                e.getMessage());
     }
 
     /**
@@ -169,9 +186,9 @@ class DecodeBudgetTest {
         }
         Limits budget = Limits.DEFAULT.withMaxDecodeWork(1_000_000);
         assertEquals(2000, ((Set<?>) decode(header(node("set", "k", "hash", "v", distinct)), budget)).size());
-        assertEquals(2000, ((Set<?>) decode(header(node("set", "k", "hash", "v", colliding)), Limits.DEFAULT))
-                .size());
-        DecodeBudgetExceededException e = assertThrows(DecodeBudgetExceededException.class,
+        assertEquals(2000, ((Set<?>) decode(header(node("set", "k", "hash", "v", colliding)), Limits.DEFAULT)).size());
+        DecodeBudgetExceededException e = assertThrows(
+                DecodeBudgetExceededException.class,
                 () -> decode(header(node("set", "k", "hash", "v", colliding)), budget));
         assertTrue(e.getMessage().contains("exceeds the budget of 1000000 units"), e.getMessage());
     }
@@ -185,8 +202,13 @@ class DecodeBudgetTest {
             entries.add(node("list", "v", List.of((long) i, "k" + i)));
             entries.add((long) i);
         }
-        Map<String, Object> root = node("list", "v", List.of(node("set", "k", "hash", "v", strings),
-                node("map", "k", "hash", "v", entries), node("set", "k", "tree", "v", strings)));
+        Map<String, Object> root = node(
+                "list",
+                "v",
+                List.of(
+                        node("set", "k", "hash", "v", strings),
+                        node("map", "k", "hash", "v", entries),
+                        node("set", "k", "tree", "v", strings)));
         List<?> back = (List<?>) decode(header(root), Limits.DEFAULT);
         assertEquals(50_000, ((Set<?>) back.get(0)).size());
         assertEquals(50_000, ((Map<?, ?>) back.get(1)).size());
@@ -230,20 +252,24 @@ class DecodeBudgetTest {
 
     @Test
     void shouldRefuseASixtyLevelSerialDosStreamByItsDepth() {
-        LimitExceededException e = assertTimeoutPreemptively(GUARD,
+        LimitExceededException e = assertTimeoutPreemptively(
+                GUARD,
                 () -> assertThrows(LimitExceededException.class, () -> decodeJava(serialDos(60), Limits.DEFAULT)));
-        assertTrue(e.getMessage().startsWith("JDK-serialized value nests deeper than " + JavaFamily.MAX_DEPTH
-                + " at root"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("JDK-serialized value nests deeper than " + JavaFamily.MAX_DEPTH + " at root"),
+                e.getMessage());
     }
 
     @Test
     void shouldRefuseASerialDosStreamWithinTheDepthByTheBudget() {
         // 26 levels nest 29 deep (the holder, the root set, the string): within the depth, 2^26 paths.
-        DecodeBudgetExceededException e = assertTimeoutPreemptively(GUARD, () -> assertThrows(
-                DecodeBudgetExceededException.class,
-                () -> decodeJava(serialDos(26), Limits.DEFAULT.withMaxDecodeWork(1 << 16))));
-        assertTrue(e.getMessage().contains("exceeds the budget of 65536 units (Limits.maxDecodeWork)"),
-                e.getMessage());
+        DecodeBudgetExceededException e = assertTimeoutPreemptively(
+                GUARD,
+                () -> assertThrows(
+                        DecodeBudgetExceededException.class,
+                        () -> decodeJava(serialDos(26), Limits.DEFAULT.withMaxDecodeWork(1 << 16))));
+        assertTrue(e.getMessage().contains("exceeds the budget of 65536 units (Limits.maxDecodeWork)"), e.getMessage());
         // The same shape, a few levels deep, decodes within the default budget.
         Models.Holder back = (Models.Holder) decodeJava(serialDos(8), Limits.DEFAULT);
         assertEquals(2, ((Set<?>) back.inner).size());
@@ -261,11 +287,12 @@ class DecodeBudgetTest {
         }
         Set<Object> set = new HashSet<>();
         List<Object> deferred = new ArrayList<>();
-        set.add(deferred);  // hashed while empty; holds the 2^29-path list once serialized
+        set.add(deferred); // hashed while empty; holds the 2^29-path list once serialized
         deferred.add(level);
         List<Object> value = new ArrayList<>(List.of(level, set));
-        DecodeBudgetExceededException e = assertTimeoutPreemptively(GUARD, () -> assertThrows(
-                DecodeBudgetExceededException.class, () -> decodeJava(value, Limits.DEFAULT)));
+        DecodeBudgetExceededException e = assertTimeoutPreemptively(
+                GUARD,
+                () -> assertThrows(DecodeBudgetExceededException.class, () -> decodeJava(value, Limits.DEFAULT)));
         assertTrue(e.getMessage().contains("a JDK-serialized java.util.ArrayList reaches"), e.getMessage());
     }
 
@@ -274,9 +301,9 @@ class DecodeBudgetTest {
         Set<Object> set = new HashSet<>();
         List<Object> self = new ArrayList<>();
         set.add(self);
-        self.add(self);  // its hash code never ends: the reading set's hashing overflows the stack
-        DecodeBudgetExceededException e = assertThrows(DecodeBudgetExceededException.class,
-                () -> decodeJava(set, Limits.DEFAULT));
+        self.add(self); // its hash code never ends: the reading set's hashing overflows the stack
+        DecodeBudgetExceededException e =
+                assertThrows(DecodeBudgetExceededException.class, () -> decodeJava(set, Limits.DEFAULT));
         assertTrue(e.getMessage().contains("ran out of thread stack"), e.getMessage());
     }
 }

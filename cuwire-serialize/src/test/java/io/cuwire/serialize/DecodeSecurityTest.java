@@ -17,9 +17,9 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.SparseMatrix;
-import io.cuwire.test.TestRandom;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
+import io.cuwire.test.TestRandom;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,13 +70,19 @@ class DecodeSecurityTest {
     }
 
     private static byte[] sealed(Map<String, Object> top) {
-        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+        return Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
+                .toByteArray());
     }
 
     /** {@code bytes} with the checksum of a version-2 header made to match its (mutated) contents again. */
     private static byte[] resealed(byte[] bytes) {
-        return bytes.length >= Serialized.PREFIX_BYTES && (bytes[0] & 0xff) == Serialized.PREFIX
-                && bytes[1] == Serialized.FORMAT_VERSION ? Serialized.seal(bytes) : bytes;
+        return bytes.length >= Serialized.PREFIX_BYTES
+                        && (bytes[0] & 0xff) == Serialized.PREFIX
+                        && bytes[1] == Serialized.FORMAT_VERSION
+                ? Serialized.seal(bytes)
+                : bytes;
     }
 
     private Object decode(byte[] bytes) {
@@ -111,8 +117,8 @@ class DecodeSecurityTest {
             recording.enable("jdk.ClassLoad").withThreshold(Duration.ZERO);
             recording.start();
             for (Object root : List.of(node, inEnum, Map.of("t", "list", "v", List.of(1L, node)))) {
-                UnknownTypeException e = assertThrows(UnknownTypeException.class,
-                        () -> decode(header(root, List.of())));
+                UnknownTypeException e =
+                        assertThrows(UnknownTypeException.class, () -> decode(header(root, List.of())));
                 assertTrue(e.getMessage().contains("Canary"), e.getMessage());
             }
             Class.forName(control, false, getClass().getClassLoader());
@@ -123,8 +129,9 @@ class DecodeSecurityTest {
         for (RecordedEvent event : RecordingFile.readAllEvents(file)) {
             loaded.add(event.getClass("loadedClass").getName());
         }
-        assertTrue(loaded.contains(control), "the recording saw the control class load: " + loaded.size()
-                + " loads recorded");
+        assertTrue(
+                loaded.contains(control),
+                "the recording saw the control class load: " + loaded.size() + " loads recorded");
         assertFalse(loaded.contains(canary), "the named class was never loaded");
         assertFalse(Models.Flag.canaryInitialized, "the named class was never initialized");
     }
@@ -140,8 +147,8 @@ class DecodeSecurityTest {
         wrong.put("t", "arr");
         wrong.put("v", List.of("not a point"));
         wrong.put("c", "test.Point");
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                () -> decode(header(wrong, List.of())));
+        MalformedHeaderException e =
+                assertThrows(MalformedHeaderException.class, () -> decode(header(wrong, List.of())));
         assertTrue(e.getMessage().contains("java.lang.String"), e.getMessage());
         Map<String, Object> deep = new LinkedHashMap<>(wrong);
         deep.put("v", List.of());
@@ -154,20 +161,23 @@ class DecodeSecurityTest {
     void shouldRefuseNewerFormatAndTypeVersions() {
         byte[] v3 = header(null, List.of());
         v3[1] = 3;
-        IncompatibleVersionException prefixed = assertThrows(IncompatibleVersionException.class,
-                () -> Serialized.parseHeader(v3, Limits.DEFAULT));
-        assertTrue(prefixed.getMessage().contains("header format version 3, this reader reads version 2"),
+        IncompatibleVersionException prefixed =
+                assertThrows(IncompatibleVersionException.class, () -> Serialized.parseHeader(v3, Limits.DEFAULT));
+        assertTrue(
+                prefixed.getMessage().contains("header format version 3, this reader reads version 2"),
                 prefixed.getMessage());
         Map<String, Object> top = new LinkedHashMap<>();
         top.put("v", 3L);
         top.put("root", null);
         top.put("frames", List.of());
-        IncompatibleVersionException bare = assertThrows(IncompatibleVersionException.class,
+        IncompatibleVersionException bare = assertThrows(
+                IncompatibleVersionException.class,
                 () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT));
-        assertTrue(bare.getMessage().contains("header format version 3, this reader reads version 2"),
-                bare.getMessage());
+        assertTrue(
+                bare.getMessage().contains("header format version 3, this reader reads version 2"), bare.getMessage());
         top.put("v", 2L);
-        assertThrows(MalformedHeaderException.class,
+        assertThrows(
+                MalformedHeaderException.class,
                 () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT),
                 "a version-2 header is prefixed");
         Map<String, Object> node = new LinkedHashMap<>();
@@ -175,8 +185,8 @@ class DecodeSecurityTest {
         node.put("f", "cuda");
         node.put("tv", 3L);
         node.put("d", Map.of("x", 1.0, "y", 2.0, "tag", "t"));
-        IncompatibleVersionException e = assertThrows(IncompatibleVersionException.class,
-                () -> decode(header(node, List.of())));
+        IncompatibleVersionException e =
+                assertThrows(IncompatibleVersionException.class, () -> decode(header(node, List.of())));
         assertTrue(e.getMessage().contains("version 3"), e.getMessage());
     }
 
@@ -186,22 +196,25 @@ class DecodeSecurityTest {
 
     static final class V2 {
         int a;
+
         @WireOptional
         double added = 0.5;
+
         @WireOptional
         String alsoAdded = "default";
     }
 
     @Test
     void shouldDecodeAnOlderVersionIntoAnEvolvedTypeWithDefaults() {
-        TypeRegistry old = new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(V1.class, "evolving");
-        TypeRegistry evolved = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(V2.class, "evolving", 1);
+        TypeRegistry old =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(V1.class, "evolving");
+        TypeRegistry evolved =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(V2.class, "evolving", 1);
         V1 v1 = new V1();
         v1.a = 9;
         try (Serialized s = old.serialize(v1, Family.CUDA);
-                Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
-                        List.of())) {
+                Serialized wire =
+                        Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT), List.of())) {
             V2 v2 = evolved.deserialize(wire, V2.class, target);
             assertEquals(9, v2.a);
             assertEquals(0.5, v2.added);
@@ -215,19 +228,21 @@ class DecodeSecurityTest {
         byte[] big = header("x".repeat(100), List.of());
         assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(big, tight));
         byte[] frames = header(null, List.of(List.of(0L, -1L, 8L), List.of(0L, -1L, 8L), List.of(0L, -1L, 8L)));
-        assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(frames,
-                new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
+        assertThrows(
+                LimitExceededException.class,
+                () -> Serialized.parseHeader(frames, new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
         byte[] huge = header(null, List.of(List.of(2L, 0L, 1L << 50)));
-        LimitExceededException e = assertThrows(LimitExceededException.class,
-                () -> Serialized.parseHeader(huge, Limits.DEFAULT));
+        LimitExceededException e =
+                assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(huge, Limits.DEFAULT));
         assertTrue(e.getMessage().contains("frame 0"), e.getMessage());
         Object deep = "leaf";
         for (int i = 0; i < 10; i++) {
             deep = List.of(deep);
         }
         byte[] nested = header(deep, List.of());
-        assertThrows(LimitExceededException.class, () -> Serialized.parseHeader(nested,
-                new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
+        assertThrows(
+                LimitExceededException.class,
+                () -> Serialized.parseHeader(nested, new Limits(1 << 20, 2, 4, 1000, 1500, 10)));
     }
 
     @Test
@@ -236,8 +251,8 @@ class DecodeSecurityTest {
         byte[] twice = {(byte) 0x82, (byte) 0xa1, 'v', 0x01, (byte) 0xa1, 'v', 0x01};
         byte[] afterNil = {(byte) 0x82, (byte) 0xa1, 'a', (byte) 0xc0, (byte) 0xa1, 'a', 0x01};
         for (byte[] bytes : List.of(twice, afterNil)) {
-            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                    () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
+            MalformedHeaderException e = assertThrows(
+                    MalformedHeaderException.class, () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
             assertTrue(e.getMessage().contains("duplicate map key"), e.getMessage());
         }
     }
@@ -263,8 +278,14 @@ class DecodeSecurityTest {
         try (NdArray dense = NdArray.zeros(device, DType.FLOAT32, Order.F, 32, 32);
                 CsrMatrix sparse = CsrMatrix.fromDense(device, new double[][] {{0, 1}, {2, 0}});
                 OpaqueBlob blob = OpaqueBlob.adopt("fuzz/1", Map.of("trees", 3L), device.allocate(1024))) {
-            List<Object> arrays = new ArrayList<>(List.of(dense, new long[10_000], sparse, blob, Models.Solver.NEWTON,
-                    new Models.Point[] {new Models.Point(3, 4, "q")}, dense));
+            List<Object> arrays = new ArrayList<>(List.of(
+                    dense,
+                    new long[10_000],
+                    sparse,
+                    blob,
+                    Models.Solver.NEWTON,
+                    new Models.Point[] {new Models.Point(3, 4, "q")},
+                    dense));
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (Serialized s = registry.serialize(arrays, family)) {
                     seeds.add(s.encodeHeader());
@@ -311,17 +332,20 @@ class DecodeSecurityTest {
                 case SparseMatrix sm -> first.add(sm);
                 case OpaqueBlob b -> first.add(b);
                 case Iterable<?> it -> it.forEach(e -> pushNonNull(todo, e));
-                case Map<?, ?> map -> map.forEach((k, e) -> {
-                    pushNonNull(todo, k);
-                    pushNonNull(todo, e);
-                });
+                case Map<?, ?> map ->
+                    map.forEach((k, e) -> {
+                        pushNonNull(todo, k);
+                        pushNonNull(todo, e);
+                    });
                 case Object[] array -> java.util.Arrays.stream(array).forEach(e -> pushNonNull(todo, e));
                 case java.util.Optional<?> o -> o.ifPresent(todo::push);
                 default -> {
-                    for (Class<?> c = v.getClass(); c != null && c.getPackageName().equals("io.cuwire.serialize");
+                    for (Class<?> c = v.getClass();
+                            c != null && c.getPackageName().equals("io.cuwire.serialize");
                             c = c.getSuperclass()) {
                         for (java.lang.reflect.Field f : c.getDeclaredFields()) {
-                            if (!java.lang.reflect.Modifier.isStatic(f.getModifiers()) && !f.getType().isPrimitive()) {
+                            if (!java.lang.reflect.Modifier.isStatic(f.getModifiers())
+                                    && !f.getType().isPrimitive()) {
                                 f.setAccessible(true);
                                 try {
                                     pushNonNull(todo, f.get(v));
@@ -418,8 +442,10 @@ class DecodeSecurityTest {
         try (Serialized s = registry.serialize(m, Family.CUDA)) {
             bytes = s.encodeHeader();
         }
-        registry = new TypeRegistry().registerGeneric(Models.Estimator.class, Family.CUDA)
-                .registerGeneric(Models.State.class, Family.CUDA).register(Models.KMeans.class, "test.KMeans")
+        registry = new TypeRegistry()
+                .registerGeneric(Models.Estimator.class, Family.CUDA)
+                .registerGeneric(Models.State.class, Family.CUDA)
+                .register(Models.KMeans.class, "test.KMeans")
                 .register(Models.State.class, "test.State");
         UnknownTypeException unknown = assertThrows(UnknownTypeException.class, () -> decode(bytes));
         assertEquals("root.history[2]", unknown.path());
@@ -429,10 +455,12 @@ class DecodeSecurityTest {
         node.put("t", "test.State");
         node.put("f", "no-such-family");
         node.put("d", Map.of());
-        MalformedHeaderException family = assertThrows(MalformedHeaderException.class,
+        MalformedHeaderException family = assertThrows(
+                MalformedHeaderException.class,
                 () -> decode(header(Map.of("t", "list", "v", List.of(1L, node)), List.of())));
         assertEquals("root[1]", family.path());
-        assertTrue(family.getMessage().contains("unknown serializer family 'no-such-family' at root[1]"),
+        assertTrue(
+                family.getMessage().contains("unknown serializer family 'no-such-family' at root[1]"),
                 family.getMessage());
 
         Map<String, Object> wrongField = new LinkedHashMap<>(node);
@@ -442,8 +470,8 @@ class DecodeSecurityTest {
         outer.put("lock", null);
         outer.put("inner", Map.of("t", "test.State", "f", "cuda", "d", Map.of("weights", "x")));
         wrongField.put("d", outer);
-        SerializationException field = assertThrows(SchemaMismatchException.class,
-                () -> decode(header(wrongField, List.of())));
+        SerializationException field =
+                assertThrows(SchemaMismatchException.class, () -> decode(header(wrongField, List.of())));
         assertEquals("root.inner", field.path(), "a serializer's failure gets the path of the value it read");
 
         Object deep = 1L;
@@ -452,8 +480,8 @@ class DecodeSecurityTest {
         }
         target = new DecodeTarget(device, host, new Limits(1 << 20, 16, 3, 1 << 20, 1 << 20, 1024));
         Object tooDeep = deep;
-        LimitExceededException limit = assertThrows(LimitExceededException.class,
-                () -> decode(header(tooDeep, List.of())));
+        LimitExceededException limit =
+                assertThrows(LimitExceededException.class, () -> decode(header(tooDeep, List.of())));
         assertEquals("root[0][0][0]", limit.path());
         assertTrue(limit.getMessage().endsWith("deeper than 3 at root[0][0][0]"), limit.getMessage());
     }

@@ -15,24 +15,27 @@ import java.nio.file.Path;
  * input for every later one. Not a test; run by hand, as the fixture folder's README says.
  */
 public final class FixtureGenerator {
-    private FixtureGenerator() {
-    }
+    private FixtureGenerator() {}
 
     public static void main(String[] args) throws IOException {
-        Path dir = Path.of(args.length > 0 ? args[0]
-                : "cuwire-serialize/src/test/resources/fixtures/v" + Serialized.FORMAT_VERSION);
+        Path dir = Path.of(
+                args.length > 0
+                        ? args[0]
+                        : "cuwire-serialize/src/test/resources/fixtures/v" + Serialized.FORMAT_VERSION);
         Files.createDirectories(dir);
         try (BufferAllocator<HostBuffer> host = BufferAllocator.host("fixtures-host", BufferAllocator.UNLIMITED);
-                BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("fixtures-device",
-                        BufferAllocator.UNLIMITED)) {
+                BufferAllocator<DeviceBuffer> device =
+                        Devices.get(0).newAllocator("fixtures-device", BufferAllocator.UNLIMITED)) {
             TypeRegistry registry = WireFixtures.registry(host);
             try (Serialized s = registry.serialize(WireFixtures.model(), Family.CUDA)) {
                 WireFixtures.write(dir, "generic", s);
             }
-            try (NdArray a = WireFixtures.cudaArray(device); Serialized s = registry.serialize(a, Family.CUDA)) {
+            try (NdArray a = WireFixtures.cudaArray(device);
+                    Serialized s = registry.serialize(a, Family.CUDA)) {
                 WireFixtures.write(dir, "ndarray-cuda", s);
             }
-            try (NdArray a = WireFixtures.hostArray(device); Serialized s = registry.serialize(a, Family.HOST)) {
+            try (NdArray a = WireFixtures.hostArray(device);
+                    Serialized s = registry.serialize(a, Family.HOST)) {
                 WireFixtures.write(dir, "ndarray-host", s);
             }
             try (Serialized s = registry.serialize(WireFixtures.shared(), Family.CUDA)) {

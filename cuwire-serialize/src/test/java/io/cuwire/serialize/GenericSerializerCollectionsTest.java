@@ -81,8 +81,7 @@ class GenericSerializerCollectionsTest {
     static final class ByLength implements Comparator<String> {
         boolean descending;
 
-        ByLength() {
-        }
+        ByLength() {}
 
         ByLength(boolean descending) {
             this.descending = descending;
@@ -121,15 +120,21 @@ class GenericSerializerCollectionsTest {
         private static final long serialVersionUID = 1L;
     }
 
-    record Catalog(List<String> names, TreeMap<String, Long> counts, EnumSet<Solver> solvers, Optional<String> note,
-            Map<Solver, List<String>> bySolver) {
-    }
+    record Catalog(
+            List<String> names,
+            TreeMap<String, Long> counts,
+            EnumSet<Solver> solvers,
+            Optional<String> note,
+            Map<Solver, List<String>> bySolver) {}
 
     /** An enum nobody registered. */
-    enum Colour { RED, GREEN }
+    enum Colour {
+        RED,
+        GREEN
+    }
 
     /** A registered enum without constants: an EnumSet of it has nothing that names its type. */
-    enum Nothing { }
+    enum Nothing {}
 
     private BufferAllocator<DeviceBuffer> senderDevice;
     private BufferAllocator<DeviceBuffer> device;
@@ -213,7 +218,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAnArrayListFieldAsAnArrayList(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(1, 2);
@@ -225,7 +232,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildALinkedListFieldAsALinkedList(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(3);
@@ -237,7 +246,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAnArrayDequeFieldAsAnArrayDequeInOrder(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(4, 5);
@@ -254,7 +265,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildArraysAsListAsAFixedSizeList(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(6);
@@ -269,7 +282,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAHashSetFieldAsAHashSet(Family family) {
         Shelf shelf = new Shelf();
         shelf.hashSet = new HashSet<>(List.of("a", "b", "c"));
@@ -279,7 +294,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildALinkedHashSetFieldInInsertionOrder(Family family) {
         Shelf shelf = new Shelf();
         shelf.linkedHashSet = new LinkedHashSet<>(List.of("z", "a", "m"));
@@ -289,7 +306,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildATreeSetFieldInNaturalOrder(Family family) {
         Shelf shelf = new Shelf();
         shelf.treeSet = new TreeSet<>(List.of("pear", "apple", "fig"));
@@ -302,7 +321,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildATreeSetWithARegisteredComparatorOrderedByIt(Family family) {
         Shelf shelf = new Shelf();
         shelf.sortedSet = new TreeSet<>(new ByLength(true));
@@ -317,7 +338,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildATreeMapFieldAsATreeMap(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(7, 8);
@@ -332,7 +355,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildATreeMapWithARegisteredComparatorAndShareThatComparator(Family family) {
         Shelf shelf = new Shelf();
         ByLength byLength = new ByLength(false);
@@ -347,13 +372,17 @@ class GenericSerializerCollectionsTest {
         assertEquals(TreeMap.class, after.navigableMap.getClass());
         assertEquals(List.of("a", "bb", "ccc"), List.copyOf(after.navigableMap.keySet()));
         assertArray(a, after.navigableMap.get("ccc"));
-        assertSame(after.navigableMap.comparator(), after.sortedSet.comparator(),
+        assertSame(
+                after.navigableMap.comparator(),
+                after.sortedSet.comparator(),
                 "one comparator ordering two trees is one comparator after the round trip");
         assertEquals(List.of("y", "zz"), List.copyOf(after.sortedSet));
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAHashMapFieldAsAHashMap(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(10, 11);
@@ -370,7 +399,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildALinkedHashMapFieldInInsertionOrder(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(12);
@@ -385,7 +416,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAConcurrentHashMapFieldAsAConcurrentHashMap(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(13);
@@ -398,7 +431,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAnEnumMapFieldWithItsKeyTypeEvenWhenEmpty(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(14);
@@ -425,7 +460,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildAnEnumSetFieldWithItsElementTypeEvenWhenEmpty(Family family) {
         Shelf shelf = new Shelf();
         shelf.enumSet = EnumSet.of(Solver.NEWTON);
@@ -439,15 +476,23 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildImmutableListsAsImmutableListsInOrder(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(15);
         List<Object> nullable = Stream.<Object>of("s", null).toList();
-        List<Object> sources = List.of(List.of("a", "b", "c"), List.of(), List.of(a), List.copyOf(List.of("x", "y")),
-                nullable, List.of(1, 2, 3, 4).subList(1, 3),
+        List<Object> sources = List.of(
+                List.of("a", "b", "c"),
+                List.of(),
+                List.of(a),
+                List.copyOf(List.of("x", "y")),
+                nullable,
+                List.of(1, 2, 3, 4).subList(1, 3),
                 Collections.unmodifiableList(new ArrayList<>(List.of("u"))),
-                Collections.unmodifiableList(new LinkedList<>(List.of("v"))), Collections.emptyList(),
+                Collections.unmodifiableList(new LinkedList<>(List.of("v"))),
+                Collections.emptyList(),
                 Collections.singletonList("one"));
         shelf.list = new ArrayList<>(sources);
         shelf.collection = Collections.unmodifiableCollection(new ArrayList<>(List.of("c1", "c2")));
@@ -469,12 +514,20 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildImmutableSetsAsImmutableSets(Family family) {
         Shelf shelf = new Shelf();
         Set<String> ordered = new LinkedHashSet<>(List.of("z", "y", "x"));
-        List<Set<?>> sources = List.of(Set.of("a", "b", "c"), Set.of(), Set.of("one"), Set.copyOf(List.of("p", "q")),
-                Collections.unmodifiableSet(ordered), Collections.emptySet(), Collections.singleton("s"));
+        List<Set<?>> sources = List.of(
+                Set.of("a", "b", "c"),
+                Set.of(),
+                Set.of("one"),
+                Set.copyOf(List.of("p", "q")),
+                Collections.unmodifiableSet(ordered),
+                Collections.emptySet(),
+                Collections.singleton("s"));
         shelf.map = new HashMap<>();
         for (int i = 0; i < sources.size(); i++) {
             shelf.map.put((long) i, sources.get(i));
@@ -490,15 +543,22 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildImmutableMapsAsImmutableMaps(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(16, 17);
         Map<String, Object> ordered = new LinkedHashMap<>();
         ordered.put("z", 1L);
         ordered.put("a", null);
-        List<Map<?, ?>> sources = List.of(Map.of("k", "v", "n", 2L), Map.of(), Map.of("one", 1L),
-                Map.copyOf(Map.of("p", "q")), Collections.unmodifiableMap(ordered), Collections.emptyMap(),
+        List<Map<?, ?>> sources = List.of(
+                Map.of("k", "v", "n", 2L),
+                Map.of(),
+                Map.of("one", 1L),
+                Map.copyOf(Map.of("p", "q")),
+                Collections.unmodifiableMap(ordered),
+                Collections.emptyMap(),
                 Collections.singletonMap("s", "t"));
         shelf.list = new ArrayList<>(sources);
         shelf.map = Map.of("array", a);
@@ -515,7 +575,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldKeepOptionalFieldsPresentAndEmpty(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(18);
@@ -529,13 +591,19 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldRebuildARecordHoldingCollectionsThroughItsCanonicalConstructor(Family family) {
         NdArray a = array(19);
         Map<Solver, List<String>> bySolver = new EnumMap<>(Solver.class);
         bySolver.put(Solver.LBFGS, List.of("fast"));
-        Catalog before = new Catalog(List.of("a", "b"), new TreeMap<>(Map.of("y", 2L, "x", 1L)),
-                EnumSet.allOf(Solver.class), Optional.of("note"), bySolver);
+        Catalog before = new Catalog(
+                List.of("a", "b"),
+                new TreeMap<>(Map.of("y", 2L, "x", 1L)),
+                EnumSet.allOf(Solver.class),
+                Optional.of("note"),
+                bySolver);
         Shelf shelf = new Shelf();
         shelf.anything = before;
         shelf.list = new ArrayList<>(List.of(a));
@@ -555,7 +623,9 @@ class GenericSerializerCollectionsTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldKeepSharedReferencesBetweenCollections(Family family) {
         Shelf shelf = new Shelf();
         NdArray a = array(20);
@@ -584,8 +654,8 @@ class GenericSerializerCollectionsTest {
         inner.put("back", outer);
         outer.add(inner);
         shelf.arrayList = outer;
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(shelf, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(shelf, Family.CUDA));
         assertEquals("Shelf.arrayList[0][back]", e.path());
         assertTrue(e.getMessage().contains("cycle"), e.getMessage());
     }
@@ -618,9 +688,16 @@ class GenericSerializerCollectionsTest {
         Map<String, String> map = new HashMap<>(Map.of("k", "v"));
         Unregistered subclass = new Unregistered();
         subclass.add("x");
-        List<Object> refused = List.of(subclass, Collections.synchronizedList(data), new CopyOnWriteArrayList<>(data),
-                data.subList(0, 2), map.keySet(), map.values(), Collections.synchronizedMap(map),
-                Collections.unmodifiableSortedSet(new TreeSet<>(data)), new Vector<>(data));
+        List<Object> refused = List.of(
+                subclass,
+                Collections.synchronizedList(data),
+                new CopyOnWriteArrayList<>(data),
+                data.subList(0, 2),
+                map.keySet(),
+                map.values(),
+                Collections.synchronizedMap(map),
+                Collections.unmodifiableSortedSet(new TreeSet<>(data)),
+                new Vector<>(data));
         for (Object value : refused) {
             UnserializableException e = refused(value);
             assertEquals("Shelf.anything[1]", e.path(), value.getClass().getName());
@@ -643,10 +720,14 @@ class GenericSerializerCollectionsTest {
     @Test
     void shouldRefuseAtTheSenderAnEnumCollectionOfAnUnregisteredEnum() {
         UnserializableException e = refused(new EnumMap<Colour, String>(Colour.class));
-        assertTrue(e.getMessage().contains(Colour.class.getName()) && e.getMessage().contains("not registered"),
+        assertTrue(
+                e.getMessage().contains(Colour.class.getName())
+                        && e.getMessage().contains("not registered"),
                 e.getMessage());
         e = refused(EnumSet.of(Colour.GREEN));
-        assertTrue(e.getMessage().contains(Colour.class.getName()) && e.getMessage().contains("not registered"),
+        assertTrue(
+                e.getMessage().contains(Colour.class.getName())
+                        && e.getMessage().contains("not registered"),
                 e.getMessage());
         registry.register(Nothing.class, "test.Nothing");
         e = refused(EnumSet.noneOf(Nothing.class));
@@ -656,8 +737,9 @@ class GenericSerializerCollectionsTest {
 
     /** Decodes a hand-written root node (no frames), as a peer could send it. */
     private Object decode(Object root) {
-        try (Serialized s = Serialized.received(new Serialized.Header(Serialized.FORMAT_VERSION,
-                EnumSet.allOf(Family.class), root, List.of()), List.of())) {
+        try (Serialized s = Serialized.received(
+                new Serialized.Header(Serialized.FORMAT_VERSION, EnumSet.allOf(Family.class), root, List.of()),
+                List.of())) {
             return registry.deserialize(s, target);
         }
     }
@@ -676,18 +758,21 @@ class GenericSerializerCollectionsTest {
 
     @Test
     void shouldDecodeNodesWithoutAKindAsBeforeKindsExisted() {
-        assertEquals(ArrayList.class, decode(node("t", "list", "v", List.of("a"))).getClass());
-        assertEquals(LinkedHashSet.class, decode(node("t", "set", "v", List.of("a"))).getClass());
-        assertEquals(LinkedHashMap.class, decode(node("t", "map", "v", List.of("k", "v"))).getClass());
+        assertEquals(
+                ArrayList.class, decode(node("t", "list", "v", List.of("a"))).getClass());
+        assertEquals(
+                LinkedHashSet.class, decode(node("t", "set", "v", List.of("a"))).getClass());
+        assertEquals(
+                LinkedHashMap.class,
+                decode(node("t", "map", "v", List.of("k", "v"))).getClass());
     }
 
     @Test
     void shouldRefuseAnUnknownCollectionKind() {
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                () -> decode(node("t", "list", "k", "guava", "v", List.of())));
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class, () -> decode(node("t", "list", "k", "guava", "v", List.of())));
         assertTrue(e.getMessage().contains("unknown list kind 'guava'"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "linked", "v",
-                List.of())));
+        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "linked", "v", List.of())));
         assertTrue(e.getMessage().contains("unknown map kind 'linked'"), e.getMessage());
         e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "set", "k", 3L, "v", List.of())));
         assertTrue(e.getMessage().contains("set kind is not a name"), e.getMessage());
@@ -707,57 +792,87 @@ class GenericSerializerCollectionsTest {
             e = assertThrows(MalformedHeaderException.class, () -> decode(map));
             assertTrue(e.getMessage().contains("duplicate key a"), kind + ": " + e.getMessage());
         }
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "set",
-                "k", "enum", "n", "test.Solver", "v", List.of(solver("NEWTON"), solver("NEWTON")))));
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node(
+                        "t",
+                        "set",
+                        "k",
+                        "enum",
+                        "n",
+                        "test.Solver",
+                        "v",
+                        List.of(solver("NEWTON"), solver("NEWTON")))));
         assertTrue(e.getMessage().contains("duplicate"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "enum", "n",
-                "test.Solver", "v", List.of(solver("LBFGS"), 1L, solver("LBFGS"), 2L))));
+        e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node(
+                        "t",
+                        "map",
+                        "k",
+                        "enum",
+                        "n",
+                        "test.Solver",
+                        "v",
+                        List.of(solver("LBFGS"), 1L, solver("LBFGS"), 2L))));
         assertTrue(e.getMessage().contains("duplicate key LBFGS"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "concurrent", "v",
-                List.of("a", 1L, "a", 2L))));
+        e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "map", "k", "concurrent", "v", List.of("a", 1L, "a", 2L))));
         assertTrue(e.getMessage().contains("duplicate key a"), e.getMessage());
     }
 
     @Test
     void shouldRefuseEnumCollectionsWhoseElementsOrTypeDoNotFit() {
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "set",
-                "k", "enum", "n", "test.Solver", "v", List.of("NEWTON"))));
-        assertTrue(e.getMessage().contains("element 0 of an EnumSet of " + Solver.class.getName()
-                + " is a java.lang.String"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "enum", "n",
-                "test.Point", "v", List.of())));
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "set", "k", "enum", "n", "test.Solver", "v", List.of("NEWTON"))));
+        assertTrue(
+                e.getMessage()
+                        .contains("element 0 of an EnumSet of " + Solver.class.getName() + " is a java.lang.String"),
+                e.getMessage());
+        e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "map", "k", "enum", "n", "test.Point", "v", List.of())));
         assertTrue(e.getMessage().contains("'test.Point' is not an enum"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "enum", "v",
-                List.of())));
+        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "enum", "v", List.of())));
         assertTrue(e.getMessage().contains("without an element type name"), e.getMessage());
-        UnknownTypeException unknown = assertThrows(UnknownTypeException.class, () -> decode(node("t", "set", "k",
-                "enum", "n", "java.lang.Thread$State", "v", List.of())));
-        assertTrue(unknown.getMessage().contains("unregistered type name 'java.lang.Thread$State'"),
-                unknown.getMessage());
+        UnknownTypeException unknown = assertThrows(
+                UnknownTypeException.class,
+                () -> decode(node("t", "set", "k", "enum", "n", "java.lang.Thread$State", "v", List.of())));
+        assertTrue(
+                unknown.getMessage().contains("unregistered type name 'java.lang.Thread$State'"), unknown.getMessage());
     }
 
     @Test
     void shouldRefuseWhatTheRebuiltKindCannotHold() {
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map",
-                "k", "concurrent", "v", Arrays.asList("a", null))));
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "map", "k", "concurrent", "v", Arrays.asList("a", null))));
         assertTrue(e.getMessage().contains("ConcurrentHashMap with a nil value under a"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "list", "k", "deque", "v",
-                Arrays.asList("a", null))));
+        e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "list", "k", "deque", "v", Arrays.asList("a", null))));
         assertTrue(e.getMessage().contains("ArrayDeque holding nil"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "set", "k", "tree", "v",
-                List.of("a", 1L))));
+        e = assertThrows(
+                MalformedHeaderException.class, () -> decode(node("t", "set", "k", "tree", "v", List.of("a", 1L))));
         assertTrue(e.getMessage().contains("element 1 cannot be ordered in a TreeSet"), e.getMessage());
-        e = assertThrows(MalformedHeaderException.class, () -> decode(node("t", "map", "k", "tree", "cmp", "text",
-                "v", List.of())));
+        e = assertThrows(
+                MalformedHeaderException.class,
+                () -> decode(node("t", "map", "k", "tree", "cmp", "text", "v", List.of())));
         assertTrue(e.getMessage().contains("comparator is a java.lang.String"), e.getMessage());
     }
 
     @Test
     void shouldRebuildEveryKindFromItsHandWrittenNode() {
         Object[][] cases = {
-            {"list", "linked", LinkedList.class}, {"list", "deque", ArrayDeque.class},
-            {"list", "fixed", Arrays.asList().getClass()}, {"set", "hash", HashSet.class},
-            {"set", "tree", TreeSet.class}, {"map", "hash", HashMap.class}, {"map", "tree", TreeMap.class},
+            {"list", "linked", LinkedList.class},
+            {"list", "deque", ArrayDeque.class},
+            {"list", "fixed", Arrays.asList().getClass()},
+            {"set", "hash", HashSet.class},
+            {"set", "tree", TreeSet.class},
+            {"map", "hash", HashMap.class},
+            {"map", "tree", TreeMap.class},
             {"map", "concurrent", ConcurrentHashMap.class},
         };
         for (Object[] c : cases) {
@@ -765,11 +880,20 @@ class GenericSerializerCollectionsTest {
             Object value = decode(node("t", c[0], "k", c[1], "v", items));
             assertEquals(c[2], value.getClass(), c[0] + " " + c[1]);
         }
-        Object sorted = decode(node("t", "set", "k", "tree", "cmp", node("t", "test.ByLength", "f", "cuda", "d",
-                node("descending", true)), "v", List.of("a", "bbb", "cc")));
+        Object sorted = decode(node(
+                "t",
+                "set",
+                "k",
+                "tree",
+                "cmp",
+                node("t", "test.ByLength", "f", "cuda", "d", node("descending", true)),
+                "v",
+                List.of("a", "bbb", "cc")));
         assertEquals(List.of("bbb", "cc", "a"), List.copyOf((Set<?>) sorted));
         assertFalse(((Collection<?>) decode(node("t", "list", "k", "imm", "v", List.of("x")))).isEmpty());
-        assertArrayEquals(new Object[] {Solver.NEWTON}, ((Set<?>) decode(node("t", "set", "k", "enum", "n",
-                "test.Solver", "v", List.of(solver("NEWTON"))))).toArray());
+        assertArrayEquals(
+                new Object[] {Solver.NEWTON},
+                ((Set<?>) decode(node("t", "set", "k", "enum", "n", "test.Solver", "v", List.of(solver("NEWTON")))))
+                        .toArray());
     }
 }

@@ -73,6 +73,7 @@ class GenericSerializerInstantiationTest {
     static final class Defaults extends Models.Estimator {
         @WireOptional
         int retries = 3;
+
         int attempts;
     }
 
@@ -80,6 +81,7 @@ class GenericSerializerInstantiationTest {
     static final class NoDefaults extends Models.Estimator {
         @WireOptional
         final int retries;
+
         final int attempts;
 
         NoDefaults(int retries, int attempts) {
@@ -154,20 +156,22 @@ class GenericSerializerInstantiationTest {
                 CopyEngine.copy(f.buffer(), b);
                 received.add(b);
             }
-            try (Serialized wire = Serialized.received(new Serialized.Header(parsed.version(),
-                    parsed.families(), root, parsed.frames()), received)) {
+            try (Serialized wire = Serialized.received(
+                    new Serialized.Header(parsed.version(), parsed.families(), root, parsed.frames()), received)) {
                 return registry.deserialize(wire, target);
             }
         }
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldMakeAClassWithoutANoArgumentConstructorAndSetItsFinalFields(Family family) {
         try (NdArray coef = NdArray.fromArray(senderDevice, new float[] {1f, 2f}, 2)) {
             Fixed before = new Fixed(4, "fixed", new double[] {0.5, 1.5}, coef);
             before.name = "estimator";
-            Fixed after = (Fixed) roundTrip(before, family, fields -> { });
+            Fixed after = (Fixed) roundTrip(before, family, fields -> {});
             try (NdArray received = after.coef) {
                 assertEquals(4, after.rank);
                 assertEquals("fixed", after.label);
@@ -182,14 +186,18 @@ class GenericSerializerInstantiationTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = Family.class, names = {"CUDA", "HOST"})
+    @EnumSource(
+            value = Family.class,
+            names = {"CUDA", "HOST"})
     void shouldLeavePostDeserializeToRebuildAndVerifyWhatTheConstructorWouldHave(Family family) {
-        Checked after = (Checked) roundTrip(new Checked(5), family, fields -> { });
+        Checked after = (Checked) roundTrip(new Checked(5), family, fields -> {});
         assertEquals(5, after.rank);
         assertEquals(10, after.twice, "rebuilt by the hook");
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class,
                 () -> roundTrip(new Checked(5), family, fields -> fields.put("rank", -1L)));
-        assertTrue(e.getMessage().contains("rank -1 (expected: >= 0)"),
+        assertTrue(
+                e.getMessage().contains("rank -1 (expected: >= 0)"),
                 "the constructor's check did not run, the hook's did: " + e.getMessage());
     }
 
@@ -213,11 +221,14 @@ class GenericSerializerInstantiationTest {
         assertEquals(12, inner.outer());
         Models.State holder = new Models.State();
         holder.lock = inner;
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(holder, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(holder, Family.CUDA));
         assertEquals("State.lock", e.path());
-        assertTrue(e.getMessage().contains(Inner.class.getName()) && e.getMessage().contains("this$0")
-                && e.getMessage().contains("make it a static nested or top-level class"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains(Inner.class.getName())
+                        && e.getMessage().contains("this$0")
+                        && e.getMessage().contains("make it a static nested or top-level class"),
+                e.getMessage());
     }
 
     @Test
@@ -230,8 +241,8 @@ class GenericSerializerInstantiationTest {
         }
         registry.register(Local.class, "test.Local");
         assertEquals(5, new Local().get());
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(new Local(), Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(new Local(), Family.CUDA));
         assertTrue(e.getMessage().contains("captured variables"), e.getMessage());
         assertTrue(e.getMessage().contains("val$captured"), e.getMessage());
     }
@@ -241,15 +252,16 @@ class GenericSerializerInstantiationTest {
         int base = 2;
         Task lambda = () -> base + 1;
         registry.register(lambda.getClass(), "test.Lambda");
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(lambda, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(lambda, Family.CUDA));
         assertTrue(e.getMessage().contains("hidden class"), e.getMessage());
         assertEquals(3, lambda.run());
     }
 
     private Object decode(Map<String, Object> root) {
-        try (Serialized s = Serialized.received(new Serialized.Header(Serialized.FORMAT_VERSION,
-                EnumSet.allOf(Family.class), root, List.of()), List.of())) {
+        try (Serialized s = Serialized.received(
+                new Serialized.Header(Serialized.FORMAT_VERSION, EnumSet.allOf(Family.class), root, List.of()),
+                List.of())) {
             return registry.deserialize(s, target);
         }
     }

@@ -91,8 +91,8 @@ class GenericSerializerTest {
             Serialized.Header header = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
             List<io.cuwire.memory.Buffer> received = new ArrayList<>();
             for (Frame f : s.frames()) {
-                io.cuwire.memory.Buffer b = f.kind() == MemoryKind.DEVICE ? device.allocate(f.length())
-                        : host.allocate(f.length());
+                io.cuwire.memory.Buffer b =
+                        f.kind() == MemoryKind.DEVICE ? device.allocate(f.length()) : host.allocate(f.length());
                 CopyEngine.copy(f.buffer(), b);
                 received.add(b);
             }
@@ -190,9 +190,14 @@ class GenericSerializerTest {
 
     @Test
     void shouldRebuildObjectArraysWithTheirElementTypes() {
-        List<Object> arrays = new ArrayList<>(List.of(new String[] {"a", null}, new Solver[] {Solver.LBFGS},
-                new Point[][] {{new Point(1, 2, "p")}}, new double[][] {{1.5}, {}}, new Long[] {7L},
-                new Object[] {"any"}, new Object[][] {{"nested", 1L}}));
+        List<Object> arrays = new ArrayList<>(List.of(
+                new String[] {"a", null},
+                new Solver[] {Solver.LBFGS},
+                new Point[][] {{new Point(1, 2, "p")}},
+                new double[][] {{1.5}, {}},
+                new Long[] {7L},
+                new Object[] {"any"},
+                new Object[][] {{"nested", 1L}}));
         List<?> after = (List<?>) roundTrip(arrays, Family.CUDA);
         for (int i = 0; i < arrays.size(); i++) {
             assertEquals(arrays.get(i).getClass(), after.get(i).getClass(), "element " + i);
@@ -206,13 +211,15 @@ class GenericSerializerTest {
         Runnable[] tasks = new Runnable[1];
         m.history.add(tasks);
         m.anything = tasks;
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(m, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(m, Family.CUDA));
         assertTrue(e.getMessage().contains("java.lang.Runnable[]"), e.getMessage());
         assertEquals("KMeans.anything", e.path());
         m.anything = null;
         KMeans after = (KMeans) roundTrip(m, Family.CUDA);
-        assertInstanceOf(Object[].class, after.history.get(after.history.size() - 1),
+        assertInstanceOf(
+                Object[].class,
+                after.history.get(after.history.size() - 1),
                 "unshared, such an array travels and comes back as an Object[]");
     }
 
@@ -220,8 +227,8 @@ class GenericSerializerTest {
     void shouldRefuseCyclesNamingThePath() {
         KMeans m = sample();
         m.state.inner = m.state;
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(m, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(m, Family.CUDA));
         assertEquals("KMeans.state.inner", e.path());
         assertTrue(e.getMessage().contains("cycle"), e.getMessage());
     }
@@ -230,8 +237,8 @@ class GenericSerializerTest {
     void shouldFailAtTheSenderNamingTheClassAndFieldPath() {
         KMeans m = sample();
         m.state.lock = new Thread();
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(m, Family.CUDA, Family.HOST));
         assertEquals("KMeans.state.lock", e.path());
         assertTrue(e.getMessage().contains("java.lang.Thread"), e.getMessage());
         assertTrue(e.getMessage().contains("[cuda, host]"), e.getMessage());
@@ -254,11 +261,11 @@ class GenericSerializerTest {
         registry.register(Models.HostOnly.class, Family.HOST, careless);
         KMeans m = sample();
         m.anything = new Models.HostOnly("x");
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(m, Family.CUDA, Family.HOST));
         assertEquals("KMeans.anything", e.path());
-        assertTrue(e.getMessage().contains("java.time.Instant") && e.getMessage().contains("\"extra\""),
-                e.getMessage());
+        assertTrue(
+                e.getMessage().contains("java.time.Instant") && e.getMessage().contains("\"extra\""), e.getMessage());
     }
 
     @Test
@@ -277,15 +284,14 @@ class GenericSerializerTest {
             assertEquals("cuda", root.get("f"), "the estimator takes the first family");
             assertEquals("cuda", state.get("f"));
             assertEquals("host", ((Map<?, ?>) fields.get("anything")).get("f"), "this field falls back to host");
-            assertEquals("java", ((Map<?, ?>) ((Map<?, ?>) state.get("d")).get("lock")).get("f"),
-                    "this one to java");
+            assertEquals("java", ((Map<?, ?>) ((Map<?, ?>) state.get("d")).get("lock")).get("f"), "this one to java");
         }
         KMeans after = (KMeans) roundTrip(m, Family.CUDA, Family.HOST, Family.JAVA);
         assertEquals("only host", ((Models.HostOnly) after.anything).text);
         assertEquals("only java", ((Models.Holder) after.state.lock).inner);
         assertArrayEquals(m.centers, after.centers);
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(m, Family.CUDA, Family.HOST));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(m, Family.CUDA, Family.HOST));
         assertEquals("KMeans.state.lock", e.path(), "without java in the chain, the sender names the field");
         assertTrue(e.getMessage().contains(Models.Holder.class.getName()), e.getMessage());
     }
@@ -298,16 +304,16 @@ class GenericSerializerTest {
             s.inner = new State();
             s = s.inner;
         }
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(top, Family.CUDA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(top, Family.CUDA));
         assertTrue(e.getMessage().contains("deeper than " + Limits.DEFAULT.maxDepth()), e.getMessage());
         assertTrue(e.path().startsWith("State.inner.inner."), e.path());
     }
 
     @Test
     void shouldMakeInstancesThroughAPrivateNoArgumentConstructor() {
-        Models.PrivateConstructor after = (Models.PrivateConstructor) roundTrip(Models.PrivateConstructor.of(77),
-                Family.CUDA);
+        Models.PrivateConstructor after =
+                (Models.PrivateConstructor) roundTrip(Models.PrivateConstructor.of(77), Family.CUDA);
         assertEquals(77, after.fitted);
     }
 
@@ -321,17 +327,16 @@ class GenericSerializerTest {
 
     @Test
     void shouldMakeAClassWithoutANoArgumentConstructorWithoutRunningOne() {
-        Models.NoDefaultConstructor after = (Models.NoDefaultConstructor) roundTrip(new Models.NoDefaultConstructor(9),
-                Family.CUDA);
+        Models.NoDefaultConstructor after =
+                (Models.NoDefaultConstructor) roundTrip(new Models.NoDefaultConstructor(9), Family.CUDA);
         assertEquals(9, after.x, "the final field is set");
     }
 
     @Test
     void shouldRequireANameForSubclassesCoveredByAGenericRegistration() {
-        class Unnamed extends Models.Estimator {
-        }
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(new Unnamed(), Family.CUDA));
+        class Unnamed extends Models.Estimator {}
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(new Unnamed(), Family.CUDA));
         assertTrue(e.getMessage().contains("no registered name"), e.getMessage());
     }
 

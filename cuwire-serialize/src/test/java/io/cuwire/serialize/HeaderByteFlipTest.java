@@ -57,8 +57,7 @@ class HeaderByteFlipTest {
     }
 
     /** A valid header, the bytes of its frames, and how to tell a decoded value equal to the original. */
-    private record Case(String name, byte[] header, byte[] frames, Predicate<Object> equalsOriginal) {
-    }
+    private record Case(String name, byte[] header, byte[] frames, Predicate<Object> equalsOriginal) {}
 
     private static byte[] frameBytes(Serialized s) {
         byte[] out = new byte[Math.toIntExact(s.totalFrameBytes())];
@@ -77,17 +76,34 @@ class HeaderByteFlipTest {
             cases.add(new Case("generic model with weights", s.encodeHeader(), frameBytes(s), model::equals));
         }
         try (Serialized s = registry.serialize(array, Family.CUDA)) {
-            cases.add(new Case("ndarray", s.encodeHeader(), frameBytes(s),
-                    v -> v instanceof NdArray a && a.dtype() == array.dtype() && a.order() == array.order()
-                            && java.util.Arrays.equals(a.shape(), array.shape()) && array.contentEquals(a)));
+            cases.add(new Case(
+                    "ndarray",
+                    s.encodeHeader(),
+                    frameBytes(s),
+                    v -> v instanceof NdArray a
+                            && a.dtype() == array.dtype()
+                            && a.order() == array.order()
+                            && java.util.Arrays.equals(a.shape(), array.shape())
+                            && array.contentEquals(a)));
         }
         WireFixtures.Shared shared = WireFixtures.shared();
         try (Serialized s = registry.serialize(shared, Family.CUDA)) {
-            cases.add(new Case("collections and references", s.encodeHeader(), frameBytes(s),
-                    v -> v instanceof WireFixtures.Shared d && shared.first.equals(d.first) && d.first == d.second
-                            && java.util.Arrays.equals(shared.p, d.p) && d.p == d.q && shared.l1.equals(d.l1)
-                            && d.l1 == d.l2 && shared.point.equals(d.point) && d.both.length == 3
-                            && d.both[0] == d.point && d.both[1] == d.point && d.both[2] == d.first));
+            cases.add(new Case(
+                    "collections and references",
+                    s.encodeHeader(),
+                    frameBytes(s),
+                    v -> v instanceof WireFixtures.Shared d
+                            && shared.first.equals(d.first)
+                            && d.first == d.second
+                            && java.util.Arrays.equals(shared.p, d.p)
+                            && d.p == d.q
+                            && shared.l1.equals(d.l1)
+                            && d.l1 == d.l2
+                            && shared.point.equals(d.point)
+                            && d.both.length == 3
+                            && d.both[0] == d.point
+                            && d.both[1] == d.point
+                            && d.both[2] == d.first));
         }
         return cases;
     }
@@ -124,8 +140,10 @@ class HeaderByteFlipTest {
                         byte[] flipped = c.header().clone();
                         flipped[pos] ^= (byte) mask;
                         String o = outcome(c, flipped);
-                        assertTrue(!o.equals("different"), c.name() + ": flipping byte " + pos + " with 0x"
-                                + Integer.toHexString(mask) + " decoded to a different value");
+                        assertTrue(
+                                !o.equals("different"),
+                                c.name() + ": flipping byte " + pos + " with 0x" + Integer.toHexString(mask)
+                                        + " decoded to a different value");
                         counts.merge(o, 1, Integer::sum);
                         totals.merge(o, 1, Integer::sum);
                         flips++;
@@ -133,7 +151,8 @@ class HeaderByteFlipTest {
                 }
                 System.out.println("byte flips of the " + c.name() + " header (" + c.header().length + " bytes, "
                         + c.header().length * MASKS.length + " flips): " + counts);
-                assertEquals((c.header().length - 2) * MASKS.length,
+                assertEquals(
+                        (c.header().length - 2) * MASKS.length,
                         counts.getOrDefault(HeaderChecksumException.class.getSimpleName(), 0),
                         "every flip after the prefix and version bytes is a checksum mismatch");
             }
@@ -181,17 +200,21 @@ class HeaderByteFlipTest {
                         counts.merge(o, 1, Integer::sum);
                         if (inName) {
                             renamed++;
-                            assertTrue(!o.equals("equal") && !o.equals("different"), c.name() + ": renaming a "
-                                    + "field by flipping byte " + pos + " with 0x" + Integer.toHexString(mask)
-                                    + " decoded");
+                            assertTrue(
+                                    !o.equals("equal") && !o.equals("different"),
+                                    c.name() + ": renaming a "
+                                            + "field by flipping byte " + pos + " with 0x" + Integer.toHexString(mask)
+                                            + " decoded");
                         }
                     }
                 }
-                System.out.println("byte flips of the " + c.name() + " header behind a valid checksum: " + counts
-                        + "; " + renamed + " of them rename a field, all refused");
+                System.out.println("byte flips of the " + c.name() + " header behind a valid checksum: " + counts + "; "
+                        + renamed + " of them rename a field, all refused");
                 if (c.name().startsWith("generic")) {
                     assertTrue(renamed > 300, "the model's field names were found in its header: " + renamed);
-                    assertInstanceOf(Integer.class, counts.get(SchemaMismatchException.class.getSimpleName()),
+                    assertInstanceOf(
+                            Integer.class,
+                            counts.get(SchemaMismatchException.class.getSimpleName()),
                             "renamed fields are schema mismatches");
                 }
             }

@@ -48,13 +48,14 @@ class JavaFamilyTest {
         assertThrows(UnserializableException.class, () -> registry.serialize(legacy, Family.JAVA));
         registry.allowJava(Models.Legacy.class);
         assertThrows(UnserializableException.class, () -> registry.serialize(legacy, Family.CUDA, Family.HOST));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> registry.registerGeneric(Object.class, Family.CUDA, Family.JAVA));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> registry.registerGeneric(Object.class, Family.CUDA, Family.JAVA));
         assertTrue(e.getMessage().contains("allowJava"), e.getMessage());
-        UnserializableException none = assertThrows(UnserializableException.class,
-                () -> registry.serialize(new Models.NotAllowed(), Family.CUDA));
-        assertTrue(none.getMessage().contains("no family of [cuda]"), "the refused registration left no generic "
-                + "serializer behind: " + none.getMessage());
+        UnserializableException none = assertThrows(
+                UnserializableException.class, () -> registry.serialize(new Models.NotAllowed(), Family.CUDA));
+        assertTrue(
+                none.getMessage().contains("no family of [cuda]"),
+                "the refused registration left no generic " + "serializer behind: " + none.getMessage());
     }
 
     @Test
@@ -89,18 +90,19 @@ class JavaFamilyTest {
         model.coef = NdArray.fromArray(device, new double[] {1, 2, 3}, 3);
         model.centers = NdArray.fromArray(device, centers, 3, 20_000);
         long arrayBytes = model.coef.byteSize() + model.centers.byteSize();
-        BufferAllocator<DeviceBuffer> receiver = Devices.get(Devices.all().size() - 1).newAllocator("java-receiver",
-                BufferAllocator.UNLIMITED);
+        BufferAllocator<DeviceBuffer> receiver =
+                Devices.get(Devices.all().size() - 1).newAllocator("java-receiver", BufferAllocator.UNLIMITED);
         try (TransferScope encode = CopyEngine.openScope("java encode");
                 Serialized s = registry.serialize(model, Family.CUDA, Family.HOST, Family.JAVA)) {
             assertEquals(arrayBytes, encode.bytes(CopyDirection.D2H), "every array copied to the heap in the stream");
             assertEquals(1, s.frames().size(), "one host frame: the JDK stream");
             assertEquals(MemoryKind.HOST, s.frames().get(0).kind());
-            try (Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
-                    List.of(copyToHost(s.frames().get(0))));
+            try (Serialized wire = Serialized.received(
+                            Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
+                            List.of(copyToHost(s.frames().get(0))));
                     TransferScope decode = CopyEngine.openScope("java decode")) {
-                Models.SerializableEstimator back = registry.deserialize(wire, Models.SerializableEstimator.class,
-                        new DecodeTarget(receiver, host, Limits.DEFAULT));
+                Models.SerializableEstimator back = registry.deserialize(
+                        wire, Models.SerializableEstimator.class, new DecodeTarget(receiver, host, Limits.DEFAULT));
                 assertEquals(arrayBytes, decode.bytes(CopyDirection.H2D), "rebuilt on the receiver's device");
                 assertEquals("lloyd", back.solver);
                 assertEquals(3, back.nClusters);
@@ -132,8 +134,8 @@ class JavaFamilyTest {
         TypeRegistry registry = new TypeRegistry().allowJava(Models.Holder.class);
         Models.Holder holder = new Models.Holder();
         holder.inner = List.of(new Models.NotAllowed());
-        UnserializableException e = assertThrows(UnserializableException.class,
-                () -> registry.serialize(holder, Family.CUDA, Family.JAVA));
+        UnserializableException e =
+                assertThrows(UnserializableException.class, () -> registry.serialize(holder, Family.CUDA, Family.JAVA));
         assertTrue(e.getMessage().contains("java.util.CollSer is not on"), e.getMessage());
         assertEquals("Holder", e.path());
         holder.inner = new ArrayList<>(List.of(new Models.NotAllowed()));
@@ -159,8 +161,8 @@ class JavaFamilyTest {
             stream[element - 3] = (byte) 0xff;
             stream[element - 2] = (byte) 0xff;
             stream[element - 1] = (byte) 0xf0;
-            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                    () -> registry.deserialize(s, target));
+            MalformedHeaderException e =
+                    assertThrows(MalformedHeaderException.class, () -> registry.deserialize(s, target));
             assertTrue(e.getMessage().contains("REJECTED"), e.getMessage());
         }
     }
@@ -183,11 +185,12 @@ class JavaFamilyTest {
                 NdArray b = NdArray.fromArray(host, new long[] {3}, 1)) {
             holder.inner = new ArrayList<>(List.of(a, b, new Models.NotAllowed()));
             try (Serialized s = writer.serialize(holder, Family.JAVA);
-                    Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
-                            List.of())) {
+                    Serialized wire =
+                            Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT), List.of())) {
                 BufferAllocator<DeviceBuffer> rxDevice = Devices.get(0).newAllocator("java-rx", 1 << 20);
                 BufferAllocator<HostBuffer> rxHost = BufferAllocator.host("java-rx-host", 1 << 20);
-                MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+                MalformedHeaderException e = assertThrows(
+                        MalformedHeaderException.class,
                         () -> reader.deserialize(wire, new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT)));
                 assertTrue(e.getMessage().contains("allow-list"), e.getMessage());
                 assertEquals(0, rxDevice.allocatedBytes(), "the device array read before the refusal was released");
@@ -207,8 +210,8 @@ class JavaFamilyTest {
         try (NdArray a = NdArray.fromArray(device, new float[] {1, 2}, 2)) {
             dropping.array = a;
             try (Serialized s = registry.serialize(dropping, Family.JAVA)) {
-                Models.Holder back = registry.deserialize(s, Models.Holder.class,
-                        new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT));
+                Models.Holder back = registry.deserialize(
+                        s, Models.Holder.class, new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT));
                 assertEquals("dropped", back.inner);
                 assertEquals(0, rxDevice.allocatedBytes(), "the array the value no longer holds was released");
             }
@@ -224,10 +227,10 @@ class JavaFamilyTest {
         reader.register(Models.NotAllowed.class, Models.NotAllowed.class.getName());
         reader.register(Models.NotAllowed.class, Family.JAVA, JavaFamily.serializer(reader));
         try (Serialized s = writer.serialize(new Models.NotAllowed(), Family.JAVA);
-                Serialized wire = Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT),
-                        List.of())) {
-            MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
-                    () -> reader.deserialize(wire, target));
+                Serialized wire =
+                        Serialized.received(Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT), List.of())) {
+            MalformedHeaderException e =
+                    assertThrows(MalformedHeaderException.class, () -> reader.deserialize(wire, target));
             assertTrue(e.getMessage().contains("allow-list"), e.getMessage());
         }
     }

@@ -11,10 +11,12 @@ import java.util.Set;
 
 /** Estimator-shaped classes the serializer tests walk. */
 final class Models {
-    private Models() {
-    }
+    private Models() {}
 
-    enum Solver { LBFGS, NEWTON }
+    enum Solver {
+        LBFGS,
+        NEWTON
+    }
 
     abstract static class Estimator {
         int seed = 7;
@@ -40,8 +42,10 @@ final class Models {
         Point[] points;
         Object anything;
         transient Object nativeHandle = new Object();
+
         @SkipSerialization
         Object cache = "cache";
+
         int rebuilt;
     }
 
@@ -51,8 +55,7 @@ final class Models {
         State inner;
     }
 
-    record Point(double x, double y, String tag) {
-    }
+    record Point(double x, double y, String tag) {}
 
     static final class Hooked extends Estimator implements PostDeserialize {
         transient int derived;
@@ -67,8 +70,7 @@ final class Models {
     static final class PrivateConstructor extends Estimator {
         long fitted;
 
-        private PrivateConstructor() {
-        }
+        private PrivateConstructor() {}
 
         static PrivateConstructor of(long fitted) {
             PrivateConstructor p = new PrivateConstructor();
@@ -153,8 +155,7 @@ final class Models {
     }
 
     /** Loaded by name in the class-loading test, to show that its recording sees a load when one happens. */
-    static final class LoadControl {
-    }
+    static final class LoadControl {}
 
     static final class Flag {
         static volatile boolean canaryInitialized;

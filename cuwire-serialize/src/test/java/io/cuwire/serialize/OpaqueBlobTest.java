@@ -12,8 +12,8 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,7 +48,8 @@ class OpaqueBlobTest {
         List<Buffer> received = new ArrayList<>();
         for (int i = 0; i < header.frames().size(); i++) {
             Buffer b = header.frames().get(i).kind() == MemoryKind.DEVICE
-                    ? device.allocate(header.frames().get(i).length()) : host.allocate(header.frames().get(i).length());
+                    ? device.allocate(header.frames().get(i).length())
+                    : host.allocate(header.frames().get(i).length());
             CopyEngine.copy(s.frames().get(i).buffer(), b);
             received.add(b);
         }
@@ -65,9 +66,10 @@ class OpaqueBlobTest {
         try (OpaqueBlob blob = OpaqueBlob.adopt("cuwire.forest/1", meta, bytes)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (TransferScope scope = CopyEngine.openScope(family.wireName());
-                        Serialized s = registry.serialize(blob, family); Serialized wire = transfer(s);
-                        OpaqueBlob back = registry.deserialize(wire, OpaqueBlob.class,
-                                new DecodeTarget(device, host, Limits.DEFAULT))) {
+                        Serialized s = registry.serialize(blob, family);
+                        Serialized wire = transfer(s);
+                        OpaqueBlob back = registry.deserialize(
+                                wire, OpaqueBlob.class, new DecodeTarget(device, host, Limits.DEFAULT))) {
                     assertEquals(1, s.frames().size());
                     long hostBytes = scope.bytes(CopyDirection.D2H) + scope.bytes(CopyDirection.H2D);
                     assertEquals(family == Family.CUDA ? 0 : 2L * forest.length, hostBytes, family.wireName());
@@ -85,8 +87,8 @@ class OpaqueBlobTest {
     @Test
     void shouldRefuseMetadataThatCannotTravelInAHeader() {
         try (HostBuffer b = host.allocate(8)) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> OpaqueBlob.view("x", Map.of("when", new Object()), b));
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class, () -> OpaqueBlob.view("x", Map.of("when", new Object()), b));
             assertEquals(true, e.getMessage().contains("'when'"), e.getMessage());
         }
     }

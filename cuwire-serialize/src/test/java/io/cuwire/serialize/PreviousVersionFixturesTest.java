@@ -66,13 +66,15 @@ class PreviousVersionFixturesTest {
 
     @Test
     void shouldDecodeVersion1NdArraysOfTheCudaAndHostFamiliesOntoTheDevice() {
-        try (NdArray cuda = (NdArray) decode("ndarray-cuda"); NdArray expected = WireFixtures.cudaArray(device)) {
+        try (NdArray cuda = (NdArray) decode("ndarray-cuda");
+                NdArray expected = WireFixtures.cudaArray(device)) {
             assertEquals(MemoryKind.DEVICE, cuda.kind());
             assertEquals(DType.FLOAT32, cuda.dtype());
             assertArrayEquals(new long[] {64, 8}, cuda.shape());
             assertTrue(expected.contentEquals(cuda));
         }
-        try (NdArray hostFamily = (NdArray) decode("ndarray-host"); NdArray expected = WireFixtures.hostArray(device)) {
+        try (NdArray hostFamily = (NdArray) decode("ndarray-host");
+                NdArray expected = WireFixtures.hostArray(device)) {
             assertEquals(MemoryKind.DEVICE, hostFamily.kind(), "a host-family frame of device memory is rebuilt there");
             assertEquals(Order.F, hostFamily.order());
             assertArrayEquals(new long[] {5, 3}, hostFamily.shape());

@@ -47,8 +47,7 @@ class RandomGraphPropertyTest {
         Optional<Object> extra = Optional.empty();
     }
 
-    record Pair(long id, Object value) {
-    }
+    record Pair(long id, Object value) {}
 
     private final List<NdArray> made = new ArrayList<>();
     private int holders;
@@ -66,10 +65,13 @@ class RandomGraphPropertyTest {
         host = BufferAllocator.host("graph-host", BufferAllocator.UNLIMITED);
         rxDevice = Devices.get(Devices.all().size() - 1).newAllocator("graph-rx", BufferAllocator.UNLIMITED);
         rxHost = BufferAllocator.host("graph-rx-host", BufferAllocator.UNLIMITED);
-        registry = new TypeRegistry().registerGeneric(Node.class, Family.CUDA, Family.HOST)
+        registry = new TypeRegistry()
+                .registerGeneric(Node.class, Family.CUDA, Family.HOST)
                 .registerGeneric(Record.class, Family.CUDA, Family.HOST)
-                .register(Node.class, "graph.Node").register(Pair.class, "graph.Pair")
-                .register(Order.class, "graph.Order").allowJava(Models.Holder.class, Order.class);
+                .register(Node.class, "graph.Node")
+                .register(Pair.class, "graph.Pair")
+                .register(Order.class, "graph.Order")
+                .allowJava(Models.Holder.class, Order.class);
     }
 
     @AfterEach
@@ -95,7 +97,9 @@ class RandomGraphPropertyTest {
             case 9 -> "s" + r.nextInt(1000);
             case 10 -> Order.values()[r.nextInt(2)];
             case 11 -> TestRandom.bytes(r, r.nextBoolean() ? r.nextInt(100) : 70_000 + r.nextInt(1000));
-            case 12 -> r.doubles(r.nextBoolean() ? r.nextInt(10) : 9_000 + r.nextInt(100)).toArray();
+            case 12 ->
+                r.doubles(r.nextBoolean() ? r.nextInt(10) : 9_000 + r.nextInt(100))
+                        .toArray();
             case 13 -> r.ints(r.nextInt(50)).toArray();
             default -> array(r);
         };
@@ -105,8 +109,8 @@ class RandomGraphPropertyTest {
         List<BufferAllocator<?>> memories = List.of(host, pinned, device);
         BufferAllocator<?> memory = memories.get(r.nextInt(memories.size()));
         DType dtype = r.nextBoolean() ? DType.FLOAT32 : DType.INT64;
-        NdArray a = NdArray.zeros(memory, dtype, r.nextBoolean() ? Order.C : Order.F, 1 + r.nextInt(30),
-                1 + r.nextInt(30));
+        NdArray a =
+                NdArray.zeros(memory, dtype, r.nextBoolean() ? Order.C : Order.F, 1 + r.nextInt(30), 1 + r.nextInt(30));
         CopyEngine.copyFromSegment(MemorySegment.ofArray(TestRandom.bytes(r, (int) a.byteSize())), a.buffer(), 0);
         made.add(a);
         return a;
@@ -249,13 +253,17 @@ class RandomGraphPropertyTest {
     @Test
     void shouldRoundTripRandomGraphsOverEveryFamilyChain(TestInfo info) {
         SplittableRandom random = TestRandom.create(info);
-        List<Family[]> chains = List.of(new Family[] {Family.CUDA}, new Family[] {Family.HOST},
-                new Family[] {Family.CUDA, Family.HOST}, new Family[] {Family.CUDA, Family.JAVA},
+        List<Family[]> chains = List.of(
+                new Family[] {Family.CUDA},
+                new Family[] {Family.HOST},
+                new Family[] {Family.CUDA, Family.HOST},
+                new Family[] {Family.CUDA, Family.JAVA},
                 new Family[] {Family.HOST, Family.JAVA});
         for (int trial = 0; trial < 250; trial++) {
             Family[] chain = chains.get(trial % chains.size());
             Object value = graph(random, 0, List.of(chain).contains(Family.JAVA));
-            try (Serialized s = registry.serialize(value, chain); Serialized wire = transfer(s)) {
+            try (Serialized s = registry.serialize(value, chain);
+                    Serialized wire = transfer(s)) {
                 Object back = registry.deserialize(wire, new DecodeTarget(rxDevice, rxHost, Limits.DEFAULT));
                 assertSameGraph(value, back, "trial " + trial + " root");
             }

@@ -53,8 +53,10 @@ class SchemaEvolutionTest {
     static final class AddedOptional {
         int a;
         double[] weights;
+
         @WireOptional
         String added = "from the constructor";
+
         @WireOptional
         long addedPrimitive = 77;
     }
@@ -69,35 +71,34 @@ class SchemaEvolutionTest {
     }
 
     /** A subclass of an evolving class does not inherit its leniency. */
-    static final class DroppedEvolvingSubclass extends Base {
-    }
+    static final class DroppedEvolvingSubclass extends Base {}
 
     @Evolving
     static class Base {
         int a;
     }
 
-    record PointBefore(double x, double y) {
-    }
+    record PointBefore(double x, double y) {}
 
-    record PointAdded(double x, double y, String label) {
-    }
+    record PointAdded(double x, double y, String label) {}
 
-    record PointAddedOptional(double x, double y, @WireOptional String label, @WireOptional int z) {
-    }
+    record PointAddedOptional(
+            double x,
+            double y,
+            @WireOptional String label,
+            @WireOptional int z) {}
 
-    record PointDropped(double x) {
-    }
+    record PointDropped(double x) {}
 
     @Evolving
-    record PointDroppedEvolving(double x) {
-    }
+    record PointDroppedEvolving(double x) {}
 
     /** Writes {@code value} under name {@code evo} and reads it back as {@code reader} registered under that name. */
     private <T> T evolve(Object value, Class<T> reader) {
-        TypeRegistry writer = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(value.getClass(), "evo");
-        TypeRegistry later = new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(reader, "evo");
+        TypeRegistry writer =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(value.getClass(), "evo");
+        TypeRegistry later =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(reader, "evo");
         try (Serialized s = writer.serialize(value, Family.CUDA)) {
             return received(later, s.encodeHeader(), reader);
         }
@@ -111,8 +112,8 @@ class SchemaEvolutionTest {
 
     @Test
     void shouldRefuseAHeaderThatLacksARequiredFieldNamingTheFieldAndPath() {
-        SchemaMismatchException e = assertThrows(SchemaMismatchException.class,
-                () -> evolve(new Before(), Added.class));
+        SchemaMismatchException e =
+                assertThrows(SchemaMismatchException.class, () -> evolve(new Before(), Added.class));
         assertEquals(List.of("added"), e.missing());
         assertEquals(List.of(), e.unknown());
         assertEquals("root", e.path());
@@ -142,8 +143,8 @@ class SchemaEvolutionTest {
 
     @Test
     void shouldRefuseAHeaderFieldTheClassDoesNotHave() {
-        SchemaMismatchException e = assertThrows(SchemaMismatchException.class,
-                () -> evolve(new Before(), Dropped.class));
+        SchemaMismatchException e =
+                assertThrows(SchemaMismatchException.class, () -> evolve(new Before(), Dropped.class));
         assertEquals(List.of(), e.missing());
         assertEquals(List.of("weights"), e.unknown());
         assertTrue(e.getMessage().contains("has field 'root.weights' the class does not"), e.getMessage());
@@ -153,15 +154,17 @@ class SchemaEvolutionTest {
     @Test
     void shouldIgnoreAHeaderFieldAnEvolvingClassDoesNotHave() {
         assertEquals(1, evolve(new Before(), DroppedEvolving.class).a);
-        SchemaMismatchException e = assertThrows(SchemaMismatchException.class,
-                () -> evolve(new Before(), DroppedEvolvingSubclass.class), "@Evolving is not inherited");
+        SchemaMismatchException e = assertThrows(
+                SchemaMismatchException.class,
+                () -> evolve(new Before(), DroppedEvolvingSubclass.class),
+                "@Evolving is not inherited");
         assertEquals(List.of("weights"), e.unknown());
     }
 
     @Test
     void shouldNameBothARenamedFieldAndTheFieldItReplaced() {
-        TypeRegistry registry = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(Before.class, "evo");
+        TypeRegistry registry =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(Before.class, "evo");
         Map<String, Object> data = new LinkedHashMap<>();
         data.put("a", 1L);
         data.put("weigjts", null);
@@ -173,10 +176,12 @@ class SchemaEvolutionTest {
         top.put("fam", List.of("cuda"));
         top.put("root", Map.of("t", "list", "v", List.of(node)));
         top.put("frames", List.of());
-        byte[] header = Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top)
+        byte[] header = Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
                 .toByteArray());
-        SchemaMismatchException e = assertThrows(SchemaMismatchException.class,
-                () -> received(registry, header, Object.class));
+        SchemaMismatchException e =
+                assertThrows(SchemaMismatchException.class, () -> received(registry, header, Object.class));
         assertEquals(List.of("weights"), e.missing());
         assertEquals(List.of("weigjts"), e.unknown());
         assertEquals("root[0]", e.path());
@@ -184,13 +189,13 @@ class SchemaEvolutionTest {
 
     @Test
     void shouldApplyTheSameRulesToRecordComponents() {
-        SchemaMismatchException missing = assertThrows(SchemaMismatchException.class,
-                () -> evolve(new PointBefore(1, 2), PointAdded.class));
+        SchemaMismatchException missing =
+                assertThrows(SchemaMismatchException.class, () -> evolve(new PointBefore(1, 2), PointAdded.class));
         assertEquals(List.of("label"), missing.missing());
         PointAddedOptional optional = evolve(new PointBefore(1, 2), PointAddedOptional.class);
         assertEquals(new PointAddedOptional(1, 2, null, 0), optional, "Java's defaults for missing components");
-        SchemaMismatchException unknown = assertThrows(SchemaMismatchException.class,
-                () -> evolve(new PointBefore(1, 2), PointDropped.class));
+        SchemaMismatchException unknown =
+                assertThrows(SchemaMismatchException.class, () -> evolve(new PointBefore(1, 2), PointDropped.class));
         assertEquals(List.of("y"), unknown.unknown());
         assertEquals(new PointDroppedEvolving(1), evolve(new PointBefore(1, 2), PointDroppedEvolving.class));
     }
@@ -210,8 +215,8 @@ class SchemaEvolutionTest {
         top.put("root", node);
         top.put("frames", List.of());
         byte[] v1 = new MsgpackWriter().value(top).toByteArray();
-        TypeRegistry registry = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(Added.class, "evo");
+        TypeRegistry registry =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(Added.class, "evo");
         Added after = received(registry, v1, Added.class);
         assertEquals(3, after.a);
         assertNull(after.weights);
@@ -220,13 +225,13 @@ class SchemaEvolutionTest {
 
     @Test
     void shouldStillRefuseANewerTypeVersionWhateverTheAnnotations() {
-        TypeRegistry writer = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(Before.class, "evo", 2);
-        TypeRegistry reader = new TypeRegistry().registerGeneric(Object.class, Family.CUDA)
-                .register(DroppedEvolving.class, "evo", 1);
+        TypeRegistry writer =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(Before.class, "evo", 2);
+        TypeRegistry reader =
+                new TypeRegistry().registerGeneric(Object.class, Family.CUDA).register(DroppedEvolving.class, "evo", 1);
         try (Serialized s = writer.serialize(new Before(), Family.CUDA)) {
-            IncompatibleVersionException e = assertThrows(IncompatibleVersionException.class,
-                    () -> received(reader, s.encodeHeader(), Object.class));
+            IncompatibleVersionException e = assertThrows(
+                    IncompatibleVersionException.class, () -> received(reader, s.encodeHeader(), Object.class));
             assertTrue(e.getMessage().contains("'evo' version 2 is newer than this reader's 1"), e.getMessage());
         }
     }

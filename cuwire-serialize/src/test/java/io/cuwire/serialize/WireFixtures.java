@@ -36,10 +36,13 @@ final class WireFixtures {
     /** The fixtures, in the order they are written. */
     static final List<String> NAMES = List.of("generic", "ndarray-cuda", "ndarray-host", "refs");
 
-    private WireFixtures() {
-    }
+    private WireFixtures() {}
 
-    enum Kind { ALPHA, BETA, GAMMA }
+    enum Kind {
+        ALPHA,
+        BETA,
+        GAMMA
+    }
 
     /** A model with a field of every kind the generic serializer writes. */
     static final class Model {
@@ -71,15 +74,32 @@ final class WireFixtures {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Model m && count == m.count && big == m.big && Double.compare(ratio, m.ratio) == 0
-                    && Float.compare(rate, m.rate) == 0 && on == m.on && small == m.small && tiny == m.tiny
-                    && letter == m.letter && Objects.equals(name, m.name) && Objects.equals(absent, m.absent)
-                    && kind == m.kind && Objects.equals(boxed, m.boxed) && Objects.equals(boxedLong, m.boxedLong)
-                    && Arrays.equals(ids, m.ids) && Arrays.equals(weights, m.weights) && Arrays.equals(bias, m.bias)
-                    && Arrays.equals(mask, m.mask) && Objects.equals(inner, m.inner)
-                    && Objects.equals(history, m.history) && Objects.equals(extras, m.extras)
-                    && Objects.equals(tags, m.tags) && Objects.equals(label, m.label) && Objects.equals(none, m.none)
-                    && Arrays.equals(points, m.points) && Objects.deepEquals(anything, m.anything);
+            return o instanceof Model m
+                    && count == m.count
+                    && big == m.big
+                    && Double.compare(ratio, m.ratio) == 0
+                    && Float.compare(rate, m.rate) == 0
+                    && on == m.on
+                    && small == m.small
+                    && tiny == m.tiny
+                    && letter == m.letter
+                    && Objects.equals(name, m.name)
+                    && Objects.equals(absent, m.absent)
+                    && kind == m.kind
+                    && Objects.equals(boxed, m.boxed)
+                    && Objects.equals(boxedLong, m.boxedLong)
+                    && Arrays.equals(ids, m.ids)
+                    && Arrays.equals(weights, m.weights)
+                    && Arrays.equals(bias, m.bias)
+                    && Arrays.equals(mask, m.mask)
+                    && Objects.equals(inner, m.inner)
+                    && Objects.equals(history, m.history)
+                    && Objects.equals(extras, m.extras)
+                    && Objects.equals(tags, m.tags)
+                    && Objects.equals(label, m.label)
+                    && Objects.equals(none, m.none)
+                    && Arrays.equals(points, m.points)
+                    && Objects.deepEquals(anything, m.anything);
         }
 
         @Override
@@ -96,7 +116,9 @@ final class WireFixtures {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Inner i && Objects.equals(note, i.note) && Arrays.equals(counts, i.counts)
+            return o instanceof Inner i
+                    && Objects.equals(note, i.note)
+                    && Arrays.equals(counts, i.counts)
                     && Objects.equals(next, i.next);
         }
 
@@ -106,8 +128,7 @@ final class WireFixtures {
         }
     }
 
-    record Point(double x, double y, String tag) {
-    }
+    record Point(double x, double y, String tag) {}
 
     /** Values that appear twice: the header writes the second occurrence as a back-reference. */
     static final class Shared {
@@ -222,7 +243,8 @@ final class WireFixtures {
             byte[] frames = new byte[Math.toIntExact(total)];
             long at = 0;
             for (Frame f : value.frames()) {
-                CopyEngine.copyToSegment(f.buffer(), 0, MemorySegment.ofArray(frames).asSlice(at, f.length()));
+                CopyEngine.copyToSegment(
+                        f.buffer(), 0, MemorySegment.ofArray(frames).asSlice(at, f.length()));
                 at += f.length();
             }
             Files.write(dir.resolve(name + ".frames"), frames);
@@ -268,8 +290,12 @@ final class WireFixtures {
      * A received value of {@code header} over {@code frames}, allocated and filled as a receiver would: each frame
      * as its descriptor says, filled from {@code frames} in order as far as they go (the rest left as allocated).
      */
-    static Serialized received(byte[] header, byte[] frames, BufferAllocator<HostBuffer> host,
-            BufferAllocator<DeviceBuffer> device, Limits limits) {
+    static Serialized received(
+            byte[] header,
+            byte[] frames,
+            BufferAllocator<HostBuffer> host,
+            BufferAllocator<DeviceBuffer> device,
+            Limits limits) {
         Serialized.Header parsed = Serialized.parseHeader(header, limits);
         List<Buffer> buffers = new ArrayList<>();
         try {

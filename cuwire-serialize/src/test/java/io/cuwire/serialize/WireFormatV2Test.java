@@ -46,7 +46,10 @@ class WireFormatV2Test {
         top.put("fam", fam);
         top.put("root", root);
         top.put("frames", List.of());
-        return Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top).toByteArray());
+        return Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
+                .toByteArray());
     }
 
     private Object decode(byte[] header) {
@@ -81,19 +84,22 @@ class WireFormatV2Test {
         }
         byte[] broken = h.clone();
         broken[6] = (byte) 0xC1;
-        HeaderChecksumException e = assertThrows(HeaderChecksumException.class,
+        HeaderChecksumException e = assertThrows(
+                HeaderChecksumException.class,
                 () -> Serialized.parseHeader(broken, Limits.DEFAULT),
                 "a map byte msgpack cannot parse fails the checksum first");
         CRC32C crc = new CRC32C();
         crc.update(broken, 6, broken.length - 6);
         assertEquals(crc.getValue(), e.actual());
-        assertEquals(((h[2] & 0xffL) << 24) | ((h[3] & 0xff) << 16) | ((h[4] & 0xff) << 8) | (h[5] & 0xff),
-                e.expected());
-        String named = String.format(java.util.Locale.ROOT, "carries CRC32C 0x%08x, its bytes give 0x%08x",
-                e.expected(), e.actual());
+        assertEquals(
+                ((h[2] & 0xffL) << 24) | ((h[3] & 0xff) << 16) | ((h[4] & 0xff) << 8) | (h[5] & 0xff), e.expected());
+        String named = String.format(
+                java.util.Locale.ROOT, "carries CRC32C 0x%08x, its bytes give 0x%08x", e.expected(), e.actual());
         assertTrue(e.getMessage().contains(named), e.getMessage());
-        assertThrows(MalformedHeaderException.class, () -> Serialized.parseHeader(new byte[] {(byte) 0xC1, 2, 0},
-                Limits.DEFAULT), "shorter than its prefix");
+        assertThrows(
+                MalformedHeaderException.class,
+                () -> Serialized.parseHeader(new byte[] {(byte) 0xC1, 2, 0}, Limits.DEFAULT),
+                "shorter than its prefix");
     }
 
     @Test
@@ -106,10 +112,15 @@ class WireFormatV2Test {
                 NdArray a = NdArray.fromArray(device, new float[] {1, 2}, 2);
                 Serialized array = registry.serialize(a, Family.HOST)) {
             assertEquals(EnumSet.of(Family.CUDA, Family.HOST), mixed.families());
-            assertEquals(EnumSet.of(Family.CUDA, Family.HOST),
+            assertEquals(
+                    EnumSet.of(Family.CUDA, Family.HOST),
                     Serialized.parseHeader(mixed.encodeHeader(), Limits.DEFAULT).families());
-            assertEquals(Set.of(), Serialized.parseHeader(plain.encodeHeader(), Limits.DEFAULT).families());
-            assertEquals(Set.of(Family.HOST), Serialized.parseHeader(array.encodeHeader(), Limits.DEFAULT).families());
+            assertEquals(
+                    Set.of(),
+                    Serialized.parseHeader(plain.encodeHeader(), Limits.DEFAULT).families());
+            assertEquals(
+                    Set.of(Family.HOST),
+                    Serialized.parseHeader(array.encodeHeader(), Limits.DEFAULT).families());
         }
     }
 
@@ -120,10 +131,14 @@ class WireFormatV2Test {
         node.put("f", "cuda");
         node.put("d", Map.of("x", 1.0, "y", 2.0, "tag", "t"));
         assertEquals(new Models.Point(1, 2, "t"), decode(sealed(List.of("cuda"), node)));
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class,
+        MalformedHeaderException e = assertThrows(
+                MalformedHeaderException.class,
                 () -> decode(sealed(List.of("host"), Map.of("t", "list", "v", List.of(node)))));
-        assertTrue(e.getMessage().contains("'test.Point' in family cuda, which the header's family list [host] does "
-                + "not name at root[0]"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .contains("'test.Point' in family cuda, which the header's family list [host] does "
+                                + "not name at root[0]"),
+                e.getMessage());
     }
 
     @Test
@@ -136,7 +151,9 @@ class WireFormatV2Test {
         top.put("root", null);
         top.put("frames", List.of());
         top.put("extra", 1L);
-        byte[] extra = Serialized.seal(new MsgpackWriter().raw(new byte[Serialized.PREFIX_BYTES]).value(top)
+        byte[] extra = Serialized.seal(new MsgpackWriter()
+                .raw(new byte[Serialized.PREFIX_BYTES])
+                .value(top)
                 .toByteArray());
         MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> decode(extra));
         assertTrue(e.getMessage().contains("unknown entry 'extra'"), e.getMessage());
@@ -148,7 +165,8 @@ class WireFormatV2Test {
         top.put("v", 1L);
         top.put("root", "old");
         top.put("frames", List.of());
-        Serialized.Header v1 = Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT);
+        Serialized.Header v1 =
+                Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT);
         assertEquals(1, v1.version());
         assertEquals(EnumSet.allOf(Family.class), v1.families(), "a version-1 header could use any family");
         assertThrows(IllegalStateException.class, v1::encode);

@@ -49,8 +49,7 @@ public final class CuwirePlugin implements SparkPlugin {
     private static final String DRIVER_KEY = "driver";
 
     /** Made by Spark. */
-    public CuwirePlugin() {
-    }
+    public CuwirePlugin() {}
 
     @Override
     public DriverPlugin driverPlugin() {
@@ -63,8 +62,7 @@ public final class CuwirePlugin implements SparkPlugin {
     }
 
     /** A registration: an executor's endpoint. */
-    record Registration(String executorId, String address) implements java.io.Serializable {
-    }
+    record Registration(String executorId, String address) implements java.io.Serializable {}
 
     private static final class Driver implements DriverPlugin {
         private Node node;
@@ -79,7 +77,10 @@ public final class CuwirePlugin implements SparkPlugin {
                 secret = HexFormat.of().formatHex(b);
             }
             String host = conf.get(HOST, conf.get("spark.driver.host", "127.0.0.1"));
-            node = Node.start(Node.DRIVER, Devices.get(conf.getInt(DEVICE, 0)), HexFormat.of().parseHex(secret),
+            node = Node.start(
+                    Node.DRIVER,
+                    Devices.get(conf.getInt(DEVICE, 0)),
+                    HexFormat.of().parseHex(secret),
                     host);
             Node n = node;
             sc.addSparkListener(new SparkListener() {
@@ -117,14 +118,19 @@ public final class CuwirePlugin implements SparkPlugin {
                 return; // local mode: the driver's endpoint serves this JVM
             }
             SparkConf conf = ctx.conf();
-            node = Node.start(ctx.executorID(), device(ctx), HexFormat.of().parseHex(extra.get(SECRET_KEY)),
+            node = Node.start(
+                    ctx.executorID(),
+                    device(ctx),
+                    HexFormat.of().parseHex(extra.get(SECRET_KEY)),
                     conf.get(HOST, host(ctx)));
             try {
                 ctx.ask(new Registration(ctx.executorID(), node.address()));
             } catch (Exception e) {
                 node.close();
-                throw new IllegalStateException("cuwire: executor " + ctx.executorID() + " could not register its "
-                        + "endpoint with the driver: " + e, e);
+                throw new IllegalStateException(
+                        "cuwire: executor " + ctx.executorID() + " could not register its "
+                                + "endpoint with the driver: " + e,
+                        e);
             }
         }
 

@@ -20,8 +20,7 @@ public final class CuwireSpark {
     private static final AtomicLong NEXT_ID = new AtomicLong(System.nanoTime() & 0xffff_ffffL);
     private static final Map<Object, long[]> IDS = Collections.synchronizedMap(new WeakHashMap<>());
 
-    private CuwireSpark() {
-    }
+    private CuwireSpark() {}
 
     /**
      * Broadcasts {@code model} (an estimator, an {@link io.cuwire.memory.NdArray}, any value the cuwire registry
@@ -41,8 +40,8 @@ public final class CuwireSpark {
             idVersion[1]++;
         }
         byte[] header = node.publish(idVersion[0], idVersion[1], model);
-        ModelRef<T> ref = new ModelRef<>(idVersion[0], idVersion[1], header, node.address(),
-                (Class<T>) model.getClass());
+        ModelRef<T> ref =
+                new ModelRef<>(idVersion[0], idVersion[1], header, node.address(), (Class<T>) model.getClass());
         return new ModelBroadcast<>(ref, node);
     }
 
@@ -104,16 +103,25 @@ public final class CuwireSpark {
     }
 
     private static NodeStats of(Node.Counters c) {
-        return new NodeStats(c.executorId(), c.address(), c.fetchedFromDriver(), c.fetchedFromPeers(),
-                c.fetchedBytes(), c.servedToPeers(), c.redirects(), c.evicted(), c.cachedModels(), c.copyBytes(),
+        return new NodeStats(
+                c.executorId(),
+                c.address(),
+                c.fetchedFromDriver(),
+                c.fetchedFromPeers(),
+                c.fetchedBytes(),
+                c.servedToPeers(),
+                c.redirects(),
+                c.evicted(),
+                c.cachedModels(),
+                c.copyBytes(),
                 c.deviceBytes());
     }
 
     private static Node driver() {
         Node node = Node.current();
         if (!Node.DRIVER.equals(node.executorId())) {
-            throw new IllegalStateException("CuwireSpark works on the driver; this JVM is executor "
-                    + node.executorId());
+            throw new IllegalStateException(
+                    "CuwireSpark works on the driver; this JVM is executor " + node.executorId());
         }
         return node;
     }

@@ -76,8 +76,8 @@ public final class ModelRef<T> implements Serializable {
      * @throws IllegalStateException if the model was released, or this JVM has no cuwire endpoint (no plugin)
      */
     public Lease<T> acquire() {
-        ModelCache.Lease l = Node.current().acquire(new Node.Wanted(id, version, frameBytes, driverAddress,
-                toString()));
+        ModelCache.Lease l =
+                Node.current().acquire(new Node.Wanted(id, version, frameBytes, driverAddress, toString()));
         T value = type.cast(l.value());
         return new Lease<>(value, l);
     }

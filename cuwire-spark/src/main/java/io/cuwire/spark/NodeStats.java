@@ -17,8 +17,17 @@ import io.cuwire.memory.CopyDirection;
  * @param copyBytes the process's bytes copied by the copy engine, by {@link CopyDirection} ordinal
  * @param deviceBytes bytes of device memory the endpoint holds now
  */
-public record NodeStats(String executorId, String address, long fetchedFromDriver, long fetchedFromPeers,
-        long fetchedBytes, long servedToPeers, long redirects, long evicted, long cachedModels, long[] copyBytes,
+public record NodeStats(
+        String executorId,
+        String address,
+        long fetchedFromDriver,
+        long fetchedFromPeers,
+        long fetchedBytes,
+        long servedToPeers,
+        long redirects,
+        long evicted,
+        long cachedModels,
+        long[] copyBytes,
         long deviceBytes) {
     /** Bytes the process copied in {@code direction}. */
     public long copied(CopyDirection direction) {

@@ -24,16 +24,22 @@ import scala.Tuple2;
 class CuwirePluginSettingsTest {
     @Test
     void shouldListenOnTheExecutorsBlockManagerHostWithoutTheHostSetting() {
-        assertEquals("", SparkCluster.session().sparkContext().getConf().get(CuwirePlugin.HOST, ""),
+        assertEquals(
+                "",
+                SparkCluster.session().sparkContext().getConf().get(CuwirePlugin.HOST, ""),
                 "the test application leaves " + CuwirePlugin.HOST + " unset");
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         List<Integer> tasks = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
             tasks.add(i);
         }
         Map<String, String> hosts = new TreeMap<>();
-        for (Tuple2<String, String> t : jsc.parallelize(tasks, tasks.size()).map(i -> new Tuple2<>(
-                SparkEnv.get().executorId(), SparkEnv.get().blockManager().blockManagerId().host())).collect()) {
+        for (Tuple2<String, String> t : jsc.parallelize(tasks, tasks.size())
+                .map(i -> new Tuple2<>(
+                        SparkEnv.get().executorId(),
+                        SparkEnv.get().blockManager().blockManagerId().host()))
+                .collect()) {
             hosts.put(t._1(), t._2());
         }
         Map<String, String> endpoints = CuwireSpark.executors();

@@ -26,31 +26,37 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class ExecutorLossTest {
     @Test
     void shouldFetchTheModelAgainForATaskRetriedAfterItsExecutorDied() {
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         Map<String, String> before = CuwireSpark.awaitExecutors(SparkCluster.EXECUTORS, Duration.ofMinutes(2));
         try (NdArray model = NdArray.fromArray(CuwireSpark.deviceMemory(), new double[] {1, 2, 3, 4}, 4)) {
             ModelBroadcast<NdArray> b = CuwireSpark.broadcast(model);
             ModelRef<NdArray> ref = b.ref();
             long served = CuwireSpark.driverStats().servedToPeers();
             // One partition: one executor fetches; its first attempt dies after using the model.
-            List<String> ran = jsc.parallelize(List.of(1), 1).map(i -> {
-                double sum = ref.apply(a -> {
-                    double s = 0;
-                    for (double v : a.toDoubleArray()) {
-                        s += v;
-                    }
-                    return s;
-                });
-                if (TaskContext.get().attemptNumber() == 0) {
-                    Runtime.getRuntime().halt(17);
-                }
-                return SparkEnv.get().executorId() + ":" + sum + ":" + TaskContext.get().attemptNumber();
-            }).collect();
+            List<String> ran = jsc.parallelize(List.of(1), 1)
+                    .map(i -> {
+                        double sum = ref.apply(a -> {
+                            double s = 0;
+                            for (double v : a.toDoubleArray()) {
+                                s += v;
+                            }
+                            return s;
+                        });
+                        if (TaskContext.get().attemptNumber() == 0) {
+                            Runtime.getRuntime().halt(17);
+                        }
+                        return SparkEnv.get().executorId() + ":" + sum + ":"
+                                + TaskContext.get().attemptNumber();
+                    })
+                    .collect();
             assertEquals(1, ran.size());
             String[] parts = ran.getFirst().split(":");
             assertEquals("10.0", parts[1], "the retried task used the model: " + ran);
             assertTrue(Integer.parseInt(parts[2]) >= 1, "the task was retried: " + ran);
-            assertEquals(2, CuwireSpark.driverStats().servedToPeers() - served,
+            assertEquals(
+                    2,
+                    CuwireSpark.driverStats().servedToPeers() - served,
                     "the driver sent the frames to the first attempt's executor and again for the retry");
             b.close();
             assertTrue(b.isReleased());

@@ -71,8 +71,10 @@ class LargeModelTest {
         Assumptions.assumeTrue(bytes > (1L << 31), "cuwire.spark.largeMiB=" + mib + " does not cross 2 GiB");
         long shm = new File("/dev/shm").getUsableSpace();
         long disk = dir.toFile().getUsableSpace();
-        Assumptions.assumeTrue(shm > 4 * bytes + (2L << 30) && disk > bytes + (2L << 30), "needs " + 4 * mib
-                + " MiB of /dev/shm and " + mib + " MiB of disk; has " + shm / MIB + " and " + disk / MIB);
+        Assumptions.assumeTrue(
+                shm > 4 * bytes + (2L << 30) && disk > bytes + (2L << 30),
+                "needs " + 4 * mib + " MiB of /dev/shm and " + mib + " MiB of disk; has " + shm / MIB + " and "
+                        + disk / MIB);
         long n = bytes / 8;
         long[] probes = probes(n);
         double[] expected = new double[probes.length];
@@ -83,13 +85,15 @@ class LargeModelTest {
         try (NdArray model = NdArray.empty(CuwireSpark.deviceMemory(), DType.FLOAT64, Order.C, n)) {
             fill(model, node.hostMemory());
             assertArrayEquals(expected, read(model, probes), 0.0);
-            JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+            JavaSparkContext jsc =
+                    JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
             CuwireSpark.executorStats(true);
             try (ModelBroadcast<NdArray> b = CuwireSpark.broadcast(model)) {
                 ModelRef<NdArray> ref = b.ref();
                 assertEquals(bytes, ref.frameBytes());
                 List<Integer> tasks = List.of(0, 1, 2, 3);
-                List<double[]> seen = jsc.parallelize(tasks, tasks.size()).map(i -> ref.apply(a -> read(a, probes)))
+                List<double[]> seen = jsc.parallelize(tasks, tasks.size())
+                        .map(i -> ref.apply(a -> read(a, probes)))
                         .collect();
                 for (double[] s : seen) {
                     assertArrayEquals(expected, s, 0.0);
@@ -118,8 +122,8 @@ class LargeModelTest {
     private static long headerAndMagic(Path file) throws Exception {
         try (InputStream in = Files.newInputStream(file)) {
             byte[] head = in.readNBytes(12);
-            int length = ((head[8] & 0xff) << 24) | ((head[9] & 0xff) << 16) | ((head[10] & 0xff) << 8) | (head[11]
-                    & 0xff);
+            int length =
+                    ((head[8] & 0xff) << 24) | ((head[9] & 0xff) << 16) | ((head[10] & 0xff) << 8) | (head[11] & 0xff);
             return 12L + length;
         }
     }

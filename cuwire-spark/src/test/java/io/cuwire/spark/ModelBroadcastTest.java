@@ -24,8 +24,7 @@ import scala.Tuple2;
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class ModelBroadcastTest {
     /** What a task reports: the executor it ran on and the sum of the model's elements it read. */
-    record Seen(String executor, double sum) {
-    }
+    record Seen(String executor, double sum) {}
 
     /** Each task's {@link Seen} (a tuple on the way: Spark's Kryo does not take records). */
     static List<Seen> readEverywhere(JavaSparkContext jsc, ModelRef<NdArray> ref, int tasks) {
@@ -33,22 +32,32 @@ class ModelBroadcastTest {
         for (int i = 0; i < tasks; i++) {
             parts.add(i);
         }
-        return jsc.parallelize(parts, tasks).map(i -> {
-            double sum = ref.apply(a -> {
-                double s = 0;
-                for (double v : a.toDoubleArray()) {
-                    s += v;
-                }
-                return s;
-            });
-            return new Tuple2<>(TaskContext.get() == null ? "driver" : org.apache.spark.SparkEnv.get().executorId(),
-                    sum);
-        }).collect().stream().map(t -> new Seen(t._1(), t._2())).toList();
+        return jsc
+                .parallelize(parts, tasks)
+                .map(i -> {
+                    double sum = ref.apply(a -> {
+                        double s = 0;
+                        for (double v : a.toDoubleArray()) {
+                            s += v;
+                        }
+                        return s;
+                    });
+                    return new Tuple2<>(
+                            TaskContext.get() == null
+                                    ? "driver"
+                                    : org.apache.spark.SparkEnv.get().executorId(),
+                            sum);
+                })
+                .collect()
+                .stream()
+                .map(t -> new Seen(t._1(), t._2()))
+                .toList();
     }
 
     @Test
     void shouldFetchOncePerExecutorTheSecondFromAPeerAndEvictOnRelease() {
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         CuwireSpark.executorStats(true);
         int n = 1 << 20;
         double[] data = new double[n];
@@ -105,7 +114,8 @@ class ModelBroadcastTest {
             try (ModelBroadcast<NdArray> second = CuwireSpark.broadcast(model)) {
                 assertEquals(first.ref().id(), second.ref().id());
                 assertEquals(first.ref().version() + 1, second.ref().version());
-                JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+                JavaSparkContext jsc =
+                        JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
                 for (Seen s : readEverywhere(jsc, second.ref(), 4)) {
                     assertEquals(6.0, s.sum(), 0.0);
                 }

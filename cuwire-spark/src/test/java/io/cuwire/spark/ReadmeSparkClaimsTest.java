@@ -32,10 +32,9 @@ import org.junit.jupiter.api.Test;
 class ReadmeSparkClaimsTest {
     private static final Path README = Path.of("../README.md");
     private static final Pattern CODE = Pattern.compile("`([^`]+)`");
-    private static final Set<String> COLUMNS = Set.of("featuresCol", "labelCol", "predictionCol", "rawPredictionCol",
-            "probabilityCol");
-    private static final List<String> MLLIB_PACKAGES = List.of("regression", "classification", "clustering",
-            "feature");
+    private static final Set<String> COLUMNS =
+            Set.of("featuresCol", "labelCol", "predictionCol", "rawPredictionCol", "probabilityCol");
+    private static final List<String> MLLIB_PACKAGES = List.of("regression", "classification", "clustering", "feature");
 
     /** The lines of the README's "On Spark" section. */
     private static List<String> section() throws IOException {
@@ -94,7 +93,8 @@ class ReadmeSparkClaimsTest {
         }
         Set<String> inCode = new TreeSet<>();
         for (Field f : CuwirePlugin.class.getFields()) {
-            if (Modifier.isStatic(f.getModifiers()) && f.getType() == String.class
+            if (Modifier.isStatic(f.getModifiers())
+                    && f.getType() == String.class
                     && ((String) f.get(null)).startsWith("spark.cuwire.")) {
                 inCode.add((String) f.get(null));
             }
@@ -108,18 +108,22 @@ class ReadmeSparkClaimsTest {
         assertEquals(9, rows.size(), "one row per stage");
         for (String[] row : rows) {
             String stageName = codes(row[0]).getFirst();
-            Params stage = (Params) Class.forName("io.cuwire.spark.ml." + stageName).getConstructor().newInstance();
-            Params mllib = codes(row[1]).isEmpty() ? null : mllibStage(codes(row[1]).getFirst());
+            Params stage = (Params) Class.forName("io.cuwire.spark.ml." + stageName)
+                    .getConstructor()
+                    .newInstance();
+            Params mllib =
+                    codes(row[1]).isEmpty() ? null : mllibStage(codes(row[1]).getFirst());
             Set<String> listed = new TreeSet<>();
             Matcher m = Pattern.compile("`([^`]+)`( \\(`([^`]+)`\\))?").matcher(row[2]);
             while (m.find()) {
                 listed.add(m.group(1));
-                assertTrue(mllib != null && mllib.hasParam(m.group(1)), stageName + ": " + m.group(1)
-                        + " is a param of MLlib's " + row[1]);
+                assertTrue(
+                        mllib != null && mllib.hasParam(m.group(1)),
+                        stageName + ": " + m.group(1) + " is a param of MLlib's " + row[1]);
                 if (m.group(3) != null) {
                     listed.add(m.group(3));
-                    assertFalse(mllib.hasParam(m.group(3)), stageName + ": the alias " + m.group(3)
-                            + " is not MLlib's");
+                    assertFalse(
+                            mllib.hasParam(m.group(3)), stageName + ": the alias " + m.group(3) + " is not MLlib's");
                 }
             }
             listed.addAll(codes(row[3]));
@@ -144,7 +148,8 @@ class ReadmeSparkClaimsTest {
     private static Params mllibStage(String name) throws ReflectiveOperationException {
         for (String pkg : MLLIB_PACKAGES) {
             try {
-                return (Params) Class.forName("org.apache.spark.ml." + pkg + "." + name).getConstructor()
+                return (Params) Class.forName("org.apache.spark.ml." + pkg + "." + name)
+                        .getConstructor()
                         .newInstance();
             } catch (ClassNotFoundException ignored) {
                 // the next package

@@ -35,19 +35,21 @@ class ReadmeSparkExampleTest {
         String path = dir.resolve("model").toString();
         // README begin
         SparkSession spark = SparkSession.builder()
-                .config("spark.plugins", "io.cuwire.spark.CuwirePlugin")   // a cuwire endpoint in every executor
+                .config("spark.plugins", "io.cuwire.spark.CuwirePlugin") // a cuwire endpoint in every executor
                 .getOrCreate();
-        Dataset<Row> train = spark.range(0, 10_000).selectExpr("cast(id % 17 as double) as x0",
-                "cast(id % 13 as double) as x1", "cast(2 * (id % 17) - (id % 13) + 3 as double) as y");
-        VectorAssembler features = new VectorAssembler().setInputCols(new String[] {"x0", "x1"})
-                .setOutputCol("features");
-        Pipeline pipeline = new Pipeline().setStages(new PipelineStage[] {features,
-            new CuwireLinearRegression().setLabelCol("y")});
-        PipelineModel model = pipeline.fit(train);     // partial statistics in the executors, merged on the driver
-        model.write().overwrite().save(path);          // the fitted state as a cuwire header plus frames
+        Dataset<Row> train = spark.range(0, 10_000)
+                .selectExpr(
+                        "cast(id % 17 as double) as x0",
+                        "cast(id % 13 as double) as x1", "cast(2 * (id % 17) - (id % 13) + 3 as double) as y");
+        VectorAssembler features =
+                new VectorAssembler().setInputCols(new String[] {"x0", "x1"}).setOutputCol("features");
+        Pipeline pipeline =
+                new Pipeline().setStages(new PipelineStage[] {features, new CuwireLinearRegression().setLabelCol("y")});
+        PipelineModel model = pipeline.fit(train); // partial statistics in the executors, merged on the driver
+        model.write().overwrite().save(path); // the fitted state as a cuwire header plus frames
         PipelineModel loaded = PipelineModel.load(path);
-        Row first = loaded.transform(train).select("x0", "x1", "prediction").first();  // each executor fetches once
-        ((CuwireLinearRegressionModel) model.stages()[1]).close();  // optional: released once nothing holds it
+        Row first = loaded.transform(train).select("x0", "x1", "prediction").first(); // each executor fetches once
+        ((CuwireLinearRegressionModel) model.stages()[1]).close(); // optional: released once nothing holds it
         ((CuwireLinearRegressionModel) loaded.stages()[1]).close();
         // README end
         assertEquals(2 * first.getDouble(0) - first.getDouble(1) + 3, first.getDouble(2), 1e-6);
@@ -55,9 +57,11 @@ class ReadmeSparkExampleTest {
 
     @Test
     void shouldBeTheCodeTheReadmeShows() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(SOURCE) && Files.exists(README),
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                Files.exists(SOURCE) && Files.exists(README),
                 "compares source files: runs from the cuwire-spark module of a checkout");
-        assertEquals(block(Files.readAllLines(SOURCE, StandardCharsets.UTF_8), "// README begin", "// README end"),
+        assertEquals(
+                block(Files.readAllLines(SOURCE, StandardCharsets.UTF_8), "// README begin", "// README end"),
                 block(Files.readAllLines(README, StandardCharsets.UTF_8), "```java", "```", "## On Spark"));
     }
 

@@ -20,8 +20,8 @@ public final class SparkCluster implements BeforeAllCallback {
 
     @Override
     public void beforeAll(ExtensionContext context) {
-        context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).computeIfAbsent(SparkCluster.class,
-                k -> (AutoCloseable) SparkCluster::stop);
+        context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).computeIfAbsent(SparkCluster.class, k ->
+                (AutoCloseable) SparkCluster::stop);
         session();
     }
 
@@ -30,8 +30,8 @@ public final class SparkCluster implements BeforeAllCallback {
         if (session == null) {
             session = SparkSession.builder()
                     .appName("cuwire-spark-tests")
-                    .master("local-cluster[" + EXECUTORS + ",1," + Integer.getInteger("cuwire.spark.executorMemoryMb",
-                            1024) + "]")
+                    .master("local-cluster[" + EXECUTORS + ",1,"
+                            + Integer.getInteger("cuwire.spark.executorMemoryMb", 1024) + "]")
                     .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
                     .config("spark.kryoserializer.buffer.max", "1g")
                     .config("spark.plugins", CuwirePlugin.class.getName())

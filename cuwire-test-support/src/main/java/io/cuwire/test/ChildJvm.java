@@ -44,7 +44,8 @@ public final class ChildJvm implements AutoCloseable {
         this.name = b.main;
         this.closeGrace = b.closeGrace;
         Consumer<String> onLine = b.onLine;
-        this.reader = Thread.ofPlatform().daemon().name("child-jvm-" + process.pid()).start(() -> read(onLine));
+        this.reader =
+                Thread.ofPlatform().daemon().name("child-jvm-" + process.pid()).start(() -> read(onLine));
     }
 
     /** A builder of a child JVM that runs {@code main}'s {@code main} method. */
@@ -63,8 +64,8 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     private void read(Consumer<String> onLine) {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
-                StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+                new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             for (String line; (line = r.readLine()) != null; ) {
                 synchronized (lines) {
                     lines.add(line);
@@ -117,8 +118,8 @@ public final class ChildJvm implements AutoCloseable {
      */
     public int awaitExit(Duration timeout) throws IOException, InterruptedException {
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-            throw new IOException("the child JVM " + name + " did not exit within " + timeout + "; its output:\n"
-                    + output());
+            throw new IOException(
+                    "the child JVM " + name + " did not exit within " + timeout + "; its output:\n" + output());
         }
         reader.join(TimeUnit.SECONDS.toMillis(10));
         return process.exitValue();
@@ -170,7 +171,9 @@ public final class ChildJvm implements AutoCloseable {
 
     /** Sends the child a signal by name ({@code STOP}, {@code CONT}, {@code KILL}, ...) with {@code kill(1)}. */
     public void signal(String signal) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).inheritIO().start();
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+                .inheritIO()
+                .start();
         if (kill.waitFor() != 0) {
             throw new IOException("kill -" + signal + " " + process.pid() + " failed (exit " + kill.exitValue() + ")");
         }
@@ -214,7 +217,7 @@ public final class ChildJvm implements AutoCloseable {
         private boolean nativeAccess = true;
         private boolean inheritProperties = true;
         private Duration closeGrace = Duration.ZERO;
-        private Consumer<String> onLine = line -> { };
+        private Consumer<String> onLine = line -> {};
 
         private Builder(String main) {
             this.main = main;
@@ -318,7 +321,9 @@ public final class ChildJvm implements AutoCloseable {
             if (nativeAccess) {
                 cmd.add("--enable-native-access=ALL-UNNAMED");
             }
-            for (String key : System.getProperties().stringPropertyNames().stream().sorted().toList()) {
+            for (String key : System.getProperties().stringPropertyNames().stream()
+                    .sorted()
+                    .toList()) {
                 if (inheritProperties && key.startsWith("cuwire.") && !properties.containsKey(key)) {
                     cmd.add("-D" + key + "=" + System.getProperty(key));
                 }
@@ -357,8 +362,10 @@ public final class ChildJvm implements AutoCloseable {
                     in.write(input.getBytes(StandardCharsets.UTF_8));
                 } catch (IOException e) {
                     child.close();
-                    throw new IOException("could not write the standard input of the child JVM " + main + ": " + e
-                            + "; its output:\n" + child.output(), e);
+                    throw new IOException(
+                            "could not write the standard input of the child JVM " + main + ": " + e + "; its output:\n"
+                                    + child.output(),
+                            e);
                 }
             }
             return child;

@@ -21,8 +21,7 @@ public final class TestRandom {
 
     private static final long BASE = base();
 
-    private TestRandom() {
-    }
+    private TestRandom() {}
 
     private static long base() {
         String value = System.getProperty(SEED_PROPERTY);

@@ -9,8 +9,7 @@ import java.nio.charset.StandardCharsets;
  * arguments, echoes its input, exits.
  */
 public final class EchoChild {
-    private EchoChild() {
-    }
+    private EchoChild() {}
 
     /** {@code args[0]}: the exit code; the rest are printed. */
     public static void main(String[] args) throws Exception {

@@ -26,8 +26,14 @@ import java.util.Objects;
  *     elsewhere)
  * @param families its serializer family chain, in order of preference
  */
-public record Capabilities(int formatVersion, long pid, String hostId, List<DeviceInfo> devices,
-        List<String> transports, boolean ucxCarriesCuda, List<Family> families) {
+public record Capabilities(
+        int formatVersion,
+        long pid,
+        String hostId,
+        List<DeviceInfo> devices,
+        List<String> transports,
+        boolean ucxCarriesCuda,
+        List<Family> families) {
     public Capabilities {
         Objects.requireNonNull(hostId, "hostId");
         devices = List.copyOf(devices);
@@ -55,8 +61,14 @@ public record Capabilities(int formatVersion, long pid, String hostId, List<Devi
         for (Device d : Devices.all()) {
             devices.add(new DeviceInfo(d.platform(), d.ordinal(), d.name()));
         }
-        return new Capabilities(Serialized.FORMAT_VERSION, ProcessHandle.current().pid(), localHostId(), devices,
-                List.of(Transports.TCP, Transports.IN_PROCESS, Transports.IPC), false, families);
+        return new Capabilities(
+                Serialized.FORMAT_VERSION,
+                ProcessHandle.current().pid(),
+                localHostId(),
+                devices,
+                List.of(Transports.TCP, Transports.IN_PROCESS, Transports.IPC),
+                false,
+                families);
     }
 
     /** These capabilities as a UCX connection tells them: {@code ucx} among the transports, and its CUDA support. */

@@ -21,8 +21,11 @@ public final class DeviceMap implements FrameAllocator {
     private final BufferAllocator<DeviceBuffer> defaultDevice;
     private final Map<Integer, BufferAllocator<DeviceBuffer>> bySenderDevice;
 
-    private DeviceMap(BufferAllocator<HostBuffer> host, BufferAllocator<HostBuffer> pinned,
-            BufferAllocator<DeviceBuffer> defaultDevice, Map<Integer, BufferAllocator<DeviceBuffer>> bySenderDevice) {
+    private DeviceMap(
+            BufferAllocator<HostBuffer> host,
+            BufferAllocator<HostBuffer> pinned,
+            BufferAllocator<DeviceBuffer> defaultDevice,
+            Map<Integer, BufferAllocator<DeviceBuffer>> bySenderDevice) {
         this.host = Objects.requireNonNull(host, "host");
         this.pinned = pinned;
         this.defaultDevice = Objects.requireNonNull(defaultDevice, "defaultDevice");
@@ -51,7 +54,8 @@ public final class DeviceMap implements FrameAllocator {
         return switch (d.kind()) {
             case HOST -> host.allocate(d.length());
             case PINNED -> (pinned != null ? pinned : host).allocate(d.length());
-            case DEVICE -> bySenderDevice.getOrDefault(d.deviceOrdinal(), defaultDevice).allocate(d.length());
+            case DEVICE ->
+                bySenderDevice.getOrDefault(d.deviceOrdinal(), defaultDevice).allocate(d.length());
         };
     }
 

@@ -65,8 +65,8 @@ public final class IdleStrategy {
      * @throws IllegalArgumentException if the property is set to something other than microseconds {@code >= 0}
      */
     public static IdleStrategy fromProperty() {
-        return new IdleStrategy(defaultSpinNanos(System.getProperty(SPIN_PROPERTY),
-                Runtime.getRuntime().availableProcessors()));
+        return new IdleStrategy(defaultSpinNanos(
+                System.getProperty(SPIN_PROPERTY), Runtime.getRuntime().availableProcessors()));
     }
 
     /** The spin in nanoseconds for the property's value (or {@code null}) on a machine of {@code cores} cores. */
@@ -76,8 +76,8 @@ public final class IdleStrategy {
             try {
                 micros = Long.parseLong(property.strip());
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(SPIN_PROPERTY + "=" + property + " (expected: microseconds, >= 0)",
-                        e);
+                throw new IllegalArgumentException(
+                        SPIN_PROPERTY + "=" + property + " (expected: microseconds, >= 0)", e);
             }
             if (micros < 0) {
                 throw new IllegalArgumentException(SPIN_PROPERTY + "=" + property + " (expected: microseconds, >= 0)");
@@ -180,8 +180,7 @@ public final class IdleStrategy {
         private boolean idle;
         private long parkNanos = MIN_PARK_NANOS;
 
-        private Backoff() {
-        }
+        private Backoff() {}
 
         /** The thread did work: the next idle spell starts over with spinning. */
         public void worked() {

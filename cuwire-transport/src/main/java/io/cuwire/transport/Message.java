@@ -59,8 +59,8 @@ public final class Message {
                     + "version " + Serialized.FORMAT_VERSION);
         }
         if (parsed.frames().size() != frames.size()) {
-            throw new IllegalArgumentException("header describes " + parsed.frames().size() + " frames, "
-                    + frames.size() + " given");
+            throw new IllegalArgumentException(
+                    "header describes " + parsed.frames().size() + " frames, " + frames.size() + " given");
         }
         for (int i = 0; i < frames.size(); i++) {
             Buffer b = frames.get(i);
@@ -112,7 +112,6 @@ public final class Message {
 
     @Override
     public String toString() {
-        return "Message[header " + header.length + " bytes, " + frames.size() + " frames, " + frameBytes()
-                + " bytes]";
+        return "Message[header " + header.length + " bytes, " + frames.size() + " frames, " + frameBytes() + " bytes]";
     }
 }

@@ -23,12 +23,21 @@ import java.time.Duration;
  * @param deviceToHostBytes bytes the copy engine moved device to host meanwhile (staging on a sender)
  * @param hostToDeviceBytes bytes the copy engine moved host to device meanwhile (staging on a receiver)
  */
-public record MessageMetrics(Direction direction, String transport, int frames, long headerBytes,
-        long hostFrameBytes, long pinnedFrameBytes, long deviceFrameBytes, long nanos, long deviceToHostBytes,
+public record MessageMetrics(
+        Direction direction,
+        String transport,
+        int frames,
+        long headerBytes,
+        long hostFrameBytes,
+        long pinnedFrameBytes,
+        long deviceFrameBytes,
+        long nanos,
+        long deviceToHostBytes,
         long hostToDeviceBytes) {
     /** Which side of the message these metrics describe. */
     public enum Direction {
-        SENT, RECEIVED
+        SENT,
+        RECEIVED
     }
 
     /** Bytes of frames of {@code kind}. */

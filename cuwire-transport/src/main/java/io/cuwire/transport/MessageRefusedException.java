@@ -8,6 +8,7 @@ package io.cuwire.transport;
 public class MessageRefusedException extends TransportException {
     /** The longest reason a peer may send, in UTF-8 bytes; a longer one is cut. */
     public static final int MAX_REASON_BYTES = 1024;
+
     private static final long serialVersionUID = 1L;
 
     private final String reason;

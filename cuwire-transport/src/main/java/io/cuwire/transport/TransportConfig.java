@@ -261,8 +261,7 @@ public final class TransportConfig {
         private char[] tlsKeyPassword;
         private IdleStrategy idle = IdleStrategy.fromProperty();
 
-        private Builder() {
-        }
+        private Builder() {}
 
         public Builder secret(byte[] clusterSecret) {
             this.secret = clusterSecret == null ? null : clusterSecret.clone();
@@ -412,12 +411,12 @@ public final class TransportConfig {
          */
         public TransportConfig build() {
             if (secret == null && !allowUnauthenticated) {
-                throw new IllegalStateException("no cluster secret: set secret(...) or, explicitly, "
-                        + "allowUnauthenticated(true)");
+                throw new IllegalStateException(
+                        "no cluster secret: set secret(...) or, explicitly, " + "allowUnauthenticated(true)");
             }
             if (secret != null && secret.length < MIN_SECRET_BYTES) {
-                throw new IllegalStateException("cluster secret of " + secret.length + " bytes (expected: >= "
-                        + MIN_SECRET_BYTES + ")");
+                throw new IllegalStateException(
+                        "cluster secret of " + secret.length + " bytes (expected: >= " + MIN_SECRET_BYTES + ")");
             }
             if (receiveInto == null) {
                 throw new IllegalStateException("no receiveInto(FrameAllocator): received frames need memory");

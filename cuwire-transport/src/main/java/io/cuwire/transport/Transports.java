@@ -29,8 +29,7 @@ public final class Transports {
     /** The UCX transport's name and scheme. */
     public static final String UCX = "ucx";
 
-    private Transports() {
-    }
+    private Transports() {}
 
     /**
      * TCP over NIO sockets; device frames staged through pinned bounce buffers.
@@ -116,8 +115,9 @@ public final class Transports {
 
         private Registry() {
             List<TransportProvider> found = new ArrayList<>();
-            Iterator<TransportProvider> it = ServiceLoader.load(TransportProvider.class,
-                    Transports.class.getClassLoader()).iterator();
+            Iterator<TransportProvider> it = ServiceLoader.load(
+                            TransportProvider.class, Transports.class.getClassLoader())
+                    .iterator();
             while (true) {
                 try {
                     if (!it.hasNext()) {
@@ -136,8 +136,8 @@ public final class Transports {
         Transport transport(String scheme) {
             List<TransportProvider> claimants = byScheme.get(scheme);
             if (claimants == null) {
-                throw new TransportException("no transport for scheme '" + scheme + "' (transport providers found: "
-                        + describe() + ")");
+                throw new TransportException(
+                        "no transport for scheme '" + scheme + "' (transport providers found: " + describe() + ")");
             }
             if (claimants.size() > 1) {
                 throw new TransportException("transport scheme '" + scheme + "' is claimed by "
@@ -154,8 +154,11 @@ public final class Transports {
         }
 
         String describe() {
-            String found = providers.isEmpty() ? "none"
-                    : String.join(", ", providers.stream().map(TransportProvider::scheme).toList());
+            String found = providers.isEmpty()
+                    ? "none"
+                    : String.join(
+                            ", ",
+                            providers.stream().map(TransportProvider::scheme).toList());
             return broken.isEmpty() ? found : found + "; failed to load: " + broken;
         }
     }

@@ -69,8 +69,7 @@ import java.util.concurrent.locks.LockSupport;
  * </table>
  */
 public final class ConformancePeer {
-    private ConformancePeer() {
-    }
+    private ConformancePeer() {}
 
     public static void main(String[] args) {
         int code;
@@ -91,10 +90,11 @@ public final class ConformancePeer {
         byte[] secret = args[2].equals("-") ? null : HexFormat.of().parseHex(args[2]);
         BufferAllocator<HostBuffer> host = BufferAllocator.host("peer-host", BufferAllocator.UNLIMITED);
         BufferAllocator<DeviceBuffer> dev = Devices.get(0).newAllocator("peer-device", BufferAllocator.UNLIMITED);
-        BufferAllocator<HostBuffer> pinned = Devices.get(0).newPinnedAllocator("peer-pinned",
-                BufferAllocator.UNLIMITED);
+        BufferAllocator<HostBuffer> pinned =
+                Devices.get(0).newPinnedAllocator("peer-pinned", BufferAllocator.UNLIMITED);
         long ioTimeoutSeconds = mode.equals("echo") && args.length > 3 ? Long.parseLong(args[3]) : 20;
-        TransportConfig.Builder cb = TransportConfig.builder().receiveInto(DeviceMap.of(host, dev).withPinned(pinned))
+        TransportConfig.Builder cb = TransportConfig.builder()
+                .receiveInto(DeviceMap.of(host, dev).withPinned(pinned))
                 .ioTimeout(Duration.ofSeconds(ioTimeoutSeconds));
         if (secret == null) {
             cb.allowUnauthenticated(true);
@@ -194,9 +194,11 @@ public final class ConformancePeer {
             }
             for (int i = 0; i < count; i++) {
                 try (ReceivedMessage m = c.receive()) {
-                    byte[] got = TestMessages.contents(m.value().frames().getFirst().buffer());
+                    byte[] got =
+                            TestMessages.contents(m.value().frames().getFirst().buffer());
                     if (!m.value().root().equals("x" + i) || !Arrays.equals(exchangeFrame(i, bytes), got)) {
-                        out.println("message " + i + " arrived wrong: " + m.value().root());
+                        out.println(
+                                "message " + i + " arrived wrong: " + m.value().root());
                         return 4;
                     }
                 }
@@ -251,18 +253,20 @@ public final class ConformancePeer {
 
     private static int sendRefused(Connection c, BufferAllocator<HostBuffer> host, int headerBytes, PrintStream out) {
         try (HostBuffer frame = host.allocate(1 << 20)) {
-            CompletableFuture<MessageMetrics> sent = c.send(TestMessages.message("h".repeat(headerBytes),
-                    List.of(frame)));
+            CompletableFuture<MessageMetrics> sent =
+                    c.send(TestMessages.message("h".repeat(headerBytes), List.of(frame)));
             Throwable received = outcome(() -> c.receive().close());
             Throwable pending = outcome(sent::join);
-            Throwable next = outcome(() -> c.send(TestMessages.message("after", List.of())).join());
+            Throwable next = outcome(
+                    () -> c.send(TestMessages.message("after", List.of())).join());
             out.println("receive: " + received);
             out.println("pending send: " + (pending == null ? "completed" : pending));
             out.println("next send: " + next);
             if (received instanceof MessageRefusedException r) {
                 out.println("reason " + r.reason());
             }
-            boolean refused = received instanceof MessageRefusedException && next instanceof MessageRefusedException
+            boolean refused = received instanceof MessageRefusedException
+                    && next instanceof MessageRefusedException
                     && (pending == null || pending instanceof MessageRefusedException);
             return refused ? 0 : 6;
         }
@@ -284,7 +288,8 @@ public final class ConformancePeer {
         try (DeviceBuffer frame = dev.allocate(bytes)) {
             for (int i = 0; i < times; i++) {
                 TestMessages.fill(frame, TestMessages.pattern((int) bytes, i));
-                c.send(TestMessages.message("r" + i, List.<Buffer>of(frame.slice(0, bytes)))).join();
+                c.send(TestMessages.message("r" + i, List.<Buffer>of(frame.slice(0, bytes))))
+                        .join();
             }
             awaitClose(c);
         }
@@ -319,8 +324,8 @@ public final class ConformancePeer {
         return 5;
     }
 
-    private static int sendTimedAndDie(Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess,
-            PrintStream out) {
+    private static int sendTimedAndDie(
+            Connection c, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess, PrintStream out) {
         if (!ownProcess) {
             throw new IllegalArgumentException("send-timed-and-die needs a process of its own");
         }
@@ -402,24 +407,27 @@ public final class ConformancePeer {
      * Over CUDA IPC a sender's part of a message is one small record, so "dies in the middle of a message" means
      * dying after the record's header: this speaks the wire by hand (handshake, message type, header) and halts.
      */
-    private static int sendHeaderAndDie(String address, TransportConfig config, BufferAllocator<DeviceBuffer> dev,
-            long bytes, boolean ownProcess) throws java.io.IOException {
+    private static int sendHeaderAndDie(
+            String address, TransportConfig config, BufferAllocator<DeviceBuffer> dev, long bytes, boolean ownProcess)
+            throws java.io.IOException {
         if (!ownProcess) {
             throw new IllegalArgumentException("send-and-die needs a process of its own");
         }
         String hostPort = address.substring((Transports.IPC + "://").length());
         int colon = hostPort.lastIndexOf(':');
         try (DeviceBuffer frame = dev.allocate(bytes);
-                java.net.Socket socket = new java.net.Socket(hostPort.substring(0, colon),
-                        Integer.parseInt(hostPort.substring(colon + 1)))) {
+                java.net.Socket socket = new java.net.Socket(
+                        hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)))) {
             java.io.DataOutputStream out = new java.io.DataOutputStream(socket.getOutputStream());
             java.io.DataInputStream in = new java.io.DataInputStream(socket.getInputStream());
             Handshake.Result handshake = Handshake.client(socket, config, Capabilities.local(config.families()));
-            byte[] header = TestMessages.message("doomed", List.<Buffer>of(frame)).header();
+            byte[] header =
+                    TestMessages.message("doomed", List.<Buffer>of(frame)).header();
             ByteBuffer prefix = ByteBuffer.allocate(5).put(0, (byte) 1).putInt(1, header.length);
             out.write(prefix.array());
             // with session keys (a secret on both sides), each part is followed by its tag
-            SessionKeys.Direction seal = handshake.keys() == null ? null : handshake.keys().sending(address);
+            SessionKeys.Direction seal =
+                    handshake.keys() == null ? null : handshake.keys().sending(address);
             if (seal != null) {
                 out.write(seal.seal(prefix));
             }

@@ -46,8 +46,16 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class HostileAcceptTest {
     /** The attackers' source addresses: 127.0.0.2 … 127.0.0.9 and 127.0.0.1, which the legitimate client shares. */
-    static final List<String> SOURCES = List.of("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
-            "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9");
+    static final List<String> SOURCES = List.of(
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.3",
+            "127.0.0.4",
+            "127.0.0.5",
+            "127.0.0.6",
+            "127.0.0.7",
+            "127.0.0.8",
+            "127.0.0.9");
 
     private BufferAllocator<HostBuffer> host;
     private BufferAllocator<DeviceBuffer> device;
@@ -82,8 +90,9 @@ class HostileAcceptTest {
     }
 
     private ChildJvm legitimateClient(String address) throws IOException {
-        ChildJvm p = TransportConformanceSuite.peerJvm(ConformancePeer.class).args("connect", address,
-                HexFormat.of().formatHex(TestMessages.SECRET)).start();
+        ChildJvm p = TransportConformanceSuite.peerJvm(ConformancePeer.class)
+                .args("connect", address, HexFormat.of().formatHex(TestMessages.SECRET))
+                .start();
         toClose.add(p);
         return p;
     }
@@ -183,12 +192,14 @@ class HostileAcceptTest {
         int[][] bounds = {{64, 4}, {16, 16}};
         for (int[] bound : bounds) {
             try (Refusals refusals = new Refusals()) {
-                Listener listener = listen(scheme, config().maxUnauthenticated(bound[0], bound[1]).build());
+                Listener listener = listen(
+                        scheme, config().maxUnauthenticated(bound[0], bound[1]).build());
                 SocketListener tcp = (SocketListener) listener;
                 CompletableFuture<Connection> accepted = acceptLoop(listener);
                 List<Socket> attackers = stalled(listener.address(), 100);
                 closeAll(attackers);
-                assertTrue(tcp.handshaking() <= Math.min(bound[0], SOURCES.size() * bound[1]),
+                assertTrue(
+                        tcp.handshaking() <= Math.min(bound[0], SOURCES.size() * bound[1]),
                         () -> tcp.handshaking() + " connections in their handshake");
                 ChildJvm client = legitimateClient(listener.address());
                 assertEquals(0, client.awaitExit(Duration.ofSeconds(60)), client::output);
@@ -207,7 +218,8 @@ class HostileAcceptTest {
     @ValueSource(strings = {"tcp", "ipc"})
     void shouldCloseAHandshakeThatDripsPastItsDeadline(String scheme) throws Exception {
         try (Refusals refusals = new Refusals()) {
-            Listener listener = listen(scheme, config().handshakeTimeout(Duration.ofMillis(500)).build());
+            Listener listener = listen(
+                    scheme, config().handshakeTimeout(Duration.ofMillis(500)).build());
             try (Socket s = new Socket()) {
                 s.connect(socketAddress(listener.address()), 10_000);
                 s.setSoTimeout(100);
@@ -217,7 +229,7 @@ class HostileAcceptTest {
                 boolean closed = false;
                 for (int i = 0; i < 100 && !closed; i++) {
                     try {
-                        out.write(i);  // one byte of the hello every 100 ms: 10 s for all of it
+                        out.write(i); // one byte of the hello every 100 ms: 10 s for all of it
                         closed = in.read() < 0;
                     } catch (SocketTimeoutException stillOpen) {
                         // nothing from the listener yet
@@ -226,20 +238,21 @@ class HostileAcceptTest {
                     }
                 }
                 assertTrue(closed, "the listener still held the connection after 10 s of drip");
-                refusals.await(Duration.ofSeconds(10), listener.address() + " refused /127.0.0.1:" + s.getLocalPort()
-                        + ": ");
+                refusals.await(
+                        Duration.ofSeconds(10), listener.address() + " refused /127.0.0.1:" + s.getLocalPort() + ": ");
             }
         }
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "ipc"})
-    void shouldHoldNoDirectBufferNorPlatformThreadPerConnectionBeforeItAuthenticates(String scheme)
-            throws Exception {
+    void shouldHoldNoDirectBufferNorPlatformThreadPerConnectionBeforeItAuthenticates(String scheme) throws Exception {
         Listener listener = listen(scheme, config().build());
         SocketListener tcp = (SocketListener) listener;
         BufferPoolMXBean direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
+                .filter(b -> b.getName().equals("direct"))
+                .findFirst()
+                .orElseThrow();
         System.gc();
         long directBefore = direct.getMemoryUsed();
         int threadsBefore = ManagementFactory.getThreadMXBean().getThreadCount();
@@ -264,7 +277,8 @@ class HostileAcceptTest {
     @ValueSource(strings = {"tcp", "ipc"})
     void shouldGiveARelayBetweenASecretHolderAndTheListenerNoConnection(String scheme) throws Exception {
         Listener listener = listen(scheme, config().build());
-        try (Refusals refusals = new Refusals(); Relay relay = new Relay(socketAddress(listener.address()))) {
+        try (Refusals refusals = new Refusals();
+                Relay relay = new Relay(socketAddress(listener.address()))) {
             ChildJvm client = legitimateClient(scheme + "://127.0.0.1:" + relay.port());
             while (!relay.done()) {
                 try {
@@ -314,7 +328,8 @@ class HostileAcceptTest {
         }
 
         private void run() {
-            try (Socket victim = server.accept(); Socket worker = new Socket()) {
+            try (Socket victim = server.accept();
+                    Socket worker = new Socket()) {
                 synchronized (sockets) {
                     sockets.add(victim);
                     sockets.add(worker);

@@ -21,8 +21,8 @@ class IdleStrategyTest {
         assertEquals(100_000, IdleStrategy.defaultSpinNanos(null, 32));
         assertEquals(0, IdleStrategy.defaultSpinNanos("0", 32));
         assertEquals(250_000, IdleStrategy.defaultSpinNanos(" 250 ", 2));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> IdleStrategy.defaultSpinNanos("-1", 8));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> IdleStrategy.defaultSpinNanos("-1", 8));
         assertEquals(IdleStrategy.SPIN_PROPERTY + "=-1 (expected: microseconds, >= 0)", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> IdleStrategy.defaultSpinNanos("fast", 8));
     }
@@ -31,23 +31,32 @@ class IdleStrategyTest {
     void shouldTakeTheDefaultOfEveryConfigurationFromThePropertyAndTheCores() {
         // The module's build sets spinMicros=20, the GPU bundle's test launcher sets nothing (so 100 µs on a GPU
         // host's many cores).
-        long expected = IdleStrategy.defaultSpinNanos(System.getProperty(IdleStrategy.SPIN_PROPERTY),
+        long expected = IdleStrategy.defaultSpinNanos(
+                System.getProperty(IdleStrategy.SPIN_PROPERTY),
                 Runtime.getRuntime().availableProcessors());
-        assertEquals(expected, TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null).build()
-                .idle().spinNanos());
+        assertEquals(
+                expected,
+                TransportConfig.builder()
+                        .allowUnauthenticated(true)
+                        .receiveInto(d -> null)
+                        .build()
+                        .idle()
+                        .spinNanos());
     }
 
     @Test
     void shouldKeepTheStrategyOfEachConfigurationApart() {
-        TransportConfig.Builder b = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null);
-        TransportConfig spinning = b.idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build();
+        TransportConfig.Builder b =
+                TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null);
+        TransportConfig spinning =
+                b.idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build();
         TransportConfig still = b.idle(IdleStrategy.spinFor(Duration.ZERO)).build();
         assertEquals(1_000_000, spinning.idle().spinNanos());
         assertEquals(0, still.idle().spinNanos());
         assertEquals(1_000_000, spinning.toBuilder().build().idle().spinNanos(), "toBuilder keeps it");
         assertNotSame(spinning.idle(), still.idle());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> IdleStrategy.spinFor(Duration.ofNanos(-1)));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> IdleStrategy.spinFor(Duration.ofNanos(-1)));
         assertEquals("spin: PT-0.000000001S (expected: >= 0)", e.getMessage());
     }
 
@@ -74,7 +83,8 @@ class IdleStrategyTest {
         assertEquals(5_000, b.idle(5_000));
         b.worked();
         assertEquals(1_000, b.idle(5_000), "work starts the back-off over");
-        IdleStrategy.Backoff spinning = IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
+        IdleStrategy.Backoff spinning =
+                IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
         assertEquals(0, spinning.idle(5_000), "within the spin it spins");
     }
 
@@ -86,15 +96,17 @@ class IdleStrategyTest {
         assertEquals(2_000, b.idle(3_000, bounds::add));
         assertEquals(3_000, b.idle(3_000, bounds::add));
         assertEquals(List.of(1_000L, 2_000L, 3_000L), bounds);
-        IdleStrategy.Backoff spinning = IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
+        IdleStrategy.Backoff spinning =
+                IdleStrategy.spinFor(Duration.ofSeconds(30)).backoff();
         assertEquals(0, spinning.idle(3_000, bounds::add));
         assertEquals(3, bounds.size(), "within the spin the waiter is not asked");
     }
 
     @Test
     void shouldReturnAFuturesValueWhetherItSpinsOrNot() {
-        assertEquals("done", IdleStrategy.spinFor(Duration.ofNanos(20_000)).await(CompletableFuture.completedFuture(
-                "done")));
+        assertEquals(
+                "done",
+                IdleStrategy.spinFor(Duration.ofNanos(20_000)).await(CompletableFuture.completedFuture("done")));
         CompletableFuture<String> later = CompletableFuture.supplyAsync(() -> "later");
         assertEquals("later", IdleStrategy.spinFor(Duration.ZERO).await(later));
     }
@@ -112,7 +124,8 @@ class IdleStrategyTest {
         asked.set(0);
         assertTrue(s.spinUntil(() -> asked.incrementAndGet() == 3));
         assertEquals(3, asked.get());
-        assertFalse(IdleStrategy.spinFor(Duration.ofNanos(100)).spinUntil(60_000_000_000L, () -> false),
+        assertFalse(
+                IdleStrategy.spinFor(Duration.ofNanos(100)).spinUntil(60_000_000_000L, () -> false),
                 "a longer bound than the spin is cut to the spin");
     }
 }

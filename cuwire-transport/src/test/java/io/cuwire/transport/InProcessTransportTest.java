@@ -70,11 +70,12 @@ class InProcessTransportTest extends TransportConformanceSuite {
     @Test
     void shouldHandDeviceFramesOverWithoutACopyAndCompleteTheSendWhenTheReceiverIsDone() throws Exception {
         Listener listener = listen(config().build());
-        CompletableFuture<Connection> client = CompletableFuture.supplyAsync(
-                () -> transport().connect(listener.address(), config().build()));
+        CompletableFuture<Connection> client =
+                CompletableFuture.supplyAsync(() -> transport().connect(listener.address(), config().build()));
         Connection server = accept(listener);
         try (Connection c = client.get(10, TimeUnit.SECONDS);
-                BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
+                BufferAllocator<DeviceBuffer> sender =
+                        Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
                 DeviceBuffer frame = sender.allocate(1 << 20)) {
             byte[] data = TestMessages.pattern(1 << 20, 5);
             fill(frame, data);
@@ -97,8 +98,8 @@ class InProcessTransportTest extends TransportConformanceSuite {
             recording.enable(MessageEvent.NAME);
             recording.start();
             Listener listener = listen(config().build());
-            CompletableFuture<Connection> client = CompletableFuture.supplyAsync(
-                    () -> transport().connect(listener.address(), config().build()));
+            CompletableFuture<Connection> client =
+                    CompletableFuture.supplyAsync(() -> transport().connect(listener.address(), config().build()));
             Connection server = accept(listener);
             try (Connection c = client.get(10, TimeUnit.SECONDS)) {
                 CompletableFuture<MessageMetrics> sent = c.send(message("event", List.of()));
@@ -108,10 +109,12 @@ class InProcessTransportTest extends TransportConformanceSuite {
             recording.stop();
             recording.dump(file);
             List<RecordedEvent> events = RecordingFile.readAllEvents(file).stream()
-                    .filter(e -> e.getEventType().getName().equals(MessageEvent.NAME)).toList();
+                    .filter(e -> e.getEventType().getName().equals(MessageEvent.NAME))
+                    .toList();
             assertEquals(2, events.size(), events.toString());
-            assertEquals(List.of("RECEIVED", "SENT"), events.stream().map(e -> e.getString("direction")).sorted()
-                    .toList());
+            assertEquals(
+                    List.of("RECEIVED", "SENT"),
+                    events.stream().map(e -> e.getString("direction")).sorted().toList());
             assertEquals("inproc", events.get(0).getString("transport"));
         } finally {
             Files.deleteIfExists(file);

@@ -49,12 +49,10 @@ class IpcMessageAuthenticationTest {
         }
 
         @Override
-        public void flush() {
-        }
+        public void flush() {}
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     };
     private BufferAllocator<HostBuffer> host;
     private BufferAllocator<DeviceBuffer> device;
@@ -66,11 +64,14 @@ class IpcMessageAuthenticationTest {
         host = BufferAllocator.host("mac-host", BufferAllocator.UNLIMITED);
         device = Devices.get(Devices.all().size() - 1).newAllocator("mac-device", BufferAllocator.UNLIMITED);
         FrameAllocator frames = DeviceMap.of(host, device);
-        TransportConfig config = TransportConfig.builder().secret(TestMessages.SECRET)
-                .ioTimeout(Duration.ofSeconds(10)).receiveInto(d -> {
+        TransportConfig config = TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .ioTimeout(Duration.ofSeconds(10))
+                .receiveInto(d -> {
                     allocations.incrementAndGet();
                     return frames.allocate(d);
-                }).build();
+                })
+                .build();
         listener = Transports.ipc().listen("ipc://127.0.0.1:0", config);
     }
 
@@ -87,8 +88,9 @@ class IpcMessageAuthenticationTest {
     }
 
     private ChildJvm peer(String mode) throws Exception {
-        ChildJvm p = TransportConformanceSuite.peerJvm(MacTamperPeer.class).args(mode, listener.address(),
-                HexFormat.of().formatHex(TestMessages.SECRET)).start();
+        ChildJvm p = TransportConformanceSuite.peerJvm(MacTamperPeer.class)
+                .args(mode, listener.address(), HexFormat.of().formatHex(TestMessages.SECRET))
+                .start();
         toClose.add(p);
         return p;
     }
@@ -104,8 +106,12 @@ class IpcMessageAuthenticationTest {
         assertEquals(0, p.awaitExit(Duration.ofSeconds(30)), p::output);
         assertTrue(p.output().contains("refused MessageAuthenticationException: the "), p.output());
         synchronized (logged) {
-            assertEquals(1, logged.stream().filter(l -> l.contains("failed its message authentication code"))
-                    .count(), logged.toString());
+            assertEquals(
+                    1,
+                    logged.stream()
+                            .filter(l -> l.contains("failed its message authentication code"))
+                            .count(),
+                    logged.toString());
         }
     }
 
@@ -115,9 +121,11 @@ class IpcMessageAuthenticationTest {
         Connection c = accept();
         try (ReceivedMessage m = c.receive()) {
             assertEquals("tampered", m.value().root());
-            assertArrayEquals(TestMessages.pattern(MacTamperPeer.DEVICE_BYTES, 7),
+            assertArrayEquals(
+                    TestMessages.pattern(MacTamperPeer.DEVICE_BYTES, 7),
                     TestMessages.contents(m.value().frames().get(0).buffer()));
-            assertArrayEquals(TestMessages.pattern(MacTamperPeer.HOST_BYTES, 9),
+            assertArrayEquals(
+                    TestMessages.pattern(MacTamperPeer.HOST_BYTES, 9),
                     TestMessages.contents(m.value().frames().get(1).buffer()));
         }
         c.close();

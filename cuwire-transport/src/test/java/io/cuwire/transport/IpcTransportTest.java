@@ -12,9 +12,9 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.TransferScope;
+import io.cuwire.test.TestRandom;
 import io.cuwire.transport.internal.ipc.IpcTransport;
 import io.cuwire.transport.internal.ipc.MappingCache;
-import io.cuwire.test.TestRandom;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -82,7 +82,8 @@ class IpcTransportTest extends TransportConformanceSuite {
             throws Exception {
         peerJvmOptions = List.of("-D" + IdleStrategy.SPIN_PROPERTY + "=200");
         SplittableRandom random = TestRandom.create(info);
-        Listener listener = listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
+        Listener listener =
+                listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
         Peer echo = peer("echo", listener);
         Connection c = accept(listener);
         try (DeviceBuffer d = device.allocate(1024)) {
@@ -92,15 +93,19 @@ class IpcTransportTest extends TransportConformanceSuite {
                 CompletableFuture<MessageMetrics> sent = c.send(TestMessages.message("r" + i, List.of(d)));
                 try (ReceivedMessage back = c.receive(Duration.ofSeconds(10))) {
                     assertEquals("r" + i, back.value().root());
-                    assertArrayEquals(data, TestMessages.contents(back.value().frames().get(0).buffer()), "round " + i);
+                    assertArrayEquals(
+                            data,
+                            TestMessages.contents(back.value().frames().get(0).buffer()),
+                            "round " + i);
                 }
-                sent.get(10, TimeUnit.SECONDS);  // completed by the peer's consumed record, carried by its reply
+                sent.get(10, TimeUnit.SECONDS); // completed by the peer's consumed record, carried by its reply
             }
         }
         c.close();
         assertExit(echo, 0);
 
-        Listener second = listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
+        Listener second =
+                listen(config().idle(IdleStrategy.spinFor(Duration.ofMillis(1))).build());
         Peer sink = peer("sink", second, "0");
         Connection s = accept(second);
         try (DeviceBuffer d = device.allocate(1024)) {
@@ -130,13 +135,17 @@ class IpcTransportTest extends TransportConformanceSuite {
             for (int i = 0; i < times; i++) {
                 try (ReceivedMessage m = c.receive()) {
                     assertEquals("r" + i, m.value().root());
-                    assertEquals(MemoryKind.DEVICE, m.value().frames().getFirst().kind());
+                    assertEquals(
+                            MemoryKind.DEVICE, m.value().frames().getFirst().kind());
                     assertEquals(0, m.metrics().hostToDeviceBytes(), m.metrics().toString());
-                    assertArrayEquals(TestMessages.pattern(bytes, i),
+                    assertArrayEquals(
+                            TestMessages.pattern(bytes, i),
                             TestMessages.contents(m.value().frames().getFirst().buffer()));
                 }
             }
-            assertEquals((long) bytes * times, scope.bytes(CopyDirection.PEER) + scope.bytes(CopyDirection.D2D),
+            assertEquals(
+                    (long) bytes * times,
+                    scope.bytes(CopyDirection.PEER) + scope.bytes(CopyDirection.D2D),
                     "every frame was copied device to device");
             assertEquals(0, scope.bytes(CopyDirection.H2D), "nothing was staged through the host");
             assertEquals((long) bytes * times, scope.bytes(CopyDirection.D2H), "only the test's own checks");
@@ -168,8 +177,10 @@ class IpcTransportTest extends TransportConformanceSuite {
             try (ReceivedMessage m = c.receive()) {
                 assertEquals(frames, m.value().frames().size());
                 for (int i = 0; i < frames; i++) {
-                    assertArrayEquals(TestMessages.pattern(bytes, i),
-                            TestMessages.contents(m.value().frames().get(i).buffer()), "frame " + i);
+                    assertArrayEquals(
+                            TestMessages.pattern(bytes, i),
+                            TestMessages.contents(m.value().frames().get(i).buffer()),
+                            "frame " + i);
                 }
             }
             MappingCache.Stats stats = IpcTransport.mappingStats(c);
@@ -203,8 +214,9 @@ class IpcTransportTest extends TransportConformanceSuite {
                 pushed = device.allocatedBytes() == 0;
                 m.close();
             }
-            assertTrue(pushed, () -> "within 200 round trips an echo came back pushed into the arena; peer:\n"
-                    + p.output());
+            assertTrue(
+                    pushed,
+                    () -> "within 200 round trips an echo came back pushed into the arena; peer:\n" + p.output());
             List<ReceivedMessage> held = new ArrayList<>();
             try {
                 for (int i = 0; i < 6; i++) {
@@ -214,20 +226,24 @@ class IpcTransportTest extends TransportConformanceSuite {
                 }
             } finally {
                 held.forEach(ReceivedMessage::close);
-                held.clear();  // closed: the loop below must not close them again
+                held.clear(); // closed: the loop below must not close them again
             }
             assertEquals(0, device.allocatedBytes());
             for (int i = 0; i < 4; i++) {
                 held.add(echo(c, frame, bytes, round));
                 assertEquals(0, device.allocatedBytes(), "the loans came back: echo " + i + " pushed again");
                 // code that takes more memory where a received array's came from (an estimator's fit) finds it
-                assertSame(device, held.getLast().value().frames().getFirst().buffer().allocator());
+                assertSame(
+                        device,
+                        held.getLast().value().frames().getFirst().buffer().allocator());
             }
             ReceivedMessage last = held.getLast();
             held.subList(0, held.size() - 1).forEach(ReceivedMessage::close);
             c.close();
-            assertArrayEquals(TestMessages.pattern(bytes, round[0] - 1),
-                    TestMessages.contents(last.value().frames().getFirst().buffer()), "a loan outlives its connection");
+            assertArrayEquals(
+                    TestMessages.pattern(bytes, round[0] - 1),
+                    TestMessages.contents(last.value().frames().getFirst().buffer()),
+                    "a loan outlives its connection");
             last.close();
         }
         assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
@@ -241,7 +257,9 @@ class IpcTransportTest extends TransportConformanceSuite {
         ReceivedMessage m = c.receive();
         assertEquals("m" + r, m.value().root());
         assertEquals(MemoryKind.DEVICE, m.value().frames().getFirst().kind());
-        assertArrayEquals(TestMessages.pattern(bytes, r), TestMessages.contents(m.value().frames().getFirst().buffer()),
+        assertArrayEquals(
+                TestMessages.pattern(bytes, r),
+                TestMessages.contents(m.value().frames().getFirst().buffer()),
                 "echo " + r);
         return m;
     }

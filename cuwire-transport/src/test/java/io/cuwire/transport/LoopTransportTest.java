@@ -50,9 +50,14 @@ class LoopTransportTest extends TransportConformanceSuite {
 
     @Test
     void shouldBeFoundByTheSchemeOfItsAddressesAndNameItsConnectionsWithIt() {
-        assertInstanceOf(LoopProvider.class, Transports.providers().stream()
-                .filter(p -> p.scheme().equals(LoopProvider.SCHEME)).findFirst().orElseThrow());
-        assertEquals(LoopProvider.SCHEME, Transports.forAddress("loop://anything").name());
+        assertInstanceOf(
+                LoopProvider.class,
+                Transports.providers().stream()
+                        .filter(p -> p.scheme().equals(LoopProvider.SCHEME))
+                        .findFirst()
+                        .orElseThrow());
+        assertEquals(
+                LoopProvider.SCHEME, Transports.forAddress("loop://anything").name());
         try (Listener listener = transport().listen(listenAddress(), config().build())) {
             assertEquals(transport(), Transports.forAddress(listener.address()));
         }

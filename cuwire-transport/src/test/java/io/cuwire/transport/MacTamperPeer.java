@@ -42,8 +42,7 @@ public final class MacTamperPeer {
     static final int DEVICE_BYTES = 1 << 20;
     static final int HOST_BYTES = 4096;
 
-    private MacTamperPeer() {
-    }
+    private MacTamperPeer() {}
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -51,10 +50,12 @@ public final class MacTamperPeer {
         int colon = hostPort.lastIndexOf(':');
         String ip = hostPort.substring(0, colon);
         int port = Integer.parseInt(hostPort.substring(colon + 1));
-        TransportConfig config = TransportConfig.builder().secret(HexFormat.of().parseHex(args[2]))
+        TransportConfig config = TransportConfig.builder()
+                .secret(HexFormat.of().parseHex(args[2]))
                 .receiveInto(d -> {
                     throw new IllegalStateException("this peer receives no frames");
-                }).build();
+                })
+                .build();
         Device device = Devices.get(0);
         try (BufferAllocator<HostBuffer> host = BufferAllocator.host("tamper-host", BufferAllocator.UNLIMITED);
                 BufferAllocator<DeviceBuffer> dev = device.newAllocator("tamper-device", BufferAllocator.UNLIMITED);
@@ -112,7 +113,10 @@ public final class MacTamperPeer {
                 in.readFully(reason);
                 byte[] tag = new byte[SessionKeys.TAG_BYTES];
                 in.readFully(tag);
-                open.open(tag, "refusal", ByteBuffer.allocate(5).put(0, (byte) 3).putInt(1, length),
+                open.open(
+                        tag,
+                        "refusal",
+                        ByteBuffer.allocate(5).put(0, (byte) 3).putInt(1, length),
                         ByteBuffer.wrap(reason));
                 System.out.println("refused " + new String(reason, StandardCharsets.UTF_8));
                 if (b != null) {
@@ -123,15 +127,14 @@ public final class MacTamperPeer {
     }
 
     /** A message record and where its parts begin. */
-    private record Record(byte[] bytes, int header, int headerLength, int referenceOffset) {
-    }
+    private record Record(byte[] bytes, int header, int headerLength, int referenceOffset) {}
 
     /**
      * The message record of {@code message} (its frames: one device frame, then one host frame) as the IPC
      * transport writes it with session keys: each part but the frames' bytes followed by its tag.
      */
-    private static Record record(SessionKeys.Direction seal, Message message, DeviceBuffer deviceFrame,
-            Device device) throws IOException {
+    private static Record record(SessionKeys.Direction seal, Message message, DeviceBuffer deviceFrame, Device device)
+            throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         byte[] header = message.header();
         ByteBuffer prefix = ByteBuffer.allocate(5).put(0, (byte) 1).putInt(1, header.length);
@@ -142,9 +145,13 @@ public final class MacTamperPeer {
         out.write(seal.seal(ByteBuffer.wrap(header)));
         IpcHandle allocation = device.exportAllocation(deviceFrame);
         byte[] handle = allocation.handle();
-        ByteBuffer reference = ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length)
-                .put(handle).putInt(allocation.deviceOrdinal()).putLong(allocation.length())
-                .putLong(device.allocationOffset(deviceFrame)).flip();
+        ByteBuffer reference = ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8)
+                .putShort((short) handle.length)
+                .put(handle)
+                .putInt(allocation.deviceOrdinal())
+                .putLong(allocation.length())
+                .putLong(device.allocationOffset(deviceFrame))
+                .flip();
         int referenceAt = out.size();
         out.write(reference.array());
         out.write(seal.seal(reference));

@@ -39,8 +39,7 @@ final class ModelEquality {
     private final IdentityHashMap<Object, Object> sentToReceived = new IdentityHashMap<>();
     private final IdentityHashMap<Object, Object> receivedToSent = new IdentityHashMap<>();
 
-    private ModelEquality() {
-    }
+    private ModelEquality() {}
 
     /** Fails unless {@code received} equals {@code sent} as described above. */
     static void assertDeepEquals(Object sent, Object received) {
@@ -62,12 +61,17 @@ final class ModelEquality {
             return o.getClass().getSimpleName();
         }
         String s = o instanceof String str ? "\"" + str + "\"" : String.valueOf(o);
-        return (s.length() > 80 ? s.substring(0, 77) + "..." : s) + " (" + o.getClass().getName() + ")";
+        return (s.length() > 80 ? s.substring(0, 77) + "..." : s) + " ("
+                + o.getClass().getName() + ")";
     }
 
     private static boolean isValue(Object o) {
-        return o instanceof String || o instanceof Number || o instanceof Boolean || o instanceof Character
-                || o instanceof Enum<?> || o instanceof Optional<?>;
+        return o instanceof String
+                || o instanceof Number
+                || o instanceof Boolean
+                || o instanceof Character
+                || o instanceof Enum<?>
+                || o instanceof Optional<?>;
     }
 
     private void compare(Object sent, Object received, String path) {
@@ -78,22 +82,28 @@ final class ModelEquality {
             return;
         }
         if (sent.getClass() != received.getClass()) {
-            throw differ(path, "sent a " + sent.getClass().getName() + ", received a "
-                    + received.getClass().getName() + " (" + show(received) + ")");
+            throw differ(
+                    path,
+                    "sent a " + sent.getClass().getName() + ", received a "
+                            + received.getClass().getName() + " (" + show(received) + ")");
         }
         if (!isValue(sent)) {
             Object before = sentToReceived.get(sent);
             if (before != null) {
                 if (before != received) {
-                    throw differ(path, "the sender's " + show(sent) + " here is the object it has at an earlier place;"
-                            + " the receiver's is another object (a shared reference was not kept)");
+                    throw differ(
+                            path,
+                            "the sender's " + show(sent) + " here is the object it has at an earlier place;"
+                                    + " the receiver's is another object (a shared reference was not kept)");
                 }
                 return;
             }
             Object other = receivedToSent.get(received);
             if (other != null) {
-                throw differ(path, "the receiver's " + show(received) + " here is the object it has at an earlier "
-                        + "place; the sender had two distinct objects there");
+                throw differ(
+                        path,
+                        "the receiver's " + show(received) + " here is the object it has at an earlier "
+                                + "place; the sender had two distinct objects there");
             }
             sentToReceived.put(sent, received);
             receivedToSent.put(received, sent);
@@ -107,7 +117,8 @@ final class ModelEquality {
             case Set<?> s -> set(s, (Set<?>) received, path);
             case Map<?, ?> m -> map(m, (Map<?, ?>) received, path);
             default -> {
-                if (sent.getClass().isArray() && sent.getClass().getComponentType().isPrimitive()) {
+                if (sent.getClass().isArray()
+                        && sent.getClass().getComponentType().isPrimitive()) {
                     primitiveArray(sent, received, path);
                 } else if (isValue(sent)) {
                     if (!sent.equals(received)) {
@@ -138,8 +149,10 @@ final class ModelEquality {
             if (ModelShapes.isTransient(f)) {
                 Object expected = f.getType().isPrimitive() ? Array.get(Array.newInstance(f.getType(), 1), 0) : null;
                 if (!java.util.Objects.equals(expected, r)) {
-                    throw differ(at, "a transient field must not travel: expected the default " + expected
-                            + ", received " + show(r));
+                    throw differ(
+                            at,
+                            "a transient field must not travel: expected the default " + expected + ", received "
+                                    + show(r));
                 }
                 continue;
             }
@@ -148,8 +161,10 @@ final class ModelEquality {
     }
 
     private static void ndArray(NdArray sent, NdArray received, String path) {
-        if (sent.dtype() != received.dtype() || sent.order() != received.order()
-                || !Arrays.equals(sent.shape(), received.shape()) || sent.kind() != received.kind()) {
+        if (sent.dtype() != received.dtype()
+                || sent.order() != received.order()
+                || !Arrays.equals(sent.shape(), received.shape())
+                || sent.kind() != received.kind()) {
             throw differ(path, "sent " + sent + ", received " + received);
         }
         if (!sent.contentEquals(received)) {
@@ -186,8 +201,8 @@ final class ModelEquality {
             throw differ(path, "sent the order " + sent + ", received " + received);
         }
         if (sent instanceof SortedSet<?> s && s.comparator() != ((SortedSet<?>) received).comparator()) {
-            throw differ(path, "sent comparator " + s.comparator() + ", received "
-                    + ((SortedSet<?>) received).comparator());
+            throw differ(
+                    path, "sent comparator " + s.comparator() + ", received " + ((SortedSet<?>) received).comparator());
         }
         if (sent instanceof EnumSet<?> s) {
             // the complement reveals the element type, which an empty set does not show otherwise
@@ -204,9 +219,12 @@ final class ModelEquality {
     }
 
     private static boolean isOrdered(Object collection) {
-        return collection instanceof LinkedHashSet<?> || collection instanceof SortedSet<?>
-                || collection instanceof EnumSet<?> || collection instanceof LinkedHashMap<?, ?>
-                || collection instanceof SortedMap<?, ?> || collection instanceof EnumMap<?, ?>;
+        return collection instanceof LinkedHashSet<?>
+                || collection instanceof SortedSet<?>
+                || collection instanceof EnumSet<?>
+                || collection instanceof LinkedHashMap<?, ?>
+                || collection instanceof SortedMap<?, ?>
+                || collection instanceof EnumMap<?, ?>;
     }
 
     /** Keys are values; the values under them are compared deeply. */
@@ -218,8 +236,9 @@ final class ModelEquality {
             throw differ(path, "sent the key order " + sent.keySet() + ", received " + received.keySet());
         }
         if (sent instanceof SortedMap<?, ?> s && s.comparator() != ((SortedMap<?, ?>) received).comparator()) {
-            throw differ(path, "sent comparator " + s.comparator() + ", received "
-                    + ((SortedMap<?, ?>) received).comparator());
+            throw differ(
+                    path,
+                    "sent comparator " + s.comparator() + ", received " + ((SortedMap<?, ?>) received).comparator());
         }
         if (received instanceof EnumMap<?, ?> e && !holdsColors(e)) {
             throw differ(path, "an EnumMap whose key type is not " + Color.class.getName());
@@ -258,8 +277,9 @@ final class ModelEquality {
             default -> throw new IllegalArgumentException(sent.getClass().getName());
         };
         if (at >= 0) {
-            throw differ(path + "[" + at + "]", "sent " + Array.get(sent, at) + ", received "
-                    + Array.get(received, at) + " (" + show(sent) + ")");
+            throw differ(
+                    path + "[" + at + "]",
+                    "sent " + Array.get(sent, at) + ", received " + Array.get(received, at) + " (" + show(sent) + ")");
         }
     }
 

@@ -163,8 +163,7 @@ public abstract class ModelShapeConformanceSuite {
     protected abstract TransportConformanceSuite.Peer startPeer(String... args) throws Exception;
 
     /** Skips the suite (an assumption that fails, with the reason) where the transport cannot run. */
-    protected void assumeUsable() {
-    }
+    protected void assumeUsable() {}
 
     @BeforeAll
     void startPeer() throws Exception {
@@ -188,10 +187,18 @@ public abstract class ModelShapeConformanceSuite {
         copies = BufferAllocator.host("models-copies", BufferAllocator.UNLIMITED);
         registry = generated.register(new TypeRegistry(Limits.DEFAULT, ModelShapes.FRAME_THRESHOLD, copies));
         target = new DecodeTarget(device, host, Limits.DEFAULT);
-        listener = transport().listen(listenAddress(), TransportConfig.builder().secret(TestMessages.SECRET)
-                .ioTimeout(Duration.ofSeconds(20)).receiveInto(DeviceMap.of(host, device).withPinned(pinned))
-                .build());
-        peer = startPeer(listener.address(), HexFormat.of().formatHex(TestMessages.SECRET), Long.toString(seed),
+        listener = transport()
+                .listen(
+                        listenAddress(),
+                        TransportConfig.builder()
+                                .secret(TestMessages.SECRET)
+                                .ioTimeout(Duration.ofSeconds(20))
+                                .receiveInto(DeviceMap.of(host, device).withPinned(pinned))
+                                .build());
+        peer = startPeer(
+                listener.address(),
+                HexFormat.of().formatHex(TestMessages.SECRET),
+                Long.toString(seed),
                 Integer.toString(classCount));
         for (List<Family> chain : ModelShapePeer.CHAINS) {
             connection(chain);
@@ -252,12 +259,14 @@ public abstract class ModelShapeConformanceSuite {
     }
 
     private static Rules rulesFor(String transport) {
-        List<Unsupported> here = UNSUPPORTED_YET.stream().filter(u -> u.appliesTo(transport)).toList();
+        List<Unsupported> here =
+                UNSUPPORTED_YET.stream().filter(u -> u.appliesTo(transport)).toList();
         return new Rules() {
             @Override
             public boolean allowsArray(Feature arrayType, Size size) {
-                return here.stream().noneMatch(u -> u.feature() == arrayType
-                        && (u.sizes().isEmpty() || u.sizes().contains(size)));
+                return here.stream()
+                        .noneMatch(u -> u.feature() == arrayType
+                                && (u.sizes().isEmpty() || u.sizes().contains(size)));
             }
         };
     }
@@ -268,7 +277,8 @@ public abstract class ModelShapeConformanceSuite {
         for (List<Family> chain : ModelShapePeer.CHAINS) {
             List<DynamicTest> tests = new ArrayList<>();
             for (ClassSpec spec : generated.models()) {
-                tests.add(DynamicTest.dynamicTest(spec.simpleName() + " " + spec.kind() + " " + chain,
+                tests.add(DynamicTest.dynamicTest(
+                        spec.simpleName() + " " + spec.kind() + " " + chain,
                         () -> property(spec, chain, rules, tries, shrinks)));
             }
             chains.add(DynamicContainer.dynamicContainer(transport().name() + " " + chain, tests));
@@ -288,20 +298,24 @@ public abstract class ModelShapeConformanceSuite {
             for (Feature f : Feature.values()) {
                 ClassSpec spec = generated.probe(f);
                 List<Unsupported> listed = UNSUPPORTED_YET.stream()
-                        .filter(u -> u.feature() == f && u.appliesTo(transport().name())).toList();
+                        .filter(u -> u.feature() == f && u.appliesTo(transport().name()))
+                        .toList();
                 if (listed.stream().noneMatch(u -> u.sizes().isEmpty())) {
-                    tests.add(DynamicTest.dynamicTest(spec.simpleName() + " " + chain,
-                            () -> property(spec, chain, rules, tries, shrinks)));
+                    tests.add(DynamicTest.dynamicTest(
+                            spec.simpleName() + " " + chain, () -> property(spec, chain, rules, tries, shrinks)));
                 }
                 for (Unsupported u : listed) {
-                    Rules only = u.sizes().isEmpty() ? Rules.ALL : new Rules() {
-                        @Override
-                        public boolean allowsArray(Feature arrayType, Size size) {
-                            return u.sizes().contains(size);
-                        }
-                    };
-                    tests.add(DynamicTest.dynamicTest(spec.simpleName() + (u.sizes().isEmpty() ? ""
-                            : " " + u.sizes()) + " " + chain + " still fails",
+                    Rules only = u.sizes().isEmpty()
+                            ? Rules.ALL
+                            : new Rules() {
+                                @Override
+                                public boolean allowsArray(Feature arrayType, Size size) {
+                                    return u.sizes().contains(size);
+                                }
+                            };
+                    tests.add(DynamicTest.dynamicTest(
+                            spec.simpleName() + (u.sizes().isEmpty() ? "" : " " + u.sizes()) + " " + chain
+                                    + " still fails",
                             () -> stillFails(spec, chain, only, u)));
                 }
             }
@@ -312,14 +326,21 @@ public abstract class ModelShapeConformanceSuite {
 
     private void property(ClassSpec spec, List<Family> chain, Rules drawn, int examples, int shrinkCycles) {
         long s = new SplittableRandom(seed ^ (spec.index() * 0x9E3779B97F4A7C15L + chain.size())).nextLong();
-        Gen<ModelValues.Model> models = in -> new ModelValues.Drawer(generated.specs(), draw(in), drawn)
-                .model(spec.index(), 0);
+        Gen<ModelValues.Model> models =
+                in -> new ModelValues.Drawer(generated.specs(), draw(in), drawn).model(spec.index(), 0);
         try {
-            QuickTheory.qt().withFixedSeed(s).withExamples(BOUNDARY_EXAMPLES + examples).withShrinkCycles(shrinkCycles)
-                    .forAll(models).checkAssert(v -> roundTrip(v, chain));
+            QuickTheory.qt()
+                    .withFixedSeed(s)
+                    .withExamples(BOUNDARY_EXAMPLES + examples)
+                    .withShrinkCycles(shrinkCycles)
+                    .forAll(models)
+                    .checkAssert(v -> roundTrip(v, chain));
         } catch (AssertionError e) {
-            throw new AssertionError(spec.simpleName() + " " + spec.fields() + "\nover " + transport().name()
-                    + " with " + chain + " (replay with -D" + SEED_PROPERTY + "=" + seed + "): " + e.getMessage(), e);
+            throw new AssertionError(
+                    spec.simpleName() + " " + spec.fields() + "\nover "
+                            + transport().name() + " with " + chain + " (replay with -D" + SEED_PROPERTY + "=" + seed
+                            + "): " + e.getMessage(),
+                    e);
         }
     }
 
@@ -329,8 +350,8 @@ public abstract class ModelShapeConformanceSuite {
         } catch (AssertionError expected) {
             return;
         }
-        throw new AssertionError(spec.simpleName() + " now passes over " + transport().name() + " with " + chain
-                + ": remove " + u + " from UNSUPPORTED_YET");
+        throw new AssertionError(spec.simpleName() + " now passes over "
+                + transport().name() + " with " + chain + ": remove " + u + " from UNSUPPORTED_YET");
     }
 
     /** The property library's randomness as the {@link Draw} the value drawer asks. */
@@ -386,8 +407,9 @@ public abstract class ModelShapeConformanceSuite {
                 throw new AssertionError("the send did not complete: " + e, e);
             } finally {
                 if (sending != null) {
-                    sending.handle((m, t) -> null).completeOnTimeout(null, REPLY_TIMEOUT.toSeconds(),
-                            TimeUnit.SECONDS).join();
+                    sending.handle((m, t) -> null)
+                            .completeOnTimeout(null, REPLY_TIMEOUT.toSeconds(), TimeUnit.SECONDS)
+                            .join();
                 }
                 sent.close();
             }

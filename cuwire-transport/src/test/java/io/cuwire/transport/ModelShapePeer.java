@@ -41,8 +41,7 @@ public final class ModelShapePeer {
     /** The chains the peer connects with, in order. */
     static final List<List<Family>> CHAINS = List.of(List.of(Family.CUDA, Family.HOST), List.of(Family.HOST));
 
-    private ModelShapePeer() {
-    }
+    private ModelShapePeer() {}
 
     public static void main(String[] args) {
         int code;
@@ -62,23 +61,26 @@ public final class ModelShapePeer {
         byte[] secret = HexFormat.of().parseHex(args[1]);
         long seed = Long.parseLong(args[2]);
         int classes = Integer.parseInt(args[3]);
-        ModelShapes.Generated generated = ModelShapes.generate(seed, classes,
-                ModelShapeConformanceSuite.unsupportedFeatures());
+        ModelShapes.Generated generated =
+                ModelShapes.generate(seed, classes, ModelShapeConformanceSuite.unsupportedFeatures());
         BufferAllocator<HostBuffer> host = BufferAllocator.host("model-peer-host", BufferAllocator.UNLIMITED);
-        BufferAllocator<HostBuffer> pinned = Devices.get(0).newPinnedAllocator("model-peer-pinned",
-                BufferAllocator.UNLIMITED);
-        BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("model-peer-device",
-                BufferAllocator.UNLIMITED);
+        BufferAllocator<HostBuffer> pinned =
+                Devices.get(0).newPinnedAllocator("model-peer-pinned", BufferAllocator.UNLIMITED);
+        BufferAllocator<DeviceBuffer> device =
+                Devices.get(0).newAllocator("model-peer-device", BufferAllocator.UNLIMITED);
         BufferAllocator<HostBuffer> copies = BufferAllocator.host("model-peer-copies", BufferAllocator.UNLIMITED);
-        TypeRegistry registry = generated.register(new TypeRegistry(Limits.DEFAULT, ModelShapes.FRAME_THRESHOLD,
-                copies));
+        TypeRegistry registry =
+                generated.register(new TypeRegistry(Limits.DEFAULT, ModelShapes.FRAME_THRESHOLD, copies));
         DecodeTarget target = new DecodeTarget(device, host, Limits.DEFAULT);
         Transport transport = Transports.forAddress(address);
         List<CompletableFuture<Integer>> served = new ArrayList<>();
         for (List<Family> chain : CHAINS) {
-            TransportConfig config = TransportConfig.builder().secret(secret).ioTimeout(Duration.ofSeconds(20))
+            TransportConfig config = TransportConfig.builder()
+                    .secret(secret)
+                    .ioTimeout(Duration.ofSeconds(20))
                     .families(chain.toArray(Family[]::new))
-                    .receiveInto(DeviceMap.of(host, device).withPinned(pinned)).build();
+                    .receiveInto(DeviceMap.of(host, device).withPinned(pinned))
+                    .build();
             CompletableFuture<Integer> done = new CompletableFuture<>();
             Thread.ofPlatform().daemon().name("model-peer-" + chain).start(() -> {
                 try {
@@ -109,8 +111,13 @@ public final class ModelShapePeer {
     }
 
     /** Connects with {@code config}'s chain and serves, again after each break, until bye; its exit code. */
-    private static int serveChain(Transport transport, String address, TransportConfig config, TypeRegistry registry,
-            DecodeTarget target, PrintStream out) {
+    private static int serveChain(
+            Transport transport,
+            String address,
+            TransportConfig config,
+            TypeRegistry registry,
+            DecodeTarget target,
+            PrintStream out) {
         for (int connects = 0; ; connects++) {
             Connection c;
             try {

@@ -70,16 +70,21 @@ final class ModelShapes {
     /** Elements per size class of a primitive array are counted from this: the registry's frame threshold. */
     static final int FRAME_THRESHOLD = 64 * 1024;
 
-    private ModelShapes() {
-    }
+    private ModelShapes() {}
 
     /** The base of every generated class: what {@link TypeRegistry#registerGeneric} is called with. */
-    public interface GeneratedModel {
-    }
+    public interface GeneratedModel {}
 
     /** The enum of the generated models' enum fields, {@code EnumSet}s and {@code EnumMap}s. */
     public enum Color {
-        RED, GREEN, BLUE, CYAN, MAGENTA, YELLOW, BLACK, WHITE
+        RED,
+        GREEN,
+        BLUE,
+        CYAN,
+        MAGENTA,
+        YELLOW,
+        BLACK,
+        WHITE
     }
 
     /** How a generated class is built. */
@@ -97,7 +102,14 @@ final class ModelShapes {
      * and enum constants (values that compare and hash by value).
      */
     enum Element {
-        STRING, LONG, INT, DOUBLE, ENUM, NESTED, NDARRAY, DOUBLE_ARRAY
+        STRING,
+        LONG,
+        INT,
+        DOUBLE,
+        ENUM,
+        NESTED,
+        NDARRAY,
+        DOUBLE_ARRAY
     }
 
     /**
@@ -105,23 +117,49 @@ final class ModelShapes {
      * {@link ModelShapeConformanceSuite#UNSUPPORTED_YET}.
      */
     enum Feature {
-        BOOLEAN(boolean.class), BYTE(byte.class), SHORT(short.class), CHAR(char.class), INT(int.class),
-        LONG(long.class), FLOAT(float.class), DOUBLE(double.class),
-        BOXED_BOOLEAN(Boolean.class), BOXED_BYTE(Byte.class), BOXED_SHORT(Short.class),
-        BOXED_CHARACTER(Character.class), BOXED_INTEGER(Integer.class), BOXED_LONG(Long.class),
-        BOXED_FLOAT(Float.class), BOXED_DOUBLE(Double.class),
-        STRING(String.class), ENUM(Color.class),
-        BOOLEAN_ARRAY(boolean[].class), BYTE_ARRAY(byte[].class), SHORT_ARRAY(short[].class),
-        CHAR_ARRAY(char[].class), INT_ARRAY(int[].class), LONG_ARRAY(long[].class), FLOAT_ARRAY(float[].class),
+        BOOLEAN(boolean.class),
+        BYTE(byte.class),
+        SHORT(short.class),
+        CHAR(char.class),
+        INT(int.class),
+        LONG(long.class),
+        FLOAT(float.class),
+        DOUBLE(double.class),
+        BOXED_BOOLEAN(Boolean.class),
+        BOXED_BYTE(Byte.class),
+        BOXED_SHORT(Short.class),
+        BOXED_CHARACTER(Character.class),
+        BOXED_INTEGER(Integer.class),
+        BOXED_LONG(Long.class),
+        BOXED_FLOAT(Float.class),
+        BOXED_DOUBLE(Double.class),
+        STRING(String.class),
+        ENUM(Color.class),
+        BOOLEAN_ARRAY(boolean[].class),
+        BYTE_ARRAY(byte[].class),
+        SHORT_ARRAY(short[].class),
+        CHAR_ARRAY(char[].class),
+        INT_ARRAY(int[].class),
+        LONG_ARRAY(long[].class),
+        FLOAT_ARRAY(float[].class),
         DOUBLE_ARRAY(double[].class),
         NDARRAY(NdArray.class),
-        ARRAY_LIST(List.class, ArrayList.class), LINKED_LIST(List.class, LinkedList.class),
-        ARRAY_DEQUE(Deque.class, ArrayDeque.class), HASH_SET(Set.class, HashSet.class),
-        LINKED_HASH_SET(Set.class, LinkedHashSet.class), TREE_SET(SortedSet.class, TreeSet.class),
-        HASH_MAP(Map.class, HashMap.class), LINKED_HASH_MAP(Map.class, LinkedHashMap.class),
-        TREE_MAP(SortedMap.class, TreeMap.class), CONCURRENT_HASH_MAP(ConcurrentMap.class, ConcurrentHashMap.class),
-        ENUM_MAP(Map.class, EnumMap.class), ENUM_SET(Set.class, EnumSet.class),
-        LIST_OF(List.class, null), SET_OF(Set.class, null), MAP_OF(Map.class, null), OPTIONAL(Optional.class, null),
+        ARRAY_LIST(List.class, ArrayList.class),
+        LINKED_LIST(List.class, LinkedList.class),
+        ARRAY_DEQUE(Deque.class, ArrayDeque.class),
+        HASH_SET(Set.class, HashSet.class),
+        LINKED_HASH_SET(Set.class, LinkedHashSet.class),
+        TREE_SET(SortedSet.class, TreeSet.class),
+        HASH_MAP(Map.class, HashMap.class),
+        LINKED_HASH_MAP(Map.class, LinkedHashMap.class),
+        TREE_MAP(SortedMap.class, TreeMap.class),
+        CONCURRENT_HASH_MAP(ConcurrentMap.class, ConcurrentHashMap.class),
+        ENUM_MAP(Map.class, EnumMap.class),
+        ENUM_SET(Set.class, EnumSet.class),
+        LIST_OF(List.class, null),
+        SET_OF(Set.class, null),
+        MAP_OF(Map.class, null),
+        OPTIONAL(Optional.class, null),
         /** A field whose type is an earlier generated class (a nested model). */
         NESTED(null),
         /** A second field pointing at the object, array or collection of an earlier one. */
@@ -162,8 +200,12 @@ final class ModelShapes {
         }
 
         boolean isMap() {
-            return this == HASH_MAP || this == LINKED_HASH_MAP || this == TREE_MAP || this == CONCURRENT_HASH_MAP
-                    || this == ENUM_MAP || this == MAP_OF;
+            return this == HASH_MAP
+                    || this == LINKED_HASH_MAP
+                    || this == TREE_MAP
+                    || this == CONCURRENT_HASH_MAP
+                    || this == ENUM_MAP
+                    || this == MAP_OF;
         }
 
         /** A field type (as opposed to a property of a class or of a field). */
@@ -190,8 +232,16 @@ final class ModelShapes {
      * @param isTransient {@code transient}
      * @param sharesWith the index of the earlier field this one points at when values are drawn with sharing, or -1
      */
-    record FieldSpec(String name, Feature feature, Class<?> type, int nested, Element element, Element key,
-            boolean isFinal, boolean isTransient, int sharesWith) {
+    record FieldSpec(
+            String name,
+            Feature feature,
+            Class<?> type,
+            int nested,
+            Element element,
+            Element key,
+            boolean isFinal,
+            boolean isTransient,
+            int sharesWith) {
         FieldSpec withModifiers(boolean fin, boolean trans) {
             return new FieldSpec(name, feature, type, nested, element, key, fin, trans, sharesWith);
         }
@@ -215,8 +265,7 @@ final class ModelShapes {
         private final List<Class<?>> classes;
         private final List<Constructor<?>> constructors;
 
-        private Generated(int count, List<ClassSpec> specs, List<Class<?>> classes,
-                List<Constructor<?>> constructors) {
+        private Generated(int count, List<ClassSpec> specs, List<Class<?>> classes, List<Constructor<?>> constructors) {
             this.count = count;
             this.specs = specs;
             this.classes = classes;
@@ -247,10 +296,11 @@ final class ModelShapes {
             try {
                 return constructors.get(index).newInstance(fieldValues);
             } catch (InvocationTargetException e) {
-                throw new IllegalStateException("constructing " + specs.get(index).name() + ": " + e.getCause(),
-                        e.getCause());
+                throw new IllegalStateException(
+                        "constructing " + specs.get(index).name() + ": " + e.getCause(), e.getCause());
             } catch (ReflectiveOperationException e) {
-                throw new IllegalStateException("constructing " + specs.get(index).name() + ": " + e, e);
+                throw new IllegalStateException(
+                        "constructing " + specs.get(index).name() + ": " + e, e);
             }
         }
 
@@ -314,11 +364,11 @@ final class ModelShapes {
             } else if (f.isCollection()) {
                 Element key = f == Feature.ENUM_MAP || f == Feature.ENUM_SET ? Element.ENUM : Element.STRING;
                 Element element = f.isMap() || isList(f) || f == Feature.OPTIONAL ? Element.INT : key;
-                fields.add(new FieldSpec("declared", f, f.declared, -1, element, f.isMap() ? key : null, false,
-                        false, -1));
+                fields.add(new FieldSpec(
+                        "declared", f, f.declared, -1, element, f.isMap() ? key : null, false, false, -1));
                 if (f.concrete != null) {
-                    fields.add(new FieldSpec("concrete", f, f.concrete, -1, element, f.isMap() ? key : null, false,
-                            false, -1));
+                    fields.add(new FieldSpec(
+                            "concrete", f, f.concrete, -1, element, f.isMap() ? key : null, false, false, -1));
                 }
             } else if (f.isFieldType()) {
                 fields.add(new FieldSpec("value", f, f.declared, -1, null, null, false, false, -1));
@@ -326,14 +376,13 @@ final class ModelShapes {
                 switch (f) {
                     case RECORD -> kind = ClassKind.RECORD;
                     case NO_NO_ARG_CONSTRUCTOR -> kind = ClassKind.CLASS_WITHOUT_NO_ARG_CONSTRUCTOR;
-                    default -> {
-                    }
+                    default -> {}
                 }
                 boolean fin = f == Feature.FINAL_FIELD;
                 boolean trans = f == Feature.TRANSIENT_FIELD;
                 if (f == Feature.SHARED_REFERENCE) {
-                    FieldSpec a = new FieldSpec("weights", Feature.DOUBLE_ARRAY, double[].class, -1, null, null, false,
-                            false, -1);
+                    FieldSpec a = new FieldSpec(
+                            "weights", Feature.DOUBLE_ARRAY, double[].class, -1, null, null, false, false, -1);
                     fields.add(a);
                     fields.add(a.sharing("sameWeights", 0));
                 } else {
@@ -364,8 +413,8 @@ final class ModelShapes {
         return specs;
     }
 
-    private static ClassSpec specifyClass(SplittableRandom r, int index, Feature focus, List<Feature> allowed,
-            List<Feature> fieldTypes) {
+    private static ClassSpec specifyClass(
+            SplittableRandom r, int index, Feature focus, List<Feature> allowed, List<Feature> fieldTypes) {
         ClassKind kind;
         if (focus == Feature.RECORD) {
             kind = ClassKind.RECORD;
@@ -375,9 +424,11 @@ final class ModelShapes {
             kind = ClassKind.CLASS;
         } else {
             int k = r.nextInt(4);
-            kind = k == 0 && allowed.contains(Feature.RECORD) ? ClassKind.RECORD
+            kind = k == 0 && allowed.contains(Feature.RECORD)
+                    ? ClassKind.RECORD
                     : k == 1 && allowed.contains(Feature.NO_NO_ARG_CONSTRUCTOR)
-                    ? ClassKind.CLASS_WITHOUT_NO_ARG_CONSTRUCTOR : ClassKind.CLASS;
+                            ? ClassKind.CLASS_WITHOUT_NO_ARG_CONSTRUCTOR
+                            : ClassKind.CLASS;
         }
         List<FieldSpec> fields = new ArrayList<>();
         if (focus != null && focus.isFieldType() && (focus != Feature.NESTED || index > 0)) {
@@ -401,8 +452,10 @@ final class ModelShapes {
                 }
             }
             if (shareable.isEmpty()) {
-                Feature f = fieldTypes.stream().filter(t -> t.isShareable() && (t != Feature.NESTED || index > 0))
-                        .findFirst().orElseThrow();
+                Feature f = fieldTypes.stream()
+                        .filter(t -> t.isShareable() && (t != Feature.NESTED || index > 0))
+                        .findFirst()
+                        .orElseThrow();
                 fields.add(field(r, fields.size(), f, index, allowed, false));
                 shareable.add(fields.size() - 1);
             }
@@ -410,10 +463,10 @@ final class ModelShapes {
             fields.add(fields.get(target).sharing("f" + fields.size() + "Shares" + target, target));
         }
         if (kind != ClassKind.RECORD) {
-            boolean finals = focus == Feature.FINAL_FIELD || (allowed.contains(Feature.FINAL_FIELD)
-                    && r.nextInt(3) == 0);
-            boolean transients = focus == Feature.TRANSIENT_FIELD || (allowed.contains(Feature.TRANSIENT_FIELD)
-                    && r.nextInt(3) == 0);
+            boolean finals =
+                    focus == Feature.FINAL_FIELD || (allowed.contains(Feature.FINAL_FIELD) && r.nextInt(3) == 0);
+            boolean transients = focus == Feature.TRANSIENT_FIELD
+                    || (allowed.contains(Feature.TRANSIENT_FIELD) && r.nextInt(3) == 0);
             for (int i = 0; i < fields.size(); i++) {
                 FieldSpec f = fields.get(i);
                 boolean fin = finals && (i == 0 && focus == Feature.FINAL_FIELD || r.nextInt(2) == 0);
@@ -422,7 +475,8 @@ final class ModelShapes {
                 fields.set(i, f.withModifiers(fin, trans));
             }
             if (focus == Feature.TRANSIENT_FIELD && fields.stream().noneMatch(FieldSpec::isTransient)) {
-                fields.add(field(r, fields.size(), Feature.STRING, index, allowed, false).withModifiers(false, true));
+                fields.add(field(r, fields.size(), Feature.STRING, index, allowed, false)
+                        .withModifiers(false, true));
             }
         }
         String name = PACKAGE + ".M" + (index < 10 ? "0" : "") + index + (focus == null ? "Mixed" : camel(focus));
@@ -433,8 +487,8 @@ final class ModelShapes {
         return fields.stream().anyMatch(f -> f.sharesWith() == index);
     }
 
-    private static FieldSpec field(SplittableRandom r, int position, Feature f, int classIndex, List<Feature> allowed,
-            boolean concrete) {
+    private static FieldSpec field(
+            SplittableRandom r, int position, Feature f, int classIndex, List<Feature> allowed, boolean concrete) {
         String name = "f" + position + camel(f);
         if (f == Feature.NESTED) {
             return new FieldSpec(name, f, null, r.nextInt(classIndex), null, null, false, false, -1);
@@ -456,14 +510,21 @@ final class ModelShapes {
                     || element == Element.DOUBLE_ARRAY && !allowed.contains(Feature.DOUBLE_ARRAY));
         }
         int nested = element == Element.NESTED ? r.nextInt(classIndex) : -1;
-        return new FieldSpec(name + (type == f.declared ? "" : "Concrete"), f, type, nested, element,
-                f.isMap() ? key : null, false, false, -1);
+        return new FieldSpec(
+                name + (type == f.declared ? "" : "Concrete"),
+                f,
+                type,
+                nested,
+                element,
+                f.isMap() ? key : null,
+                false,
+                false,
+                -1);
     }
 
     /** Lists and deques: ordered, any elements. */
     static boolean isList(Feature f) {
-        return f == Feature.ARRAY_LIST || f == Feature.LINKED_LIST || f == Feature.ARRAY_DEQUE
-                || f == Feature.LIST_OF;
+        return f == Feature.ARRAY_LIST || f == Feature.LINKED_LIST || f == Feature.ARRAY_DEQUE || f == Feature.LIST_OF;
     }
 
     private static Element keyLike(SplittableRandom r) {
@@ -505,15 +566,22 @@ final class ModelShapes {
                 cb.withField(f.name(), types[i], flags);
             }
             if (spec.kind() == ClassKind.CLASS) {
-                cb.withMethodBody(INIT_NAME, MTD_void, ClassFile.ACC_PUBLIC, code -> code.aload(0)
-                        .invokespecial(superclass, INIT_NAME, MTD_void).return_());
+                cb.withMethodBody(
+                        INIT_NAME,
+                        MTD_void,
+                        ClassFile.ACC_PUBLIC,
+                        code -> code.aload(0)
+                                .invokespecial(superclass, INIT_NAME, MTD_void)
+                                .return_());
             }
             cb.withMethodBody(INIT_NAME, MethodTypeDesc.of(CD_void, types), ClassFile.ACC_PUBLIC, code -> {
                 code.aload(0).invokespecial(superclass, INIT_NAME, MTD_void);
                 int slot = 1;
                 for (int i = 0; i < fields.size(); i++) {
                     TypeKind kind = TypeKind.from(types[i]);
-                    code.aload(0).loadLocal(kind, slot).putfield(self, fields.get(i).name(), types[i]);
+                    code.aload(0)
+                            .loadLocal(kind, slot)
+                            .putfield(self, fields.get(i).name(), types[i]);
                     slot += kind.slotSize();
                 }
                 code.return_();
@@ -535,22 +603,38 @@ final class ModelShapes {
             components.add(RecordComponentInfo.of(name, type));
             names.append(i == 0 ? "" : ";").append(name);
             bootstrapArgs[2 + i] = MethodHandleDesc.ofField(DirectMethodHandleDesc.Kind.GETTER, self, name, type);
-            cb.withMethodBody(name, MethodTypeDesc.of(type), ClassFile.ACC_PUBLIC, code -> code.aload(0)
-                    .getfield(self, name, type).return_(TypeKind.from(type)));
+            cb.withMethodBody(
+                    name,
+                    MethodTypeDesc.of(type),
+                    ClassFile.ACC_PUBLIC,
+                    code -> code.aload(0).getfield(self, name, type).return_(TypeKind.from(type)));
         }
         bootstrapArgs[1] = names.toString();
         cb.with(RecordAttribute.of(components));
-        DirectMethodHandleDesc objectMethods = MethodHandleDesc.ofMethod(DirectMethodHandleDesc.Kind.STATIC,
-                ClassDesc.of("java.lang.runtime.ObjectMethods"), "bootstrap", MethodTypeDesc.of(CD_Object,
-                        CD_MethodHandles_Lookup, CD_String, ClassDesc.of("java.lang.invoke.TypeDescriptor"),
-                        CD_Class, CD_String, CD_MethodHandle.arrayType()));
+        DirectMethodHandleDesc objectMethods = MethodHandleDesc.ofMethod(
+                DirectMethodHandleDesc.Kind.STATIC,
+                ClassDesc.of("java.lang.runtime.ObjectMethods"),
+                "bootstrap",
+                MethodTypeDesc.of(
+                        CD_Object,
+                        CD_MethodHandles_Lookup,
+                        CD_String,
+                        ClassDesc.of("java.lang.invoke.TypeDescriptor"),
+                        CD_Class,
+                        CD_String,
+                        CD_MethodHandle.arrayType()));
         objectMethod(cb, objectMethods, bootstrapArgs, "toString", MethodTypeDesc.of(CD_String, self), 1);
         objectMethod(cb, objectMethods, bootstrapArgs, "hashCode", MethodTypeDesc.of(CD_int, self), 1);
         objectMethod(cb, objectMethods, bootstrapArgs, "equals", MethodTypeDesc.of(CD_boolean, self, CD_Object), 2);
     }
 
-    private static void objectMethod(ClassBuilder cb, DirectMethodHandleDesc bootstrap, ConstantDesc[] args,
-            String name, MethodTypeDesc indyType, int loads) {
+    private static void objectMethod(
+            ClassBuilder cb,
+            DirectMethodHandleDesc bootstrap,
+            ConstantDesc[] args,
+            String name,
+            MethodTypeDesc indyType,
+            int loads) {
         MethodTypeDesc own = indyType.dropParameterTypes(0, 1);
         cb.withMethodBody(name, own, ClassFile.ACC_PUBLIC | ClassFile.ACC_FINAL, code -> {
             for (int i = 0; i < loads; i++) {

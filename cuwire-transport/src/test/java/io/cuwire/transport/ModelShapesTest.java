@@ -43,7 +43,10 @@ class ModelShapesTest {
         List<ClassSpec> b = ModelShapes.specify(SEED, 64, Set.of());
         assertEquals(a, b);
         for (int i = 0; i < a.size(); i++) {
-            assertArrayEquals(ModelShapes.bytecode(a.get(i), a), ModelShapes.bytecode(b.get(i), b), a.get(i).name());
+            assertArrayEquals(
+                    ModelShapes.bytecode(a.get(i), a),
+                    ModelShapes.bytecode(b.get(i), b),
+                    a.get(i).name());
         }
         assertNotEquals(a, ModelShapes.specify(SEED + 1, 64, Set.of()));
     }
@@ -82,8 +85,8 @@ class ModelShapesTest {
                 }
             }
         }
-        Set<Feature> expected = excluded.isEmpty() ? EnumSet.allOf(Feature.class)
-                : EnumSet.complementOf(EnumSet.copyOf(excluded));
+        Set<Feature> expected =
+                excluded.isEmpty() ? EnumSet.allOf(Feature.class) : EnumSet.complementOf(EnumSet.copyOf(excluded));
         assertEquals(expected, seen, "seed " + seed + ", without " + excluded);
     }
 
@@ -112,15 +115,20 @@ class ModelShapesTest {
         double[] copy = w.clone();
         ModelEquality.assertDeepEquals(make(g, shared, w, w), make(g, shared, copy, copy));
         assertFails("a shared reference was not kept", make(g, shared, w, w), make(g, shared, w.clone(), w.clone()));
-        assertFails("the sender had two distinct objects", make(g, shared, w, w.clone()),
-                make(g, shared, w, w));
-        assertFails("root.sameWeights[1]", make(g, shared, w, new double[] {1, 3}),
+        assertFails("the sender had two distinct objects", make(g, shared, w, w.clone()), make(g, shared, w, w));
+        assertFails(
+                "root.sameWeights[1]",
+                make(g, shared, w, new double[] {1, 3}),
                 make(g, shared, w.clone(), new double[] {1, 4}));
-        assertFails("root.weights[0]", make(g, shared, new double[] {-0.0}, null),
+        assertFails(
+                "root.weights[0]",
+                make(g, shared, new double[] {-0.0}, null),
                 make(g, shared, new double[] {0.0}, null));
 
         int list = g.probe(Feature.LINKED_LIST).index();
-        assertFails("received a java.util.ArrayList", make(g, list, new LinkedList<>(List.of(1)), null),
+        assertFails(
+                "received a java.util.ArrayList",
+                make(g, list, new LinkedList<>(List.of(1)), null),
                 make(g, list, new ArrayList<>(List.of(1)), null));
 
         int floats = g.probe(Feature.BOXED_FLOAT).index();
@@ -129,8 +137,8 @@ class ModelShapesTest {
 
         int transients = g.probe(Feature.TRANSIENT_FIELD).index();
         ModelEquality.assertDeepEquals(make(g, transients, 1, "sent"), make(g, transients, 1, null));
-        assertFails("a transient field must not travel", make(g, transients, 1, "sent"),
-                make(g, transients, 1, "sent"));
+        assertFails(
+                "a transient field must not travel", make(g, transients, 1, "sent"), make(g, transients, 1, "sent"));
 
         int nd = g.probe(Feature.NDARRAY).index();
         try (BufferAllocator<HostBuffer> host = BufferAllocator.host("equality-test", BufferAllocator.UNLIMITED);

@@ -56,8 +56,7 @@ final class ModelValues {
      */
     static final long FRAMED_BUDGET = 6L << 20;
 
-    private ModelValues() {
-    }
+    private ModelValues() {}
 
     /**
      * Where choices come from. {@code between} shrinks towards {@code lo}, so the drawer puts the plain case there:
@@ -71,8 +70,7 @@ final class ModelValues {
 
     /** Which drawn values a run may contain (the value-level half of the exclusions). */
     interface Rules {
-        Rules ALL = new Rules() {
-        };
+        Rules ALL = new Rules() {};
 
         default boolean allowsArray(Feature arrayType, Size size) {
             return true;
@@ -81,7 +79,11 @@ final class ModelValues {
 
     /** Sizes of primitive arrays around the frame threshold of the registry (64 KiB), and far above it. */
     enum Size {
-        SMALL, BELOW_THRESHOLD, AT_THRESHOLD, ABOVE_THRESHOLD, LARGE;
+        SMALL,
+        BELOW_THRESHOLD,
+        AT_THRESHOLD,
+        ABOVE_THRESHOLD,
+        LARGE;
 
         int length(int elementSize, Draw d) {
             int atThreshold = ModelShapes.FRAME_THRESHOLD / elementSize;
@@ -96,8 +98,7 @@ final class ModelValues {
     }
 
     /** A described value. */
-    sealed interface Value permits Scalar, PrimitiveArray, Model, Shared, Elements, Entries, Opt, Nd {
-    }
+    sealed interface Value permits Scalar, PrimitiveArray, Model, Shared, Elements, Entries, Opt, Nd {}
 
     /** {@code null}, a boxed value, a string or an enum constant. */
     record Scalar(Object value) implements Value {
@@ -257,15 +258,33 @@ final class ModelValues {
         }
 
         private float floatValue() {
-            float[] edges = {0f, -0f, 1.5f, Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY,
-                Float.MIN_VALUE, Float.MAX_VALUE, Float.MIN_NORMAL};
+            float[] edges = {
+                0f,
+                -0f,
+                1.5f,
+                Float.NaN,
+                Float.POSITIVE_INFINITY,
+                Float.NEGATIVE_INFINITY,
+                Float.MIN_VALUE,
+                Float.MAX_VALUE,
+                Float.MIN_NORMAL
+            };
             int k = d.between(0, edges.length);
             return k < edges.length ? edges[k] : Float.intBitsToFloat((int) d.anyLong());
         }
 
         private double doubleValue() {
-            double[] edges = {0d, -0d, 1.5d, Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY,
-                Double.MIN_VALUE, Double.MAX_VALUE, Double.MIN_NORMAL};
+            double[] edges = {
+                0d,
+                -0d,
+                1.5d,
+                Double.NaN,
+                Double.POSITIVE_INFINITY,
+                Double.NEGATIVE_INFINITY,
+                Double.MIN_VALUE,
+                Double.MAX_VALUE,
+                Double.MIN_NORMAL
+            };
             int k = d.between(0, edges.length);
             return k < edges.length ? edges[k] : Double.longBitsToDouble(d.anyLong());
         }
@@ -363,8 +382,12 @@ final class ModelValues {
                 }
                 return new Elements(kind, List.copyOf(e));
             }
-            boolean nulls = kind == Feature.ARRAY_LIST || kind == Feature.LINKED_LIST || kind == Feature.HASH_MAP
-                    || kind == Feature.LINKED_HASH_MAP || kind == Feature.TREE_MAP || kind == Feature.ENUM_MAP;
+            boolean nulls = kind == Feature.ARRAY_LIST
+                    || kind == Feature.LINKED_LIST
+                    || kind == Feature.HASH_MAP
+                    || kind == Feature.LINKED_HASH_MAP
+                    || kind == Feature.TREE_MAP
+                    || kind == Feature.ENUM_MAP;
             if (!kind.isMap()) {
                 List<Value> e = new ArrayList<>();
                 Set<Object> seen = new HashSet<>();
@@ -445,7 +468,10 @@ final class ModelValues {
         private final BufferAllocator<DeviceBuffer> device;
         private final List<NdArray> made = new ArrayList<>();
 
-        Live(ModelShapes.Generated classes, BufferAllocator<HostBuffer> host, BufferAllocator<HostBuffer> pinned,
+        Live(
+                ModelShapes.Generated classes,
+                BufferAllocator<HostBuffer> host,
+                BufferAllocator<HostBuffer> pinned,
                 BufferAllocator<DeviceBuffer> device) {
             this.classes = classes;
             this.host = host;
@@ -469,7 +495,9 @@ final class ModelValues {
         private Object model(Model m) {
             Object[] values = new Object[m.fields().size()];
             for (int i = 0; i < values.length; i++) {
-                values[i] = m.fields().get(i) instanceof Shared s ? values[s.field()] : of(m.fields().get(i));
+                values[i] = m.fields().get(i) instanceof Shared s
+                        ? values[s.field()]
+                        : of(m.fields().get(i));
             }
             return classes.construct(m.index(), values);
         }
@@ -514,8 +542,9 @@ final class ModelValues {
                 }
                 case MAP_OF -> {
                     @SuppressWarnings("unchecked")
-                    Map.Entry<Object, Object>[] entries = items.entrySet().stream().map(x -> Map.entry(x.getKey(),
-                            x.getValue())).toArray(Map.Entry[]::new);
+                    Map.Entry<Object, Object>[] entries = items.entrySet().stream()
+                            .map(x -> Map.entry(x.getKey(), x.getValue()))
+                            .toArray(Map.Entry[]::new);
                     yield Map.ofEntries(entries);
                 }
                 default -> throw new IllegalArgumentException(e.kind() + " is not a map");
@@ -594,10 +623,11 @@ final class ModelValues {
         }
         switch (o) {
             case NdArray a -> found.add(a);
-            case Map<?, ?> m -> m.forEach((k, v) -> {
-                collect(k, seen, found);
-                collect(v, seen, found);
-            });
+            case Map<?, ?> m ->
+                m.forEach((k, v) -> {
+                    collect(k, seen, found);
+                    collect(v, seen, found);
+                });
             case Collection<?> c -> c.forEach(x -> collect(x, seen, found));
             case Optional<?> opt -> opt.ifPresent(x -> collect(x, seen, found));
             case GeneratedModel m -> {
@@ -612,8 +642,7 @@ final class ModelValues {
                     }
                 }
             }
-            default -> {
-            }
+            default -> {}
         }
     }
 }

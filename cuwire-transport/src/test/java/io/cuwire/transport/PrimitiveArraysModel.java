@@ -62,8 +62,16 @@ final class PrimitiveArraysModel {
     /** Bytes of the arrays that travel as frames: those of at least {@code frameThreshold} bytes. */
     long frameBytes(long frameThreshold) {
         long total = 0;
-        for (long n : new long[] {i8.length, i16.length * 2L, u16.length * 2L, i32.length * 4L, i64.length * 8L,
-                f32.length * 4L, f64.length * 8L, bool.length}) {
+        for (long n : new long[] {
+            i8.length,
+            i16.length * 2L,
+            u16.length * 2L,
+            i32.length * 4L,
+            i64.length * 8L,
+            f32.length * 4L,
+            f64.length * 8L,
+            bool.length
+        }) {
             total += n >= frameThreshold ? n : 0;
         }
         return total;
@@ -72,8 +80,16 @@ final class PrimitiveArraysModel {
     /** Chunks of {@code chunk} bytes the frames of {@link #frameBytes} make, frame by frame. */
     long frameChunks(long frameThreshold, long chunk) {
         long total = 0;
-        for (long n : new long[] {i8.length, i16.length * 2L, u16.length * 2L, i32.length * 4L, i64.length * 8L,
-                f32.length * 4L, f64.length * 8L, bool.length}) {
+        for (long n : new long[] {
+            i8.length,
+            i16.length * 2L,
+            u16.length * 2L,
+            i32.length * 4L,
+            i64.length * 8L,
+            f32.length * 4L,
+            f64.length * 8L,
+            bool.length
+        }) {
             total += n >= frameThreshold ? (n + chunk - 1) / chunk : 0;
         }
         return total;

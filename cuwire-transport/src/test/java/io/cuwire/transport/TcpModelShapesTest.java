@@ -16,6 +16,7 @@ class TcpModelShapesTest extends ModelShapeConformanceSuite {
 
     @Override
     protected TransportConformanceSuite.Peer startPeer(String... args) throws IOException {
-        return TransportConformanceSuite.start(TransportConformanceSuite.peerJvm(ModelShapePeer.class).args(args));
+        return TransportConformanceSuite.start(
+                TransportConformanceSuite.peerJvm(ModelShapePeer.class).args(args));
     }
 }

@@ -54,7 +54,8 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
             Method test = context.getTestMethod().orElse(null);
-            if (test == null || test.getDeclaringClass() != TransportConformanceSuite.class
+            if (test == null
+                    || test.getDeclaringClass() != TransportConformanceSuite.class
                     || DEVICE_FRAME_TESTS.contains(test.getName())) {
                 return ConditionEvaluationResult.enabled("carries device frames, or is this class's own");
             }
@@ -124,7 +125,7 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
         Listener listener = listen(config().staging(chunk, 3).build());
         Peer p = peer("echo", listener);
         Connection c = accept(listener);
-        int largeBytes = 7 * chunk + 123;  // 8 chunks: around the 3 slots more than twice
+        int largeBytes = 7 * chunk + 123; // 8 chunks: around the 3 slots more than twice
         List<Integer> smallBytes = new ArrayList<>();
         for (int i = 0; i < 200; i++) {
             smallBytes.add(1 + random.nextInt(20_000));
@@ -139,7 +140,8 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
                 frames.add(d);
                 sent.add(bytes);
             }
-            long total = largeBytes + smallBytes.stream().mapToLong(Integer::longValue).sum();
+            long total = largeBytes
+                    + smallBytes.stream().mapToLong(Integer::longValue).sum();
             TransferScope copies = CopyEngine.openScope("staged echo");
             CompletableFuture<MessageMetrics> sending = c.send(message("staged", frames));
             MessageMetrics s = sending.get(30, TimeUnit.SECONDS);
@@ -151,7 +153,10 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
                 assertTrue(sentCopies >= 8 + smallBytes.size(), copies.toString());
                 assertTrue(copies.copies(CopyDirection.H2D) >= 8 + smallBytes.size(), copies.toString());
                 assertEquals(total, s.deviceToHostBytes(), s.toString());
-                assertEquals(total, echo.metrics().hostToDeviceBytes(), echo.metrics().toString());
+                assertEquals(
+                        total,
+                        echo.metrics().hostToDeviceBytes(),
+                        echo.metrics().toString());
                 assertEquals(frames.size(), echo.value().frames().size());
                 for (int i = 0; i < frames.size(); i++) {
                     Buffer r = echo.value().frames().get(i).buffer();

@@ -128,9 +128,13 @@ class TcpTransportTest extends TransportConformanceSuite {
     @Test
     void shouldRefuseGarbageInsteadOfAHandshakeTellingThePeerAndLoggingWhy() throws Exception {
         Listener listener = listen(config().build());
-        try (Refusals refusals = new Refusals(); RawPeer raw = new RawPeer(listener)) {
+        try (Refusals refusals = new Refusals();
+                RawPeer raw = new RawPeer(listener)) {
             raw.send("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolViolationException",
+            refusals.await(
+                    Duration.ofSeconds(10),
+                    listener.address() + " refused ",
+                    "ProtocolViolationException",
                     "sent a handshake record of 1195725856 bytes (expected: 0..1024)");
             byte[] refusal = new byte[raw.in.readInt()];
             raw.in.readFully(refusal);
@@ -174,7 +178,7 @@ class TcpTransportTest extends TransportConformanceSuite {
         Listener listener = listen(config().build());
         Peer p = peer("refuse", listener, "1024");
         Connection c = accept(listener);
-        c.send(TestMessages.message("h".repeat(4096), List.of())).get(10, TimeUnit.SECONDS);  // written, then refused
+        c.send(TestMessages.message("h".repeat(4096), List.of())).get(10, TimeUnit.SECONDS); // written, then refused
         MessageRefusedException refused = null;
         long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (refused == null && System.nanoTime() < end) {
@@ -213,7 +217,11 @@ class TcpTransportTest extends TransportConformanceSuite {
 
     /** {@code [1][header length][header]}: a message record's start. */
     private static byte[] recordStart(byte[] header) {
-        return ByteBuffer.allocate(5 + header.length).put((byte) 1).putInt(header.length).put(header).array();
+        return ByteBuffer.allocate(5 + header.length)
+                .put((byte) 1)
+                .putInt(header.length)
+                .put(header)
+                .array();
     }
 
     @Test
@@ -256,8 +264,11 @@ class TcpTransportTest extends TransportConformanceSuite {
             node.put("fr", 0L);
             raw.send(recordStart(rawHeader(node, List.of(List.of(0L, -1L, elements * Long.BYTES, "i64[]")))));
             TransportException e = assertThrows(TransportException.class, c::receive);
-            assertTrue(e.getMessage().startsWith("cannot allocate frame 0 (FrameDescriptor[kind=HOST, "
-                    + "deviceOrdinal=-1, length=" + elements * Long.BYTES + ", arrayType=I64]) of a message from "),
+            assertTrue(
+                    e.getMessage()
+                            .startsWith(
+                                    "cannot allocate frame 0 (FrameDescriptor[kind=HOST, " + "deviceOrdinal=-1, length="
+                                            + elements * Long.BYTES + ", arrayType=I64]) of a message from "),
                     e.getMessage());
             assertTrue(e.getMessage().contains(" as a long[] of " + elements + " elements: "), e.getMessage());
             assertInstanceOf(OutOfMemoryError.class, e.getCause());
@@ -274,7 +285,7 @@ class TcpTransportTest extends TransportConformanceSuite {
             Connection c = acceptWhile(listener, raw);
             List<Object> descriptors = List.of(List.of(0L, -1L, 1L << 20), List.of(0L, -1L, 4L << 20));
             raw.send(recordStart(rawHeader("two", descriptors)));
-            raw.send(new byte[1000]);  // part of the first frame, then nothing
+            raw.send(new byte[1000]); // part of the first frame, then nothing
             assertThrows(TransportTimeoutException.class, c::receive);
             assertEquals(1 << 20, host.peakBytes(), "only the first frame was allocated");
             assertEquals(0, host.allocatedBytes(), "and freed");
@@ -313,7 +324,9 @@ class TcpTransportTest extends TransportConformanceSuite {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void shouldFailAMessageWhoseBytesDripSlowerThanTheMinimumRateByItsDeadline() throws Exception {
-        Listener listener = listen(config().ioTimeout(Duration.ofMillis(1000)).minReceiveRate(1 << 20).build());
+        Listener listener = listen(config().ioTimeout(Duration.ofMillis(1000))
+                .minReceiveRate(1 << 20)
+                .build());
         try (RawPeer raw = new RawPeer(listener);
                 io.cuwire.memory.HostBuffer frame = host.allocate(1 << 20)) {
             Connection c = acceptWhile(listener, raw);
@@ -326,7 +339,7 @@ class TcpTransportTest extends TransportConformanceSuite {
             raw.send(record.toByteArray());
             Thread drip = Thread.ofPlatform().daemon().start(() -> {
                 try {
-                    for (int i = 0; i < 300 && !Thread.currentThread().isInterrupted(); i++) {  // 30 s at most
+                    for (int i = 0; i < 300 && !Thread.currentThread().isInterrupted(); i++) { // 30 s at most
                         raw.send(new byte[1]);
                         Thread.sleep(100);
                     }
@@ -338,9 +351,11 @@ class TcpTransportTest extends TransportConformanceSuite {
             try {
                 TransportTimeoutException e = assertThrows(TransportTimeoutException.class, c::receive);
                 String declared = (5L + header.length + (1 << 20)) + " bytes";
-                assertTrue(e.getMessage().contains("a message declaring " + declared + " must arrive within "),
+                assertTrue(
+                        e.getMessage().contains("a message declaring " + declared + " must arrive within "),
                         e.getMessage());
-                assertTrue(e.getMessage().contains("(ioTimeout, and its bytes at minReceiveRate 1048576 bytes/s)"),
+                assertTrue(
+                        e.getMessage().contains("(ioTimeout, and its bytes at minReceiveRate 1048576 bytes/s)"),
                         e.getMessage());
                 assertTrue(!c.isOpen());
                 assertEquals(1 << 20, host.allocatedBytes(), "only the test's own frame is left");

@@ -14,8 +14,7 @@ public final class TestMessages {
     /** The cluster secret of the tests. */
     public static final byte[] SECRET = "cuwire-test-cluster-secret-0123456789".getBytes();
 
-    private TestMessages() {
-    }
+    private TestMessages() {}
 
     /** A message labelled {@code label} carrying {@code frames} as they are; it uses no family. */
     public static Message message(String label, List<? extends Buffer> frames) {
@@ -23,8 +22,8 @@ public final class TestMessages {
         for (Buffer b : frames) {
             descriptors.add(new FrameDescriptor(b.kind(), b.deviceOrdinal(), b.byteSize()));
         }
-        return Message.of(new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), label, descriptors).encode(),
-                frames);
+        return Message.of(
+                new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), label, descriptors).encode(), frames);
     }
 
     /** Writes {@code data} to the start of {@code buffer}. */

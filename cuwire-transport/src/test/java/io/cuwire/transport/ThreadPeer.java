@@ -15,14 +15,17 @@ final class ThreadPeer implements TransportConformanceSuite.Peer {
 
     private ThreadPeer(String... args) {
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        thread = Thread.ofPlatform().daemon().name("conformance-peer-" + args[0]).start(() -> {
-            try {
-                exit.complete(ConformancePeer.run(args, out, false));
-            } catch (Throwable t) {
-                t.printStackTrace(out);
-                exit.complete(9);
-            }
-        });
+        thread = Thread.ofPlatform()
+                .daemon()
+                .name("conformance-peer-" + args[0])
+                .start(() -> {
+                    try {
+                        exit.complete(ConformancePeer.run(args, out, false));
+                    } catch (Throwable t) {
+                        t.printStackTrace(out);
+                        exit.complete(9);
+                    }
+                });
     }
 
     /** Starts {@link ConformancePeer#run} with {@code args} on a daemon thread. */

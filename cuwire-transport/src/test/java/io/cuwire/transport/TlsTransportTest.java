@@ -63,14 +63,17 @@ class TlsTransportTest extends TransportConformanceSuite {
             if (keyLimits == null) {
                 keyLimits = Files.createTempFile("cuwire-tls-key-limits", ".properties");
                 keyLimits.toFile().deleteOnExit();
-                Files.writeString(keyLimits, "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^20, "
-                        + "ChaCha20-Poly1305 KeyUpdate 2^20\n");
+                Files.writeString(
+                        keyLimits,
+                        "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^20, " + "ChaCha20-Poly1305 KeyUpdate 2^20\n");
             }
         }
         // C2 too: the JDK's AES-GCM runs at its intrinsic's speed only there, and the peer encrypts whole transfers
-        return start(peerJvm(ConformancePeer.class).jvmOptions("-XX:TieredStopAtLevel=4")
+        return start(peerJvm(ConformancePeer.class)
+                .jvmOptions("-XX:TieredStopAtLevel=4")
                 .property(TlsMode.PROPERTY, "on")
-                .property("java.security.properties", keyLimits.toString()).args(args));
+                .property("java.security.properties", keyLimits.toString())
+                .args(args));
     }
 
     /** What makes the suite above a TLS suite: this listener takes no plaintext, not even from loopback. */
@@ -79,10 +82,14 @@ class TlsTransportTest extends TransportConformanceSuite {
     void shouldRefuseAPlaintextClientWithWhatToSet() {
         Listener listener = listen(config().build());
         TransportConfig plaintext = config().tls(TlsMode.AUTO).build();
-        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
+        ProtocolViolationException e = assertThrows(
+                ProtocolViolationException.class,
                 () -> transport().connect(listener.address(), plaintext).close());
-        assertTrue(e.getMessage().contains("TLS required (listener tls ON): set the client's TransportConfig.tls(ON)"
-                + " or -Dcuwire.transport.tls=on"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .contains("TLS required (listener tls ON): set the client's TransportConfig.tls(ON)"
+                                + " or -Dcuwire.transport.tls=on"),
+                e.getMessage());
         try (Connection c = transport().connect(listener.address(), config().build())) {
             assertTrue(c.isOpen());
             accept(listener);

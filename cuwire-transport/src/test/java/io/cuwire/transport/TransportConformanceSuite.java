@@ -153,7 +153,9 @@ public abstract class TransportConformanceSuite {
     }
 
     protected TransportConfig.Builder config() {
-        return TransportConfig.builder().secret(TestMessages.SECRET).ioTimeout(Duration.ofSeconds(10))
+        return TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .ioTimeout(Duration.ofSeconds(10))
                 .receiveInto(DeviceMap.of(host, device).withPinned(pinned));
     }
 
@@ -167,8 +169,7 @@ public abstract class TransportConformanceSuite {
         return peerWithSecret(mode, listener, HexFormat.of().formatHex(TestMessages.SECRET), extra);
     }
 
-    protected Peer peerWithSecret(String mode, Listener listener, String secretHex, String... extra)
-            throws Exception {
+    protected Peer peerWithSecret(String mode, Listener listener, String secretHex, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of(mode, listener.address(), secretHex));
         args.addAll(List.of(extra));
         Peer p = startPeer(args.toArray(String[]::new));
@@ -206,10 +207,13 @@ public abstract class TransportConformanceSuite {
         Peer p = peer("echo", listener);
         Connection c = accept(listener);
         assertEquals(List.of(Family.CUDA, Family.HOST), c.families());
-        assertTrue(c.peer().sameHost(Capabilities.local(List.of(Family.HOST))), c.peer().hostId());
+        assertTrue(
+                c.peer().sameHost(Capabilities.local(List.of(Family.HOST))),
+                c.peer().hostId());
         assertEquals(Devices.all().size(), c.peer().devices().size());
         assertEquals(peerUcxCarriesCuda(), c.peer().ucxCarriesCuda());
-        try (HostBuffer a = host.allocate(100); HostBuffer b = host.allocate(3000);
+        try (HostBuffer a = host.allocate(100);
+                HostBuffer b = host.allocate(3000);
                 HostBuffer empty = host.allocate(0)) {
             byte[] da = TestRandom.bytes(random, 100);
             byte[] db = TestRandom.bytes(random, 3000);
@@ -248,7 +252,8 @@ public abstract class TransportConformanceSuite {
         int deviceBytes = 20 << 20;
         int hostBytes = 6 << 20;
         try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
-                DeviceBuffer d = sender.allocate(deviceBytes + 123); HostBuffer h = host.allocate(hostBytes);
+                DeviceBuffer d = sender.allocate(deviceBytes + 123);
+                HostBuffer h = host.allocate(hostBytes);
                 HostBuffer pin = pinned.allocate(100_000)) {
             byte[] dd = TestRandom.bytes(random, deviceBytes + 123);
             byte[] dh = TestRandom.bytes(random, hostBytes);
@@ -261,7 +266,9 @@ public abstract class TransportConformanceSuite {
                 Buffer rd = echo.value().frames().get(0).buffer();
                 assertEquals(MemoryKind.DEVICE, rd.kind());
                 if (stagesDeviceFrames()) {
-                    assertEquals(device.resource().deviceOrdinal(), rd.deviceOrdinal(),
+                    assertEquals(
+                            device.resource().deviceOrdinal(),
+                            rd.deviceOrdinal(),
                             "device frames land on the receiver's mapped device");
                     assertEquals(device, rd.allocator());
                 }
@@ -294,8 +301,9 @@ public abstract class TransportConformanceSuite {
     void shouldCarryHeapArraysOfEveryPrimitiveTypeAroundTheFrameThresholdAndDecodeThemBack(TestInfo info)
             throws Exception {
         SplittableRandom random = TestRandom.create(info);
-        TypeRegistry registry = new TypeRegistry().registerGeneric(PrimitiveArraysModel.class, Family.CUDA,
-                Family.HOST).register(PrimitiveArraysModel.class);
+        TypeRegistry registry = new TypeRegistry()
+                .registerGeneric(PrimitiveArraysModel.class, Family.CUDA, Family.HOST)
+                .register(PrimitiveArraysModel.class);
         int threshold = 64 << 10;
         Listener listener = listen(config().build());
         Peer p = peer("echo", listener);
@@ -339,12 +347,16 @@ public abstract class TransportConformanceSuite {
                 }
             }
             PrimitiveArraysModel back;
-            try (echo; TransferScope decode = CopyEngine.openScope("decode")) {
+            try (echo;
+                    TransferScope decode = CopyEngine.openScope("decode")) {
                 back = registry.deserialize(echo.value(), PrimitiveArraysModel.class, target);
                 long copied = decode.bytes(CopyDirection.H2H);
                 if (receivesArrayFrames()) {
-                    assertEquals(models.get(i).frameBytes(threshold) - bytesOf(models.get(i).arrayFrames(threshold)),
-                            copied, "only the packed boolean[] frame is copied by the decoder");
+                    assertEquals(
+                            models.get(i).frameBytes(threshold)
+                                    - bytesOf(models.get(i).arrayFrames(threshold)),
+                            copied,
+                            "only the packed boolean[] frame is copied by the decoder");
                 } else {
                     assertEquals(models.get(i).frameBytes(threshold), copied, "the decoder copies every frame");
                 }
@@ -354,13 +366,17 @@ public abstract class TransportConformanceSuite {
             if (receivesArrayFrames()) {
                 assertEquals(framed.size(), received.size(), "every framed array arrived as a fresh array");
                 for (Object a : framed) {
-                    assertTrue(received.containsKey(a), a.getClass().getTypeName() + " of " + models.get(i).label
-                            + " is the array the frame was received into");
+                    assertTrue(
+                            received.containsKey(a),
+                            a.getClass().getTypeName() + " of " + models.get(i).label
+                                    + " is the array the frame was received into");
                 }
             } else {
                 assertEquals(0, received.size(), "no frame arrived as an array of its own");
             }
-            assertEquals(values.get(i).frames().size(), sent.get(30, TimeUnit.SECONDS).frames());
+            assertEquals(
+                    values.get(i).frames().size(),
+                    sent.get(30, TimeUnit.SECONDS).frames());
             values.get(i).close();
             arrayBytes += bytesOf(framed);
             arrayChunks += chunksOf(framed, SocketIo.READ_BUFFER_BYTES);
@@ -368,12 +384,16 @@ public abstract class TransportConformanceSuite {
         if (stagesHeapFrames() && receivesArrayFrames()) {
             // The receiver copies each read's bytes out of its read buffer: at least one copy per buffer's worth.
             assertEquals(frameBytes + arrayBytes, staged, "each byte of the heap frames is staged once a side");
-            assertTrue(stagingCopies >= chunks + arrayChunks, stagingCopies + " copies: in chunks of "
-                    + HeapStaging.CHUNK_BYTES + " bytes at most sending, a read buffer's worth receiving");
+            assertTrue(
+                    stagingCopies >= chunks + arrayChunks,
+                    stagingCopies + " copies: in chunks of " + HeapStaging.CHUNK_BYTES
+                            + " bytes at most sending, a read buffer's worth receiving");
         } else if (stagesHeapFrames()) {
             assertEquals(frameBytes, staged, "each byte of the heap frames is staged once");
-            assertEquals(chunks, stagingCopies, "in chunks of " + HeapStaging.CHUNK_BYTES
-                    + " bytes at most: no copy of a whole array");
+            assertEquals(
+                    chunks,
+                    stagingCopies,
+                    "in chunks of " + HeapStaging.CHUNK_BYTES + " bytes at most: no copy of a whole array");
         } else {
             assertEquals(0, staged, "heap frames are handed over");
         }
@@ -384,7 +404,8 @@ public abstract class TransportConformanceSuite {
     private static long bytesOf(List<Object> arrays) {
         long total = 0;
         for (Object a : arrays) {
-            total += (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+            total += (long) java.lang.reflect.Array.getLength(a)
+                    * PrimitiveArrayType.of(a.getClass()).elementSize();
         }
         return total;
     }
@@ -393,7 +414,8 @@ public abstract class TransportConformanceSuite {
     private static long chunksOf(List<Object> arrays, long piece) {
         long total = 0;
         for (Object a : arrays) {
-            long n = (long) java.lang.reflect.Array.getLength(a) * PrimitiveArrayType.of(a.getClass()).elementSize();
+            long n = (long) java.lang.reflect.Array.getLength(a)
+                    * PrimitiveArrayType.of(a.getClass()).elementSize();
             total += (n + piece - 1) / piece;
         }
         return total;
@@ -412,7 +434,8 @@ public abstract class TransportConformanceSuite {
         SplittableRandom random = TestRandom.create(info);
         long bytes = 5L << 29;
         int n = Math.toIntExact(bytes / Long.BYTES);
-        TypeRegistry registry = new TypeRegistry().registerGeneric(PrimitiveArraysModel.class, Family.HOST)
+        TypeRegistry registry = new TypeRegistry()
+                .registerGeneric(PrimitiveArraysModel.class, Family.HOST)
                 .register(PrimitiveArraysModel.class);
         PrimitiveArraysModel model = new PrimitiveArraysModel();
         model.label = "2.5 GiB";
@@ -429,7 +452,8 @@ public abstract class TransportConformanceSuite {
         Connection c = accept(listener);
         long t0 = System.nanoTime();
         Serialized value = registry.serialize(model, Family.HOST);
-        assertEquals(List.of(bytes), value.frames().stream().map(f -> f.length()).toList());
+        assertEquals(
+                List.of(bytes), value.frames().stream().map(f -> f.length()).toList());
         ReceivedMessage echo;
         try (TransferScope scope = CopyEngine.openScope("2.5 GiB")) {
             CompletableFuture<MessageMetrics> sent = c.send(Message.of(value));
@@ -438,7 +462,8 @@ public abstract class TransportConformanceSuite {
             if (receivesArrayFrames()) {
                 long pieces = (bytes + SocketIo.READ_BUFFER_BYTES - 1) / SocketIo.READ_BUFFER_BYTES;
                 assertEquals(2 * bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once a side");
-                assertTrue(scope.copies(CopyDirection.H2H) >= HeapStaging.chunks(bytes) + pieces,
+                assertTrue(
+                        scope.copies(CopyDirection.H2H) >= HeapStaging.chunks(bytes) + pieces,
                         "no copy of the whole array: " + scope.copies(CopyDirection.H2H) + " copies");
             } else {
                 assertEquals(bytes, scope.bytes(CopyDirection.H2H), "each byte is staged once");
@@ -453,18 +478,28 @@ public abstract class TransportConformanceSuite {
         try (echo) {
             Frame frame = echo.value().frames().getFirst();
             assertEquals(MemoryKind.HOST, frame.kind());
-            Object array = receivesArrayFrames() ? ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow()
+            Object array = receivesArrayFrames()
+                    ? ((HostBuffer) frame.buffer()).segment().heapBase().orElseThrow()
                     : null;
-            back = registry.deserialize(echo.value(), PrimitiveArraysModel.class,
-                    new DecodeTarget(device, host, Limits.DEFAULT));
+            back = registry.deserialize(
+                    echo.value(), PrimitiveArraysModel.class, new DecodeTarget(device, host, Limits.DEFAULT));
             if (receivesArrayFrames()) {
                 assertSame(array, back.i64, "the decoded array is the one the frame was received into");
             }
         }
         assertEquals("2.5 GiB", back.label);
         assertEquals(n, back.i64.length);
-        List<Integer> samples = new ArrayList<>(List.of(0, 1, n - 1, (1 << 27) - 1, 1 << 27, (1 << 28) - 1, 1 << 28,
-                (1 << 28) + 1, HeapStaging.CHUNK_BYTES / Long.BYTES, HeapStaging.CHUNK_BYTES / Long.BYTES - 1));
+        List<Integer> samples = new ArrayList<>(List.of(
+                0,
+                1,
+                n - 1,
+                (1 << 27) - 1,
+                1 << 27,
+                (1 << 28) - 1,
+                1 << 28,
+                (1 << 28) + 1,
+                HeapStaging.CHUNK_BYTES / Long.BYTES,
+                HeapStaging.CHUNK_BYTES / Long.BYTES - 1));
         for (int i = 0; i < 1000; i++) {
             samples.add(random.nextInt(n));
         }
@@ -476,8 +511,9 @@ public abstract class TransportConformanceSuite {
             got += back.i64[i] * (2L * i + 1);
         }
         assertEquals(checksum, got, "checksum of all " + n + " elements");
-        System.out.printf("2.5 GiB: round trip %.1f s, decode and check %.1f s%n", (t1 - t0) / 1e9,
-                (System.nanoTime() - t1) / 1e9);
+        System.out.printf(
+                "2.5 GiB: round trip %.1f s, decode and check %.1f s%n",
+                (t1 - t0) / 1e9, (System.nanoTime() - t1) / 1e9);
         c.close();
         assertExit(p, 0);
     }
@@ -519,7 +555,8 @@ public abstract class TransportConformanceSuite {
             for (int i = 0; i < n; i++) {
                 try (ReceivedMessage m = c.receive()) {
                     assertEquals("m" + i, m.value().root());
-                    assertArrayEquals(payloads.get(i), contents(m.value().frames().get(0).buffer()));
+                    assertArrayEquals(
+                            payloads.get(i), contents(m.value().frames().get(0).buffer()));
                 }
             }
         });
@@ -564,7 +601,8 @@ public abstract class TransportConformanceSuite {
 
     /** Accepts on another thread (the in-process transport runs the server's handshake in accept). */
     private static CompletableFuture<Connection> acceptInBackground(Listener listener) {
-        return CompletableFuture.supplyAsync(() -> listener.accept(Duration.ofSeconds(30)),
+        return CompletableFuture.supplyAsync(
+                () -> listener.accept(Duration.ofSeconds(30)),
                 task -> Thread.ofVirtual().start(task));
     }
 
@@ -580,12 +618,17 @@ public abstract class TransportConformanceSuite {
         try (Refusals refusals = new Refusals()) {
             Listener listener = listen(config().build());
             CompletableFuture<Connection> accepted = acceptInBackground(listener);
-            Peer p = peerWithSecret("connect", listener,
-                    HexFormat.of().formatHex("not-the-cluster-secret!!".getBytes()));
+            Peer p = peerWithSecret(
+                    "connect", listener, HexFormat.of().formatHex("not-the-cluster-secret!!".getBytes()));
             assertExit(p, 0);
-            assertTrue(p.output().contains("refused AuthenticationException: peer refused this side: "
-                    + "AuthenticationException: peer's proof of the cluster secret is wrong"), p.output());
-            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ",
+            assertTrue(
+                    p.output()
+                            .contains("refused AuthenticationException: peer refused this side: "
+                                    + "AuthenticationException: peer's proof of the cluster secret is wrong"),
+                    p.output());
+            refusals.await(
+                    Duration.ofSeconds(10),
+                    listener.address() + " refused ",
                     "AuthenticationException: peer's proof of the cluster secret is wrong");
             assertNothingAccepted(listener, accepted);
         }
@@ -600,12 +643,17 @@ public abstract class TransportConformanceSuite {
             Peer p = peerWithSecret("connect", strict, "-");
             assertExit(p, 0);
             assertTrue(p.output().contains("refused AuthenticationException"), p.output());
-            refusals.await(Duration.ofSeconds(10), strict.address() + " refused ",
+            refusals.await(
+                    Duration.ofSeconds(10),
+                    strict.address() + " refused ",
                     "peer proved no cluster secret, and this side requires one");
             assertNothingAccepted(strict, accepted);
         }
 
-        Listener open = listen(config().secret(null).allowUnauthenticated(true).families(Family.HOST).build());
+        Listener open = listen(config().secret(null)
+                .allowUnauthenticated(true)
+                .families(Family.HOST)
+                .build());
         Peer q = peerWithSecret("connect", open, "-");
         Connection c = accept(open);
         assertEquals(List.of(Family.HOST), c.families(), "the client's chain less what the server offers");
@@ -624,14 +672,16 @@ public abstract class TransportConformanceSuite {
                 Serialized value = new TypeRegistry().serialize(array, Family.CUDA)) {
             FamilyRefusedException out = assertThrows(FamilyRefusedException.class, () -> c.send(Message.of(value)));
             assertEquals(List.of(Family.CUDA), out.refused());
-            assertTrue(out.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
+            assertTrue(
+                    out.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
                     out.getMessage());
         }
-        FamilyRefusedException in = assertThrows(FamilyRefusedException.class, c::receive,
-                "the peer's message, sent below its own check");
+        FamilyRefusedException in =
+                assertThrows(FamilyRefusedException.class, c::receive, "the peer's message, sent below its own check");
         assertEquals(List.of(Family.CUDA), in.refused());
         assertEquals(List.of(Family.HOST), in.accepted());
-        assertTrue(in.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
+        assertTrue(
+                in.getMessage().contains("message uses family [cuda], this connection accepts [host]"),
                 in.getMessage());
         assertEquals(0, host.peakBytes() + device.peakBytes() + pinned.peakBytes(), "no frame was allocated");
         assertFalse(c.isOpen(), "a peer that sent an unagreed family is disconnected");
@@ -661,7 +711,8 @@ public abstract class TransportConformanceSuite {
     @Test
     void shouldTellTheSenderWhyItsMessageWasRefused() throws Exception {
         int maxHeader = 64 << 10;
-        Listener listener = listen(config().limits(new Limits(maxHeader, 16, 16, 16 << 20, 16 << 20, 1024)).build());
+        Listener listener = listen(config().limits(new Limits(maxHeader, 16, 16, 16 << 20, 16 << 20, 1024))
+                .build());
         Peer p = peer("send-refused", listener, Integer.toString(100_000));
         Connection c = accept(listener);
         ProtocolViolationException e = assertThrows(ProtocolViolationException.class, c::receive);
@@ -788,8 +839,7 @@ public abstract class TransportConformanceSuite {
 
     /** Waits for a future that must fail with a given transport exception. */
     static final class ExecutionFailure {
-        private ExecutionFailure() {
-        }
+        private ExecutionFailure() {}
 
         static <T extends Throwable> T of(CompletableFuture<?> f, Duration timeout, Class<T> type) throws Exception {
             try {

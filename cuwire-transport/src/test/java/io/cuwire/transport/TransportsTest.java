@@ -47,7 +47,8 @@ class TransportsTest {
     void shouldNameTheSchemeAndTheProvidersFoundForAnUnknownScheme() {
         TransportException e = assertThrows(TransportException.class, () -> Transports.forAddress("nope://x:1"));
         assertEquals(TransportException.class, e.getClass());
-        assertTrue(e.getMessage().startsWith("no transport for scheme 'nope' (transport providers found: "),
+        assertTrue(
+                e.getMessage().startsWith("no transport for scheme 'nope' (transport providers found: "),
                 e.getMessage());
         assertProvidersNamed(e.getMessage());
     }
@@ -55,17 +56,23 @@ class TransportsTest {
     @Test
     void shouldNameTheProvidersFoundForAnAddressWithoutScheme() {
         TransportException e = assertThrows(TransportException.class, () -> Transports.forAddress("127.0.0.1:1"));
-        assertTrue(e.getMessage().startsWith("no transport for address '127.0.0.1:1' (expected: scheme://…; "
-                + "transport providers found: "), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("no transport for address '127.0.0.1:1' (expected: scheme://…; "
+                                + "transport providers found: "),
+                e.getMessage());
         assertProvidersNamed(e.getMessage());
     }
 
     @Test
     void shouldNameTheSchemeTheProvidersAndTheReasonForAnUnavailableTransport() {
-        TransportUnavailableException e = assertThrows(TransportUnavailableException.class,
-                () -> Transports.forAddress(AbsentProvider.SCHEME + "://x:1"));
-        assertTrue(e.getMessage().startsWith(AbsentProvider.REASON + " (transport scheme 'absent'; transport "
-                + "providers found: "), e.getMessage());
+        TransportUnavailableException e = assertThrows(
+                TransportUnavailableException.class, () -> Transports.forAddress(AbsentProvider.SCHEME + "://x:1"));
+        assertTrue(
+                e.getMessage()
+                        .startsWith(AbsentProvider.REASON + " (transport scheme 'absent'; transport "
+                                + "providers found: "),
+                e.getMessage());
         assertProvidersNamed(e.getMessage());
     }
 

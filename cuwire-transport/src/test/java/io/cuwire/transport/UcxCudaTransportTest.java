@@ -44,8 +44,11 @@ class UcxCudaTransportTest extends UcxTransportTest {
     }
 
     private static Availability ucx() {
-        return Transports.providers().stream().filter(p -> p.scheme().equals(Transports.UCX)).findFirst()
-                .orElseThrow().availability();
+        return Transports.providers().stream()
+                .filter(p -> p.scheme().equals(Transports.UCX))
+                .findFirst()
+                .orElseThrow()
+                .availability();
     }
 
     @Override
@@ -101,7 +104,8 @@ class UcxCudaTransportTest extends UcxTransportTest {
         try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED);
                 DeviceBuffer d = sender.allocate(bytes)) {
             for (int i = 0; i < 2; i++) {
-                MessageMetrics m = c.send(TestMessages.message("m" + i, List.<Buffer>of(d))).get(60, TimeUnit.SECONDS);
+                MessageMetrics m = c.send(TestMessages.message("m" + i, List.<Buffer>of(d)))
+                        .get(60, TimeUnit.SECONDS);
                 assertEquals(0, m.hostToDeviceBytes() + m.deviceToHostBytes(), m.toString());
             }
             try {
@@ -111,13 +115,16 @@ class UcxCudaTransportTest extends UcxTransportTest {
                 assertInstanceOf(PeerClosedException.class, e.getCause(), "the doomed send's failure");
                 doomedOutcome = "failed: " + e.getCause();
             } catch (PeerClosedException e) {
-                doomedOutcome = "refused at once: " + e;  // the peer was gone before the send began
+                doomedOutcome = "refused at once: " + e; // the peer was gone before the send began
             }
         }
         String outcome = doomedOutcome;
-        assertEquals(77, p.await(Duration.ofSeconds(60)), () -> "the peer died half way (the doomed send " + outcome
-                + "):\n" + p.output());
-        System.out.println("the doomed send " + outcome + "; the peer: " + p.output().strip());
+        assertEquals(
+                77,
+                p.await(Duration.ofSeconds(60)),
+                () -> "the peer died half way (the doomed send " + outcome + "):\n" + p.output());
+        System.out.println(
+                "the doomed send " + outcome + "; the peer: " + p.output().strip());
         TransportException after = null;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (after == null) {
@@ -157,7 +164,9 @@ class UcxCudaTransportTest extends UcxTransportTest {
         assertThrows(PeerClosedException.class, c::receive);
         assertEquals(77, p.await(Duration.ofSeconds(60)), p::output);
         assertTrue(device.peakBytes() >= bytes, "the frames had been allocated");
-        assertEquals(0, device.allocatedBytes() + host.allocatedBytes(), "the broken message's frames are freed:\n"
-                + p.output());
+        assertEquals(
+                0,
+                device.allocatedBytes() + host.allocatedBytes(),
+                "the broken message's frames are freed:\n" + p.output());
     }
 }

@@ -24,6 +24,7 @@ class UcxModelShapesTest extends ModelShapeConformanceSuite {
 
     @Override
     protected TransportConformanceSuite.Peer startPeer(String... args) throws IOException {
-        return TransportConformanceSuite.start(TransportConformanceSuite.peerJvm(ModelShapePeer.class).args(args));
+        return TransportConformanceSuite.start(
+                TransportConformanceSuite.peerJvm(ModelShapePeer.class).args(args));
     }
 }

@@ -54,7 +54,7 @@ class UcxTransportTest extends TransportConformanceSuite {
 
     @Override
     protected boolean peerUcxCarriesCuda() {
-        return UcxTransport.carriesCuda();  // the peer runs this JVM's UCX
+        return UcxTransport.carriesCuda(); // the peer runs this JVM's UCX
     }
 
     @Override
@@ -89,8 +89,10 @@ class UcxTransportTest extends TransportConformanceSuite {
     @Test
     @Override
     void shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage() throws Exception {
-        assumeTrue(!direct(), "device frames go UCX's direct path, where the message is whole before the peer's"
-                + " watcher sees half of it: UcxCudaTransportTest kills its peer by time");
+        assumeTrue(
+                !direct(),
+                "device frames go UCX's direct path, where the message is whole before the peer's"
+                        + " watcher sees half of it: UcxCudaTransportTest kills its peer by time");
         super.shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage();
     }
 
@@ -98,8 +100,10 @@ class UcxTransportTest extends TransportConformanceSuite {
     @Test
     @Override
     void shouldFailTheSendWhenThePeerDiesWhileReceiving() throws Exception {
-        assumeTrue(!direct(), "device frames go UCX's direct path, whose receiver cannot see its progress through the"
-                + " copy engine: UcxCudaTransportTest kills its peer by time");
+        assumeTrue(
+                !direct(),
+                "device frames go UCX's direct path, whose receiver cannot see its progress through the"
+                        + " copy engine: UcxCudaTransportTest kills its peer by time");
         super.shouldFailTheSendWhenThePeerDiesWhileReceiving();
     }
 
@@ -120,12 +124,16 @@ class UcxTransportTest extends TransportConformanceSuite {
         Listener listener = listen(config().build());
         String a = listener.address().substring("ucx://".length());
         int colon = a.lastIndexOf(':');
-        try (Refusals refusals = new Refusals(); Socket raw = new Socket()) {
+        try (Refusals refusals = new Refusals();
+                Socket raw = new Socket()) {
             raw.connect(new InetSocketAddress(a.substring(0, colon), Integer.parseInt(a.substring(colon + 1))));
             DataOutputStream out = new DataOutputStream(raw.getOutputStream());
             out.write("GET / HTTP/1.1\r\nHost: cuwire\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             out.flush();
-            refusals.await(Duration.ofSeconds(10), listener.address() + " refused ", "ProtocolViolationException",
+            refusals.await(
+                    Duration.ofSeconds(10),
+                    listener.address() + " refused ",
+                    "ProtocolViolationException",
                     "not a cuwire transport");
             assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(100)));
         }
@@ -137,7 +145,8 @@ class UcxTransportTest extends TransportConformanceSuite {
         // an empty libucp.so.0 found first on the library path: the dynamic loader refuses it, as it would a
         // missing one
         Files.write(dir.resolve("libucp.so.0"), new byte[0]);
-        try (ChildJvm child = peerJvm(TryUcx.class).env("LD_LIBRARY_PATH", dir.toString()).start()) {
+        try (ChildJvm child =
+                peerJvm(TryUcx.class).env("LD_LIBRARY_PATH", dir.toString()).start()) {
             assertEquals(0, child.awaitExit(Duration.ofSeconds(30)), child::output);
             String out = child.output();
             assertTrue(out.contains("TransportUnavailableException: UCX not available: libucp.so.0"), out);
@@ -147,14 +156,19 @@ class UcxTransportTest extends TransportConformanceSuite {
 
     /** Connects over UCX in a process where it may not load; prints what it got. */
     static final class TryUcx {
-        private TryUcx() {
-        }
+        private TryUcx() {}
 
         public static void main(String[] args) {
             for (int i = 0; i < 2; i++) {
                 try {
-                    Transports.forAddress("ucx://127.0.0.1:1").listen("ucx://127.0.0.1:0", TransportConfig.builder()
-                            .allowUnauthenticated(true).receiveInto(d -> null).build()).close();
+                    Transports.forAddress("ucx://127.0.0.1:1")
+                            .listen(
+                                    "ucx://127.0.0.1:0",
+                                    TransportConfig.builder()
+                                            .allowUnauthenticated(true)
+                                            .receiveInto(d -> null)
+                                            .build())
+                            .close();
                     System.out.println("UCX loaded");
                 } catch (TransportException e) {
                     System.out.println(e.getClass().getSimpleName() + ": " + e.getMessage());

@@ -84,19 +84,20 @@ public final class ModelBroadcastBench {
     private static final int CHECK_ROWS = 4;
     /** Untimed small broadcasts before the timed ones, unless {@code --warmup} says. */
     static final int DEFAULT_WARMUP = 5000;
+
     private static final long WARMUP_BYTES = 16 << 10;
     /** The least untimed broadcasts of a case's model after its cold one. */
     static final int CASE_WARMUP = 3;
     /** The rows are generated in pieces of this many bytes (whole rows). */
     private static final long PIECE = 16L << 20;
+
     private static final double SINGLE_TARGET = 1.15;
     private static final double JAVA_TARGET = 50;
     private static final double PIPELINED_TARGET = 1.5;
     private static final long PIPELINED_TARGET_FROM = 1L << 30;
     private static final double UNCHANGED_TARGET_MS = 1;
 
-    private ModelBroadcastBench() {
-    }
+    private ModelBroadcastBench() {}
 
     /**
      * What to run.
@@ -114,8 +115,17 @@ public final class ModelBroadcastBench {
      * @param caseWarmupMillis the least time each case's untimed broadcasts after its cold one take
      *     ({@code --case-warmup})
      */
-    public record Options(List<Long> sizes, int workers, List<BroadcastOptions.Strategy> strategies, int repeat,
-            Path out, boolean java, int warmup, long chunkBytes, List<String> transports, int caseWarmupMillis) {
+    public record Options(
+            List<Long> sizes,
+            int workers,
+            List<BroadcastOptions.Strategy> strategies,
+            int repeat,
+            Path out,
+            boolean java,
+            int warmup,
+            long chunkBytes,
+            List<String> transports,
+            int caseWarmupMillis) {
         public Options {
             sizes = List.copyOf(sizes);
             strategies = List.copyOf(strategies);
@@ -131,51 +141,84 @@ public final class ModelBroadcastBench {
     /** The options of {@code cuwire bench broadcast}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
-        public Args() {
-        }
+        public Args() {}
 
-        @Option(names = "--workers", paramLabel = "N", defaultValue = "1",
-                description = "worker JVMs, on devices 1..N (device 0 on a one-device host) "
-                        + "(default: ${DEFAULT-VALUE})")
+        @Option(
+                names = "--workers",
+                paramLabel = "N",
+                defaultValue = "1",
+                description =
+                        "worker JVMs, on devices 1..N (device 0 on a one-device host) " + "(default: ${DEFAULT-VALUE})")
         int workers;
 
-        @Option(names = {"--sizes", "--size"}, split = ",", paramLabel = "SIZE", converter = RowsSize.class,
-                defaultValue = "1GiB", description = "model sizes, whole rows of " + COLS + " float32 "
-                        + "(default: ${DEFAULT-VALUE})")
+        @Option(
+                names = {"--sizes", "--size"},
+                split = ",",
+                paramLabel = "SIZE",
+                converter = RowsSize.class,
+                defaultValue = "1GiB",
+                description = "model sizes, whole rows of " + COLS + " float32 " + "(default: ${DEFAULT-VALUE})")
         List<Long> sizes;
 
-        @Option(names = "--strategies", split = ",", paramLabel = "S", converter = StrategyName.class,
+        @Option(
+                names = "--strategies",
+                split = ",",
+                paramLabel = "S",
+                converter = StrategyName.class,
                 description = "each, chain, tree, in this order (default: each for one worker, all three for more)")
         List<BroadcastOptions.Strategy> strategies;
 
-        @Option(names = "--chunk", paramLabel = "SIZE", converter = Cli.SizeConverter.class,
+        @Option(
+                names = "--chunk",
+                paramLabel = "SIZE",
+                converter = Cli.SizeConverter.class,
                 description = "the pieces a chain or tree forwards, at least 4KiB (default: the cluster's own, "
                         + "BroadcastOptions.DEFAULT)")
         Long chunkBytes;
 
-        @Option(names = "--repeat", paramLabel = "N", defaultValue = "5",
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "5",
                 description = "warm and unchanged broadcasts per case, and raw copies (default: ${DEFAULT-VALUE})")
         int repeat;
 
-        @Option(names = "--transports", split = ",", paramLabel = "T", defaultValue = "ipc",
+        @Option(
+                names = "--transports",
+                split = ",",
+                paramLabel = "T",
+                defaultValue = "ipc",
                 description = "the cluster's transports for the cuda family, in this order: ipc, ucx (default: "
                         + "${DEFAULT-VALUE})")
         List<String> transports;
 
-        @Option(names = "--warmup", paramLabel = "N", defaultValue = "" + DEFAULT_WARMUP,
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                defaultValue = "" + DEFAULT_WARMUP,
                 description = "untimed broadcasts of a small model first (default: ${DEFAULT-VALUE})")
         int warmup;
 
-        @Option(names = "--case-warmup", paramLabel = "MS", defaultValue = "1000",
+        @Option(
+                names = "--case-warmup",
+                paramLabel = "MS",
+                defaultValue = "1000",
                 description = "untimed broadcasts of each case's model after its cold one, each a new version: at "
                         + "least " + CASE_WARMUP + " and until MS ms have passed; 0: none (default: ${DEFAULT-VALUE})")
         int caseWarmupMillis;
 
-        @Option(names = "--java", paramLabel = "true|false", arity = "1", defaultValue = "true",
+        @Option(
+                names = "--java",
+                paramLabel = "true|false",
+                arity = "1",
+                defaultValue = "true",
                 description = "whether to run the java family over tcp, one worker (default: ${DEFAULT-VALUE})")
         boolean java;
 
-        @Option(names = "--out", paramLabel = "DIR", defaultValue = "bench/results",
+        @Option(
+                names = "--out",
+                paramLabel = "DIR",
+                defaultValue = "bench/results",
                 description = "where the run is recorded, broadcast-<machine>.md and .csv (default: ${DEFAULT-VALUE})")
         Path out;
 
@@ -189,24 +232,36 @@ public final class ModelBroadcastBench {
             if (chunk < 4096) {
                 throw new IllegalArgumentException("--chunk " + chunk + " (expected: at least 4KiB)");
             }
-            List<BroadcastOptions.Strategy> s = strategies != null ? strategies : workers == 1
-                    ? List.of(BroadcastOptions.Strategy.EACH_IN_TURN) : List.of(BroadcastOptions.Strategy.values());
+            List<BroadcastOptions.Strategy> s = strategies != null
+                    ? strategies
+                    : workers == 1
+                            ? List.of(BroadcastOptions.Strategy.EACH_IN_TURN)
+                            : List.of(BroadcastOptions.Strategy.values());
             if (s.size() != s.stream().distinct().count()) {
-                throw new IllegalArgumentException("--strategies " + s.stream().map(ModelBroadcastBench::name)
-                        .toList() + " (expected: each strategy at most once)");
+                throw new IllegalArgumentException("--strategies "
+                        + s.stream().map(ModelBroadcastBench::name).toList()
+                        + " (expected: each strategy at most once)");
             }
             for (String t : transports) {
                 if (!List.of("ipc", "ucx").contains(t)) {
-                    throw new IllegalArgumentException("--transports " + String.join(",", transports)
-                            + " (expected: ipc, ucx)");
+                    throw new IllegalArgumentException(
+                            "--transports " + String.join(",", transports) + " (expected: ipc, ucx)");
                 }
             }
             if (transports.size() != transports.stream().distinct().count()) {
-                throw new IllegalArgumentException("--transports " + String.join(",", transports)
-                        + " (expected: each transport at most once)");
+                throw new IllegalArgumentException(
+                        "--transports " + String.join(",", transports) + " (expected: each transport at most once)");
             }
-            return new Options(sizes, Cli.atLeast("--workers", workers, 1), s, Cli.atLeast("--repeat", repeat, 1),
-                    out, java, Cli.atLeast("--warmup", warmup, 0), chunk, transports,
+            return new Options(
+                    sizes,
+                    Cli.atLeast("--workers", workers, 1),
+                    s,
+                    Cli.atLeast("--repeat", repeat, 1),
+                    out,
+                    java,
+                    Cli.atLeast("--warmup", warmup, 0),
+                    chunk,
+                    transports,
                     Cli.atLeast("--case-warmup", caseWarmupMillis, 0));
         }
     }
@@ -222,8 +277,8 @@ public final class ModelBroadcastBench {
                 throw new CommandLine.TypeConversionException(e.getMessage());
             }
             if (size % (COLS * 4) != 0) {
-                throw new CommandLine.TypeConversionException(s + " (expected: a multiple of " + COLS * 4
-                        + " bytes, whole rows of " + COLS + " float32)");
+                throw new CommandLine.TypeConversionException(
+                        s + " (expected: a multiple of " + COLS * 4 + " bytes, whole rows of " + COLS + " float32)");
             }
             return size;
         }
@@ -238,8 +293,8 @@ public final class ModelBroadcastBench {
                     return strategy;
                 }
             }
-            throw new CommandLine.TypeConversionException("unknown strategy '" + s + "' (expected: each, chain or "
-                    + "tree)");
+            throw new CommandLine.TypeConversionException(
+                    "unknown strategy '" + s + "' (expected: each, chain or " + "tree)");
         }
     }
 
@@ -283,8 +338,20 @@ public final class ModelBroadcastBench {
      *     the cuda family's warm ({@code java_vs_cuda})
      * @param checked whether every worker's copy checked out
      */
-    public record Result(long size, String strategy, String transport, Family family, String phase, double medianMs,
-            double minMs, double maxMs, int copies, long hostBytes, int sent, double ratio, boolean checked) {
+    public record Result(
+            long size,
+            String strategy,
+            String transport,
+            Family family,
+            String phase,
+            double medianMs,
+            double minMs,
+            double maxMs,
+            int copies,
+            long hostBytes,
+            int sent,
+            double ratio,
+            boolean checked) {
         /** Bytes per second of one copy over the median, in GB/s. */
         public double gbps() {
             return size / (medianMs * 1e6);
@@ -313,42 +380,84 @@ public final class ModelBroadcastBench {
         int n = options.workers();
         int[] devices = placement(n, Devices.all().size());
         String where = Arrays.stream(devices).mapToObj(Integer::toString).collect(Collectors.joining(","));
-        out.printf(Locale.ROOT, "cuwire bench broadcast: platform %s, client on device 0 (%s), %d worker(s) on "
-                + "device(s) %s (worker i on the i-th), sizes %s, strategies %s, repeat %d, chunks of %d bytes; "
-                + "vs_raw = broadcast time (to the last worker's acknowledgement) / raw %s time device 0 -> %d, "
-                + "gbps_aggregate = workers x size / time; targets: %s%n", Devices.platform(), Devices.get(0).name(),
-                n, where, options.sizes().stream().map(String::valueOf).collect(Collectors.joining(",")),
+        out.printf(
+                Locale.ROOT,
+                "cuwire bench broadcast: platform %s, client on device 0 (%s), %d worker(s) on "
+                        + "device(s) %s (worker i on the i-th), sizes %s, strategies %s, repeat %d, chunks of %d bytes; "
+                        + "vs_raw = broadcast time (to the last worker's acknowledgement) / raw %s time device 0 -> %d, "
+                        + "gbps_aggregate = workers x size / time; targets: %s%n",
+                Devices.platform(),
+                Devices.get(0).name(),
+                n,
+                where,
+                options.sizes().stream().map(String::valueOf).collect(Collectors.joining(",")),
                 options.strategies().stream().map(ModelBroadcastBench::name).collect(Collectors.joining(",")),
-                options.repeat(), options.chunkBytes(), devices[0] == 0 ? "device-to-device copy" : "peer copy",
+                options.repeat(),
+                options.chunkBytes(),
+                devices[0] == 0 ? "device-to-device copy" : "peer copy",
                 devices[0],
-                n == 1 ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
+                n == 1
+                        ? "warm <= 1.15 x raw, java warm >= 50 x cuda warm"
                         : "best pipelined warm <= 1.5 x raw from 1 GiB up, unchanged < 1 ms");
         List<Result> results = new ArrayList<>();
         for (String transport : options.transports()) {
-            try (LocalCluster cluster = LocalCluster.builder().workers(n).devices(devices).transport(transport)
+            try (LocalCluster cluster = LocalCluster.builder()
+                    .workers(n)
+                    .devices(devices)
+                    .transport(transport)
                     .start()) {
                 Client client = cluster.client();
                 warmUp(client, options.warmup(), options.strategies());
                 for (long size : options.sizes()) {
-                    try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
-                        double[] copies = TransferBench.copyMs(client.memory(), Devices.get(devices[0]), size,
-                                options.repeat());
+                    try (NdArray x = rows(client, size);
+                            NearestNeighbors model = new NearestNeighbors().fit(x)) {
+                        double[] copies =
+                                TransferBench.copyMs(client.memory(), Devices.get(devices[0]), size, options.repeat());
                         double raw = Stats.median(copies);
-                        results.add(print(out, n, new Result(size, "none", transport, Family.CUDA, "raw", raw,
-                                min(copies), max(copies), 1, 0, 0, 1, true)));
+                        results.add(print(
+                                out,
+                                n,
+                                new Result(
+                                        size,
+                                        "none",
+                                        transport,
+                                        Family.CUDA,
+                                        "raw",
+                                        raw,
+                                        min(copies),
+                                        max(copies),
+                                        1,
+                                        0,
+                                        0,
+                                        1,
+                                        true)));
                         for (BroadcastOptions.Strategy s : options.strategies()) {
-                            BroadcastOptions cuda = BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s)
+                            BroadcastOptions cuda = BroadcastOptions.DEFAULT
+                                    .family(Family.CUDA)
+                                    .strategy(s)
                                     .chunkBytes(options.chunkBytes());
-                            results.addAll(broadcasts(out, client, n, model, x, cuda, transport, options.repeat(),
-                                    options.caseWarmupMillis(), size, raw));
+                            results.addAll(broadcasts(
+                                    out,
+                                    client,
+                                    n,
+                                    model,
+                                    x,
+                                    cuda,
+                                    transport,
+                                    options.repeat(),
+                                    options.caseWarmupMillis(),
+                                    size,
+                                    raw));
                         }
                     }
                 }
             }
         }
         if (options.java() && n > 1) {
-            out.printf(Locale.ROOT, "SKIP bench=broadcast transport=tcp family=java reason=\"the java family runs "
-                    + "with --workers 1 only: it is the single-link baseline\"%n");
+            out.printf(
+                    Locale.ROOT,
+                    "SKIP bench=broadcast transport=tcp family=java reason=\"the java family runs "
+                            + "with --workers 1 only: it is the single-link baseline\"%n");
         } else if (options.java()) {
             for (long size : options.sizes()) {
                 results.addAll(javaFamily(out, size, devices[0], options.repeat(), reference(results, size)));
@@ -373,20 +482,40 @@ public final class ModelBroadcastBench {
     private static List<Result> javaFamily(PrintStream out, long size, int device, int repeat, Result cudaWarm) {
         long heap = Runtime.getRuntime().maxMemory();
         if (heap < 5 * size) {
-            out.printf(Locale.ROOT, "SKIP bench=broadcast transport=tcp family=java size=%d reason=\"JDK "
-                    + "serialization needs about 5 x the model on the client's heap; this JVM has %d MiB: set "
-                    + "CUWIRE_JAVA_OPTS=-Xmx%dg\"%n", size, heap >> 20, Math.max(2, (6 * size >> 30) + 1));
+            out.printf(
+                    Locale.ROOT,
+                    "SKIP bench=broadcast transport=tcp family=java size=%d reason=\"JDK "
+                            + "serialization needs about 5 x the model on the client's heap; this JVM has %d MiB: set "
+                            + "CUWIRE_JAVA_OPTS=-Xmx%dg\"%n",
+                    size,
+                    heap >> 20,
+                    Math.max(2, (6 * size >> 30) + 1));
             return List.of();
         }
         long workerHeap = Math.max(2, (4 * size >> 30) + 1);
-        try (LocalCluster cluster = LocalCluster.builder().workers(1).devices(device).transport("tcp")
-                .jvmOptions(List.of("-Xmx" + workerHeap + "g")).start()) {
+        try (LocalCluster cluster = LocalCluster.builder()
+                .workers(1)
+                .devices(device)
+                .transport("tcp")
+                .jvmOptions(List.of("-Xmx" + workerHeap + "g"))
+                .start()) {
             Client client = cluster.client();
-            try (NdArray x = rows(client, size); NearestNeighbors model = new NearestNeighbors().fit(x)) {
-                BroadcastOptions java = BroadcastOptions.DEFAULT.family(Family.JAVA)
-                        .strategy(BroadcastOptions.Strategy.EACH_IN_TURN);
-                return broadcasts(out, client, 1, model, x, java, "tcp", Math.min(repeat, JAVA_MAX_REPEAT), 0,
-                        size, cudaWarm.medianMs());
+            try (NdArray x = rows(client, size);
+                    NearestNeighbors model = new NearestNeighbors().fit(x)) {
+                BroadcastOptions java =
+                        BroadcastOptions.DEFAULT.family(Family.JAVA).strategy(BroadcastOptions.Strategy.EACH_IN_TURN);
+                return broadcasts(
+                        out,
+                        client,
+                        1,
+                        model,
+                        x,
+                        java,
+                        "tcp",
+                        Math.min(repeat, JAVA_MAX_REPEAT),
+                        0,
+                        size,
+                        cudaWarm.medianMs());
             }
         }
     }
@@ -396,33 +525,71 @@ public final class ModelBroadcastBench {
      * {@code repeat} if fewer, until {@code warmupMillis} have passed), then warm (new versions) and, for the cuda
      * family, unchanged broadcasts; ratios against {@code against}.
      */
-    private static List<Result> broadcasts(PrintStream out, Client client, int workers, NearestNeighbors model,
-            NdArray x, BroadcastOptions options, String transport, int repeat, int warmupMillis, long size,
+    private static List<Result> broadcasts(
+            PrintStream out,
+            Client client,
+            int workers,
+            NearestNeighbors model,
+            NdArray x,
+            BroadcastOptions options,
+            String transport,
+            int repeat,
+            int warmupMillis,
+            long size,
             double against) {
         String strategy = name(options.strategy());
         List<Result> results = new ArrayList<>();
-        model.fit(x);  // a new version: an earlier strategy left the current one on every worker
+        model.fit(x); // a new version: an earlier strategy left the current one on every worker
         Measured cold = measure(client, model, options, workers, true);
         boolean checked = check(client, cold.result(), x, workers);
-        results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "cold", cold.ms(),
-                cold.ms(), cold.ms(), workers, cold.hostBytes(), cold.result().sent(), cold.ms() / against, checked)));
+        results.add(print(
+                out,
+                workers,
+                new Result(
+                        size,
+                        strategy,
+                        transport,
+                        options.family(),
+                        "cold",
+                        cold.ms(),
+                        cold.ms(),
+                        cold.ms(),
+                        workers,
+                        cold.hostBytes(),
+                        cold.result().sent(),
+                        cold.ms() / against,
+                        checked)));
         long warmUntil = System.nanoTime() + warmupMillis * 1_000_000L;
-        for (int i = 0; warmupMillis > 0 && (i < Math.min(CASE_WARMUP, repeat) || System.nanoTime() < warmUntil);
-                i++) {
+        for (int i = 0; warmupMillis > 0 && (i < Math.min(CASE_WARMUP, repeat) || System.nanoTime() < warmUntil); i++) {
             model.fit(x);
             measure(client, model, options, workers, true);
         }
         double[] warm = new double[repeat];
         Measured last = cold;
         for (int i = 0; i < repeat; i++) {
-            model.fit(x);  // a new version: new fitted buffers
+            model.fit(x); // a new version: new fitted buffers
             last = measure(client, model, options, workers, true);
             warm[i] = last.ms();
         }
         checked = check(client, last.result(), x, workers);
         double median = Stats.median(warm);
-        results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "warm", median,
-                min(warm), max(warm), workers, last.hostBytes(), last.result().sent(), median / against, checked)));
+        results.add(print(
+                out,
+                workers,
+                new Result(
+                        size,
+                        strategy,
+                        transport,
+                        options.family(),
+                        "warm",
+                        median,
+                        min(warm),
+                        max(warm),
+                        workers,
+                        last.hostBytes(),
+                        last.result().sent(),
+                        median / against,
+                        checked)));
         if (options.family() == Family.CUDA) {
             double[] same = new double[repeat];
             for (int i = 0; i < repeat; i++) {
@@ -430,29 +597,45 @@ public final class ModelBroadcastBench {
                 same[i] = last.ms();
             }
             median = Stats.median(same);
-            results.add(print(out, workers, new Result(size, strategy, transport, options.family(), "unchanged",
-                    median, min(same), max(same), workers, last.hostBytes(), last.result().sent(), median / against,
-                    true)));
+            results.add(print(
+                    out,
+                    workers,
+                    new Result(
+                            size,
+                            strategy,
+                            transport,
+                            options.family(),
+                            "unchanged",
+                            median,
+                            min(same),
+                            max(same),
+                            workers,
+                            last.hostBytes(),
+                            last.result().sent(),
+                            median / against,
+                            true)));
         }
         return results;
     }
 
-    private record Measured(BroadcastResult result, double ms, long hostBytes) {
-    }
+    private record Measured(BroadcastResult result, double ms, long hostBytes) {}
 
     /**
      * One broadcast; {@code fresh}: of a version no worker holds (every worker must get the frames), else of one every
      * worker holds (none may get them).
      */
-    private static Measured measure(Client client, NearestNeighbors model, BroadcastOptions options, int workers,
-            boolean fresh) {
+    private static Measured measure(
+            Client client, NearestNeighbors model, BroadcastOptions options, int workers, boolean fresh) {
         TransferStats before = CopyEngine.totals();
         long workerBefore = workerHostBytes(client);
         BroadcastResult r = client.broadcast(model, options);
         TransferStats after = CopyEngine.totals();
-        long host = after.bytes(CopyDirection.D2H) - before.bytes(CopyDirection.D2H)
-                + after.bytes(CopyDirection.H2D) - before.bytes(CopyDirection.H2D)
-                + workerHostBytes(client) - workerBefore;
+        long host = after.bytes(CopyDirection.D2H)
+                - before.bytes(CopyDirection.D2H)
+                + after.bytes(CopyDirection.H2D)
+                - before.bytes(CopyDirection.H2D)
+                + workerHostBytes(client)
+                - workerBefore;
         if (fresh && r.sent() != workers) {
             throw new IllegalStateException("a new version reached " + r.sent() + " of " + workers + " workers: " + r);
         }
@@ -481,7 +664,8 @@ public final class ModelBroadcastBench {
         }
         try (NdArray queries = NdArray.fromArray(client.memory(), q, CHECK_ROWS, COLS)) {
             for (int w = 0; w < workers; w++) {
-                try (Neighbors n = client.call(w, MlTasks.NEIGHBORS_PARTIAL, r.handle(), queries, 1L, 0L).join()) {
+                try (Neighbors n = client.call(w, MlTasks.NEIGHBORS_PARTIAL, r.handle(), queries, 1L, 0L)
+                        .join()) {
                     if (!Arrays.equals(n.ids().toLongArray(), picked)) {
                         return false;
                     }
@@ -496,13 +680,15 @@ public final class ModelBroadcastBench {
      * of {@code strategies}.
      */
     private static void warmUp(Client client, int count, List<BroadcastOptions.Strategy> strategies) {
-        try (NdArray x = rows(client, WARMUP_BYTES); NearestNeighbors model = new NearestNeighbors().fit(x)) {
+        try (NdArray x = rows(client, WARMUP_BYTES);
+                NearestNeighbors model = new NearestNeighbors().fit(x)) {
             for (int i = 0; i < count; i++) {
                 if (i % 2 == 0) {
                     model.fit(x);
                 }
                 BroadcastOptions.Strategy s = strategies.get(i / 2 % strategies.size());
-                client.broadcast(model, BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s));
+                client.broadcast(
+                        model, BroadcastOptions.DEFAULT.family(Family.CUDA).strategy(s));
             }
         }
     }
@@ -529,13 +715,15 @@ public final class ModelBroadcastBench {
             }
             staging.copyFrom(base);
             for (long k = 0, off = 0; off < size; k++, off += piece) {
-                long changed = k == 0 ? 0 : k ^ (k - 1);  // the columns whose bit differs from piece k - 1's
+                long changed = k == 0 ? 0 : k ^ (k - 1); // the columns whose bit differs from piece k - 1's
                 for (int b = 0; changed != 0; b++, changed >>>= 1) {
                     if ((changed & 1) != 0) {
                         float add = (k >>> b & 1) != 0 ? 1f : 0f;
                         for (long r = 0; r < pieceRows; r++) {
                             long at = (r * COLS + b) * 4;
-                            staging.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at,
+                            staging.set(
+                                    ValueLayout.JAVA_FLOAT_UNALIGNED,
+                                    at,
                                     base.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at) + add);
                         }
                     }
@@ -550,12 +738,32 @@ public final class ModelBroadcastBench {
     }
 
     private static Result print(PrintStream out, int workers, Result r) {
-        String ratio = r.phase().equals("raw") ? "" : String.format(Locale.ROOT, " sent=%d %s=%.3f", r.sent(),
-                r.family() == Family.JAVA ? "java_vs_cuda" : "vs_raw", r.ratio());
-        out.printf(Locale.ROOT, "RESULT bench=broadcast workers=%d strategy=%s transport=%s family=%s size=%d "
-                + "phase=%s median_ms=%.3f min_ms=%.3f max_ms=%.3f gbps=%.3f gbps_aggregate=%.3f host_bytes=%d%s "
-                + "checked=%s%n", workers, r.strategy(), r.transport(), r.family().wireName(), r.size(), r.phase(),
-                r.medianMs(), r.minMs(), r.maxMs(), r.gbps(), r.gbpsAggregate(), r.hostBytes(), ratio,
+        String ratio = r.phase().equals("raw")
+                ? ""
+                : String.format(
+                        Locale.ROOT,
+                        " sent=%d %s=%.3f",
+                        r.sent(),
+                        r.family() == Family.JAVA ? "java_vs_cuda" : "vs_raw",
+                        r.ratio());
+        out.printf(
+                Locale.ROOT,
+                "RESULT bench=broadcast workers=%d strategy=%s transport=%s family=%s size=%d "
+                        + "phase=%s median_ms=%.3f min_ms=%.3f max_ms=%.3f gbps=%.3f gbps_aggregate=%.3f host_bytes=%d%s "
+                        + "checked=%s%n",
+                workers,
+                r.strategy(),
+                r.transport(),
+                r.family().wireName(),
+                r.size(),
+                r.phase(),
+                r.medianMs(),
+                r.minMs(),
+                r.maxMs(),
+                r.gbps(),
+                r.gbpsAggregate(),
+                r.hostBytes(),
+                ratio,
                 r.checked() ? "ok" : "MISMATCH");
         out.flush();
         return r;
@@ -566,17 +774,27 @@ public final class ModelBroadcastBench {
      * had it, else over its first transport.
      */
     private static Optional<Result> find(List<Result> results, long size, String strategy, String phase) {
-        String transport = results.stream().anyMatch(r -> r.transport().equals("ipc")) ? "ipc"
+        String transport = results.stream().anyMatch(r -> r.transport().equals("ipc"))
+                ? "ipc"
                 : results.isEmpty() ? "ipc" : results.getFirst().transport();
-        return results.stream().filter(r -> r.size() == size && r.family() == Family.CUDA
-                && r.transport().equals(transport) && r.strategy().equals(strategy) && r.phase().equals(phase))
+        return results.stream()
+                .filter(r -> r.size() == size
+                        && r.family() == Family.CUDA
+                        && r.transport().equals(transport)
+                        && r.strategy().equals(strategy)
+                        && r.phase().equals(phase))
                 .findFirst();
     }
 
     /** The cuda family's warm broadcast of {@code size} that the java family and the one-worker summary use. */
     private static Result reference(List<Result> results, long size) {
-        return find(results, size, "each", "warm").orElseGet(() -> results.stream().filter(r -> r.size() == size
-                && r.family() == Family.CUDA && r.phase().equals("warm")).findFirst().orElseThrow());
+        return find(results, size, "each", "warm")
+                .orElseGet(() -> results.stream()
+                        .filter(r -> r.size() == size
+                                && r.family() == Family.CUDA
+                                && r.phase().equals("warm"))
+                        .findFirst()
+                        .orElseThrow());
     }
 
     private static String checked(List<Result> results, long size) {
@@ -587,12 +805,25 @@ public final class ModelBroadcastBench {
     private static String singleSummary(List<Result> results, long size) {
         Result warm = reference(results, size);
         Result raw = find(results, size, "none", "raw").orElseThrow();
-        double javaWarm = results.stream().filter(r -> r.size() == size && r.family() == Family.JAVA
-                && r.phase().equals("warm")).mapToDouble(Result::medianMs).findFirst().orElse(Double.NaN);
-        return String.format(Locale.ROOT, "RESULT bench=broadcast size=%d summary cuda_%s_warm_ms=%.3f raw_ms=%.3f "
-                + "vs_raw=%.3f within_1.15=%s java_tcp_warm_ms=%.1f java_vs_cuda=%.1f at_least_50=%s checked=%s", size,
-                warm.transport(), warm.medianMs(), raw.medianMs(), warm.medianMs() / raw.medianMs(),
-                warm.medianMs() <= SINGLE_TARGET * raw.medianMs(), javaWarm, javaWarm / warm.medianMs(),
+        double javaWarm = results.stream()
+                .filter(r -> r.size() == size
+                        && r.family() == Family.JAVA
+                        && r.phase().equals("warm"))
+                .mapToDouble(Result::medianMs)
+                .findFirst()
+                .orElse(Double.NaN);
+        return String.format(
+                Locale.ROOT,
+                "RESULT bench=broadcast size=%d summary cuda_%s_warm_ms=%.3f raw_ms=%.3f "
+                        + "vs_raw=%.3f within_1.15=%s java_tcp_warm_ms=%.1f java_vs_cuda=%.1f at_least_50=%s checked=%s",
+                size,
+                warm.transport(),
+                warm.medianMs(),
+                raw.medianMs(),
+                warm.medianMs() / raw.medianMs(),
+                warm.medianMs() <= SINGLE_TARGET * raw.medianMs(),
+                javaWarm,
+                javaWarm / warm.medianMs(),
                 Double.isNaN(javaWarm) ? "n/a" : String.valueOf(javaWarm >= JAVA_TARGET * warm.medianMs()),
                 checked(results, size));
     }
@@ -603,51 +834,121 @@ public final class ModelBroadcastBench {
      */
     private static String summary(List<Result> results, int workers, long size) {
         double raw = find(results, size, "none", "raw").orElseThrow().medianMs();
-        String each = find(results, size, "each", "warm").map(r -> String.format(Locale.ROOT, "%.3f",
-                r.medianMs() / raw)).orElse("n/a");
-        Optional<Result> best = results.stream().filter(r -> r.size() == size && r.family() == Family.CUDA
-                && r.phase().equals("warm") && !r.strategy().equals("each"))
+        String each = find(results, size, "each", "warm")
+                .map(r -> String.format(Locale.ROOT, "%.3f", r.medianMs() / raw))
+                .orElse("n/a");
+        Optional<Result> best = results.stream()
+                .filter(r -> r.size() == size
+                        && r.family() == Family.CUDA
+                        && r.phase().equals("warm")
+                        && !r.strategy().equals("each"))
                 .min(Comparator.comparingDouble(Result::medianMs));
-        String within = best.isEmpty() || size < PIPELINED_TARGET_FROM ? "n/a"
+        String within = best.isEmpty() || size < PIPELINED_TARGET_FROM
+                ? "n/a"
                 : String.valueOf(best.get().medianMs() <= PIPELINED_TARGET * raw);
-        double unchanged = results.stream().filter(r -> r.size() == size && r.phase().equals("unchanged"))
-                .mapToDouble(Result::medianMs).max().orElseThrow();
-        return String.format(Locale.ROOT, "RESULT bench=broadcast workers=%d size=%d summary raw_ms=%.3f "
-                + "each_vs_raw=%s best_pipelined=%s pipelined_warm_ms=%s pipelined_vs_raw=%s within_1.5=%s "
-                + "unchanged_max_ms=%.3f unchanged_under_1ms=%s checked=%s", workers, size, raw, each,
+        double unchanged = results.stream()
+                .filter(r -> r.size() == size && r.phase().equals("unchanged"))
+                .mapToDouble(Result::medianMs)
+                .max()
+                .orElseThrow();
+        return String.format(
+                Locale.ROOT,
+                "RESULT bench=broadcast workers=%d size=%d summary raw_ms=%.3f "
+                        + "each_vs_raw=%s best_pipelined=%s pipelined_warm_ms=%s pipelined_vs_raw=%s within_1.5=%s "
+                        + "unchanged_max_ms=%.3f unchanged_under_1ms=%s checked=%s",
+                workers,
+                size,
+                raw,
+                each,
                 best.map(Result::strategy).orElse("n/a"),
                 best.map(r -> String.format(Locale.ROOT, "%.3f", r.medianMs())).orElse("n/a"),
-                best.map(r -> String.format(Locale.ROOT, "%.3f", r.medianMs() / raw)).orElse("n/a"), within,
-                unchanged, unchanged < UNCHANGED_TARGET_MS, checked(results, size));
+                best.map(r -> String.format(Locale.ROOT, "%.3f", r.medianMs() / raw))
+                        .orElse("n/a"),
+                within,
+                unchanged,
+                unchanged < UNCHANGED_TARGET_MS,
+                checked(results, size));
     }
 
     private static List<Path> write(Path dir, int workers, String where, List<Result> results, List<String> summaries)
             throws IOException {
-        Table c = new Table("workers", "strategy", "transport", "family", "size", "phase", "median_ms", "min_ms",
-                "max_ms", "gbps", "gbps_aggregate", "vs_raw", "java_vs_cuda", "host_bytes", "sent", "checked");
-        Table t = new Table("size", "strategy", "transport", "family", "phase", "median ms", "min–max ms",
-                "GB/s (all workers)", "vs raw", "bytes through host", "checked");
+        Table c = new Table(
+                "workers",
+                "strategy",
+                "transport",
+                "family",
+                "size",
+                "phase",
+                "median_ms",
+                "min_ms",
+                "max_ms",
+                "gbps",
+                "gbps_aggregate",
+                "vs_raw",
+                "java_vs_cuda",
+                "host_bytes",
+                "sent",
+                "checked");
+        Table t = new Table(
+                "size",
+                "strategy",
+                "transport",
+                "family",
+                "phase",
+                "median ms",
+                "min–max ms",
+                "GB/s (all workers)",
+                "vs raw",
+                "bytes through host",
+                "checked");
         for (Result r : results) {
             boolean java = r.family() == Family.JAVA;
             boolean raw = r.phase().equals("raw");
             String ratio = raw ? "" : Table.num(r.ratio(), 4);
-            c.row(workers, r.strategy(), r.transport(), r.family().wireName(), r.size(), r.phase(),
-                    Table.num(r.medianMs(), 4), Table.num(r.minMs(), 4), Table.num(r.maxMs(), 4),
-                    Table.num(r.gbps(), 3), Table.num(r.gbpsAggregate(), 3), java ? "" : ratio, java ? ratio : "",
-                    r.hostBytes(), r.sent(), r.checked());
-            t.row(r.size(), raw ? "(peer copy)" : r.strategy(), r.transport(), r.family().wireName(), r.phase(),
-                    Table.num(r.medianMs(), 3), Table.num(r.minMs(), 3) + "–" + Table.num(r.maxMs(), 3),
-                    Table.num(r.gbpsAggregate(), 2), raw ? "" : java ? Table.num(r.ratio(), 1) + " (java / cuda)"
-                            : Table.num(r.ratio(), 3), r.hostBytes(), r.checked() ? "ok" : "MISMATCH");
+            c.row(
+                    workers,
+                    r.strategy(),
+                    r.transport(),
+                    r.family().wireName(),
+                    r.size(),
+                    r.phase(),
+                    Table.num(r.medianMs(), 4),
+                    Table.num(r.minMs(), 4),
+                    Table.num(r.maxMs(), 4),
+                    Table.num(r.gbps(), 3),
+                    Table.num(r.gbpsAggregate(), 3),
+                    java ? "" : ratio,
+                    java ? ratio : "",
+                    r.hostBytes(),
+                    r.sent(),
+                    r.checked());
+            t.row(
+                    r.size(),
+                    raw ? "(peer copy)" : r.strategy(),
+                    r.transport(),
+                    r.family().wireName(),
+                    r.phase(),
+                    Table.num(r.medianMs(), 3),
+                    Table.num(r.minMs(), 3) + "–" + Table.num(r.maxMs(), 3),
+                    Table.num(r.gbpsAggregate(), 2),
+                    raw ? "" : java ? Table.num(r.ratio(), 1) + " (java / cuda)" : Table.num(r.ratio(), 3),
+                    r.hostBytes(),
+                    r.checked() ? "ok" : "MISMATCH");
         }
         StringBuilder m = new StringBuilder("# Model broadcast, client on device 0 to " + workers + " worker(s) on "
-                + "device(s) " + where + " (" + Devices.platform() + ")\n\n").append(t.markdown());
+                        + "device(s) " + where + " (" + Devices.platform() + ")\n\n")
+                .append(t.markdown());
         m.append("\n## Summary per size\n\n");
         for (String s : summaries) {
             m.append("- `").append(s).append("`\n");
         }
-        Path md = Results.record(dir, "broadcast", "`cuwire bench broadcast` on " + Results.machine(),
-                Results.now() + ", " + workers + " worker(s)", m.toString(), c.csv());
+        Path md = Results.record(
+                dir,
+                "broadcast",
+                "`cuwire bench broadcast` on " + Results.machine(),
+                Results.now() + ", " + workers + " worker(s)",
+                m.toString(),
+                c.csv());
         return List.of(md, md.resolveSibling(md.getFileName().toString().replace(".md", ".csv")));
     }
 

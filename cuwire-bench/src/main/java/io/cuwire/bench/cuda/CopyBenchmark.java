@@ -10,8 +10,8 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.DeviceStream;
+import io.cuwire.memory.HostBuffer;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -44,8 +44,7 @@ public final class CopyBenchmark {
 
     static final String[] CSV_COLUMNS = {"case", "size", "median_gbps", "min_gbps", "max_gbps", "repeats"};
 
-    private CopyBenchmark() {
-    }
+    private CopyBenchmark() {}
 
     /**
      * What to run.
@@ -73,14 +72,20 @@ public final class CopyBenchmark {
     /** The options of {@code cuwire bench copy} ({@code bin/bench-copy}), declared to picocli. */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
-        public Args() {
-        }
+        public Args() {}
 
-        @Option(names = "--size", paramLabel = "SIZE", converter = Cli.SizeConverter.class, defaultValue = "1GiB",
+        @Option(
+                names = "--size",
+                paramLabel = "SIZE",
+                converter = Cli.SizeConverter.class,
+                defaultValue = "1GiB",
                 description = "bytes per copy (e.g. 1g, 1GiB, 64m; default: ${DEFAULT-VALUE})")
         long size;
 
-        @Option(names = "--repeat", paramLabel = "N", defaultValue = "" + DEFAULT_REPEAT,
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "" + DEFAULT_REPEAT,
                 description = "timed copies per case (default: ${DEFAULT-VALUE})")
         int repeat;
 
@@ -116,8 +121,15 @@ public final class CopyBenchmark {
 
         /** The printed line. */
         public String line() {
-            return String.format(Locale.ROOT, "COPY case=%s size=%d median_gbps=%.2f min_gbps=%.2f max_gbps=%.2f"
-                    + " repeats=%d", name, size, medianGbps, minGbps, maxGbps, repeats);
+            return String.format(
+                    Locale.ROOT,
+                    "COPY case=%s size=%d median_gbps=%.2f min_gbps=%.2f max_gbps=%.2f" + " repeats=%d",
+                    name,
+                    size,
+                    medianGbps,
+                    minGbps,
+                    maxGbps,
+                    repeats);
         }
 
         /** The CSV row ({@link #CSV_COLUMNS}). */
@@ -126,8 +138,14 @@ public final class CopyBenchmark {
         }
 
         String[] cells() {
-            return new String[] {name, Long.toString(size), Table.num(medianGbps, 3), Table.num(minGbps, 3),
-                Table.num(maxGbps, 3), Integer.toString(repeats)};
+            return new String[] {
+                name,
+                Long.toString(size),
+                Table.num(medianGbps, 3),
+                Table.num(minGbps, 3),
+                Table.num(maxGbps, 3),
+                Integer.toString(repeats)
+            };
         }
     }
 

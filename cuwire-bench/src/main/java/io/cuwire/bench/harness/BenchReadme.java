@@ -24,8 +24,7 @@ import java.util.Optional;
 public final class BenchReadme {
     private static final List<String> MACHINES = List.of("nvidia-h200", "nvidia-h200-x2", "cpu-2core");
 
-    private BenchReadme() {
-    }
+    private BenchReadme() {}
 
     /** Writes {@code DIR/README.md} from {@code DIR/results} ({@code DIR}: the first argument, default bench). */
     public static void main(String[] args) {
@@ -75,8 +74,8 @@ public final class BenchReadme {
         b.append("## Targets\n\n");
         b.append("| target | machine | cuwire | ceiling or peer | ratio | from |\n|---|---|---|---|---|---|\n");
         Map<String, List<Run>> files = new LinkedHashMap<>();
-        for (String bench : List.of("transfer", "broadcast", "model-transfer", "estimators", "roofline",
-                "forest-fit")) {
+        for (String bench :
+                List.of("transfer", "broadcast", "model-transfer", "estimators", "roofline", "forest-fit")) {
             for (String machine : MACHINES) {
                 String name = bench + "-" + machine + ".md";
                 files.put(name, runs(results, name));
@@ -86,13 +85,21 @@ public final class BenchReadme {
             ipcRoundTrip(b, m, files.get("transfer-" + m + ".md"));
         }
         for (String m : MACHINES) {
-            transfer(b, "IPC 1 GiB ≥ 0.9 × the device (or peer) copy (issue 21.5)", m, files.get("transfer-" + m
-                    + ".md"), "ipc");
+            transfer(
+                    b,
+                    "IPC 1 GiB ≥ 0.9 × the device (or peer) copy (issue 21.5)",
+                    m,
+                    files.get("transfer-" + m + ".md"),
+                    "ipc");
         }
         modelTransfer(b, files.get("model-transfer-cpu-2core.md"));
         for (String m : MACHINES) {
-            transfer(b, "TCP `cuda` family 1 GiB against the bench's raw socket (issue 21.2)", m,
-                    files.get("transfer-" + m + ".md"), "tcp");
+            transfer(
+                    b,
+                    "TCP `cuda` family 1 GiB against the bench's raw socket (issue 21.2)",
+                    m,
+                    files.get("transfer-" + m + ".md"),
+                    "tcp");
         }
         for (String m : MACHINES) {
             broadcast(b, m, files.get("broadcast-" + m + ".md"));
@@ -107,8 +114,12 @@ public final class BenchReadme {
             forest(b, m, files.get("estimators-" + m + ".md"), files.get("forest-fit-" + m + ".md"));
         }
         for (String m : MACHINES) {
-            transfer(b, "UCX `cuda` family 1 GiB ≥ 0.9 × the raw copy, 0 host bytes (issue 24.4)", m,
-                    files.get("transfer-" + m + ".md"), "ucx");
+            transfer(
+                    b,
+                    "UCX `cuda` family 1 GiB ≥ 0.9 × the raw copy, 0 host bytes (issue 24.4)",
+                    m,
+                    files.get("transfer-" + m + ".md"),
+                    "ucx");
         }
         b.append("\nNot read by the generator (prose or studies): `ipc-rtt-profile-nvidia-h200.md` (the IPC round "
                 + "trip on one GPU with and without the push arena), `broadcast-*` profiles under their runs, "
@@ -116,10 +127,21 @@ public final class BenchReadme {
         return b.toString();
     }
 
-    private static void row(StringBuilder b, String target, String machine, String cuwire, String peer, String ratio,
-            String from) {
-        b.append("| ").append(target).append(" | ").append(machine).append(" | ").append(cuwire).append(" | ")
-                .append(peer).append(" | ").append(ratio).append(" | ").append(from).append(" |\n");
+    private static void row(
+            StringBuilder b, String target, String machine, String cuwire, String peer, String ratio, String from) {
+        b.append("| ")
+                .append(target)
+                .append(" | ")
+                .append(machine)
+                .append(" | ")
+                .append(cuwire)
+                .append(" | ")
+                .append(peer)
+                .append(" | ")
+                .append(ratio)
+                .append(" | ")
+                .append(from)
+                .append(" |\n");
     }
 
     private static void none(StringBuilder b, String target, String machine, String file) {
@@ -133,7 +155,14 @@ public final class BenchReadme {
             none(b, target, machine, "transfer-" + machine + ".md");
             return;
         }
-        row(b, target, machine, f.get().get("rtt_us") + " µs", "", "", f.get().run().cite());
+        row(
+                b,
+                target,
+                machine,
+                f.get().get("rtt_us") + " µs",
+                "",
+                "",
+                f.get().run().cite());
     }
 
     private static void transfer(StringBuilder b, String target, String machine, List<Run> runs, String transport) {
@@ -143,8 +172,14 @@ public final class BenchReadme {
             return;
         }
         Found r = f.get();
-        row(b, target, machine, r.get("gbps") + " GB/s, host bytes " + r.get("d2h_bytes") + " / " + r.get("h2d_bytes"),
-                "raw " + r.get("raw_gbps") + " GB/s", r.get("vs_raw") + " ×", r.run().cite());
+        row(
+                b,
+                target,
+                machine,
+                r.get("gbps") + " GB/s, host bytes " + r.get("d2h_bytes") + " / " + r.get("h2d_bytes"),
+                "raw " + r.get("raw_gbps") + " GB/s",
+                r.get("vs_raw") + " ×",
+                r.run().cite());
     }
 
     private static void modelTransfer(StringBuilder b, List<Run> runs) {
@@ -162,12 +197,20 @@ public final class BenchReadme {
             }
             String run = cuda.get().get("run");
             String unit = t[0].equals("512 MiB") ? " ms" : " µs";
-            Optional<Map<String, String>> raw = lastColumn(runs, "### " + t[0], ceiling.get().get("value"));
-            row(b, t[1], machine, "cuda-host " + cuda.get().get("value") + unit + ", host " + host.get().get("value")
-                    + unit + " (× ceiling throughput in brackets)", "ceiling " + ceiling.get().get("value") + " "
-                    + raw.map(r -> r.get("value")).orElse("?") + unit + "; Fory " + fory.get().get("value") + unit
-                    + "; Dask: no run recorded", "", "`model-transfer-" + machine + ".md`, " + run + " (its last "
-                    + "column)");
+            Optional<Map<String, String>> raw =
+                    lastColumn(runs, "### " + t[0], ceiling.get().get("value"));
+            row(
+                    b,
+                    t[1],
+                    machine,
+                    "cuda-host " + cuda.get().get("value") + unit + ", host "
+                            + host.get().get("value") + unit + " (× ceiling throughput in brackets)",
+                    "ceiling " + ceiling.get().get("value") + " "
+                            + raw.map(r -> r.get("value")).orElse("?") + unit + "; Fory "
+                            + fory.get().get("value") + unit
+                            + "; Dask: no run recorded",
+                    "",
+                    "`model-transfer-" + machine + ".md`, " + run + " (its last " + "column)");
         }
     }
 
@@ -180,8 +223,14 @@ public final class BenchReadme {
             return;
         }
         Found r = f.get();
-        row(b, target, machine, r.get("cuda_ipc_warm_ms") + " ms", "raw copy " + r.get("raw_ms") + " ms",
-                r.get("vs_raw") + " ×", r.run().cite());
+        row(
+                b,
+                target,
+                machine,
+                r.get("cuda_ipc_warm_ms") + " ms",
+                "raw copy " + r.get("raw_ms") + " ms",
+                r.get("vs_raw") + " ×",
+                r.run().cite());
     }
 
     private static void sklearn(StringBuilder b, String machine, List<Run> runs) {
@@ -209,9 +258,14 @@ public final class BenchReadme {
                 }
             }
         }
-        row(b, target, machine, within + " of " + rows.size() + " estimators within 1.5 × on both",
-                "scikit-learn, same data, same run", String.format(Locale.ROOT, "worst %.2f × (%s)", worstRatio,
-                        worst), run.cite());
+        row(
+                b,
+                target,
+                machine,
+                within + " of " + rows.size() + " estimators within 1.5 × on both",
+                "scikit-learn, same data, same run",
+                String.format(Locale.ROOT, "worst %.2f × (%s)", worstRatio, worst),
+                run.cite());
     }
 
     private static void roofline(StringBuilder b, String machine, List<Run> runs) {
@@ -223,9 +277,15 @@ public final class BenchReadme {
                 continue;
             }
             Found r = f.get();
-            row(b, target, machine, r.get("predict_ms") + " ms, " + r.get("gbps") + " GB/s (" + r.get("rows") + " × "
-                    + r.get("cols") + ", " + r.get("backend") + ")", "read " + r.get("read_gbps") + " GB/s",
-                    r.get("vs_read") + " × (time over the read's)", r.run().cite());
+            row(
+                    b,
+                    target,
+                    machine,
+                    r.get("predict_ms") + " ms, " + r.get("gbps") + " GB/s (" + r.get("rows") + " × " + r.get("cols")
+                            + ", " + r.get("backend") + ")",
+                    "read " + r.get("read_gbps") + " GB/s",
+                    r.get("vs_read") + " × (time over the read's)",
+                    r.run().cite());
         }
     }
 
@@ -243,18 +303,29 @@ public final class BenchReadme {
                 continue;
             }
             any = true;
-            double speedup = number(peer.get().get("fit_ms")) / number(ours.get().get("fit_ms"));
-            row(b, target, machine, e + " " + ours.get().get("backend") + " fit " + ours.get().get("fit_ms") + " ms",
-                    "scikit-learn " + peer.get().get("fit_ms") + " ms", String.format(Locale.ROOT, "%.1f × faster",
-                            speedup), peer.get().run().cite());
+            double speedup =
+                    number(peer.get().get("fit_ms")) / number(ours.get().get("fit_ms"));
+            row(
+                    b,
+                    target,
+                    machine,
+                    e + " " + ours.get().get("backend") + " fit " + ours.get().get("fit_ms") + " ms",
+                    "scikit-learn " + peer.get().get("fit_ms") + " ms",
+                    String.format(Locale.ROOT, "%.1f × faster", speedup),
+                    peer.get().run().cite());
         }
         Optional<Found> cpu = table(forestFit, "cuwire / scikit-learn", null);
         if (cpu.isPresent()) {
             any = true;
             for (Map<String, String> r : tableRows(cpu.get().run(), "cuwire / scikit-learn")) {
-                row(b, target, machine, r.get("forest") + " cpu fit " + r.get("cuwire cpu fit") + " ms at "
-                        + r.get("size"), "scikit-learn " + r.get("scikit-learn fit") + " ms", r.get("cuwire / "
-                        + "scikit-learn") + " × its time", cpu.get().run().cite());
+                row(
+                        b,
+                        target,
+                        machine,
+                        r.get("forest") + " cpu fit " + r.get("cuwire cpu fit") + " ms at " + r.get("size"),
+                        "scikit-learn " + r.get("scikit-learn fit") + " ms",
+                        r.get("cuwire / " + "scikit-learn") + " × its time",
+                        cpu.get().run().cite());
             }
         }
         if (!any) {
@@ -283,9 +354,11 @@ public final class BenchReadme {
         boolean fence = false;
         for (String line : lines) {
             fence ^= line.startsWith("```");
-            String heading = fence ? null : line.startsWith(Results.CURRENT + "Run ") ? line.substring(
-                    Results.CURRENT.length() + 4) : line.startsWith("### Run ") && current != null ? line.substring(8)
-                    : null;
+            String heading = fence
+                    ? null
+                    : line.startsWith(Results.CURRENT + "Run ")
+                            ? line.substring(Results.CURRENT.length() + 4)
+                            : line.startsWith("### Run ") && current != null ? line.substring(8) : null;
             if (!fence && line.startsWith("## Run ")) {
                 lastRunHeading = line.substring(7);
             }
@@ -294,8 +367,7 @@ public final class BenchReadme {
                     runs.add(new Run(file, label, current));
                 }
                 current = new ArrayList<>();
-                label = "run " + (heading.contains(" (was") ? heading.substring(0, heading.indexOf(" (was"))
-                        : heading);
+                label = "run " + (heading.contains(" (was") ? heading.substring(0, heading.indexOf(" (was")) : heading);
             } else if (current != null) {
                 current.add(line);
             }

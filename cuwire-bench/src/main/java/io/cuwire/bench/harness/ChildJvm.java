@@ -40,8 +40,8 @@ public final class ChildJvm implements AutoCloseable {
      */
     public static ChildJvm start(Class<?> main, List<String> jvmOptions, byte[] secret, String... args)
             throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED"));
+        List<String> cmd = new ArrayList<>(
+                List.of(ProcessHandle.current().info().command().orElseThrow(), "--enable-native-access=ALL-UNNAMED"));
         for (String key : System.getProperties().stringPropertyNames()) {
             if (key.startsWith("cuwire.")) {
                 cmd.add("-D" + key + "=" + System.getProperty(key));

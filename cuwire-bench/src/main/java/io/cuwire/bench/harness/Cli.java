@@ -15,12 +15,13 @@ import picocli.CommandLine.TypeConversionException;
  * {@link Sizes}, families by their wire names, enumerations case-insensitively.
  */
 public final class Cli {
-    private Cli() {
-    }
+    private Cli() {}
 
     /** A command line over {@code command} set up as every benchmark's: enumerations case-insensitive, no @-files. */
     public static CommandLine commandLine(Object command) {
-        return new CommandLine(command).setCaseInsensitiveEnumValuesAllowed(true).setExpandAtFiles(false);
+        return new CommandLine(command)
+                .setCaseInsensitiveEnumValuesAllowed(true)
+                .setExpandAtFiles(false);
     }
 
     /**
@@ -71,8 +72,8 @@ public final class Cli {
                     return f;
                 }
             }
-            throw new TypeConversionException("unknown family '" + value + "' (expected: one of " + Arrays.stream(
-                    Family.values()).map(Family::wireName).toList() + ")");
+            throw new TypeConversionException("unknown family '" + value + "' (expected: one of "
+                    + Arrays.stream(Family.values()).map(Family::wireName).toList() + ")");
         }
     }
 }

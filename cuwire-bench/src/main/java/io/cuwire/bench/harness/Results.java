@@ -32,8 +32,7 @@ public final class Results {
             + "run). `%s`, where present, holds the current run's rows; an earlier run's rows are inline in its "
             + "section.";
 
-    private Results() {
-    }
+    private Results() {}
 
     /**
      * The machine's name in results files: {@code nvidia-h200} for one CUDA device, {@code nvidia-h200-x2} for two of
@@ -104,7 +103,13 @@ public final class Results {
      * The file's text with the run recorded (see {@link #record}): {@code existing} (or {@code null}) with its current
      * run moved under {@link #EARLIER}, {@code previousCsv} (or {@code null}) inline there.
      */
-    static String fold(String existing, String previousCsv, String name, String title, String run, String markdown,
+    static String fold(
+            String existing,
+            String previousCsv,
+            String name,
+            String title,
+            String run,
+            String markdown,
             boolean hasCsv) {
         List<String> head = new ArrayList<>();
         List<String> current = new ArrayList<>();
@@ -131,8 +136,9 @@ public final class Results {
         }
         if (!current.isEmpty()) {
             String heading = current.getFirst();
-            b.append("### ").append(heading.startsWith(CURRENT) ? heading.substring(CURRENT.length())
-                    : "Before " + run).append("\n\n");
+            b.append("### ")
+                    .append(heading.startsWith(CURRENT) ? heading.substring(CURRENT.length()) : "Before " + run)
+                    .append("\n\n");
             List<String> body = new ArrayList<>();
             for (String line : current.subList(heading.startsWith(CURRENT) ? 1 : 0, current.size())) {
                 if (!line.startsWith("Its rows: `" + name + ".csv`")) {
@@ -141,7 +147,10 @@ public final class Results {
             }
             b.append(shift(String.join("\n", body).strip(), 1, false)).append("\n\n");
             if (previousCsv != null) {
-                b.append("Its rows (were `").append(name).append(".csv`):\n\n```csv\n").append(previousCsv.strip())
+                b.append("Its rows (were `")
+                        .append(name)
+                        .append(".csv`):\n\n```csv\n")
+                        .append(previousCsv.strip())
                         .append("\n```\n\n");
             }
         }

@@ -14,8 +14,7 @@ public final class Secrets {
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    private Secrets() {
-    }
+    private Secrets() {}
 
     /** A fresh secret of 32 random bytes. */
     public static byte[] generate() {
@@ -37,8 +36,8 @@ public final class Secrets {
     public static byte[] fromEnvironment() {
         String hex = System.getenv(VARIABLE);
         if (hex == null || hex.isBlank()) {
-            throw new IllegalStateException(VARIABLE + " is not set: a benchmark's child JVM gets its run's secret "
-                    + "there from the parent");
+            throw new IllegalStateException(
+                    VARIABLE + " is not set: a benchmark's child JVM gets its run's secret " + "there from the parent");
         }
         byte[] secret;
         try {

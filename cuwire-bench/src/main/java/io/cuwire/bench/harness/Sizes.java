@@ -17,8 +17,7 @@ public final class Sizes {
 
     private static final String[] UNITS = {"k", "m", "g", "t"};
 
-    private Sizes() {
-    }
+    private Sizes() {}
 
     /**
      * The bytes {@code text} names.
@@ -50,8 +49,8 @@ public final class Sizes {
         try {
             return Math.multiplyExact(Long.parseLong(t), 1L << shift);
         } catch (NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("size '" + text + "' is too large (expected: at most "
-                    + Long.MAX_VALUE + " bytes)", e);
+            throw new IllegalArgumentException(
+                    "size '" + text + "' is too large (expected: at most " + Long.MAX_VALUE + " bytes)", e);
         }
     }
 

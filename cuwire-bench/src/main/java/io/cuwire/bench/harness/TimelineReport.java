@@ -27,8 +27,7 @@ import java.util.stream.Stream;
  * sequence), with how often per round it occurs, its median gap and its share of the rounds' time.
  */
 public final class TimelineReport {
-    private TimelineReport() {
-    }
+    private TimelineReport() {}
 
     /** A stamp: when, which process, which point. */
     record Stamp(long nanos, String process, String point) {
@@ -38,17 +37,19 @@ public final class TimelineReport {
     }
 
     /** One step of the commonest round: its label, the median gap before it and the median offset from the start. */
-    record Step(String label, double gapMicros, double atMicros) {
-    }
+    record Step(String label, double gapMicros, double atMicros) {}
 
     /** The report: rounds taken, how many have the commonest sequence, its steps, and the median round (µs). */
-    record Report(int rounds, int typical, List<Step> steps, double medianRoundMicros, List<String> processes,
-            List<Transition> transitions) {
-    }
+    record Report(
+            int rounds,
+            int typical,
+            List<Step> steps,
+            double medianRoundMicros,
+            List<String> processes,
+            List<Transition> transitions) {}
 
     /** A pair of consecutive stamps over all rounds: occurrences per round, median gap (µs), share of the time. */
-    record Transition(String from, String to, double perRound, double gapMicros, double share) {
-    }
+    record Transition(String from, String to, double perRound, double gapMicros, double share) {}
 
     /** Reads every {@code timeline-*.tsv} of {@code directory} and analyses the last {@code rounds} but one. */
     public static Report analyse(Path directory, int rounds) {
@@ -65,7 +66,9 @@ public final class TimelineReport {
         }
         List<Path> files;
         try (Stream<Path> s = Files.list(directory)) {
-            files = s.filter(p -> p.getFileName().toString().matches("timeline-\\d+\\.tsv")).sorted().toList();
+            files = s.filter(p -> p.getFileName().toString().matches("timeline-\\d+\\.tsv"))
+                    .sorted()
+                    .toList();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot list " + directory, e);
         }
@@ -134,7 +137,9 @@ public final class TimelineReport {
             String key = String.join(",", round.stream().map(Stamp::label).toList());
             bySequence.computeIfAbsent(key, k -> new ArrayList<>()).add(round);
         }
-        List<List<Stamp>> typical = bySequence.values().stream().max(Comparator.comparingInt(List::size)).orElseThrow();
+        List<List<Stamp>> typical = bySequence.values().stream()
+                .max(Comparator.comparingInt(List::size))
+                .orElseThrow();
         int n = typical.getFirst().size();
         List<Step> steps = new ArrayList<>();
         for (int s = 0; s < n; s++) {
@@ -159,7 +164,11 @@ public final class TimelineReport {
         for (Map.Entry<String, List<Double>> e : gaps.entrySet()) {
             String[] ft = e.getKey().split("\t");
             double[] g = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
-            transitions.add(new Transition(ft[0], ft[1], g.length / (double) rounds, Stats.median(g),
+            transitions.add(new Transition(
+                    ft[0],
+                    ft[1],
+                    g.length / (double) rounds,
+                    Stats.median(g),
                     Arrays.stream(g).sum() / total));
         }
         transitions.sort(Comparator.comparingDouble(Transition::share).reversed());
@@ -181,8 +190,12 @@ public final class TimelineReport {
         for (String p : report.processes()) {
             out.println(p);
         }
-        out.printf(Locale.ROOT, "%d rounds, median %.1f us; the commonest sequence (%d of them):%n", report.rounds(),
-                report.medianRoundMicros(), report.typical());
+        out.printf(
+                Locale.ROOT,
+                "%d rounds, median %.1f us; the commonest sequence (%d of them):%n",
+                report.rounds(),
+                report.medianRoundMicros(),
+                report.typical());
         out.printf(Locale.ROOT, "%-22s %10s %10s%n", "stamp", "gap_us", "at_us");
         for (Step s : report.steps()) {
             out.printf(Locale.ROOT, "%-22s %10.1f %10.1f%n", s.label(), s.gapMicros(), s.atMicros());
@@ -191,8 +204,14 @@ public final class TimelineReport {
         out.printf(Locale.ROOT, "%-22s %-22s %9s %10s %7s%n", "from", "to", "per_round", "gap_us", "share");
         for (Transition t : report.transitions()) {
             if (t.share() >= 0.005) {
-                out.printf(Locale.ROOT, "%-22s %-22s %9.2f %10.1f %6.1f%%%n", t.from(), t.to(), t.perRound(),
-                        t.gapMicros(), 100 * t.share());
+                out.printf(
+                        Locale.ROOT,
+                        "%-22s %-22s %9.2f %10.1f %6.1f%%%n",
+                        t.from(),
+                        t.to(),
+                        t.perRound(),
+                        t.gapMicros(),
+                        100 * t.share());
             }
         }
     }
@@ -203,7 +222,11 @@ public final class TimelineReport {
             System.err.println("usage: TimelineReport DIRECTORY [ROUNDS (default 1000) [SKIP (default 1)]]");
             System.exit(2);
         }
-        print(analyse(Path.of(args[0]), args.length > 1 ? Integer.parseInt(args[1]) : 1000,
-                args.length > 2 ? Integer.parseInt(args[2]) : 1), System.out);
+        print(
+                analyse(
+                        Path.of(args[0]),
+                        args.length > 1 ? Integer.parseInt(args[1]) : 1000,
+                        args.length > 2 ? Integer.parseInt(args[2]) : 1),
+                System.out);
     }
 }

@@ -7,8 +7,7 @@ import java.util.Arrays;
  * How the ML benchmarks read an array back to compare it.
  */
 final class BenchArgs {
-    private BenchArgs() {
-    }
+    private BenchArgs() {}
 
     /**
      * The elements of a float32, float64, int32 or int64 array as doubles, in C order (an int64 beyond 2^53 rounds).
@@ -28,8 +27,9 @@ final class BenchArgs {
             }
             case INT32 -> out = Arrays.stream(a.toIntArray()).asDoubleStream().toArray();
             case INT64 -> out = Arrays.stream(a.toLongArray()).asDoubleStream().toArray();
-            default -> throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName()
-                    + " (expected: float32, float64, int32 or int64)");
+            default ->
+                throw new IllegalArgumentException(
+                        a + ": dtype " + a.dtype().wireName() + " (expected: float32, float64, int32 or int64)");
         }
         return out;
     }

@@ -5,11 +5,11 @@ import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.Estimator;
@@ -109,8 +109,7 @@ public final class EstimatorBench {
     private static final int CLASSES = 3;
     private static final int CLUSTERS = 8;
 
-    private EstimatorBench() {
-    }
+    private EstimatorBench() {}
 
     /** A backend to run on: where the data live. */
     public enum Backend {
@@ -136,38 +135,51 @@ public final class EstimatorBench {
      * @param python the Python that runs scikit-learn
      * @param forests the forests' sizes and peer
      */
-    public record Options(long rows, int cols, int repeat, List<Backend> backends, int neighbors,
-            List<String> estimators, Path out, boolean peerSklearn, String python, Forests forests) {
+    public record Options(
+            long rows,
+            int cols,
+            int repeat,
+            List<Backend> backends,
+            int neighbors,
+            List<String> estimators,
+            Path out,
+            boolean peerSklearn,
+            String python,
+            Forests forests) {
         /** Checks the ranges. */
         public Options {
             if (rows < CLUSTERS || rows > Integer.MAX_VALUE) {
-                throw new IllegalArgumentException("--rows " + rows + " (expected: " + CLUSTERS + " .. "
-                        + Integer.MAX_VALUE + ")");
+                throw new IllegalArgumentException(
+                        "--rows " + rows + " (expected: " + CLUSTERS + " .. " + Integer.MAX_VALUE + ")");
             }
             if (cols < 2 || rows * cols > NdArray.MAX_ARRAY_LENGTH) {
-                throw new IllegalArgumentException("--cols " + cols + " (expected: >= 2 and rows x cols <= "
-                        + NdArray.MAX_ARRAY_LENGTH + ")");
+                throw new IllegalArgumentException(
+                        "--cols " + cols + " (expected: >= 2 and rows x cols <= " + NdArray.MAX_ARRAY_LENGTH + ")");
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
             }
             if (neighbors < 1 || neighbors > Math.min(rows, QUERIES)) {
-                throw new IllegalArgumentException("--neighbors " + neighbors + " (expected: 1 .. "
-                        + Math.min(rows, QUERIES) + ")");
+                throw new IllegalArgumentException(
+                        "--neighbors " + neighbors + " (expected: 1 .. " + Math.min(rows, QUERIES) + ")");
             }
             estimators = List.copyOf(estimators);
-            List<String> known = benches(neighbors, forests).stream().map(Bench::name).toList();
+            List<String> known =
+                    benches(neighbors, forests).stream().map(Bench::name).toList();
             for (String e : estimators) {
                 if (!known.contains(e)) {
-                    throw new IllegalArgumentException("--estimators: unknown estimator '" + e + "' (expected: "
-                            + String.join(", ", known) + ")");
+                    throw new IllegalArgumentException(
+                            "--estimators: unknown estimator '" + e + "' (expected: " + String.join(", ", known) + ")");
                 }
             }
             backends = List.copyOf(backends);
-            if (backends.isEmpty() || backends.size() != backends.stream().distinct().count()
+            if (backends.isEmpty()
+                    || backends.size() != backends.stream().distinct().count()
                     || backends.stream().filter(b -> b != Backend.CPU).count() > 1) {
-                throw new IllegalArgumentException("--backends " + backends.stream().map(b -> b.name()
-                        .toLowerCase(Locale.ROOT)).toList() + " (expected: one or more of device or cuda, and cpu, "
+                throw new IllegalArgumentException("--backends "
+                        + backends.stream()
+                                .map(b -> b.name().toLowerCase(Locale.ROOT))
+                                .toList() + " (expected: one or more of device or cuda, and cpu, "
                         + "each once)");
             }
         }
@@ -189,60 +201,98 @@ public final class EstimatorBench {
     /** The options of {@code cuwire bench estimators}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
-        public Args() {
-        }
+        public Args() {}
 
-        @Option(names = "--rows", paramLabel = "N", defaultValue = "100000",
+        @Option(
+                names = "--rows",
+                paramLabel = "N",
+                defaultValue = "100000",
                 description = "samples of each synthetic data set (default: ${DEFAULT-VALUE})")
         long rows;
 
-        @Option(names = "--cols", paramLabel = "D", defaultValue = "32", description = "features (default: "
-                + "${DEFAULT-VALUE})")
+        @Option(
+                names = "--cols",
+                paramLabel = "D",
+                defaultValue = "32",
+                description = "features (default: " + "${DEFAULT-VALUE})")
         int cols;
 
-        @Option(names = "--repeat", paramLabel = "R", defaultValue = "3",
+        @Option(
+                names = "--repeat",
+                paramLabel = "R",
+                defaultValue = "3",
                 description = "runs per measured time, the median reported (default: ${DEFAULT-VALUE})")
         int repeat;
 
-        @Option(names = "--backends", split = ",", paramLabel = "B", defaultValue = "device,cpu",
+        @Option(
+                names = "--backends",
+                split = ",",
+                paramLabel = "B",
+                defaultValue = "device,cpu",
                 description = "where to run, in order: device (device 0, whatever it is), cuda (device 0, which must "
                         + "be CUDA), cpu; at most one of device and cuda (default: ${DEFAULT-VALUE})")
         List<Backend> backends;
 
-        @Option(names = "--neighbors", paramLabel = "K", defaultValue = "5",
+        @Option(
+                names = "--neighbors",
+                paramLabel = "K",
+                defaultValue = "5",
                 description = "the k of NearestNeighbors and KNeighborsClassifier (default: ${DEFAULT-VALUE})")
         int neighbors;
 
-        @Option(names = "--estimators", split = ",", paramLabel = "NAME",
+        @Option(
+                names = "--estimators",
+                split = ",",
+                paramLabel = "NAME",
                 description = "the estimators to run, by class name (default: every one)")
         List<String> estimators = List.of();
 
-        @Option(names = "--peer", paramLabel = "sklearn", defaultValue = "none",
+        @Option(
+                names = "--peer",
+                paramLabel = "sklearn",
+                defaultValue = "none",
                 description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
                         + "${DEFAULT-VALUE})")
         Peer peer;
 
-        @Option(names = "--python", paramLabel = "PATH", description = "the Python that runs scikit-learn "
-                + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
+        @Option(
+                names = "--python",
+                paramLabel = "PATH",
+                description = "the Python that runs scikit-learn "
+                        + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
         String python;
 
-        @Option(names = "--out", paramLabel = "DIR",
+        @Option(
+                names = "--out",
+                paramLabel = "DIR",
                 description = "where the run is recorded, estimators-<machine>.md and .csv (default: nowhere)")
         Path out;
 
-        @Option(names = "--forest-rows", paramLabel = "N", defaultValue = "" + FOREST_ROWS,
+        @Option(
+                names = "--forest-rows",
+                paramLabel = "N",
+                defaultValue = "" + FOREST_ROWS,
                 description = "the most rows a forest is grown on (default: ${DEFAULT-VALUE})")
         int forestRows;
 
-        @Option(names = "--forest-trees", paramLabel = "T", defaultValue = "" + TREES,
+        @Option(
+                names = "--forest-trees",
+                paramLabel = "T",
+                defaultValue = "" + TREES,
                 description = "trees per forest (default: ${DEFAULT-VALUE})")
         int forestTrees;
 
-        @Option(names = "--forest-depth", paramLabel = "D", defaultValue = "" + DEPTH,
+        @Option(
+                names = "--forest-depth",
+                paramLabel = "D",
+                defaultValue = "" + DEPTH,
                 description = "the deepest a tree grows (default: ${DEFAULT-VALUE})")
         int forestDepth;
 
-        @Option(names = "--forest-peer", paramLabel = "sklearn", defaultValue = "none",
+        @Option(
+                names = "--forest-peer",
+                paramLabel = "sklearn",
+                defaultValue = "none",
                 description = "scikit-learn's forests beside them: sklearn or none (default: ${DEFAULT-VALUE})")
         Peer forestPeer;
 
@@ -252,7 +302,15 @@ public final class EstimatorBench {
          * @throws IllegalArgumentException naming the option whose value is out of range
          */
         public Options options() {
-            return new Options(rows, cols, repeat, backends, neighbors, estimators, out, peer == Peer.SKLEARN,
+            return new Options(
+                    rows,
+                    cols,
+                    repeat,
+                    backends,
+                    neighbors,
+                    estimators,
+                    out,
+                    peer == Peer.SKLEARN,
                     python != null ? python : SklearnForests.python(),
                     new Forests(forestRows, forestTrees, forestDepth, forestPeer == Peer.SKLEARN));
         }
@@ -277,12 +335,19 @@ public final class EstimatorBench {
     }
 
     /** One estimator's measurement. */
-    public record Result(String estimator, String backend, double fitMs, double predictMs, long rows,
-            boolean matchesReference) {
+    public record Result(
+            String estimator, String backend, double fitMs, double predictMs, long rows, boolean matchesReference) {
         /** The RESULT line. */
         public String line() {
-            return String.format(Locale.ROOT, "RESULT estimator=%s backend=%s fit_ms=%.3f predict_ms=%.3f rows=%d "
-                    + "matches_reference=%s", estimator, backend, fitMs, predictMs, rows, matchesReference);
+            return String.format(
+                    Locale.ROOT,
+                    "RESULT estimator=%s backend=%s fit_ms=%.3f predict_ms=%.3f rows=%d " + "matches_reference=%s",
+                    estimator,
+                    backend,
+                    fitMs,
+                    predictMs,
+                    rows,
+                    matchesReference);
         }
     }
 
@@ -309,8 +374,8 @@ public final class EstimatorBench {
         boolean onDevice = o.backends().stream().anyMatch(b -> b != Backend.CPU);
         Device device = onDevice ? Devices.get(0) : null;
         if (o.backends().contains(Backend.CUDA) && !device.platform().equals("cuda")) {
-            throw new IllegalArgumentException("--backends cuda: device 0 is " + device.platform() + " "
-                    + device.name() + ", not a CUDA device");
+            throw new IllegalArgumentException(
+                    "--backends cuda: device 0 is " + device.platform() + " " + device.name() + ", not a CUDA device");
         }
         List<Backend> order = new ArrayList<>(o.backends());
         if (order.remove(Backend.CPU)) {
@@ -321,10 +386,10 @@ public final class EstimatorBench {
         Data data = Data.make(o, new SplittableRandom(20240611L));
         List<Result> results = new ArrayList<>();
         Map<String, String> iterations = new HashMap<>();
-        try (BufferAllocator<DeviceBuffer> onGpu = onDevice ? device.newAllocator("bench-estimators",
-                BufferAllocator.UNLIMITED) : null;
-                BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-estimators-host",
-                        BufferAllocator.UNLIMITED)) {
+        try (BufferAllocator<DeviceBuffer> onGpu =
+                        onDevice ? device.newAllocator("bench-estimators", BufferAllocator.UNLIMITED) : null;
+                BufferAllocator<HostBuffer> host =
+                        BufferAllocator.host("bench-estimators-host", BufferAllocator.UNLIMITED)) {
             for (Bench b : benches(o.neighbors(), o.forests())) {
                 if (!o.estimators().isEmpty() && !o.estimators().contains(b.name())) {
                     continue;
@@ -340,13 +405,21 @@ public final class EstimatorBench {
                                 r = reference.result(b.name(), "cpu", rows, true);
                                 iterations.put(b.name(), iterations(reference.model()));
                             } else {
-                                try (Uploaded d = data.upload(onGpu, rows); Measured m = b.measure(o, d)) {
+                                try (Uploaded d = data.upload(onGpu, rows);
+                                        Measured m = b.measure(o, d)) {
                                     if (reference == null) {
                                         reference = b.reference(h);
                                     }
-                                    boolean matches = b.agree().agree(m.model(), m.predicted(), reference.model(),
-                                            reference.predicted(), d, h);
-                                    String label = device.platform().equals("emulated") ? "emulated"
+                                    boolean matches = b.agree()
+                                            .agree(
+                                                    m.model(),
+                                                    m.predicted(),
+                                                    reference.model(),
+                                                    reference.predicted(),
+                                                    d,
+                                                    h);
+                                    String label = device.platform().equals("emulated")
+                                            ? "emulated"
                                             : ComputeBackends.forArray(d.x()).name();
                                     r = m.result(b.name(), label, rows, matches);
                                 }
@@ -392,14 +465,18 @@ public final class EstimatorBench {
 
     /** Runs scikit-learn on the data of the estimators measured (forests aside), in a temporary directory. */
     private static SklearnPeer.Outcome peer(Options o, Data data, List<Result> results, PrintStream out) {
-        List<String> names = results.stream().map(Result::estimator).distinct()
-                .filter(e -> !e.startsWith("RandomForest")).toList();
+        List<String> names = results.stream()
+                .map(Result::estimator)
+                .distinct()
+                .filter(e -> !e.startsWith("RandomForest"))
+                .toList();
         SklearnPeer.Outcome outcome;
         Path dir = null;
         try {
             dir = Files.createTempDirectory("cuwire-sklearn-peer");
             data.write(dir);
-            outcome = names.isEmpty() ? SklearnPeer.Outcome.skipped("no estimator it runs was measured")
+            outcome = names.isEmpty()
+                    ? SklearnPeer.Outcome.skipped("no estimator it runs was measured")
                     : SklearnPeer.run(o.python(), dir, o.repeat(), o.neighbors(), names, out);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the peer's data: " + e.getMessage(), e);
@@ -427,11 +504,21 @@ public final class EstimatorBench {
     }
 
     private static String settings(Options o, Device device) {
-        return String.format(Locale.ROOT, "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors=%d "
-                + "neighbors_queries=%d forest_trees=%d forest_depth=%d forest_rows=%d", o.rows(), o.cols(), o.repeat(),
-                o.backends().stream().map(b -> b.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
+        return String.format(
+                Locale.ROOT,
+                "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors=%d "
+                        + "neighbors_queries=%d forest_trees=%d forest_depth=%d forest_rows=%d",
+                o.rows(),
+                o.cols(),
+                o.repeat(),
+                o.backends().stream()
+                        .map(b -> b.name().toLowerCase(Locale.ROOT))
+                        .collect(Collectors.joining(",")),
                 device == null ? "none" : device.platform() + device.ordinal() + " (" + device.name() + ")",
-                o.neighbors(), Math.min(o.rows(), QUERIES), o.forests().trees(), o.forests().depth(),
+                o.neighbors(),
+                Math.min(o.rows(), QUERIES),
+                o.forests().trees(),
+                o.forests().depth(),
                 Math.min(o.rows(), o.forests().rows()));
     }
 
@@ -439,8 +526,8 @@ public final class EstimatorBench {
      * scikit-learn's forest on the rows the CPU backend's {@code reference} was grown on; null (with an INFO line)
      * where Python cannot import it.
      */
-    private static Result sklearnForest(String name, Options o, Data data, int rows, Measured reference, Uploaded h,
-            PrintStream out) {
+    private static Result sklearnForest(
+            String name, Options o, Data data, int rows, Measured reference, Uploaded h, PrintStream out) {
         Optional<String> why = SklearnForests.unavailable();
         if (why.isPresent()) {
             out.println("INFO estimator=" + name + " backend=sklearn skipped: " + why.get());
@@ -448,14 +535,31 @@ public final class EstimatorBench {
         }
         boolean classifier = name.equals("RandomForestClassifier");
         double[] x = Arrays.copyOf(data.x(), rows * data.d());
-        double[] y = classifier ? Arrays.stream(data.labels(), 0, rows).asDoubleStream().toArray()
+        double[] y = classifier
+                ? Arrays.stream(data.labels(), 0, rows).asDoubleStream().toArray()
                 : Arrays.copyOf(data.y(), rows);
-        SklearnForests.Run run = SklearnForests.run(classifier, x, rows, data.d(), y, rows, o.forests().trees(),
-                o.forests().depth(), 0, 7, o.repeat());
-        double ours = classifier ? Metrics.accuracy(h.labels(), reference.predicted())
+        SklearnForests.Run run = SklearnForests.run(
+                classifier,
+                x,
+                rows,
+                data.d(),
+                y,
+                rows,
+                o.forests().trees(),
+                o.forests().depth(),
+                0,
+                7,
+                o.repeat());
+        double ours = classifier
+                ? Metrics.accuracy(h.labels(), reference.predicted())
                 : Metrics.r2(h.y(), reference.predicted());
-        out.println(String.format(Locale.ROOT, "INFO estimator=%s training score cuwire cpu %.4f, scikit-learn %s "
-                + "%.4f", name, ours, run.version(), run.score()));
+        out.println(String.format(
+                Locale.ROOT,
+                "INFO estimator=%s training score cuwire cpu %.4f, scikit-learn %s " + "%.4f",
+                name,
+                ours,
+                run.version(),
+                run.score()));
         return new Result(name, "sklearn", run.fitMs(), run.predictMs(), rows, Math.abs(ours - run.score()) <= 0.05);
     }
 
@@ -465,20 +569,27 @@ public final class EstimatorBench {
      * Records {@code estimators-<machine>.csv} (one row per result) and {@code .md} (backends side by side, and
      * cuwire's CPU backend beside scikit-learn when {@code peer} is not {@code null}).
      */
-    static void writeTables(Path dir, String settings, List<Result> results, SklearnPeer.Outcome peer,
-            Map<String, String> iterations) {
+    static void writeTables(
+            Path dir, String settings, List<Result> results, SklearnPeer.Outcome peer, Map<String, String> iterations) {
         List<String> backends = results.stream().map(Result::backend).distinct().toList();
-        List<String> estimators = results.stream().map(Result::estimator).distinct().toList();
+        List<String> estimators =
+                results.stream().map(Result::estimator).distinct().toList();
         Table csv = new Table("estimator", "backend", "rows", "fit_ms", "predict_ms", "matches_reference");
         for (Result r : results) {
-            csv.row(r.estimator(), r.backend(), r.rows(), Table.num(r.fitMs(), 3), Table.num(r.predictMs(), 3),
+            csv.row(
+                    r.estimator(),
+                    r.backend(),
+                    r.rows(),
+                    Table.num(r.fitMs(), 3),
+                    Table.num(r.predictMs(), 3),
                     r.matchesReference());
         }
         List<String> columns = new ArrayList<>(List.of("estimator", "rows"));
         for (String b : backends) {
             columns.addAll(List.of(b + " fit", b + " predict"));
         }
-        String device = backends.stream().filter(b -> !b.equals("cpu")).findFirst().orElse(null);
+        String device =
+                backends.stream().filter(b -> !b.equals("cpu")).findFirst().orElse(null);
         boolean ratios = device != null && backends.contains("cpu");
         if (ratios) {
             columns.addAll(List.of("fit cpu/" + device, "predict cpu/" + device));
@@ -486,8 +597,13 @@ public final class EstimatorBench {
         columns.add("matches reference");
         Table side = new Table(columns.toArray(String[]::new));
         for (String e : estimators) {
-            List<Object> row = new ArrayList<>(List.of(e, results.stream().filter(r -> r.estimator().equals(e))
-                    .findFirst().orElseThrow().rows()));
+            List<Object> row = new ArrayList<>(List.of(
+                    e,
+                    results.stream()
+                            .filter(r -> r.estimator().equals(e))
+                            .findFirst()
+                            .orElseThrow()
+                            .rows()));
             boolean matches = true;
             for (String b : backends) {
                 Result r = find(results, e, b);
@@ -504,20 +620,27 @@ public final class EstimatorBench {
             row.add(matches);
             side.row(row.toArray());
         }
-        StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`").append(settings).append("`\n\n")
+        StringBuilder md = new StringBuilder("# cuwire bench estimators\n\n`")
+                .append(settings)
+                .append("`\n\n")
                 .append("Median times in ms. The cpu backend is the reference (its rows match by definition); forests "
                         + "are grown on the GPU by the cuda backend, on the host by the others.\n\n")
                 .append(side.markdown());
         if (peer != null) {
             peerTable(md, results, peer, iterations);
         }
-        Results.record(dir, "estimators", "`cuwire bench estimators` on " + Results.machine(), Results.now(),
-                md.toString(), csv.csv());
+        Results.record(
+                dir,
+                "estimators",
+                "`cuwire bench estimators` on " + Results.machine(),
+                Results.now(),
+                md.toString(),
+                csv.csv());
     }
 
     /** The section with the CPU backend beside scikit-learn. */
-    private static void peerTable(StringBuilder md, List<Result> results, SklearnPeer.Outcome peer,
-            Map<String, String> iterations) {
+    private static void peerTable(
+            StringBuilder md, List<Result> results, SklearnPeer.Outcome peer, Map<String, String> iterations) {
         md.append("\n## cuwire's CPU backend beside scikit-learn\n\n");
         if (peer.info() != null) {
             md.append('`').append(peer.info()).append("`\n\n");
@@ -538,23 +661,43 @@ public final class EstimatorBench {
             if (!r.backend().equals("cpu") || p == null) {
                 continue;
             }
-            md.append(String.format(Locale.ROOT, "| %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f | %s / %s | %s |%n",
-                    r.estimator(), r.fitMs(), p.fitMs(), r.fitMs() / p.fitMs(), r.predictMs(), p.predictMs(),
-                    r.predictMs() / p.predictMs(), iterations.getOrDefault(r.estimator(), "-"), p.nIter(),
+            md.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f | %s / %s | %s |%n",
+                    r.estimator(),
+                    r.fitMs(),
+                    p.fitMs(),
+                    r.fitMs() / p.fitMs(),
+                    r.predictMs(),
+                    p.predictMs(),
+                    r.predictMs() / p.predictMs(),
+                    iterations.getOrDefault(r.estimator(), "-"),
+                    p.nIter(),
                     p.settings()));
         }
     }
 
     private static Result find(List<Result> results, String estimator, String backend) {
-        return results.stream().filter(r -> r.estimator().equals(estimator) && r.backend().equals(backend))
-                .findFirst().orElse(null);
+        return results.stream()
+                .filter(r -> r.estimator().equals(estimator) && r.backend().equals(backend))
+                .findFirst()
+                .orElse(null);
     }
 
     // ---------------------------------------------------------------- data
 
     /** The synthetic data sets, on the host. */
-    private record Data(int n, int d, int q, double[] x, double[] y, int[] labels, double[] blobs, double[] init,
-            double[] counts, double[] scaled) {
+    private record Data(
+            int n,
+            int d,
+            int q,
+            double[] x,
+            double[] y,
+            int[] labels,
+            double[] blobs,
+            double[] init,
+            double[] counts,
+            double[] scaled) {
         static Data make(Options o, SplittableRandom r) {
             int n = (int) o.rows();
             int d = o.cols();
@@ -675,8 +818,16 @@ public final class EstimatorBench {
     }
 
     /** The data sets in one place: gaussian x with targets y and labels; blobs with a start; counts; scaled. */
-    private record Uploaded(NdArray x, NdArray y, NdArray labels, NdArray blobs, NdArray init, NdArray counts,
-            NdArray scaled, NdArray queries) implements AutoCloseable {
+    private record Uploaded(
+            NdArray x,
+            NdArray y,
+            NdArray labels,
+            NdArray blobs,
+            NdArray init,
+            NdArray counts,
+            NdArray scaled,
+            NdArray queries)
+            implements AutoCloseable {
         @Override
         public void close() {
             for (NdArray a : List.of(x, y, labels, blobs, init, counts, scaled, queries)) {
@@ -699,7 +850,12 @@ public final class EstimatorBench {
 
     /** Whether the device's model and predictions agree with the host's. */
     private interface Agree {
-        boolean agree(Estimator device, NdArray devicePredicted, Estimator host, NdArray hostPredicted, Uploaded d,
+        boolean agree(
+                Estimator device,
+                NdArray devicePredicted,
+                Estimator host,
+                NdArray hostPredicted,
+                Uploaded d,
                 Uploaded h);
     }
 
@@ -738,7 +894,8 @@ public final class EstimatorBench {
             Estimator model = null;
             NdArray predicted = null;
             try {
-                try (Estimator warm = fit.fit(u); NdArray p = predict.predict(warm, u)) {
+                try (Estimator warm = fit.fit(u);
+                        NdArray p = predict.predict(warm, u)) {
                     ComputeBackends.forArray(p).reduce(Reduction.SUM, p);
                 }
                 for (int i = 0; i < o.repeat(); i++) {
@@ -760,8 +917,7 @@ public final class EstimatorBench {
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                Measured m = new Measured(model, predicted, Stats.median(fits),
-                        Stats.median(predicts));
+                Measured m = new Measured(model, predicted, Stats.median(fits), Stats.median(predicts));
                 model = null;
                 predicted = null;
                 return m;
@@ -787,7 +943,6 @@ public final class EstimatorBench {
         }
     }
 
-
     /** The forests, which {@code --forest-…} options size. */
     private static final List<String> FORESTS = List.of("RandomForestClassifier", "RandomForestRegressor");
 
@@ -795,27 +950,43 @@ public final class EstimatorBench {
         List<Bench> all = new ArrayList<>();
         Agree linear = (dm, dp, hm, hp, d, h) -> rel(dp, hp) <= 1e-9
                 && rel(((io.cuwire.ml.linear.LinearModel) dm).coef(), ((io.cuwire.ml.linear.LinearModel) hm).coef())
-                <= 1e-9;
-        all.add(new Bench("LinearRegression", u -> new LinearRegression().fit(u.x(), u.y()),
-                (e, u) -> ((LinearRegression) e).predict(u.x()), linear));
-        all.add(new Bench("Ridge", u -> new Ridge().alpha(1.0).fit(u.x(), u.y()),
-                (e, u) -> ((Ridge) e).predict(u.x()), linear));
-        all.add(new Bench("LogisticRegression",
+                        <= 1e-9;
+        all.add(new Bench(
+                "LinearRegression",
+                u -> new LinearRegression().fit(u.x(), u.y()),
+                (e, u) -> ((LinearRegression) e).predict(u.x()),
+                linear));
+        all.add(new Bench(
+                "Ridge", u -> new Ridge().alpha(1.0).fit(u.x(), u.y()), (e, u) -> ((Ridge) e).predict(u.x()), linear));
+        all.add(new Bench(
+                "LogisticRegression",
                 u -> new LogisticRegression().tol(1e-8).maxIter(200).fit(u.x(), u.labels()),
                 (e, u) -> ((LogisticRegression) e).predictProba(u.x()),
                 (dm, dp, hm, hp, d, h) -> absDiff(dp, hp) <= 1e-4));
-        all.add(new Bench("KMeans", u -> new KMeans().nClusters(CLUSTERS).tol(0).maxIter(100).fit(u.blobs(), u.init()),
+        all.add(new Bench(
+                "KMeans",
+                u -> new KMeans().nClusters(CLUSTERS).tol(0).maxIter(100).fit(u.blobs(), u.init()),
                 (e, u) -> ((KMeans) e).predict(u.blobs()),
                 (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray())
                         && rel(((KMeans) dm).clusterCenters(), ((KMeans) hm).clusterCenters()) <= 1e-9));
-        all.add(new Bench("PCA", u -> new PCA().nComponents(Math.min(8, (int) u.scaled().dim(1))).fit(u.scaled()),
-                (e, u) -> ((PCA) e).transform(u.scaled()), (dm, dp, hm, hp, d, h) -> pcaAgrees((PCA) dm, (PCA) hm)));
-        all.add(new Bench("MultinomialNB", u -> new MultinomialNB().fit(u.counts(), u.labels()),
+        all.add(new Bench(
+                "PCA",
+                u -> new PCA().nComponents(Math.min(8, (int) u.scaled().dim(1))).fit(u.scaled()),
+                (e, u) -> ((PCA) e).transform(u.scaled()),
+                (dm, dp, hm, hp, d, h) -> pcaAgrees((PCA) dm, (PCA) hm)));
+        all.add(new Bench(
+                "MultinomialNB",
+                u -> new MultinomialNB().fit(u.counts(), u.labels()),
                 (e, u) -> ((MultinomialNB) e).predictProba(u.counts()),
-                (dm, dp, hm, hp, d, h) -> Arrays.equals(BenchArgs.numbers(((MultinomialNB) dm).featureCount()),
-                        BenchArgs.numbers(((MultinomialNB) hm).featureCount())) && rel(dp, hp) <= 1e-9));
-        all.add(new Bench("NearestNeighbors", u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x()),
-                (e, u) -> ids((NearestNeighbors) e, u), (dm, dp, hm, hp, d, h) -> {
+                (dm, dp, hm, hp, d, h) -> Arrays.equals(
+                                BenchArgs.numbers(((MultinomialNB) dm).featureCount()),
+                                BenchArgs.numbers(((MultinomialNB) hm).featureCount()))
+                        && rel(dp, hp) <= 1e-9));
+        all.add(new Bench(
+                "NearestNeighbors",
+                u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x()),
+                (e, u) -> ids((NearestNeighbors) e, u),
+                (dm, dp, hm, hp, d, h) -> {
                     try (Neighbors a = ((NearestNeighbors) dm).kneighbors(d.queries());
                             Neighbors b = ((NearestNeighbors) hm).kneighbors(h.queries())) {
                         // float32 distances summed in another order differ in their last bits (the CPU backend's
@@ -825,19 +996,30 @@ public final class EstimatorBench {
                                 && rel(a.distances(), b.distances()) <= tol;
                     }
                 }));
-        all.add(new Bench("KNeighborsClassifier", u -> new KNeighborsClassifier().nNeighbors(neighbors)
-                .fit(u.x(), u.labels()),
+        all.add(new Bench(
+                "KNeighborsClassifier",
+                u -> new KNeighborsClassifier().nNeighbors(neighbors).fit(u.x(), u.labels()),
                 (e, u) -> ((KNeighborsClassifier) e).predict(u.queries()),
                 (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray())));
-        all.add(new Bench("RandomForestClassifier",
-                u -> new RandomForestClassifier().nEstimators(forests.trees()).maxDepth(forests.depth()).seed(7)
+        all.add(new Bench(
+                "RandomForestClassifier",
+                u -> new RandomForestClassifier()
+                        .nEstimators(forests.trees())
+                        .maxDepth(forests.depth())
+                        .seed(7)
                         .fit(u.x(), u.labels()),
                 (e, u) -> ((RandomForestClassifier) e).predict(u.x()),
-                (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.accuracy(d.labels(), dp)
-                        - Metrics.accuracy(h.labels(), hp)) <= 0.05, forests.rows()));
-        all.add(new Bench("RandomForestRegressor",
-                u -> new RandomForestRegressor().nEstimators(forests.trees()).maxDepth(forests.depth()).maxFeatures(0)
-                        .seed(7).fit(u.x(), u.y()),
+                (dm, dp, hm, hp, d, h) ->
+                        Math.abs(Metrics.accuracy(d.labels(), dp) - Metrics.accuracy(h.labels(), hp)) <= 0.05,
+                forests.rows()));
+        all.add(new Bench(
+                "RandomForestRegressor",
+                u -> new RandomForestRegressor()
+                        .nEstimators(forests.trees())
+                        .maxDepth(forests.depth())
+                        .maxFeatures(0)
+                        .seed(7)
+                        .fit(u.x(), u.y()),
                 (e, u) -> ((RandomForestRegressor) e).predict(u.x()),
                 (dm, dp, hm, hp, d, h) -> Math.abs(Metrics.r2(d.y(), dp) - Metrics.r2(h.y(), hp)) <= 0.05,
                 forests.rows()));

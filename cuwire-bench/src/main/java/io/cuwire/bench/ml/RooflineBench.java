@@ -76,10 +76,10 @@ public final class RooflineBench {
     private static final int KMEANS_STEPS = 30;
     /** The most rows KMeans is fitted on unless {@code --fit-rows} says. */
     public static final long FIT_ROWS = 1_000_000;
+
     private static final long CHUNK_BYTES = 64L << 20;
 
-    private RooflineBench() {
-    }
+    private RooflineBench() {}
 
     /**
      * The options.
@@ -97,15 +97,14 @@ public final class RooflineBench {
                 throw new IllegalArgumentException("--clusters " + clusters + " (expected: >= 1)");
             }
             if (rows < clusters) {
-                throw new IllegalArgumentException("--rows " + rows + " (expected: >= " + clusters
-                        + ", the clusters)");
+                throw new IllegalArgumentException("--rows " + rows + " (expected: >= " + clusters + ", the clusters)");
             }
             if (cols < 1 || rows > Long.MAX_VALUE / 4 / cols) {
                 throw new IllegalArgumentException("--cols " + cols + " (expected: >= 1)");
             }
             if (fitRows < clusters || fitRows > rows || fitRows * cols > NdArray.MAX_ARRAY_LENGTH) {
-                throw new IllegalArgumentException("--fit-rows " + fitRows + " (expected: " + clusters + " .. "
-                        + rows + ", the rows, and fit-rows x cols <= " + NdArray.MAX_ARRAY_LENGTH + ")");
+                throw new IllegalArgumentException("--fit-rows " + fitRows + " (expected: " + clusters + " .. " + rows
+                        + ", the rows, and fit-rows x cols <= " + NdArray.MAX_ARRAY_LENGTH + ")");
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
@@ -121,26 +120,39 @@ public final class RooflineBench {
     /** The options of {@code cuwire bench roofline}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
-        public Args() {
-        }
+        public Args() {}
 
-        @Option(names = "--rows", paramLabel = "N", defaultValue = "10000000",
+        @Option(
+                names = "--rows",
+                paramLabel = "N",
+                defaultValue = "10000000",
                 description = "rows of X (default: ${DEFAULT-VALUE})")
         long rows;
 
-        @Option(names = "--cols", paramLabel = "D", defaultValue = "64",
+        @Option(
+                names = "--cols",
+                paramLabel = "D",
+                defaultValue = "64",
                 description = "columns of X (default: ${DEFAULT-VALUE})")
         int cols;
 
-        @Option(names = "--clusters", paramLabel = "K", defaultValue = "8",
+        @Option(
+                names = "--clusters",
+                paramLabel = "K",
+                defaultValue = "8",
                 description = "KMeans clusters, and blobs in the data (default: ${DEFAULT-VALUE})")
         int clusters;
 
-        @Option(names = "--fit-rows", paramLabel = "N",
+        @Option(
+                names = "--fit-rows",
+                paramLabel = "N",
                 description = "rows KMeans is fitted on (default: the rows, at most " + FIT_ROWS + ")")
         Long fitRows;
 
-        @Option(names = "--repeat", paramLabel = "R", defaultValue = "10",
+        @Option(
+                names = "--repeat",
+                paramLabel = "R",
+                defaultValue = "10",
                 description = "timed runs of each measurement, the median reported (default: ${DEFAULT-VALUE})")
         int repeat;
 
@@ -168,8 +180,19 @@ public final class RooflineBench {
      * @param matchesCpu whether the checked rows agree with the model evaluated on the host
      * @param kernel for KMeans, the kernel its predict runs ({@link #kmeansKernel}); {@code null} for the others
      */
-    public record Result(String estimator, String backend, long rows, int cols, double fitMs, double predictMs,
-            double gbps, double rooflineGbps, double readGbps, long outBytes, boolean matchesCpu, String kernel) {
+    public record Result(
+            String estimator,
+            String backend,
+            long rows,
+            int cols,
+            double fitMs,
+            double predictMs,
+            double gbps,
+            double rooflineGbps,
+            double readGbps,
+            long outBytes,
+            boolean matchesCpu,
+            String kernel) {
         /** {@code gbps / rooflineGbps}. */
         public double fraction() {
             return gbps / rooflineGbps;
@@ -182,11 +205,25 @@ public final class RooflineBench {
 
         /** The RESULT line. */
         public String line() {
-            return String.format(Locale.ROOT, "RESULT bench=roofline estimator=%s rows=%d cols=%d predict_ms=%.3f "
-                    + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f read_gbps=%.1f vs_read=%.3f backend=%s%s "
-                    + "fit_ms=%.1f out_bytes=%d out=device checked_rows=%d matches_cpu=%s", estimator, rows, cols,
-                    predictMs, gbps, rooflineGbps, fraction(), readGbps, vsRead(), backend,
-                    kernel == null ? "" : " kernel=" + kernel, fitMs, outBytes, Math.min(rows, CHECKED_ROWS),
+            return String.format(
+                    Locale.ROOT,
+                    "RESULT bench=roofline estimator=%s rows=%d cols=%d predict_ms=%.3f "
+                            + "gbps=%.1f roofline_gbps=%.1f fraction=%.3f read_gbps=%.1f vs_read=%.3f backend=%s%s "
+                            + "fit_ms=%.1f out_bytes=%d out=device checked_rows=%d matches_cpu=%s",
+                    estimator,
+                    rows,
+                    cols,
+                    predictMs,
+                    gbps,
+                    rooflineGbps,
+                    fraction(),
+                    readGbps,
+                    vsRead(),
+                    backend,
+                    kernel == null ? "" : " kernel=" + kernel,
+                    fitMs,
+                    outBytes,
+                    Math.min(rows, CHECKED_ROWS),
                     matchesCpu);
         }
     }
@@ -195,26 +232,46 @@ public final class RooflineBench {
     public static Result[] run(Options o, PrintStream out) {
         Device device = Devices.get(0);
         long bytes = o.rows() * o.cols() * Float.BYTES;
-        out.printf(Locale.ROOT, "INFO bench=roofline device=%s%d (%s) rows=%d cols=%d bytes=%d clusters=%d "
-                + "kmeans_fit_rows=%d repeat=%d%n", device.platform(), device.ordinal(), device.name(), o.rows(),
-                o.cols(), bytes, o.clusters(), o.fitRows(), o.repeat());
+        out.printf(
+                Locale.ROOT,
+                "INFO bench=roofline device=%s%d (%s) rows=%d cols=%d bytes=%d clusters=%d "
+                        + "kmeans_fit_rows=%d repeat=%d%n",
+                device.platform(),
+                device.ordinal(),
+                device.name(),
+                o.rows(),
+                o.cols(),
+                bytes,
+                o.clusters(),
+                o.fitRows(),
+                o.repeat());
         try (BufferAllocator<DeviceBuffer> mem = device.newAllocator("bench-roofline", BufferAllocator.UNLIMITED);
                 NdArray x = NdArray.empty(mem, DType.FLOAT32, Order.C, o.rows(), o.cols());
                 NdArray y = NdArray.empty(mem, DType.FLOAT32, Order.C, o.rows())) {
             long t0 = System.nanoTime();
             generate(o, x, y);
-            out.printf(Locale.ROOT, "INFO bench=roofline generated_ms=%.1f (host, copied to the device in chunks)%n",
+            out.printf(
+                    Locale.ROOT,
+                    "INFO bench=roofline generated_ms=%.1f (host, copied to the device in chunks)%n",
                     (System.nanoTime() - t0) / 1e6);
             double copyMs = copyMs(mem, x, o.repeat());
             double roofline = bytes / (copyMs * 1e6);
-            out.printf(Locale.ROOT, "RESULT bench=roofline copy=d2d bytes=%d copy_ms=%.3f gbps=%.1f%n", bytes, copyMs,
+            out.printf(
+                    Locale.ROOT,
+                    "RESULT bench=roofline copy=d2d bytes=%d copy_ms=%.3f gbps=%.1f%n",
+                    bytes,
+                    copyMs,
                     roofline);
             double readMs = medianMs(1, o.repeat(), () -> {
                 ComputeBackends.forArray(x).reduce(Reduction.SUM, x);
-                return () -> { };
+                return () -> {};
             });
             double read = bytes / (readMs * 1e6);
-            out.printf(Locale.ROOT, "RESULT bench=roofline read=sum bytes=%d read_ms=%.3f gbps=%.1f%n", bytes, readMs,
+            out.printf(
+                    Locale.ROOT,
+                    "RESULT bench=roofline read=sum bytes=%d read_ms=%.3f gbps=%.1f%n",
+                    bytes,
+                    readMs,
                     read);
             out.flush();
             String backend = ComputeBackends.forArray(x).name();
@@ -224,8 +281,19 @@ public final class RooflineBench {
                 double fitMs = (System.nanoTime() - f0) / 1e6;
                 double ms = predictMs(o.repeat(), () -> lr.predict(x));
                 boolean ok = check(x, o, lr::predict, rows -> linearReference(lr, rows, o.cols()));
-                results[0] = new Result("LinearRegression", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                        roofline, read, o.rows() * Float.BYTES, ok, null);
+                results[0] = new Result(
+                        "LinearRegression",
+                        backend,
+                        o.rows(),
+                        o.cols(),
+                        fitMs,
+                        ms,
+                        bytes / (ms * 1e6),
+                        roofline,
+                        read,
+                        o.rows() * Float.BYTES,
+                        ok,
+                        null);
             }
             out.println(results[0].line());
             out.flush();
@@ -233,12 +301,26 @@ public final class RooflineBench {
                     NdArray init = NdArray.empty(mem, DType.FLOAT32, Order.C, o.clusters(), o.cols())) {
                 CopyEngine.copy(x.buffer(), 0, init.buffer(), 0, init.byteSize());
                 long k0 = System.nanoTime();
-                try (KMeans km = new KMeans().nClusters(o.clusters()).maxIter(KMEANS_STEPS).fit(fitX, init)) {
+                try (KMeans km = new KMeans()
+                        .nClusters(o.clusters())
+                        .maxIter(KMEANS_STEPS)
+                        .fit(fitX, init)) {
                     double fitMs = (System.nanoTime() - k0) / 1e6;
                     double ms = predictMs(o.repeat(), () -> km.predict(x));
                     boolean ok = check(x, o, km::predict, rows -> kmeansReference(km, rows, o.cols()));
-                    results[1] = new Result("KMeans", backend, o.rows(), o.cols(), fitMs, ms, bytes / (ms * 1e6),
-                            roofline, read, o.rows() * Integer.BYTES, ok, kmeansKernel(x, o.clusters()));
+                    results[1] = new Result(
+                            "KMeans",
+                            backend,
+                            o.rows(),
+                            o.cols(),
+                            fitMs,
+                            ms,
+                            bytes / (ms * 1e6),
+                            roofline,
+                            read,
+                            o.rows() * Integer.BYTES,
+                            ok,
+                            kmeansKernel(x, o.clusters()));
                 }
             }
             out.println(results[1].line());
@@ -293,10 +375,12 @@ public final class RooflineBench {
                 }
                 ys[i] = (float) s;
             });
-            CopyEngine.copyFromSegment(MemorySegment.ofArray(xs).asSlice(0, (long) count * d * Float.BYTES),
-                    x.buffer(), first * d * Float.BYTES);
-            CopyEngine.copyFromSegment(MemorySegment.ofArray(ys).asSlice(0, (long) count * Float.BYTES), y.buffer(),
-                    first * Float.BYTES);
+            CopyEngine.copyFromSegment(
+                    MemorySegment.ofArray(xs).asSlice(0, (long) count * d * Float.BYTES),
+                    x.buffer(),
+                    first * d * Float.BYTES);
+            CopyEngine.copyFromSegment(
+                    MemorySegment.ofArray(ys).asSlice(0, (long) count * Float.BYTES), y.buffer(), first * Float.BYTES);
         }
     }
 
@@ -307,7 +391,7 @@ public final class RooflineBench {
         try (NdArray target = NdArray.empty(mem, DType.FLOAT32, Order.C, x.shape())) {
             return medianMs(1, repeat, () -> {
                 CopyEngine.copy(x.buffer(), 0, target.buffer(), 0, x.byteSize());
-                return () -> { };
+                return () -> {};
             });
         }
     }
@@ -340,8 +424,8 @@ public final class RooflineBench {
     // ---------------------------------------------------------------- checks
 
     /** Predicts the first rows of X on the device and compares them with {@code reference} of those rows. */
-    private static boolean check(NdArray x, Options o, Function<NdArray, NdArray> predict,
-            Function<double[], double[]> reference) {
+    private static boolean check(
+            NdArray x, Options o, Function<NdArray, NdArray> predict, Function<double[], double[]> reference) {
         int n = (int) Math.min(o.rows(), CHECKED_ROWS);
         try (NdArray head = NdArray.view(x.buffer(), 0, DType.FLOAT32, Order.C, n, o.cols());
                 NdArray got = predict.apply(head)) {

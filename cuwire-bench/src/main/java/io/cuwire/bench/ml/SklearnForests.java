@@ -28,15 +28,13 @@ public final class SklearnForests {
     /** The system property naming the Python interpreter. */
     public static final String PYTHON_PROPERTY = "cuwire.bench.python";
 
-    private static final Pattern LINE = Pattern.compile(
-            "SKLEARN version=(\\S+) fit_ms=(\\S+) predict_ms=(\\S+) score=(\\S+)");
+    private static final Pattern LINE =
+            Pattern.compile("SKLEARN version=(\\S+) fit_ms=(\\S+) predict_ms=(\\S+) score=(\\S+)");
 
-    private SklearnForests() {
-    }
+    private SklearnForests() {}
 
     /** One run: the version, the median fit and predict times, and the held-out (or training) score. */
-    public record Run(String version, double fitMs, double predictMs, double score) {
-    }
+    public record Run(String version, double fitMs, double predictMs, double score) {}
 
     /** The interpreters tried, in order, when {@value #PYTHON_PROPERTY} is not set. */
     private static final List<String> CANDIDATES = List.of("python3", "/usr/bin/python3");
@@ -57,7 +55,10 @@ public final class SklearnForests {
         }
         String f = found;
         if (f == null) {
-            f = CANDIDATES.stream().filter(c -> unavailable(c).isEmpty()).findFirst().orElse(CANDIDATES.get(0));
+            f = CANDIDATES.stream()
+                    .filter(c -> unavailable(c).isEmpty())
+                    .findFirst()
+                    .orElse(CANDIDATES.get(0));
             found = f;
         }
         return f;
@@ -71,14 +72,18 @@ public final class SklearnForests {
     /** Why {@code python} cannot run scikit-learn, or empty when it can. */
     private static Optional<String> unavailable(String python) {
         try {
-            Process p = new ProcessBuilder(python, "-c", "import sklearn, numpy").redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(python, "-c", "import sklearn, numpy")
+                    .redirectErrorStream(true)
+                    .start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             if (!p.waitFor(60, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 return Optional.of(python + " did not import scikit-learn within 60 s");
             }
-            return p.exitValue() == 0 ? Optional.empty() : Optional.of(python + " cannot import scikit-learn: "
-                    + out.lines().reduce((a, b) -> b).orElse("exit " + p.exitValue()));
+            return p.exitValue() == 0
+                    ? Optional.empty()
+                    : Optional.of(python + " cannot import scikit-learn: "
+                            + out.lines().reduce((a, b) -> b).orElse("exit " + p.exitValue()));
         } catch (IOException e) {
             return Optional.of("cannot start " + python + ": " + e.getMessage());
         } catch (InterruptedException e) {
@@ -95,8 +100,18 @@ public final class SklearnForests {
      * @param maxFeatures the features tried per split: 0 for {@code sqrt}, else a share in (0, 1]
      * @throws UncheckedIOException if the data cannot be written or the process fails, with its output
      */
-    public static Run run(boolean classifier, double[] x, int rows, int cols, double[] y, int train, int trees,
-            int depth, double maxFeatures, long seed, int repeat) {
+    public static Run run(
+            boolean classifier,
+            double[] x,
+            int rows,
+            int cols,
+            double[] y,
+            int train,
+            int trees,
+            int depth,
+            double maxFeatures,
+            long seed,
+            int repeat) {
         if (x.length != (long) rows * cols || y.length != rows || train < 1 || train > rows) {
             throw new IllegalArgumentException("sklearn forest: x of " + x.length + " values, y of " + y.length
                     + " (expected: " + rows + " x " + cols + " and " + rows + "), train " + train
@@ -114,20 +129,31 @@ public final class SklearnForests {
                 }
                 Files.copy(in, script);
             }
-            List<String> cmd = new ArrayList<>(List.of(python(), script.toString(), dir.toString(),
-                    classifier ? "classifier" : "regressor", Integer.toString(rows), Integer.toString(cols),
-                    Integer.toString(train), Integer.toString(trees), Integer.toString(depth),
-                    maxFeatures == 0 ? "sqrt" : Double.toString(maxFeatures), Long.toString(seed),
+            List<String> cmd = new ArrayList<>(List.of(
+                    python(),
+                    script.toString(),
+                    dir.toString(),
+                    classifier ? "classifier" : "regressor",
+                    Integer.toString(rows),
+                    Integer.toString(cols),
+                    Integer.toString(train),
+                    Integer.toString(trees),
+                    Integer.toString(depth),
+                    maxFeatures == 0 ? "sqrt" : Double.toString(maxFeatures),
+                    Long.toString(seed),
                     Integer.toString(repeat)));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             int rc = p.waitFor();
             Matcher m = LINE.matcher(out);
             if (rc != 0 || !m.find()) {
-                throw new UncheckedIOException(new IOException("scikit-learn's forest exited " + rc + ": "
-                        + out.strip()));
+                throw new UncheckedIOException(
+                        new IOException("scikit-learn's forest exited " + rc + ": " + out.strip()));
             }
-            return new Run(m.group(1), Double.parseDouble(m.group(2)), Double.parseDouble(m.group(3)),
+            return new Run(
+                    m.group(1),
+                    Double.parseDouble(m.group(2)),
+                    Double.parseDouble(m.group(3)),
                     Double.parseDouble(m.group(4)));
         } catch (IOException e) {
             throw new UncheckedIOException("sklearn forest: " + e.getMessage(), e);

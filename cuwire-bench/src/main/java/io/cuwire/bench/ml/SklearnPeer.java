@@ -23,12 +23,10 @@ import java.util.Map;
 final class SklearnPeer {
     static final String SCRIPT = "sklearn_peer.py";
 
-    private SklearnPeer() {
-    }
+    private SklearnPeer() {}
 
     /** One estimator's scikit-learn times, the iterations (or the algorithm it chose) and its settings. */
-    record Row(String estimator, double fitMs, double predictMs, String nIter, String settings) {
-    }
+    record Row(String estimator, double fitMs, double predictMs, String nIter, String settings) {}
 
     /**
      * What the peer gave: its {@code INFO} line (versions, threads, BLAS) and rows, or why there are none.
@@ -52,15 +50,22 @@ final class SklearnPeer {
         Path script = dir.resolve(SCRIPT);
         try (InputStream in = SklearnPeer.class.getResourceAsStream(SCRIPT)) {
             if (in == null) {
-                throw new IllegalStateException("resource " + SCRIPT + " is missing from " + SklearnPeer.class
-                        .getPackageName());
+                throw new IllegalStateException(
+                        "resource " + SCRIPT + " is missing from " + SklearnPeer.class.getPackageName());
             }
             Files.copy(in, script);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + script + ": " + e.getMessage(), e);
         }
-        List<String> cmd = new ArrayList<>(List.of(python, script.toString(), dir.toString(), "--repeat",
-                Integer.toString(repeat), "--neighbors", Integer.toString(neighbors), "--estimators",
+        List<String> cmd = new ArrayList<>(List.of(
+                python,
+                script.toString(),
+                dir.toString(),
+                "--repeat",
+                Integer.toString(repeat),
+                "--neighbors",
+                Integer.toString(neighbors),
+                "--estimators",
                 String.join(",", estimators)));
         Path err = dir.resolve("peer-stderr.txt");
         Process p;
@@ -71,8 +76,7 @@ final class SklearnPeer {
         }
         String info = null;
         Map<String, Row> rows = new HashMap<>();
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                StandardCharsets.UTF_8))) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             for (String line = r.readLine(); line != null; line = r.readLine()) {
                 out.println(line);
                 out.flush();
@@ -86,9 +90,11 @@ final class SklearnPeer {
             int code = p.waitFor();
             if (code != 0) {
                 String stderr = Files.readString(err, StandardCharsets.UTF_8).strip();
-                String why = stderr.contains("No module named 'sklearn'") || stderr.contains("No module named "
-                        + "'numpy'") ? python + " has no scikit-learn" : python + " " + SCRIPT + " exited with " + code
-                        + (stderr.isEmpty() ? "" : ": " + stderr.substring(stderr.lastIndexOf('\n') + 1));
+                String why = stderr.contains("No module named 'sklearn'")
+                                || stderr.contains("No module named " + "'numpy'")
+                        ? python + " has no scikit-learn"
+                        : python + " " + SCRIPT + " exited with " + code
+                                + (stderr.isEmpty() ? "" : ": " + stderr.substring(stderr.lastIndexOf('\n') + 1));
                 return new Outcome(info, Map.copyOf(rows), why);
             }
         } catch (IOException e) {
@@ -116,7 +122,11 @@ final class SklearnPeer {
                 throw new IllegalArgumentException("peer line without " + key + ": " + line);
             }
         }
-        return new Row(f.get("estimator"), Double.parseDouble(f.get("fit_ms")), Double.parseDouble(f.get("predict_ms")),
-                f.get("n_iter"), f.get("settings"));
+        return new Row(
+                f.get("estimator"),
+                Double.parseDouble(f.get("fit_ms")),
+                Double.parseDouble(f.get("predict_ms")),
+                f.get("n_iter"),
+                f.get("settings"));
     }
 }

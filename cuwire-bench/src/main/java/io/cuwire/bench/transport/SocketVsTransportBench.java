@@ -79,8 +79,7 @@ public final class SocketVsTransportBench {
         }
     }
 
-    private SocketVsTransportBench() {
-    }
+    private SocketVsTransportBench() {}
 
     /** Runs the comparison, or (with {@code receiver}) its receiver: see the class's usage. */
     public static void main(String[] args) throws Exception {
@@ -102,29 +101,32 @@ public final class SocketVsTransportBench {
             throw new IllegalArgumentException("a heap frame is a long[]: bytes must be a multiple of 8, not " + bytes);
         }
         byte[] secret = Secrets.generate();
-        try (ChildJvm child = ChildJvm.start(SocketVsTransportBench.class, List.of(), secret, kind.scheme, "receiver",
-                Long.toString(bytes))) {
+        try (ChildJvm child = ChildJvm.start(
+                SocketVsTransportBench.class, List.of(), secret, kind.scheme, "receiver", Long.toString(bytes))) {
             int rawPort = Integer.parseInt(child.ready().get(0));
             String transportAddress = child.ready().get(1);
             send(kind, bytes, repeats, heap, secret, rawPort, transportAddress);
         }
     }
 
-    private static void send(Kind kind, long bytes, int repeats, boolean heap, byte[] secret, int rawPort,
-            String transportAddress) throws IOException {
+    private static void send(
+            Kind kind, long bytes, int repeats, boolean heap, byte[] secret, int rawPort, String transportAddress)
+            throws IOException {
         BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-send", BufferAllocator.UNLIMITED);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
         HostBuffer frame = host.allocate(bytes);
         frame.segment().fill((byte) 7);
-        HostBuffer sent = heap ? HostBuffer.wrap(MemorySegment.ofArray(new long[Math.toIntExact(bytes / Long.BYTES)]))
-                : frame;
+        HostBuffer sent =
+                heap ? HostBuffer.wrap(MemorySegment.ofArray(new long[Math.toIntExact(bytes / Long.BYTES)])) : frame;
         if (heap) {
             sent.segment().fill((byte) 7);
         }
         List<Double> raw = new ArrayList<>();
         List<Double> transport = new ArrayList<>();
         MessageMetrics last = null;
-        TransportConfig config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(host, device))
+        TransportConfig config = TransportConfig.builder()
+                .secret(secret)
+                .receiveInto(DeviceMap.of(host, device))
                 .build();
         try (SocketChannel rawChannel = SocketChannel.open(new InetSocketAddress("127.0.0.1", rawPort));
                 Connection c = Transports.forAddress(transportAddress).connect(transportAddress, config)) {
@@ -135,7 +137,8 @@ public final class SocketVsTransportBench {
                 long t0 = System.nanoTime();
                 MemorySegment s = frame.segment();
                 for (long off = 0; off < bytes; off += 1L << 30) {
-                    ByteBuffer bb = s.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                    ByteBuffer bb =
+                            s.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
                     while (bb.hasRemaining()) {
                         rawChannel.write(bb);
                     }
@@ -150,7 +153,8 @@ public final class SocketVsTransportBench {
                 last = c.send(message).join();
                 try (ReceivedMessage done = c.receive()) {
                     if (!"ack".equals(done.value().root())) {
-                        throw new IllegalStateException("unexpected " + done.value().root());
+                        throw new IllegalStateException(
+                                "unexpected " + done.value().root());
                     }
                 }
                 long t2 = System.nanoTime();
@@ -158,50 +162,73 @@ public final class SocketVsTransportBench {
                     raw.add(bytes / (double) (t1 - t0));
                     transport.add(bytes / (double) (t2 - t1));
                 }
-                System.out.printf(Locale.ROOT, "%s raw %.3f GB/s, %s %.3f GB/s%n", i == 0 ? "warm-up" : "run "
-                        + i, bytes / (double) (t1 - t0), kind.runLabel, bytes / (double) (t2 - t1));
+                System.out.printf(
+                        Locale.ROOT,
+                        "%s raw %.3f GB/s, %s %.3f GB/s%n",
+                        i == 0 ? "warm-up" : "run " + i,
+                        bytes / (double) (t1 - t0),
+                        kind.runLabel,
+                        bytes / (double) (t2 - t1));
             }
         }
         frame.close();
         host.close();
         device.close();
         double r = Stats.median(raw.stream().mapToDouble(Double::doubleValue).toArray());
-        double t = Stats.median(transport.stream().mapToDouble(Double::doubleValue).toArray());
-        System.out.printf(Locale.ROOT, "%d bytes, %d repeats: raw socket median %.3f GB/s, %s transport "
-                + "median %.3f GB/s (%s frame), ratio %.2f%n", bytes, repeats, r, kind.summaryLabel, t,
-                heap ? "heap" : "native", t / r);
+        double t =
+                Stats.median(transport.stream().mapToDouble(Double::doubleValue).toArray());
+        System.out.printf(
+                Locale.ROOT,
+                "%d bytes, %d repeats: raw socket median %.3f GB/s, %s transport "
+                        + "median %.3f GB/s (%s frame), ratio %.2f%n",
+                bytes,
+                repeats,
+                r,
+                kind.summaryLabel,
+                t,
+                heap ? "heap" : "native",
+                t / r);
         System.out.println("last send metrics: " + last);
     }
 
     private static byte[] header(long frameBytes) {
-        return new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), "payload",
-                List.of(new FrameDescriptor(MemoryKind.HOST, Buffer.HOST_ORDINAL, frameBytes))).encode();
+        return new Serialized.Header(
+                        Serialized.FORMAT_VERSION,
+                        Set.of(),
+                        "payload",
+                        List.of(new FrameDescriptor(MemoryKind.HOST, Buffer.HOST_ORDINAL, frameBytes)))
+                .encode();
     }
 
     private static void receiver(Kind kind, long bytes) throws Exception {
         HostMemoryPool pool = new HostMemoryPool(HostMemory.resource(), 2 * bytes);
         BufferAllocator<HostBuffer> host = BufferAllocator.root("bench-recv", BufferAllocator.UNLIMITED, pool);
-        BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-recv-device",
-                BufferAllocator.UNLIMITED);
-        TransportConfig config = TransportConfig.builder().secret(Secrets.fromEnvironment())
-                .receiveInto(DeviceMap.of(host, device)).build();
+        BufferAllocator<DeviceBuffer> device =
+                Devices.get(0).newAllocator("bench-recv-device", BufferAllocator.UNLIMITED);
+        TransportConfig config = TransportConfig.builder()
+                .secret(Secrets.fromEnvironment())
+                .receiveInto(DeviceMap.of(host, device))
+                .build();
         try (Arena arena = Arena.ofShared();
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
                 Listener listener = Transports.forAddress(kind.scheme + "://127.0.0.1:0")
                         .listen(kind.scheme + "://127.0.0.1:0", config)) {
             MemorySegment rawTarget = arena.allocate(bytes, 64);
             rawTarget.fill((byte) 0);
-            System.out.println("READY " + ((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
-                    + listener.address());
+            System.out.println(
+                    "READY " + ((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " " + listener.address());
             System.out.flush();
-            try (SocketChannel raw = rawServer.accept(); Connection c = listener.accept()) {
+            try (SocketChannel raw = rawServer.accept();
+                    Connection c = listener.accept()) {
                 raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 ByteBuffer ack = ByteBuffer.allocate(1);
                 Message ackMessage = Message.of(ackHeader(), List.of());
                 while (true) {
                     long got = 0;
                     for (long off = 0; off < bytes; off += 1L << 30) {
-                        ByteBuffer bb = rawTarget.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                        ByteBuffer bb = rawTarget
+                                .asSlice(off, Math.min(1L << 30, bytes - off))
+                                .asByteBuffer();
                         while (bb.hasRemaining()) {
                             int n = raw.read(bb);
                             if (n < 0) {

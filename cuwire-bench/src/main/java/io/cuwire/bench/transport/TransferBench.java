@@ -109,6 +109,7 @@ public final class TransferBench {
     private static final long CRC_WINDOW = 64 << 10;
     /** The check's window of each array of a model's layers (thousands of them in the many-frames case). */
     private static final long LAYER_WINDOW = 256;
+
     private static final int RTT_WARMUP = 2000;
     /**
      * The round trips' warm-up lasts at least this long too ({@code -Dcuwire.bench.rttWarmupMillis=N}): on the H200
@@ -121,6 +122,7 @@ public final class TransferBench {
     static final int CASE_WARMUP = 3;
     /** Timed 1 KiB round trips; {@code -Dcuwire.bench.rttRounds=N} for more (a profile wants seconds of them). */
     private static final int RTT_ROUNDS = Integer.getInteger("cuwire.bench.rttRounds", 2000);
+
     private static final long JAVA_MAX_BYTES = 1L << 30;
     /**
      * The emulated platform's property for the bytes of freed large allocations a device keeps (its stand-in for a
@@ -129,12 +131,12 @@ public final class TransferBench {
     static final String EMULATED_CACHE_PROPERTY = "cuwire.emulated.maxCachedBytes";
     /** The cache-resident chunks of the raw socket ceiling. */
     private static final long[] RAW_CHUNKS = {64 << 10, 256 << 10, 1 << 20};
+
     private static final String RAW_CHUNKS_DOC = "64 KiB, 256 KiB or 1 MiB";
     /** Untimed 1 KiB transfers per transport and family before its cases, unless {@code --warmup} says. */
     static final int DEFAULT_WARMUP = 500;
 
-    private TransferBench() {
-    }
+    private TransferBench() {}
 
     /** The model that travels: an estimator's hyper-parameters and fitted arrays. */
     public static final class Model implements Serializable {
@@ -161,8 +163,16 @@ public final class TransferBench {
      * @param arrayBytes bytes of each of them ({@code --array-bytes})
      * @param caseWarmupMillis the least time each case's untimed transfers of its size take ({@code --case-warmup})
      */
-    public record Options(List<String> transports, List<Family> families, List<Long> sizes, int repeat, int warmup,
-            Path out, int arrays, long arrayBytes, int caseWarmupMillis) {
+    public record Options(
+            List<String> transports,
+            List<Family> families,
+            List<Long> sizes,
+            int repeat,
+            int warmup,
+            Path out,
+            int arrays,
+            long arrayBytes,
+            int caseWarmupMillis) {
         /** Parses the options of {@link Args} ({@code cuwire bench transfer --help}). */
         public static Options parse(String... args) {
             return Cli.parse(new Args(), args).options();
@@ -172,44 +182,75 @@ public final class TransferBench {
     /** The options of {@code cuwire bench transfer}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
-        public Args() {
-        }
+        public Args() {}
 
-        @Option(names = "--transports", split = ",", paramLabel = "T", converter = TransportName.class,
+        @Option(
+                names = "--transports",
+                split = ",",
+                paramLabel = "T",
+                converter = TransportName.class,
                 defaultValue = "inproc,tcp,ucx,ipc",
                 description = "inproc, tcp, tls (TCP inside TLS), ucx, ipc (default: ${DEFAULT-VALUE})")
         List<String> transports;
 
-        @Option(names = "--families", split = ",", paramLabel = "F", converter = Cli.FamilyConverter.class,
-                defaultValue = "cuda,host,java", description = "serializer families (default: cuda,host,java)")
+        @Option(
+                names = "--families",
+                split = ",",
+                paramLabel = "F",
+                converter = Cli.FamilyConverter.class,
+                defaultValue = "cuda,host,java",
+                description = "serializer families (default: cuda,host,java)")
         List<Family> families;
 
-        @Option(names = "--sizes", split = ",", paramLabel = "SIZE", converter = ModelSize.class,
+        @Option(
+                names = "--sizes",
+                split = ",",
+                paramLabel = "SIZE",
+                converter = ModelSize.class,
                 defaultValue = "1KiB,1MiB,64MiB,1GiB",
                 description = "the model's array bytes per case, multiples of 8 (default: ${DEFAULT-VALUE})")
         List<Long> sizes;
 
-        @Option(names = "--repeat", paramLabel = "N", defaultValue = "10",
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "10",
                 description = "timed transfers per case after the cold one (default: ${DEFAULT-VALUE})")
         int repeat;
 
-        @Option(names = "--warmup", paramLabel = "N", defaultValue = "" + DEFAULT_WARMUP,
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                defaultValue = "" + DEFAULT_WARMUP,
                 description = "untimed 1 KiB transfers per transport and family first (default: ${DEFAULT-VALUE})")
         int warmup;
 
-        @Option(names = "--out", paramLabel = "DIR", defaultValue = "bench/results",
+        @Option(
+                names = "--out",
+                paramLabel = "DIR",
+                defaultValue = "bench/results",
                 description = "where the run is recorded, transfer-<machine>.md and .csv (default: ${DEFAULT-VALUE})")
         Path out;
 
-        @Option(names = "--arrays", paramLabel = "N", defaultValue = "0",
+        @Option(
+                names = "--arrays",
+                paramLabel = "N",
+                defaultValue = "0",
                 description = "adds the many-frames case per transport: a model of N arrays (default: 0, none)")
         int arrays;
 
-        @Option(names = "--array-bytes", paramLabel = "SIZE", converter = ModelSize.class, defaultValue = "100KiB",
+        @Option(
+                names = "--array-bytes",
+                paramLabel = "SIZE",
+                converter = ModelSize.class,
+                defaultValue = "100KiB",
                 description = "bytes of each array of the many-frames case (default: ${DEFAULT-VALUE})")
         long arrayBytes;
 
-        @Option(names = "--case-warmup", paramLabel = "MS", defaultValue = "1000",
+        @Option(
+                names = "--case-warmup",
+                paramLabel = "MS",
+                defaultValue = "1000",
                 description = "untimed transfers of each case's size after its cold one: at least " + CASE_WARMUP
                         + " and until MS ms have passed (default: ${DEFAULT-VALUE})")
         int caseWarmupMillis;
@@ -220,9 +261,16 @@ public final class TransferBench {
          * @throws IllegalArgumentException naming the option whose value is out of range
          */
         public Options options() {
-            return new Options(List.copyOf(transports), List.copyOf(families), List.copyOf(sizes),
-                    Cli.atLeast("--repeat", repeat, 1), Cli.atLeast("--warmup", warmup, 0), out,
-                    Cli.atLeast("--arrays", arrays, 0), arrayBytes, Cli.atLeast("--case-warmup", caseWarmupMillis, 0));
+            return new Options(
+                    List.copyOf(transports),
+                    List.copyOf(families),
+                    List.copyOf(sizes),
+                    Cli.atLeast("--repeat", repeat, 1),
+                    Cli.atLeast("--warmup", warmup, 0),
+                    out,
+                    Cli.atLeast("--arrays", arrays, 0),
+                    arrayBytes,
+                    Cli.atLeast("--case-warmup", caseWarmupMillis, 0));
         }
     }
 
@@ -231,8 +279,8 @@ public final class TransferBench {
         @Override
         public String convert(String t) {
             if (!List.of("inproc", "tcp", "tls", "ucx", "ipc").contains(t)) {
-                throw new CommandLine.TypeConversionException("unknown transport '" + t
-                        + "' (expected: inproc, tcp, tls, ucx, ipc)");
+                throw new CommandLine.TypeConversionException(
+                        "unknown transport '" + t + "' (expected: inproc, tcp, tls, ucx, ipc)");
             }
             return t;
         }
@@ -304,8 +352,16 @@ public final class TransferBench {
      * One case's result; {@code ceiling} is {@code null} for the in-process transport, which lends frames instead of
      * moving them and so reports latency, not a ratio.
      */
-    record Result(String transport, Family family, long size, double medianMs, double coldMs, Ceiling.Best ceiling,
-            long d2hBytes, long h2dBytes, boolean checked) {
+    record Result(
+            String transport,
+            Family family,
+            long size,
+            double medianMs,
+            double coldMs,
+            Ceiling.Best ceiling,
+            long d2hBytes,
+            long h2dBytes,
+            boolean checked) {
         double gbps() {
             return size / (medianMs * 1e6);
         }
@@ -319,7 +375,8 @@ public final class TransferBench {
     /** Runs the benchmark, printing to {@code out}; the exit code (1 if a content check failed). */
     public static int run(Options options, PrintStream out) throws Exception {
         // the largest model's arrays: a case's size, or the many-frames case's arrays together
-        long maxSize = Math.max(options.sizes().stream().mapToLong(Long::longValue).max().orElse(1024),
+        long maxSize = Math.max(
+                options.sizes().stream().mapToLong(Long::longValue).max().orElse(1024),
                 (long) options.arrays() * options.arrayBytes());
         if (System.getProperty(EMULATED_CACHE_PROPERTY) == null) {
             // The emulated device keeps freed large files for reuse, as a GPU's memory pool keeps freed blocks; set
@@ -329,10 +386,18 @@ public final class TransferBench {
         List<Device> devices = Devices.all();
         Device sender = devices.getFirst();
         int receiverOrdinal = devices.size() >= 2 ? 1 : 0;
-        out.printf(Locale.ROOT, "cuwire bench transfer: platform %s, sender on device %d (%s), receiver on device %d,"
-                + " sizes %s, repeat %d; receive pools touched ahead (%s=%s on the emulated device)%n",
-                Devices.platform(), sender.ordinal(), sender.name(), receiverOrdinal, options.sizes(), options.repeat(),
-                EMULATED_CACHE_PROPERTY, System.getProperty(EMULATED_CACHE_PROPERTY));
+        out.printf(
+                Locale.ROOT,
+                "cuwire bench transfer: platform %s, sender on device %d (%s), receiver on device %d,"
+                        + " sizes %s, repeat %d; receive pools touched ahead (%s=%s on the emulated device)%n",
+                Devices.platform(),
+                sender.ordinal(),
+                sender.name(),
+                receiverOrdinal,
+                options.sizes(),
+                options.repeat(),
+                EMULATED_CACHE_PROPERTY,
+                System.getProperty(EMULATED_CACHE_PROPERTY));
         List<Result> results = new ArrayList<>();
         List<String> extra = new ArrayList<>();
         boolean allChecked = true;
@@ -346,19 +411,25 @@ public final class TransferBench {
                     Listener inprocListener = null;
                     switch (transport) {
                         case "inproc" -> {
-                            inprocListener = Transports.inProcess().listen("inproc://transfer-bench-"
-                                    + ProcessHandle.current().pid(), side.config);
+                            inprocListener = Transports.inProcess()
+                                    .listen(
+                                            "inproc://transfer-bench-"
+                                                    + ProcessHandle.current().pid(),
+                                            side.config);
                             Listener l = inprocListener;
                             CompletableFuture<Connection> accepted = new CompletableFuture<>();
-                            inproc = Thread.ofPlatform().name("transfer-bench-receiver").start(() -> {
-                                try (Side receiver = new Side(devices.get(receiverOrdinal), maxSize, secret, true);
-                                        Connection rc = l.accept()) {
-                                    accepted.complete(rc);
-                                    receiver.serveConnection(rc);
-                                } catch (RuntimeException e) {
-                                    accepted.completeExceptionally(e);
-                                }
-                            });
+                            inproc = Thread.ofPlatform()
+                                    .name("transfer-bench-receiver")
+                                    .start(() -> {
+                                        try (Side receiver =
+                                                        new Side(devices.get(receiverOrdinal), maxSize, secret, true);
+                                                Connection rc = l.accept()) {
+                                            accepted.complete(rc);
+                                            receiver.serveConnection(rc);
+                                        } catch (RuntimeException e) {
+                                            accepted.completeExceptionally(e);
+                                        }
+                                    });
                             c = Transports.inProcess().connect(inprocListener.address(), side.config);
                             accepted.get();
                         }
@@ -377,8 +448,14 @@ public final class TransferBench {
                                 continue;
                             }
                             try {
-                                c = Transports.forAddress(address).connect(address, transport.equals("tls")
-                                        ? side.config.toBuilder().tls(TlsMode.ON).build() : side.config);
+                                c = Transports.forAddress(address)
+                                        .connect(
+                                                address,
+                                                transport.equals("tls")
+                                                        ? side.config.toBuilder()
+                                                                .tls(TlsMode.ON)
+                                                                .build()
+                                                        : side.config);
                             } catch (TransportException e) {
                                 out.println("SKIP transport=" + transport + " reason=\"" + e.getMessage() + "\"");
                                 continue;
@@ -399,14 +476,30 @@ public final class TransferBench {
                                             + " reason=\"JDK serialization holds the model in one byte[] (< 2 GiB)\"");
                                     continue;
                                 }
-                                boolean ucxDirect = transport.equals("ucx") && family == Family.CUDA
-                                        && conn.peer().ucxCarriesCuda() && devices.getFirst().platform().equals("cuda");
-                                Ceiling ceiling = Ceiling.of(transport, size, options.repeat(), side, child, devices,
-                                        receiverOrdinal, ucxDirect);
+                                boolean ucxDirect = transport.equals("ucx")
+                                        && family == Family.CUDA
+                                        && conn.peer().ucxCarriesCuda()
+                                        && devices.getFirst().platform().equals("cuda");
+                                Ceiling ceiling = Ceiling.of(
+                                        transport,
+                                        size,
+                                        options.repeat(),
+                                        side,
+                                        child,
+                                        devices,
+                                        receiverOrdinal,
+                                        ucxDirect);
                                 Result r;
                                 try {
-                                    r = transfer(conn, transport, family, size, options.repeat(),
-                                            options.caseWarmupMillis(), side, ceiling);
+                                    r = transfer(
+                                            conn,
+                                            transport,
+                                            family,
+                                            size,
+                                            options.repeat(),
+                                            options.caseWarmupMillis(),
+                                            side,
+                                            ceiling);
                                 } finally {
                                     if (ceiling != null) {
                                         ceiling.close();
@@ -418,18 +511,21 @@ public final class TransferBench {
                             }
                         }
                         if (options.arrays() > 0) {
-                            ManyFrames mf = manyFrames(conn, transport, options.arrays(), options.arrayBytes(),
-                                    options.repeat(), side);
+                            ManyFrames mf = manyFrames(
+                                    conn, transport, options.arrays(), options.arrayBytes(), options.repeat(), side);
                             allChecked &= mf.checked();
                             out.println(mf.line());
                             extra.add(mf.line());
                         }
                         if (List.of("ipc", "tcp", "tls", "ucx").contains(transport)) {
                             double rttUs = roundTrip(conn, side);
-                            String line = String.format(Locale.ROOT, "RESULT transport=%s family=cuda size=1024 "
-                                    + "rtt_us=%.1f", transport, rttUs);
+                            String line = String.format(
+                                    Locale.ROOT,
+                                    "RESULT transport=%s family=cuda size=1024 " + "rtt_us=%.1f",
+                                    transport,
+                                    rttUs);
                             out.println(line);
-                            extra.add(line);  // as printed: bench/README.md's generator reads RESULT lines
+                            extra.add(line); // as printed: bench/README.md's generator reads RESULT lines
                         }
                         conn.send(control("bye", List.of())).join();
                     } finally {
@@ -458,8 +554,15 @@ public final class TransferBench {
      * then {@code repeat} timed ones, each right after a round of an interleaved ceiling's runs; {@code ceiling}
      * {@code null}: none.
      */
-    private static Result transfer(Connection c, String transport, Family family, long size, int repeat,
-            int warmupMillis, Side side, Ceiling ceiling) {
+    private static Result transfer(
+            Connection c,
+            String transport,
+            Family family,
+            long size,
+            int repeat,
+            int warmupMillis,
+            Side side,
+            Ceiling ceiling) {
         double[] ms = new double[repeat];
         double coldMs = 0;
         long d2h = 0;
@@ -471,7 +574,7 @@ public final class TransferBench {
             long expected = crc(model.model());
             long warmUntil = 0;
             int warm = 0;
-            int timed = -1;  // the untimed ones (the cold one first) until the warm-up is over
+            int timed = -1; // the untimed ones (the cold one first) until the warm-up is over
             while (timed < repeat) {
                 if (timed < 0 && warm > least && System.nanoTime() >= warmUntil) {
                     if (ceiling != null && !ceiling.interleaved()) {
@@ -500,17 +603,30 @@ public final class TransferBench {
                 }
             }
         }
-        return new Result(transport, family, size, Stats.median(ms), coldMs, ceiling == null ? null : ceiling.best(),
-                d2h, h2d, checked);
+        return new Result(
+                transport,
+                family,
+                size,
+                Stats.median(ms),
+                coldMs,
+                ceiling == null ? null : ceiling.best(),
+                d2h,
+                h2d,
+                checked);
     }
 
     /**
      * One transfer's figures: its time, both sides' copies between host and device, whether the receiver's content
      * check matched, the frames the receiver allocated and both sides' read and write system calls.
      */
-    record One(double ms, long d2h, long h2d, boolean checked, long receiverAllocations, long receiverSyscalls,
-            long senderSyscalls) {
-    }
+    record One(
+            double ms,
+            long d2h,
+            long h2d,
+            boolean checked,
+            long receiverAllocations,
+            long receiverSyscalls,
+            long senderSyscalls) {}
 
     /**
      * Sends {@code model} once with {@code family} and waits for the acknowledgement (the timed part), then for the
@@ -527,8 +643,8 @@ public final class TransferBench {
         // Each side counts its own copies: in one process the receiver is another thread, so the sender counts its
         // thread's only; across processes this process's copies are the sender's (its writer thread stages device
         // frames).
-        try (TransferScope scope = oneProcess ? CopyEngine.openThreadScope("bench send")
-                : CopyEngine.openScope("bench send")) {
+        try (TransferScope scope =
+                oneProcess ? CopyEngine.openThreadScope("bench send") : CopyEngine.openScope("bench send")) {
             long calls0 = Syscalls.now();
             t0 = System.nanoTime();
             s = side.registry.serialize(model, family);
@@ -548,8 +664,14 @@ public final class TransferBench {
             report = ((String) crc.value().root()).split(" ");
         }
         boolean checked = report[0].equals("crc") && Long.parseLong(report[1]) == expected;
-        return new One((t1 - t0) / 1e6, sendD2h + Long.parseLong(report[3]), sendH2d + Long.parseLong(report[2]),
-                checked, Long.parseLong(report[4]), Long.parseLong(report[5]), syscalls);
+        return new One(
+                (t1 - t0) / 1e6,
+                sendD2h + Long.parseLong(report[3]),
+                sendH2d + Long.parseLong(report[2]),
+                checked,
+                Long.parseLong(report[4]),
+                Long.parseLong(report[5]),
+                syscalls);
     }
 
     /**
@@ -557,26 +679,50 @@ public final class TransferBench {
      * array of the same total bytes, {@code repeat} timed rounds of each, alternating (after a cold and an untimed
      * transfer of each), with the {@code cuda} family.
      */
-    record ManyFrames(String transport, int arrays, long arrayBytes, double manyMs, double oneMs,
-            double manyAllocations, double oneAllocations, double manyReceiverSyscalls, double manySenderSyscalls,
-            double oneReceiverSyscalls, double oneSenderSyscalls, long hostBytes, boolean checked) {
+    record ManyFrames(
+            String transport,
+            int arrays,
+            long arrayBytes,
+            double manyMs,
+            double oneMs,
+            double manyAllocations,
+            double oneAllocations,
+            double manyReceiverSyscalls,
+            double manySenderSyscalls,
+            double oneReceiverSyscalls,
+            double oneSenderSyscalls,
+            long hostBytes,
+            boolean checked) {
         /** (many − one) / arrays, in µs. */
         double perFrameUs() {
             return (manyMs - oneMs) * 1e3 / arrays;
         }
 
         String line() {
-            return String.format(Locale.ROOT, "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
-                    + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
-                    + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f host_bytes=%d checked=%s", transport,
-                    arrays, arrayBytes, manyMs, oneMs, perFrameUs(), manyAllocations, oneAllocations,
-                    manyReceiverSyscalls, oneReceiverSyscalls, manySenderSyscalls, oneSenderSyscalls, hostBytes,
+            return String.format(
+                    Locale.ROOT,
+                    "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
+                            + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
+                            + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f host_bytes=%d checked=%s",
+                    transport,
+                    arrays,
+                    arrayBytes,
+                    manyMs,
+                    oneMs,
+                    perFrameUs(),
+                    manyAllocations,
+                    oneAllocations,
+                    manyReceiverSyscalls,
+                    oneReceiverSyscalls,
+                    manySenderSyscalls,
+                    oneSenderSyscalls,
+                    hostBytes,
                     checked ? "ok" : "MISMATCH");
         }
     }
 
-    private static ManyFrames manyFrames(Connection c, String transport, int arrays, long arrayBytes, int repeat,
-            Side side) {
+    private static ManyFrames manyFrames(
+            Connection c, String transport, int arrays, long arrayBytes, int repeat, Side side) {
         boolean oneProcess = transport.equals("inproc");
         long[][] counts = new long[6][repeat];
         double[] manyMs = new double[repeat];
@@ -608,8 +754,20 @@ public final class TransferBench {
         for (int k = 0; k < 6; k++) {
             med[k] = Stats.median(Arrays.stream(counts[k]).asDoubleStream().toArray());
         }
-        return new ManyFrames(transport, arrays, arrayBytes, Stats.median(manyMs), Stats.median(oneMs), med[0], med[1],
-                med[2], med[3], med[4], med[5], hostBytes, checked);
+        return new ManyFrames(
+                transport,
+                arrays,
+                arrayBytes,
+                Stats.median(manyMs),
+                Stats.median(oneMs),
+                med[0],
+                med[1],
+                med[2],
+                med[3],
+                med[4],
+                med[5],
+                hostBytes,
+                checked);
     }
 
     private static double roundTrip(Connection c, Side side) {
@@ -638,16 +796,29 @@ public final class TransferBench {
     }
 
     private static String resultLine(Result r) {
-        String head = String.format(Locale.ROOT, "RESULT transport=%s family=%s size=%d median_ms=%.4f gbps=%.3f "
-                + "d2h_bytes=%d h2d_bytes=%d ", r.transport(), r.family().wireName(), r.size(), r.medianMs(), r.gbps(),
-                r.d2hBytes(), r.h2dBytes());
-        String tail = String.format(Locale.ROOT, "cold_ms=%.3f checked=%s", r.coldMs(),
-                r.checked() ? "ok" : "MISMATCH");
+        String head = String.format(
+                Locale.ROOT,
+                "RESULT transport=%s family=%s size=%d median_ms=%.4f gbps=%.3f " + "d2h_bytes=%d h2d_bytes=%d ",
+                r.transport(),
+                r.family().wireName(),
+                r.size(),
+                r.medianMs(),
+                r.gbps(),
+                r.d2hBytes(),
+                r.h2dBytes());
+        String tail =
+                String.format(Locale.ROOT, "cold_ms=%.3f checked=%s", r.coldMs(), r.checked() ? "ok" : "MISMATCH");
         if (r.ceiling() == null) {
             return head + String.format(Locale.ROOT, "latency_us=%.1f ", r.medianMs() * 1e3) + tail;
         }
-        return head + String.format(Locale.ROOT, "vs_raw=%.3f ceiling=%s raw_gbps=%.3f ", r.vsRaw(),
-                r.ceiling().name(), r.size() / (r.ceiling().medianMs() * 1e6)) + tail;
+        return head
+                + String.format(
+                        Locale.ROOT,
+                        "vs_raw=%.3f ceiling=%s raw_gbps=%.3f ",
+                        r.vsRaw(),
+                        r.ceiling().name(),
+                        r.size() / (r.ceiling().medianMs() * 1e6))
+                + tail;
     }
 
     /**
@@ -662,8 +833,7 @@ public final class TransferBench {
      */
     static final class Ceiling implements AutoCloseable {
         /** A variant's name and median ms. */
-        record Best(String name, double medianMs) {
-        }
+        record Best(String name, double medianMs) {}
 
         private final List<String> names = new ArrayList<>();
         private final List<RawRun> runs = new ArrayList<>();
@@ -684,8 +854,15 @@ public final class TransferBench {
         }
 
         /** {@code transport}'s ceiling for {@code size} bytes; {@code null} for inproc. */
-        static Ceiling of(String transport, long size, int repeat, Side side, Child child, List<Device> devices,
-                int receiverOrdinal, boolean ucxDirect) {
+        static Ceiling of(
+                String transport,
+                long size,
+                int repeat,
+                Side side,
+                Child child,
+                List<Device> devices,
+                int receiverOrdinal,
+                boolean ucxDirect) {
             List<String> names = new ArrayList<>();
             List<RawRun> runs = new ArrayList<>();
             boolean deviceCopy = transport.equals("ipc") || ucxDirect;
@@ -708,8 +885,8 @@ public final class TransferBench {
             }
             Ceiling c = new Ceiling(names, runs, repeat, !deviceCopy);
             if (deviceCopy) {
-                BufferAllocator<DeviceBuffer> target = devices.get(receiverOrdinal).newAllocator("bench-raw",
-                        BufferAllocator.UNLIMITED);
+                BufferAllocator<DeviceBuffer> target =
+                        devices.get(receiverOrdinal).newAllocator("bench-raw", BufferAllocator.UNLIMITED);
                 c.held.add(target);
                 DeviceBuffer src = side.device.allocate(size);
                 c.held.add(src);
@@ -721,7 +898,7 @@ public final class TransferBench {
                     return (System.nanoTime() - t0) / 1e6;
                 });
             }
-            c.round(-1);  // untimed: the first of each variant
+            c.round(-1); // untimed: the first of each variant
             return c;
         }
 
@@ -787,7 +964,8 @@ public final class TransferBench {
     public static double[] copyMs(BufferAllocator<DeviceBuffer> from, Device to, long size, int repeat) {
         double[] ms = new double[repeat];
         try (BufferAllocator<DeviceBuffer> target = to.newAllocator("bench-raw", BufferAllocator.UNLIMITED);
-                DeviceBuffer src = from.allocate(size); DeviceBuffer dst = target.allocate(size)) {
+                DeviceBuffer src = from.allocate(size);
+                DeviceBuffer dst = target.allocate(size)) {
             for (int i = 0; i <= repeat; i++) {
                 long t0 = System.nanoTime();
                 CopyEngine.copy(src, dst);
@@ -802,18 +980,40 @@ public final class TransferBench {
 
     private static void expectRoot(ReceivedMessage m, String root) {
         if (!root.equals(m.value().root())) {
-            throw new IllegalStateException("expected a '" + root + "' message, got " + m.value().root());
+            throw new IllegalStateException(
+                    "expected a '" + root + "' message, got " + m.value().root());
         }
     }
 
     private static Path writeCsv(Path dir, List<Result> results, List<String> extra) throws IOException {
-        Table t = new Table("transport", "family", "size", "median_ms", "gbps", "d2h_bytes", "h2d_bytes", "vs_raw",
-                "ceiling", "raw_ms", "cold_ms", "checked");
+        Table t = new Table(
+                "transport",
+                "family",
+                "size",
+                "median_ms",
+                "gbps",
+                "d2h_bytes",
+                "h2d_bytes",
+                "vs_raw",
+                "ceiling",
+                "raw_ms",
+                "cold_ms",
+                "checked");
         for (Result r : results) {
             boolean none = r.ceiling() == null;
-            t.row(r.transport(), r.family().wireName(), r.size(), Table.num(r.medianMs(), 4), Table.num(r.gbps(), 3),
-                    r.d2hBytes(), r.h2dBytes(), none ? "" : Table.num(r.vsRaw(), 3), none ? "" : r.ceiling().name(),
-                    none ? "" : Table.num(r.ceiling().medianMs(), 4), Table.num(r.coldMs(), 3), r.checked());
+            t.row(
+                    r.transport(),
+                    r.family().wireName(),
+                    r.size(),
+                    Table.num(r.medianMs(), 4),
+                    Table.num(r.gbps(), 3),
+                    r.d2hBytes(),
+                    r.h2dBytes(),
+                    none ? "" : Table.num(r.vsRaw(), 3),
+                    none ? "" : r.ceiling().name(),
+                    none ? "" : Table.num(r.ceiling().medianMs(), 4),
+                    Table.num(r.coldMs(), 3),
+                    r.checked());
         }
         StringBuilder b = new StringBuilder(t.csv());
         StringBuilder m = new StringBuilder(t.markdown());
@@ -821,8 +1021,13 @@ public final class TransferBench {
             b.append("# ").append(e).append('\n');
             m.append("\n- `").append(e).append('`');
         }
-        return Results.record(dir, "transfer", "`cuwire bench transfer` on " + Results.machine(), Results.now(),
-                m.toString(), b.toString());
+        return Results.record(
+                dir,
+                "transfer",
+                "`cuwire bench transfer` on " + Results.machine(),
+                Results.now(),
+                m.toString(),
+                b.toString());
     }
 
     // ---------------------------------------------------------------- both sides
@@ -858,8 +1063,8 @@ public final class TransferBench {
         for (Buffer b : frames) {
             descriptors.add(new FrameDescriptor(b.kind(), b.deviceOrdinal(), b.byteSize()));
         }
-        return Message.of(new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), root, descriptors).encode(),
-                frames);
+        return Message.of(
+                new Serialized.Header(Serialized.FORMAT_VERSION, Set.of(), root, descriptors).encode(), frames);
     }
 
     /** A model on a device, closed with its arrays. */
@@ -902,15 +1107,18 @@ public final class TransferBench {
             // -Dcuwire.bench.noSecret=true (passed to the receiver too): no secret, so no handshake proof and no
             // message tags, to measure what they cost
             TransportConfig.Builder keyed = Boolean.getBoolean("cuwire.bench.noSecret")
-                    ? TransportConfig.builder().allowUnauthenticated(true) : TransportConfig.builder().secret(secret);
+                    ? TransportConfig.builder().allowUnauthenticated(true)
+                    : TransportConfig.builder().secret(secret);
             // -Dcuwire.bench.stagingChunkBytes=N, -Dcuwire.bench.stagingSlots=N (passed on too): the staging ring's
             // shape, to measure it
-            keyed.staging(Integer.getInteger("cuwire.bench.stagingChunkBytes", 4 << 20),
+            keyed.staging(
+                    Integer.getInteger("cuwire.bench.stagingChunkBytes", 4 << 20),
                     Integer.getInteger("cuwire.bench.stagingSlots", 3));
             config = keyed.ioTimeout(Duration.ofSeconds(120))
                     .handshakeTimeout(Duration.ofSeconds(30))
                     .families(Family.CUDA, Family.HOST, Family.JAVA)
-                    .receiveInto(DeviceMap.of(host, device).withPinned(host)).build();
+                    .receiveInto(DeviceMap.of(host, device).withPinned(host))
+                    .build();
             target = new DecodeTarget(device, host, Limits.DEFAULT);
             rawSource = arena.allocate(Math.max(maxSize, 8), 64);
             rawSource.fill((byte) 3);
@@ -963,8 +1171,8 @@ public final class TransferBench {
                         pattern.set(ValueLayout.JAVA_LONG_UNALIGNED, k, (i + k) * 0x9E3779B97F4A7C15L);
                     }
                     for (long off = 0; off < arrayBytes; off += chunk) {
-                        CopyEngine.copyFromSegment(pattern.asSlice(0, Math.min(chunk, arrayBytes - off)),
-                                layer.buffer(), off);
+                        CopyEngine.copyFromSegment(
+                                pattern.asSlice(0, Math.min(chunk, arrayBytes - off)), layer.buffer(), off);
                     }
                 }
             }
@@ -992,7 +1200,7 @@ public final class TransferBench {
                 Object root = m.value().root();
                 if ("bye".equals(root)) {
                     m.close();
-                    pongSent.exceptionally(e -> null).join();  // the sender is going: its copy may not be told
+                    pongSent.exceptionally(e -> null).join(); // the sender is going: its copy may not be told
                     return;
                 }
                 if ("rtt".equals(root)) {
@@ -1007,7 +1215,8 @@ public final class TransferBench {
                 long d2h;
                 long allocations;
                 long syscalls;
-                try (TransferScope scope = openScope("bench receive"); m) {
+                try (TransferScope scope = openScope("bench receive");
+                        m) {
                     model = registry.deserialize(m.value(), Model.class, target);
                     c.send(ack).join();
                     syscalls = Syscalls.since(calls0);
@@ -1053,15 +1262,24 @@ public final class TransferBench {
         }
 
         static Child start(int ordinal, long maxSize, byte[] secret) throws IOException {
-            ChildJvm jvm = ChildJvm.start(TransferBench.class, List.of(), secret, "--serve", Integer.toString(ordinal),
+            ChildJvm jvm = ChildJvm.start(
+                    TransferBench.class,
+                    List.of(),
+                    secret,
+                    "--serve",
+                    Integer.toString(ordinal),
                     Long.toString(maxSize));
             try {
                 List<String> parts = jvm.ready();
-                SocketChannel raw = SocketChannel.open(new InetSocketAddress("127.0.0.1",
-                        Integer.parseInt(parts.get(2))));
+                SocketChannel raw =
+                        SocketChannel.open(new InetSocketAddress("127.0.0.1", Integer.parseInt(parts.get(2))));
                 raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                return new Child(jvm, parts.get(0), parts.get(1),
-                        parts.size() > 3 && !parts.get(3).equals("-") ? parts.get(3) : null, raw);
+                return new Child(
+                        jvm,
+                        parts.get(0),
+                        parts.get(1),
+                        parts.size() > 3 && !parts.get(3).equals("-") ? parts.get(3) : null,
+                        raw);
             } catch (IOException | RuntimeException e) {
                 jvm.process().destroyForcibly();
                 throw e;
@@ -1082,7 +1300,9 @@ public final class TransferBench {
             ByteBuffer again = chunk == 0 ? null : source.asSlice(0, chunk).asByteBuffer();
             for (long off = 0; off < bytes; off += step) {
                 int n = (int) Math.min(step, bytes - off);
-                ByteBuffer bb = again != null ? again.clear().limit(n) : source.asSlice(off, n).asByteBuffer();
+                ByteBuffer bb = again != null
+                        ? again.clear().limit(n)
+                        : source.asSlice(off, n).asByteBuffer();
                 while (bb.hasRemaining()) {
                     raw.write(bb);
                 }
@@ -1155,7 +1375,9 @@ public final class TransferBench {
                     }
                     long bytes = length.getLong(0);
                     for (long off = 0; off < bytes; off += 1L << 30) {
-                        ByteBuffer bb = rawTarget.asSlice(off, Math.min(1L << 30, bytes - off)).asByteBuffer();
+                        ByteBuffer bb = rawTarget
+                                .asSlice(off, Math.min(1L << 30, bytes - off))
+                                .asByteBuffer();
                         while (bb.hasRemaining()) {
                             if (raw.read(bb) < 0) {
                                 throw new UncheckedIOException(new IOException("sender closed mid-transfer"));
@@ -1219,14 +1441,13 @@ public final class TransferBench {
         private static final ByteBuffer BUFFER = ByteBuffer.allocate(1024);
         private static final long OWN = own();
 
-        private Syscalls() {
-        }
+        private Syscalls() {}
 
         private static FileChannel open() {
             try {
                 return FileChannel.open(Path.of("/proc/self/io"), StandardOpenOption.READ);
             } catch (IOException | RuntimeException e) {
-                return null;  // not Linux, or no /proc: the counts are reported as unknown
+                return null; // not Linux, or no /proc: the counts are reported as unknown
             }
         }
 

@@ -29,31 +29,38 @@ class ModelBroadcastBenchTest {
         assertEquals(1, one.workers());
         assertEquals(List.of(1L << 30), one.sizes());
         assertEquals(List.of(Strategy.EACH_IN_TURN), one.strategies());
-        ModelBroadcastBench.Options seven = ModelBroadcastBench.Options.parse("--workers", "7", "--sizes",
-                "1MiB,64MiB,1GiB,8GiB");
+        ModelBroadcastBench.Options seven =
+                ModelBroadcastBench.Options.parse("--workers", "7", "--sizes", "1MiB,64MiB,1GiB,8GiB");
         assertEquals(List.of(Strategy.EACH_IN_TURN, Strategy.CHAIN, Strategy.TREE), seven.strategies());
         assertEquals(List.of(1L << 20, 64L << 20, 1L << 30, 8L << 30), seven.sizes());
     }
 
     @Test
     void shouldKeepSizeAsOneSizeAndStrategiesInTheGivenOrder() {
-        ModelBroadcastBench.Options o = ModelBroadcastBench.Options.parse("--size", "16MiB", "--workers", "3",
-                "--strategies", "tree,each");
+        ModelBroadcastBench.Options o =
+                ModelBroadcastBench.Options.parse("--size", "16MiB", "--workers", "3", "--strategies", "tree,each");
         assertEquals(List.of(16L << 20), o.sizes());
         assertEquals(List.of(Strategy.TREE, Strategy.EACH_IN_TURN), o.strategies());
         assertEquals("tree", ModelBroadcastBench.name(o.strategies().getFirst()));
         assertEquals(4L << 20, o.chunkBytes(), "the cluster's default chunk");
-        assertEquals(64L << 20, ModelBroadcastBench.Options.parse("--chunk", "64MiB").chunkBytes());
+        assertEquals(
+                64L << 20, ModelBroadcastBench.Options.parse("--chunk", "64MiB").chunkBytes());
     }
 
     @Test
     void shouldRefuseBadOptionsNamingTheFlagAndTheValue() {
-        assertRefused("Invalid value for option '--sizes'", "1000 (expected: a multiple of 256 bytes, whole rows of "
-                + "64 float32)", "--sizes", "1MiB,1000");
-        assertRefused("Invalid value for option '--strategies'", "unknown strategy 'star' (expected: each, chain or "
-                + "tree)", "--strategies", "each,star");
-        assertRefused("--strategies [chain, chain]", "(expected: each strategy at most once)", "--strategies",
-                "chain,chain");
+        assertRefused(
+                "Invalid value for option '--sizes'",
+                "1000 (expected: a multiple of 256 bytes, whole rows of " + "64 float32)",
+                "--sizes",
+                "1MiB,1000");
+        assertRefused(
+                "Invalid value for option '--strategies'",
+                "unknown strategy 'star' (expected: each, chain or " + "tree)",
+                "--strategies",
+                "each,star");
+        assertRefused(
+                "--strategies [chain, chain]", "(expected: each strategy at most once)", "--strategies", "chain,chain");
         assertRefused("--workers 0", "(expected: >= 1)", "--workers", "0");
         assertRefused("Invalid value for option '--workers'", "'many' is not an int", "--workers", "many");
         assertRefused("--chunk 1024", "(expected: at least 4KiB)", "--chunk", "1KiB");

@@ -35,19 +35,22 @@ class CopyBenchmarkTest {
         assertEquals(256L << 20, o.size());
         assertEquals(5, o.repeat());
         assertEquals(Path.of("x.csv"), o.out());
-        assertEquals(1073741824L, CopyBenchmark.Options.parse("--size", "1073741824").size());
+        assertEquals(
+                1073741824L, CopyBenchmark.Options.parse("--size", "1073741824").size());
         assertEquals(4096L, CopyBenchmark.Options.parse("--size", "4k").size());
     }
 
     @Test
     void shouldRefuseBadArgumentsWithUsage() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> CopyBenchmark.Options.parse("--sise", "1"));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> CopyBenchmark.Options.parse("--sise", "1"));
         assertEquals("Unknown options: '--sise', '1'", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> CopyBenchmark.Options.parse("--size"));
         assertThrows(IllegalArgumentException.class, () -> CopyBenchmark.Options.parse("--size", "lots"));
-        assertEquals("--repeat: 0 (expected: > 0)", assertThrows(IllegalArgumentException.class,
-                () -> CopyBenchmark.Options.parse("--repeat", "0")).getMessage());
+        assertEquals(
+                "--repeat: 0 (expected: > 0)",
+                assertThrows(IllegalArgumentException.class, () -> CopyBenchmark.Options.parse("--repeat", "0"))
+                        .getMessage());
     }
 
     @Test
@@ -57,7 +60,8 @@ class CopyBenchmarkTest {
         assertEquals(54.5, r.medianGbps());
         assertEquals(50, r.minGbps());
         assertEquals(56, r.maxGbps());
-        assertEquals("COPY case=h2d_pinned size=1073741824 median_gbps=54.50 min_gbps=50.00 max_gbps=56.00 repeats=4",
+        assertEquals(
+                "COPY case=h2d_pinned size=1073741824 median_gbps=54.50 min_gbps=50.00 max_gbps=56.00 repeats=4",
                 r.line());
         assertEquals("h2d_pinned,1073741824,54.500,50.000,56.000,4", r.csv());
     }
@@ -69,8 +73,8 @@ class CopyBenchmarkTest {
         Path csv = dir.resolve("copy.csv");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
 
-        List<CopyBenchmark.Result> results = CopyBenchmark.run(new CopyBenchmark.Options(64L << 20, 3, csv),
-                new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        List<CopyBenchmark.Result> results = CopyBenchmark.run(
+                new CopyBenchmark.Options(64L << 20, 3, csv), new PrintStream(bytes, true, StandardCharsets.UTF_8));
 
         String out = bytes.toString(StandardCharsets.UTF_8);
         System.out.println(out);

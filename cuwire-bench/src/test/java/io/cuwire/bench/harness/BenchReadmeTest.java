@@ -14,42 +14,66 @@ class BenchReadmeTest {
 
     @Test
     void shouldBeWhatTheGeneratorGivesFromTheCurrentResultsFiles() throws Exception {
-        assertEquals(BenchReadme.generate(BENCH.resolve("results")), Files.readString(BENCH.resolve("README.md")),
+        assertEquals(
+                BenchReadme.generate(BENCH.resolve("results")),
+                Files.readString(BENCH.resolve("README.md")),
                 "bench/README.md differs from what the results files give: regenerate it with ./cuwire bench readme");
     }
 
     @Test
     void shouldTakeEachFigureFromTheNewestRunThatHasItAndCiteThatRun(@TempDir Path dir) throws Exception {
-        String older = Results.fold(null, null, "transfer-nvidia-h200", "t", "2026-12-01, first",
+        String older = Results.fold(
+                null,
+                null,
+                "transfer-nvidia-h200",
+                "t",
+                "2026-12-01, first",
                 "RESULT transport=ipc family=cuda size=1024 rtt_us=99.0\n"
                         + "RESULT transport=ipc family=cuda size=1073741824 median_ms=1.2 gbps=900.0 d2h_bytes=0 "
-                        + "h2d_bytes=0 vs_raw=0.90 raw_gbps=1000.0 checked=ok", false);
-        String newer = Results.fold(older, null, "transfer-nvidia-h200", "t", "2026-12-02, second",
-                "- `RESULT transport=ipc family=cuda size=1024 rtt_us=70.5`", false);
+                        + "h2d_bytes=0 vs_raw=0.90 raw_gbps=1000.0 checked=ok",
+                false);
+        String newer = Results.fold(
+                older,
+                null,
+                "transfer-nvidia-h200",
+                "t",
+                "2026-12-02, second",
+                "- `RESULT transport=ipc family=cuda size=1024 rtt_us=70.5`",
+                false);
         Files.writeString(dir.resolve("transfer-nvidia-h200.md"), newer);
         List<BenchReadme.Run> runs = BenchReadme.runs(dir, "transfer-nvidia-h200.md");
-        assertEquals(List.of("run 2026-12-02, second", "run 2026-12-01, first"),
+        assertEquals(
+                List.of("run 2026-12-02, second", "run 2026-12-01, first"),
                 runs.stream().map(BenchReadme.Run::label).toList());
         String readme = BenchReadme.generate(dir);
-        assertTrue(readme.contains("| nvidia-h200 | 70.5 µs |  |  | `transfer-nvidia-h200.md`, run 2026-12-02, "
-                + "second |"), readme);
-        assertTrue(readme.contains("| nvidia-h200 | 900.0 GB/s, host bytes 0 / 0 | raw 1000.0 GB/s | 0.90 × | "
-                + "`transfer-nvidia-h200.md`, run 2026-12-01, first |"), readme);
-        assertTrue(readme.contains("| nvidia-h200-x2 | not recorded |  |  | `transfer-nvidia-h200-x2.md`: no such "
-                + "figure in any run |"), readme);
+        assertTrue(
+                readme.contains(
+                        "| nvidia-h200 | 70.5 µs |  |  | `transfer-nvidia-h200.md`, run 2026-12-02, " + "second |"),
+                readme);
+        assertTrue(
+                readme.contains("| nvidia-h200 | 900.0 GB/s, host bytes 0 / 0 | raw 1000.0 GB/s | 0.90 × | "
+                        + "`transfer-nvidia-h200.md`, run 2026-12-01, first |"),
+                readme);
+        assertTrue(
+                readme.contains("| nvidia-h200-x2 | not recorded |  |  | `transfer-nvidia-h200-x2.md`: no such "
+                        + "figure in any run |"),
+                readme);
     }
 
     @Test
     void shouldReadATableByItsColumnNames(@TempDir Path dir) throws Exception {
-        Files.writeString(dir.resolve("estimators-cpu-2core.md"), Results.fold(null, null, "estimators-cpu-2core",
-                "e", "2026-12-02", """
+        Files.writeString(
+                dir.resolve("estimators-cpu-2core.md"),
+                Results.fold(null, null, "estimators-cpu-2core", "e", "2026-12-02", """
                         | estimator | cuwire cpu fit | scikit-learn fit | fit ratio | predict ratio |
                         |---|---|---|---|---|
                         | Ridge | 2 | 1 | 2.00 | 0.50 |
                         | PCA | 1 | 1 | 1.00 | 1.20 |
                         """, false));
         String readme = BenchReadme.generate(dir);
-        assertTrue(readme.contains("| cpu-2core | 1 of 2 estimators within 1.5 × on both | scikit-learn, same data, "
-                + "same run | worst 2.00 × (Ridge fit) | `estimators-cpu-2core.md`, run 2026-12-02 |"), readme);
+        assertTrue(
+                readme.contains("| cpu-2core | 1 of 2 estimators within 1.5 × on both | scikit-learn, same data, "
+                        + "same run | worst 2.00 × (Ridge fit) | `estimators-cpu-2core.md`, run 2026-12-02 |"),
+                readme);
     }
 }

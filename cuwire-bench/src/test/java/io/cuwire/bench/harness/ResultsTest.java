@@ -20,8 +20,14 @@ class ResultsTest {
 
     @Test
     void shouldStartANewFileWithTheRunAsCurrent() {
-        String text = Results.fold(null, null, "copy-cpu-2core", "Copy on cpu-2core", "2026-12-02 10:00 UTC",
-                "# Copy\n\n| a |\n|---|\n| 1 |\n## Summary\n\nfine", true);
+        String text = Results.fold(
+                null,
+                null,
+                "copy-cpu-2core",
+                "Copy on cpu-2core",
+                "2026-12-02 10:00 UTC",
+                "# Copy\n\n| a |\n|---|\n| 1 |\n## Summary\n\nfine",
+                true);
         assertEquals("""
                 # Copy on cpu-2core
 

@@ -29,10 +29,14 @@ class SizesTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Sizes.parse(bad), bad);
             assertEquals("size '" + bad + "' (expected: " + Sizes.EXPECTED + ")", e.getMessage());
         }
-        assertEquals("size '9000000000g' is too large (expected: at most 9223372036854775807 bytes)",
-                assertThrows(IllegalArgumentException.class, () -> Sizes.parse("9000000000g")).getMessage());
-        assertEquals("size '' (expected: " + Sizes.EXPECTED + ")",
-                assertThrows(IllegalArgumentException.class, () -> Sizes.parseList("1m,")).getMessage());
+        assertEquals(
+                "size '9000000000g' is too large (expected: at most 9223372036854775807 bytes)",
+                assertThrows(IllegalArgumentException.class, () -> Sizes.parse("9000000000g"))
+                        .getMessage());
+        assertEquals(
+                "size '' (expected: " + Sizes.EXPECTED + ")",
+                assertThrows(IllegalArgumentException.class, () -> Sizes.parseList("1m,"))
+                        .getMessage());
     }
 
     @Test

@@ -24,7 +24,9 @@ class StatsTest {
 
     @Test
     void shouldRefuseNoValues() {
-        assertEquals("no values (expected: at least one)",
-                assertThrows(IllegalArgumentException.class, () -> Stats.of(new double[0])).getMessage());
+        assertEquals(
+                "no values (expected: at least one)",
+                assertThrows(IllegalArgumentException.class, () -> Stats.of(new double[0]))
+                        .getMessage());
     }
 }

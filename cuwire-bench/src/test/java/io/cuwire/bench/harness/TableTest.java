@@ -12,10 +12,12 @@ import org.junit.jupiter.api.io.TempDir;
 class TableTest {
     @Test
     void shouldWriteCsvWithQuotingAndMarkdownWithEscapedBars() {
-        Table t = new Table("case", "median_ms", "note").row("tcp", Table.num(1.23456, 3), "a, \"b\"")
+        Table t = new Table("case", "median_ms", "note")
+                .row("tcp", Table.num(1.23456, 3), "a, \"b\"")
                 .row("ipc|x", 2, null);
         assertEquals("case,median_ms,note\ntcp,1.235,\"a, \"\"b\"\"\"\nipc|x,2,\n", t.csv());
-        assertEquals("| case | median_ms | note |\n|---|---|---|\n| tcp | 1.235 | a, \"b\" |\n| ipc\\|x | 2 |  |\n",
+        assertEquals(
+                "| case | median_ms | note |\n|---|---|---|\n| tcp | 1.235 | a, \"b\" |\n| ipc\\|x | 2 |  |\n",
                 t.markdown());
         assertEquals(2, t.size());
     }
@@ -23,7 +25,8 @@ class TableTest {
     @Test
     void shouldRefuseARowOfTheWrongWidth() {
         Table t = new Table("a", "b");
-        assertEquals("row of 1 cells [x] (expected: 2, one per column [a, b])",
+        assertEquals(
+                "row of 1 cells [x] (expected: 2, one per column [a, b])",
                 assertThrows(IllegalArgumentException.class, () -> t.row("x")).getMessage());
     }
 

@@ -24,7 +24,7 @@ class TimelineReportTest {
     void shouldNameTheFirstSenderAAndGiveTheMedianGapsOfTheCommonestRound() throws IOException {
         StringBuilder client = new StringBuilder("# 20 java client\n");
         StringBuilder server = new StringBuilder("# 10 java --serve\n");
-        server.append(500).append("\tRECEIVE_CALLED\n");  // the server stamps first, yet A is the client
+        server.append(500).append("\tRECEIVE_CALLED\n"); // the server stamps first, yet A is the client
         for (int r = 0; r < 12; r++) {
             long t = 1_000_000 + r * 100_000L;
             long late = r % 4 == 3 ? 20_000 : 0;
@@ -42,7 +42,8 @@ class TimelineReportTest {
         assertEquals(List.of("A = 20 java client", "B = 10 java --serve"), report.processes());
         assertEquals(8, report.rounds());
         assertEquals(100.0, report.medianRoundMicros(), 1e-9);
-        assertEquals(List.of("A:SEND_CALLED", "B:READ_QUEUED", "B:SEND_CALLED", "A:RECEIVE_RETURNED"),
+        assertEquals(
+                List.of("A:SEND_CALLED", "B:READ_QUEUED", "B:SEND_CALLED", "A:RECEIVE_RETURNED"),
                 report.steps().stream().map(TimelineReport.Step::label).toList());
         // rounds 2..9 of 0..11 (the last but one excluded); 2 of the 8 are late, the median is the on-time gap
         assertEquals(8, report.typical());
@@ -53,13 +54,15 @@ class TimelineReportTest {
         assertEquals("A:SEND_CALLED", longest.to());
         assertEquals(1.0, longest.perRound(), 1e-9);
         assertEquals(40.0, longest.gapMicros(), 1e-9);
-        double shares = report.transitions().stream().mapToDouble(TimelineReport.Transition::share).sum();
+        double shares = report.transitions().stream()
+                .mapToDouble(TimelineReport.Transition::share)
+                .sum();
         assertEquals(1.0, shares, 1e-9);
 
         // the 4 rounds before the last 5 sends: rounds 2..5, of which round 3 is late (its gap is not the median)
         TimelineReport.Report earlier = TimelineReport.analyse(dir, 4, 5);
         assertEquals(4, earlier.rounds());
-        assertEquals(4, earlier.typical());  // the late round has the same stamps, so the same sequence
+        assertEquals(4, earlier.typical()); // the late round has the same stamps, so the same sequence
         assertEquals(10.0, earlier.steps().get(1).gapMicros(), 1e-9);
         assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 8, 5));
     }
@@ -67,12 +70,12 @@ class TimelineReportTest {
     @Test
     void shouldSayHowManyFilesItFoundAndHowManyRoundsTheyHold() throws IOException {
         Files.writeString(dir.resolve("timeline-1.tsv"), "# 1 x\n5\tSEND_CALLED\n");
-        IllegalArgumentException one = assertThrows(IllegalArgumentException.class,
-                () -> TimelineReport.analyse(dir, 10));
+        IllegalArgumentException one =
+                assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 10));
         assertTrue(one.getMessage().contains("holds 1 timeline files"), one.getMessage());
         Files.writeString(dir.resolve("timeline-2.tsv"), "# 2 y\n7\tREAD_QUEUED\n");
-        IllegalArgumentException few = assertThrows(IllegalArgumentException.class,
-                () -> TimelineReport.analyse(dir, 10));
+        IllegalArgumentException few =
+                assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 10));
         assertTrue(few.getMessage().contains("hold 0 complete rounds"), few.getMessage());
         assertThrows(IllegalArgumentException.class, () -> TimelineReport.analyse(dir, 1, 0));
     }

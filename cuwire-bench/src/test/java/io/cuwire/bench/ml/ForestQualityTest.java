@@ -38,6 +38,7 @@ class ForestQualityTest {
     private static final int DEPTH = 10;
     /** Far apart: tree {@code t} of a forest uses {@code seed + t}, so seeds 1 and 2 would share all trees but one. */
     private static final long[] SEEDS = {1, 1001, 2001};
+
     private static final double BAND = 0.01;
 
     private static double[] x;
@@ -47,6 +48,7 @@ class ForestQualityTest {
     private BufferAllocator<HostBuffer> host;
     /** Where the data lives, and so which backend fits: {@link #host} here. */
     private BufferAllocator<?> mem;
+
     private String sklearnVersion = "?";
 
     @BeforeAll
@@ -61,7 +63,10 @@ class ForestQualityTest {
         for (int i = 0; i < ROWS; i++) {
             int o = i * COLS;
             double f = Math.sin(2 * x[o]) + x[o + 1] * x[o + 2] + 0.5 * Math.abs(x[o + 3]);
-            values[i] = Math.sin(2 * x[o]) + 0.5 * x[o + 1] + Math.abs(x[o + 2]) - 0.3 * x[o + 3] * x[o + 3]
+            values[i] = Math.sin(2 * x[o])
+                    + 0.5 * x[o + 1]
+                    + Math.abs(x[o + 2])
+                    - 0.3 * x[o + 3] * x[o + 3]
                     + 0.1 * MlTesting.gaussian(r);
             double z = f + 0.2 * MlTesting.gaussian(r);
             labels[i] = z < -0.3 ? 0 : z < 0.9 ? 1 : 2;
@@ -100,23 +105,31 @@ class ForestQualityTest {
 
     private NdArray rows(double[] v, int from, int to, int cols) {
         double[] part = Arrays.copyOfRange(v, from * cols, to * cols);
-        return cols == 1 ? MlTesting.array(mem, DType.FLOAT64, part, to - from)
+        return cols == 1
+                ? MlTesting.array(mem, DType.FLOAT64, part, to - from)
                 : MlTesting.array(mem, DType.FLOAT64, part, to - from, cols);
     }
 
     private NdArray labelRows(int from, int to) {
-        return MlTesting.labels(mem, Arrays.stream(labels, from, to).mapToInt(v -> (int) v).toArray());
+        return MlTesting.labels(
+                mem, Arrays.stream(labels, from, to).mapToInt(v -> (int) v).toArray());
     }
 
     @Test
     void shouldKeepTheClassifiersHeldOutAccuracyWithinOneHundredthOfScikitLearns() {
         double ours = 0;
         double theirs = 0;
-        try (NdArray xt = rows(x, 0, TRAIN, COLS); NdArray yt = labelRows(0, TRAIN);
-                NdArray xv = rows(x, TRAIN, ROWS, COLS); NdArray yv = labelRows(TRAIN, ROWS)) {
+        try (NdArray xt = rows(x, 0, TRAIN, COLS);
+                NdArray yt = labelRows(0, TRAIN);
+                NdArray xv = rows(x, TRAIN, ROWS, COLS);
+                NdArray yv = labelRows(TRAIN, ROWS)) {
             for (long seed : SEEDS) {
-                try (RandomForestClassifier m = new RandomForestClassifier().nEstimators(TREES).maxDepth(DEPTH)
-                        .seed(seed).fit(xt, yt); NdArray p = m.predict(xv)) {
+                try (RandomForestClassifier m = new RandomForestClassifier()
+                                .nEstimators(TREES)
+                                .maxDepth(DEPTH)
+                                .seed(seed)
+                                .fit(xt, yt);
+                        NdArray p = m.predict(xv)) {
                     ours += Metrics.accuracy(yv, p) / SEEDS.length;
                 }
 
@@ -131,16 +144,23 @@ class ForestQualityTest {
     void shouldKeepTheRegressorsHeldOutR2WithinOneHundredthOfScikitLearns() {
         double ours = 0;
         double theirs = 0;
-        try (NdArray xt = rows(x, 0, TRAIN, COLS); NdArray yt = rows(values, 0, TRAIN, 1);
-                NdArray xv = rows(x, TRAIN, ROWS, COLS); NdArray yv = rows(values, TRAIN, ROWS, 1)) {
+        try (NdArray xt = rows(x, 0, TRAIN, COLS);
+                NdArray yt = rows(values, 0, TRAIN, 1);
+                NdArray xv = rows(x, TRAIN, ROWS, COLS);
+                NdArray yv = rows(values, TRAIN, ROWS, 1)) {
             for (long seed : SEEDS) {
-                try (RandomForestRegressor m = new RandomForestRegressor().nEstimators(TREES).maxDepth(DEPTH)
-                        .maxFeatures(1.0).seed(seed).fit(xt, yt); NdArray p = m.predict(xv)) {
+                try (RandomForestRegressor m = new RandomForestRegressor()
+                                .nEstimators(TREES)
+                                .maxDepth(DEPTH)
+                                .maxFeatures(1.0)
+                                .seed(seed)
+                                .fit(xt, yt);
+                        NdArray p = m.predict(xv)) {
                     ours += Metrics.r2(yv, p) / SEEDS.length;
                 }
 
-                theirs += sklearn(SklearnForests.run(false, x, ROWS, COLS, values, TRAIN, TREES, DEPTH, 1.0, seed,
-                        1)) / SEEDS.length;
+                theirs += sklearn(SklearnForests.run(false, x, ROWS, COLS, values, TRAIN, TREES, DEPTH, 1.0, seed, 1))
+                        / SEEDS.length;
             }
         }
         assertWithin("R²", ours, theirs);
@@ -153,9 +173,18 @@ class ForestQualityTest {
     }
 
     private void assertWithin(String what, double ours, double theirs) {
-        String line = String.format(Locale.ROOT, "held-out %s, mean of %d seeds: %s (histogram splits) %.4f, "
-                + "scikit-learn %s %.4f, difference %+.4f (band %.2f)", what, SEEDS.length, grower(), ours,
-                sklearnVersion, theirs, ours - theirs, BAND);
+        String line = String.format(
+                Locale.ROOT,
+                "held-out %s, mean of %d seeds: %s (histogram splits) %.4f, "
+                        + "scikit-learn %s %.4f, difference %+.4f (band %.2f)",
+                what,
+                SEEDS.length,
+                grower(),
+                ours,
+                sklearnVersion,
+                theirs,
+                ours - theirs,
+                BAND);
         System.out.println("[cuwire] " + getClass().getSimpleName() + " " + line);
         assertTrue(Math.abs(ours - theirs) <= BAND, line);
     }

@@ -17,7 +17,8 @@ class SocketVsTransportBenchTest {
 
     @Test
     void shouldRefuseAFrameMemoryItDoesNotKnow() {
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> SocketVsTransportBench.main(new String[] {"tcp", "1024", "1", "disk"}));
     }
 }

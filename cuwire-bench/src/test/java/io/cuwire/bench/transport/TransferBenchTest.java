@@ -26,9 +26,21 @@ class TransferBenchTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-            code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,tcp,tls,ucx,ipc",
-                    "--sizes", "1KiB,1MiB", "--repeat", "3", "--warmup", "2", "--case-warmup", "0", "--out",
-                    dir.toString()), out);
+            code = TransferBench.run(
+                    TransferBench.Options.parse(
+                            "--transports",
+                            "inproc,tcp,tls,ucx,ipc",
+                            "--sizes",
+                            "1KiB,1MiB",
+                            "--repeat",
+                            "3",
+                            "--warmup",
+                            "2",
+                            "--case-warmup",
+                            "0",
+                            "--out",
+                            dir.toString()),
+                    out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, output);
@@ -41,7 +53,9 @@ class TransferBenchTest {
         int cases = 0;
         while (m.find()) {
             cases++;
-            assertEquals(m.group(1).equals("inproc"), m.group(6).startsWith("latency_us="),
+            assertEquals(
+                    m.group(1).equals("inproc"),
+                    m.group(6).startsWith("latency_us="),
                     "in-process reports latency, every other path its ceiling: " + m.group());
             if (m.group(1).equals("ipc") && m.group(2).equals("cuda")) {
                 assertEquals("0", m.group(4), "IPC moves cuda-family frames device to device: " + m.group());
@@ -58,15 +72,20 @@ class TransferBenchTest {
         assertEquals(transports * 3 * 2, cases, output);
         List<String> roundTrips = ucxSkipped ? List.of("ipc", "tcp", "tls") : List.of("ipc", "tcp", "tls", "ucx");
         for (String t : roundTrips) {
-            assertTrue(Pattern.compile("RESULT transport=" + t + " family=cuda size=1024 rtt_us=\\d").matcher(output)
-                    .find(), output);
+            assertTrue(
+                    Pattern.compile("RESULT transport=" + t + " family=cuda size=1024 rtt_us=\\d")
+                            .matcher(output)
+                            .find(),
+                    output);
         }
         List<Path> csvs;
         try (Stream<Path> files = Files.list(dir)) {
             csvs = files.filter(p -> p.toString().endsWith(".csv")).toList();
         }
         assertEquals(1, csvs.size());
-        assertEquals(1 + transports * 3 * 2 + roundTrips.size(), Files.readAllLines(csvs.getFirst()).size(),
+        assertEquals(
+                1 + transports * 3 * 2 + roundTrips.size(),
+                Files.readAllLines(csvs.getFirst()).size(),
                 "a header, the cases, the round trips " + roundTrips);
     }
 
@@ -81,20 +100,46 @@ class TransferBenchTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void shouldCopyNoByteToTheHostForTheCudaFamilyInProcessAndOverIpcAroundEveryThreshold(@TempDir Path dir)
             throws Exception {
-        List<String> sizes = List.of("8", "1016", "1024", "65528", "65536", "65544", "1048568", "1048576", "1048584",
-                "4194296", "4194304", "4194312", "12582920");
+        List<String> sizes = List.of(
+                "8",
+                "1016",
+                "1024",
+                "65528",
+                "65536",
+                "65544",
+                "1048568",
+                "1048576",
+                "1048584",
+                "4194296",
+                "4194304",
+                "4194312",
+                "12582920");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         int code;
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-            code = TransferBench.run(TransferBench.Options.parse("--transports", "inproc,ipc", "--families", "cuda",
-                    "--sizes", String.join(",", sizes), "--repeat", "3", "--warmup", "3", "--case-warmup", "0", "--out",
-                    dir.toString()),
+            code = TransferBench.run(
+                    TransferBench.Options.parse(
+                            "--transports",
+                            "inproc,ipc",
+                            "--families",
+                            "cuda",
+                            "--sizes",
+                            String.join(",", sizes),
+                            "--repeat",
+                            "3",
+                            "--warmup",
+                            "3",
+                            "--case-warmup",
+                            "0",
+                            "--out",
+                            dir.toString()),
                     out);
         }
         String output = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, code, output);
         Matcher m = Pattern.compile("RESULT transport=(\\w+) family=cuda size=(\\d+) .*?d2h_bytes=(\\d+) "
-                + "h2d_bytes=(\\d+) .*checked=ok").matcher(output);
+                        + "h2d_bytes=(\\d+) .*checked=ok")
+                .matcher(output);
         int cases = 0;
         while (m.find()) {
             cases++;

@@ -12,8 +12,7 @@ import java.util.List;
  * in both.
  */
 public final class Placement {
-    private Placement() {
-    }
+    private Placement() {}
 
     /**
      * Worker {@code worker}'s device ordinal: {@code ordinals[worker mod ordinals.length]} when ordinals are given,
@@ -36,8 +35,8 @@ public final class Placement {
         List<Device> devices = Devices.all();
         if (ordinal < 0 || ordinal >= devices.size()) {
             String platform = Devices.platform();
-            throw new IllegalArgumentException(notVisible(ordinal, devices.size(), platform,
-                    platform.equals("cuda") ? Cuda.visibleDevices() : null));
+            throw new IllegalArgumentException(notVisible(
+                    ordinal, devices.size(), platform, platform.equals("cuda") ? Cuda.visibleDevices() : null));
         }
         return devices.get(ordinal);
     }

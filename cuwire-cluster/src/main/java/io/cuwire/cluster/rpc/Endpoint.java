@@ -15,8 +15,8 @@ import io.cuwire.transport.TransportException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -77,6 +77,7 @@ public final class Endpoint implements AutoCloseable {
     private final RateLimitedLog undecodable = new RateLimitedLog(LOG, 10, Duration.ofSeconds(10));
     /** The failure every call fails with once the endpoint broke; {@code null} while it works. */
     private final AtomicReference<RuntimeException> broken = new AtomicReference<>();
+
     private final AtomicLong messagesSent = new AtomicLong();
     private final AtomicLong headerBytesSent = new AtomicLong();
     private final AtomicLong frameBytesSent = new AtomicLong();
@@ -92,8 +93,14 @@ public final class Endpoint implements AutoCloseable {
      * @param failure the exception every call fails with once the endpoint broke, made of the cause
      * @param onBroken runs once when the endpoint breaks, with the cause
      */
-    public Endpoint(String name, Connection connection, TypeRegistry registry, DecodeTarget target, Handler handler,
-            Function<Reply.Undecodable, RuntimeException> refusal, Function<Throwable, RuntimeException> failure,
+    public Endpoint(
+            String name,
+            Connection connection,
+            TypeRegistry registry,
+            DecodeTarget target,
+            Handler handler,
+            Function<Reply.Undecodable, RuntimeException> refusal,
+            Function<Throwable, RuntimeException> failure,
             Consumer<Throwable> onBroken) {
         this.name = name;
         this.connection = connection;
@@ -134,8 +141,8 @@ public final class Endpoint implements AutoCloseable {
                 registerKinds(registry, kind);
             }
         } else {
-            throw new IllegalArgumentException(type.getName() + " is neither a record nor sealed: a request is one "
-                    + "record per kind");
+            throw new IllegalArgumentException(
+                    type.getName() + " is neither a record nor sealed: a request is one " + "record per kind");
         }
     }
 
@@ -178,7 +185,7 @@ public final class Endpoint implements AutoCloseable {
         try {
             readMessages();
         } catch (RuntimeException | Error e) {
-            fail(e);  // an Error in the transport or the handler: never a silent end of the reader
+            fail(e); // an Error in the transport or the handler: never a silent end of the reader
         }
     }
 
@@ -220,7 +227,8 @@ public final class Endpoint implements AutoCloseable {
             dispatch(value);
             if (timed && event.shouldCommit()) {
                 event.endpoint = name;
-                event.op = value instanceof Request || value instanceof Reply ? registry.nameOf(value.getClass())
+                event.op = value instanceof Request || value instanceof Reply
+                        ? registry.nameOf(value.getClass())
                         : "other";
                 event.decodeNanos = decoded - received;
                 event.releaseNanos = released - decoded;
@@ -267,7 +275,7 @@ public final class Endpoint implements AutoCloseable {
                 } catch (Error e) {
                     Values.close(r);
                     reply(Reply.failed(r.id(), e));
-                    throw e;  // the reader breaks the endpoint
+                    throw e; // the reader breaks the endpoint
                 }
             }
             default -> Values.close(value);
@@ -283,9 +291,12 @@ public final class Endpoint implements AutoCloseable {
      * @return the answer's send, or a completed future where there is nothing to send
      */
     private CompletableFuture<?> answerUndecodable(Serialized value, Throwable e) {
-        undecodable.log(System.Logger.Level.WARNING, "undecodable", name + ": could not decode a message from "
-                + connection + ": " + e);
-        if (!(value.root() instanceof Map<?, ?> root && root.get("d") instanceof Map<?, ?> d
+        undecodable.log(
+                System.Logger.Level.WARNING,
+                "undecodable",
+                name + ": could not decode a message from " + connection + ": " + e);
+        if (!(value.root() instanceof Map<?, ?> root
+                && root.get("d") instanceof Map<?, ?> d
                 && d.get("id") instanceof Long id)) {
             return CompletableFuture.completedFuture(null);
         }
@@ -298,7 +309,7 @@ public final class Endpoint implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         // a request, or a message of a kind this side does not know (a request kind it does not serve): answered
-        return send(Reply.undecodable(id, e)).exceptionally(x -> null);  // a failed send is this endpoint's failure
+        return send(Reply.undecodable(id, e)).exceptionally(x -> null); // a failed send is this endpoint's failure
     }
 
     /** Sends {@code request} and returns the future of its reply (failed with the endpoint's failure if broken). */
@@ -389,7 +400,7 @@ public final class Endpoint implements AutoCloseable {
                 frameBytesSent.addAndGet(m.frameBytes());
                 framesSent.addAndGet(m.frames());
             } else if (unwrap(e) instanceof TransportException t) {
-                fail(t);  // a send that failed in the transport broke the connection (Connection's contract)
+                fail(t); // a send that failed in the transport broke the connection (Connection's contract)
             }
         });
     }
@@ -397,7 +408,7 @@ public final class Endpoint implements AutoCloseable {
     /** Breaks the endpoint: fails every pending call with {@code failure(cause)} and closes the connection. */
     public void fail(Throwable cause) {
         if (broken.get() != null) {
-            return;  // broken once already (the usual case for a second call): no failure to build
+            return; // broken once already (the usual case for a second call): no failure to build
         }
         RuntimeException failed = failure.apply(cause);
         if (!broken.compareAndSet(null, failed)) {
@@ -426,8 +437,13 @@ public final class Endpoint implements AutoCloseable {
 
     /** What this endpoint sent and received so far. */
     public WireCounts counts() {
-        return new WireCounts(messagesSent.get(), framesSent.get(), headerBytesSent.get(), frameBytesSent.get(),
-                bytesReceived.get(), frameBytesReceived.get());
+        return new WireCounts(
+                messagesSent.get(),
+                framesSent.get(),
+                headerBytesSent.get(),
+                frameBytesSent.get(),
+                bytesReceived.get(),
+                frameBytesReceived.get());
     }
 
     /**
@@ -440,9 +456,13 @@ public final class Endpoint implements AutoCloseable {
      * @param bytesReceived header and frame bytes received
      * @param frameBytesReceived frame bytes received
      */
-    public record WireCounts(long messages, long frames, long headerBytes, long frameBytes, long bytesReceived,
-            long frameBytesReceived) {
-    }
+    public record WireCounts(
+            long messages,
+            long frames,
+            long headerBytes,
+            long frameBytes,
+            long bytesReceived,
+            long frameBytesReceived) {}
 
     /** Closes: pending calls fail as if the peer had gone. */
     @Override

@@ -69,9 +69,12 @@ public final class RateLimitedLog {
             leftOut = k.leftOut;
             k.leftOut = 0;
         }
-        logger.log(level, leftOut == 0 ? message
-                : message + " (and " + leftOut + " more of this kind not logged, at most " + burst + " per " + window
-                        + ")");
+        logger.log(
+                level,
+                leftOut == 0
+                        ? message
+                        : message + " (and " + leftOut + " more of this kind not logged, at most " + burst + " per "
+                                + window + ")");
         return true;
     }
 
@@ -87,8 +90,10 @@ public final class RateLimitedLog {
                 k.leftOut = 0;
             }
             if (leftOut > 0) {
-                logger.log(level, leftOut + " more of kind '" + e.getKey() + "' not logged (at most " + burst + " per "
-                        + window + ")");
+                logger.log(
+                        level,
+                        leftOut + " more of kind '" + e.getKey() + "' not logged (at most " + burst + " per " + window
+                                + ")");
             }
         }
     }

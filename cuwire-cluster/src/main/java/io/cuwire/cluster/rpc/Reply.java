@@ -19,8 +19,7 @@ public sealed interface Reply {
      * @param value the result, or {@code null}
      */
     @WireType("cuwire.rpc.Ok")
-    record Ok(long id, Object value) implements Reply {
-    }
+    record Ok(long id, Object value) implements Reply {}
 
     /**
      * What the request names is not held here (a model identity not in the cache).
@@ -29,8 +28,7 @@ public sealed interface Reply {
      * @param why what is missing, for messages
      */
     @WireType("cuwire.rpc.Missing")
-    record Missing(long id, String why) implements Reply {
-    }
+    record Missing(long id, String why) implements Reply {}
 
     /**
      * The server failed the request with an exception.
@@ -41,8 +39,7 @@ public sealed interface Reply {
      * @param error its message
      */
     @WireType("cuwire.rpc.Failed")
-    record Failed(long id, String errorType, String error) implements Reply {
-    }
+    record Failed(long id, String errorType, String error) implements Reply {}
 
     /**
      * The peer could not decode the request: its {@link Endpoint} answered, and the caller's future fails with the
@@ -54,8 +51,7 @@ public sealed interface Reply {
      * @param path where in the request the decode failed ({@code root.value.model}), or {@code null} if not known
      */
     @WireType("cuwire.rpc.Undecodable")
-    record Undecodable(long id, String errorType, String error, String path) implements Reply {
-    }
+    record Undecodable(long id, String errorType, String error, String path) implements Reply {}
 
     /** The answer to request {@code id}: served, with {@code value}. */
     static Ok ok(long id, Object value) {
@@ -77,7 +73,10 @@ public sealed interface Reply {
      * {@link SerializationException}, or an {@link Error} such as {@link OutOfMemoryError}).
      */
     static Undecodable undecodable(long id, Throwable e) {
-        return new Undecodable(id, e.getClass().getSimpleName(), String.valueOf(e.getMessage()),
+        return new Undecodable(
+                id,
+                e.getClass().getSimpleName(),
+                String.valueOf(e.getMessage()),
                 e instanceof SerializationException s ? s.path() : null);
     }
 }

@@ -15,8 +15,7 @@ import java.util.Set;
 
 /** Closing what a decoded value owns. */
 public final class Values {
-    private Values() {
-    }
+    private Values() {}
 
     /**
      * Closes {@code value} if it is {@link AutoCloseable}, or the elements of a collection, the keys and values of a

@@ -52,6 +52,7 @@ public final class ModelCache implements AutoCloseable {
     private final AtomicLong uses = new AtomicLong();
     /** The version of each model evicted and not cached since, for the message of a lease asked for it. */
     private final Map<Long, Long> evicted = new ConcurrentHashMap<>();
+
     private final AtomicLong evictions = new AtomicLong();
 
     /**
@@ -75,8 +76,7 @@ public final class ModelCache implements AutoCloseable {
         void close();
     }
 
-    private record Key(long id, long version) {
-    }
+    private record Key(long id, long version) {}
 
     /**
      * A cached model, its leases and its last use. A retired version is closed once no lease holds it; an evicted one
@@ -226,8 +226,9 @@ public final class ModelCache implements AutoCloseable {
             Long gone = evicted.get(id);
             throw missing.apply(what + " is not in " + owner + "'s cache (cached: "
                     + (m == null || m.isClosed() ? "none" : "v" + m.version) + ")"
-                    + (gone != null && gone == version ? ": it was evicted to make room in the device's memory; "
-                    + "broadcast it again" : ""));
+                    + (gone != null && gone == version
+                            ? ": it was evicted to make room in the device's memory; " + "broadcast it again"
+                            : ""));
         }
         return m.lease();
     }
@@ -262,13 +263,13 @@ public final class ModelCache implements AutoCloseable {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted waiting for model " + id + " v" + version, e);
                 } catch (ExecutionException e) {
-                    throw new IllegalStateException("fetching model " + id + " v" + version + " failed: "
-                            + e.getCause(), e.getCause());
+                    throw new IllegalStateException(
+                            "fetching model " + id + " v" + version + " failed: " + e.getCause(), e.getCause());
                 }
                 continue;
             }
             try {
-                Lease loaded = tryAcquire(id, version);  // a load that ended between the first look and now
+                Lease loaded = tryAcquire(id, version); // a load that ended between the first look and now
                 if (loaded != null) {
                     mine.complete(null);
                     return loaded;
@@ -351,15 +352,19 @@ public final class ModelCache implements AutoCloseable {
             }
             long size = lru.deviceBytes();
             if (!lru.claim()) {
-                continue;  // a lease took it meanwhile: look again
+                continue; // a lease took it meanwhile: look again
             }
             models.remove(lru.id, lru);
             evicted.put(lru.id, lru.version);
             evictions.incrementAndGet();
             lru.closeOnce();
-            LOG.log(System.Logger.Level.INFO, "cuwire " + owner + ": evicted model " + lru.id + " v" + lru.version
-                    + " (" + (size < 0 ? "its device bytes unknown" : size + " bytes of device frames") + ", least "
-                    + "recently used, no task holding it) to make room for an allocation of " + bytes + " bytes");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "cuwire " + owner + ": evicted model " + lru.id + " v" + lru.version
+                            + " (" + (size < 0 ? "its device bytes unknown" : size + " bytes of device frames")
+                            + ", least "
+                            + "recently used, no task holding it) to make room for an allocation of " + bytes
+                            + " bytes");
             return true;
         }
     }

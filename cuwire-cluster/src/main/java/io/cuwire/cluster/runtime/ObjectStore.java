@@ -16,8 +16,7 @@ public final class ObjectStore implements AutoCloseable {
     private final AtomicLong nextId = new AtomicLong(1);
 
     /** An empty store. */
-    public ObjectStore() {
-    }
+    public ObjectStore() {}
 
     /**
      * Stores {@code value}; returns its id.

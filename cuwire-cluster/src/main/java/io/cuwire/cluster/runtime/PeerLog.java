@@ -29,8 +29,10 @@ public final class PeerLog {
 
     /** A connection refused before it was a peer's (its handshake failed, say): {@code cause} says why. */
     public void connectionRefused(Throwable cause) {
-        log.log(System.Logger.Level.WARNING, "connection", node + ": refused a connection: "
-                + unwrap(cause).getMessage());
+        log.log(
+                System.Logger.Level.WARNING,
+                "connection",
+                node + ": refused a connection: " + unwrap(cause).getMessage());
     }
 
     /** A peer's request refused: {@code why} names the peer and the reason. */
@@ -48,8 +50,10 @@ public final class PeerLog {
             return;
         }
         String what = t instanceof ProtocolViolationException ? "refused peer " : "lost peer ";
-        log.log(System.Logger.Level.WARNING, "peer", node + ": " + what + c + " (pid " + c.peer().pid() + "): "
-                + describe(t));
+        log.log(
+                System.Logger.Level.WARNING,
+                "peer",
+                node + ": " + what + c + " (pid " + c.peer().pid() + "): " + describe(t));
     }
 
     /** Writes how many lines of each kind were left out, if any (before the node stops). */

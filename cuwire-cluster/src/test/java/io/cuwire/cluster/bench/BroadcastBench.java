@@ -19,8 +19,7 @@ import java.util.Locale;
  * {@code workers mib repeats}. Prints one markdown table row per strategy and family.
  */
 public final class BroadcastBench {
-    private BroadcastBench() {
-    }
+    private BroadcastBench() {}
 
     public static void main(String[] args) {
         int workers = Integer.parseInt(args[0]);
@@ -36,19 +35,32 @@ public final class BroadcastBench {
                         long bytes = 0;
                         for (int r = 0; r <= repeats; r++) {
                             try (NearestNeighbors model = new NearestNeighbors().fit(x)) {
-                                BroadcastResult b = client.broadcast(model, BroadcastOptions.DEFAULT.family(family)
-                                        .strategy(s));
+                                BroadcastResult b = client.broadcast(
+                                        model,
+                                        BroadcastOptions.DEFAULT.family(family).strategy(s));
                                 if (r > 0) {
                                     ms.add(b.nanos() / 1e6);
                                 }
                                 bytes = b.clientBytes();
                             }
                         }
-                        double[] sorted = ms.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+                        double[] sorted = ms.stream()
+                                .mapToDouble(Double::doubleValue)
+                                .sorted()
+                                .toArray();
                         double median = sorted[sorted.length / 2];
-                        System.out.printf(Locale.ROOT, "| %d | %d MiB | %s | %s | %.0f | %.0f–%.0f | %.1f | %.2f |%n",
-                                workers, mib, family.wireName(), s, median, sorted[0], sorted[sorted.length - 1],
-                                bytes / 1048576.0, workers * (double) (mib << 20) / (median / 1e3) / 1e9);
+                        System.out.printf(
+                                Locale.ROOT,
+                                "| %d | %d MiB | %s | %s | %.0f | %.0f–%.0f | %.1f | %.2f |%n",
+                                workers,
+                                mib,
+                                family.wireName(),
+                                s,
+                                median,
+                                sorted[0],
+                                sorted[sorted.length - 1],
+                                bytes / 1048576.0,
+                                workers * (double) (mib << 20) / (median / 1e3) / 1e9);
                         System.out.flush();
                     }
                 }

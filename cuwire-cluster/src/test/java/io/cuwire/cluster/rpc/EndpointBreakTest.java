@@ -111,29 +111,45 @@ class EndpointBreakTest {
         final AtomicInteger ids = new AtomicInteger();
 
         Pair(String scheme) throws Exception {
-            String address = scheme.equals("tcp") ? "tcp://127.0.0.1:0"
-                    : "inproc://endpoint-break-" + NAMES.incrementAndGet();
-            TransportConfig config = TransportConfig.builder().secret(new byte[32])
-                    .receiveInto(DeviceMap.of(host, device)).build();
+            String address =
+                    scheme.equals("tcp") ? "tcp://127.0.0.1:0" : "inproc://endpoint-break-" + NAMES.incrementAndGet();
+            TransportConfig config = TransportConfig.builder()
+                    .secret(new byte[32])
+                    .receiveInto(DeviceMap.of(host, device))
+                    .build();
             listener = Transports.forAddress(address).listen(address, config);
-            CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(
-                    () -> listener.accept(Duration.ofSeconds(20)));
+            CompletableFuture<Connection> accepted =
+                    CompletableFuture.supplyAsync(() -> listener.accept(Duration.ofSeconds(20)));
             Connection callerSide = Transports.forAddress(listener.address()).connect(listener.address(), config);
             DecodeTarget target = new DecodeTarget(device, host, Limits.DEFAULT);
             Function<Throwable, RuntimeException> servingFailure = e -> new ClusterException("serving broken", e);
-            serving = new Endpoint("serving", accepted.get(20, TimeUnit.SECONDS), registry(), target,
-                    (from, r) -> {
-                        switch ((TestRequest) r) {
-                            case TestRequest.Explode x -> throw new StackOverflowError("test: the handler ran out of "
-                                    + "stack");
-                            case TestRequest.Echo e -> from.reply(Reply.ok(e.id(), e.value()));
-                            case TestRequest.Give g -> from.reply(Reply.ok(g.id(), null));
-                        }
-                    }, u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()), servingFailure,
-                    servingBroken::complete).start();
-            caller = new Endpoint("caller", callerSide, registry(), target, (from, r) -> { },
-                    u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
-                    e -> new ClusterException("caller broken", e), e -> { }).start();
+            serving = new Endpoint(
+                            "serving",
+                            accepted.get(20, TimeUnit.SECONDS),
+                            registry(),
+                            target,
+                            (from, r) -> {
+                                switch ((TestRequest) r) {
+                                    case TestRequest.Explode x ->
+                                        throw new StackOverflowError("test: the handler ran out of " + "stack");
+                                    case TestRequest.Echo e -> from.reply(Reply.ok(e.id(), e.value()));
+                                    case TestRequest.Give g -> from.reply(Reply.ok(g.id(), null));
+                                }
+                            },
+                            u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                            servingFailure,
+                            servingBroken::complete)
+                    .start();
+            caller = new Endpoint(
+                            "caller",
+                            callerSide,
+                            registry(),
+                            target,
+                            (from, r) -> {},
+                            u -> new RemoteDecodeException(u.errorType(), u.error(), u.path()),
+                            e -> new ClusterException("caller broken", e),
+                            e -> {})
+                    .start();
         }
 
         CompletableFuture<Reply> call(String op, Object arg) {
@@ -145,8 +161,8 @@ class EndpointBreakTest {
         void assertBrokeWith(Class<? extends Throwable> cause) throws Exception {
             assertInstanceOf(cause, servingBroken.get(20, TimeUnit.SECONDS));
             assertFalse(serving.isOpen());
-            ExecutionException later = assertThrows(ExecutionException.class,
-                    () -> call("echo", "after").get(20, TimeUnit.SECONDS));
+            ExecutionException later = assertThrows(
+                    ExecutionException.class, () -> call("echo", "after").get(20, TimeUnit.SECONDS));
             assertInstanceOf(ClusterException.class, later.getCause(), "the connection is closed: " + later);
         }
 
@@ -208,7 +224,9 @@ class EndpointBreakTest {
     void shouldAnswerARequestWhoseHandlerFailsWithAnErrorAndThenBreak(String scheme) throws Exception {
         try (Pair p = new Pair(scheme)) {
             Reply reply = p.call("explode", "x").get(20, TimeUnit.SECONDS);
-            assertEquals("StackOverflowError", assertInstanceOf(Reply.Failed.class, reply).errorType());
+            assertEquals(
+                    "StackOverflowError",
+                    assertInstanceOf(Reply.Failed.class, reply).errorType());
             p.assertBrokeWith(StackOverflowError.class);
         }
     }

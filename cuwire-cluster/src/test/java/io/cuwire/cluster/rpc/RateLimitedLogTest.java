@@ -36,8 +36,8 @@ class RateLimitedLogTest {
 
         @Override
         public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-            lines.add(level + " " + (params == null || params.length == 0 ? format
-                    : MessageFormat.format(format, params)));
+            lines.add(level + " "
+                    + (params == null || params.length == 0 ? format : MessageFormat.format(format, params)));
         }
 
         @Override
@@ -58,8 +58,13 @@ class RateLimitedLogTest {
         assertTrue(log.log(System.Logger.Level.WARNING, "connection", "refused a connection"), "another kind");
         now.addAndGet(Duration.ofSeconds(10).toNanos());
         assertTrue(log.log(System.Logger.Level.WARNING, "peer", "refused peer e"));
-        assertEquals(List.of("WARNING refused peer a", "WARNING refused peer b", "WARNING refused a connection",
-                "WARNING refused peer e (and 2 more of this kind not logged, at most 2 per PT10S)"), logger.lines);
+        assertEquals(
+                List.of(
+                        "WARNING refused peer a",
+                        "WARNING refused peer b",
+                        "WARNING refused a connection",
+                        "WARNING refused peer e (and 2 more of this kind not logged, at most 2 per PT10S)"),
+                logger.lines);
     }
 
     @Test
@@ -71,7 +76,7 @@ class RateLimitedLogTest {
         log.log(System.Logger.Level.WARNING, "peer", "three");
         log.flush();
         log.flush();
-        assertEquals(List.of("WARNING one", "WARNING 2 more of kind 'peer' not logged (at most 1 per PT10S)"),
-                logger.lines);
+        assertEquals(
+                List.of("WARNING one", "WARNING 2 more of kind 'peer' not logged (at most 1 per PT10S)"), logger.lines);
     }
 }

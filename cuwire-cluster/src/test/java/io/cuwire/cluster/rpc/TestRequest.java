@@ -6,16 +6,13 @@ import io.cuwire.serialize.WireType;
 sealed interface TestRequest extends Request {
     /** Answered with its value. */
     @WireType("test.Echo")
-    record Echo(long id, Object value) implements TestRequest {
-    }
+    record Echo(long id, Object value) implements TestRequest {}
 
     /** Answered with a value of the serving side's own. */
     @WireType("test.Give")
-    record Give(long id) implements TestRequest {
-    }
+    record Give(long id) implements TestRequest {}
 
     /** Makes the serving side's handler fail with an {@link Error}. */
     @WireType("test.Explode")
-    record Explode(long id, Object value) implements TestRequest {
-    }
+    record Explode(long id, Object value) implements TestRequest {}
 }

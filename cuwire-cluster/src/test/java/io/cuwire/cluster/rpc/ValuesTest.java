@@ -24,8 +24,9 @@ class ValuesTest {
             NdArray array = NdArray.fromArray(host, new float[16], 16);
             Object level = new ArrayList<>(List.of(array));
             for (int i = 0; i < 60; i++) {
-                level = i % 3 == 0 ? new Object[] {level, level} : i % 3 == 1 ? Map.of(1, level, 2, level)
-                        : new ArrayList<>(List.of(level, level));
+                level = i % 3 == 0
+                        ? new Object[] {level, level}
+                        : i % 3 == 1 ? Map.of(1, level, 2, level) : new ArrayList<>(List.of(level, level));
             }
             Object value = level;
             assertTimeoutPreemptively(Duration.ofSeconds(20), () -> Values.close(value));

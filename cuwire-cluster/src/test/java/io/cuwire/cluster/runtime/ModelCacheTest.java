@@ -32,9 +32,9 @@ class ModelCacheTest {
     @Test
     void shouldCloseAReplacedVersionOnlyAfterItsLastLease() {
         Model v1 = new Model();
-        cache.put(1, 1, v1, () -> { });
+        cache.put(1, 1, v1, () -> {});
         ModelCache.Lease l = cache.acquire(1, 1, "model 1 v1", ClusterException::new);
-        cache.put(1, 2, new Model(), () -> { });
+        cache.put(1, 2, new Model(), () -> {});
         assertEquals(0, v1.closed.get(), "a leased version stays open");
         assertSame(v1, l.value());
         l.close();
@@ -47,7 +47,7 @@ class ModelCacheTest {
     @Test
     void shouldRetireAfterTheGivenStepRan() {
         Model v1 = new Model();
-        cache.put(1, 1, v1, () -> { });
+        cache.put(1, 1, v1, () -> {});
         int[] closedWhenAcknowledged = {-1};
         cache.put(1, 2, new Model(), () -> closedWhenAcknowledged[0] = v1.closed.get());
         assertEquals(0, closedWhenAcknowledged[0]);
@@ -59,11 +59,11 @@ class ModelCacheTest {
         Model a = new Model();
         Model b = new Model();
         Model c = new Model();
-        cache.put(1, 1, a, () -> { });
-        cache.put(2, 1, b, () -> { });
-        cache.put(3, 1, c, () -> { });
-        ModelCache.Lease held = cache.acquire(1, 1, "model 1 v1", ClusterException::new);  // the oldest, but in use
-        assertTrue(cache.holds(2, 1));  // a use: 3 is now the least recently used free one
+        cache.put(1, 1, a, () -> {});
+        cache.put(2, 1, b, () -> {});
+        cache.put(3, 1, c, () -> {});
+        ModelCache.Lease held = cache.acquire(1, 1, "model 1 v1", ClusterException::new); // the oldest, but in use
+        assertTrue(cache.holds(2, 1)); // a use: 3 is now the least recently used free one
         assertTrue(cache.evictOne(100));
         assertEquals(1, c.closed.get());
         assertEquals(0, a.closed.get() + b.closed.get());
@@ -71,10 +71,12 @@ class ModelCacheTest {
         assertEquals(1, b.closed.get());
         assertFalse(cache.evictOne(100), "the leased model is never evicted");
         assertEquals(2, cache.evictions());
-        ClusterException gone = assertThrows(ClusterException.class,
-                () -> cache.acquire(3, 1, "model 3 v1", ClusterException::new));
-        assertEquals("model 3 v1 is not in worker 7's cache (cached: none): it was evicted to make room in the "
-                + "device's memory; broadcast it again", gone.getMessage());
+        ClusterException gone =
+                assertThrows(ClusterException.class, () -> cache.acquire(3, 1, "model 3 v1", ClusterException::new));
+        assertEquals(
+                "model 3 v1 is not in worker 7's cache (cached: none): it was evicted to make room in the "
+                        + "device's memory; broadcast it again",
+                gone.getMessage());
         held.close();
         assertEquals(0, a.closed.get());
         assertTrue(cache.describe().startsWith("model cache of worker 7: 1 model(s), "), cache.describe());
@@ -98,8 +100,8 @@ class ModelCacheTest {
             loads.incrementAndGet();
             return new Model();
         }));
-        CompletableFuture<ModelCache.Lease> served = CompletableFuture.supplyAsync(
-                () -> cache.awaitAcquire(5, 3, Duration.ofSeconds(30)));
+        CompletableFuture<ModelCache.Lease> served =
+                CompletableFuture.supplyAsync(() -> cache.awaitAcquire(5, 3, Duration.ofSeconds(30)));
         release.countDown();
         ModelCache.Lease a = first.get(30, TimeUnit.SECONDS);
         ModelCache.Lease b = second.get(30, TimeUnit.SECONDS);
@@ -119,9 +121,13 @@ class ModelCacheTest {
     @Test
     void shouldRethrowAFailedLoadAndNotRememberIt() {
         IllegalStateException why = new IllegalStateException("driver gone");
-        assertSame(why, assertThrows(IllegalStateException.class, () -> cache.acquire(9, 1, () -> {
-            throw why;
-        })));
+        assertSame(
+                why,
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> cache.acquire(9, 1, () -> {
+                            throw why;
+                        })));
         assertEquals(0, cache.size());
         Model m = new Model();
         assertSame(m, cache.acquire(9, 1, () -> m).value(), "a failed load is not remembered: the next one loads");
@@ -130,7 +136,7 @@ class ModelCacheTest {
     @Test
     void shouldDropOnlyVersionsUpToTheGivenOne() {
         Model m = new Model();
-        cache.put(4, 5, m, () -> { });
+        cache.put(4, 5, m, () -> {});
         assertFalse(cache.drop(4, 4));
         assertTrue(cache.holds(4, 5));
         assertTrue(cache.drop(4, 5));

@@ -35,7 +35,9 @@ class ObjectStoreTest {
 
     @Test
     void shouldRefuseToStoreNothing() {
-        assertEquals("value", assertThrows(NullPointerException.class, () -> new ObjectStore().put(null))
-                .getMessage());
+        assertEquals(
+                "value",
+                assertThrows(NullPointerException.class, () -> new ObjectStore().put(null))
+                        .getMessage());
     }
 }

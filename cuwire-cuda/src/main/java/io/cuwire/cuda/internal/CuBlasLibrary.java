@@ -36,8 +36,8 @@ public final class CuBlasLibrary {
     public static final String ENV = "CUWIRE_CUBLAS_LIBRARY";
 
     static final List<String> NAMES = List.of("libcublas.so.13", "libcublas.so.12");
-    static final List<String> DIRECTORIES = List.of("/usr/local/cuda/lib64",
-            "/usr/local/cuda/targets/x86_64-linux/lib");
+    static final List<String> DIRECTORIES =
+            List.of("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib");
 
     private static final int CUBLAS_STATUS_SUCCESS = 0;
 
@@ -57,19 +57,75 @@ public final class CuBlasLibrary {
         this.destroy = bind(lib, "cublasDestroy_v2", ADDRESS);
         this.setStream = bind(lib, "cublasSetStream_v2", ADDRESS, ADDRESS);
         this.getStream = bind(lib, "cublasGetStream_v2", ADDRESS, ADDRESS);
-        this.sgemm = bind(lib, "cublasSgemm_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS,
-                JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
-        this.dgemm = bind(lib, "cublasDgemm_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS,
-                JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
-        this.sgemv = bind(lib, "cublasSgemv_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT,
-                JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
-        this.dgemv = bind(lib, "cublasDgemv_v2", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT,
-                JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
+        this.sgemm = bind(
+                lib,
+                "cublasSgemm_v2",
+                ADDRESS,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT,
+                JAVA_LONG,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT);
+        this.dgemm = bind(
+                lib,
+                "cublasDgemm_v2",
+                ADDRESS,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT,
+                JAVA_LONG,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT);
+        this.sgemv = bind(
+                lib,
+                "cublasSgemv_v2",
+                ADDRESS,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT,
+                JAVA_LONG,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT);
+        this.dgemv = bind(
+                lib,
+                "cublasDgemv_v2",
+                ADDRESS,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT,
+                JAVA_LONG,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_LONG,
+                JAVA_INT);
     }
 
     private MethodHandle bind(SymbolLookup lib, String name, MemoryLayout... args) {
-        MemorySegment symbol = lib.find(name).orElseThrow(() -> new CudaException("cuBLAS at " + location
-                + " has no symbol " + name, null));
+        MemorySegment symbol = lib.find(name)
+                .orElseThrow(() -> new CudaException("cuBLAS at " + location + " has no symbol " + name, null));
         return Linker.nativeLinker().downcallHandle(symbol, FunctionDescriptor.of(JAVA_INT, args));
     }
 
@@ -136,7 +192,8 @@ public final class CuBlasLibrary {
                 }
                 return new CuBlasLibrary(candidate, SymbolLookup.libraryLookup(candidate, Arena.global()));
             } catch (IllegalArgumentException e) {
-                problem = candidate.contains("/") ? "cannot be loaded: " + e.getMessage()
+                problem = candidate.contains("/")
+                        ? "cannot be loaded: " + e.getMessage()
                         : "not found by the dynamic linker";
             } catch (CudaException e) {
                 problem = e.getMessage();
@@ -147,7 +204,8 @@ public final class CuBlasLibrary {
     }
 
     static String notFoundMessage(String property, String env, List<String> tried) {
-        String source = property != null && !property.isBlank() ? " named by -D" + PROPERTY
+        String source = property != null && !property.isBlank()
+                ? " named by -D" + PROPERTY
                 : env != null && !env.isBlank() ? " named by $" + ENV : "";
         return "cuBLAS not found" + source + "; tried: " + String.join(", ", tried) + ". Install the CUDA toolkit's"
                 + " cuBLAS (libcublas.so.13 or .12) or name the library with -D" + PROPERTY
@@ -215,46 +273,106 @@ public final class CuBlasLibrary {
     }
 
     /** {@code cublasSgemm_v2}: C = alpha op(A) op(B) + beta C, column-major, alpha and beta on the host. */
-    public void sgemm(CudaDevice device, MemorySegment handle, int transA, int transB, int m, int n, int k,
-            float alpha, long a, int lda, long b, int ldb, float beta, long c, int ldc) {
+    public void sgemm(
+            CudaDevice device,
+            MemorySegment handle,
+            int transA,
+            int transB,
+            int m,
+            int n,
+            int k,
+            float alpha,
+            long a,
+            int lda,
+            long b,
+            int ldb,
+            float beta,
+            long c,
+            int ldc) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_FLOAT, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_FLOAT, beta);
-            check(Driver.inContext(device, () -> (int) sgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda,
-                    b, ldb, pb, c, ldc)), "cublasSgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
+            check(
+                    Driver.inContext(device, () ->
+                            (int) sgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda, b, ldb, pb, c, ldc)),
+                    "cublasSgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
         }
     }
 
     /** {@code cublasDgemm_v2}. */
-    public void dgemm(CudaDevice device, MemorySegment handle, int transA, int transB, int m, int n, int k,
-            double alpha, long a, int lda, long b, int ldb, double beta, long c, int ldc) {
+    public void dgemm(
+            CudaDevice device,
+            MemorySegment handle,
+            int transA,
+            int transB,
+            int m,
+            int n,
+            int k,
+            double alpha,
+            long a,
+            int lda,
+            long b,
+            int ldb,
+            double beta,
+            long c,
+            int ldc) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_DOUBLE, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_DOUBLE, beta);
-            check(Driver.inContext(device, () -> (int) dgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda,
-                    b, ldb, pb, c, ldc)), "cublasDgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
+            check(
+                    Driver.inContext(device, () ->
+                            (int) dgemm.invokeExact(handle, transA, transB, m, n, k, pa, a, lda, b, ldb, pb, c, ldc)),
+                    "cublasDgemm_v2(m " + m + ", n " + n + ", k " + k + ")");
         }
     }
 
     /** {@code cublasSgemv_v2}: y = alpha op(A) x + beta y. */
-    public void sgemv(CudaDevice device, MemorySegment handle, int trans, int m, int n, float alpha, long a, int lda,
-            long x, int incx, float beta, long y, int incy) {
+    public void sgemv(
+            CudaDevice device,
+            MemorySegment handle,
+            int trans,
+            int m,
+            int n,
+            float alpha,
+            long a,
+            int lda,
+            long x,
+            int incx,
+            float beta,
+            long y,
+            int incy) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_FLOAT, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_FLOAT, beta);
-            check(Driver.inContext(device, () -> (int) sgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb,
-                    y, incy)), "cublasSgemv_v2(m " + m + ", n " + n + ")");
+            check(
+                    Driver.inContext(device, () ->
+                            (int) sgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb, y, incy)),
+                    "cublasSgemv_v2(m " + m + ", n " + n + ")");
         }
     }
 
     /** {@code cublasDgemv_v2}. */
-    public void dgemv(CudaDevice device, MemorySegment handle, int trans, int m, int n, double alpha, long a, int lda,
-            long x, int incx, double beta, long y, int incy) {
+    public void dgemv(
+            CudaDevice device,
+            MemorySegment handle,
+            int trans,
+            int m,
+            int n,
+            double alpha,
+            long a,
+            int lda,
+            long x,
+            int incx,
+            double beta,
+            long y,
+            int incy) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pa = arena.allocateFrom(JAVA_DOUBLE, alpha);
             MemorySegment pb = arena.allocateFrom(JAVA_DOUBLE, beta);
-            check(Driver.inContext(device, () -> (int) dgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb,
-                    y, incy)), "cublasDgemv_v2(m " + m + ", n " + n + ")");
+            check(
+                    Driver.inContext(device, () ->
+                            (int) dgemv.invokeExact(handle, trans, m, n, pa, a, lda, x, incx, pb, y, incy)),
+                    "cublasDgemv_v2(m " + m + ", n " + n + ")");
         }
     }
 }

@@ -4,11 +4,11 @@ import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.CopyException;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryResource;
-import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -227,8 +227,7 @@ public final class CudaDevice extends Device {
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
-        return new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, ptr - base + buffer.rootOffset(),
-                buffer.byteSize());
+        return new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, ptr - base + buffer.rootOffset(), buffer.byteSize());
     }
 
     /**
@@ -297,8 +296,8 @@ public final class CudaDevice extends Device {
         try {
             base = Driver.ipcOpenMemHandle(owner, CudaIpcHandles.memHandle(handle));
         } catch (CudaException e) {
-            throw new CudaException("cuIpcOpenMemHandle_v2(" + handle + " on " + owner + ")", e.result(),
-                    e.errorName());
+            throw new CudaException(
+                    "cuIpcOpenMemHandle_v2(" + handle + " on " + owner + ")", e.result(), e.errorName());
         }
         try {
             CudaIpcHandles.checkOpened(handle, Driver.allocationSize(owner, base));
@@ -310,8 +309,11 @@ public final class CudaDevice extends Device {
             }
             throw e;
         }
-        return DeviceBuffer.owning(owner, new CudaAllocation(base + handle.offset(), handle.length()),
-                handle.length(), () -> Driver.ipcCloseMemHandle(owner, base));
+        return DeviceBuffer.owning(
+                owner,
+                new CudaAllocation(base + handle.offset(), handle.length()),
+                handle.length(),
+                () -> Driver.ipcCloseMemHandle(owner, base));
     }
 
     // ---- copies
@@ -328,8 +330,8 @@ public final class CudaDevice extends Device {
     }
 
     private static CopyException failed(String what, long bytes, DeviceBuffer buffer, CudaException e) {
-        return new CopyException(what + " of " + bytes + " bytes with " + buffer.describe() + " failed: "
-                + e.getMessage(), e);
+        return new CopyException(
+                what + " of " + bytes + " bytes with " + buffer.describe() + " failed: " + e.getMessage(), e);
     }
 
     @Override
@@ -376,8 +378,8 @@ public final class CudaDevice extends Device {
     }
 
     @Override
-    protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-            long bytes, DeviceStream stream) {
+    protected void copyDeviceToDevice(
+            DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes, DeviceStream stream) {
         CudaStream s = streamFor(stream, src);
         if (!(dst.device() instanceof CudaDevice target)) {
             throw new CopyException("cannot copy from " + src.describe() + " to " + dst.describe());

@@ -16,12 +16,12 @@ import java.util.regex.Pattern;
  */
 final class CudaIpcHandles {
     /** {@code cuDeviceGetPCIBusId}'s form: {@code 0000:3B:00.0} (domains of up to 8 digits). */
-    private static final Pattern BUS_ID = Pattern.compile(
-            "[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\\.[0-9A-Fa-f]");
+    private static final Pattern BUS_ID =
+            Pattern.compile("[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\\.[0-9A-Fa-f]");
+
     private static final int MAX_BUS_ID = 16;
 
-    private CudaIpcHandles() {
-    }
+    private CudaIpcHandles() {}
 
     /**
      * The PCI bus id the handle names, or {@code ""} when it names none.

@@ -72,8 +72,8 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
 
         /** The limits of the two properties' values ({@code null}: not set). */
         static Limits parse(String maxBytes, String maxCachedBytes) {
-            return new Limits(bytes(MAX_BYTES_PROPERTY, maxBytes, 1), bytes(MAX_CACHED_BYTES_PROPERTY, maxCachedBytes,
-                    0));
+            return new Limits(
+                    bytes(MAX_BYTES_PROPERTY, maxBytes, 1), bytes(MAX_CACHED_BYTES_PROPERTY, maxCachedBytes, 0));
         }
 
         private static long bytes(String property, String value, long min) {
@@ -88,8 +88,8 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
             } catch (NumberFormatException e) {
                 // refused below
             }
-            throw new IllegalArgumentException("-D" + property + "=" + value + " (expected: a number of bytes >= "
-                    + min + ")");
+            throw new IllegalArgumentException(
+                    "-D" + property + "=" + value + " (expected: a number of bytes >= " + min + ")");
         }
 
         private static String describe(long limit, String property) {
@@ -105,6 +105,7 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
     private final AtomicLong inUseBytes = new AtomicLong();
     /** Bytes of blocks held from the driver (in use, cached, or being allocated), against {@code maxBytes}. */
     private final AtomicLong heldBytes = new AtomicLong();
+
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong hits = new AtomicLong();
     private final AtomicLong driverAllocations = new AtomicLong();
@@ -245,9 +246,11 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
         } catch (CudaException e) {
             freeNow = "free memory unknown (" + e.getMessage() + ")";
         }
-        throw new AllocationLimitException(describe() + " cannot allocate " + bytes + " bytes (a block of " + size
-                + "): " + failure.getMessage() + "; " + freeNow + ", " + inUseBytes.get() + " bytes in use from"
-                + " this pool, " + released + " cached bytes freed before retrying", failure);
+        throw new AllocationLimitException(
+                describe() + " cannot allocate " + bytes + " bytes (a block of " + size
+                        + "): " + failure.getMessage() + "; " + freeNow + ", " + inUseBytes.get() + " bytes in use from"
+                        + " this pool, " + released + " cached bytes freed before retrying",
+                failure);
     }
 
     private long block(long ptr) {
@@ -278,8 +281,14 @@ public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
 
     /** The pool's counters now. */
     public PoolStats stats() {
-        return new PoolStats(cachedBytes.get(), cachedBlocks.get(), inUseBytes.get(), requests.get(), hits.get(),
-                driverAllocations.get(), driverFrees.get());
+        return new PoolStats(
+                cachedBytes.get(),
+                cachedBlocks.get(),
+                inUseBytes.get(),
+                requests.get(),
+                hits.get(),
+                driverAllocations.get(),
+                driverFrees.get());
     }
 
     /** The pool's limits. */

@@ -47,8 +47,8 @@ final class CudaPinnedMemory implements MemoryResource<HostBuffer> {
         } catch (CudaException e) {
             arena.close();
             if (e.result() == Driver.CUDA_ERROR_OUT_OF_MEMORY) {
-                throw new AllocationLimitException(describe() + " cannot allocate " + bytes + " bytes: "
-                        + e.getMessage(), e);
+                throw new AllocationLimitException(
+                        describe() + " cannot allocate " + bytes + " bytes: " + e.getMessage(), e);
             }
             throw e;
         }

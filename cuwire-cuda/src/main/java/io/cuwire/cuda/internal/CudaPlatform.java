@@ -67,8 +67,8 @@ public final class CudaPlatform {
     /** The device with {@code ordinal}. */
     public CudaDevice device(int ordinal) {
         if (ordinal < 0 || ordinal >= devices.size()) {
-            throw new IllegalArgumentException("CUDA device ordinal: " + ordinal + " (expected: 0 <= ordinal < "
-                    + devices.size() + ")");
+            throw new IllegalArgumentException(
+                    "CUDA device ordinal: " + ordinal + " (expected: 0 <= ordinal < " + devices.size() + ")");
         }
         return devices.get(ordinal);
     }

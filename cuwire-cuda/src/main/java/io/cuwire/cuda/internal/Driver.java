@@ -72,8 +72,7 @@ public final class Driver {
 
     private static final Map<Integer, String> ERROR_NAMES = new ConcurrentHashMap<>();
 
-    private Driver() {
-    }
+    private Driver() {}
 
     /** Opens the library and initializes the driver on first use. */
     private static final class Holder {
@@ -116,14 +115,12 @@ public final class Driver {
         static final MethodHandle DEVICE_TOTAL_MEM = bind("cuDeviceTotalMem_v2", ADDRESS, JAVA_INT);
         static final MethodHandle DEVICE_GET_ATTRIBUTE = bind("cuDeviceGetAttribute", ADDRESS, JAVA_INT, JAVA_INT);
         static final MethodHandle DEVICE_GET_PCI_BUS_ID = bind("cuDeviceGetPCIBusId", ADDRESS, JAVA_INT, JAVA_INT);
-        static final MethodHandle DEVICE_CAN_ACCESS_PEER = bind("cuDeviceCanAccessPeer", ADDRESS, JAVA_INT,
-                JAVA_INT);
+        static final MethodHandle DEVICE_CAN_ACCESS_PEER = bind("cuDeviceCanAccessPeer", ADDRESS, JAVA_INT, JAVA_INT);
         static final MethodHandle PRIMARY_CTX_RETAIN = bind("cuDevicePrimaryCtxRetain", ADDRESS, JAVA_INT);
         static final MethodHandle CTX_SET_CURRENT = bind("cuCtxSetCurrent", ADDRESS);
         static final MethodHandle CTX_GET_CURRENT = bind("cuCtxGetCurrent", ADDRESS);
 
-        private Api() {
-        }
+        private Api() {}
 
         static MethodHandle bind(String name, MemoryLayout... args) {
             return bindFirst(new String[] {name}, args);
@@ -136,16 +133,18 @@ public final class Driver {
                     return LINKER.downcallHandle(symbol.get(), FunctionDescriptor.of(JAVA_INT, args));
                 }
             }
-            throw new IllegalStateException(LIBRARY + " has no symbol " + String.join(" or ", names)
-                    + " (driver older than CUDA 12?)");
+            throw new IllegalStateException(
+                    LIBRARY + " has no symbol " + String.join(" or ", names) + " (driver older than CUDA 12?)");
         }
 
         /** Calls {@code cuInit(0)} and counts devices; returns why CUDA can't be used, or {@code null}. */
         static String initialize() {
             int rc = invoke(() -> (int) INIT.invokeExact(0));
             if (rc != CUDA_SUCCESS) {
-                String hint = rc == CUDA_ERROR_NO_DEVICE ? ": no CUDA-capable device is visible to this process ("
-                        + visibleDevices(System.getenv(VISIBLE_DEVICES)) + ")" : "";
+                String hint = rc == CUDA_ERROR_NO_DEVICE
+                        ? ": no CUDA-capable device is visible to this process ("
+                                + visibleDevices(System.getenv(VISIBLE_DEVICES)) + ")"
+                        : "";
                 return CudaException.message("cuInit(0)", rc, errorName(rc)) + hint;
             }
             try (Arena arena = Arena.ofConfined()) {
@@ -155,8 +154,8 @@ public final class Driver {
                     return CudaException.message("cuDeviceGetCount", rc, errorName(rc));
                 }
                 if (count.get(JAVA_INT, 0) == 0) {
-                    return "no CUDA device: cuDeviceGetCount returned 0 (" + visibleDevices(System.getenv(
-                            VISIBLE_DEVICES)) + ")";
+                    return "no CUDA device: cuDeviceGetCount returned 0 ("
+                            + visibleDevices(System.getenv(VISIBLE_DEVICES)) + ")";
                 }
             }
             return null;
@@ -179,21 +178,21 @@ public final class Driver {
         static final MethodHandle MEMCPY_HTOD = Api.bind("cuMemcpyHtoD_v2", JAVA_LONG, ADDRESS, JAVA_LONG);
         static final MethodHandle MEMCPY_DTOH = Api.bind("cuMemcpyDtoH_v2", ADDRESS, JAVA_LONG, JAVA_LONG);
         static final MethodHandle MEMCPY_DTOD = Api.bind("cuMemcpyDtoD_v2", JAVA_LONG, JAVA_LONG, JAVA_LONG);
-        static final MethodHandle MEMCPY_HTOD_ASYNC = Api.bind("cuMemcpyHtoDAsync_v2", JAVA_LONG, ADDRESS,
-                JAVA_LONG, ADDRESS);
-        static final MethodHandle MEMCPY_DTOH_ASYNC = Api.bind("cuMemcpyDtoHAsync_v2", ADDRESS, JAVA_LONG,
-                JAVA_LONG, ADDRESS);
-        static final MethodHandle MEMCPY_DTOD_ASYNC = Api.bind("cuMemcpyDtoDAsync_v2", JAVA_LONG, JAVA_LONG,
-                JAVA_LONG, ADDRESS);
-        static final MethodHandle MEMCPY_PEER = Api.bind("cuMemcpyPeer", JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS,
-                JAVA_LONG);
-        static final MethodHandle MEMCPY_PEER_ASYNC = Api.bind("cuMemcpyPeerAsync", JAVA_LONG, ADDRESS, JAVA_LONG,
-                ADDRESS, JAVA_LONG, ADDRESS);
+        static final MethodHandle MEMCPY_HTOD_ASYNC =
+                Api.bind("cuMemcpyHtoDAsync_v2", JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS);
+        static final MethodHandle MEMCPY_DTOH_ASYNC =
+                Api.bind("cuMemcpyDtoHAsync_v2", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS);
+        static final MethodHandle MEMCPY_DTOD_ASYNC =
+                Api.bind("cuMemcpyDtoDAsync_v2", JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS);
+        static final MethodHandle MEMCPY_PEER =
+                Api.bind("cuMemcpyPeer", JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG);
+        static final MethodHandle MEMCPY_PEER_ASYNC =
+                Api.bind("cuMemcpyPeerAsync", JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS);
         static final MethodHandle MEMSET_D8 = Api.bind("cuMemsetD8_v2", JAVA_LONG, JAVA_BYTE, JAVA_LONG);
-        static final MethodHandle MEMSET_D8_ASYNC = Api.bind("cuMemsetD8Async", JAVA_LONG, JAVA_BYTE, JAVA_LONG,
-                ADDRESS);
-        static final MethodHandle POINTER_GET_ATTRIBUTE = Api.bind("cuPointerGetAttribute", ADDRESS, JAVA_INT,
-                JAVA_LONG);
+        static final MethodHandle MEMSET_D8_ASYNC =
+                Api.bind("cuMemsetD8Async", JAVA_LONG, JAVA_BYTE, JAVA_LONG, ADDRESS);
+        static final MethodHandle POINTER_GET_ATTRIBUTE =
+                Api.bind("cuPointerGetAttribute", ADDRESS, JAVA_INT, JAVA_LONG);
         static final MethodHandle STREAM_CREATE = Api.bind("cuStreamCreate", ADDRESS, JAVA_INT);
         static final MethodHandle STREAM_DESTROY = Api.bind("cuStreamDestroy_v2", ADDRESS);
         static final MethodHandle STREAM_SYNCHRONIZE = Api.bind("cuStreamSynchronize", ADDRESS);
@@ -203,16 +202,26 @@ public final class Driver {
         static final MethodHandle EVENT_ELAPSED_TIME = Api.bindFirst(ELAPSED_TIME_NAMES, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle EVENT_DESTROY = Api.bind("cuEventDestroy_v2", ADDRESS);
         static final MethodHandle IPC_GET_MEM_HANDLE = Api.bind("cuIpcGetMemHandle", ADDRESS, JAVA_LONG);
-        static final MethodHandle IPC_OPEN_MEM_HANDLE = Api.bind("cuIpcOpenMemHandle_v2", ADDRESS, IPC_HANDLE,
-                JAVA_INT);
+        static final MethodHandle IPC_OPEN_MEM_HANDLE =
+                Api.bind("cuIpcOpenMemHandle_v2", ADDRESS, IPC_HANDLE, JAVA_INT);
         static final MethodHandle IPC_CLOSE_MEM_HANDLE = Api.bind("cuIpcCloseMemHandle", JAVA_LONG);
         static final MethodHandle MODULE_LOAD_DATA = Api.bind("cuModuleLoadData", ADDRESS, ADDRESS);
         static final MethodHandle MODULE_GET_FUNCTION = Api.bind("cuModuleGetFunction", ADDRESS, ADDRESS, ADDRESS);
-        static final MethodHandle LAUNCH_KERNEL = Api.bind("cuLaunchKernel", ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
-                JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle LAUNCH_KERNEL = Api.bind(
+                "cuLaunchKernel",
+                ADDRESS,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS);
 
-        private InContext() {
-        }
+        private InContext() {}
 
         /**
          * Binds these functions now, from {@link Holder}: a missing symbol then makes the driver unavailable, and no
@@ -543,8 +552,8 @@ public final class Driver {
     static long allocationSize(CudaDevice device, long ptr) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_LONG);
-            int rc = inContext(device, () -> (int) InContext.POINTER_GET_ATTRIBUTE.invokeExact(out,
-                    CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr));
+            int rc = inContext(device, () ->
+                    (int) InContext.POINTER_GET_ATTRIBUTE.invokeExact(out, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr));
             if (rc != CUDA_SUCCESS) {
                 throw error("cuPointerGetAttribute(RANGE_SIZE, 0x" + Long.toHexString(ptr) + ")", rc);
             }
@@ -556,8 +565,8 @@ public final class Driver {
     static long allocationBase(CudaDevice device, long ptr) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_LONG);
-            int rc = inContext(device, () -> (int) InContext.POINTER_GET_ATTRIBUTE.invokeExact(out,
-                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr));
+            int rc = inContext(device, () ->
+                    (int) InContext.POINTER_GET_ATTRIBUTE.invokeExact(out, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr));
             if (rc != CUDA_SUCCESS) {
                 throw error("cuPointerGetAttribute(RANGE_START_ADDR, 0x" + Long.toHexString(ptr) + ")", rc);
             }
@@ -642,12 +651,12 @@ public final class Driver {
     }
 
     /** {@code cuMemcpyPeerAsync} as {@link #memcpyPeer}, on {@code stream}, a stream of {@code source}. */
-    static void memcpyPeerAsync(CudaDevice source, long dst, CudaDevice target, long src, long bytes,
-            MemorySegment stream) {
+    static void memcpyPeerAsync(
+            CudaDevice source, long dst, CudaDevice target, long src, long bytes, MemorySegment stream) {
         MemorySegment dstCtx = target.context();
         MemorySegment srcCtx = source.context();
-        int rc = inContext(source, () -> (int) InContext.MEMCPY_PEER_ASYNC.invokeExact(dst, dstCtx, src, srcCtx,
-                bytes, stream));
+        int rc = inContext(
+                source, () -> (int) InContext.MEMCPY_PEER_ASYNC.invokeExact(dst, dstCtx, src, srcCtx, bytes, stream));
         if (rc != CUDA_SUCCESS) {
             throw error("cuMemcpyPeerAsync(" + bytes + " bytes)", rc);
         }
@@ -671,15 +680,15 @@ public final class Driver {
 
     /** {@code cuStreamSynchronize} of a stream of {@code device}; {@link MemorySegment#NULL} is its legacy one. */
     static void streamSynchronize(CudaDevice device, MemorySegment stream) {
-        check(inContext(device, () -> (int) InContext.STREAM_SYNCHRONIZE.invokeExact(stream)),
-                "cuStreamSynchronize");
+        check(inContext(device, () -> (int) InContext.STREAM_SYNCHRONIZE.invokeExact(stream)), "cuStreamSynchronize");
     }
 
     /** {@code cuEventCreate} on {@code device}, with timing enabled. */
     public static MemorySegment eventCreate(CudaDevice device) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            check(inContext(device, () -> (int) InContext.EVENT_CREATE.invokeExact(out, CU_EVENT_DEFAULT)),
+            check(
+                    inContext(device, () -> (int) InContext.EVENT_CREATE.invokeExact(out, CU_EVENT_DEFAULT)),
                     "cuEventCreate");
             return out.get(ADDRESS, 0);
         }
@@ -699,7 +708,8 @@ public final class Driver {
     public static float eventElapsedTime(CudaDevice device, MemorySegment start, MemorySegment end) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_FLOAT);
-            check(inContext(device, () -> (int) InContext.EVENT_ELAPSED_TIME.invokeExact(out, start, end)),
+            check(
+                    inContext(device, () -> (int) InContext.EVENT_ELAPSED_TIME.invokeExact(out, start, end)),
                     "cuEventElapsedTime");
             return out.get(JAVA_FLOAT, 0);
         }
@@ -727,15 +737,15 @@ public final class Driver {
     /** {@code cuIpcOpenMemHandle_v2} with lazy peer access, into {@code device}'s context: the mapped base. */
     static long ipcOpenMemHandle(CudaDevice device, byte[] handle) {
         if (handle.length != IPC_HANDLE_SIZE) {
-            throw new IllegalArgumentException("CUipcMemHandle: " + handle.length + " bytes (expected: "
-                    + IPC_HANDLE_SIZE + ")");
+            throw new IllegalArgumentException(
+                    "CUipcMemHandle: " + handle.length + " bytes (expected: " + IPC_HANDLE_SIZE + ")");
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment value = arena.allocate(IPC_HANDLE);
             MemorySegment.copy(handle, 0, value, JAVA_BYTE, 0, IPC_HANDLE_SIZE);
             MemorySegment out = arena.allocate(JAVA_LONG);
-            int rc = inContext(device, () -> (int) InContext.IPC_OPEN_MEM_HANDLE.invokeExact(out, value,
-                    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+            int rc = inContext(device, () ->
+                    (int) InContext.IPC_OPEN_MEM_HANDLE.invokeExact(out, value, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
             if (rc != CUDA_SUCCESS) {
                 throw error("cuIpcOpenMemHandle_v2", rc);
             }
@@ -783,11 +793,18 @@ public final class Driver {
      * {@code device}; {@code params} is the array of pointers to each argument (the driver copies the arguments
      * before returning).
      */
-    static void launchKernel(CudaDevice device, MemorySegment function, String name, int gridX, int blockX,
-            int sharedMemBytes, MemorySegment stream, MemorySegment params) {
+    static void launchKernel(
+            CudaDevice device,
+            MemorySegment function,
+            String name,
+            int gridX,
+            int blockX,
+            int sharedMemBytes,
+            MemorySegment stream,
+            MemorySegment params) {
         MemorySegment extra = MemorySegment.NULL;
-        int rc = inContext(device, () -> (int) InContext.LAUNCH_KERNEL.invokeExact(function, gridX, 1, 1, blockX, 1,
-                1, sharedMemBytes, stream, params, extra));
+        int rc = inContext(device, () -> (int) InContext.LAUNCH_KERNEL.invokeExact(
+                function, gridX, 1, 1, blockX, 1, 1, sharedMemBytes, stream, params, extra));
         if (rc != CUDA_SUCCESS) {
             throw error("cuLaunchKernel(" + name + ", grid " + gridX + ", block " + blockX + ")", rc);
         }

@@ -20,8 +20,7 @@ import java.util.function.IntToLongFunction;
  * function and packing the {@code kernelParams} of {@code cuLaunchKernel}. Thread-safe (stateless).
  */
 public final class KernelModules {
-    private KernelModules() {
-    }
+    private KernelModules() {}
 
     /** The message when fatbin {@code resource}, built by Maven module {@code builtBy}, is not on the class path. */
     public static String missingResourceMessage(String resource, String builtBy) {
@@ -64,8 +63,16 @@ public final class KernelModules {
      * Launches {@code function} as {@code blocks} blocks of {@code block} threads on {@code stream} with {@code count}
      * arguments: argument {@code i} of C type {@code kind.apply(i)} and raw bits {@code bits.applyAsLong(i)}.
      */
-    public static void launch(CudaDevice device, MemorySegment function, String name, int blocks, int block,
-            CudaStream stream, int count, IntFunction<KernelParam> kind, IntToLongFunction bits) {
+    public static void launch(
+            CudaDevice device,
+            MemorySegment function,
+            String name,
+            int blocks,
+            int block,
+            CudaStream stream,
+            int count,
+            IntFunction<KernelParam> kind,
+            IntToLongFunction bits) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment params = parameters(arena, count, kind, bits);
             Driver.launchKernel(device, function, name, blocks, block, 0, stream.handle(), params);
@@ -81,7 +88,8 @@ public final class KernelModules {
         MemorySegment params = arena.allocate(ADDRESS, Math.max(1, count));
         for (int i = 0; i < count; i++) {
             long v = bits.applyAsLong(i);
-            MemorySegment value = kind.apply(i).byteSize() == Long.BYTES ? arena.allocateFrom(JAVA_LONG, v)
+            MemorySegment value = kind.apply(i).byteSize() == Long.BYTES
+                    ? arena.allocateFrom(JAVA_LONG, v)
                     : arena.allocateFrom(JAVA_INT, (int) v);
             params.setAtIndex(ADDRESS, i, value);
         }

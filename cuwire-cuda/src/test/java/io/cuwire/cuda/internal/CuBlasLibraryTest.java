@@ -14,10 +14,15 @@ import org.junit.jupiter.api.Test;
 class CuBlasLibraryTest {
     @Test
     void shouldLookInTheVersionedNamesThenTheToolkitDirectories() {
-        assertEquals(List.of("libcublas.so.13", "libcublas.so.12",
-                "/usr/local/cuda/lib64/libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.12",
-                "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13",
-                "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.12"), CuBlasLibrary.candidates(null, null));
+        assertEquals(
+                List.of(
+                        "libcublas.so.13",
+                        "libcublas.so.12",
+                        "/usr/local/cuda/lib64/libcublas.so.13",
+                        "/usr/local/cuda/lib64/libcublas.so.12",
+                        "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.13",
+                        "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.12"),
+                CuBlasLibrary.candidates(null, null));
     }
 
     @Test
@@ -29,11 +34,14 @@ class CuBlasLibraryTest {
 
     @Test
     void shouldNameTheMissingFileAndThePropertyWhenThePropertyIsWrong() {
-        CudaException e = assertThrows(CudaException.class,
-                () -> CuBlasLibrary.load("/nonexistent/libcublas.so.13", null));
+        CudaException e =
+                assertThrows(CudaException.class, () -> CuBlasLibrary.load("/nonexistent/libcublas.so.13", null));
 
-        assertTrue(e.getMessage().startsWith("cuBLAS not found named by -Dcuwire.cublas.library; tried: "
-                + "/nonexistent/libcublas.so.13 (no such file)."), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("cuBLAS not found named by -Dcuwire.cublas.library; tried: "
+                                + "/nonexistent/libcublas.so.13 (no such file)."),
+                e.getMessage());
         assertTrue(e.getMessage().contains("$CUWIRE_CUBLAS_LIBRARY"), e.getMessage());
     }
 
@@ -41,16 +49,18 @@ class CuBlasLibraryTest {
     void shouldNameTheEnvironmentVariableWhenItIsWrong() {
         CudaException e = assertThrows(CudaException.class, () -> CuBlasLibrary.load(null, "/nonexistent/cublas.so"));
 
-        assertTrue(e.getMessage().startsWith("cuBLAS not found named by $CUWIRE_CUBLAS_LIBRARY; tried: "
-                + "/nonexistent/cublas.so (no such file)."), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .startsWith("cuBLAS not found named by $CUWIRE_CUBLAS_LIBRARY; tried: "
+                                + "/nonexistent/cublas.so (no such file)."),
+                e.getMessage());
     }
 
     @Test
     void shouldNameAFileThatIsNotALibrary() throws Exception {
         Path notALibrary = Files.createTempFile("cuwire-not-cublas", ".so");
         try {
-            CudaException e = assertThrows(CudaException.class, () -> CuBlasLibrary.load(notALibrary.toString(),
-                    null));
+            CudaException e = assertThrows(CudaException.class, () -> CuBlasLibrary.load(notALibrary.toString(), null));
             assertTrue(e.getMessage().contains(notALibrary + " (cannot be loaded: "), e.getMessage());
         } finally {
             Files.delete(notALibrary);

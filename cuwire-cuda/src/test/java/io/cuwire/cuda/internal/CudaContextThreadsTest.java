@@ -13,9 +13,9 @@ import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.DeviceStream;
 import io.cuwire.test.ChildJvm;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -103,10 +103,12 @@ class CudaContextThreadsTest {
 
     @Test
     void shouldRunEveryDeviceOperationFromFreshPlatformThreads() throws Exception {
-        try (ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().factory())) {
+        try (ExecutorService threads =
+                Executors.newThreadPerTaskExecutor(Thread.ofPlatform().factory())) {
             DeviceWorkout.runAll(threads, tasks(8, i -> {
                 DeviceWorkout.scramble(devices, i);
-                try (DeviceStream own = gpu.newStream(); CuBlas ownBlas = CuBlas.create(own)) {
+                try (DeviceStream own = gpu.newStream();
+                        CuBlas ownBlas = CuBlas.create(own)) {
                     workout.everyOperation(100 + i, ownBlas);
                     DeviceWorkout.scramble(devices, i + 1);
                     workout.everyOperation(200 + i, blas);
@@ -174,11 +176,12 @@ class CudaContextThreadsTest {
     void shouldSwitchBetweenDevicesOnOneThreadInEitherOrder() throws Exception {
         assumeGpus(2);
         CudaDevice other = devices.get(1);
-        try (BufferAllocator<DeviceBuffer> otherMemory = other.newAllocator("test/context-threads-1",
-                        BufferAllocator.UNLIMITED);
-                BufferAllocator<HostBuffer> otherPinned = other.newPinnedAllocator("test/context-threads-pinned-1",
-                        BufferAllocator.UNLIMITED);
-                DeviceStream otherStream = other.newStream(); CuBlas otherBlas = CuBlas.create(otherStream);
+        try (BufferAllocator<DeviceBuffer> otherMemory =
+                        other.newAllocator("test/context-threads-1", BufferAllocator.UNLIMITED);
+                BufferAllocator<HostBuffer> otherPinned =
+                        other.newPinnedAllocator("test/context-threads-pinned-1", BufferAllocator.UNLIMITED);
+                DeviceStream otherStream = other.newStream();
+                CuBlas otherBlas = CuBlas.create(otherStream);
                 DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                 ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             DeviceWorkout second = new DeviceWorkout(other, otherMemory, otherPinned);
@@ -199,7 +202,8 @@ class CudaContextThreadsTest {
         byte[] data = new byte[4096 + r.nextInt(4096)];
         r.nextBytes(data);
         byte[] back = new byte[data.length];
-        try (DeviceBuffer here = memory.allocate(data.length); DeviceBuffer there = otherMemory.allocate(data.length)) {
+        try (DeviceBuffer here = memory.allocate(data.length);
+                DeviceBuffer there = otherMemory.allocate(data.length)) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(data), here, 0);
             CopyEngine.copy(here, there);
             gpu.memset(here, 0, data.length, (byte) 0);
@@ -221,10 +225,15 @@ class CudaContextThreadsTest {
             IpcHandle handle = gpu.exportHandle(shared);
             String output;
             int exit;
-            try (ChildJvm child = ChildJvm.builder(SharedGpuChild.class).withoutInheritedProperties()
-                    .args(HexFormat.of().formatHex(handle.handle()), String.valueOf(handle.deviceOrdinal()),
-                            String.valueOf(handle.offset()), String.valueOf(handle.length()),
-                            String.valueOf(crc.getValue())).start()) {
+            try (ChildJvm child = ChildJvm.builder(SharedGpuChild.class)
+                    .withoutInheritedProperties()
+                    .args(
+                            HexFormat.of().formatHex(handle.handle()),
+                            String.valueOf(handle.deviceOrdinal()),
+                            String.valueOf(handle.offset()),
+                            String.valueOf(handle.length()),
+                            String.valueOf(crc.getValue()))
+                    .start()) {
                 try (DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                         ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
                     DeviceWorkout.runAll(threads, tasks(32, i -> {

@@ -37,17 +37,21 @@ class CudaIpcHandlesTest {
 
     @Test
     void shouldRefuseMalformedBytesBeforeTheDriverSeesThem() {
-        InvalidHandleException shortOne = assertThrows(InvalidHandleException.class,
+        InvalidHandleException shortOne = assertThrows(
+                InvalidHandleException.class,
                 () -> CudaIpcHandles.busId(new IpcHandle(CudaPlatform.NAME, 0, new byte[63], 0, 8)));
-        assertTrue(shortOne.getMessage().endsWith("holds 63 bytes (expected: 64 of CUipcMemHandle and at most 16 of "
-                + "PCI bus id)"), shortOne.getMessage());
-        assertThrows(InvalidHandleException.class, () -> CudaIpcHandles.busId(handle("0000:3B:00.0/../../etc", 0,
-                8)));
-        InvalidHandleException bus = assertThrows(InvalidHandleException.class,
-                () -> CudaIpcHandles.busId(handle("not-a-bus\n", 0, 8)));
-        assertTrue(bus.getMessage().contains("names PCI bus id 'not-a-bus?' (expected: domain:bus:device.function"),
+        assertTrue(
+                shortOne.getMessage()
+                        .endsWith("holds 63 bytes (expected: 64 of CUipcMemHandle and at most 16 of " + "PCI bus id)"),
+                shortOne.getMessage());
+        assertThrows(InvalidHandleException.class, () -> CudaIpcHandles.busId(handle("0000:3B:00.0/../../etc", 0, 8)));
+        InvalidHandleException bus =
+                assertThrows(InvalidHandleException.class, () -> CudaIpcHandles.busId(handle("not-a-bus\n", 0, 8)));
+        assertTrue(
+                bus.getMessage().contains("names PCI bus id 'not-a-bus?' (expected: domain:bus:device.function"),
                 bus.getMessage());
-        InvalidHandleException platform = assertThrows(InvalidHandleException.class,
+        InvalidHandleException platform = assertThrows(
+                InvalidHandleException.class,
                 () -> CudaIpcHandles.busId(new IpcHandle("emulated", 0, new byte[64], 0, 8)));
         assertTrue(platform.getMessage().endsWith("was not made by the CUDA platform"), platform.getMessage());
     }
@@ -57,12 +61,16 @@ class CudaIpcHandlesTest {
         CudaIpcHandles.checkOpened(handle("0000:3B:00.0", 0, 2 << 20), 2 << 20);
         CudaIpcHandles.checkOpened(handle("0000:3B:00.0", 1 << 20, 1 << 20), 2 << 20);
         IpcHandle past = handle("0000:3B:00.0", 1 << 20, (1 << 20) + 1);
-        InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                () -> CudaIpcHandles.checkOpened(past, 2 << 20));
-        assertEquals(past + " reaches byte 2097153 of an allocation of 2097152 bytes (expected: offset + length <= "
-                + "2097152)", e.getMessage());
+        InvalidHandleException e =
+                assertThrows(InvalidHandleException.class, () -> CudaIpcHandles.checkOpened(past, 2 << 20));
+        assertEquals(
+                past + " reaches byte 2097153 of an allocation of 2097152 bytes (expected: offset + length <= "
+                        + "2097152)",
+                e.getMessage());
         IpcHandle huge = handle("", Long.MAX_VALUE, Long.MAX_VALUE);
-        assertThrows(InvalidHandleException.class, () -> CudaIpcHandles.checkOpened(huge, 1L << 40),
+        assertThrows(
+                InvalidHandleException.class,
+                () -> CudaIpcHandles.checkOpened(huge, 1L << 40),
                 "offset + length overflows and is still refused");
     }
 }

@@ -118,7 +118,9 @@ class CudaMemoryPoolTest {
         // A different size class: the cached block can't serve it, and both don't fit at once.
         try (DeviceBuffer other = pool.allocate(big + CudaMemoryPool.LARGE_GRANULE)) {
             PoolStats after = pool.stats();
-            assertEquals(big + CudaMemoryPool.LARGE_GRANULE, other.allocation(CudaAllocation.class).byteSize());
+            assertEquals(
+                    big + CudaMemoryPool.LARGE_GRANULE,
+                    other.allocation(CudaAllocation.class).byteSize());
             assertEquals(before.driverFrees() + 1, after.driverFrees());
             assertEquals(before.driverAllocations() + 2, after.driverAllocations());
         }
@@ -129,8 +131,8 @@ class CudaMemoryPoolTest {
     void shouldReadTheLimitsFromTheirPropertiesAndRefuseWhatIsNotANumberOfBytes() {
         assertEquals(CudaMemoryPool.Limits.NONE, CudaMemoryPool.Limits.parse(null, null));
         assertEquals(new CudaMemoryPool.Limits(8L << 30, 0), CudaMemoryPool.Limits.parse("8589934592", " 0 "));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> CudaMemoryPool.Limits.parse("8g", null));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> CudaMemoryPool.Limits.parse("8g", null));
         assertEquals("-Dcuwire.cuda.pool.maxBytes=8g (expected: a number of bytes >= 1)", e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> CudaMemoryPool.Limits.parse(null, "-1"));
         assertEquals("-Dcuwire.cuda.pool.maxCachedBytes=-1 (expected: a number of bytes >= 0)", e.getMessage());
@@ -153,9 +155,11 @@ class CudaMemoryPoolTest {
             assertEquals(0, s.cachedBytes());
             assertEquals(8 * MIB, s.inUseBytes());
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> pool.allocate(1));
-            assertEquals("DEVICE:cuda0 pool cannot allocate 1 bytes (a block of 256): it holds 8388608 bytes (8388608 "
-                    + "in use, 0 cached, 0 cached bytes freed before this), and its limit is 8388608 "
-                    + "(-Dcuwire.cuda.pool.maxBytes)", e.getMessage());
+            assertEquals(
+                    "DEVICE:cuda0 pool cannot allocate 1 bytes (a block of 256): it holds 8388608 bytes (8388608 "
+                            + "in use, 0 cached, 0 cached bytes freed before this), and its limit is 8388608 "
+                            + "(-Dcuwire.cuda.pool.maxBytes)",
+                    e.getMessage());
             assertEquals(s.driverAllocations(), pool.stats().driverAllocations(), "refused before cuMemAlloc");
             a.close();
             b.close();
@@ -198,10 +202,16 @@ class CudaMemoryPoolTest {
                 DeviceBuffer held = alloc.allocate(3 * MIB)) {
             device.pool().allocate(MIB).close();
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(2 * MIB));
-            assertTrue(e.getMessage().startsWith("allocator 'reported' cannot allocate 2097152 bytes of DEVICE:cuda0 "
-                    + "pool: 3145728 allocated, limit 4194304\nmemory of cuda0 ("), e.getMessage());
-            assertTrue(e.getMessage().contains("\n  - allocator 'reported': 3145728 bytes, 1 open buffer(s) of its "
-                    + "own, limit 4194304"), e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .startsWith("allocator 'reported' cannot allocate 2097152 bytes of DEVICE:cuda0 "
+                                    + "pool: 3145728 allocated, limit 4194304\nmemory of cuda0 ("),
+                    e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .contains("\n  - allocator 'reported': 3145728 bytes, 1 open buffer(s) of its "
+                                    + "own, limit 4194304"),
+                    e.getMessage());
             assertTrue(e.getMessage().contains("\n  - CUDA memory pool of cuda0: "), e.getMessage());
             assertTrue(e.getMessage().contains("cached in "), e.getMessage());
             assertEquals(3 * MIB, held.byteSize());

@@ -9,9 +9,9 @@ import io.cuwire.cuda.Transpose;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -78,7 +78,8 @@ final class DeviceWorkout {
             values[i] = r.nextInt(-1000, 1000);
         }
         long bytes = (long) n * Float.BYTES;
-        try (DeviceBuffer a = memory.allocate(bytes); DeviceBuffer b = memory.allocate(bytes);
+        try (DeviceBuffer a = memory.allocate(bytes);
+                DeviceBuffer b = memory.allocate(bytes);
                 HostBuffer pin = pinned.allocate(bytes)) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(values), a, 0);
             check(Arrays.equals(values, floats(a, n)), "heap round trip of " + bytes + " bytes");
@@ -94,7 +95,8 @@ final class DeviceWorkout {
             CopyEngine.copy(pin, b);
             check(Arrays.equals(values, floats(b, n)), "pinned to device");
 
-            try (DeviceStream s = gpu.newStream(); CudaEvent start = CudaEvent.create(gpu);
+            try (DeviceStream s = gpu.newStream();
+                    CudaEvent start = CudaEvent.create(gpu);
                     CudaEvent end = CudaEvent.create(gpu)) {
                 start.record(s);
                 CopyEngine.copyAsync(pin, 0, a, 0, bytes, s);
@@ -116,7 +118,8 @@ final class DeviceWorkout {
             check(gpu.freeMemory() > 0, "free memory");
             IpcHandle h = gpu.exportHandle(a);
             byte[] bus = Arrays.copyOfRange(h.handle(), Driver.IPC_HANDLE_SIZE, h.handle().length);
-            check(h.length() == bytes && gpu.pciBusId().equals(new String(bus, StandardCharsets.US_ASCII)),
+            check(
+                    h.length() == bytes && gpu.pciBusId().equals(new String(bus, StandardCharsets.US_ASCII)),
                     "IPC export " + h);
             IpcHandle whole = gpu.exportAllocation(b);
             check(whole.length() >= bytes && gpu.allocationOffset(b) == 0, "IPC export of b's allocation " + whole);
@@ -141,7 +144,8 @@ final class DeviceWorkout {
                 expected[row] += a[col * m + row] * x[col];
             }
         }
-        try (DeviceBuffer da = memory.allocate(a.length * 4L); DeviceBuffer dx = memory.allocate(k * 4L);
+        try (DeviceBuffer da = memory.allocate(a.length * 4L);
+                DeviceBuffer dx = memory.allocate(k * 4L);
                 DeviceBuffer dy = memory.allocate(m * 4L)) {
             CopyEngine.copyFromSegment(MemorySegment.ofArray(a), da, 0);
             CopyEngine.copyFromSegment(MemorySegment.ofArray(x), dx, 0);

@@ -60,10 +60,21 @@ class DriverContextGateTest {
      * error names, device management (they take a {@code CUdevice}), primary context management and the calls that set
      * and read the current context. Everything else works in the current context.
      */
-    private static final Set<String> CONTEXT_FREE = Set.of("cuInit", "cuDriverGetVersion", "cuGetErrorName",
-            "cuGetErrorString", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
-            "cuDeviceGetAttribute", "cuDeviceGetPCIBusId", "cuDeviceCanAccessPeer", "cuDevicePrimaryCtxRetain",
-            "cuCtxSetCurrent", "cuCtxGetCurrent");
+    private static final Set<String> CONTEXT_FREE = Set.of(
+            "cuInit",
+            "cuDriverGetVersion",
+            "cuGetErrorName",
+            "cuGetErrorString",
+            "cuDeviceGetCount",
+            "cuDeviceGet",
+            "cuDeviceGetName",
+            "cuDeviceTotalMem_v2",
+            "cuDeviceGetAttribute",
+            "cuDeviceGetPCIBusId",
+            "cuDeviceCanAccessPeer",
+            "cuDevicePrimaryCtxRetain",
+            "cuCtxSetCurrent",
+            "cuCtxGetCurrent");
 
     private static ClassModel load(String internalName) {
         try (InputStream in = Driver.class.getClassLoader().getResourceAsStream(internalName + ".class")) {
@@ -101,14 +112,15 @@ class DriverContextGateTest {
     }
 
     private static boolean isInvoke(CodeElement e, String owner, String method) {
-        return e instanceof InvokeInstruction i && i.owner().asInternalName().equals(owner)
+        return e instanceof InvokeInstruction i
+                && i.owner().asInternalName().equals(owner)
                 && i.name().equalsString(method);
     }
 
     /** Whether {@code e} reads a downcall handle that must run in a context. */
     private static boolean readsBoundHandle(CodeElement e) {
-        if (!(e instanceof FieldInstruction f) || !f.typeSymbol().descriptorString().equals("L" + METHOD_HANDLE
-                + ";")) {
+        if (!(e instanceof FieldInstruction f)
+                || !f.typeSymbol().descriptorString().equals("L" + METHOD_HANDLE + ";")) {
             return false;
         }
         String owner = f.owner().asInternalName();
@@ -138,8 +150,15 @@ class DriverContextGateTest {
         Set<String> misplaced = new TreeSet<>(free);
         misplaced.removeAll(CONTEXT_FREE);
         assertEquals(Set.of(), misplaced, "functions that work in the current context, bound outside InContext");
-        assertTrue(bound.containsAll(Set.of("cuMemcpyDtoHAsync_v2", "cuMemAlloc_v2", "cuLaunchKernel",
-                "cuStreamSynchronize", "cuEventSynchronize", "cuIpcOpenMemHandle_v2")), bound::toString);
+        assertTrue(
+                bound.containsAll(Set.of(
+                        "cuMemcpyDtoHAsync_v2",
+                        "cuMemAlloc_v2",
+                        "cuLaunchKernel",
+                        "cuStreamSynchronize",
+                        "cuEventSynchronize",
+                        "cuIpcOpenMemHandle_v2")),
+                bound::toString);
         Set<String> needless = new TreeSet<>(bound);
         needless.retainAll(CONTEXT_FREE);
         assertEquals(Set.of(), needless, "context-free functions bound in InContext");
@@ -161,13 +180,15 @@ class DriverContextGateTest {
                 if (reads.isEmpty()) {
                     continue;
                 }
-                assertTrue(m.methodName().stringValue().startsWith("lambda$"), name(c, m)
-                        + " reads a context-bound downcall handle outside a lambda handed to Driver.inContext");
+                assertTrue(
+                        m.methodName().stringValue().startsWith("lambda$"),
+                        name(c, m)
+                                + " reads a context-bound downcall handle outside a lambda handed to Driver.inContext");
                 assertOnlyTheDowncall(c, m);
                 lambdas.put(m.methodName().stringValue(), m);
                 for (FieldInstruction f : reads) {
-                    called.computeIfAbsent(f.owner().asInternalName(), k -> new TreeSet<>()).add(f.name()
-                            .stringValue());
+                    called.computeIfAbsent(f.owner().asInternalName(), k -> new TreeSet<>())
+                            .add(f.name().stringValue());
                 }
             }
             Set<String> handedToGate = new LinkedHashSet<>();
@@ -182,8 +203,10 @@ class DriverContextGateTest {
                         continue;
                     }
                     CodeElement next = nextInvoke(code, i + 1);
-                    assertTrue(next != null && isInvoke(next, DRIVER, "inContext"), name(c, m) + " hands "
-                            + target + ", a context-bound downcall, to " + next + " instead of Driver.inContext");
+                    assertTrue(
+                            next != null && isInvoke(next, DRIVER, "inContext"),
+                            name(c, m) + " hands " + target + ", a context-bound downcall, to " + next
+                                    + " instead of Driver.inContext");
                     handedToGate.add(target);
                 }
             }
@@ -192,15 +215,18 @@ class DriverContextGateTest {
             assertEquals(Set.of(), unreached, owner + ": context-bound downcalls not created for Driver.inContext");
         }
         for (String owner : List.of(IN_CONTEXT, CUBLAS)) {
-            assertEquals(handleFields(load(owner)), called.getOrDefault(owner, Set.of()), owner
-                    + ": every bound function is called, and only through the gate (the scan saw them all)");
+            assertEquals(
+                    handleFields(load(owner)),
+                    called.getOrDefault(owner, Set.of()),
+                    owner + ": every bound function is called, and only through the gate (the scan saw them all)");
         }
     }
 
     /** The downcall handles a class declares. */
     private static Set<String> handleFields(ClassModel c) {
         Set<String> names = new TreeSet<>();
-        c.fields().stream().filter(f -> f.fieldType().equalsString("L" + METHOD_HANDLE + ";"))
+        c.fields().stream()
+                .filter(f -> f.fieldType().equalsString("L" + METHOD_HANDLE + ";"))
                 .forEach(f -> names.add(f.fieldName().stringValue()));
         assertTrue(names.size() >= 8, c.thisClass().asInternalName() + " declares handles " + names);
         return names;
@@ -223,13 +249,18 @@ class DriverContextGateTest {
         for (CodeElement e : code(m)) {
             if (e instanceof InvokeInstruction i) {
                 invokes++;
-                assertTrue(i.owner().asInternalName().equals(METHOD_HANDLE) && i.name().equalsString("invokeExact"),
+                assertTrue(
+                        i.owner().asInternalName().equals(METHOD_HANDLE)
+                                && i.name().equalsString("invokeExact"),
                         name(c, m) + " calls " + i.owner().asInternalName() + "." + i.name() + " besides its downcall");
             } else if (e instanceof FieldInstruction f) {
                 fields++;
-                assertTrue(readsBoundHandle(f), name(c, m) + " reads " + f.owner().asInternalName() + "." + f.name()
-                        + " besides its downcall handle (evaluate arguments before the gate)");
-            } else if (e instanceof InvokeDynamicInstruction || e instanceof MonitorInstruction
+                assertTrue(
+                        readsBoundHandle(f),
+                        name(c, m) + " reads " + f.owner().asInternalName() + "." + f.name()
+                                + " besides its downcall handle (evaluate arguments before the gate)");
+            } else if (e instanceof InvokeDynamicInstruction
+                    || e instanceof MonitorInstruction
                     || e instanceof Instruction other && other.opcode() == Opcode.NEW) {
                 fail(name(c, m) + " does more than its downcall: " + e);
             }
@@ -241,8 +272,10 @@ class DriverContextGateTest {
     @Test
     void shouldMakeTheContextCurrentImmediatelyBeforeTheDowncall() {
         ClassModel driver = load(DRIVER);
-        MethodModel gate = driver.methods().stream().filter(m -> m.methodName().equalsString("inContext"))
-                .findFirst().orElseThrow(() -> new AssertionError("Driver has no inContext"));
+        MethodModel gate = driver.methods().stream()
+                .filter(m -> m.methodName().equalsString("inContext"))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("Driver has no inContext"));
         List<CodeElement> code = code(gate).elementList();
         int context = -1;
         int set = -1;
@@ -251,7 +284,8 @@ class DriverContextGateTest {
             CodeElement e = code.get(i);
             if (isInvoke(e, PACKAGE + "CudaDevice", "context")) {
                 context = i;
-            } else if (e instanceof FieldInstruction f && f.owner().asInternalName().equals(API)
+            } else if (e instanceof FieldInstruction f
+                    && f.owner().asInternalName().equals(API)
                     && f.name().equalsString("CTX_SET_CURRENT")) {
                 assertEquals(-1, set, "the gate sets the context twice");
                 set = i;
@@ -260,12 +294,16 @@ class DriverContextGateTest {
                 downcall = i;
             }
         }
-        assertTrue(context >= 0 && set > context && downcall > set, "the gate looks the context up (" + context
-                + "), sets it (" + set + "), then calls (" + downcall + ")");
+        assertTrue(
+                context >= 0 && set > context && downcall > set,
+                "the gate looks the context up (" + context + "), sets it (" + set + "), then calls (" + downcall
+                        + ")");
         List<String> between = new ArrayList<>();
         for (CodeElement e : code.subList(set + 1, downcall)) {
-            if (e instanceof InvokeInstruction || e instanceof InvokeDynamicInstruction
-                    || e instanceof MonitorInstruction || e instanceof FieldInstruction) {
+            if (e instanceof InvokeInstruction
+                    || e instanceof InvokeDynamicInstruction
+                    || e instanceof MonitorInstruction
+                    || e instanceof FieldInstruction) {
                 between.add(e.toString());
             }
         }
@@ -285,20 +323,28 @@ class DriverContextGateTest {
                     if (isInvoke(e, "java/lang/foreign/Linker", "downcallHandle")) {
                         binders.add(c.thisClass().asInternalName());
                     }
-                    if (e instanceof FieldInstruction f && f.opcode() == Opcode.GETSTATIC
-                            && f.owner().asInternalName().equals(API) && f.name().equalsString("CTX_SET_CURRENT")) {
+                    if (e instanceof FieldInstruction f
+                            && f.opcode() == Opcode.GETSTATIC
+                            && f.owner().asInternalName().equals(API)
+                            && f.name().equalsString("CTX_SET_CURRENT")) {
                         setters.add(name(c, m));
                     }
-                    assertFalse(isInvoke(e, DRIVER, "ctxSetCurrent"), name(c, m)
-                            + " sets a context itself: driver work takes its device and goes through the gate");
+                    assertFalse(
+                            isInvoke(e, DRIVER, "ctxSetCurrent"),
+                            name(c, m)
+                                    + " sets a context itself: driver work takes its device and goes through the gate");
                 }
             }
         }
         assertEquals(Set.of(API, CUBLAS), binders, "classes that bind native functions");
         // the gate; the tests' own setter; and the hand-off to a native library that works in the current context
         // (UCX's CUDA transports on their progress thread), which cuwire's driver calls never rely on
-        assertEquals(Set.of(DRIVER + ".inContext", DRIVER + ".lambda$ctxSetCurrent$0",
-                DRIVER + ".lambda$makeCurrentForNativeLibraries$0"), normalizeLambdas(setters),
+        assertEquals(
+                Set.of(
+                        DRIVER + ".inContext",
+                        DRIVER + ".lambda$ctxSetCurrent$0",
+                        DRIVER + ".lambda$makeCurrentForNativeLibraries$0"),
+                normalizeLambdas(setters),
                 "code that sets the current context");
     }
 
@@ -313,7 +359,8 @@ class DriverContextGateTest {
 
     /** Every class of cuwire-cuda's main code, from the directory or jar that holds {@link Driver}. */
     private static List<ClassModel> moduleClasses() throws IOException, URISyntaxException {
-        URI location = Driver.class.getProtectionDomain().getCodeSource().getLocation().toURI();
+        URI location =
+                Driver.class.getProtectionDomain().getCodeSource().getLocation().toURI();
         Path root = Path.of(location);
         if (Files.isDirectory(root)) {
             return parseAll(root.resolve("io/cuwire/cuda"));

@@ -27,10 +27,10 @@ class KernelModulesTest {
 
     @Test
     void shouldFailToLoadKernelsWithTheMissingResourceMessageWhenTheFatbinIsNotOnTheClassPath() {
-        ClassLoader withoutFatbin = new ClassLoader(null) { };  // the JDK's resources only, as a build without nvcc
+        ClassLoader withoutFatbin = new ClassLoader(null) {}; // the JDK's resources only, as a build without nvcc
 
-        CudaException e = assertThrows(CudaException.class, () -> KernelModules.readImage(withoutFatbin,
-                Kernels.RESOURCE, "cuwire-cuda"));
+        CudaException e = assertThrows(
+                CudaException.class, () -> KernelModules.readImage(withoutFatbin, Kernels.RESOURCE, "cuwire-cuda"));
 
         assertEquals(Kernels.MODULE.missingResourceMessage(), e.getMessage());
         assertEquals(CudaException.NO_RESULT, e.result());

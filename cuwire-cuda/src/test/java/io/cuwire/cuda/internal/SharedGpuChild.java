@@ -4,9 +4,9 @@ import io.cuwire.cuda.CuBlas;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.IpcHandle;
-import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -28,12 +28,15 @@ public final class SharedGpuChild {
     private static final int THREADS = 32;
     private static final int PIECE = 4096;
 
-    private SharedGpuChild() {
-    }
+    private SharedGpuChild() {}
 
     public static void main(String[] args) throws Exception {
-        IpcHandle handle = new IpcHandle("cuda", Integer.parseInt(args[1]), HexFormat.of().parseHex(args[0]),
-                Long.parseLong(args[2]), Long.parseLong(args[3]));
+        IpcHandle handle = new IpcHandle(
+                "cuda",
+                Integer.parseInt(args[1]),
+                HexFormat.of().parseHex(args[0]),
+                Long.parseLong(args[2]),
+                Long.parseLong(args[3]));
         long expectedCrc = Long.parseLong(args[4]);
         List<CudaDevice> devices = DeviceWorkout.devices();
         CudaDevice gpu = devices.getFirst();
@@ -41,7 +44,8 @@ public final class SharedGpuChild {
         byte[] bytes = new byte[n];
         try (BufferAllocator<DeviceBuffer> memory = gpu.newAllocator("child/device", BufferAllocator.UNLIMITED);
                 BufferAllocator<HostBuffer> pinned = gpu.newPinnedAllocator("child/pinned", BufferAllocator.UNLIMITED);
-                DeviceStream stream = gpu.newStream(); CuBlas blas = CuBlas.create(stream);
+                DeviceStream stream = gpu.newStream();
+                CuBlas blas = CuBlas.create(stream);
                 DeviceBuffer shared = gpu.openHandle(handle);
                 DeviceWorkout.Scramblers scramblers = new DeviceWorkout.Scramblers(4, devices);
                 ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -49,7 +53,8 @@ public final class SharedGpuChild {
             DeviceWorkout.runAll(threads, slices(n, (from, to) -> {
                 for (int off = from; off < to; off += PIECE) {
                     int len = Math.min(PIECE, to - off);
-                    CopyEngine.copyToSegment(shared, off, MemorySegment.ofArray(bytes).asSlice(off, len));
+                    CopyEngine.copyToSegment(
+                            shared, off, MemorySegment.ofArray(bytes).asSlice(off, len));
                 }
             }));
             CRC32 crc = new CRC32();

@@ -4,13 +4,13 @@ import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.HostMemory;
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.MemoryResource;
-import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.BitSet;
@@ -101,8 +101,12 @@ final class EmulatedDevice extends Device {
             throw new IllegalArgumentException(buffer.describe() + " is not on " + this);
         }
         EmulatedAllocation a = buffer.allocation(EmulatedAllocation.class);
-        return new IpcHandle(EmulatedPlatform.NAME, ordinal(), a.file().handleBytes(),
-                a.fileOffset() + buffer.rootOffset(), buffer.byteSize());
+        return new IpcHandle(
+                EmulatedPlatform.NAME,
+                ordinal(),
+                a.file().handleBytes(),
+                a.fileOffset() + buffer.rootOffset(),
+                buffer.byteSize());
     }
 
     /** {@inheritDoc} The allocation is the buffer's file: a slab that small buffers share, or its own. */
@@ -143,8 +147,8 @@ final class EmulatedDevice extends Device {
             throw new InvalidHandleException(handle + " names no device of this platform: " + e.getMessage(), e);
         }
         ShmFile file = ShmFile.open(platform, handle);
-        return DeviceBuffer.owning(owner, new EmulatedAllocation(file, handle.offset(), file.segment()),
-                handle.length(), file::close);
+        return DeviceBuffer.owning(
+                owner, new EmulatedAllocation(file, handle.offset(), file.segment()), handle.length(), file::close);
     }
 
     private static void checkPlatform(IpcHandle handle) {
@@ -188,8 +192,8 @@ final class EmulatedDevice extends Device {
     }
 
     @Override
-    protected void copyDeviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes,
-            DeviceStream stream) {
+    protected void copyDeviceToDevice(
+            DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes, DeviceStream stream) {
         MemorySegment s = seg(src, srcOffset, bytes);
         MemorySegment d = seg(dst, dstOffset, bytes);
         run(stream, () -> MemorySegment.copy(s, 0, d, 0, bytes));
@@ -220,6 +224,7 @@ final class EmulatedDevice extends Device {
         private final TreeMap<Long, ArrayDeque<ShmFile>> freed = new TreeMap<>();
         /** Bytes of {@link #freed}'s files, counted before they are in it; guarded by {@link #freed}. */
         private long cachedBytes;
+
         private boolean cleanupRegistered;
 
         @Override
@@ -250,8 +255,9 @@ final class EmulatedDevice extends Device {
             } catch (RuntimeException e) {
                 allocated.addAndGet(-size);
                 if (e instanceof AllocationLimitException a) {
-                    throw new AllocationLimitException("emulated device " + ordinal() + " cannot allocate " + bytes
-                            + " bytes: " + a.getMessage(), a);
+                    throw new AllocationLimitException(
+                            "emulated device " + ordinal() + " cannot allocate " + bytes + " bytes: " + a.getMessage(),
+                            a);
                 }
                 throw e;
             }
@@ -262,7 +268,7 @@ final class EmulatedDevice extends Device {
             ShmFile file = cachedFile != null ? cachedFile : ShmFile.create(platform, bytes);
             long size = file.size();
             if (size != bytes) {
-                allocated.addAndGet(size - bytes);  // the cached file is larger: its whole size counts
+                allocated.addAndGet(size - bytes); // the cached file is larger: its whole size counts
             }
             Buffer.Releaser free = () -> {
                 try {
@@ -273,8 +279,8 @@ final class EmulatedDevice extends Device {
                     allocated.addAndGet(-size);
                 }
             };
-            return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(file, 0, file.segment()), bytes,
-                    free);
+            return DeviceBuffer.owning(
+                    EmulatedDevice.this, new EmulatedAllocation(file, 0, file.segment()), bytes, free);
         }
 
         /** A cached file of at least {@code bytes} and at most twice that, or {@code null}. */
@@ -339,7 +345,10 @@ final class EmulatedDevice extends Device {
                         f.close();
                     }
                 }
-                cachedBytes -= freed.values().stream().flatMap(ArrayDeque::stream).mapToLong(ShmFile::size).sum();
+                cachedBytes -= freed.values().stream()
+                        .flatMap(ArrayDeque::stream)
+                        .mapToLong(ShmFile::size)
+                        .sum();
                 freed.clear();
             }
             for (SizeClass c : classes.values()) {
@@ -391,13 +400,16 @@ final class EmulatedDevice extends Device {
             long offset = slot * block;
             Slab taken = slab;
             MemorySegment segment = slab.file.segment().asSlice(offset, bytes);
-            return DeviceBuffer.owning(EmulatedDevice.this, new EmulatedAllocation(slab.file, offset, segment), bytes,
+            return DeviceBuffer.owning(
+                    EmulatedDevice.this,
+                    new EmulatedAllocation(slab.file, offset, segment),
+                    bytes,
                     () -> free(taken, slot, segment));
         }
 
         /** Deletes the empty slabs kept for reuse. */
         synchronized void dropKept() {
-            for (var it = partial.iterator(); it.hasNext();) {
+            for (var it = partial.iterator(); it.hasNext(); ) {
                 Slab slab = it.next();
                 if (slab.kept) {
                     it.remove();
@@ -419,7 +431,7 @@ final class EmulatedDevice extends Device {
                     slab.file.close();
                 } else {
                     segment.fill((byte) 0);
-                    slab.kept = slab.count == 0;  // an empty slab kept for reuse, as a freed large file is
+                    slab.kept = slab.count == 0; // an empty slab kept for reuse, as a freed large file is
                 }
             } finally {
                 allocated.addAndGet(-block);

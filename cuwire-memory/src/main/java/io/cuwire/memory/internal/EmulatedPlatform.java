@@ -69,9 +69,11 @@ public final class EmulatedPlatform {
     public static final String DIR_ENV = "CUWIRE_EMULATED_DIR";
     /** The smallest {@code /dev/shm} used by default: a container's 64 MiB would fit no model worth moving. */
     public static final long MIN_SHM_BYTES = 1L << 30;
+
     static final String FILE_PREFIX = "cuwire-emu-";
     /** The most shared-memory files a platform keeps mapped at once. */
     static final int MAX_MAPPINGS = 16_384;
+
     private static final Path SHM = Path.of("/dev/shm");
     private static final System.Logger LOG = System.getLogger("io.cuwire.memory.emulated");
 
@@ -82,8 +84,7 @@ public final class EmulatedPlatform {
      * @param origin how it was chosen, e.g. {@code set by -Dcuwire.emulated.dir} or {@code the default}
      * @param fallback whether it is the temporary directory because {@code /dev/shm} is too small or missing
      */
-    record Directory(Path path, String origin, boolean fallback) {
-    }
+    record Directory(Path path, String origin, boolean fallback) {}
 
     private final Directory directory;
     private final List<Device> devices;
@@ -94,8 +95,13 @@ public final class EmulatedPlatform {
     private volatile UserPrincipal owner;
     private volatile FileStore fileStore;
 
-    private EmulatedPlatform(Directory directory, int count, long memoryBytes, int maxMappings,
-            LongSupplier usableSpace, long maxCachedBytes) {
+    private EmulatedPlatform(
+            Directory directory,
+            int count,
+            long memoryBytes,
+            int maxMappings,
+            LongSupplier usableSpace,
+            long maxCachedBytes) {
         this.directory = directory;
         this.maxMappings = maxMappings;
         this.maxCachedBytes = maxCachedBytes;
@@ -122,21 +128,28 @@ public final class EmulatedPlatform {
                 memoryAsked = -1L;
             }
             if (memoryAsked < 0) {
-                throw new DeviceUnavailableException("-D" + MEMORY_PROPERTY + "=" + memoryProperty + " (expected: a "
-                        + "number of bytes >= 0)");
+                throw new DeviceUnavailableException(
+                        "-D" + MEMORY_PROPERTY + "=" + memoryProperty + " (expected: a " + "number of bytes >= 0)");
             }
         }
-        Directory dir = chooseDirectory(System.getProperty(DIR_PROPERTY), System.getenv(DIR_ENV), SHM,
-                totalSpace(SHM), Path.of(System.getProperty("java.io.tmpdir")), memoryAsked);
+        Directory dir = chooseDirectory(
+                System.getProperty(DIR_PROPERTY),
+                System.getenv(DIR_ENV),
+                SHM,
+                totalSpace(SHM),
+                Path.of(System.getProperty("java.io.tmpdir")),
+                memoryAsked);
         if (dir.fallback()) {
             LOG.log(System.Logger.Level.INFO, "cuwire emulated device memory in {0}: {1}", dir.path(), dir.origin());
         }
         long memory;
         try {
-            memory = memoryAsked != null ? memoryAsked : Files.getFileStore(dir.path()).getTotalSpace();
+            memory = memoryAsked != null
+                    ? memoryAsked
+                    : Files.getFileStore(dir.path()).getTotalSpace();
         } catch (IOException e) {
-            throw new DeviceUnavailableException("cannot use " + dir.path() + " (" + dir.origin() + ") for emulated "
-                    + "device memory: " + e, e);
+            throw new DeviceUnavailableException(
+                    "cannot use " + dir.path() + " (" + dir.origin() + ") for emulated " + "device memory: " + e, e);
         }
         long cached = Long.getLong(CACHE_PROPERTY, 0);
         if (cached < 0) {
@@ -151,8 +164,7 @@ public final class EmulatedPlatform {
      *
      * @param shmTotal the size of {@code shm}'s file system, or -1 when it is not a directory that can be asked
      */
-    static Directory chooseDirectory(String property, String env, Path shm, long shmTotal, Path tmp,
-            Long memoryAsked) {
+    static Directory chooseDirectory(String property, String env, Path shm, long shmTotal, Path tmp, Long memoryAsked) {
         if (property != null && !property.isBlank()) {
             return new Directory(Path.of(property), "set by -D" + DIR_PROPERTY, false);
         }
@@ -163,10 +175,15 @@ public final class EmulatedPlatform {
         if (shmTotal >= needed) {
             return new Directory(shm, "the default", false);
         }
-        String why = shmTotal < 0 ? shm + " is not there" : shm + " is a file system of " + shmTotal + " bytes, less "
-                + "than the " + needed + (memoryAsked != null ? " of -D" + MEMORY_PROPERTY : " cuwire asks of it");
-        return new Directory(tmp, "the temporary directory, because " + why + " (for Docker, --shm-size makes it "
-                + "larger; -D" + DIR_PROPERTY + " or " + DIR_ENV + " chooses a directory)", true);
+        String why = shmTotal < 0
+                ? shm + " is not there"
+                : shm + " is a file system of " + shmTotal + " bytes, less " + "than the " + needed
+                        + (memoryAsked != null ? " of -D" + MEMORY_PROPERTY : " cuwire asks of it");
+        return new Directory(
+                tmp,
+                "the temporary directory, because " + why + " (for Docker, --shm-size makes it " + "larger; -D"
+                        + DIR_PROPERTY + " or " + DIR_ENV + " chooses a directory)",
+                true);
     }
 
     private static long totalSpace(Path dir) {
@@ -191,10 +208,15 @@ public final class EmulatedPlatform {
      * As {@link #create(Path, int, long, int)}, taking the room left in the directory from {@code usableSpace}
      * instead of its file system ({@code null}: the file system's), for tests that play a file system running full.
      */
-    static EmulatedPlatform create(Path directory, int count, long memoryBytes, int maxMappings,
-            LongSupplier usableSpace) {
-        return new EmulatedPlatform(prepare(new Directory(directory, "given by the caller", false)), count,
-                memoryBytes, maxMappings, usableSpace, 0);
+    static EmulatedPlatform create(
+            Path directory, int count, long memoryBytes, int maxMappings, LongSupplier usableSpace) {
+        return new EmulatedPlatform(
+                prepare(new Directory(directory, "given by the caller", false)),
+                count,
+                memoryBytes,
+                maxMappings,
+                usableSpace,
+                0);
     }
 
     /**
@@ -202,8 +224,13 @@ public final class EmulatedPlatform {
      * allocations for reuse ({@link #CACHE_PROPERTY}).
      */
     static EmulatedPlatform createCaching(Path directory, int count, long memoryBytes, long maxCachedBytes) {
-        return new EmulatedPlatform(prepare(new Directory(directory, "given by the caller", false)), count,
-                memoryBytes, MAX_MAPPINGS, null, maxCachedBytes);
+        return new EmulatedPlatform(
+                prepare(new Directory(directory, "given by the caller", false)),
+                count,
+                memoryBytes,
+                MAX_MAPPINGS,
+                null,
+                maxCachedBytes);
     }
 
     /** The most bytes of freed large allocations each device keeps for reuse. */
@@ -295,16 +322,22 @@ public final class EmulatedPlatform {
         if (o == null) {
             try {
                 String prefix = FILE_PREFIX + ProcessHandle.current().pid() + "-owner-";
-                Path probe = Files.createTempFile(directory.path(), prefix, "", PosixFilePermissions.asFileAttribute(
-                        EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
+                Path probe = Files.createTempFile(
+                        directory.path(),
+                        prefix,
+                        "",
+                        PosixFilePermissions.asFileAttribute(
+                                EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
                 try {
                     o = Files.getOwner(probe, LinkOption.NOFOLLOW_LINKS);
                 } finally {
                     Files.deleteIfExists(probe);
                 }
             } catch (IOException | UnsupportedOperationException e) {
-                throw new InvalidHandleException("cannot find the owner of files made in " + directory.path()
-                        + ", so no handle can be checked: " + e, e);
+                throw new InvalidHandleException(
+                        "cannot find the owner of files made in " + directory.path() + ", so no handle can be checked: "
+                                + e,
+                        e);
             }
             owner = o;
         }
@@ -313,8 +346,8 @@ public final class EmulatedPlatform {
 
     Device device(int ordinal) {
         if (ordinal < 0 || ordinal >= devices.size()) {
-            throw new InvalidHandleException("emulated device ordinal: " + ordinal + " (expected: 0 <= ordinal < "
-                    + devices.size() + ")");
+            throw new InvalidHandleException(
+                    "emulated device ordinal: " + ordinal + " (expected: 0 <= ordinal < " + devices.size() + ")");
         }
         return devices.get(ordinal);
     }

@@ -49,7 +49,7 @@ final class EmulatedStream extends DeviceStream {
             throw new IllegalStateException(this + " is closed");
         }
         try {
-            executor.submit(() -> { }).get();
+            executor.submit(() -> {}).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CopyException("interrupted while synchronizing " + this, e);

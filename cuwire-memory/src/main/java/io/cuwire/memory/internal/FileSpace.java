@@ -28,13 +28,13 @@ import java.util.Optional;
 final class FileSpace {
     /** {@code O_RDWR | O_CLOEXEC}: the same on Linux x86-64 and AArch64. */
     private static final int O_RDWR_CLOEXEC = 02 | 02000000;
+
     private static final int ENOSPC = 28;
     private static final int EFBIG = 27;
     private static final int EINTR = 4;
     private static final int ZEROS_BYTES = 1 << 20;
 
-    private FileSpace() {
-    }
+    private FileSpace() {}
 
     /** The C library's {@code open}, {@code posix_fallocate} and {@code close}, where native access is enabled. */
     private record Libc(MethodHandle open, MethodHandle fallocate, MethodHandle close) {
@@ -48,17 +48,24 @@ final class FileSpace {
             try {
                 Linker linker = Linker.nativeLinker();
                 SymbolLookup libc = linker.defaultLookup();
-                MethodHandle open = linker.downcallHandle(libc.find("open").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
-                                ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
-                MethodHandle fallocate = linker.downcallHandle(libc.find("posix_fallocate").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                MethodHandle open = linker.downcallHandle(
+                        libc.find("open").orElseThrow(),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                        Linker.Option.firstVariadicArg(2));
+                MethodHandle fallocate = linker.downcallHandle(
+                        libc.find("posix_fallocate").orElseThrow(),
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.JAVA_LONG,
                                 ValueLayout.JAVA_LONG));
-                MethodHandle close = linker.downcallHandle(libc.find("close").orElseThrow(),
+                MethodHandle close = linker.downcallHandle(
+                        libc.find("close").orElseThrow(),
                         FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
                 return Optional.of(new Libc(open, fallocate, close));
             } catch (RuntimeException | LinkageError e) {
-                return Optional.empty();  // not a C library this binds to: zeros are written instead
+                return Optional.empty(); // not a C library this binds to: zeros are written instead
             }
         }
     }

@@ -46,10 +46,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class ShmFile {
     /** Bytes of a handle: the exporter's pid (int64) and the token. */
     static final int HANDLE_BYTES = 8 + 16;
+
     private static final int TOKEN_BYTES = 16;
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final Set<PosixFilePermission> OWNER_ONLY = EnumSet.of(PosixFilePermission.OWNER_READ,
-            PosixFilePermission.OWNER_WRITE);
+    private static final Set<PosixFilePermission> OWNER_ONLY =
+            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE);
 
     private final EmulatedPlatform platform;
     private final Path path;
@@ -61,8 +62,15 @@ final class ShmFile {
     private final boolean owned;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private ShmFile(EmulatedPlatform platform, Path path, long pid, byte[] token, long size, MemorySegment segment,
-            Arena arena, boolean owned) {
+    private ShmFile(
+            EmulatedPlatform platform,
+            Path path,
+            long pid,
+            byte[] token,
+            long size,
+            MemorySegment segment,
+            Arena arena,
+            boolean owned) {
         this.platform = platform;
         this.path = path;
         this.pid = pid;
@@ -94,16 +102,19 @@ final class ShmFile {
             path = platform.directory().resolve(name(pid, token));
         } while (Files.exists(path, LinkOption.NOFOLLOW_LINKS));
         Arena arena = Arena.ofShared();
-        Set<OpenOption> options = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+        Set<OpenOption> options = Set.of(
+                StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.READ,
+                StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS);
         boolean made = false;
         try (FileChannel ch = FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(OWNER_ONLY))) {
             made = true;
             try {
                 FileSpace.reserve(ch, path, size);
             } catch (IOException e) {
-                throw new AllocationLimitException(platform.noRoom(size, "reserving its bytes failed: "
-                        + e.getMessage()), e);
+                throw new AllocationLimitException(
+                        platform.noRoom(size, "reserving its bytes failed: " + e.getMessage()), e);
             }
             MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             return new ShmFile(platform, path, pid, token, size, segment, arena, true);
@@ -116,8 +127,10 @@ final class ShmFile {
             if (e instanceof AllocationLimitException a) {
                 throw a;
             }
-            throw new AllocationLimitException("cannot make a shared-memory file of " + size + " bytes in "
-                    + platform.directory() + " (the directory is " + platform.directoryOrigin() + "): " + e, e);
+            throw new AllocationLimitException(
+                    "cannot make a shared-memory file of " + size + " bytes in " + platform.directory()
+                            + " (the directory is " + platform.directoryOrigin() + "): " + e,
+                    e);
         }
     }
 
@@ -148,14 +161,15 @@ final class ShmFile {
             throw new InvalidHandleException(handle + " names " + path + ", which is not a regular file");
         }
         if (!attributes.owner().equals(platform.owner())) {
-            throw new InvalidHandleException(handle + " names " + path + ", owned by " + attributes.owner().getName()
-                    + ", not by this process's user " + platform.owner().getName());
+            throw new InvalidHandleException(handle + " names " + path + ", owned by "
+                    + attributes.owner().getName() + ", not by this process's user "
+                    + platform.owner().getName());
         }
         handle.checkWithin(attributes.size());
         platform.reserveMapping();
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                LinkOption.NOFOLLOW_LINKS)) {
+        try (FileChannel ch =
+                FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
             long size = ch.size();
             handle.checkWithin(size);
             MemorySegment segment = ch.map(FileChannel.MapMode.READ_WRITE, handle.offset(), handle.length(), arena);

@@ -32,6 +32,7 @@ class EmulatedHandleTest {
 
     @TempDir
     Path dir;
+
     @TempDir
     Path elsewhere;
 
@@ -41,7 +42,11 @@ class EmulatedHandleTest {
 
     /** A handle of the bytes {@code pid} and {@code token} over the whole secret, as a peer could write one. */
     private static IpcHandle forged(long pid, byte[] token) {
-        return new IpcHandle(EmulatedPlatform.NAME, 0, ByteBuffer.allocate(24).putLong(pid).put(token).array(), 0,
+        return new IpcHandle(
+                EmulatedPlatform.NAME,
+                0,
+                ByteBuffer.allocate(24).putLong(pid).put(token).array(),
+                0,
                 SECRET.length);
     }
 
@@ -64,8 +69,8 @@ class EmulatedHandleTest {
     @Test
     void shouldRefuseAHandleThatNamesAPathAsTheOldHandlesDid() throws IOException {
         Path target = Files.write(elsewhere.resolve(EmulatedPlatform.FILE_PREFIX + "secret"), SECRET);
-        IpcHandle path = new IpcHandle(EmulatedPlatform.NAME, 0, target.toString().getBytes(StandardCharsets.UTF_8),
-                0, SECRET.length);
+        IpcHandle path = new IpcHandle(
+                EmulatedPlatform.NAME, 0, target.toString().getBytes(StandardCharsets.UTF_8), 0, SECRET.length);
         InvalidHandleException e = assertThrows(InvalidHandleException.class, () -> device().openHandle(path));
         assertTrue(e.getMessage().contains("(expected: 24, an emulated handle's pid and token)"), e.getMessage());
     }
@@ -77,8 +82,8 @@ class EmulatedHandleTest {
         byte[] token = new byte[16];
         token[0] = 42;
         Path link = Files.createSymbolicLink(dir.resolve(ShmFile.name(4242, token)), target);
-        InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                () -> device.openHandle(forged(4242, token)));
+        InvalidHandleException e =
+                assertThrows(InvalidHandleException.class, () -> device.openHandle(forged(4242, token)));
         assertEquals(forged(4242, token) + " names " + link + ", which is not a regular file", e.getMessage());
         Files.delete(link);
     }
@@ -94,21 +99,22 @@ class EmulatedHandleTest {
         } catch (IOException | UnsupportedOperationException e) {
             assumeTrue(false, "cannot give a file to another user here: " + e);
         }
-        InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                () -> device.openHandle(forged(4242, token)));
+        InvalidHandleException e =
+                assertThrows(InvalidHandleException.class, () -> device.openHandle(forged(4242, token)));
         assertTrue(e.getMessage().contains(", not by this process's user"), e.getMessage());
     }
 
     @Test
     void shouldRefuseATokenThatNoDeviceOfItsDirectoryIssued() {
-        Device exporter = EmulatedPlatform.create(elsewhere, 1, 64 << 20).devices().getFirst();
+        Device exporter =
+                EmulatedPlatform.create(elsewhere, 1, 64 << 20).devices().getFirst();
         Device importer = device();
         try (BufferAllocator<DeviceBuffer> alloc = exporter.newAllocator("other", BufferAllocator.UNLIMITED);
                 DeviceBuffer b = alloc.allocate(4096)) {
-            InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                    () -> importer.openHandle(exporter.exportHandle(b)));
-            assertTrue(e.getMessage().contains("names no allocation of the emulated platform in " + dir),
-                    e.getMessage());
+            InvalidHandleException e =
+                    assertThrows(InvalidHandleException.class, () -> importer.openHandle(exporter.exportHandle(b)));
+            assertTrue(
+                    e.getMessage().contains("names no allocation of the emulated platform in " + dir), e.getMessage());
         }
         assertThrows(InvalidHandleException.class, () -> importer.openHandle(forged(1, new byte[16])));
     }
@@ -123,8 +129,10 @@ class EmulatedHandleTest {
             IpcHandle past = new IpcHandle(whole.platform(), 0, whole.handle(), 1, whole.length());
             int mapped = platform.mappedFiles();
             InvalidHandleException e = assertThrows(InvalidHandleException.class, () -> device.openHandle(past));
-            assertEquals(past + " reaches byte 2097153 of an allocation of 2097152 bytes (expected: offset + length "
-                    + "<= 2097152)", e.getMessage());
+            assertEquals(
+                    past + " reaches byte 2097153 of an allocation of 2097152 bytes (expected: offset + length "
+                            + "<= 2097152)",
+                    e.getMessage());
             assertEquals(mapped, platform.mappedFiles(), "nothing was mapped");
             IpcHandle otherDevice = new IpcHandle(whole.platform(), 5, whole.handle(), 0, whole.length());
             assertThrows(InvalidHandleException.class, () -> device.openHandle(otherDevice));
@@ -133,8 +141,8 @@ class EmulatedHandleTest {
 
     @Test
     void shouldRefuseHandlesOfAnotherPlatform() {
-        InvalidHandleException e = assertThrows(InvalidHandleException.class,
-                () -> device().openHandle(new IpcHandle("cuda", 0, new byte[64], 0, 8)));
+        InvalidHandleException e = assertThrows(
+                InvalidHandleException.class, () -> device().openHandle(new IpcHandle("cuda", 0, new byte[64], 0, 8)));
         assertTrue(e.getMessage().endsWith("was not made by the emulated platform"), e.getMessage());
     }
 }

@@ -32,8 +32,8 @@ class EmulatedPlatformTest {
         Process gone = new ProcessBuilder("true").start();
         assertTrue(gone.waitFor(10, TimeUnit.SECONDS));
         Path stale = Files.createFile(dir.resolve(EmulatedPlatform.FILE_PREFIX + gone.pid() + "-0-1"));
-        Path live = Files.createFile(dir.resolve(EmulatedPlatform.FILE_PREFIX + ProcessHandle.current().pid()
-                + "-0-1"));
+        Path live = Files.createFile(dir.resolve(
+                EmulatedPlatform.FILE_PREFIX + ProcessHandle.current().pid() + "-0-1"));
         Path other = Files.createFile(dir.resolve("unrelated"));
         Path staleSlab = Files.createFile(dir.resolve(ShmFile.name(gone.pid(), new byte[16])));
         EmulatedPlatform.create(dir, 1, 1 << 20);
@@ -55,7 +55,9 @@ class EmulatedPlatformTest {
             assertEquals(1, files(dir), "100 blocks of 1 KiB share one slab");
             assertEquals((64 << 20) - 100 * 1024, device.freeMemory(), "a block counts its rounded size");
             assertEquals(device.exportAllocation(small.get(0)), device.exportAllocation(small.get(99)));
-            assertEquals(EmulatedDevice.SLAB_BYTES, device.exportAllocation(small.get(0)).length());
+            assertEquals(
+                    EmulatedDevice.SLAB_BYTES,
+                    device.exportAllocation(small.get(0)).length());
             DeviceBuffer large = alloc.allocate(3 << 20);
             assertEquals(2, files(dir), "a large allocation has its own file");
             assertEquals(3 << 20, device.exportAllocation(large).length());
@@ -97,7 +99,9 @@ class EmulatedPlatformTest {
     @Test
     void shouldReuseAFreedLargeFileZeroedWhenItKeepsFreedFilesAndDeleteItWhenItDoesNot(@TempDir Path dir)
             throws Exception {
-        Device keeping = EmulatedPlatform.createCaching(dir, 1, 64 << 20, 8 << 20).devices().getFirst();
+        Device keeping = EmulatedPlatform.createCaching(dir, 1, 64 << 20, 8 << 20)
+                .devices()
+                .getFirst();
         try (BufferAllocator<DeviceBuffer> alloc = keeping.newAllocator("kept", BufferAllocator.UNLIMITED)) {
             Object first;
             try (DeviceBuffer a = alloc.allocate(3 << 20)) {
@@ -138,8 +142,10 @@ class EmulatedPlatformTest {
             assertEquals(2, files(dir));
             try (Stream<Path> list = Files.list(dir)) {
                 for (Path file : list.toList()) {
-                    assertEquals(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
-                            Files.getPosixFilePermissions(file), file + " is 0600");
+                    assertEquals(
+                            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
+                            Files.getPosixFilePermissions(file),
+                            file + " is 0600");
                 }
             }
             assertTrue(small.isOpen() && large.isOpen());
@@ -174,9 +180,11 @@ class EmulatedPlatformTest {
             DeviceBuffer b = alloc.allocate(2 << 20);
             DeviceBuffer c = alloc.allocate(10);
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(2 << 20));
-            assertEquals("emulated device 0 cannot allocate 2097152 bytes: the emulated platform has 3 shared-memory "
-                    + "files mapped, the most it keeps (each is one of this process's memory maps, which "
-                    + "vm.max_map_count bounds)", e.getMessage().lines().findFirst().orElseThrow());
+            assertEquals(
+                    "emulated device 0 cannot allocate 2097152 bytes: the emulated platform has 3 shared-memory "
+                            + "files mapped, the most it keeps (each is one of this process's memory maps, which "
+                            + "vm.max_map_count bounds)",
+                    e.getMessage().lines().findFirst().orElseThrow());
             assertEquals(3, platform.mappedFiles());
             assertEquals((4 << 20) + 10, alloc.allocatedBytes(), "the refused allocation is not counted");
             a.close();
@@ -207,22 +215,33 @@ class EmulatedPlatformTest {
         EmulatedPlatform.Directory small = EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, null);
         assertEquals(tmp, small.path());
         assertTrue(small.fallback());
-        assertEquals("the temporary directory, because /dev/shm is a file system of 67108864 bytes, less than the "
-                + "1073741824 cuwire asks of it (for Docker, --shm-size makes it larger; -Dcuwire.emulated.dir or "
-                + "CUWIRE_EMULATED_DIR chooses a directory)", small.origin());
-        assertEquals(new EmulatedPlatform.Directory(shm, "the default", false),
+        assertEquals(
+                "the temporary directory, because /dev/shm is a file system of 67108864 bytes, less than the "
+                        + "1073741824 cuwire asks of it (for Docker, --shm-size makes it larger; -Dcuwire.emulated.dir or "
+                        + "CUWIRE_EMULATED_DIR chooses a directory)",
+                small.origin());
+        assertEquals(
+                new EmulatedPlatform.Directory(shm, "the default", false),
                 EmulatedPlatform.chooseDirectory(null, null, shm, EmulatedPlatform.MIN_SHM_BYTES, tmp, null));
-        assertEquals(shm, EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 32L << 20).path(),
+        assertEquals(
+                shm,
+                EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 32L << 20)
+                        .path(),
                 "the memory asked for fits");
-        assertTrue(EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 128L << 20).origin()
+        assertTrue(EmulatedPlatform.chooseDirectory(null, null, shm, docker, tmp, 128L << 20)
+                .origin()
                 .contains("less than the 134217728 of -Dcuwire.emulated.memoryBytes"));
-        assertEquals("the temporary directory, because /dev/shm is not there (for Docker, --shm-size makes it "
-                + "larger; -Dcuwire.emulated.dir or CUWIRE_EMULATED_DIR chooses a directory)",
+        assertEquals(
+                "the temporary directory, because /dev/shm is not there (for Docker, --shm-size makes it "
+                        + "larger; -Dcuwire.emulated.dir or CUWIRE_EMULATED_DIR chooses a directory)",
                 EmulatedPlatform.chooseDirectory(null, null, shm, -1, tmp, null).origin());
-        assertEquals(new EmulatedPlatform.Directory(Path.of("/data/emu"), "set by CUWIRE_EMULATED_DIR", false),
+        assertEquals(
+                new EmulatedPlatform.Directory(Path.of("/data/emu"), "set by CUWIRE_EMULATED_DIR", false),
                 EmulatedPlatform.chooseDirectory(" ", "/data/emu", shm, docker, tmp, null));
-        assertEquals(new EmulatedPlatform.Directory(Path.of("/x"), "set by -Dcuwire.emulated.dir", false),
-                EmulatedPlatform.chooseDirectory("/x", "/data/emu", shm, docker, tmp, null), "the property wins");
+        assertEquals(
+                new EmulatedPlatform.Directory(Path.of("/x"), "set by -Dcuwire.emulated.dir", false),
+                EmulatedPlatform.chooseDirectory("/x", "/data/emu", shm, docker, tmp, null),
+                "the property wins");
     }
 
     /**
@@ -233,19 +252,22 @@ class EmulatedPlatformTest {
     @Test
     void shouldRefuseAFileLargerThanTheRoomLeftSayingWhatToSet(@TempDir Path dir) throws IOException {
         long room = 5L << 20;
-        EmulatedPlatform platform = EmulatedPlatform.create(dir, 1, 1L << 30, EmulatedPlatform.MAX_MAPPINGS,
-                () -> room);
+        EmulatedPlatform platform =
+                EmulatedPlatform.create(dir, 1, 1L << 30, EmulatedPlatform.MAX_MAPPINGS, () -> room);
         Device device = platform.devices().getFirst();
         try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("room", BufferAllocator.UNLIMITED);
                 DeviceBuffer fits = alloc.allocate(4L << 20)) {
             AllocationLimitException e = assertThrows(AllocationLimitException.class, () -> alloc.allocate(6L << 20));
             String first = e.getMessage().lines().findFirst().orElseThrow();
-            assertEquals("emulated device 0 cannot allocate 6291456 bytes: a shared-memory file of 6291456 bytes does "
-                    + "not fit in " + dir + " (5242880 bytes free there; the directory is given by the caller): give "
-                    + "the emulated device's files more room (a Docker container's /dev/shm is 64 MiB unless it runs "
-                    + "with --shm-size, e.g. --shm-size=8g) or put them on a larger file system with "
-                    + "-Dcuwire.emulated.dir=<dir> or CUWIRE_EMULATED_DIR=<dir> (every process that shares device "
-                    + "memory must use the same directory)", first);
+            assertEquals(
+                    "emulated device 0 cannot allocate 6291456 bytes: a shared-memory file of 6291456 bytes does "
+                            + "not fit in " + dir
+                            + " (5242880 bytes free there; the directory is given by the caller): give "
+                            + "the emulated device's files more room (a Docker container's /dev/shm is 64 MiB unless it runs "
+                            + "with --shm-size, e.g. --shm-size=8g) or put them on a larger file system with "
+                            + "-Dcuwire.emulated.dir=<dir> or CUWIRE_EMULATED_DIR=<dir> (every process that shares device "
+                            + "memory must use the same directory)",
+                    first);
             assertTrue(e.getMessage().contains("\n  - allocator 'room': 4194304 bytes"), e.getMessage());
             assertEquals(1, files(dir), "no file made for the refused allocation");
             assertEquals(1, platform.mappedFiles());
@@ -261,7 +283,9 @@ class EmulatedPlatformTest {
         Devices.Selection first = Devices.selection();
         assertSame(first, Devices.selection());
         assertEquals(first.devices().size(), Devices.all().size());
-        assertThrows(IllegalArgumentException.class, () -> Devices.get(first.devices().size()));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Devices.get(first.devices().size()));
     }
 
     static long files(Path dir) throws IOException {

@@ -20,15 +20,15 @@ import java.util.List;
  * exits 3.
  */
 public final class ShmFullChild {
-    private ShmFullChild() {
-    }
+    private ShmFullChild() {}
 
     public static void main(String[] args) {
         Path dir = Path.of(args[0]);
         long chunk = Long.parseLong(args[1]);
         System.out.println("method " + FileSpace.method());
         Device device = EmulatedPlatform.create(dir, 1, 1L << 40, EmulatedPlatform.MAX_MAPPINGS, () -> Long.MAX_VALUE)
-                .devices().getFirst();
+                .devices()
+                .getFirst();
         List<DeviceBuffer> held = new ArrayList<>();
         try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("fill", BufferAllocator.UNLIMITED);
                 Arena arena = Arena.ofConfined()) {

@@ -13,15 +13,15 @@ import java.lang.foreign.Arena;
  * every byte, then prints {@code written N}.
  */
 public final class SmallShmChild {
-    private SmallShmChild() {
-    }
+    private SmallShmChild() {}
 
     public static void main(String[] args) {
         long bytes = Long.parseLong(args[0]);
         Device device = Devices.get(0);
         System.out.println("device " + device.name());
         try (BufferAllocator<DeviceBuffer> alloc = device.newAllocator("big", BufferAllocator.UNLIMITED);
-                DeviceBuffer b = alloc.allocate(bytes); Arena arena = Arena.ofConfined()) {
+                DeviceBuffer b = alloc.allocate(bytes);
+                Arena arena = Arena.ofConfined()) {
             CopyEngine.copyFromSegment(arena.allocate(bytes).fill((byte) 7), b, 0);
             System.out.println("written " + b.byteSize());
         }

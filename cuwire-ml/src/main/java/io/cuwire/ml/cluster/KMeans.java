@@ -80,8 +80,7 @@ public final class KMeans extends Estimator {
     int nIter;
 
     /** K-means with 8 clusters. */
-    public KMeans() {
-    }
+    public KMeans() {}
 
     /** Sets the number of clusters; returns this. */
     public KMeans nClusters(int value) {
@@ -145,7 +144,8 @@ public final class KMeans extends Estimator {
     public KMeans fit(NdArray x) {
         checkTraining("KMeans.fit", x);
         checkClusters(x);
-        try (Candidates c = partialInit(x, seed); NdArray start = initialCenters(List.of(c))) {
+        try (Candidates c = partialInit(x, seed);
+                NdArray start = initialCenters(List.of(c))) {
             return fit(x, start);
         }
     }
@@ -166,8 +166,8 @@ public final class KMeans extends Estimator {
 
     private void checkClusters(NdArray x) {
         if (nClusters > x.dim(0)) {
-            throw new IllegalArgumentException("KMeans.fit: nClusters = " + nClusters + " is more than the "
-                    + x.dim(0) + " rows of X (expected: nClusters <= rows)");
+            throw new IllegalArgumentException("KMeans.fit: nClusters = " + nClusters + " is more than the " + x.dim(0)
+                    + " rows of X (expected: nClusters <= rows)");
         }
     }
 
@@ -333,8 +333,8 @@ public final class KMeans extends Estimator {
      * The distances are computed where {@code x} lives; the sampling reads them to the host ({@code n} values per
      * candidate tried).
      */
-    private static long[] greedyPlusPlus(ComputeBackend b, BufferAllocator<?> mem, NdArray x, int m,
-            SplittableRandom random) {
+    private static long[] greedyPlusPlus(
+            ComputeBackend b, BufferAllocator<?> mem, NdArray x, int m, SplittableRandom random) {
         int n = Math.toIntExact(x.dim(0));
         int trials = 2 + (int) Math.log(m);
         long[] chosen = new long[m];
@@ -416,9 +416,10 @@ public final class KMeans extends Estimator {
         List<Double> weights = new ArrayList<>();
         for (Candidates c : parts) {
             if (c.centers().dim(1) != d || c.centers().dtype() != dtype) {
-                throw new IllegalArgumentException("KMeans.initialCenters: candidates of " + c.centers().dim(1) + " "
-                        + c.centers().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
-                        + ", as the first)");
+                throw new IllegalArgumentException(
+                        "KMeans.initialCenters: candidates of " + c.centers().dim(1) + " "
+                                + c.centers().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
+                                + ", as the first)");
             }
             double[] v = HostArrays.doubles(c.centers());
             double[] w = HostArrays.doubles(c.weights());
@@ -428,15 +429,15 @@ public final class KMeans extends Estimator {
             }
         }
         if (points.size() < nClusters) {
-            throw new IllegalArgumentException("KMeans: " + points.size() + " samples cannot make " + nClusters
-                    + " clusters");
+            throw new IllegalArgumentException(
+                    "KMeans: " + points.size() + " samples cannot make " + nClusters + " clusters");
         }
         double[] w = new double[points.size()];
         for (int i = 0; i < w.length; i++) {
             w[i] = weights.get(i);
         }
-        double[] centers = WeightedKMeans.fit(points.toArray(new double[0][]), w, nClusters,
-                new SplittableRandom(seed ^ 0x9E3779B97F4A7C15L));
+        double[] centers = WeightedKMeans.fit(
+                points.toArray(new double[0][]), w, nClusters, new SplittableRandom(seed ^ 0x9E3779B97F4A7C15L));
         return HostArrays.upload(memoryFor(parts.getFirst().centers()), dtype, centers, nClusters, d);
     }
 

@@ -6,8 +6,7 @@ import java.util.SplittableRandom;
 final class WeightedKMeans {
     private static final int REFINE_STEPS = 30;
 
-    private WeightedKMeans() {
-    }
+    private WeightedKMeans() {}
 
     /** {@code k} centers (row-major k x d) for {@code points} with {@code weights}. */
     static double[] fit(double[][] points, double[] weights, int k, SplittableRandom random) {

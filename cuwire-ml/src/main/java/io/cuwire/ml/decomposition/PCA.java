@@ -56,8 +56,7 @@ public final class PCA extends Estimator {
     long nSamples;
 
     /** PCA keeping every component. */
-    public PCA() {
-    }
+    public PCA() {}
 
     /** Sets the components to keep (0: all); returns this. */
     public PCA nComponents(int value) {
@@ -164,9 +163,10 @@ public final class PCA extends Estimator {
         long n = 0;
         for (PcaStats p : parts) {
             if (p.mean().dim(0) != d || p.mean().dtype() != dtype) {
-                throw new IllegalArgumentException(op + ": a partial of " + p.mean().dim(0) + " "
-                        + p.mean().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
-                        + ", as the first)");
+                throw new IllegalArgumentException(
+                        op + ": a partial of " + p.mean().dim(0) + " "
+                                + p.mean().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
+                                + ", as the first)");
             }
             n += p.n();
         }
@@ -198,8 +198,8 @@ public final class PCA extends Estimator {
         int limit = (int) Math.min(n, d);
         int k = nComponents == 0 ? limit : nComponents;
         if (k > limit) {
-            throw new IllegalArgumentException(op + ": nComponents " + k + " (expected: <= " + limit
-                    + ", min(samples, features))");
+            throw new IllegalArgumentException(
+                    op + ": nComponents " + k + " (expected: <= " + limit + ", min(samples, features))");
         }
         HostMath.Eigen e = HostMath.symmetricEigen(cov, d);
         double total = 0;

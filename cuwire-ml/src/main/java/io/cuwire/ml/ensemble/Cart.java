@@ -19,8 +19,7 @@ import java.util.stream.IntStream;
  */
 final class Cart {
     /** How a tree is grown. */
-    record Params(int maxDepth, int minSamplesSplit, int minSamplesLeaf, int maxFeatures) {
-    }
+    record Params(int maxDepth, int minSamplesSplit, int minSamplesLeaf, int maxFeatures) {}
 
     /** Rows x drawn features of a node above which its features are scanned in parallel. */
     private static final long PARALLEL_WORK = 1 << 16;
@@ -43,8 +42,8 @@ final class Cart {
      * @param bins the binned features for histogram splits, or null for exact splits on {@code x}
      * @param target class indices (as doubles) when {@code classes > 0}, else values
      */
-    private Cart(double[] x, ForestBins bins, int d, double[] target, int classes, Params params,
-            SplittableRandom random) {
+    private Cart(
+            double[] x, ForestBins bins, int d, double[] target, int classes, Params params, SplittableRandom random) {
         this.x = x;
         this.bins = bins;
         this.d = d;
@@ -55,19 +54,18 @@ final class Cart {
     }
 
     /** A tree grown with exact splits on the samples {@code rows} (repeats allowed: a bootstrap sample). */
-    static ForestLayout.Tree grow(double[] x, int d, double[] target, int classes, int[] rows, Params params,
-            SplittableRandom random) {
+    static ForestLayout.Tree grow(
+            double[] x, int d, double[] target, int classes, int[] rows, Params params, SplittableRandom random) {
         return new Cart(x, null, d, target, classes, params, random).build(rows.clone());
     }
 
     /** A tree grown with histogram splits on the binned samples {@code rows} (repeats allowed). */
-    static ForestLayout.Tree grow(ForestBins bins, double[] target, int classes, int[] rows, Params params,
-            SplittableRandom random) {
+    static ForestLayout.Tree grow(
+            ForestBins bins, double[] target, int classes, int[] rows, Params params, SplittableRandom random) {
         return new Cart(null, bins, bins.features, target, classes, params, random).build(rows.clone());
     }
 
-    private record Pending(int node, int from, int to, int depth) {
-    }
+    private record Pending(int node, int from, int to, int depth) {}
 
     private ForestLayout.Tree build(int[] rows) {
         Deque<Pending> queue = new ArrayDeque<>();
@@ -77,7 +75,9 @@ final class Cart {
             Pending p = queue.poll();
             int n = p.to() - p.from();
             Split s = null;
-            if (p.depth() < params.maxDepth() && n >= params.minSamplesSplit() && n >= 2 * params.minSamplesLeaf()
+            if (p.depth() < params.maxDepth()
+                    && n >= params.minSamplesSplit()
+                    && n >= 2 * params.minSamplesLeaf()
                     && !pure(rows, p.from(), p.to())) {
                 s = bestSplit(rows, p.from(), p.to());
             }
@@ -87,7 +87,8 @@ final class Cart {
                 leafValues.add(value(rows, p.from(), p.to()));
                 continue;
             }
-            int mid = bins == null ? partition(rows, p.from(), p.to(), s.feature(), s.threshold())
+            int mid = bins == null
+                    ? partition(rows, p.from(), p.to(), s.feature(), s.threshold())
                     : partitionBins(rows, p.from(), p.to(), s.feature(), s.bin());
             int left = newNode();
             newNode();
@@ -149,8 +150,7 @@ final class Cart {
     }
 
     /** A split: {@code x[feature] <= threshold} goes left; {@code bin} is its last bin on the left, or -1. */
-    private record Split(int feature, double threshold, double score, int bin) {
-    }
+    private record Split(int feature, double threshold, double score, int bin) {}
 
     private int[] draw() {
         return draw(random, d, Math.min(params.maxFeatures(), d));
@@ -183,12 +183,13 @@ final class Cart {
         if ((long) (to - from) * drawn.length >= PARALLEL_WORK) {
             features = features.parallel();
         }
-        features.forEach(t -> found[t] = bins == null ? scanExact(rows, from, to, drawn[t])
-                : scanBins(rows, from, to, drawn[t]));
+        features.forEach(t ->
+                found[t] = bins == null ? scanExact(rows, from, to, drawn[t]) : scanBins(rows, from, to, drawn[t]));
         Split best = null;
         for (Split s : found) {
-            if (s != null && s.score() > parent + 1e-12 * Math.abs(parent) && (best == null
-                    || s.score() > best.score())) {
+            if (s != null
+                    && s.score() > parent + 1e-12 * Math.abs(parent)
+                    && (best == null || s.score() > best.score())) {
                 best = s;
             }
         }

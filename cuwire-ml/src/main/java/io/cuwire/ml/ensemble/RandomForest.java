@@ -92,8 +92,7 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
     /** The fitted forest. */
     OpaqueBlob forest;
 
-    RandomForest() {
-    }
+    RandomForest() {}
 
     /** Checks the targets; returns the number of classes, or 0 for a regressor: what the leaves hold. */
     abstract int leafClasses(NdArray x, NdArray y, String op);
@@ -133,8 +132,8 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         String op = getClass().getSimpleName() + ".partial";
         checkTraining(op, x);
         if (count < 1 || index < 0 || index >= count) {
-            throw new IllegalArgumentException(op + ": partition " + index + " of " + count
-                    + " (expected: 0 <= index < count)");
+            throw new IllegalArgumentException(
+                    op + ": partition " + index + " of " + count + " (expected: 0 <= index < count)");
         }
         if (nEstimators < 1) {
             throw new IllegalArgumentException(op + ": nEstimators " + nEstimators + " (expected: >= 1)");
@@ -143,17 +142,17 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         int n = Math.toIntExact(x.dim(0));
         int d = Math.toIntExact(x.dim(1));
         if (!exactSplits && (maxBins < 2 || maxBins > ForestBins.MAX_BINS)) {
-            throw new IllegalArgumentException(op + ": maxBins " + maxBins + " (expected: 2 .. " + ForestBins.MAX_BINS
-                    + ")");
+            throw new IllegalArgumentException(
+                    op + ": maxBins " + maxBins + " (expected: 2 .. " + ForestBins.MAX_BINS + ")");
         }
         double[] xv = HostArrays.doubles(x);
         double[] target = targets(y);
         if (!(maxFeatures >= 0 && maxFeatures <= 1)) {
-            throw new IllegalArgumentException(op + ": maxFeatures " + maxFeatures + " (expected: 0 for sqrt, or a "
-                    + "share in (0, 1])");
+            throw new IllegalArgumentException(
+                    op + ": maxFeatures " + maxFeatures + " (expected: 0 for sqrt, or a " + "share in (0, 1])");
         }
-        int features = maxFeatures == 0 ? Math.max(1, (int) Math.sqrt(d))
-                : Math.max(1, (int) Math.ceil(maxFeatures * d));
+        int features =
+                maxFeatures == 0 ? Math.max(1, (int) Math.sqrt(d)) : Math.max(1, (int) Math.ceil(maxFeatures * d));
         Cart.Params params = new Cart.Params(maxDepth, minSamplesSplit, minSamplesLeaf, Math.min(features, d));
         int first = (int) ((long) nEstimators * index / count);
         int last = (int) ((long) nEstimators * (index + 1) / count);
@@ -174,12 +173,16 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
             }
         }
         ForestBins bins = edges == null ? null : ForestBins.quantize(xv, n, d, edges);
-        List<ForestLayout.Tree> trees = IntStream.range(first, last).parallel().mapToObj(t -> {
-            SplittableRandom random = new SplittableRandom(seed + t);
-            int[] rows = sample(random, n);
-            return bins == null ? Cart.grow(xv, d, target, classes, rows, params, random)
-                    : Cart.grow(bins, target, classes, rows, params, random);
-        }).toList();
+        List<ForestLayout.Tree> trees = IntStream.range(first, last)
+                .parallel()
+                .mapToObj(t -> {
+                    SplittableRandom random = new SplittableRandom(seed + t);
+                    int[] rows = sample(random, n);
+                    return bins == null
+                            ? Cart.grow(xv, d, target, classes, rows, params, random)
+                            : Cart.grow(bins, target, classes, rows, params, random);
+                })
+                .toList();
         return upload(memoryFor(x), trees, d, classes);
     }
 
@@ -192,8 +195,7 @@ public abstract sealed class RandomForest extends Estimator permits RandomForest
         return rows;
     }
 
-    private static OpaqueBlob upload(BufferAllocator<?> mem, List<ForestLayout.Tree> trees, int features,
-            int classes) {
+    private static OpaqueBlob upload(BufferAllocator<?> mem, List<ForestLayout.Tree> trees, int features, int classes) {
         byte[] bytes = ForestLayout.encode(trees, features, classes);
         ForestLayout.Info info = ForestLayout.infoOf(trees, features, classes);
         Buffer buffer = mem.allocate(bytes.length);

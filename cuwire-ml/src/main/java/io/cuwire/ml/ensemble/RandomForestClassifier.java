@@ -27,8 +27,7 @@ public final class RandomForestClassifier extends RandomForest implements Classi
     int nClasses;
 
     /** A forest of 100 trees. */
-    public RandomForestClassifier() {
-    }
+    public RandomForestClassifier() {}
 
     /** Sets the number of trees; returns this. */
     public RandomForestClassifier nEstimators(int value) {

@@ -42,8 +42,7 @@ public final class CpuBackend extends ComputeBackend {
     /** Partial sums of one reduction at most (the chunks grow beyond). */
     private static final int MAX_PARTIALS = 256;
 
-    private CpuBackend() {
-    }
+    private CpuBackend() {}
 
     /** The backend. */
     public static CpuBackend instance() {
@@ -57,7 +56,8 @@ public final class CpuBackend extends ComputeBackend {
 
     @Override
     public boolean supports(NdArray a) {
-        return a.kind().isHostAccessible() || ((DeviceBuffer) a.buffer()).device().platform().equals("emulated");
+        return a.kind().isHostAccessible()
+                || ((DeviceBuffer) a.buffer()).device().platform().equals("emulated");
     }
 
     // ---------------------------------------------------------------- chunks
@@ -126,8 +126,7 @@ public final class CpuBackend extends ComputeBackend {
     // ---------------------------------------------------------------- products
 
     @Override
-    protected void doGemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta,
-            NdArray c) {
+    protected void doGemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta, NdArray c) {
         int m = (int) c.dim(0);
         int n = (int) c.dim(1);
         int k = (int) (transA ? a.dim(0) : a.dim(1));
@@ -207,8 +206,8 @@ public final class CpuBackend extends ComputeBackend {
     }
 
     /** {@code c = alpha a op(b) + beta c} for {@code a} (m x k) and many columns: tiles of the output. */
-    private static void gemmTiles(double alpha, NdArray a, NdArray b, boolean transB, double beta, NdArray c, int m,
-            int n, int k) {
+    private static void gemmTiles(
+            double alpha, NdArray a, NdArray b, boolean transB, double beta, NdArray c, int m, int n, int k) {
         forTiles(m, n, k, (first, count, col, w) -> {
             double[] av = new double[count * k];
             HostArrays.read(a, (long) first * k, av, count * k);
@@ -286,7 +285,8 @@ public final class CpuBackend extends ComputeBackend {
             MemorySegment direct = HostArrays.float64Segment(a);
             forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
                 long bytes = (long) count * cols * Double.BYTES;
-                MemorySegment av = direct != null ? direct.asSlice((long) first * cols * Double.BYTES, bytes)
+                MemorySegment av = direct != null
+                        ? direct.asSlice((long) first * cols * Double.BYTES, bytes)
                         : staged(a, (long) first * cols, count * cols);
                 double[] yv = new double[count];
                 if (beta != 0) {
@@ -812,8 +812,7 @@ public final class CpuBackend extends ComputeBackend {
         CpuParallel.forEach(chunks * parts, t -> {
             int first = t / parts * KNN_QUERIES;
             int from = t % parts * perPart;
-            found[t] = nearest(q, first, Math.min(KNN_QUERIES, m - first), x, from, Math.min(n, from + perPart), d,
-                    k);
+            found[t] = nearest(q, first, Math.min(KNN_QUERIES, m - first), x, from, Math.min(n, from + perPart), d, k);
         });
         CpuParallel.forEach(chunks, c -> {
             Candidates all = found[c * parts];
@@ -921,8 +920,9 @@ public final class CpuBackend extends ComputeBackend {
                 if (child >= length) {
                     break;
                 }
-                if (child + 1 < length && after(dist[base + child + 1], ids[base + child + 1], dist[base + child],
-                        ids[base + child])) {
+                if (child + 1 < length
+                        && after(
+                                dist[base + child + 1], ids[base + child + 1], dist[base + child], ids[base + child])) {
                     child++;
                 }
                 if (!after(dist[base + child], ids[base + child], v, id)) {
@@ -960,8 +960,9 @@ public final class CpuBackend extends ComputeBackend {
                 int bb = query * other.k;
                 int total = Math.min(k, size[query] + other.size[query]);
                 for (int o = 0; o < total; o++) {
-                    boolean takeA = b >= other.size[query] || (a < size[query]
-                            && !after(dist[ab + a], ids[ab + a], other.dist[bb + b], other.ids[bb + b]));
+                    boolean takeA = b >= other.size[query]
+                            || (a < size[query]
+                                    && !after(dist[ab + a], ids[ab + a], other.dist[bb + b], other.ids[bb + b]));
                     int at = query * k + o;
                     if (takeA) {
                         out.dist[at] = dist[ab + a];
@@ -1017,8 +1018,8 @@ public final class CpuBackend extends ComputeBackend {
     }
 
     @Override
-    protected void doMergeNeighbors(NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist,
-            NdArray outIds) {
+    protected void doMergeNeighbors(
+            NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist, NdArray outIds) {
         int rows = (int) distA.dim(0);
         int ka = (int) distA.dim(1);
         int kb = (int) distB.dim(1);

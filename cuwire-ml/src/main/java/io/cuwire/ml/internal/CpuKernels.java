@@ -21,15 +21,15 @@ final class CpuKernels {
     /** Whether the Vector API kernels run. */
     static final boolean VECTOR = vector();
 
-    private CpuKernels() {
-    }
+    private CpuKernels() {}
 
     private static boolean vector() {
         String v = System.getProperty(KERNELS_PROPERTY, "auto").strip();
         if (!v.equals("auto") && !v.equals("scalar")) {
             throw new IllegalArgumentException("-D" + KERNELS_PROPERTY + "=" + v + " (expected: auto or scalar)");
         }
-        return v.equals("auto") && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+        return v.equals("auto")
+                && ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
     }
 
     /** {@code vector} or {@code scalar}: the kernels that run. */
@@ -43,8 +43,20 @@ final class CpuKernels {
      * {@code ai = k, ap = 1}; the transpose of a row-major {@code k x m} matrix {@code ai = 1, ap = m}) and
      * {@code B}, {@code C} row-major.
      */
-    static void multiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c, int cOff,
-            int ldc, int m, int n, int k) {
+    static void multiplyAdd(
+            double[] a,
+            int aOff,
+            int ai,
+            int ap,
+            double[] b,
+            int bOff,
+            int ldb,
+            double[] c,
+            int cOff,
+            int ldc,
+            int m,
+            int n,
+            int k) {
         if (VECTOR) {
             VectorKernels.multiplyAdd(a, aOff, ai, ap, b, bOff, ldb, c, cOff, ldc, m, n, k);
         } else {
@@ -53,8 +65,20 @@ final class CpuKernels {
     }
 
     /** {@link #multiplyAdd} in plain loops. */
-    static void scalarMultiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c,
-            int cOff, int ldc, int m, int n, int k) {
+    static void scalarMultiplyAdd(
+            double[] a,
+            int aOff,
+            int ai,
+            int ap,
+            double[] b,
+            int bOff,
+            int ldb,
+            double[] c,
+            int cOff,
+            int ldc,
+            int m,
+            int n,
+            int k) {
         for (int i = 0; i < m; i++) {
             int cr = cOff + i * ldc;
             for (int p = 0; p < k; p++) {
@@ -73,8 +97,8 @@ final class CpuKernels {
      * queries held transposed in {@code qt} (d x width, row stride {@code ldq}). Each sum runs over {@code p} in order,
      * a fused multiply-add a term, so both kernels give the same bits.
      */
-    static void squaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
-            double[] out, int ldo) {
+    static void squaredDifferences(
+            double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width, double[] out, int ldo) {
         if (VECTOR) {
             VectorKernels.squaredDifferences(x, xOff, rows, d, qt, ldq, width, out, ldo);
         } else {
@@ -83,8 +107,8 @@ final class CpuKernels {
     }
 
     /** {@link #squaredDifferences} in plain loops. */
-    static void scalarSquaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
-            double[] out, int ldo) {
+    static void scalarSquaredDifferences(
+            double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width, double[] out, int ldo) {
         for (int r = 0; r < rows; r++) {
             int xr = xOff + r * d;
             for (int j = 0; j < width; j++) {

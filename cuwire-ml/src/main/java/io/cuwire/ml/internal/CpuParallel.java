@@ -26,8 +26,7 @@ public final class CpuParallel {
     private static volatile int threads = fromProperty();
     private static ForkJoinPool pool;
 
-    private CpuParallel() {
-    }
+    private CpuParallel() {}
 
     private static int fromProperty() {
         String v = System.getProperty(THREADS_PROPERTY);
@@ -69,12 +68,16 @@ public final class CpuParallel {
     private static synchronized ForkJoinPool pool() {
         if (pool == null) {
             int n = threads;
-            pool = new ForkJoinPool(n, p -> {
-                ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(p);
-                t.setName("cuwire-cpu-" + THREAD_IDS.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            }, null, false);
+            pool = new ForkJoinPool(
+                    n,
+                    p -> {
+                        ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(p);
+                        t.setName("cuwire-cpu-" + THREAD_IDS.incrementAndGet());
+                        t.setDaemon(true);
+                        return t;
+                    },
+                    null,
+                    false);
         }
         return pool;
     }

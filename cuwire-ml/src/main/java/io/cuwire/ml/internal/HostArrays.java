@@ -24,8 +24,7 @@ public final class HostArrays {
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
 
-    private HostArrays() {
-    }
+    private HostArrays() {}
 
     private static int length(NdArray a) {
         if (a.size() > MAX_ELEMENTS) {
@@ -72,8 +71,8 @@ public final class HostArrays {
                 out[i] = f[i];
             }
         } else {
-            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
-                    + "float64)");
+            throw new IllegalArgumentException(
+                    a + ": dtype " + a.dtype().wireName() + " (expected: float32 or " + "float64)");
         }
         return out;
     }
@@ -194,8 +193,8 @@ public final class HostArrays {
                 CopyEngine.copyFromSegment(MemorySegment.ofArray(f), a.buffer(), 0);
             }
         } else {
-            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
-                    + "float64)");
+            throw new IllegalArgumentException(
+                    a + ": dtype " + a.dtype().wireName() + " (expected: float32 or " + "float64)");
         }
     }
 
@@ -263,8 +262,10 @@ public final class HostArrays {
             if (seg != null) {
                 MemorySegment.copy(seg, F64, first * Double.BYTES, into, 0, count);
             } else {
-                CopyEngine.copyToSegment(a.buffer(), first * Double.BYTES, MemorySegment.ofArray(into)
-                        .asSlice(0, (long) count * Double.BYTES));
+                CopyEngine.copyToSegment(
+                        a.buffer(),
+                        first * Double.BYTES,
+                        MemorySegment.ofArray(into).asSlice(0, (long) count * Double.BYTES));
             }
         } else if (a.dtype() == DType.FLOAT32) {
             float[] f = new float[count];
@@ -277,8 +278,8 @@ public final class HostArrays {
                 into[i] = f[i];
             }
         } else {
-            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
-                    + "float64)");
+            throw new IllegalArgumentException(
+                    a + ": dtype " + a.dtype().wireName() + " (expected: float32 or " + "float64)");
         }
     }
 
@@ -295,8 +296,10 @@ public final class HostArrays {
         if (seg != null) {
             MemorySegment.copy(seg, I32, first * Integer.BYTES, into, 0, count);
         } else {
-            CopyEngine.copyToSegment(a.buffer(), first * Integer.BYTES, MemorySegment.ofArray(into)
-                    .asSlice(0, (long) count * Integer.BYTES));
+            CopyEngine.copyToSegment(
+                    a.buffer(),
+                    first * Integer.BYTES,
+                    MemorySegment.ofArray(into).asSlice(0, (long) count * Integer.BYTES));
         }
     }
 
@@ -314,8 +317,10 @@ public final class HostArrays {
             if (seg != null) {
                 MemorySegment.copy(from, 0, seg, F64, first * Double.BYTES, count);
             } else {
-                CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Double.BYTES),
-                        a.buffer(), first * Double.BYTES);
+                CopyEngine.copyFromSegment(
+                        MemorySegment.ofArray(from).asSlice(0, (long) count * Double.BYTES),
+                        a.buffer(),
+                        first * Double.BYTES);
             }
         } else if (a.dtype() == DType.FLOAT32) {
             float[] f = new float[count];
@@ -328,8 +333,8 @@ public final class HostArrays {
                 CopyEngine.copyFromSegment(MemorySegment.ofArray(f), a.buffer(), first * Float.BYTES);
             }
         } else {
-            throw new IllegalArgumentException(a + ": dtype " + a.dtype().wireName() + " (expected: float32 or "
-                    + "float64)");
+            throw new IllegalArgumentException(
+                    a + ": dtype " + a.dtype().wireName() + " (expected: float32 or " + "float64)");
         }
     }
 
@@ -346,8 +351,10 @@ public final class HostArrays {
         if (seg != null) {
             MemorySegment.copy(from, 0, seg, I32, first * Integer.BYTES, count);
         } else {
-            CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Integer.BYTES),
-                    a.buffer(), first * Integer.BYTES);
+            CopyEngine.copyFromSegment(
+                    MemorySegment.ofArray(from).asSlice(0, (long) count * Integer.BYTES),
+                    a.buffer(),
+                    first * Integer.BYTES);
         }
     }
 
@@ -364,8 +371,8 @@ public final class HostArrays {
         if (seg != null) {
             MemorySegment.copy(from, 0, seg, I64, first * Long.BYTES, count);
         } else {
-            CopyEngine.copyFromSegment(MemorySegment.ofArray(from).asSlice(0, (long) count * Long.BYTES),
-                    a.buffer(), first * Long.BYTES);
+            CopyEngine.copyFromSegment(
+                    MemorySegment.ofArray(from).asSlice(0, (long) count * Long.BYTES), a.buffer(), first * Long.BYTES);
         }
     }
 

@@ -7,8 +7,7 @@ import java.util.Arrays;
  * the eigen-decomposition of a d x d covariance. Matrices are row-major {@code double[]}.
  */
 public final class HostMath {
-    private HostMath() {
-    }
+    private HostMath() {}
 
     /** The lower Cholesky factor of symmetric {@code a} (n x n), or {@code null} if it is not positive definite. */
     public static double[] cholesky(double[] a, int n) {
@@ -91,8 +90,7 @@ public final class HostMath {
      * @param values n eigenvalues, largest first
      * @param vectors n x n, row k the eigenvector of {@code values[k]}
      */
-    public record Eigen(double[] values, double[] vectors) {
-    }
+    public record Eigen(double[] values, double[] vectors) {}
 
     /** The eigen-decomposition of symmetric {@code a} (n x n) by cyclic Jacobi rotations. */
     public static Eigen symmetricEigen(double[] a, int n) {

@@ -21,15 +21,26 @@ final class VectorKernels {
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
-    private VectorKernels() {
-    }
+    private VectorKernels() {}
 
     static int lanes() {
         return L;
     }
 
-    static void multiplyAdd(double[] a, int aOff, int ai, int ap, double[] b, int bOff, int ldb, double[] c, int cOff,
-            int ldc, int m, int n, int k) {
+    static void multiplyAdd(
+            double[] a,
+            int aOff,
+            int ai,
+            int ap,
+            double[] b,
+            int bOff,
+            int ldb,
+            double[] c,
+            int cOff,
+            int ldc,
+            int m,
+            int n,
+            int k) {
         int i = 0;
         for (; i + 4 <= m; i += 4) {
             int j = 0;
@@ -37,7 +48,18 @@ final class VectorKernels {
                 block4x2(a, aOff + i * ai, ai, ap, b, bOff + j, ldb, c, cOff + i * ldc + j, ldc, k);
             }
             for (; j < n; j += L) {
-                block4x1(a, aOff + i * ai, ai, ap, b, bOff + j, ldb, c, cOff + i * ldc + j, ldc, k,
+                block4x1(
+                        a,
+                        aOff + i * ai,
+                        ai,
+                        ap,
+                        b,
+                        bOff + j,
+                        ldb,
+                        c,
+                        cOff + i * ldc + j,
+                        ldc,
+                        k,
                         S.indexInRange(j, n));
             }
         }
@@ -56,8 +78,8 @@ final class VectorKernels {
         }
     }
 
-    private static void block4x2(double[] a, int ao, int ai, int ap, double[] b, int bo, int ldb, double[] c, int co,
-            int ldc, int k) {
+    private static void block4x2(
+            double[] a, int ao, int ai, int ap, double[] b, int bo, int ldb, double[] c, int co, int ldc, int k) {
         DoubleVector c00 = DoubleVector.zero(S);
         DoubleVector c01 = c00;
         DoubleVector c10 = c00;
@@ -95,8 +117,19 @@ final class VectorKernels {
         DoubleVector.fromArray(S, c, co + L).add(v1).intoArray(c, co + L);
     }
 
-    private static void block4x1(double[] a, int ao, int ai, int ap, double[] b, int bo, int ldb, double[] c, int co,
-            int ldc, int k, VectorMask<Double> mask) {
+    private static void block4x1(
+            double[] a,
+            int ao,
+            int ai,
+            int ap,
+            double[] b,
+            int bo,
+            int ldb,
+            double[] c,
+            int co,
+            int ldc,
+            int k,
+            VectorMask<Double> mask) {
         DoubleVector c0 = DoubleVector.zero(S);
         DoubleVector c1 = c0;
         DoubleVector c2 = c0;
@@ -115,8 +148,8 @@ final class VectorKernels {
         DoubleVector.fromArray(S, c, co + 3 * ldc, mask).add(c3).intoArray(c, co + 3 * ldc, mask);
     }
 
-    static void squaredDifferences(double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width,
-            double[] out, int ldo) {
+    static void squaredDifferences(
+            double[] x, int xOff, int rows, int d, double[] qt, int ldq, int width, double[] out, int ldo) {
         int r = 0;
         for (; r + 4 <= rows; r += 4) {
             int j = 0;
@@ -133,7 +166,8 @@ final class VectorKernels {
                 VectorMask<Double> mask = S.indexInRange(j, width);
                 DoubleVector acc = DoubleVector.zero(S);
                 for (int p = 0; p < d; p++) {
-                    DoubleVector diff = DoubleVector.fromArray(S, qt, p * ldq + j, mask).sub(x[xr + p]);
+                    DoubleVector diff =
+                            DoubleVector.fromArray(S, qt, p * ldq + j, mask).sub(x[xr + p]);
                     acc = diff.fma(diff, acc);
                 }
                 acc.intoArray(out, r * ldo + j, mask);
@@ -141,8 +175,8 @@ final class VectorKernels {
         }
     }
 
-    private static void differences4x2(double[] x, int xo, int d, double[] qt, int j, int ldq, double[] out, int oo,
-            int ldo) {
+    private static void differences4x2(
+            double[] x, int xo, int d, double[] qt, int j, int ldq, double[] out, int oo, int ldo) {
         DoubleVector c00 = DoubleVector.zero(S);
         DoubleVector c01 = c00;
         DoubleVector c10 = c00;
@@ -187,8 +221,17 @@ final class VectorKernels {
         v1.intoArray(out, oo + L);
     }
 
-    private static void differences4x1(double[] x, int xo, int d, double[] qt, int j, int ldq, double[] out, int oo,
-            int ldo, VectorMask<Double> mask) {
+    private static void differences4x1(
+            double[] x,
+            int xo,
+            int d,
+            double[] qt,
+            int j,
+            int ldq,
+            double[] out,
+            int oo,
+            int ldo,
+            VectorMask<Double> mask) {
         DoubleVector c0 = DoubleVector.zero(S);
         DoubleVector c1 = c0;
         DoubleVector c2 = c0;
@@ -275,7 +318,8 @@ final class VectorKernels {
                         .fma(DoubleVector.fromArray(S, x, p), c);
             }
             if (full < cols) {
-                c = DoubleVector.fromMemorySegment(S, a, o + (long) full * Double.BYTES, LE, tail).fma(xt, c);
+                c = DoubleVector.fromMemorySegment(S, a, o + (long) full * Double.BYTES, LE, tail)
+                        .fma(xt, c);
             }
             out[i] = sumLanes(c);
         }
@@ -287,11 +331,13 @@ final class VectorKernels {
             case MIN -> VectorOperators.MIN;
             case MAX -> VectorOperators.MAX;
         };
-        DoubleVector acc = DoubleVector.broadcast(S, switch (r) {
-            case SUM -> 0;
-            case MIN -> Double.POSITIVE_INFINITY;
-            case MAX -> Double.NEGATIVE_INFINITY;
-        });
+        DoubleVector acc = DoubleVector.broadcast(
+                S,
+                switch (r) {
+                    case SUM -> 0;
+                    case MIN -> Double.POSITIVE_INFINITY;
+                    case MAX -> Double.NEGATIVE_INFINITY;
+                });
         int i = 0;
         for (; i + L <= count; i += L) {
             acc = acc.lanewise(op, DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));

@@ -34,8 +34,7 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
     /** The intercept (0 without {@link #fitIntercept}). */
     double intercept;
 
-    LinearModel() {
-    }
+    LinearModel() {}
 
     /** The L2 penalty: 0 for ordinary least squares. */
     abstract double penalty();
@@ -81,7 +80,8 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
         NdArray xMean = NdArray.empty(mem, x.dtype(), Order.C, d);
         NdArray gram = null;
         NdArray xty = null;
-        try (NdArray xc = x.copyTo(mem); NdArray yc = NdArray.empty(mem, y.dtype(), Order.C, n)) {
+        try (NdArray xc = x.copyTo(mem);
+                NdArray yc = NdArray.empty(mem, y.dtype(), Order.C, n)) {
             b.columnSums(x, xMean);
             b.scale(1.0 / n, xMean);
             double yMean = b.reduce(Reduction.SUM, y) / n;
@@ -122,9 +122,10 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
         double ym = 0;
         for (LinearStats p : parts) {
             if (p.xMean().dim(0) != d || p.xMean().dtype() != dtype) {
-                throw new IllegalArgumentException(op + ": a partial of " + p.xMean().dim(0) + " "
-                        + p.xMean().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
-                        + ", as the first)");
+                throw new IllegalArgumentException(
+                        op + ": a partial of " + p.xMean().dim(0) + " "
+                                + p.xMean().dtype().wireName() + " features (expected: " + d + " " + dtype.wireName()
+                                + ", as the first)");
             }
             n += p.n();
         }

@@ -15,8 +15,7 @@ public final class LinearRegression extends LinearModel {
     private static final long serialVersionUID = 1L;
 
     /** A model with an intercept. */
-    public LinearRegression() {
-    }
+    public LinearRegression() {}
 
     /** Sets whether to fit an intercept; returns this. */
     public LinearRegression fitIntercept(boolean value) {

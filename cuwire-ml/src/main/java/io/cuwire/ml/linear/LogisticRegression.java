@@ -83,8 +83,7 @@ public final class LogisticRegression extends Estimator implements Classifier {
     int nIter;
 
     /** A model with {@code C = 1}, an L2 penalty and intercepts. */
-    public LogisticRegression() {
-    }
+    public LogisticRegression() {}
 
     /** Sets {@code C}; returns this. */
     public LogisticRegression c(double value) {
@@ -310,8 +309,8 @@ public final class LogisticRegression extends Estimator implements Classifier {
                 throw new IllegalArgumentException("LogisticRegression: " + classes + " class(es) (expected: >= 2)");
             }
             if (!dtype.isFloatingPoint()) {
-                throw new IllegalArgumentException("LogisticRegression: dtype " + dtype.wireName()
-                        + " (expected: float32 or float64)");
+                throw new IllegalArgumentException(
+                        "LogisticRegression: dtype " + dtype.wireName() + " (expected: float32 or float64)");
             }
             this.features = features;
             this.classCount = classes;

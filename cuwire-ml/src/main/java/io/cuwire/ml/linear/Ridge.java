@@ -17,8 +17,7 @@ public final class Ridge extends LinearModel {
     double alpha = 1.0;
 
     /** A model with {@code alpha = 1} and an intercept. */
-    public Ridge() {
-    }
+    public Ridge() {}
 
     /** Sets the penalty's strength; returns this. */
     public Ridge alpha(double value) {

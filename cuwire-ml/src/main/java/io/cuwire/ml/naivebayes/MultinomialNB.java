@@ -52,8 +52,7 @@ public final class MultinomialNB extends Estimator implements Classifier {
     NdArray classLogPrior;
 
     /** A model with {@code alpha = 1} and learned priors. */
-    public MultinomialNB() {
-    }
+    public MultinomialNB() {}
 
     /** Sets the smoothing; returns this. */
     public MultinomialNB alpha(double value) {
@@ -174,7 +173,9 @@ public final class MultinomialNB extends Estimator implements Classifier {
         double[] cc = new double[k];
         double[] fc = new double[k * d];
         for (Counts c : parts) {
-            if (c.featureCount().dim(0) != k || c.featureCount().dim(1) != d || c.featureCount().dtype() != dtype) {
+            if (c.featureCount().dim(0) != k
+                    || c.featureCount().dim(1) != d
+                    || c.featureCount().dtype() != dtype) {
                 throw new IllegalArgumentException(op + ": counts of shape " + shape(c.featureCount()) + " "
                         + c.featureCount().dtype().wireName() + " (expected: (" + k + ", " + d + ") "
                         + dtype.wireName() + ", as the first; set nClasses so that every partition agrees)");
@@ -218,8 +219,8 @@ public final class MultinomialNB extends Estimator implements Classifier {
     /** The joint log likelihood {@code log P(class) + sum_j x_j log P(feature j | class)} (n x k). */
     public NdArray jointLogLikelihood(NdArray x) {
         checkFitted();
-        checkInput("MultinomialNB.jointLogLikelihood", x, featureLogProb.dim(1), featureLogProb.dtype(),
-                featureLogProb);
+        checkInput(
+                "MultinomialNB.jointLogLikelihood", x, featureLogProb.dim(1), featureLogProb.dtype(), featureLogProb);
         ComputeBackend b = backend(x);
         NdArray jll = NdArray.empty(memoryFor(x), x.dtype(), Order.C, x.dim(0), featureLogProb.dim(0));
         try {

@@ -36,8 +36,7 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     int classes;
 
     /** Votes among 5 neighbors by default. */
-    public KNeighborsClassifier() {
-    }
+    public KNeighborsClassifier() {}
 
     /** Sets the number of neighbors that vote; returns this. */
     public KNeighborsClassifier nNeighbors(int value) {
@@ -126,13 +125,14 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
         long n = 0;
         for (Rows p : parts) {
             if (p.x().dim(1) != first.dim(1) || p.x().dtype() != first.dtype()) {
-                throw new IllegalArgumentException(op + ": rows of shape " + shape(p.x()) + " " + p.x().dtype()
-                        .wireName() + " (expected: " + first.dim(1) + " features, " + first.dtype().wireName()
+                throw new IllegalArgumentException(op + ": rows of shape " + shape(p.x()) + " "
+                        + p.x().dtype().wireName() + " (expected: " + first.dim(1) + " features, "
+                        + first.dtype().wireName()
                         + ", as the first)");
             }
             if (p.y().dtype() != DType.INT32 || p.y().rank() != 1 || p.y().dim(0) != p.x().dim(0)) {
-                throw new IllegalArgumentException(op + ": labels " + shape(p.y()) + " " + p.y().dtype().wireName()
-                        + " for " + p.x().dim(0) + " rows (expected: int32, one per row)");
+                throw new IllegalArgumentException(op + ": labels " + shape(p.y()) + " "
+                        + p.y().dtype().wireName() + " for " + p.x().dim(0) + " rows (expected: int32, one per row)");
             }
             n += p.x().dim(0);
         }
@@ -204,7 +204,8 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     /** The labels voted by neighbors with class labels (merged from every partition). */
     public NdArray predictFromNeighbors(Neighbors labelled) {
         ComputeBackend b = backend(labelled.ids());
-        NdArray out = NdArray.empty(memoryFor(labelled.ids()), DType.INT32, Order.C, labelled.ids().dim(0));
+        NdArray out = NdArray.empty(
+                memoryFor(labelled.ids()), DType.INT32, Order.C, labelled.ids().dim(0));
         try (NdArray votes = votes(labelled)) {
             b.argmaxRows(votes, out);
             return out;
@@ -229,11 +230,15 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     private NdArray votes(Neighbors labelled) {
         checkFitted();
         if (labelled.ids().dtype() != DType.INT32) {
-            throw new IllegalArgumentException("KNeighborsClassifier: neighbors with " + labelled.ids().dtype()
-                    .wireName() + " ids (expected: int32 class labels, from partialNeighbors)");
+            throw new IllegalArgumentException("KNeighborsClassifier: neighbors with "
+                    + labelled.ids().dtype().wireName() + " ids (expected: int32 class labels, from partialNeighbors)");
         }
-        NdArray votes = NdArray.empty(memoryFor(labelled.ids()), labelled.distances().dtype(), Order.C,
-                labelled.ids().dim(0), classes);
+        NdArray votes = NdArray.empty(
+                memoryFor(labelled.ids()),
+                labelled.distances().dtype(),
+                Order.C,
+                labelled.ids().dim(0),
+                classes);
         try {
             backend(votes).countRows(labelled.ids(), votes);
             return votes;

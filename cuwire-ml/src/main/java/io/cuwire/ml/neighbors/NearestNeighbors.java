@@ -11,8 +11,7 @@ public final class NearestNeighbors extends NeighborsBase {
     private static final long serialVersionUID = 1L;
 
     /** Finds 5 neighbors by default. */
-    public NearestNeighbors() {
-    }
+    public NearestNeighbors() {}
 
     /** Sets the default number of neighbors; returns this. */
     public NearestNeighbors nNeighbors(int value) {

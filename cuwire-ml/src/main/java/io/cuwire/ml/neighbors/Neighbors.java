@@ -30,8 +30,8 @@ public record Neighbors(NdArray distances, NdArray ids) implements Partial {
         Neighbors first = parts.getFirst();
         BufferAllocator<?> mem = first.distances().buffer().allocator();
         if (mem == null) {
-            throw new IllegalStateException("Neighbors.merge: " + first.distances() + " has no allocator to put the "
-                    + "merge in");
+            throw new IllegalStateException(
+                    "Neighbors.merge: " + first.distances() + " has no allocator to put the " + "merge in");
         }
         long total = 0;
         for (Neighbors p : parts) {

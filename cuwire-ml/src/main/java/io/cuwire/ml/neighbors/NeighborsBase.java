@@ -29,8 +29,7 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
     /** The training rows (n x d), a copy owned by the estimator. */
     NdArray fitX;
 
-    NeighborsBase() {
-    }
+    NeighborsBase() {}
 
     @Override
     public boolean isFitted() {

@@ -14,10 +14,10 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -86,7 +86,8 @@ class KMeansTest {
         SplittableRandom r = TestRandom.create(info);
         Blobs b = Blobs.make(r, 600, 3, 5);
         try (NdArray x = array(device, dt, b.x(), b.n(), b.d());
-                KMeans km = new KMeans().nClusters(5).seed(r.nextLong()).fit(x); NdArray labels = km.predict(x)) {
+                KMeans km = new KMeans().nClusters(5).seed(r.nextLong()).fit(x);
+                NdArray labels = km.predict(x)) {
             assertSameClusters(b.truth(), labels.toIntArray());
             assertEquals(MemoryKind.DEVICE, km.clusterCenters().kind(), "centers stay on the device");
             assertEquals(dt, km.clusterCenters().dtype());
@@ -140,13 +141,15 @@ class KMeansTest {
     void shouldFindTheBlobsWithADistributedInit(TestInfo info) {
         SplittableRandom r = TestRandom.create(info);
         Blobs b = Blobs.make(r, 800, 3, 4);
-        try (NdArray x = array(device, DType.FLOAT64, b.x(), b.n(), b.d()); KMeans km = new KMeans().nClusters(4)) {
+        try (NdArray x = array(device, DType.FLOAT64, b.x(), b.n(), b.d());
+                KMeans km = new KMeans().nClusters(4)) {
             List<NdArray> xs = MlTesting.split(x, MlTesting.cuts(b.n(), 3, r));
             List<KMeans.Candidates> candidates = new ArrayList<>();
             for (int p = 0; p < xs.size(); p++) {
                 candidates.add(km.partialInit(xs.get(p), 1000L * p + r.nextLong()));
             }
-            try (NdArray start = km.initialCenters(candidates); KMeans.Lloyd lloyd = km.lloyd(start)) {
+            try (NdArray start = km.initialCenters(candidates);
+                    KMeans.Lloyd lloyd = km.lloyd(start)) {
                 MlTesting.closeAll(candidates);
                 while (!lloyd.done()) {
                     List<KMeans.Step> steps = new ArrayList<>();
@@ -171,7 +174,11 @@ class KMeansTest {
         Blobs b = Blobs.make(r, 200, 2, 3);
         TypeRegistry registry = MlTesting.registry();
         try (NdArray x = array(device, DType.FLOAT32, b.x(), b.n(), b.d());
-                KMeans km = new KMeans().nClusters(3).init(KMeans.Init.RANDOM).seed(7).fit(x);
+                KMeans km = new KMeans()
+                        .nClusters(3)
+                        .init(KMeans.Init.RANDOM)
+                        .seed(7)
+                        .fit(x);
                 NdArray before = km.predict(x)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (KMeans back = MlTesting.roundTrip(registry, km, family, device, host);

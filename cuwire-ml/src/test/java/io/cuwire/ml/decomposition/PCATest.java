@@ -14,10 +14,10 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -96,7 +96,8 @@ class PCATest {
         int n = 20_000;
         double[] axes = rotation(r, d);
         double[] data = sample(r, axes, n);
-        try (NdArray x = array(device, DType.FLOAT64, data, n, d); PCA pca = new PCA().nComponents(3).fit(x)) {
+        try (NdArray x = array(device, DType.FLOAT64, data, n, d);
+                PCA pca = new PCA().nComponents(3).fit(x)) {
             assertEquals(MemoryKind.DEVICE, pca.components().kind());
             double[] comps = values(pca.components());
             double[] ev = values(pca.explainedVariance());
@@ -145,7 +146,8 @@ class PCATest {
                 }
             }
         }
-        try (NdArray x = array(device, DType.FLOAT64, data, n, d); PCA pca = new PCA().fit(x)) {
+        try (NdArray x = array(device, DType.FLOAT64, data, n, d);
+                PCA pca = new PCA().fit(x)) {
             double[] comps = values(pca.components());
             double[] ev = values(pca.explainedVariance());
             assertTrue(maxAbsDiff(mean, values(pca.mean())) < 1e-10);
@@ -166,7 +168,8 @@ class PCATest {
                 }
                 assertTrue(c == 0 || ev[c] <= ev[c - 1], "descending");
             }
-            try (NdArray t = pca.transform(x); NdArray back = pca.inverseTransform(t)) {
+            try (NdArray t = pca.transform(x);
+                    NdArray back = pca.inverseTransform(t)) {
                 assertTrue(maxAbsDiff(data, values(back)) < 1e-9, "all components: the inverse is exact");
             }
         }
@@ -179,7 +182,8 @@ class PCATest {
         int n = 1000;
         double[] data = sample(r, rotation(r, d), n);
         try (NdArray x = array(device, DType.FLOAT32, data, n, d);
-                PCA pca = new PCA().nComponents(2).whiten(true).fit(x); NdArray t = pca.transform(x)) {
+                PCA pca = new PCA().nComponents(2).whiten(true).fit(x);
+                NdArray t = pca.transform(x)) {
             double[] tv = values(t);
             for (int c = 0; c < 2; c++) {
                 double s = 0;
@@ -200,7 +204,8 @@ class PCATest {
         int d = VARIANCES.length;
         int n = 2000;
         double[] data = sample(r, rotation(r, d), n);
-        try (NdArray x = array(device, DType.FLOAT64, data, n, d); PCA single = new PCA().nComponents(4).fit(x);
+        try (NdArray x = array(device, DType.FLOAT64, data, n, d);
+                PCA single = new PCA().nComponents(4).fit(x);
                 PCA merged = new PCA().nComponents(4)) {
             List<NdArray> xs = MlTesting.split(x, MlTesting.cuts(n, 2 + r.nextInt(5), r));
             List<PcaStats> parts = new ArrayList<>();
@@ -223,7 +228,8 @@ class PCATest {
         double[] data = sample(r, rotation(r, d), 300);
         TypeRegistry registry = MlTesting.registry();
         try (NdArray x = array(device, DType.FLOAT64, data, 300, d);
-                PCA pca = new PCA().nComponents(2).whiten(true).fit(x); NdArray before = pca.transform(x)) {
+                PCA pca = new PCA().nComponents(2).whiten(true).fit(x);
+                NdArray before = pca.transform(x)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (PCA back = MlTesting.roundTrip(registry, pca, family, device, host);
                         NdArray after = back.transform(x)) {

@@ -11,10 +11,10 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.OpaqueBlob;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
@@ -70,7 +70,8 @@ class HistogramForestTest {
         }
         assertEquals(3000, zeros);
         int b0 = ForestBins.code(edges, 0);
-        assertTrue(b0 > 0 && b0 < edges.length && edges[b0 - 1] < 0 && edges[b0] > 0,
+        assertTrue(
+                b0 > 0 && b0 < edges.length && edges[b0 - 1] < 0 && edges[b0] > 0,
                 "the 3000 zeros share a bin between a negative and a positive edge: bin " + b0);
     }
 
@@ -78,7 +79,8 @@ class HistogramForestTest {
     void shouldRefuseMaxBinsOutOfRangeNamingIt() {
         try (NdArray x = MlTesting.array(host, DType.FLOAT64, new double[] {0, 1, 2, 3}, 4, 1);
                 NdArray y = MlTesting.labels(host, new int[] {0, 0, 1, 1})) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> new RandomForestClassifier().maxBins(257).fit(x, y));
             assertEquals("RandomForestClassifier.partial: maxBins 257 (expected: 2 .. 256)", e.getMessage());
         }
@@ -123,22 +125,40 @@ class HistogramForestTest {
         double[] values = new double[n];
         double[] xv = grid(r, n, d, labels, values);
         long seed = r.nextLong();
-        try (NdArray x = MlTesting.array(host, DType.FLOAT64, xv, n, d); NdArray y = MlTesting.labels(host, labels);
+        try (NdArray x = MlTesting.array(host, DType.FLOAT64, xv, n, d);
+                NdArray y = MlTesting.labels(host, labels);
                 NdArray v = MlTesting.array(host, DType.FLOAT64, values, n);
-                RandomForestClassifier ce = new RandomForestClassifier().nEstimators(6).maxDepth(9).seed(seed)
-                        .exactSplits(true).fit(x, y);
-                RandomForestClassifier cb = new RandomForestClassifier().nEstimators(6).maxDepth(9).seed(seed)
+                RandomForestClassifier ce = new RandomForestClassifier()
+                        .nEstimators(6)
+                        .maxDepth(9)
+                        .seed(seed)
+                        .exactSplits(true)
                         .fit(x, y);
-                RandomForestRegressor re = new RandomForestRegressor().nEstimators(4).maxDepth(7).seed(seed)
-                        .exactSplits(true).fit(x, v);
-                RandomForestRegressor rb = new RandomForestRegressor().nEstimators(4).maxDepth(7).seed(seed)
+                RandomForestClassifier cb = new RandomForestClassifier()
+                        .nEstimators(6)
+                        .maxDepth(9)
+                        .seed(seed)
+                        .fit(x, y);
+                RandomForestRegressor re = new RandomForestRegressor()
+                        .nEstimators(4)
+                        .maxDepth(7)
+                        .seed(seed)
+                        .exactSplits(true)
+                        .fit(x, v);
+                RandomForestRegressor rb = new RandomForestRegressor()
+                        .nEstimators(4)
+                        .maxDepth(7)
+                        .seed(seed)
                         .fit(x, v)) {
             assertTrue(ce.info().nodes() > 6 * 50, "trees of some size: " + ce.info());
             assertSameSplits(trees(ce.forest()), trees(cb.forest()));
             // integer targets: every sum is exact in float64, so the regressor's scores agree bit for bit too
             assertSameSplits(trees(re.forest()), trees(rb.forest()));
-            assertFalse(Arrays.equals(trees(ce.forest()).getFirst().threshold(),
-                    trees(cb.forest()).getFirst().threshold()), "the thresholds are the node's or the bins'");
+            assertFalse(
+                    Arrays.equals(
+                            trees(ce.forest()).getFirst().threshold(),
+                            trees(cb.forest()).getFirst().threshold()),
+                    "the thresholds are the node's or the bins'");
         }
     }
 
@@ -166,14 +186,22 @@ class HistogramForestTest {
             labels[i] = values[i] > 0.3 ? 1 : 0;
         }
         long seed = r.nextLong();
-        try (NdArray x = MlTesting.array(host, DType.FLOAT64, xv, n, d); NdArray y = MlTesting.labels(host, labels);
+        try (NdArray x = MlTesting.array(host, DType.FLOAT64, xv, n, d);
+                NdArray y = MlTesting.labels(host, labels);
                 NdArray v = MlTesting.array(host, DType.FLOAT64, values, n)) {
             for (boolean exact : new boolean[] {false, true}) {
                 // 12,000 rows x 6 features: the root's features are scanned in parallel too
-                RandomForestRegressor reg = new RandomForestRegressor().nEstimators(3).maxDepth(6).seed(seed)
+                RandomForestRegressor reg = new RandomForestRegressor()
+                        .nEstimators(3)
+                        .maxDepth(6)
+                        .seed(seed)
                         .exactSplits(exact);
-                RandomForestClassifier clf = new RandomForestClassifier().nEstimators(3).maxDepth(6).seed(seed)
-                        .maxFeatures(0.5).exactSplits(exact);
+                RandomForestClassifier clf = new RandomForestClassifier()
+                        .nEstimators(3)
+                        .maxDepth(6)
+                        .seed(seed)
+                        .maxFeatures(0.5)
+                        .exactSplits(exact);
                 byte[] one = fitIn(1, () -> reg.partial(x, v, 0, 1));
                 assertArrayEquals(one, fitIn(5, () -> reg.partial(x, v, 0, 1)), "regressor, exact " + exact);
                 byte[] oneC = fitIn(1, () -> clf.partial(x, y, 0, 1));

@@ -14,7 +14,6 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.MlTesting;
@@ -22,6 +21,7 @@ import io.cuwire.serialize.Family;
 import io.cuwire.serialize.OpaqueBlob;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -67,11 +67,15 @@ class RandomForestTest {
         int[] yt = new int[400];
         double[] train = checkerboard(r, 800, y);
         double[] test = checkerboard(r, 400, yt);
-        try (NdArray x = array(device, DType.FLOAT32, train, 800, 4); NdArray labels = MlTesting.labels(device, y);
+        try (NdArray x = array(device, DType.FLOAT32, train, 800, 4);
+                NdArray labels = MlTesting.labels(device, y);
                 NdArray xt = array(device, DType.FLOAT32, test, 400, 4);
                 NdArray labelsT = MlTesting.labels(device, yt);
-                RandomForestClassifier rf = new RandomForestClassifier().nEstimators(20).maxDepth(10)
-                        .seed(r.nextLong()).fit(x, labels);
+                RandomForestClassifier rf = new RandomForestClassifier()
+                        .nEstimators(20)
+                        .maxDepth(10)
+                        .seed(r.nextLong())
+                        .fit(x, labels);
                 NdArray proba = rf.predictProba(xt)) {
             assertEquals(MemoryKind.DEVICE, rf.forest().kind(), "the forest blob lives on the device");
             assertEquals(ForestLayout.FORMAT, rf.forest().format());
@@ -99,10 +103,13 @@ class RandomForestTest {
             y[i] = Math.sin(3 * x[i * 3]) + x[i * 3 + 1] * x[i * 3 + 1];
         }
         long[] cuts = {0, 700, n};
-        try (NdArray xa = array(device, DType.FLOAT64, x, n, 3); NdArray ya = array(device, DType.FLOAT64, y, n)) {
+        try (NdArray xa = array(device, DType.FLOAT64, x, n, 3);
+                NdArray ya = array(device, DType.FLOAT64, y, n)) {
             List<NdArray> xs = MlTesting.split(xa, cuts);
             List<NdArray> ys = MlTesting.split(ya, cuts);
-            try (RandomForestRegressor rf = new RandomForestRegressor().nEstimators(20).seed(r.nextLong())
+            try (RandomForestRegressor rf = new RandomForestRegressor()
+                    .nEstimators(20)
+                    .seed(r.nextLong())
                     .fit(xs.get(0), ys.get(0))) {
                 double r2 = rf.score(xs.get(1), ys.get(1));
                 assertTrue(r2 > 0.9, "held-out R2 " + r2);
@@ -119,11 +126,13 @@ class RandomForestTest {
         int[] y = new int[n];
         double[] train = checkerboard(r, n, y);
         long seed = r.nextLong();
-        try (NdArray x = array(device, DType.FLOAT64, train, n, 4); NdArray labels = MlTesting.labels(device, y)) {
+        try (NdArray x = array(device, DType.FLOAT64, train, n, 4);
+                NdArray labels = MlTesting.labels(device, y)) {
             long[] cuts = MlTesting.cuts(n, 3, r);
             List<NdArray> xs = MlTesting.split(x, cuts);
             List<NdArray> ys = MlTesting.split(labels, cuts);
-            RandomForestClassifier rf = new RandomForestClassifier().nEstimators(12).nClasses(2).seed(seed);
+            RandomForestClassifier rf =
+                    new RandomForestClassifier().nEstimators(12).nClasses(2).seed(seed);
             List<OpaqueBlob> parts = new ArrayList<>();
             for (int p = 0; p < 3; p++) {
                 parts.add(rf.partial(xs.get(p), ys.get(p), p, 3));
@@ -145,7 +154,8 @@ class RandomForestTest {
                 assertTrue(MlTesting.maxAbsDiff(want, values(merged)) < 1e-12, "the mean over all 12 trees");
             }
             assertTrue(rf.score(x, labels) > 0.9);
-            try (RandomForestClassifier again = new RandomForestClassifier().nEstimators(12).nClasses(2).seed(seed)) {
+            try (RandomForestClassifier again =
+                    new RandomForestClassifier().nEstimators(12).nClasses(2).seed(seed)) {
                 List<OpaqueBlob> parts2 = new ArrayList<>();
                 for (int p = 0; p < 3; p++) {
                     parts2.add(again.partial(xs.get(p), ys.get(p), p, 3));
@@ -173,8 +183,10 @@ class RandomForestTest {
         int[] y = new int[300];
         double[] train = checkerboard(r, 300, y);
         TypeRegistry registry = MlTesting.registry();
-        try (NdArray x = array(device, DType.FLOAT64, train, 300, 4); NdArray labels = MlTesting.labels(device, y);
-                RandomForestClassifier rf = new RandomForestClassifier().nEstimators(8).fit(x, labels);
+        try (NdArray x = array(device, DType.FLOAT64, train, 300, 4);
+                NdArray labels = MlTesting.labels(device, y);
+                RandomForestClassifier rf =
+                        new RandomForestClassifier().nEstimators(8).fit(x, labels);
                 NdArray before = rf.predictProba(x)) {
             try (Serialized s = registry.serialize(rf, Family.CUDA)) {
                 assertEquals(1, s.frames().size(), "the whole forest is one frame");
@@ -198,16 +210,15 @@ class RandomForestTest {
 
     @Test
     void shouldDecodeWhatItsLayoutEncodes() {
-        ForestLayout.Tree stump = new ForestLayout.Tree(new int[] {1, -1, -1}, new int[] {1, 0, 1},
-                new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
-        ForestLayout.Tree leaf = new ForestLayout.Tree(new int[] {-1}, new int[] {0}, new double[] {0},
-                new double[] {0.5, 0.5});
+        ForestLayout.Tree stump = new ForestLayout.Tree(
+                new int[] {1, -1, -1}, new int[] {1, 0, 1}, new double[] {0.5, 0, 0}, new double[] {0.25, 0.75, 1, 0});
+        ForestLayout.Tree leaf =
+                new ForestLayout.Tree(new int[] {-1}, new int[] {0}, new double[] {0}, new double[] {0.5, 0.5});
         byte[] bytes = ForestLayout.encode(List.of(stump, leaf), 3, 2);
         ForestLayout.Info info = ForestLayout.infoOf(List.of(stump, leaf), 3, 2);
         assertEquals(new ForestLayout.Info(2, 3, 2, 4, 3), info);
         assertEquals(info.byteSize(), bytes.length);
-        assertEquals(ForestLayout.MAGIC, MemorySegment.ofArray(bytes).get(
-                ValueLayout.JAVA_INT_UNALIGNED, 0));
+        assertEquals(ForestLayout.MAGIC, MemorySegment.ofArray(bytes).get(ValueLayout.JAVA_INT_UNALIGNED, 0));
         List<ForestLayout.Tree> back = ForestLayout.decode(bytes, info);
         assertArrayEquals(stump.feature(), back.get(0).feature());
         assertArrayEquals(stump.values(), back.get(0).values());

@@ -45,8 +45,11 @@ class CpuKernelsTest {
                 VectorKernels.multiplyAdd(a, 3, ai, ap, b, 1, n + 2, c0, 2, n + 1, m, n, k);
                 CpuKernels.scalarMultiplyAdd(a, 3, ai, ap, b, 1, n + 2, c1, 2, n + 1, m, n, k);
                 for (int i = 0; i < c0.length; i++) {
-                    assertEquals(c1[i], c0[i], 1e-12 * (1 + Math.abs(c1[i])), "m=" + m + " n=" + n + " k=" + k
-                            + " transposed=" + transposed + " element " + i);
+                    assertEquals(
+                            c1[i],
+                            c0[i],
+                            1e-12 * (1 + Math.abs(c1[i])),
+                            "m=" + m + " n=" + n + " k=" + k + " transposed=" + transposed + " element " + i);
                 }
             }
         }
@@ -105,8 +108,11 @@ class CpuKernelsTest {
                 CpuKernels.rowDots(a, rows, cols, x, got);
                 CpuKernels.scalarRowDots(a, rows, cols, x, want);
                 for (int i = 0; i < rows; i++) {
-                    assertEquals(want[i], got[i], 1e-12 * (1 + Math.abs(want[i])), "rows=" + rows + " cols=" + cols
-                            + " row " + i);
+                    assertEquals(
+                            want[i],
+                            got[i],
+                            1e-12 * (1 + Math.abs(want[i])),
+                            "rows=" + rows + " cols=" + cols + " row " + i);
                 }
             }
         }

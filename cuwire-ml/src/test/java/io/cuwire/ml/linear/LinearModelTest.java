@@ -18,12 +18,12 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.memory.TransferScope;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.NotFittedException;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -105,7 +105,8 @@ class LinearModelTest {
         }
         try (NdArray x = array(device, DType.FLOAT64, data.x(), data.n(), data.d());
                 NdArray yy = array(device, DType.FLOAT64, y, data.n());
-                LinearRegression model = new LinearRegression().fitIntercept(false).fit(x, yy)) {
+                LinearRegression model =
+                        new LinearRegression().fitIntercept(false).fit(x, yy)) {
             assertEquals(0.0, model.intercept());
             assertTrue(maxAbsDiff(data.w(), values(model.coef())) < 1e-9);
         }
@@ -146,7 +147,8 @@ class LinearModelTest {
             }
             double shrunk = 0;
             double plain = 0;
-            try (LinearRegression ols = new LinearRegression().fitIntercept(intercept).fit(x, y)) {
+            try (LinearRegression ols =
+                    new LinearRegression().fitIntercept(intercept).fit(x, y)) {
                 for (int j = 0; j < d; j++) {
                     shrunk += w[j] * w[j];
                     plain += values(ols.coef())[j] * values(ols.coef())[j];
@@ -165,7 +167,8 @@ class LinearModelTest {
             double tol = dt == DType.FLOAT64 ? 1e-10 : 1e-3;
             try (NdArray x = array(device, dt, data.x(), data.n(), data.d());
                     NdArray y = array(device, dt, data.y(), data.n());
-                    Ridge single = new Ridge().alpha(0.5).fitIntercept(intercept).fit(x, y);
+                    Ridge single =
+                            new Ridge().alpha(0.5).fitIntercept(intercept).fit(x, y);
                     Ridge merged = new Ridge().alpha(0.5).fitIntercept(intercept)) {
                 int parts = 2 + r.nextInt(4);
                 long[] cuts = MlTesting.cuts(data.n(), parts, r);
@@ -179,7 +182,8 @@ class LinearModelTest {
                 MlTesting.closeAll(partials);
                 MlTesting.closeAll(xs);
                 MlTesting.closeAll(ys);
-                assertTrue(maxAbsDiff(values(single.coef()), values(merged.coef())) < tol,
+                assertTrue(
+                        maxAbsDiff(values(single.coef()), values(merged.coef())) < tol,
                         dt + " merged " + merged.coef() + " of " + parts + " partitions");
                 assertEquals(single.intercept(), merged.intercept(), tol * 100);
             }
@@ -193,7 +197,8 @@ class LinearModelTest {
         TypeRegistry registry = MlTesting.registry();
         try (NdArray x = array(device, DType.FLOAT64, data.x(), data.n(), data.d());
                 NdArray y = array(device, DType.FLOAT64, data.y(), data.n());
-                Ridge model = new Ridge().alpha(2).fit(x, y); NdArray before = model.predict(x)) {
+                Ridge model = new Ridge().alpha(2).fit(x, y);
+                NdArray before = model.predict(x)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (TransferScope scope = CopyEngine.openScope(family.wireName());
                         Ridge back = MlTesting.roundTrip(registry, model, family, device, host)) {
@@ -218,8 +223,8 @@ class LinearModelTest {
                 NdArray y = array(device, DType.FLOAT64, data.y(), data.n())) {
             LinearRegression model = new LinearRegression();
             NotFittedException e = assertThrows(NotFittedException.class, () -> model.predict(x));
-            assertEquals("LinearRegression is not fitted: call fit, or merge partials, before using it",
-                    e.getMessage());
+            assertEquals(
+                    "LinearRegression is not fitted: call fit, or merge partials, before using it", e.getMessage());
             long before = device.allocatedBytes();
             model.fit(x, y);
             assertEquals(before + 2 * 8, device.allocatedBytes(), "the coefficients, on the device");
@@ -238,8 +243,10 @@ class LinearModelTest {
         assertEquals(Map.of("fitIntercept", true, "alpha", 1.0), model.params());
         model.setParams(Map.of("alpha", 3, "fitIntercept", false));
         assertEquals(Map.of("fitIntercept", false, "alpha", 3.0), model.params());
-        assertEquals("Ridge has no parameter 'beta' (expected one of: fitIntercept, alpha)",
-                assertThrows(IllegalArgumentException.class, () -> model.setParams(Map.of("beta", 1))).getMessage());
+        assertEquals(
+                "Ridge has no parameter 'beta' (expected one of: fitIntercept, alpha)",
+                assertThrows(IllegalArgumentException.class, () -> model.setParams(Map.of("beta", 1)))
+                        .getMessage());
         assertEquals("Ridge(fitIntercept=false, alpha=3.0)", model.toString());
     }
 
@@ -248,10 +255,12 @@ class LinearModelTest {
         try (NdArray x = array(device, DType.FLOAT64, new double[6], 3, 2);
                 NdArray y = array(device, DType.FLOAT32, new double[3], 3);
                 NdArray y2 = array(device, DType.FLOAT64, new double[2], 2)) {
-            assertEquals("LinearRegression.partial: y has dtype float32 (expected: float64, the dtype of X)",
+            assertEquals(
+                    "LinearRegression.partial: y has dtype float32 (expected: float64, the dtype of X)",
                     assertThrows(IllegalArgumentException.class, () -> new LinearRegression().fit(x, y))
                             .getMessage());
-            assertEquals("LinearRegression.partial: y has shape (2,) (expected: (3,), one target per sample)",
+            assertEquals(
+                    "LinearRegression.partial: y has shape (2,) (expected: (3,), one target per sample)",
                     assertThrows(IllegalArgumentException.class, () -> new LinearRegression().fit(x, y2))
                             .getMessage());
         }

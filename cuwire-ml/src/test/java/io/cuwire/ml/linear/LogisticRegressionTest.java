@@ -14,10 +14,10 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -141,7 +141,8 @@ class LogisticRegressionTest {
         double c = 0.5;
         try (NdArray x = array(device, DType.FLOAT64, data.x(), data.n(), data.d());
                 NdArray y = MlTesting.labels(device, data.y());
-                LogisticRegression model = new LogisticRegression().c(c).tol(1e-8).fit(x, y)) {
+                LogisticRegression model =
+                        new LogisticRegression().c(c).tol(1e-8).fit(x, y)) {
             assertEquals(k, model.classes());
             assertEquals(k == 2 ? 1 : k, model.coef().dim(0), "binary: one row; multinomial: one per class");
             assertEquals(MemoryKind.DEVICE, model.coef().kind());
@@ -149,7 +150,8 @@ class LogisticRegressionTest {
             for (double v : g) {
                 assertEquals(0, v, 1e-6, "the gradient vanishes at the fitted coefficients");
             }
-            try (NdArray p = model.predictProba(x); NdArray labels = model.predict(x)) {
+            try (NdArray p = model.predictProba(x);
+                    NdArray labels = model.predict(x)) {
                 double[] pv = values(p);
                 int[] lv = labels.toIntArray();
                 for (int i = 0; i < data.n(); i++) {
@@ -166,8 +168,9 @@ class LogisticRegressionTest {
             // Random centers can overlap (seen: 0.56 for k = 4, 0.55 for k = 2), so the sanity bound is the accuracy of
             // the true centers' own rule on the same rows, not chance; optimality above is what this test is about.
             double reference = data.nearestCenterAccuracy();
-            assertTrue(model.score(x, y) >= reference - 0.05, "accuracy " + model.score(x, y)
-                    + " against the nearest-true-center rule's " + reference);
+            assertTrue(
+                    model.score(x, y) >= reference - 0.05,
+                    "accuracy " + model.score(x, y) + " against the nearest-true-center rule's " + reference);
         }
     }
 
@@ -190,8 +193,12 @@ class LogisticRegressionTest {
         Data data = Data.make(r, 900, 3, k, 1.0);
         try (NdArray x = array(device, DType.FLOAT64, data.x(), data.n(), data.d());
                 NdArray y = MlTesting.labels(device, data.y());
-                LogisticRegression single = new LogisticRegression().fitIntercept(intercept).tol(1e-9).fit(x, y);
-                LogisticRegression merged = new LogisticRegression().fitIntercept(intercept).tol(1e-9)) {
+                LogisticRegression single = new LogisticRegression()
+                        .fitIntercept(intercept)
+                        .tol(1e-9)
+                        .fit(x, y);
+                LogisticRegression merged =
+                        new LogisticRegression().fitIntercept(intercept).tol(1e-9)) {
             long[] cuts = MlTesting.cuts(data.n(), 2 + r.nextInt(4), r);
             List<NdArray> xs = MlTesting.split(x, cuts);
             List<NdArray> ys = MlTesting.split(y, cuts);
@@ -221,12 +228,12 @@ class LogisticRegressionTest {
                     assertEquals(0, g[i], 1e-5, "the gradient vanishes at the fitted coefficients: " + i);
                 }
             }
-            try (NdArray ps = single.predictProba(x); NdArray pm = merged.predictProba(x)) {
+            try (NdArray ps = single.predictProba(x);
+                    NdArray pm = merged.predictProba(x)) {
                 assertTrue(maxAbsDiff(values(ps), values(pm)) < 1e-5, "probabilities of single and merged fits");
             }
             if (!intercept) {
-                assertArrayEquals(new double[single.intercept().toDoubleArray().length],
-                        values(merged.intercept()));
+                assertArrayEquals(new double[single.intercept().toDoubleArray().length], values(merged.intercept()));
             }
         }
     }

@@ -14,10 +14,10 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -144,11 +144,15 @@ class MultinomialNBTest {
                 NdArray y = MlTesting.labels(device, new int[] {0, 1});
                 NdArray x2 = array(device, DType.FLOAT64, new double[] {1, 2, 3, 4}, 2, 2);
                 NdArray y2 = MlTesting.labels(device, new int[] {0, 2})) {
-            assertEquals("MultinomialNB.partial: X holds -2.0 (expected: counts >= 0)",
-                    assertThrows(IllegalArgumentException.class, () -> new MultinomialNB().fit(x, y)).getMessage());
+            assertEquals(
+                    "MultinomialNB.partial: X holds -2.0 (expected: counts >= 0)",
+                    assertThrows(IllegalArgumentException.class, () -> new MultinomialNB().fit(x, y))
+                            .getMessage());
             MultinomialNB nb = new MultinomialNB();
-            try (MultinomialNB.Counts a = nb.partial(x2, y); MultinomialNB.Counts b = nb.partial(x2, y2)) {
-                assertTrue(assertThrows(IllegalArgumentException.class, () -> nb.merge(List.of(a, b))).getMessage()
+            try (MultinomialNB.Counts a = nb.partial(x2, y);
+                    MultinomialNB.Counts b = nb.partial(x2, y2)) {
+                assertTrue(assertThrows(IllegalArgumentException.class, () -> nb.merge(List.of(a, b)))
+                        .getMessage()
                         .endsWith("set nClasses so that every partition agrees)"));
             }
         }
@@ -160,7 +164,8 @@ class MultinomialNBTest {
         Docs docs = Docs.make(r, 100, 6, 2);
         TypeRegistry registry = MlTesting.registry();
         try (NdArray x = array(device, DType.FLOAT64, docs.x(), docs.n(), docs.d());
-                NdArray y = MlTesting.labels(device, docs.y()); MultinomialNB nb = new MultinomialNB().fit(x, y);
+                NdArray y = MlTesting.labels(device, docs.y());
+                MultinomialNB nb = new MultinomialNB().fit(x, y);
                 NdArray before = nb.predictProba(x)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (MultinomialNB back = MlTesting.roundTrip(registry, nb, family, device, host);

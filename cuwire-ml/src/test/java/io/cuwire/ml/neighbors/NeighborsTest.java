@@ -15,10 +15,10 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
+import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -53,8 +53,9 @@ class NeighborsTest {
         int k = 7;
         double[] train = uniform(r, n * d);
         double[] queries = uniform(r, m * d);
-        try (NdArray x = array(device, DType.FLOAT64, train, n, d); NdArray q = array(device, DType.FLOAT64, queries,
-                m, d); NearestNeighbors nn = new NearestNeighbors().nNeighbors(k).fit(x);
+        try (NdArray x = array(device, DType.FLOAT64, train, n, d);
+                NdArray q = array(device, DType.FLOAT64, queries, m, d);
+                NearestNeighbors nn = new NearestNeighbors().nNeighbors(k).fit(x);
                 Neighbors found = nn.kneighbors(q)) {
             assertEquals(MemoryKind.DEVICE, found.ids().kind());
             long[] ids = found.ids().toLongArray();
@@ -98,7 +99,8 @@ class NeighborsTest {
             for (BufferAllocator<?> mem : List.of(host, device)) {
                 try (NdArray x = array(mem, dtype, train, n, d);
                         NdArray q = array(mem, dtype, Arrays.copyOf(train, m * d), m, d);
-                        NearestNeighbors nn = new NearestNeighbors().nNeighbors(k).fit(x);
+                        NearestNeighbors nn =
+                                new NearestNeighbors().nNeighbors(k).fit(x);
                         Neighbors found = nn.kneighbors(q)) {
                     double[] xv = values(x);
                     long[] ids = found.ids().toLongArray();
@@ -122,7 +124,10 @@ class NeighborsTest {
                         assertEquals(i, order[0], where);
                         for (int c = 0; c < k; c++) {
                             assertEquals(order[c], (int) ids[i * k + c], where + " neighbor " + c);
-                            assertEquals(all[order[c]], dist[i * k + c], tol * Math.max(1, all[order[c]]),
+                            assertEquals(
+                                    all[order[c]],
+                                    dist[i * k + c],
+                                    tol * Math.max(1, all[order[c]]),
                                     where + " neighbor " + c);
                         }
                     }
@@ -139,7 +144,8 @@ class NeighborsTest {
         int k = 6;
         try (NdArray x = array(device, DType.FLOAT32, uniform(r, n * d), n, d);
                 NdArray q = array(device, DType.FLOAT32, uniform(r, 30 * d), 30, d);
-                NearestNeighbors single = new NearestNeighbors().fit(x); Neighbors want = single.kneighbors(q, k)) {
+                NearestNeighbors single = new NearestNeighbors().fit(x);
+                Neighbors want = single.kneighbors(q, k)) {
             long[] cuts = MlTesting.cuts(n, 2 + r.nextInt(5), r);
             List<NdArray> xs = MlTesting.split(x, cuts);
             List<Neighbors> parts = new ArrayList<>();
@@ -178,11 +184,14 @@ class NeighborsTest {
         int[] yt = new int[200];
         double[] train = classes(r, n, d, y);
         double[] test = classes(r, 200, d, yt);
-        try (NdArray x = array(device, DType.FLOAT64, train, n, d); NdArray labels = MlTesting.labels(device, y);
+        try (NdArray x = array(device, DType.FLOAT64, train, n, d);
+                NdArray labels = MlTesting.labels(device, y);
                 NdArray xt = array(device, DType.FLOAT64, test, 200, d);
                 NdArray labelsT = MlTesting.labels(device, yt);
-                KNeighborsClassifier knn = new KNeighborsClassifier().nNeighbors(9).fit(x, labels);
-                NdArray want = knn.predict(xt); NdArray proba = knn.predictProba(xt)) {
+                KNeighborsClassifier knn =
+                        new KNeighborsClassifier().nNeighbors(9).fit(x, labels);
+                NdArray want = knn.predict(xt);
+                NdArray proba = knn.predictProba(xt)) {
             assertTrue(knn.score(xt, labelsT) > 0.9, "held-out accuracy " + knn.score(xt, labelsT));
             double[] pv = values(proba);
             for (int i = 0; i < 200; i++) {
@@ -193,11 +202,13 @@ class NeighborsTest {
             List<NdArray> ys = MlTesting.split(labels, cuts);
             List<Neighbors> parts = new ArrayList<>();
             for (int p = 0; p < xs.size(); p++) {
-                try (KNeighborsClassifier local = new KNeighborsClassifier().nClasses(3).fit(xs.get(p), ys.get(p))) {
+                try (KNeighborsClassifier local =
+                        new KNeighborsClassifier().nClasses(3).fit(xs.get(p), ys.get(p))) {
                     parts.add(local.partialNeighbors(xt, 9));
                 }
             }
-            try (Neighbors merged = Neighbors.merge(parts, 9); NdArray got = knn.predictFromNeighbors(merged)) {
+            try (Neighbors merged = Neighbors.merge(parts, 9);
+                    NdArray got = knn.predictFromNeighbors(merged)) {
                 assertArrayEquals(want.toIntArray(), got.toIntArray());
             }
             MlTesting.closeAll(parts);
@@ -213,8 +224,10 @@ class NeighborsTest {
         int d = 3;
         int[] y = new int[n];
         double[] train = classes(r, n, d, y);
-        try (NdArray x = array(device, DType.FLOAT64, train, n, d); NdArray labels = MlTesting.labels(device, y);
-                KNeighborsClassifier single = new KNeighborsClassifier().nNeighbors(7).fit(x, labels);
+        try (NdArray x = array(device, DType.FLOAT64, train, n, d);
+                NdArray labels = MlTesting.labels(device, y);
+                KNeighborsClassifier single =
+                        new KNeighborsClassifier().nNeighbors(7).fit(x, labels);
                 NdArray want = single.predict(x)) {
             long[] cuts = MlTesting.cuts(n, 3, r);
             List<NdArray> xs = MlTesting.split(x, cuts);
@@ -224,7 +237,8 @@ class NeighborsTest {
             for (int p = 0; p < xs.size(); p++) {
                 parts.add(template.partial(xs.get(p), ys.get(p)));
             }
-            try (KNeighborsClassifier merged = new KNeighborsClassifier().nNeighbors(7).merge(parts);
+            try (KNeighborsClassifier merged =
+                            new KNeighborsClassifier().nNeighbors(7).merge(parts);
                     NdArray got = merged.predict(x)) {
                 assertEquals(3, merged.classes());
                 assertTrue(single.fitX().contentEquals(merged.fitX()), "the rows, concatenated in partition order");
@@ -245,9 +259,11 @@ class NeighborsTest {
         int[] y = new int[100];
         double[] train = classes(r, 100, 3, y);
         TypeRegistry registry = MlTesting.registry();
-        try (NdArray x = array(device, DType.FLOAT64, train, 100, 3); NdArray labels = MlTesting.labels(device, y);
+        try (NdArray x = array(device, DType.FLOAT64, train, 100, 3);
+                NdArray labels = MlTesting.labels(device, y);
                 KNeighborsClassifier knn = new KNeighborsClassifier().fit(x, labels);
-                NearestNeighbors nn = new NearestNeighbors().fit(x); NdArray before = knn.predictProba(x);
+                NearestNeighbors nn = new NearestNeighbors().fit(x);
+                NdArray before = knn.predictProba(x);
                 Neighbors nb = nn.kneighbors(x)) {
             for (Family family : List.of(Family.CUDA, Family.HOST)) {
                 try (KNeighborsClassifier back = MlTesting.roundTrip(registry, knn, family, device, host);

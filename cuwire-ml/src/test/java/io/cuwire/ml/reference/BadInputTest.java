@@ -68,10 +68,13 @@ class BadInputTest {
         try (NdArray x = MlTesting.array(m, DType.FLOAT64, X, 6, 2);
                 NdArray y = MlTesting.array(m, DType.FLOAT64, new double[5], 5);
                 NdArray labels = MlTesting.labels(m, new int[] {0, 1, 0, 1, 0});
-                LinearRegression lr = new LinearRegression(); LogisticRegression log = new LogisticRegression()) {
-            assertEquals("LinearRegression.partial: y has shape (5,) (expected: (6,), one target per sample)",
+                LinearRegression lr = new LinearRegression();
+                LogisticRegression log = new LogisticRegression()) {
+            assertEquals(
+                    "LinearRegression.partial: y has shape (5,) (expected: (6,), one target per sample)",
                     message(IllegalArgumentException.class, () -> lr.fit(x, y)));
-            assertEquals("LogisticRegression.fit: y has shape (5,) (expected: (6,), one label per sample)",
+            assertEquals(
+                    "LogisticRegression.fit: y has shape (5,) (expected: (6,), one label per sample)",
                     message(IllegalArgumentException.class, () -> log.fit(x, labels)));
         }
     }
@@ -83,19 +86,28 @@ class BadInputTest {
         try (NdArray x = MlTesting.array(m, DType.FLOAT64, X, 6, 2);
                 NdArray q = MlTesting.array(m, DType.FLOAT64, X, 4, 3);
                 NdArray y = MlTesting.array(m, DType.FLOAT64, new double[] {1, 2, 3, 4, 5, 7}, 6);
-                Ridge ridge = new Ridge().fit(x, y); KMeans km = new KMeans().nClusters(2).fit(x)) {
-            assertEquals("Ridge.predict: X has 3 features (expected: 2, as fitted)",
-                    message(IllegalArgumentException.class, () -> ridge.predict(q).close()));
-            assertEquals("KMeans.predict: X has 3 features (expected: 2, as fitted)",
+                Ridge ridge = new Ridge().fit(x, y);
+                KMeans km = new KMeans().nClusters(2).fit(x)) {
+            assertEquals(
+                    "Ridge.predict: X has 3 features (expected: 2, as fitted)",
+                    message(
+                            IllegalArgumentException.class,
+                            () -> ridge.predict(q).close()));
+            assertEquals(
+                    "KMeans.predict: X has 3 features (expected: 2, as fitted)",
                     message(IllegalArgumentException.class, () -> km.predict(q).close()));
         }
     }
 
     /** Each estimator's fit on (x, labels or targets), by name. */
     private static void fitEach(NdArray x, NdArray labels, NdArray targets, Consumer<Runnable> check) {
-        try (LinearRegression a = new LinearRegression(); Ridge b = new Ridge();
-                LogisticRegression c = new LogisticRegression(); KMeans d = new KMeans().nClusters(2);
-                PCA e = new PCA(); MultinomialNB f = new MultinomialNB(); NearestNeighbors g = new NearestNeighbors();
+        try (LinearRegression a = new LinearRegression();
+                Ridge b = new Ridge();
+                LogisticRegression c = new LogisticRegression();
+                KMeans d = new KMeans().nClusters(2);
+                PCA e = new PCA();
+                MultinomialNB f = new MultinomialNB();
+                NearestNeighbors g = new NearestNeighbors();
                 KNeighborsClassifier h = new KNeighborsClassifier().nNeighbors(2);
                 RandomForestClassifier i = new RandomForestClassifier().nEstimators(2);
                 RandomForestRegressor j = new RandomForestRegressor().nEstimators(2)) {
@@ -124,22 +136,25 @@ class BadInputTest {
                     NdArray y = MlTesting.array(m, dtype, new double[6], 6)) {
                 fitEach(x, labels, y, fit -> {
                     String msg = message(IllegalArgumentException.class, fit);
-                    assertEquals(": X holds NaN at (2, 1) (expected: finite values)",
-                            msg.substring(msg.indexOf(':')), msg);
+                    assertEquals(
+                            ": X holds NaN at (2, 1) (expected: finite values)", msg.substring(msg.indexOf(':')), msg);
                 });
             }
         }
         try (NdArray x = MlTesting.array(m, DType.FLOAT64, X, 6, 2);
-                NdArray y = MlTesting.array(m, DType.FLOAT64, new double[] {0, 0, 0, 0, Double.NEGATIVE_INFINITY, 0},
-                        6);
+                NdArray y =
+                        MlTesting.array(m, DType.FLOAT64, new double[] {0, 0, 0, 0, Double.NEGATIVE_INFINITY, 0}, 6);
                 Ridge ridge = new Ridge()) {
-            assertEquals("Ridge.partial: y holds -Infinity at (4,) (expected: finite values)",
+            assertEquals(
+                    "Ridge.partial: y holds -Infinity at (4,) (expected: finite values)",
                     message(IllegalArgumentException.class, () -> ridge.fit(x, y)));
         }
         double[] inf = X.clone();
         inf[11] = Double.POSITIVE_INFINITY;
-        try (NdArray x = MlTesting.array(m, DType.FLOAT32, inf, 6, 2); KMeans km = new KMeans().nClusters(2)) {
-            assertEquals("KMeans.fit: X holds Infinity at (5, 1) (expected: finite values)",
+        try (NdArray x = MlTesting.array(m, DType.FLOAT32, inf, 6, 2);
+                KMeans km = new KMeans().nClusters(2)) {
+            assertEquals(
+                    "KMeans.fit: X holds Infinity at (5, 1) (expected: finite values)",
                     message(IllegalArgumentException.class, () -> km.fit(x)));
         }
     }
@@ -162,21 +177,36 @@ class BadInputTest {
                 KMeans km = new KMeans().nClusters(5);
                 KNeighborsClassifier knc = new KNeighborsClassifier().nNeighbors(5);
                 NearestNeighbors nn = new NearestNeighbors().fit(x)) {
-            assertEquals("KMeans.fit: nClusters = 5 is more than the 3 rows of X (expected: nClusters <= rows)",
+            assertEquals(
+                    "KMeans.fit: nClusters = 5 is more than the 3 rows of X (expected: nClusters <= rows)",
                     message(IllegalArgumentException.class, () -> km.fit(x)));
-            assertEquals("KNeighborsClassifier.fit: nNeighbors = 5 is more than the 3 rows of X (expected: "
-                    + "nNeighbors <= rows)", message(IllegalArgumentException.class, () -> knc.fit(x, labels)));
-            assertEquals("NearestNeighbors.kneighbors: k = 5 (expected: 1 <= k <= 3, the training rows)",
-                    message(IllegalArgumentException.class, () -> nn.kneighbors(x, 5).close()));
+            assertEquals(
+                    "KNeighborsClassifier.fit: nNeighbors = 5 is more than the 3 rows of X (expected: "
+                            + "nNeighbors <= rows)",
+                    message(IllegalArgumentException.class, () -> knc.fit(x, labels)));
+            assertEquals(
+                    "NearestNeighbors.kneighbors: k = 5 (expected: 1 <= k <= 3, the training rows)",
+                    message(
+                            IllegalArgumentException.class,
+                            () -> nn.kneighbors(x, 5).close()));
         }
     }
 
     @Test
     void shouldRefuseToPredictBeforeFitInEveryEstimator() {
         try (NdArray x = MlTesting.array(host, DType.FLOAT64, X, 6, 2)) {
-            Estimator[] all = {new LinearRegression(), new Ridge(), new LogisticRegression(), new KMeans(),
-                new PCA(), new MultinomialNB(), new NearestNeighbors(), new KNeighborsClassifier(),
-                new RandomForestClassifier(), new RandomForestRegressor()};
+            Estimator[] all = {
+                new LinearRegression(),
+                new Ridge(),
+                new LogisticRegression(),
+                new KMeans(),
+                new PCA(),
+                new MultinomialNB(),
+                new NearestNeighbors(),
+                new KNeighborsClassifier(),
+                new RandomForestClassifier(),
+                new RandomForestRegressor()
+            };
             for (Estimator e : all) {
                 Runnable use = switch (e) {
                     case io.cuwire.ml.Regressor r -> () -> r.predict(x).close();
@@ -186,8 +216,10 @@ class BadInputTest {
                     case NearestNeighbors n -> () -> n.kneighbors(x).close();
                     default -> throw new AssertionError(e);
                 };
-                assertEquals(e.getClass().getSimpleName() + " is not fitted: call fit, or merge partials, before "
-                        + "using it", message(NotFittedException.class, use));
+                assertEquals(
+                        e.getClass().getSimpleName() + " is not fitted: call fit, or merge partials, before "
+                                + "using it",
+                        message(NotFittedException.class, use));
             }
         }
     }
@@ -199,15 +231,21 @@ class BadInputTest {
                 NdArray yd = MlTesting.array(device, DType.FLOAT64, new double[] {1, 2, 3, 4, 5, 7}, 6);
                 NdArray labelsHost = MlTesting.labels(host, new int[] {0, 1, 0, 1, 0, 1});
                 LinearRegression lr = new LinearRegression().fit(xd, yd);
-                PCA pca = new PCA().fit(xd); LogisticRegression log = new LogisticRegression()) {
+                PCA pca = new PCA().fit(xd);
+                LogisticRegression log = new LogisticRegression()) {
             String dev = ComputeBackend.placeOf(xd);
-            assertEquals("LinearRegression.predict: X is on HOST but the model is on " + dev + " (expected: the data "
-                    + "where the model was fitted; copy one to the other)",
+            assertEquals(
+                    "LinearRegression.predict: X is on HOST but the model is on " + dev + " (expected: the data "
+                            + "where the model was fitted; copy one to the other)",
                     message(IllegalArgumentException.class, () -> lr.predict(xh).close()));
-            assertEquals("PCA.transform: X is on HOST but the model is on " + dev + " (expected: the data where the "
-                    + "model was fitted; copy one to the other)",
-                    message(IllegalArgumentException.class, () -> pca.transform(xh).close()));
-            assertEquals("LogisticRegression.fit: y is on HOST but X is on " + dev + " (expected: y where X is)",
+            assertEquals(
+                    "PCA.transform: X is on HOST but the model is on " + dev + " (expected: the data where the "
+                            + "model was fitted; copy one to the other)",
+                    message(
+                            IllegalArgumentException.class,
+                            () -> pca.transform(xh).close()));
+            assertEquals(
+                    "LogisticRegression.fit: y is on HOST but X is on " + dev + " (expected: y where X is)",
                     message(IllegalArgumentException.class, () -> log.fit(xd, labelsHost)));
         }
     }
@@ -219,9 +257,14 @@ class BadInputTest {
             try (NdArray x0 = MlTesting.array(device, DType.FLOAT64, X, 6, 2);
                     NdArray x1 = MlTesting.array(other, DType.FLOAT64, X, 6, 2);
                     KMeans km = new KMeans().nClusters(2).fit(x0)) {
-                assertEquals("KMeans.predict: X is on " + ComputeBackend.placeOf(x1) + " but the model is on "
-                        + ComputeBackend.placeOf(x0) + " (expected: the data where the model was fitted; copy one "
-                        + "to the other)", message(IllegalArgumentException.class, () -> km.predict(x1).close()));
+                assertEquals(
+                        "KMeans.predict: X is on " + ComputeBackend.placeOf(x1) + " but the model is on "
+                                + ComputeBackend.placeOf(x0)
+                                + " (expected: the data where the model was fitted; copy one "
+                                + "to the other)",
+                        message(
+                                IllegalArgumentException.class,
+                                () -> km.predict(x1).close()));
             }
             assertEquals(0, other.allocatedBytes(), "device 1 allocator balance");
         }

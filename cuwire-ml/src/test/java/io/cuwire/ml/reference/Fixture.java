@@ -100,8 +100,8 @@ final class Fixture {
     Array get(String key) {
         Array a = arrays.get(key);
         if (a == null) {
-            throw new IllegalArgumentException("fixture " + name + " has no array '" + key + "' (has: "
-                    + arrays.keySet() + ")");
+            throw new IllegalArgumentException(
+                    "fixture " + name + " has no array '" + key + "' (has: " + arrays.keySet() + ")");
         }
         return a;
     }

@@ -110,7 +110,9 @@ class SklearnReferenceTest {
     void shouldMatchScikitLearnForLinearModels(String where) {
         open(where);
         Fixture f = Fixture.load("linear");
-        try (NdArray x = matrix(f.get("X")); NdArray y = vector(f.get("y")); NdArray q = matrix(f.get("Q"))) {
+        try (NdArray x = matrix(f.get("X"));
+                NdArray y = vector(f.get("y"));
+                NdArray q = matrix(f.get("Q"))) {
             check(f, "ols", new LinearRegression(), x, y, q);
             check(f, "ols_noint", new LinearRegression().fitIntercept(false), x, y, q);
             check(f, "ridge", new Ridge().alpha(f.scalar("ridge_alpha")), x, y, q);
@@ -118,7 +120,8 @@ class SklearnReferenceTest {
     }
 
     private static void check(Fixture f, String tag, LinearModel model, NdArray x, NdArray y, NdArray q) {
-        try (LinearModel m = model.fit(x, y); NdArray p = m.predict(q)) {
+        try (LinearModel m = model.fit(x, y);
+                NdArray p = m.predict(q)) {
             assertRel(f.get(tag + "_coef").values(), MlTesting.values(m.coef()), 1e-9, tag + " coef");
             assertRel(f.scalar(tag + "_intercept"), m.intercept(), 1e-9, tag + " intercept");
             assertRel(f.get(tag + "_predict").values(), MlTesting.values(p), 1e-9, tag + " predictions");
@@ -131,17 +134,22 @@ class SklearnReferenceTest {
         open(where);
         Fixture f = Fixture.load("logistic");
         for (String tag : new String[] {"bin", "multi"}) {
-            try (NdArray x = matrix(f.get(tag + "_X")); NdArray y = labels(f.get(tag + "_y"));
+            try (NdArray x = matrix(f.get(tag + "_X"));
+                    NdArray y = labels(f.get(tag + "_y"));
                     NdArray q = matrix(f.get(tag + "_Q"));
-                    LogisticRegression m = new LogisticRegression().c(f.scalar(tag + "_C")).tol(1e-10).maxIter(1000)
+                    LogisticRegression m = new LogisticRegression()
+                            .c(f.scalar(tag + "_C"))
+                            .tol(1e-10)
+                            .maxIter(1000)
                             .fit(x, y);
-                    NdArray proba = m.predictProba(q); NdArray pred = m.predict(q)) {
+                    NdArray proba = m.predictProba(q);
+                    NdArray pred = m.predict(q)) {
                 double[] p = MlTesting.values(proba);
                 double err = MlTesting.maxAbsDiff(f.get(tag + "_proba").values(), p);
                 assertTrue(err <= 1e-4, tag + " probabilities: absolute error " + err);
                 assertRel(f.get(tag + "_coef").values(), MlTesting.values(m.coef()), 1e-3, tag + " coef");
-                assertRel(f.get(tag + "_intercept").values(), MlTesting.values(m.intercept()), 1e-3,
-                        tag + " intercept");
+                assertRel(
+                        f.get(tag + "_intercept").values(), MlTesting.values(m.intercept()), 1e-3, tag + " intercept");
                 assertArrayEquals(f.get(tag + "_predict").ints(), HostInts.of(pred), tag + " predictions");
             }
         }
@@ -154,9 +162,12 @@ class SklearnReferenceTest {
     void shouldMatchScikitLearnForKMeansFromTheSameStart(String where) {
         open(where);
         Fixture f = Fixture.load("kmeans");
-        try (NdArray x = matrix(f.get("X")); NdArray init = matrix(f.get("init")); NdArray q = matrix(f.get("Q"));
+        try (NdArray x = matrix(f.get("X"));
+                NdArray init = matrix(f.get("init"));
+                NdArray q = matrix(f.get("Q"));
                 KMeans m = new KMeans().nClusters(3).tol(0).maxIter(300).fit(x, init);
-                NdArray labels = m.predict(x); NdArray pred = m.predict(q)) {
+                NdArray labels = m.predict(x);
+                NdArray pred = m.predict(q)) {
             assertArrayEquals(f.get("labels").ints(), HostInts.of(labels), "labels");
             assertArrayEquals(f.get("predict").ints(), HostInts.of(pred), "predictions");
             assertRel(f.get("centers").values(), MlTesting.values(m.clusterCenters()), 1e-9, "centers");
@@ -169,8 +180,10 @@ class SklearnReferenceTest {
     void shouldMatchScikitLearnForPcaUpToTheSignOfEachComponent(String where) {
         open(where);
         Fixture f = Fixture.load("pca");
-        try (NdArray x = matrix(f.get("X")); NdArray q = matrix(f.get("Q"));
-                PCA m = new PCA().nComponents(3).fit(x); NdArray t = m.transform(q)) {
+        try (NdArray x = matrix(f.get("X"));
+                NdArray q = matrix(f.get("Q"));
+                PCA m = new PCA().nComponents(3).fit(x);
+                NdArray t = m.transform(q)) {
             Fixture.Array refC = f.get("components");
             int k = refC.rows();
             int d = refC.cols();
@@ -194,12 +207,17 @@ class SklearnReferenceTest {
             assertRel(refC.values(), comp, 1e-8, "components");
             assertRel(f.get("transform").values(), tr, 1e-8, "transform");
             assertRel(f.get("mean").values(), MlTesting.values(m.mean()), 1e-8, "mean");
-            assertRel(f.get("explained_variance").values(), MlTesting.values(m.explainedVariance()), 1e-8,
+            assertRel(
+                    f.get("explained_variance").values(),
+                    MlTesting.values(m.explainedVariance()),
+                    1e-8,
                     "explained variance");
-            assertRel(f.get("explained_variance_ratio").values(), MlTesting.values(m.explainedVarianceRatio()),
-                    1e-8, "explained variance ratio");
-            assertRel(f.get("singular_values").values(), MlTesting.values(m.singularValues()), 1e-8,
-                    "singular values");
+            assertRel(
+                    f.get("explained_variance_ratio").values(),
+                    MlTesting.values(m.explainedVarianceRatio()),
+                    1e-8,
+                    "explained variance ratio");
+            assertRel(f.get("singular_values").values(), MlTesting.values(m.singularValues()), 1e-8, "singular values");
             assertRel(f.scalar("noise_variance"), m.noiseVariance(), 1e-8, "noise variance");
         }
     }
@@ -211,15 +229,20 @@ class SklearnReferenceTest {
     void shouldMatchScikitLearnForMultinomialNaiveBayes(String where) {
         open(where);
         Fixture f = Fixture.load("multinomial_nb");
-        try (NdArray x = matrix(f.get("X")); NdArray y = labels(f.get("y")); NdArray q = matrix(f.get("Q"));
+        try (NdArray x = matrix(f.get("X"));
+                NdArray y = labels(f.get("y"));
+                NdArray q = matrix(f.get("Q"));
                 MultinomialNB m = new MultinomialNB().alpha(f.scalar("alpha")).fit(x, y);
-                NdArray proba = m.predictProba(q); NdArray pred = m.predict(q)) {
+                NdArray proba = m.predictProba(q);
+                NdArray pred = m.predict(q)) {
             assertArrayEquals(f.get("class_count").values(), MlTesting.values(m.classCount()), "class counts");
             assertArrayEquals(f.get("feature_count").values(), MlTesting.values(m.featureCount()), "feature counts");
-            assertRel(f.get("feature_log_prob").values(), MlTesting.values(m.featureLogProb()), 1e-9,
+            assertRel(
+                    f.get("feature_log_prob").values(),
+                    MlTesting.values(m.featureLogProb()),
+                    1e-9,
                     "feature log probabilities");
-            assertRel(f.get("class_log_prior").values(), MlTesting.values(m.classLogPrior()), 1e-9,
-                    "class log priors");
+            assertRel(f.get("class_log_prior").values(), MlTesting.values(m.classLogPrior()), 1e-9, "class log priors");
             assertRel(f.get("proba").values(), MlTesting.values(proba), 1e-9, "probabilities");
             assertArrayEquals(f.get("predict").ints(), HostInts.of(pred), "predictions");
         }
@@ -230,10 +253,15 @@ class SklearnReferenceTest {
     void shouldMatchScikitLearnForNeighbors(String where) {
         open(where);
         Fixture f = Fixture.load("neighbors");
-        try (NdArray x = matrix(f.get("X")); NdArray y = labels(f.get("y")); NdArray q = matrix(f.get("Q"));
-                NearestNeighbors nn = new NearestNeighbors().fit(x); Neighbors found = nn.kneighbors(q, 4);
-                KNeighborsClassifier knc = new KNeighborsClassifier().nNeighbors(5).fit(x, y);
-                NdArray proba = knc.predictProba(q); NdArray pred = knc.predict(q)) {
+        try (NdArray x = matrix(f.get("X"));
+                NdArray y = labels(f.get("y"));
+                NdArray q = matrix(f.get("Q"));
+                NearestNeighbors nn = new NearestNeighbors().fit(x);
+                Neighbors found = nn.kneighbors(q, 4);
+                KNeighborsClassifier knc =
+                        new KNeighborsClassifier().nNeighbors(5).fit(x, y);
+                NdArray proba = knc.predictProba(q);
+                NdArray pred = knc.predict(q)) {
             assertArrayEquals(f.get("indices").longs(), HostInts.longs(found.ids()), "neighbor indices");
             assertRel(f.get("distances").values(), MlTesting.values(found.distances()), 1e-9, "distances");
             assertArrayEquals(f.get("knn_proba").values(), MlTesting.values(proba), 1e-12, "vote shares");
@@ -251,9 +279,14 @@ class SklearnReferenceTest {
         int nc = (int) f.scalar("clf_train");
         Fixture.Array cx = f.get("clf_X");
         Fixture.Array cy = f.get("clf_y");
-        try (NdArray xt = matrix(cx.rows(0, nc)); NdArray yt = labels(cy.slice(0, nc));
-                NdArray xv = matrix(cx.rows(nc, cx.rows())); NdArray yv = labels(cy.slice(nc, cx.rows()));
-                RandomForestClassifier m = new RandomForestClassifier().nEstimators(50).maxDepth(64).seed(1)
+        try (NdArray xt = matrix(cx.rows(0, nc));
+                NdArray yt = labels(cy.slice(0, nc));
+                NdArray xv = matrix(cx.rows(nc, cx.rows()));
+                NdArray yv = labels(cy.slice(nc, cx.rows()));
+                RandomForestClassifier m = new RandomForestClassifier()
+                        .nEstimators(50)
+                        .maxDepth(64)
+                        .seed(1)
                         .fit(xt, yt);
                 NdArray pred = m.predict(xv)) {
             double acc = Metrics.accuracy(yv, pred);
@@ -263,10 +296,16 @@ class SklearnReferenceTest {
         int nr = (int) f.scalar("reg_train");
         Fixture.Array rx = f.get("reg_X");
         Fixture.Array ry = f.get("reg_y");
-        try (NdArray xt = matrix(rx.rows(0, nr)); NdArray yt = vector(ry.slice(0, nr));
-                NdArray xv = matrix(rx.rows(nr, rx.rows())); NdArray yv = vector(ry.slice(nr, rx.rows()));
-                RandomForestRegressor m = new RandomForestRegressor().nEstimators(50).maxDepth(64).maxFeatures(1.0)
-                        .seed(1).fit(xt, yt);
+        try (NdArray xt = matrix(rx.rows(0, nr));
+                NdArray yt = vector(ry.slice(0, nr));
+                NdArray xv = matrix(rx.rows(nr, rx.rows()));
+                NdArray yv = vector(ry.slice(nr, rx.rows()));
+                RandomForestRegressor m = new RandomForestRegressor()
+                        .nEstimators(50)
+                        .maxDepth(64)
+                        .maxFeatures(1.0)
+                        .seed(1)
+                        .fit(xt, yt);
                 NdArray pred = m.predict(xv)) {
             double r2 = Metrics.r2(yv, pred);
             double ref = f.scalar("reg_r2");
@@ -276,8 +315,7 @@ class SklearnReferenceTest {
 
     /** Integer arrays read back to the host. */
     static final class HostInts {
-        private HostInts() {
-        }
+        private HostInts() {}
 
         static int[] of(NdArray a) {
             double[] v = MlTesting.values(a);

@@ -51,12 +51,16 @@ public final class OnnxGraph {
     private static ValueInfoProto value(String name, TensorProto.DataType type, long... dims) {
         TensorShapeProto.Builder shape = TensorShapeProto.newBuilder();
         for (long d : dims) {
-            shape.addDim(d < 0 ? TensorShapeProto.Dimension.newBuilder().setDimParam(BATCH)
-                    : TensorShapeProto.Dimension.newBuilder().setDimValue(d));
+            shape.addDim(
+                    d < 0
+                            ? TensorShapeProto.Dimension.newBuilder().setDimParam(BATCH)
+                            : TensorShapeProto.Dimension.newBuilder().setDimValue(d));
         }
-        TypeProto.Tensor.Builder tensor = TypeProto.Tensor.newBuilder().setElemType(type.getNumber())
-                .setShape(shape);
-        return ValueInfoProto.newBuilder().setName(name).setType(TypeProto.newBuilder().setTensorType(tensor))
+        TypeProto.Tensor.Builder tensor =
+                TypeProto.Tensor.newBuilder().setElemType(type.getNumber()).setShape(shape);
+        return ValueInfoProto.newBuilder()
+                .setName(name)
+                .setType(TypeProto.newBuilder().setTensorType(tensor))
                 .build();
     }
 
@@ -96,21 +100,26 @@ public final class OnnxGraph {
             n *= d;
         }
         if (n != length) {
-            throw new IllegalArgumentException("constant " + name + " has " + length + " values (expected: " + n
-                    + " for its shape)");
+            throw new IllegalArgumentException(
+                    "constant " + name + " has " + length + " values (expected: " + n + " for its shape)");
         }
     }
 
     /** A node of the default domain with one output, named freshly; returns the output's name. */
     public String node(String op, List<String> inputs, AttributeProto... attributes) {
-        return node(op, "", inputs, List.of(op.toLowerCase() + "_" + ++fresh), attributes).getFirst();
+        return node(op, "", inputs, List.of(op.toLowerCase() + "_" + ++fresh), attributes)
+                .getFirst();
     }
 
     /** A node of {@code domain} with the outputs named; returns them. */
-    public List<String> node(String op, String domain, List<String> inputs, List<String> outputs,
-            AttributeProto... attributes) {
-        NodeProto.Builder n = NodeProto.newBuilder().setOpType(op).setDomain(domain)
-                .setName(op + "_" + ++fresh).addAllInput(inputs).addAllOutput(outputs);
+    public List<String> node(
+            String op, String domain, List<String> inputs, List<String> outputs, AttributeProto... attributes) {
+        NodeProto.Builder n = NodeProto.newBuilder()
+                .setOpType(op)
+                .setDomain(domain)
+                .setName(op + "_" + ++fresh)
+                .addAllInput(inputs)
+                .addAllOutput(outputs);
         for (AttributeProto a : attributes) {
             n.addAttribute(a);
         }
@@ -125,11 +134,15 @@ public final class OnnxGraph {
 
     /** The model: this graph with the IR version, the opsets and the producer. */
     public byte[] toBytes(String producerVersion, String doc) {
-        ModelProto model = ModelProto.newBuilder().setIrVersion(IR_VERSION)
+        ModelProto model = ModelProto.newBuilder()
+                .setIrVersion(IR_VERSION)
                 .addOpsetImport(OperatorSetIdProto.newBuilder().setDomain("").setVersion(OPSET))
                 .addOpsetImport(OperatorSetIdProto.newBuilder().setDomain(ML).setVersion(ML_OPSET))
-                .setProducerName("cuwire").setProducerVersion(producerVersion).setDocString(doc)
-                .setGraph(graph).build();
+                .setProducerName("cuwire")
+                .setProducerVersion(producerVersion)
+                .setDocString(doc)
+                .setGraph(graph)
+                .build();
         return model.toByteArray();
     }
 
@@ -137,24 +150,34 @@ public final class OnnxGraph {
 
     /** An int attribute. */
     public static AttributeProto attr(String name, long v) {
-        return AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.INT).setI(v).build();
+        return AttributeProto.newBuilder()
+                .setName(name)
+                .setType(AttributeProto.AttributeType.INT)
+                .setI(v)
+                .build();
     }
 
     /** A float attribute. */
     public static AttributeProto attr(String name, float v) {
-        return AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.FLOAT).setF(v).build();
+        return AttributeProto.newBuilder()
+                .setName(name)
+                .setType(AttributeProto.AttributeType.FLOAT)
+                .setF(v)
+                .build();
     }
 
     /** A string attribute. */
     public static AttributeProto attr(String name, String v) {
-        return AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.STRING)
-                .setS(ByteString.copyFromUtf8(v)).build();
+        return AttributeProto.newBuilder()
+                .setName(name)
+                .setType(AttributeProto.AttributeType.STRING)
+                .setS(ByteString.copyFromUtf8(v))
+                .build();
     }
 
     /** An ints attribute. */
     public static AttributeProto ints(String name, long[] v) {
-        AttributeProto.Builder a = AttributeProto.newBuilder().setName(name)
-                .setType(AttributeProto.AttributeType.INTS);
+        AttributeProto.Builder a = AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.INTS);
         for (long x : v) {
             a.addInts(x);
         }
@@ -163,8 +186,8 @@ public final class OnnxGraph {
 
     /** A floats attribute. */
     public static AttributeProto floats(String name, float[] v) {
-        AttributeProto.Builder a = AttributeProto.newBuilder().setName(name)
-                .setType(AttributeProto.AttributeType.FLOATS);
+        AttributeProto.Builder a =
+                AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.FLOATS);
         for (float x : v) {
             a.addFloats(x);
         }
@@ -173,8 +196,8 @@ public final class OnnxGraph {
 
     /** A strings attribute. */
     public static AttributeProto strings(String name, List<String> v) {
-        AttributeProto.Builder a = AttributeProto.newBuilder().setName(name)
-                .setType(AttributeProto.AttributeType.STRINGS);
+        AttributeProto.Builder a =
+                AttributeProto.newBuilder().setName(name).setType(AttributeProto.AttributeType.STRINGS);
         List<ByteString> bytes = new ArrayList<>(v.size());
         for (String s : v) {
             bytes.add(ByteString.copyFromUtf8(s));

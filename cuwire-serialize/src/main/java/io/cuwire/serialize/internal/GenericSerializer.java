@@ -74,9 +74,8 @@ public final class GenericSerializer implements Serializer<Object> {
         }
     };
 
-    private record Slot(String key, Class<?> type, MethodHandle getter, MethodHandle setter, boolean simple,
-            boolean optional) {
-    }
+    private record Slot(
+            String key, Class<?> type, MethodHandle getter, MethodHandle setter, boolean simple, boolean optional) {}
 
     /**
      * How one class is walked, resolved once: its slots, how an instance is made, or why it cannot be.
@@ -86,8 +85,14 @@ public final class GenericSerializer implements Serializer<Object> {
      * @param keys the slots' keys
      * @param evolving whether the class is {@link Evolving}
      */
-    private record Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem,
-            Set<String> keys, boolean evolving) {
+    private record Plan(
+            Class<?> type,
+            List<Slot> slots,
+            MethodHandle constructor,
+            boolean record,
+            String problem,
+            Set<String> keys,
+            boolean evolving) {
         Plan(Class<?> type, List<Slot> slots, MethodHandle constructor, boolean record, String problem) {
             this(type, slots, constructor, record, problem, keysOf(slots), type.isAnnotationPresent(Evolving.class));
         }
@@ -116,10 +121,13 @@ public final class GenericSerializer implements Serializer<Object> {
                         continue;
                     }
                     if (f.isSynthetic()) {
-                        return refused(type, "it is an inner, local or anonymous class that holds its enclosing "
-                                + "instance or captured variables (synthetic field " + c.getName() + "." + f.getName()
-                                + "), which cannot travel: make it a static nested or top-level class and give it "
-                                + "what it needs as fields");
+                        return refused(
+                                type,
+                                "it is an inner, local or anonymous class that holds its enclosing "
+                                        + "instance or captured variables (synthetic field " + c.getName() + "."
+                                        + f.getName()
+                                        + "), which cannot travel: make it a static nested or top-level class and give it "
+                                        + "what it needs as fields");
                     }
                     if (!Modifier.isTransient(mod) && !f.isAnnotationPresent(SkipSerialization.class)) {
                         fields.add(f);
@@ -138,12 +146,18 @@ public final class GenericSerializer implements Serializer<Object> {
                 for (Field f : fields) {
                     f.setAccessible(true);
                     String key = duplicated.contains(f.getName())
-                            ? f.getDeclaringClass().getSimpleName() + "." + f.getName() : f.getName();
-                    MethodHandle getter = LOOKUP.unreflectGetter(f).asType(MethodType.methodType(Object.class,
-                            Object.class));
-                    MethodHandle setter = LOOKUP.unreflectSetter(f).asType(MethodType.methodType(void.class,
-                            Object.class, Object.class));
-                    slots.add(new Slot(key, f.getType(), getter, setter, isSimple(f.getType()),
+                            ? f.getDeclaringClass().getSimpleName() + "." + f.getName()
+                            : f.getName();
+                    MethodHandle getter =
+                            LOOKUP.unreflectGetter(f).asType(MethodType.methodType(Object.class, Object.class));
+                    MethodHandle setter = LOOKUP.unreflectSetter(f)
+                            .asType(MethodType.methodType(void.class, Object.class, Object.class));
+                    slots.add(new Slot(
+                            key,
+                            f.getType(),
+                            getter,
+                            setter,
+                            isSimple(f.getType()),
                             f.isAnnotationPresent(WireOptional.class)));
                 }
             } catch (ReflectiveOperationException | RuntimeException e) {
@@ -164,8 +178,13 @@ public final class GenericSerializer implements Serializer<Object> {
                 MethodHandle h = LOOKUP.unreflectConstructor(ctor).asType(MethodType.methodType(Object.class));
                 return new Plan(type, slots, h, false, null);
             } catch (ReflectiveOperationException | RuntimeException e) {
-                return refused(type, (ctor == null ? "it has no no-argument constructor and cannot be made without "
-                        + "one: " : "its constructor cannot be accessed: ") + e + notOpen(type, e));
+                return refused(
+                        type,
+                        (ctor == null
+                                        ? "it has no no-argument constructor and cannot be made without " + "one: "
+                                        : "its constructor cannot be accessed: ")
+                                + e
+                                + notOpen(type, e));
             }
         }
 
@@ -214,14 +233,20 @@ public final class GenericSerializer implements Serializer<Object> {
                     RecordComponent rc = components[i];
                     types[i] = rc.getType();
                     rc.getAccessor().setAccessible(true);
-                    MethodHandle getter = LOOKUP.unreflect(rc.getAccessor()).asType(MethodType.methodType(
-                            Object.class, Object.class));
-                    slots.add(new Slot(rc.getName(), rc.getType(), getter, null, isSimple(rc.getType()),
+                    MethodHandle getter = LOOKUP.unreflect(rc.getAccessor())
+                            .asType(MethodType.methodType(Object.class, Object.class));
+                    slots.add(new Slot(
+                            rc.getName(),
+                            rc.getType(),
+                            getter,
+                            null,
+                            isSimple(rc.getType()),
                             rc.isAnnotationPresent(WireOptional.class)));
                 }
                 Constructor<?> ctor = type.getDeclaredConstructor(types);
                 ctor.setAccessible(true);
-                MethodHandle h = LOOKUP.unreflectConstructor(ctor).asSpreader(Object[].class, components.length)
+                MethodHandle h = LOOKUP.unreflectConstructor(ctor)
+                        .asSpreader(Object[].class, components.length)
                         .asType(MethodType.methodType(Object.class, Object[].class));
                 return new Plan(type, slots, h, true, null);
             } catch (ReflectiveOperationException | RuntimeException e) {
@@ -231,17 +256,25 @@ public final class GenericSerializer implements Serializer<Object> {
     }
 
     private static boolean isSimple(Class<?> t) {
-        return t.isPrimitive() || t == String.class || t == Integer.class || t == Long.class || t == Double.class
-                || t == Float.class || t == Short.class || t == Byte.class || t == Character.class
-                || t == Boolean.class || t.isEnum();
+        return t.isPrimitive()
+                || t == String.class
+                || t == Integer.class
+                || t == Long.class
+                || t == Double.class
+                || t == Float.class
+                || t == Short.class
+                || t == Byte.class
+                || t == Character.class
+                || t == Boolean.class
+                || t.isEnum();
     }
 
     @Override
     public void write(WriteContext out, Object value) {
         Plan plan = plans.get(value.getClass());
         if (plan.problem() != null) {
-            throw new UnserializableException(value.getClass().getName() + " cannot be serialized generically: "
-                    + plan.problem(), out.path());
+            throw new UnserializableException(
+                    value.getClass().getName() + " cannot be serialized generically: " + plan.problem(), out.path());
         }
         for (Slot slot : plan.slots()) {
             Object v;
@@ -276,8 +309,8 @@ public final class GenericSerializer implements Serializer<Object> {
         Class<?> type = in.type();
         Plan plan = plans.get(type);
         if (plan.problem() != null) {
-            throw new MalformedHeaderException(type.getName() + " cannot be deserialized generically: "
-                    + plan.problem() + " at " + in.path());
+            throw new MalformedHeaderException(
+                    type.getName() + " cannot be deserialized generically: " + plan.problem() + " at " + in.path());
         }
         if (in.formatVersion() >= 2) {
             checkFields(plan, in);
@@ -311,11 +344,11 @@ public final class GenericSerializer implements Serializer<Object> {
                 }
             }
         } catch (RuntimeException e) {
-            throw new MalformedHeaderException("constructing " + type.getName() + " failed at " + in.path() + ": "
-                    + e, e);
+            throw new MalformedHeaderException(
+                    "constructing " + type.getName() + " failed at " + in.path() + ": " + e, e);
         } catch (Throwable t) {
-            throw new MalformedHeaderException("constructing " + type.getName() + " failed at " + in.path() + ": "
-                    + t, t);
+            throw new MalformedHeaderException(
+                    "constructing " + type.getName() + " failed at " + in.path() + ": " + t, t);
         }
         if (instance instanceof PostDeserialize hook) {
             hook.postDeserialize();
@@ -342,7 +375,10 @@ public final class GenericSerializer implements Serializer<Object> {
             }
         }
         if (missing != null || unknown != null) {
-            throw new SchemaMismatchException(plan.type(), in.path(), missing == null ? List.of() : missing,
+            throw new SchemaMismatchException(
+                    plan.type(),
+                    in.path(),
+                    missing == null ? List.of() : missing,
                     unknown == null ? List.of() : unknown);
         }
     }

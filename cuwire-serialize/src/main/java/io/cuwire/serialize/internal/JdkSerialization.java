@@ -32,12 +32,18 @@ public final class JdkSerialization {
             MethodHandles.Lookup lookup = MethodHandles.publicLookup();
             Object factory = lookup.findStatic(factoryType, "getReflectionFactory", MethodType.methodType(factoryType))
                     .invoke();
-            newConstructor = lookup.findVirtual(factoryType, "newConstructorForSerialization",
-                    MethodType.methodType(Constructor.class, Class.class, Constructor.class)).bindTo(factory);
-            MethodHandle defaultWrite = lookup.findVirtual(factoryType, "defaultWriteObjectForSerialization",
-                    MethodType.methodType(MethodHandle.class, Class.class)).bindTo(factory);
-            enumMapFields = ((MethodHandle) defaultWrite.invoke(EnumMap.class)).asType(MethodType.methodType(
-                    void.class, Object.class, ObjectOutputStream.class));
+            newConstructor = lookup.findVirtual(
+                            factoryType,
+                            "newConstructorForSerialization",
+                            MethodType.methodType(Constructor.class, Class.class, Constructor.class))
+                    .bindTo(factory);
+            MethodHandle defaultWrite = lookup.findVirtual(
+                            factoryType,
+                            "defaultWriteObjectForSerialization",
+                            MethodType.methodType(MethodHandle.class, Class.class))
+                    .bindTo(factory);
+            enumMapFields = ((MethodHandle) defaultWrite.invoke(EnumMap.class))
+                    .asType(MethodType.methodType(void.class, Object.class, ObjectOutputStream.class));
         } catch (Throwable t) {
             unavailable = "sun.reflect.ReflectionFactory is not available (it is in the module jdk.unsupported: a "
                     + "runtime made with jlink needs --add-modules jdk.unsupported): " + t;
@@ -47,8 +53,7 @@ public final class JdkSerialization {
         UNAVAILABLE = unavailable;
     }
 
-    private JdkSerialization() {
-    }
+    private JdkSerialization() {}
 
     /**
      * A handle of type {@code ()Object} that makes an instance of {@code type} without running any constructor of
@@ -65,8 +70,9 @@ public final class JdkSerialization {
             Constructor<?> c = (Constructor<?>) NEW_CONSTRUCTOR.invoke(type, Object.class.getDeclaredConstructor());
             // The constructor is declared by Object, so unreflecting it would make Objects: call it as it is.
             // A full lookup: newInstance is caller-sensitive, and Object's constructor is public to every caller.
-            MethodHandle newInstance = MethodHandles.lookup().findVirtual(Constructor.class, "newInstance",
-                    MethodType.methodType(Object.class, Object[].class)).bindTo(c);
+            MethodHandle newInstance = MethodHandles.lookup()
+                    .findVirtual(Constructor.class, "newInstance", MethodType.methodType(Object.class, Object[].class))
+                    .bindTo(c);
             return MethodHandles.insertArguments(newInstance, 0, (Object) new Object[0]);
         } catch (RuntimeException | Error e) {
             throw e;
@@ -89,8 +95,8 @@ public final class JdkSerialization {
             FieldCapture capture = new FieldCapture();
             ENUM_MAP_FIELDS.invokeExact((Object) map, (ObjectOutputStream) capture);
             if (!(capture.fields.get("keyType") instanceof Class<?> keyType)) {
-                throw new IllegalStateException("EnumMap's serial fields " + capture.fields.keySet()
-                        + " hold no keyType");
+                throw new IllegalStateException(
+                        "EnumMap's serial fields " + capture.fields.keySet() + " hold no keyType");
             }
             return keyType;
         } catch (RuntimeException | Error e) {
@@ -104,8 +110,7 @@ public final class JdkSerialization {
     private static final class FieldCapture extends ObjectOutputStream {
         final Map<String, Object> fields = new HashMap<>();
 
-        FieldCapture() throws IOException {
-        }
+        FieldCapture() throws IOException {}
 
         @Override
         public PutField putFields() {
@@ -164,7 +169,6 @@ public final class JdkSerialization {
         }
 
         @Override
-        public void writeFields() {
-        }
+        public void writeFields() {}
     }
 }

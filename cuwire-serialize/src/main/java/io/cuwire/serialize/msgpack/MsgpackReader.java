@@ -32,8 +32,8 @@ public final class MsgpackReader {
 
     public MsgpackReader(byte[] buf, int offset, int length, int maxDepth, int maxCollection) {
         if (offset < 0 || length < 0 || offset > buf.length - length) {
-            throw new IndexOutOfBoundsException("offset: " + offset + ", length: " + length + ", buffer: "
-                    + buf.length);
+            throw new IndexOutOfBoundsException(
+                    "offset: " + offset + ", length: " + length + ", buffer: " + buf.length);
         }
         this.buf = buf;
         this.pos = offset;
@@ -76,7 +76,9 @@ public final class MsgpackReader {
 
     private long u32() {
         need(4);
-        long v = ((long) (buf[pos] & 0xff) << 24) | ((buf[pos + 1] & 0xff) << 16) | ((buf[pos + 2] & 0xff) << 8)
+        long v = ((long) (buf[pos] & 0xff) << 24)
+                | ((buf[pos + 1] & 0xff) << 16)
+                | ((buf[pos + 2] & 0xff) << 8)
                 | (buf[pos + 3] & 0xff);
         pos += 4;
         return v;
@@ -163,10 +165,13 @@ public final class MsgpackReader {
         }
         try {
             if (utf8 == null) {
-                utf8 = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                utf8 = StandardCharsets.UTF_8
+                        .newDecoder()
+                        .onMalformedInput(CodingErrorAction.REPORT)
                         .onUnmappableCharacter(CodingErrorAction.REPORT);
             }
-            String s = utf8.reset().decode(java.nio.ByteBuffer.wrap(buf, pos, len)).toString();
+            String s =
+                    utf8.reset().decode(java.nio.ByteBuffer.wrap(buf, pos, len)).toString();
             pos += len;
             return s;
         } catch (CharacterCodingException e) {
@@ -186,8 +191,8 @@ public final class MsgpackReader {
             throw new LimitExceededException("header nests deeper than " + maxDepth + " at byte " + pos);
         }
         if (n > maxCollection) {
-            throw new LimitExceededException(what + " of " + n + " entries exceeds the limit of " + maxCollection
-                    + " at byte " + pos);
+            throw new LimitExceededException(
+                    what + " of " + n + " entries exceeds the limit of " + maxCollection + " at byte " + pos);
         }
         if (n > end - pos) {
             throw malformed("truncated: " + what + " of " + n + " entries, " + (end - pos) + " bytes left");
@@ -209,8 +214,8 @@ public final class MsgpackReader {
         for (long i = 0; i < n; i++) {
             Object key = readValue(depth + 1);
             if (!(key instanceof String k)) {
-                throw malformed("map key is " + (key == null ? "nil" : key.getClass().getSimpleName())
-                        + ", expected a string");
+                throw malformed(
+                        "map key is " + (key == null ? "nil" : key.getClass().getSimpleName()) + ", expected a string");
             }
             if (map.containsKey(k)) {
                 throw malformed("duplicate map key '" + k + "'");

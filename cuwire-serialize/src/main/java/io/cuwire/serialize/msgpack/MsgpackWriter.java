@@ -215,7 +215,9 @@ public final class MsgpackWriter {
                     value(e.getValue());
                 }
             }
-            default -> throw new IllegalArgumentException("not a header value: " + v.getClass().getName());
+            default ->
+                throw new IllegalArgumentException(
+                        "not a header value: " + v.getClass().getName());
         }
         return this;
     }
@@ -251,7 +253,10 @@ public final class MsgpackWriter {
             case Map<?, ?> map -> {
                 for (Map.Entry<?, ?> e : map.entrySet()) {
                     if (!(e.getKey() instanceof String)) {
-                        yield "a map key of " + (e.getKey() == null ? "null" : e.getKey().getClass().getName());
+                        yield "a map key of "
+                                + (e.getKey() == null
+                                        ? "null"
+                                        : e.getKey().getClass().getName());
                     }
                     String why = unwritable(e.getValue(), maxDepth - 1);
                     if (why != null) {

@@ -10,8 +10,18 @@ import org.junit.jupiter.api.Test;
 
 /** Strings through the header's msgpack: the ASCII fast path, UTF-8 beside it, and malformed UTF-8 refused. */
 class MsgpackStringsTest {
-    private static final List<String> STRINGS = List.of("", "dtype", "float32", "io.cuwire.ml.NearestNeighbors",
-            "größe", "✓ 模型", "\u007f", "mixed ascii then é", "x".repeat(300), "é".repeat(200), "😀 outside the BMP");
+    private static final List<String> STRINGS = List.of(
+            "",
+            "dtype",
+            "float32",
+            "io.cuwire.ml.NearestNeighbors",
+            "größe",
+            "✓ 模型",
+            "\u007f",
+            "mixed ascii then é",
+            "x".repeat(300),
+            "é".repeat(200),
+            "😀 outside the BMP");
 
     private static Object read(byte[] bytes) {
         return new MsgpackReader(bytes, 0, bytes.length, 16, 1 << 20).readValue();

@@ -35,8 +35,7 @@ public final class FrameStreams {
     private static final byte[] MAGIC = "CUWIRE1\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     private static final int PIECE = 4 << 20;
 
-    private FrameStreams() {
-    }
+    private FrameStreams() {}
 
     /** Writes {@code value} to {@code out}; {@code staging} lends the host buffer device frames pass through. */
     public static void write(Serialized value, OutputStream out, BufferAllocator<HostBuffer> staging)
@@ -90,19 +89,20 @@ public final class FrameStreams {
      * Reads a value written by {@link #write}: checks the header against {@code limits}, allocates every frame from
      * {@code into} (device frames on this process's device) and fills it. The result owns its frames.
      */
-    public static Serialized read(InputStream in, FrameAllocator into, BufferAllocator<HostBuffer> staging,
-            Limits limits) throws IOException {
+    public static Serialized read(
+            InputStream in, FrameAllocator into, BufferAllocator<HostBuffer> staging, Limits limits)
+            throws IOException {
         DataInputStream data = new DataInputStream(in);
         byte[] magic = new byte[MAGIC.length];
         data.readFully(magic);
         if (!java.util.Arrays.equals(magic, MAGIC)) {
-            throw new IOException("not a cuwire frame stream (magic " + java.util.HexFormat.of().formatHex(magic)
-                    + ")");
+            throw new IOException("not a cuwire frame stream (magic "
+                    + java.util.HexFormat.of().formatHex(magic) + ")");
         }
         int headerLength = data.readInt();
         if (headerLength < 0 || headerLength > limits.maxHeaderBytes()) {
-            throw new IOException("header of " + headerLength + " bytes (expected: 0 .. " + limits.maxHeaderBytes()
-                    + ")");
+            throw new IOException(
+                    "header of " + headerLength + " bytes (expected: 0 .. " + limits.maxHeaderBytes() + ")");
         }
         byte[] headerBytes = new byte[headerLength];
         data.readFully(headerBytes);

@@ -109,11 +109,13 @@ public final class Node implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The endpoints of the connections peers opened to this node, until they break or close. */
     private final Set<Endpoint> served = ConcurrentHashMap.newKeySet();
+
     private final AtomicLong nextRequest = new AtomicLong();
     private final Map<Long, Published> published = new ConcurrentHashMap<>();
     private final ModelCache cache;
     /** The cache's reclaimer of {@code deviceMemory} and its line in the device's memory report. */
     private final List<Registration> cacheRegistrations;
+
     private final Map<String, String> executors = new ConcurrentHashMap<>();
     private final AtomicLong fetchedFromDriver = new AtomicLong();
     private final AtomicLong fetchedFromPeers = new AtomicLong();
@@ -133,19 +135,25 @@ public final class Node implements AutoCloseable {
         this.scratchMemory = BufferAllocator.root(name + "-scratch", BufferAllocator.UNLIMITED, scratch);
         this.hostMemory = BufferAllocator.host(name + "-host", BufferAllocator.UNLIMITED);
         this.target = new DecodeTarget(deviceMemory, hostMemory, Limits.DEFAULT);
-        this.config = TransportConfig.builder().secret(secret).receiveInto(DeviceMap.of(hostMemory, deviceMemory))
-                .ioTimeout(Duration.ofSeconds(120)).build();
+        this.config = TransportConfig.builder()
+                .secret(secret)
+                .receiveInto(DeviceMap.of(hostMemory, deviceMemory))
+                .ioTimeout(Duration.ofSeconds(120))
+                .build();
         this.cache = new ModelCache("spark node " + executorId, registry);
         this.refusals = new PeerLog(LOG, "cuwire endpoint of " + executorId);
-        this.cacheRegistrations = List.of(deviceMemory.addReclaimer(cache::evictOne),
-                device.addMemoryHolder(cache::describe));
+        this.cacheRegistrations =
+                List.of(deviceMemory.addReclaimer(cache::evictOne), device.addMemoryHolder(cache::describe));
         try {
             this.listener = Transports.tcp().listen("tcp://" + host + ":0", config);
         } catch (RuntimeException e) {
-            Closeables.closeAll(cacheRegistrations);  // the device must not keep a holder of a node that never ran
+            Closeables.closeAll(cacheRegistrations); // the device must not keep a holder of a node that never ran
             throw e;
         }
-        Thread.ofPlatform().daemon().name("cuwire-spark-" + executorId + "-accept").start(this::acceptLoop);
+        Thread.ofPlatform()
+                .daemon()
+                .name("cuwire-spark-" + executorId + "-accept")
+                .start(this::acceptLoop);
     }
 
     /**
@@ -186,8 +194,7 @@ public final class Node implements AutoCloseable {
      * @param address the peer's listening address
      */
     @WireType("cuwire.spark.Redirect")
-    public record Redirect(String address) {
-    }
+    public record Redirect(String address) {}
 
     /**
      * What one node did so far, as {@code io.cuwire.spark.NodeStats} reports it (which see for the components).
@@ -205,10 +212,18 @@ public final class Node implements AutoCloseable {
      * @param deviceBytes bytes of device memory the node holds now
      */
     @WireType("cuwire.spark.NodeStats")
-    public record Counters(String executorId, String address, long fetchedFromDriver, long fetchedFromPeers,
-            long fetchedBytes, long servedToPeers, long redirects, long evicted, long cachedModels, long[] copyBytes,
-            long deviceBytes) {
-    }
+    public record Counters(
+            String executorId,
+            String address,
+            long fetchedFromDriver,
+            long fetchedFromPeers,
+            long fetchedBytes,
+            long servedToPeers,
+            long redirects,
+            long evicted,
+            long cachedModels,
+            long[] copyBytes,
+            long deviceBytes) {}
 
     /**
      * A model to fetch: what a task's handle names ({@code io.cuwire.spark.ModelRef} makes one).
@@ -452,7 +467,7 @@ public final class Node implements AutoCloseable {
                 return v;
             }
         } catch (SerializationException e) {
-            throw e;  // this node cannot decode the model: the driver's copy would not decode either
+            throw e; // this node cannot decode the model: the driver's copy would not decode either
         } catch (RuntimeException e) {
             // the peer is gone, broke or sent something else: the driver answers itself, and forgets the peer
         }
@@ -470,15 +485,19 @@ public final class Node implements AutoCloseable {
     /** The model a fetch's reply carries, checked against the frame bytes published; {@code from} carried it. */
     private Object model(Endpoint from, Reply r, Wanted ref) {
         Object model = switch (r) {
-            case Reply.Ok(long id, Redirect redirect) -> throw new IllegalStateException(ref + ": " + from.name()
-                    + " answered with a redirect to " + redirect.address() + " where the model was asked for");
+            case Reply.Ok(long id, Redirect redirect) ->
+                throw new IllegalStateException(ref + ": " + from.name() + " answered with a redirect to "
+                        + redirect.address() + " where the model was asked for");
             case Reply.Ok ok -> ok.value();
-            case Reply.Missing m -> throw new IllegalStateException(ref + ": the driver does not have it (" + m.why()
-                    + "); was it released?");
-            case Reply.Failed f -> throw new IllegalStateException(ref + ": " + from.name() + " answered error: "
-                    + f.errorType() + ": " + f.error());
-            case Reply.Undecodable u -> throw new IllegalStateException(ref + ": " + from.name() + " answered "
-                    + "undecodable: " + u.errorType() + ": " + u.error());  // the call fails instead
+            case Reply.Missing m ->
+                throw new IllegalStateException(
+                        ref + ": the driver does not have it (" + m.why() + "); was it released?");
+            case Reply.Failed f ->
+                throw new IllegalStateException(
+                        ref + ": " + from.name() + " answered error: " + f.errorType() + ": " + f.error());
+            case Reply.Undecodable u ->
+                throw new IllegalStateException(ref + ": " + from.name() + " answered " + "undecodable: "
+                        + u.errorType() + ": " + u.error()); // the call fails instead
         };
         long frameBytes = from.counts().frameBytesReceived();
         if (frameBytes != ref.frameBytes()) {
@@ -516,8 +535,15 @@ public final class Node implements AutoCloseable {
                 continue;
             }
             // onBroken runs once the endpoint is no longer open: forget every such one, and log a peer refused or lost
-            Endpoint e = new Endpoint("spark-" + executorId + "-served", c, registry, target, this::onRequest,
-                    Node::refused, Node::broken, t -> {
+            Endpoint e = new Endpoint(
+                    "spark-" + executorId + "-served",
+                    c,
+                    registry,
+                    target,
+                    this::onRequest,
+                    Node::refused,
+                    Node::broken,
+                    t -> {
                         served.removeIf(x -> !x.isOpen());
                         if (!closed.get()) {
                             refusals.peerBroken(c, t);
@@ -535,19 +561,21 @@ public final class Node implements AutoCloseable {
     private void onRequest(Endpoint from, Request request) {
         if (!(request instanceof SparkRequest r)) {
             Values.close(request);
-            from.reply(Reply.failed(request.id(), new IllegalArgumentException("a Spark node serves no "
-                    + registry.nameOf(request.getClass()) + " request")));
+            from.reply(Reply.failed(
+                    request.id(),
+                    new IllegalArgumentException(
+                            "a Spark node serves no " + registry.nameOf(request.getClass()) + " request")));
             return;
         }
         switch (r) {
-            case SparkRequest.Fetch f -> Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve")
-                    .start(() -> serveFetch(from, f));
+            case SparkRequest.Fetch f ->
+                Thread.ofVirtual().name("cuwire-spark-" + executorId + "-serve").start(() -> serveFetch(from, f));
             case SparkRequest.Evict e -> {
                 evict(e.model(), e.version());
                 from.reply(Reply.ok(e.id(), null));
             }
-            case SparkRequest.Stats s -> from.send(Reply.ok(s.id(), stats(s.reset())), Family.HOST)
-                    .exceptionally(e -> null);
+            case SparkRequest.Stats s ->
+                from.send(Reply.ok(s.id(), stats(s.reset())), Family.HOST).exceptionally(e -> null);
         }
     }
 
@@ -576,7 +604,7 @@ public final class Node implements AutoCloseable {
                 from.reply(Reply.ok(request, new Redirect(peer)));
                 return;
             }
-            sendModel(from, request, p.value, () -> { });
+            sendModel(from, request, p.value, () -> {});
             return;
         }
         ModelCache.Lease held = cache.awaitAcquire(id, version, config.ioTimeout());
@@ -594,7 +622,7 @@ public final class Node implements AutoCloseable {
             if (e == null) {
                 servedToPeers.incrementAndGet();
             } else {
-                to.reply(Reply.failed(request, e));  // did not serialize; a broken transport drops this too
+                to.reply(Reply.failed(request, e)); // did not serialize; a broken transport drops this too
             }
         });
     }
@@ -606,12 +634,21 @@ public final class Node implements AutoCloseable {
         for (CopyDirection d : CopyDirection.values()) {
             copies[d.ordinal()] = t.bytes(d);
         }
-        Counters s = new Counters(executorId, address(), fetchedFromDriver.get(), fetchedFromPeers.get(),
-                fetchedBytes.get(), servedToPeers.get(), redirects.get(), evicted.get(), cache.size(), copies,
+        Counters s = new Counters(
+                executorId,
+                address(),
+                fetchedFromDriver.get(),
+                fetchedFromPeers.get(),
+                fetchedBytes.get(),
+                servedToPeers.get(),
+                redirects.get(),
+                evicted.get(),
+                cache.size(),
+                copies,
                 deviceMemory.allocatedBytes() + scratchMemory.allocatedBytes() + scratch.retainedBytes());
         if (reset) {
-            for (AtomicLong a : List.of(fetchedFromDriver, fetchedFromPeers, fetchedBytes, servedToPeers, redirects,
-                    evicted)) {
+            for (AtomicLong a :
+                    List.of(fetchedFromDriver, fetchedFromPeers, fetchedBytes, servedToPeers, redirects, evicted)) {
                 a.set(0);
             }
         }
@@ -623,8 +660,11 @@ public final class Node implements AutoCloseable {
         try (Endpoint e = connect(address, Duration.ofSeconds(10))) {
             return switch (call(e, n -> new SparkRequest.Stats(n, reset))) {
                 case Reply.Ok(long id, Counters c) -> c;
-                case Reply.Ok ok -> throw new IllegalStateException("stats of " + address + ": the answer is "
-                        + (ok.value() == null ? "empty" : "a " + ok.value().getClass().getName()));
+                case Reply.Ok ok ->
+                    throw new IllegalStateException("stats of " + address + ": the answer is "
+                            + (ok.value() == null
+                                    ? "empty"
+                                    : "a " + ok.value().getClass().getName()));
                 case Reply r -> throw new IllegalStateException("stats of " + address + ": " + r);
             };
         }
@@ -634,12 +674,22 @@ public final class Node implements AutoCloseable {
 
     /** An endpoint on a new connection to {@code address}, for the caller's calls; the caller closes it. */
     private Endpoint connect(String address, Duration timeout) {
-        Connection c = Transports.forAddress(address).connect(address,
-                config.toBuilder().connectTimeout(timeout).build());
-        return new Endpoint("spark-" + executorId + "-to-" + address, c, registry, target, (from, r) -> {
-            Values.close(r);
-            from.reply(Reply.failed(r.id(), new IllegalStateException("a connection to a peer takes no requests")));
-        }, Node::refused, Node::broken, t -> { }).start();
+        Connection c = Transports.forAddress(address)
+                .connect(address, config.toBuilder().connectTimeout(timeout).build());
+        return new Endpoint(
+                        "spark-" + executorId + "-to-" + address,
+                        c,
+                        registry,
+                        target,
+                        (from, r) -> {
+                            Values.close(r);
+                            from.reply(Reply.failed(
+                                    r.id(), new IllegalStateException("a connection to a peer takes no requests")));
+                        },
+                        Node::refused,
+                        Node::broken,
+                        t -> {})
+                .start();
     }
 
     /**
@@ -652,8 +702,8 @@ public final class Node implements AutoCloseable {
             return to.call(r, Family.HOST).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted waiting for " + registry.nameOf(r.getClass()) + " on "
-                    + to.name(), e);
+            throw new IllegalStateException(
+                    "interrupted waiting for " + registry.nameOf(r.getClass()) + " on " + to.name(), e);
         } catch (ExecutionException e) {
             throw e.getCause() instanceof RuntimeException x ? x : new IllegalStateException(e.getCause());
         }
@@ -666,8 +716,7 @@ public final class Node implements AutoCloseable {
 
     /** What a broken connection fails its calls with: the transport's exception, or one around the cause. */
     private static RuntimeException broken(Throwable cause) {
-        return cause instanceof TransportException t ? t : new TransportException("connection broken: " + cause,
-                cause);
+        return cause instanceof TransportException t ? t : new TransportException("connection broken: " + cause, cause);
     }
 
     @Override
@@ -703,8 +752,10 @@ public final class Node implements AutoCloseable {
         try {
             Closeables.closeAll(List.<AutoCloseable>of(scratchMemory, scratch::trim, deviceMemory, hostMemory));
         } catch (RuntimeException e) {
-            System.getLogger(Node.class.getName()).log(System.Logger.Level.WARNING,
-                    "cuwire endpoint of " + executorId + " closed with memory in use: " + e.getMessage());
+            System.getLogger(Node.class.getName())
+                    .log(
+                            System.Logger.Level.WARNING,
+                            "cuwire endpoint of " + executorId + " closed with memory in use: " + e.getMessage());
         }
     }
 }

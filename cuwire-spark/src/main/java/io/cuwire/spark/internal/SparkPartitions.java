@@ -189,11 +189,13 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
     public SparkPartitions(Dataset<?> data, String featuresCol, String labelCol, Labels labels) {
         Dataset<Row> columns = labelCol == null ? data.select(featuresCol) : data.select(featuresCol, labelCol);
         boolean labelled = labelCol != null;
-        this.gathered = columns.toJavaRDD().mapPartitions(it -> {
-            Summary summary = new Summary();
-            Block b = Block.of(it, labelled, summary);
-            return List.of(new Tuple2<>(b, summary)).iterator();
-        }).persist(StorageLevel.MEMORY_ONLY());
+        this.gathered = columns.toJavaRDD()
+                .mapPartitions(it -> {
+                    Summary summary = new Summary();
+                    Block b = Block.of(it, labelled, summary);
+                    return List.of(new Tuple2<>(b, summary)).iterator();
+                })
+                .persist(StorageLevel.MEMORY_ONLY());
         this.blocks = gathered.map(Tuple2::_1);
         this.classLabels = labels == Labels.CLASSES;
         List<Summary> seen;
@@ -259,14 +261,14 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
             return;
         }
         if (nanLabels > 0) {
-            throw new IllegalArgumentException("Labels MUST NOT be Null or NaN (column '" + labelCol + "': "
-                    + nanLabels + " row(s))");
+            throw new IllegalArgumentException(
+                    "Labels MUST NOT be Null or NaN (column '" + labelCol + "': " + nanLabels + " row(s))");
         }
         if (labels == Labels.TARGETS) {
             double inf = Double.isInfinite(min) && min < 0 ? min : Double.isInfinite(max) ? max : Double.NaN;
             if (!Double.isNaN(inf)) {
-                throw new IllegalArgumentException("Labels MUST NOT be Infinity, but got " + inf + " (column '"
-                        + labelCol + "')");
+                throw new IllegalArgumentException(
+                        "Labels MUST NOT be Infinity, but got " + inf + " (column '" + labelCol + "')");
             }
             return;
         }
@@ -275,8 +277,8 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
                     + (min < 0 ? min : max) + " (column '" + labelCol + "')");
         }
         if (!Double.isNaN(nonInteger)) {
-            throw new IllegalArgumentException("Labels MUST be Integers, but got " + nonInteger + " (column '"
-                    + labelCol + "')");
+            throw new IllegalArgumentException(
+                    "Labels MUST be Integers, but got " + nonInteger + " (column '" + labelCol + "')");
         }
     }
 
@@ -364,16 +366,20 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
         String name = task.name();
         int[] idx = index;
         boolean classes = classLabels;
-        List<Tuple2<Integer, byte[]>> out = blocks.mapPartitionsWithIndex((p, it) -> {
-            int i = idx[p];
-            List<Tuple2<Integer, byte[]>> r = new ArrayList<>();
-            if (i >= 0) {
-                Block b = it.next();
-                r.add(new Tuple2<>(i, TaskCores.run(() -> runHere(name, encoded.get(i), places.get(i), b,
-                        classes))));
-            }
-            return r.iterator();
-        }, false).collect();
+        List<Tuple2<Integer, byte[]>> out = blocks.mapPartitionsWithIndex(
+                        (p, it) -> {
+                            int i = idx[p];
+                            List<Tuple2<Integer, byte[]>> r = new ArrayList<>();
+                            if (i >= 0) {
+                                Block b = it.next();
+                                r.add(new Tuple2<>(
+                                        i,
+                                        TaskCores.run(() -> runHere(name, encoded.get(i), places.get(i), b, classes))));
+                            }
+                            return r.iterator();
+                        },
+                        false)
+                .collect();
         byte[][] byPartition = new byte[count][];
         for (Tuple2<Integer, byte[]> t : out) {
             byPartition[t._1()] = t._2();
@@ -448,8 +454,11 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
                 owned.add(y);
                 args.set(places[1], y);
             }
-            Object result = TASKS.get(task).run(new io.cuwire.cluster.TaskContext(0, node.device().ordinal(),
-                    node.deviceMemory(), node.hostMemory()), args);
+            Object result = TASKS.get(task)
+                    .run(
+                            new io.cuwire.cluster.TaskContext(
+                                    0, node.device().ordinal(), node.deviceMemory(), node.hostMemory()),
+                            args);
             owned.add(result);
             try (Serialized s = node.registry().serialize(result, Family.CUDA, Family.HOST)) {
                 return FrameStreams.toBytes(s, node.hostMemory());

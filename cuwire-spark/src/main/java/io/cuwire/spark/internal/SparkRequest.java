@@ -40,8 +40,7 @@ sealed interface SparkRequest extends Request {
      * @param version the newest version to drop
      */
     @WireType("cuwire.spark.Evict")
-    record Evict(long id, long model, long version) implements SparkRequest {
-    }
+    record Evict(long id, long model, long version) implements SparkRequest {}
 
     /**
      * The node's {@link Node.Counters}, answered {@code Ok}.
@@ -50,6 +49,5 @@ sealed interface SparkRequest extends Request {
      * @param reset whether the counters are zeroed afterwards
      */
     @WireType("cuwire.spark.Stats")
-    record Stats(long id, boolean reset) implements SparkRequest {
-    }
+    record Stats(long id, boolean reset) implements SparkRequest {}
 }

@@ -16,8 +16,7 @@ import org.apache.spark.TaskContext;
 public final class TaskCores {
     private static final AtomicInteger THREADS = new AtomicInteger();
 
-    private TaskCores() {
-    }
+    private TaskCores() {}
 
     /** The cores of the running Spark task ({@code spark.task.cpus}); outside a task, the machine's. */
     public static int cores() {
@@ -29,13 +28,17 @@ public final class TaskCores {
     public static <T> T run(Supplier<T> work) {
         int cores = cores();
         ClassLoader loader = Thread.currentThread().getContextClassLoader();
-        ForkJoinPool pool = new ForkJoinPool(cores, p -> {
-            ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(p);
-            t.setName("cuwire-task-cores-" + cores + "-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            t.setContextClassLoader(loader);
-            return t;
-        }, null, false);
+        ForkJoinPool pool = new ForkJoinPool(
+                cores,
+                p -> {
+                    ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(p);
+                    t.setName("cuwire-task-cores-" + cores + "-" + THREADS.incrementAndGet());
+                    t.setDaemon(true);
+                    t.setContextClassLoader(loader);
+                    return t;
+                },
+                null,
+                false);
         try {
             return pool.submit(work::get).get();
         } catch (InterruptedException e) {

@@ -26,8 +26,8 @@ public final class CuwireClassificationSummary {
     private Double areaUnderRoc;
 
     /** The summary of {@code model} fitted on {@code training}; {@code totalIterations < 0}: not iterative. */
-    CuwireClassificationSummary(CuwireClassificationModel<?> model, Dataset<?> training, String labelCol,
-            int totalIterations) {
+    CuwireClassificationSummary(
+            CuwireClassificationModel<?> model, Dataset<?> training, String labelCol, int totalIterations) {
         this.model = model;
         this.training = training;
         this.labelCol = labelCol;
@@ -37,8 +37,8 @@ public final class CuwireClassificationSummary {
     /** {@code s}, or MLlib's error when a model has no summary. */
     static CuwireClassificationSummary present(CuwireClassificationSummary s, Object model) {
         if (s == null) {
-            throw new IllegalStateException("No training summary available for this "
-                    + model.getClass().getSimpleName());
+            throw new IllegalStateException(
+                    "No training summary available for this " + model.getClass().getSimpleName());
         }
         return s;
     }
@@ -74,8 +74,8 @@ public final class CuwireClassificationSummary {
      */
     public int totalIterations() {
         if (totalIterations < 0) {
-            throw new UnsupportedOperationException(model.getClass().getSimpleName() + " is not fitted by "
-                    + "iterations");
+            throw new UnsupportedOperationException(
+                    model.getClass().getSimpleName() + " is not fitted by " + "iterations");
         }
         return totalIterations;
     }
@@ -83,7 +83,10 @@ public final class CuwireClassificationSummary {
     private synchronized MulticlassMetrics metrics() {
         if (metrics == null) {
             JavaRDD<Tuple2<Object, Object>> pairs = predictions()
-                    .select(functions.col(predictionCol()), functions.col(labelCol).cast("double")).toJavaRDD()
+                    .select(
+                            functions.col(predictionCol()),
+                            functions.col(labelCol).cast("double"))
+                    .toJavaRDD()
                     .map(r -> new Tuple2<>(r.getDouble(0), r.getDouble(1)));
             metrics = new MulticlassMetrics(pairs.rdd());
         }
@@ -155,7 +158,10 @@ public final class CuwireClassificationSummary {
         }
         if (areaUnderRoc == null) {
             JavaRDD<Tuple2<Object, Object>> pairs = predictions()
-                    .select(functions.col(probabilityCol()), functions.col(labelCol).cast("double")).toJavaRDD()
+                    .select(
+                            functions.col(probabilityCol()),
+                            functions.col(labelCol).cast("double"))
+                    .toJavaRDD()
                     .map(r -> new Tuple2<>(((Vector) r.get(0)).apply(1), r.getDouble(1)));
             BinaryClassificationMetrics b = new BinaryClassificationMetrics(pairs.rdd());
             try {

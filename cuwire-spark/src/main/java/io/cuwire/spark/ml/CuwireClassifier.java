@@ -17,8 +17,9 @@ import org.apache.spark.sql.types.StructField;
  * @param <S> the concrete stage
  * @param <M> the model it fits
  */
-public abstract class CuwireClassifier<E extends Estimator, S extends CuwireClassifier<E, S, M>,
-        M extends CuwireClassificationModel<M>> extends CuwirePredictor<E, S, M> {
+public abstract class CuwireClassifier<
+                E extends Estimator, S extends CuwireClassifier<E, S, M>, M extends CuwireClassificationModel<M>>
+        extends CuwirePredictor<E, S, M> {
     private final Param<String> rawPredictionCol;
     private final Param<String> probabilityCol;
 
@@ -33,9 +34,12 @@ public abstract class CuwireClassifier<E extends Estimator, S extends CuwireClas
 
     /** The param {@code rawPredictionCol} or {@code probabilityCol} of {@code parent}. */
     static Param<String> classifierColumn(Params parent, String name) {
-        return new Param<>(parent, name, name.equals("rawPredictionCol")
-                ? "raw prediction column: a vector of class scores (margins, log-likelihoods or votes)"
-                : "probability column: a vector of class probabilities");
+        return new Param<>(
+                parent,
+                name,
+                name.equals("rawPredictionCol")
+                        ? "raw prediction column: a vector of class scores (margins, log-likelihoods or votes)"
+                        : "probability column: a vector of class probabilities");
     }
 
     /** The output fields of a classifier with these columns, before fitting (sizes unknown). */

@@ -48,8 +48,8 @@ import org.apache.spark.sql.types.StructType;
  * @param <S> the concrete stage
  * @param <M> the model it fits
  */
-public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstimator<E, S, M>,
-        M extends CuwireModel<M>> extends org.apache.spark.ml.Estimator<M> implements DefaultParamsWritable {
+public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstimator<E, S, M>, M extends CuwireModel<M>>
+        extends org.apache.spark.ml.Estimator<M> implements DefaultParamsWritable {
     private final String uid;
     private final Param<String> featuresCol;
 
@@ -94,12 +94,10 @@ public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstim
      *
      * @throws IllegalArgumentException if the params ask for what the estimator cannot do
      */
-    void configure(E e, SparkPartitions data) {
-    }
+    void configure(E e, SparkPartitions data) {}
 
     /** What the fitted model gets besides its state and params (a training summary); nothing by default. */
-    void fitted(M model, Dataset<?> dataset) {
-    }
+    void fitted(M model, Dataset<?> dataset) {}
 
     /** Sets the defaults of {@code params} to the cuwire estimator's defaults of the same names. */
     final void cuwireDefaults(Param<?>... params) {
@@ -107,8 +105,8 @@ public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstim
         for (Param<?> p : params) {
             Object v = defaults.get(p.name());
             if (v == null) {
-                throw new IllegalStateException(newEstimator().getClass().getSimpleName() + " has no parameter "
-                        + p.name());
+                throw new IllegalStateException(
+                        newEstimator().getClass().getSimpleName() + " has no parameter " + p.name());
             }
             @SuppressWarnings("unchecked")
             Param<Object> o = (Param<Object>) p;
@@ -191,8 +189,11 @@ public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstim
         if (p.getClass() == Param.class && v instanceof String) {
             return v;
         }
-        String type = p instanceof IntParam ? "an int" : p instanceof LongParam ? "a long"
-                : p instanceof DoubleParam ? "a double" : p instanceof BooleanParam ? "a boolean" : "a string";
+        String type = p instanceof IntParam
+                ? "an int"
+                : p instanceof LongParam
+                        ? "a long"
+                        : p instanceof DoubleParam ? "a double" : p instanceof BooleanParam ? "a boolean" : "a string";
         throw new IllegalArgumentException(what + " takes " + type + ", not " + v
                 + (v == null ? "" : " (" + v.getClass().getSimpleName() + ")"));
     }
@@ -217,8 +218,9 @@ public abstract class CuwireEstimator<E extends Estimator, S extends CuwireEstim
                 case RandomForestClassifier m -> PartialFits.fit(p, m);
                 case RandomForestRegressor m -> PartialFits.fit(p, m);
                 case KNeighborsClassifier m -> PartialFits.fit(p, m);
-                default -> throw new UnsupportedOperationException(e.getClass().getSimpleName()
-                        + " has no distributed fit in cuwire-spark");
+                default ->
+                    throw new UnsupportedOperationException(
+                            e.getClass().getSimpleName() + " has no distributed fit in cuwire-spark");
             };
         } catch (RuntimeException ex) {
             e.close();

@@ -22,8 +22,7 @@ import org.apache.spark.sql.types.StructField;
  * {@code nClusters} and {@code init} as aliases). Its models append {@code predictionCol}, each row's cluster index as
  * an integer.
  */
-public final class CuwireKMeans
-        extends CuwireEstimator<KMeans, CuwireKMeans, CuwireKMeansModel> {
+public final class CuwireKMeans extends CuwireEstimator<KMeans, CuwireKMeans, CuwireKMeansModel> {
     private final IntParam k;
     private final IntParam maxIter;
     private final DoubleParam tol;
@@ -42,19 +41,24 @@ public final class CuwireKMeans
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireKMeans(String uid) {
         super(uid);
-        this.k = new IntParam(this, "k", "the number of clusters to create (> 1)",
-                ParamValidators.gt(1));
-        this.maxIter = new IntParam(this, "maxIter", "the most Lloyd iterations (>= 0)",
-                ParamValidators.gtEq(0));
-        this.tol = new DoubleParam(this, "tol", "the convergence tolerance: the centers' squared movement relative to "
-                + "the mean squared distance of a row to its center (>= 0)",
+        this.k = new IntParam(this, "k", "the number of clusters to create (> 1)", ParamValidators.gt(1));
+        this.maxIter = new IntParam(this, "maxIter", "the most Lloyd iterations (>= 0)", ParamValidators.gtEq(0));
+        this.tol = new DoubleParam(
+                this,
+                "tol",
+                "the convergence tolerance: the centers' squared movement relative to "
+                        + "the mean squared distance of a row to its center (>= 0)",
                 ParamValidators.gtEq(0));
         this.seed = new LongParam(this, "seed", "the random seed");
-        this.initMode = new Param<>(this, "initMode", "the initialization: k-means|| or random",
-                ParamValidators.inArray(new String[] {"k-means||", "random"}));
-        this.nClusters = new IntParam(this, "nClusters", "the number of clusters",
-                ParamValidators.gt(1));
-        this.init = new Param<>(this, "init", "the initialization: SCALABLE_K_MEANS_PLUS_PLUS (k-means||) or RANDOM",
+        this.initMode = new Param<>(
+                this, "initMode", "the initialization: k-means|| or random", ParamValidators.inArray(new String[] {
+                    "k-means||", "random"
+                }));
+        this.nClusters = new IntParam(this, "nClusters", "the number of clusters", ParamValidators.gt(1));
+        this.init = new Param<>(
+                this,
+                "init",
+                "the initialization: SCALABLE_K_MEANS_PLUS_PLUS (k-means||) or RANDOM",
                 ParamValidators.inArray(new String[] {"SCALABLE_K_MEANS_PLUS_PLUS", "RANDOM"}));
         this.predictionCol = new Param<>(this, "predictionCol", "prediction column: the nearest center's index");
         setDefault(predictionCol, "prediction");
@@ -77,7 +81,11 @@ public final class CuwireKMeans
 
     @Override
     public KMeans estimator() {
-        return new KMeans().nClusters(getK()).maxIter(getMaxIter()).tol(getTol()).seed(getSeed())
+        return new KMeans()
+                .nClusters(getK())
+                .maxIter(getMaxIter())
+                .tol(getTol())
+                .seed(getSeed())
                 .init(getInitMode().equals("random") ? KMeans.Init.RANDOM : KMeans.Init.SCALABLE_K_MEANS_PLUS_PLUS);
     }
 
@@ -108,7 +116,8 @@ public final class CuwireKMeans
 
     @Override
     List<StructField> outputFields() {
-        return getPredictionCol().isEmpty() ? List.of()
+        return getPredictionCol().isEmpty()
+                ? List.of()
                 : List.of(new StructField(getPredictionCol(), DataTypes.IntegerType, false, Metadata.empty()));
     }
 

@@ -82,7 +82,8 @@ public final class CuwireKMeansModel extends CuwireModel<CuwireKMeansModel> {
 
     @Override
     List<Output> outputs() {
-        return getPredictionCol().isEmpty() ? List.of()
+        return getPredictionCol().isEmpty()
+                ? List.of()
                 : List.of(new Output(Schemas.clusters(getPredictionCol(), numClusters()), CuwireKMeansModel::predict));
     }
 

@@ -49,8 +49,8 @@ public final class CuwireKNeighborsClassificationModel
 
     @Override
     public String toString() {
-        return "CuwireKNeighborsClassificationModel: uid=" + uid() + ", numClasses=" + numClasses()
-                + ", numFeatures=" + numFeatures() + ", rows=" + numRows();
+        return "CuwireKNeighborsClassificationModel: uid=" + uid() + ", numClasses=" + numClasses() + ", numFeatures="
+                + numFeatures() + ", rows=" + numRows();
     }
 
     /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
@@ -61,7 +61,9 @@ public final class CuwireKNeighborsClassificationModel
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */
     public static MLReader<CuwireKNeighborsClassificationModel> read() {
-        return reader(CuwireKNeighborsClassificationModel.class, KNeighborsClassifier.class,
+        return reader(
+                CuwireKNeighborsClassificationModel.class,
+                KNeighborsClassifier.class,
                 CuwireKNeighborsClassificationModel::new);
     }
 

@@ -15,8 +15,8 @@ import org.apache.spark.ml.util.MLReader;
  * it).
  */
 public final class CuwireKNeighborsClassifier
-        extends CuwireClassifier<KNeighborsClassifier, CuwireKNeighborsClassifier,
-        CuwireKNeighborsClassificationModel> {
+        extends CuwireClassifier<
+                KNeighborsClassifier, CuwireKNeighborsClassifier, CuwireKNeighborsClassificationModel> {
     private final IntParam nNeighbors;
     private final IntParam nClasses;
 
@@ -29,10 +29,10 @@ public final class CuwireKNeighborsClassifier
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireKNeighborsClassifier(String uid) {
         super(uid);
-        this.nNeighbors = new IntParam(this, "nNeighbors", "the neighbors that vote (k, >= 1)",
-                ParamValidators.gtEq(1));
-        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
-                ParamValidators.gtEq(0));
+        this.nNeighbors =
+                new IntParam(this, "nNeighbors", "the neighbors that vote (k, >= 1)", ParamValidators.gtEq(1));
+        this.nClasses =
+                new IntParam(this, "nClasses", "the number of classes (0: from the labels)", ParamValidators.gtEq(0));
         cuwireDefaults(nNeighbors, nClasses);
     }
 

@@ -40,15 +40,22 @@ public final class CuwireLinearRegression
     public CuwireLinearRegression(String uid) {
         super(uid);
         this.fitIntercept = new BooleanParam(this, "fitIntercept", "whether to fit an intercept");
-        this.regParam = new DoubleParam(this, "regParam", "the L2 penalty, as MLlib's (>= 0; with regParam > 0, "
-                + "standardization must be false)",
+        this.regParam = new DoubleParam(
+                this,
+                "regParam",
+                "the L2 penalty, as MLlib's (>= 0; with regParam > 0, " + "standardization must be false)",
                 ParamValidators.gtEq(0));
-        this.elasticNetParam = new DoubleParam(this, "elasticNetParam", "the L1 share of the penalty: cuwire has no "
-                + "L1 penalty, 0 only",
+        this.elasticNetParam = new DoubleParam(
+                this,
+                "elasticNetParam",
+                "the L1 share of the penalty: cuwire has no " + "L1 penalty, 0 only",
                 ParamValidators.inRange(0, 1));
-        this.standardization = new BooleanParam(this, "standardization", "whether the penalty applies to standardized "
-                + "coefficients (MLlib's default; cuwire penalizes the coefficients as they are, so regParam > 0 "
-                + "needs false)");
+        this.standardization = new BooleanParam(
+                this,
+                "standardization",
+                "whether the penalty applies to standardized "
+                        + "coefficients (MLlib's default; cuwire penalizes the coefficients as they are, so regParam > 0 "
+                        + "needs false)");
         setDefault(fitIntercept, true);
         setDefault(regParam, 0.0);
         setDefault(elasticNetParam, 0.0);
@@ -67,13 +74,18 @@ public final class CuwireLinearRegression
 
     @Override
     public LinearModel estimator() {
-        return getRegParam() > 0 ? new Ridge().fitIntercept(getFitIntercept())
+        return getRegParam() > 0
+                ? new Ridge().fitIntercept(getFitIntercept())
                 : new LinearRegression().fitIntercept(getFitIntercept());
     }
 
     @Override
     void fitted(CuwireLinearRegressionModel model, Dataset<?> dataset) {
-        model.setSummary(new CuwireRegressionSummary(model, dataset, getLabelCol(), model.getPredictionCol(),
+        model.setSummary(new CuwireRegressionSummary(
+                model,
+                dataset,
+                getLabelCol(),
+                model.getPredictionCol(),
                 !model.estimator().fitIntercept()));
     }
 

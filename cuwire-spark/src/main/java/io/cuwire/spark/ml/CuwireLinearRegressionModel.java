@@ -73,7 +73,8 @@ public final class CuwireLinearRegressionModel extends CuwireModel<CuwireLinearR
 
     @Override
     List<Output> outputs() {
-        return getPredictionCol().isEmpty() ? List.of()
+        return getPredictionCol().isEmpty()
+                ? List.of()
                 : List.of(new Output(Schemas.doubles(getPredictionCol()), CuwireLinearRegressionModel::predict));
     }
 

@@ -21,8 +21,7 @@ import org.apache.spark.sql.Dataset;
  * {@code standardization=true}, are refused at fit.
  */
 public final class CuwireLogisticRegression
-        extends CuwireClassifier<LogisticRegression, CuwireLogisticRegression,
-        CuwireLogisticRegressionModel> {
+        extends CuwireClassifier<LogisticRegression, CuwireLogisticRegression, CuwireLogisticRegressionModel> {
     private final DoubleParam regParam;
     private final DoubleParam elasticNetParam;
     private final BooleanParam standardization;
@@ -41,25 +40,38 @@ public final class CuwireLogisticRegression
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireLogisticRegression(String uid) {
         super(uid);
-        this.regParam = new DoubleParam(this, "regParam", "the L2 penalty, as MLlib's: (1/n) Σ loss + regParam ||W||² "
-                + "/ 2 (>= 0; 0: none; with regParam > 0, standardization must be false)",
+        this.regParam = new DoubleParam(
+                this,
+                "regParam",
+                "the L2 penalty, as MLlib's: (1/n) Σ loss + regParam ||W||² "
+                        + "/ 2 (>= 0; 0: none; with regParam > 0, standardization must be false)",
                 ParamValidators.gtEq(0));
-        this.elasticNetParam = new DoubleParam(this, "elasticNetParam", "the L1 share of the penalty: cuwire has no "
-                + "L1 penalty, 0 only",
+        this.elasticNetParam = new DoubleParam(
+                this,
+                "elasticNetParam",
+                "the L1 share of the penalty: cuwire has no " + "L1 penalty, 0 only",
                 ParamValidators.inRange(0, 1));
-        this.standardization = new BooleanParam(this, "standardization", "whether the penalty applies to standardized "
-                + "coefficients (MLlib's default; regParam > 0 needs false)");
-        this.maxIter = new IntParam(this, "maxIter", "the most L-BFGS iterations (>= 0)",
-                ParamValidators.gtEq(0));
-        this.tol = new DoubleParam(this, "tol", "the convergence tolerance: the largest gradient component of the "
-                + "objective (cuwire's criterion; >= 0)",
+        this.standardization = new BooleanParam(
+                this,
+                "standardization",
+                "whether the penalty applies to standardized "
+                        + "coefficients (MLlib's default; regParam > 0 needs false)");
+        this.maxIter = new IntParam(this, "maxIter", "the most L-BFGS iterations (>= 0)", ParamValidators.gtEq(0));
+        this.tol = new DoubleParam(
+                this,
+                "tol",
+                "the convergence tolerance: the largest gradient component of the "
+                        + "objective (cuwire's criterion; >= 0)",
                 ParamValidators.gtEq(0));
         this.fitIntercept = new BooleanParam(this, "fitIntercept", "whether to fit an intercept");
-        this.c = new DoubleParam(this, "c", "scikit-learn's inverse L2 strength C: (1/n) Σ loss + ||W||² / (2 C n); "
-                + "set instead of regParam (> 0)",
+        this.c = new DoubleParam(
+                this,
+                "c",
+                "scikit-learn's inverse L2 strength C: (1/n) Σ loss + ||W||² / (2 C n); "
+                        + "set instead of regParam (> 0)",
                 ParamValidators.gt(0));
-        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
-                ParamValidators.gtEq(0));
+        this.nClasses =
+                new IntParam(this, "nClasses", "the number of classes (0: from the labels)", ParamValidators.gtEq(0));
         cuwireDefaults(tol, nClasses);
         setDefault(regParam, 0.0);
         setDefault(elasticNetParam, 0.0);
@@ -80,10 +92,14 @@ public final class CuwireLogisticRegression
 
     @Override
     public LogisticRegression estimator() {
-        LogisticRegression e = new LogisticRegression().fitIntercept(getFitIntercept()).maxIter(getMaxIter())
-                .tol(getTol()).nClasses(getNClasses());
-        return isSet(c()) ? e.c(getC()) : e.penalty(getRegParam() > 0 ? LogisticRegression.Penalty.L2
-                : LogisticRegression.Penalty.NONE);
+        LogisticRegression e = new LogisticRegression()
+                .fitIntercept(getFitIntercept())
+                .maxIter(getMaxIter())
+                .tol(getTol())
+                .nClasses(getNClasses());
+        return isSet(c())
+                ? e.c(getC())
+                : e.penalty(getRegParam() > 0 ? LogisticRegression.Penalty.L2 : LogisticRegression.Penalty.NONE);
     }
 
     @Override
@@ -93,8 +109,8 @@ public final class CuwireLogisticRegression
                     + ", but cuwire's logistic regression has no L1 penalty (expected: 0)");
         }
         if (isSet(c()) && isSet(regParam())) {
-            throw new IllegalArgumentException(uid() + ": both regParam (" + getRegParam() + ") and c (" + getC()
-                    + ") are set (set one of them)");
+            throw new IllegalArgumentException(
+                    uid() + ": both regParam (" + getRegParam() + ") and c (" + getC() + ") are set (set one of them)");
         }
         if (!isSet(c()) && getRegParam() > 0) {
             if (getStandardization()) {
@@ -107,7 +123,8 @@ public final class CuwireLogisticRegression
 
     @Override
     void fitted(CuwireLogisticRegressionModel model, Dataset<?> dataset) {
-        model.setSummary(new CuwireClassificationSummary(model, dataset, getLabelCol(), model.estimator().nIter()));
+        model.setSummary(new CuwireClassificationSummary(
+                model, dataset, getLabelCol(), model.estimator().nIter()));
     }
 
     /**

@@ -62,8 +62,8 @@ public final class CuwireLogisticRegressionModel extends CuwireClassificationMod
      */
     public Vector coefficients() {
         if (isMultinomial()) {
-            throw new UnsupportedOperationException("Multinomial models contain a matrix of coefficients, use "
-                    + "coefficientMatrix instead.");
+            throw new UnsupportedOperationException(
+                    "Multinomial models contain a matrix of coefficients, use " + "coefficientMatrix instead.");
         }
         return Vectors.dense(doubles(estimator().coef()));
     }
@@ -75,8 +75,8 @@ public final class CuwireLogisticRegressionModel extends CuwireClassificationMod
      */
     public double intercept() {
         if (isMultinomial()) {
-            throw new UnsupportedOperationException("Multinomial models contain a vector of intercepts, use "
-                    + "interceptVector instead.");
+            throw new UnsupportedOperationException(
+                    "Multinomial models contain a vector of intercepts, use " + "interceptVector instead.");
         }
         return doubles(estimator().intercept())[0];
     }
@@ -140,8 +140,8 @@ public final class CuwireLogisticRegressionModel extends CuwireClassificationMod
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */
     public static MLReader<CuwireLogisticRegressionModel> read() {
-        return reader(CuwireLogisticRegressionModel.class, LogisticRegression.class,
-                CuwireLogisticRegressionModel::new);
+        return reader(
+                CuwireLogisticRegressionModel.class, LogisticRegression.class, CuwireLogisticRegressionModel::new);
     }
 
     /** Loads a saved model into the driver's device memory. */

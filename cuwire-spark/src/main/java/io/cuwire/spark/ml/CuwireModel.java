@@ -78,8 +78,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
      * @param field the column's name, type and metadata
      * @param scoring how its values are computed
      */
-    record Output(StructField field, Scoring scoring) implements Serializable {
-    }
+    record Output(StructField field, Scoring scoring) implements Serializable {}
 
     private final String uid;
     private final FittedState.Hold hold;
@@ -184,8 +183,11 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         }
         StructType scoredType = new StructType(fields.toArray(new StructField[0]));
         UDF1<Object, Row> score = features -> score(plan.ref(), outputs, features);
-        Column scored = functions.udf(score, scoredType).asNonNullable()
-                .withName("cuwire_" + getClass().getSimpleName()).apply(functions.col(featuresColumn()));
+        Column scored = functions
+                .udf(score, scoredType)
+                .asNonNullable()
+                .withName("cuwire_" + getClass().getSimpleName())
+                .apply(functions.col(featuresColumn()));
         if (outputs.size() == 1) {
             StructField f = outputs.getFirst().field();
             return dataset.toDF().withColumn(f.name(), scored.getField("c0").as(f.name(), f.metadata()));
@@ -194,7 +196,8 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         Dataset<Row> out = dataset.toDF().withColumn(struct, scored);
         for (int c = 0; c < outputs.size(); c++) {
             StructField f = outputs.get(c).field();
-            out = out.withColumn(f.name(), functions.col(struct).getField("c" + c).as(f.name(), f.metadata()));
+            out = out.withColumn(
+                    f.name(), functions.col(struct).getField("c" + c).as(f.name(), f.metadata()));
         }
         return out.drop(struct);
     }
@@ -229,16 +232,18 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
             for (int j = 0; j < out.length; j++) {
                 Object e = seq.apply(j);
                 if (!(e instanceof Number n)) {
-                    throw new IllegalArgumentException("features hold " + e + " at " + j
-                            + " (expected: numbers, and no null)");
+                    throw new IllegalArgumentException(
+                            "features hold " + e + " at " + j + " (expected: numbers, and no null)");
                 }
                 out[j] = n.doubleValue();
             }
             return out;
         }
-        throw new IllegalArgumentException(features == null ? "null features (expected: an ml vector or an array of "
-                + "numbers in every row)" : "features of " + features.getClass().getName()
-                + " (expected: an ml vector or an array of numbers)");
+        throw new IllegalArgumentException(
+                features == null
+                        ? "null features (expected: an ml vector or an array of " + "numbers in every row)"
+                        : "features of " + features.getClass().getName()
+                                + " (expected: an ml vector or an array of numbers)");
     }
 
     @Override
@@ -264,8 +269,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     }
 
     /** Carries what a copy shares besides the state and the params (a training summary); nothing by default. */
-    void copyExtras(M copy) {
-    }
+    void copyExtras(M copy) {}
 
     /**
      * Lets go of the fitted state: released now (the broadcast closed, evicting the executors' copies, and the
@@ -378,8 +382,8 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
      * The reader of saved models of class {@code type}, whose fitted estimator is a {@code fitted}: the model is
      * made with {@code make} and gets the saved params.
      */
-    static <M extends CuwireModel<M>> MLReader<M> reader(Class<M> type, Class<? extends Estimator> fitted,
-            BiFunction<String, FittedState, M> make) {
+    static <M extends CuwireModel<M>> MLReader<M> reader(
+            Class<M> type, Class<? extends Estimator> fitted, BiFunction<String, FittedState, M> make) {
         return new Reader<>(type, fitted, make);
     }
 
@@ -396,16 +400,16 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
 
         @Override
         public M load(String path) {
-            DefaultParamsReader.Metadata meta = DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession(),
-                    type.getName());
+            DefaultParamsReader.Metadata meta =
+                    DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession(), type.getName());
             Node node = Node.current();
             Path file = new Path(path, DATA);
             Object value;
             try {
                 FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
                 try (FSDataInputStream in = fs.open(file);
-                        Serialized s = FrameStreams.read(in, node.frameAllocator(), node.hostMemory(),
-                                Limits.DEFAULT)) {
+                        Serialized s =
+                                FrameStreams.read(in, node.frameAllocator(), node.hostMemory(), Limits.DEFAULT)) {
                     value = node.registry().deserialize(s, node.target());
                 }
             } catch (IOException e) {
@@ -415,8 +419,9 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
                 if (value instanceof AutoCloseable c) {
                     Closeables.closeAll(List.of(c));
                 }
-                throw new IllegalArgumentException(file + " holds a " + value.getClass().getSimpleName()
-                        + " (expected: a fitted " + fitted.getSimpleName() + ", for " + type.getSimpleName() + ")");
+                throw new IllegalArgumentException(
+                        file + " holds a " + value.getClass().getSimpleName() + " (expected: a fitted "
+                                + fitted.getSimpleName() + ", for " + type.getSimpleName() + ")");
             }
             M model = make.apply(meta.uid(), new FittedState(fitted.cast(value)));
             meta.getAndSetParams(model, scala.Option.apply(null));

@@ -35,15 +35,16 @@ public final class CuwireMultinomialNB
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireMultinomialNB(String uid) {
         super(uid);
-        this.smoothing = new DoubleParam(this, "smoothing", "the additive smoothing (>= 0)",
-                ParamValidators.gtEq(0));
-        this.modelType = new Param<>(this, "modelType", "the model type: multinomial (the only one cuwire has)",
+        this.smoothing = new DoubleParam(this, "smoothing", "the additive smoothing (>= 0)", ParamValidators.gtEq(0));
+        this.modelType = new Param<>(
+                this,
+                "modelType",
+                "the model type: multinomial (the only one cuwire has)",
                 ParamValidators.inArray(new String[] {"multinomial"}));
-        this.alpha = new DoubleParam(this, "alpha", "the additive smoothing",
-                ParamValidators.gtEq(0));
+        this.alpha = new DoubleParam(this, "alpha", "the additive smoothing", ParamValidators.gtEq(0));
         this.fitPrior = new BooleanParam(this, "fitPrior", "whether to learn the class priors (else uniform)");
-        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
-                ParamValidators.gtEq(0));
+        this.nClasses =
+                new IntParam(this, "nClasses", "the number of classes (0: from the labels)", ParamValidators.gtEq(0));
         cuwireDefaults(fitPrior, nClasses);
         setDefault(smoothing, 1.0);
         setDefault(modelType, "multinomial");
@@ -67,8 +68,8 @@ public final class CuwireMultinomialNB
     @Override
     void configure(MultinomialNB e, SparkPartitions data) {
         if (data.minFeature() < 0) {
-            throw new IllegalArgumentException("Naive Bayes requires nonnegative feature values but found "
-                    + data.minFeature() + ".");
+            throw new IllegalArgumentException(
+                    "Naive Bayes requires nonnegative feature values but found " + data.minFeature() + ".");
         }
     }
 

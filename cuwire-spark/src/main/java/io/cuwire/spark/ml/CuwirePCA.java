@@ -20,8 +20,7 @@ import org.apache.spark.sql.types.StructField;
  * MLlib's projection of the rows as they are, or with {@code center} of the rows minus the training mean (see
  * {@link CuwirePCAModel}).
  */
-public final class CuwirePCA
-        extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAModel> {
+public final class CuwirePCA extends CuwireEstimator<PCA, CuwirePCA, CuwirePCAModel> {
     private final IntParam k;
     private final Param<String> inputCol;
     private final Param<String> outputCol;
@@ -38,18 +37,25 @@ public final class CuwirePCA
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwirePCA(String uid) {
         super(uid);
-        this.k = new IntParam(this, "k", "the number of principal components (> 0); unset: all of them, min(rows, "
-                + "features)",
+        this.k = new IntParam(
+                this,
+                "k",
+                "the number of principal components (> 0); unset: all of them, min(rows, " + "features)",
                 ParamValidators.gt(0));
-        this.inputCol = new Param<>(this, "inputCol", "the input column (MLlib's name for featuresCol): ml vectors or "
-                + "arrays of numbers");
+        this.inputCol = new Param<>(
+                this,
+                "inputCol",
+                "the input column (MLlib's name for featuresCol): ml vectors or " + "arrays of numbers");
         this.outputCol = new Param<>(this, "outputCol", "the output column: the projections as ml vectors");
-        this.center = new BooleanParam(this, "center", "whether to subtract the training mean before projecting "
-                + "(false: MLlib's projection of the rows as they are)");
-        this.nComponents = new IntParam(this, "nComponents", "the number of components to keep (0: all of them)",
-                ParamValidators.gtEq(0));
-        this.whiten = new BooleanParam(this, "whiten", "whether to scale the projections to unit variance (with "
-                + "center)");
+        this.center = new BooleanParam(
+                this,
+                "center",
+                "whether to subtract the training mean before projecting "
+                        + "(false: MLlib's projection of the rows as they are)");
+        this.nComponents = new IntParam(
+                this, "nComponents", "the number of components to keep (0: all of them)", ParamValidators.gtEq(0));
+        this.whiten = new BooleanParam(
+                this, "whiten", "whether to scale the projections to unit variance (with " + "center)");
         cuwireDefaults(whiten);
         setDefault(inputCol, "features");
         setDefault(outputCol, "pcaFeatures");

@@ -28,8 +28,11 @@ public final class CuwirePCAModel extends CuwireModel<CuwirePCAModel> {
     CuwirePCAModel(String uid, FittedState state) {
         super(uid, state);
         this.outputCol = new Param<>(this, "outputCol", "output column: the projections as ml vectors");
-        this.center = new BooleanParam(this, "center", "whether to subtract the training mean before projecting "
-                + "(false: MLlib's projection of the rows as they are)");
+        this.center = new BooleanParam(
+                this,
+                "center",
+                "whether to subtract the training mean before projecting "
+                        + "(false: MLlib's projection of the rows as they are)");
         setDefault(outputCol, "pcaFeatures");
         setDefault(center, false);
     }
@@ -105,8 +108,7 @@ public final class CuwirePCAModel extends CuwireModel<CuwirePCAModel> {
             return List.of();
         }
         boolean centered = getCenter();
-        return List.of(new Output(Schemas.vectors(getOutputCol(), k()), (fitted, x) -> project(fitted, x,
-                centered)));
+        return List.of(new Output(Schemas.vectors(getOutputCol(), k()), (fitted, x) -> project(fitted, x, centered)));
     }
 
     /**

@@ -14,8 +14,8 @@ import org.apache.spark.sql.types.StructField;
  * @param <S> the concrete stage
  * @param <M> the model it fits
  */
-public abstract class CuwirePredictor<E extends Estimator, S extends CuwirePredictor<E, S, M>,
-        M extends CuwireModel<M>> extends CuwireEstimator<E, S, M> {
+public abstract class CuwirePredictor<E extends Estimator, S extends CuwirePredictor<E, S, M>, M extends CuwireModel<M>>
+        extends CuwireEstimator<E, S, M> {
     private final Param<String> labelCol;
     private final Param<String> predictionCol;
 

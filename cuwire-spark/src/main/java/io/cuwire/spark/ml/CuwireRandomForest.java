@@ -27,8 +27,9 @@ import scala.runtime.AbstractFunction1;
  * @param <S> the concrete stage
  * @param <M> the model it fits
  */
-public abstract class CuwireRandomForest<E extends RandomForest, S extends CuwireRandomForest<E, S, M>,
-        M extends CuwireModel<M>> extends CuwirePredictor<E, S, M> {
+public abstract class CuwireRandomForest<
+                E extends RandomForest, S extends CuwireRandomForest<E, S, M>, M extends CuwireModel<M>>
+        extends CuwirePredictor<E, S, M> {
     private final IntParam numTrees;
     private final IntParam maxDepth;
     private final IntParam minInstancesPerNode;
@@ -44,28 +45,34 @@ public abstract class CuwireRandomForest<E extends RandomForest, S extends Cuwir
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     CuwireRandomForest(String uid) {
         super(uid);
-        this.numTrees = new IntParam(this, "numTrees", "the number of trees in the whole forest (>= 1)",
-                ParamValidators.gtEq(1));
-        this.maxDepth = new IntParam(this, "maxDepth", "the deepest a tree grows (>= 0; 0: one leaf)",
-                ParamValidators.gtEq(0));
-        this.minInstancesPerNode = new IntParam(this, "minInstancesPerNode", "the fewest rows in a leaf (>= 1)",
-                ParamValidators.gtEq(1));
-        this.featureSubsetStrategy = new Param<>(this, "featureSubsetStrategy", "the features tried at each split: "
-                + "auto (sqrt for a classifier, onethird for a regressor, all for one tree), all, sqrt, log2, "
-                + "onethird, a share in (0, 1] or a count",
+        this.numTrees = new IntParam(
+                this, "numTrees", "the number of trees in the whole forest (>= 1)", ParamValidators.gtEq(1));
+        this.maxDepth =
+                new IntParam(this, "maxDepth", "the deepest a tree grows (>= 0; 0: one leaf)", ParamValidators.gtEq(0));
+        this.minInstancesPerNode =
+                new IntParam(this, "minInstancesPerNode", "the fewest rows in a leaf (>= 1)", ParamValidators.gtEq(1));
+        this.featureSubsetStrategy = new Param<>(
+                this,
+                "featureSubsetStrategy",
+                "the features tried at each split: "
+                        + "auto (sqrt for a classifier, onethird for a regressor, all for one tree), all, sqrt, log2, "
+                        + "onethird, a share in (0, 1] or a count",
                 new FeatureSubsetStrategy());
-        this.bootstrap = new BooleanParam(this, "bootstrap", "whether each tree sees a bootstrap sample of its "
-                + "partition");
+        this.bootstrap =
+                new BooleanParam(this, "bootstrap", "whether each tree sees a bootstrap sample of its " + "partition");
         this.seed = new LongParam(this, "seed", "the random seed; tree t uses seed + t");
-        this.nEstimators = new IntParam(this, "nEstimators", "the number of trees in the whole forest",
-                ParamValidators.gtEq(1));
-        this.minSamplesLeaf = new IntParam(this, "minSamplesLeaf", "the fewest rows in a leaf",
-                ParamValidators.gtEq(1));
-        this.maxFeatures = new DoubleParam(this, "maxFeatures", "the share of the features tried at each split, in "
-                + "[0, 1] (0: sqrt(features)); set instead of featureSubsetStrategy",
+        this.nEstimators =
+                new IntParam(this, "nEstimators", "the number of trees in the whole forest", ParamValidators.gtEq(1));
+        this.minSamplesLeaf =
+                new IntParam(this, "minSamplesLeaf", "the fewest rows in a leaf", ParamValidators.gtEq(1));
+        this.maxFeatures = new DoubleParam(
+                this,
+                "maxFeatures",
+                "the share of the features tried at each split, in "
+                        + "[0, 1] (0: sqrt(features)); set instead of featureSubsetStrategy",
                 ParamValidators.inRange(0, 1));
-        this.minSamplesSplit = new IntParam(this, "minSamplesSplit", "the fewest rows a node needs to be split (>= 2)",
-                ParamValidators.gtEq(2));
+        this.minSamplesSplit = new IntParam(
+                this, "minSamplesSplit", "the fewest rows a node needs to be split (>= 2)", ParamValidators.gtEq(2));
         cuwireDefaults(minSamplesSplit);
         setDefault(numTrees, 20);
         setDefault(maxDepth, 5);
@@ -82,9 +89,19 @@ public abstract class CuwireRandomForest<E extends RandomForest, S extends Cuwir
 
     /** {@code forest} with this stage's params (those that do not depend on the data). */
     final E forest(E forest) {
-        forest.setParams(Map.of("nEstimators", getNumTrees(), "maxDepth", getMaxDepth(), "minSamplesLeaf",
-                getMinInstancesPerNode(), "minSamplesSplit", getMinSamplesSplit(), "bootstrap", getBootstrap(),
-                "seed", getSeed()));
+        forest.setParams(Map.of(
+                "nEstimators",
+                getNumTrees(),
+                "maxDepth",
+                getMaxDepth(),
+                "minSamplesLeaf",
+                getMinInstancesPerNode(),
+                "minSamplesSplit",
+                getMinSamplesSplit(),
+                "bootstrap",
+                getBootstrap(),
+                "seed",
+                getSeed()));
         return forest;
     }
 
@@ -95,7 +112,8 @@ public abstract class CuwireRandomForest<E extends RandomForest, S extends Cuwir
             throw new IllegalArgumentException(uid() + ": both featureSubsetStrategy (" + getFeatureSubsetStrategy()
                     + ") and its cuwire alias maxFeatures (" + getMaxFeatures() + ") are set (set one of them)");
         }
-        double share = isSet(maxFeatures) ? getMaxFeatures()
+        double share = isSet(maxFeatures)
+                ? getMaxFeatures()
                 : share(getFeatureSubsetStrategy(), data.features(), getNumTrees(), classification());
         e.setParams(Map.of("maxFeatures", share));
     }
@@ -111,8 +129,8 @@ public abstract class CuwireRandomForest<E extends RandomForest, S extends Cuwir
             case "sqrt" -> Math.ceil(Math.sqrt(features));
             case "log2" -> Math.max(1, Math.ceil(Math.log(features) / Math.log(2)));
             case "onethird" -> Math.ceil(features / 3.0);
-            default -> s.contains(".") ? Math.ceil(Double.parseDouble(s) * features)
-                    : Math.min(Integer.parseInt(s), features);
+            default ->
+                s.contains(".") ? Math.ceil(Double.parseDouble(s) * features) : Math.min(Integer.parseInt(s), features);
         };
         // cuwire tries ceil(share * features): half a feature below the count keeps rounding from adding one
         return Math.min(1, (Math.max(1, Math.min(count, features)) - 0.5) / features);

@@ -81,8 +81,8 @@ public final class CuwireRandomForestClassificationModel
 
     @Override
     public String toString() {
-        return "CuwireRandomForestClassificationModel: uid=" + uid() + ", numTrees=" + getNumTrees()
-                + ", numClasses=" + numClasses() + ", numFeatures=" + numFeatures();
+        return "CuwireRandomForestClassificationModel: uid=" + uid() + ", numTrees=" + getNumTrees() + ", numClasses="
+                + numClasses() + ", numFeatures=" + numFeatures();
     }
 
     /** A copy sharing this model's fitted state (and training summary), with {@code extra}'s params. */
@@ -93,7 +93,9 @@ public final class CuwireRandomForestClassificationModel
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */
     public static MLReader<CuwireRandomForestClassificationModel> read() {
-        return reader(CuwireRandomForestClassificationModel.class, RandomForestClassifier.class,
+        return reader(
+                CuwireRandomForestClassificationModel.class,
+                RandomForestClassifier.class,
                 CuwireRandomForestClassificationModel::new);
     }
 

@@ -19,8 +19,8 @@ import org.apache.spark.sql.types.StructField;
  * columns (see {@link CuwireClassificationModel}).
  */
 public final class CuwireRandomForestClassifier
-        extends CuwireRandomForest<RandomForestClassifier, CuwireRandomForestClassifier,
-        CuwireRandomForestClassificationModel> {
+        extends CuwireRandomForest<
+                RandomForestClassifier, CuwireRandomForestClassifier, CuwireRandomForestClassificationModel> {
     private final IntParam nClasses;
     private final Param<String> rawPredictionCol;
     private final Param<String> probabilityCol;
@@ -34,8 +34,8 @@ public final class CuwireRandomForestClassifier
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     public CuwireRandomForestClassifier(String uid) {
         super(uid);
-        this.nClasses = new IntParam(this, "nClasses", "the number of classes (0: from the labels)",
-                ParamValidators.gtEq(0));
+        this.nClasses =
+                new IntParam(this, "nClasses", "the number of classes (0: from the labels)", ParamValidators.gtEq(0));
         this.rawPredictionCol = CuwireClassifier.classifierColumn(this, "rawPredictionCol");
         this.probabilityCol = CuwireClassifier.classifierColumn(this, "probabilityCol");
         setDefault(rawPredictionCol, "rawPrediction");

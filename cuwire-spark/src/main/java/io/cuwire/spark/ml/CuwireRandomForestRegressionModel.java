@@ -70,9 +70,9 @@ public final class CuwireRandomForestRegressionModel extends CuwireModel<CuwireR
 
     @Override
     List<Output> outputs() {
-        return getPredictionCol().isEmpty() ? List.of()
-                : List.of(new Output(Schemas.doubles(getPredictionCol()),
-                        CuwireRandomForestRegressionModel::predict));
+        return getPredictionCol().isEmpty()
+                ? List.of()
+                : List.of(new Output(Schemas.doubles(getPredictionCol()), CuwireRandomForestRegressionModel::predict));
     }
 
     private static Object[] predict(Estimator fitted, NdArray x) {
@@ -93,7 +93,9 @@ public final class CuwireRandomForestRegressionModel extends CuwireModel<CuwireR
 
     /** The reader of saved models (Spark's {@code PipelineModel.load} finds it by reflection). */
     public static MLReader<CuwireRandomForestRegressionModel> read() {
-        return reader(CuwireRandomForestRegressionModel.class, RandomForestRegressor.class,
+        return reader(
+                CuwireRandomForestRegressionModel.class,
+                RandomForestRegressor.class,
                 CuwireRandomForestRegressionModel::new);
     }
 

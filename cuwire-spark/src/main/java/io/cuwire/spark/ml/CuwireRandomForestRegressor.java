@@ -11,8 +11,8 @@ import org.apache.spark.ml.util.MLReader;
  * {@code RandomForestRegressor} params (see {@link CuwireRandomForest}).
  */
 public final class CuwireRandomForestRegressor
-        extends CuwireRandomForest<RandomForestRegressor, CuwireRandomForestRegressor,
-        CuwireRandomForestRegressionModel> {
+        extends CuwireRandomForest<
+                RandomForestRegressor, CuwireRandomForestRegressor, CuwireRandomForestRegressionModel> {
 
     /** A stage with a fresh uid. */
     public CuwireRandomForestRegressor() {

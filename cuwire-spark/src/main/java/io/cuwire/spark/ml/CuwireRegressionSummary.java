@@ -23,8 +23,8 @@ public final class CuwireRegressionSummary {
     private Dataset<Row> predictions;
     private RegressionMetrics metrics;
 
-    CuwireRegressionSummary(CuwireModel<?> model, Dataset<?> training, String labelCol, String predictionCol,
-            boolean throughOrigin) {
+    CuwireRegressionSummary(
+            CuwireModel<?> model, Dataset<?> training, String labelCol, String predictionCol, boolean throughOrigin) {
         this.model = model;
         this.training = training;
         this.labelCol = labelCol;
@@ -35,8 +35,8 @@ public final class CuwireRegressionSummary {
     /** {@code s}, or MLlib's error when a model has no summary. */
     static CuwireRegressionSummary present(CuwireRegressionSummary s, Object model) {
         if (s == null) {
-            throw new IllegalStateException("No training summary available for this "
-                    + model.getClass().getSimpleName());
+            throw new IllegalStateException(
+                    "No training summary available for this " + model.getClass().getSimpleName());
         }
         return s;
     }
@@ -64,7 +64,10 @@ public final class CuwireRegressionSummary {
     private synchronized RegressionMetrics metrics() {
         if (metrics == null) {
             JavaRDD<Tuple2<Object, Object>> pairs = predictions()
-                    .select(functions.col(predictionCol), functions.col(labelCol).cast("double")).toJavaRDD()
+                    .select(
+                            functions.col(predictionCol),
+                            functions.col(labelCol).cast("double"))
+                    .toJavaRDD()
                     .map(r -> new Tuple2<>(r.getDouble(0), r.getDouble(1)));
             metrics = new RegressionMetrics(pairs.rdd(), throughOrigin);
         }

@@ -14,8 +14,7 @@ import org.apache.spark.sql.Dataset;
  * Least squares with scikit-learn's L2 penalty {@code alpha}: cuwire's {@code Ridge} as a Spark ML estimator; its
  * models are linear regression models. (MLlib's {@code regParam} is {@link CuwireLinearRegression}'s.)
  */
-public final class CuwireRidge
-        extends CuwirePredictor<Ridge, CuwireRidge, CuwireLinearRegressionModel> {
+public final class CuwireRidge extends CuwirePredictor<Ridge, CuwireRidge, CuwireLinearRegressionModel> {
     private final BooleanParam fitIntercept;
     private final DoubleParam alpha;
 
@@ -29,8 +28,10 @@ public final class CuwireRidge
     public CuwireRidge(String uid) {
         super(uid);
         this.fitIntercept = new BooleanParam(this, "fitIntercept", "whether to fit an intercept");
-        this.alpha = new DoubleParam(this, "alpha", "the L2 penalty strength, scikit-learn's: ||y - Xw - b||² + alpha "
-                + "||w||² (>= 0)",
+        this.alpha = new DoubleParam(
+                this,
+                "alpha",
+                "the L2 penalty strength, scikit-learn's: ||y - Xw - b||² + alpha " + "||w||² (>= 0)",
                 ParamValidators.gtEq(0));
         cuwireDefaults(fitIntercept, alpha);
     }
@@ -52,7 +53,11 @@ public final class CuwireRidge
 
     @Override
     void fitted(CuwireLinearRegressionModel model, Dataset<?> dataset) {
-        model.setSummary(new CuwireRegressionSummary(model, dataset, getLabelCol(), model.getPredictionCol(),
+        model.setSummary(new CuwireRegressionSummary(
+                model,
+                dataset,
+                getLabelCol(),
+                model.getPredictionCol(),
                 !model.estimator().fitIntercept()));
     }
 

@@ -24,8 +24,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safe. The release runs on the thread that drops the last hold, or on the cleaner's thread.
  */
 final class FittedState {
-    private static final Cleaner CLEANER = Cleaner.create(r -> Thread.ofPlatform().daemon()
-            .name("cuwire-spark-model-cleaner").unstarted(r));
+    private static final Cleaner CLEANER = Cleaner.create(
+            r -> Thread.ofPlatform().daemon().name("cuwire-spark-model-cleaner").unstarted(r));
     /** Holds released by the cleaner (their holder became unreachable), since the JVM started: for tests. */
     private static final AtomicLong CLEANED = new AtomicLong();
 
@@ -35,6 +35,7 @@ final class FittedState {
     private boolean released;
     /** Set once the broadcast and the estimator were closed. */
     private volatile boolean freed;
+
     private ModelBroadcast<Estimator> broadcast;
 
     /** The state of {@code fitted}, which it owns from now on; no holds yet. */

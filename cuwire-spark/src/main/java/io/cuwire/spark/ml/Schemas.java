@@ -20,8 +20,7 @@ import org.apache.spark.sql.types.StructType;
 final class Schemas {
     private static final VectorUDT VECTOR = new VectorUDT();
 
-    private Schemas() {
-    }
+    private Schemas() {}
 
     /**
      * {@code schema} with {@code fields} appended, after checking the features column.
@@ -68,8 +67,8 @@ final class Schemas {
                 return f;
             }
         }
-        throw new IllegalArgumentException("Column " + name + " does not exist. Available: "
-                + String.join(", ", schema.fieldNames()));
+        throw new IllegalArgumentException(
+                "Column " + name + " does not exist. Available: " + String.join(", ", schema.fieldNames()));
     }
 
     /** A double column. */
@@ -79,19 +78,24 @@ final class Schemas {
 
     /** A double column of class indices {@code 0 .. classes-1} (MLlib's nominal attribute), as classifiers make. */
     static StructField classes(String name, int classes) {
-        StructField f = NominalAttribute.defaultAttr().withName(name).withNumValues(classes).toStructField();
+        StructField f = NominalAttribute.defaultAttr()
+                .withName(name)
+                .withNumValues(classes)
+                .toStructField();
         return new StructField(name, DataTypes.DoubleType, false, f.metadata());
     }
 
     /** An integer column of cluster indices {@code 0 .. k-1}, as k-means makes. */
     static StructField clusters(String name, int k) {
-        StructField f = NominalAttribute.defaultAttr().withName(name).withNumValues(k).toStructField();
+        StructField f =
+                NominalAttribute.defaultAttr().withName(name).withNumValues(k).toStructField();
         return new StructField(name, DataTypes.IntegerType, false, f.metadata());
     }
 
     /** A column of ml vectors of {@code size} elements ({@code size < 0}: not known). */
     static StructField vectors(String name, int size) {
-        return size < 0 ? new StructField(name, VECTOR, false, Metadata.empty())
+        return size < 0
+                ? new StructField(name, VECTOR, false, Metadata.empty())
                 : new AttributeGroup(name, size).toStructField();
     }
 }

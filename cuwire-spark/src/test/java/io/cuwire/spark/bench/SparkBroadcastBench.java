@@ -42,7 +42,8 @@ class SparkBroadcastBench {
     void shouldTimeACuwireHandleAgainstASparkBroadcast() {
         long mib = Long.getLong("cuwire.spark.bench");
         int n = (int) (mib * 1024 * 1024 / 8);
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         double[] values = new double[n];
         for (int i = 0; i < n; i++) {
             values[i] = i;
@@ -58,8 +59,9 @@ class SparkBroadcastBench {
                 long t0 = System.nanoTime();
                 try (ModelBroadcast<NdArray> b = CuwireSpark.broadcast(model)) {
                     ModelRef<NdArray> ref = b.ref();
-                    List<String> seen = jsc.parallelize(tasks, TASKS).map(i -> SparkEnv.get().executorId() + "="
-                            + ref.apply(NdArray::byteSize)).collect();
+                    List<String> seen = jsc.parallelize(tasks, TASKS)
+                            .map(i -> SparkEnv.get().executorId() + "=" + ref.apply(NdArray::byteSize))
+                            .collect();
                     double s = (System.nanoTime() - t0) / 1e9;
                     long fetched = 0;
                     long fromDriver = 0;
@@ -67,24 +69,32 @@ class SparkBroadcastBench {
                     for (NodeStats st : CuwireSpark.executorStats(true)) {
                         fetched += st.fetched();
                         fromDriver += st.fetchedFromDriver();
-                        copies.append(String.format(" | exec %s: from driver %d, from peers %d, H2D %.0f MiB, "
-                                + "D2H %.0f MiB, H2H %.0f MiB", st.executorId(), st.fetchedFromDriver(),
-                                st.fetchedFromPeers(), st.copied(CopyDirection.H2D) / 1048576.0,
-                                st.copied(CopyDirection.D2H) / 1048576.0, st.copied(CopyDirection.H2H) / 1048576.0));
+                        copies.append(String.format(
+                                " | exec %s: from driver %d, from peers %d, H2D %.0f MiB, "
+                                        + "D2H %.0f MiB, H2H %.0f MiB",
+                                st.executorId(),
+                                st.fetchedFromDriver(),
+                                st.fetchedFromPeers(),
+                                st.copied(CopyDirection.H2D) / 1048576.0,
+                                st.copied(CopyDirection.D2H) / 1048576.0,
+                                st.copied(CopyDirection.H2H) / 1048576.0));
                     }
                     assertEquals(2, fetched, "each executor fetched once: " + seen);
                     assertEquals(1, fromDriver, "one executor fetched from the driver, the other from it: " + copies);
-                    System.out.printf("round %d cuwire handle: %.3f s (%.2f GB/s per executor)%s%n", round, s,
-                            mib * 1048576.0 / s / 1e9, copies);
+                    System.out.printf(
+                            "round %d cuwire handle: %.3f s (%.2f GB/s per executor)%s%n",
+                            round, s, mib * 1048576.0 / s / 1e9, copies);
                 }
                 long t1 = System.nanoTime();
                 Broadcast<double[]> bc = jsc.broadcast(values);
-                List<String> seen = jsc.parallelize(tasks, TASKS).map(i -> SparkEnv.get().executorId() + "="
-                        + bc.value().length).collect();
+                List<String> seen = jsc.parallelize(tasks, TASKS)
+                        .map(i -> SparkEnv.get().executorId() + "=" + bc.value().length)
+                        .collect();
                 double s = (System.nanoTime() - t1) / 1e9;
                 bc.destroy();
-                System.out.printf("round %d sc.broadcast (Kryo): %.3f s (%.2f GB/s per executor) %s%n", round, s,
-                        mib * 1048576.0 / s / 1e9, seen);
+                System.out.printf(
+                        "round %d sc.broadcast (Kryo): %.3f s (%.2f GB/s per executor) %s%n",
+                        round, s, mib * 1048576.0 / s / 1e9, seen);
             }
         }
     }

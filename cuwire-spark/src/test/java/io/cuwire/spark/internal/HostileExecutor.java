@@ -63,6 +63,7 @@ final class HostileExecutor implements HostileTarget {
     private static final String EXECUTOR_ID = "1";
     /** A model id and a peer address nothing holds or listens at. */
     private static final long NO_MODEL = 1L << 40;
+
     private static final String NOWHERE = "tcp://127.0.0.1:1";
 
     private final PrintStream log;
@@ -74,8 +75,9 @@ final class HostileExecutor implements HostileTarget {
     private final AtomicLong commandIds = new AtomicLong();
     /** The ids of the replies this side sends the executor unasked. */
     private final AtomicLong unaskedIds = new AtomicLong(1L << 41);
-    private final BufferAllocator<DeviceBuffer> attackerMemory = Devices.get(0).newAllocator(
-            "hostile-executor-attacker", BufferAllocator.UNLIMITED);
+
+    private final BufferAllocator<DeviceBuffer> attackerMemory =
+            Devices.get(0).newAllocator("hostile-executor-attacker", BufferAllocator.UNLIMITED);
     private final LinearRegression model = new LinearRegression();
     private NdArray x;
     private long rowSeed;
@@ -94,14 +96,19 @@ final class HostileExecutor implements HostileTarget {
                     .jvmOptions("-XX:+UseSerialGC")
                     // as Spark gives its executors (JavaModuleOptions) and this JVM has: the CPU backend's vector
                     // kernels, so that the executor's prediction has the bits of this JVM's
-                    .jvmOptions(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
-                            ? List.of("--add-modules=jdk.incubator.vector") : List.of())
+                    .jvmOptions(
+                            ModuleLayer.boot()
+                                            .findModule("jdk.incubator.vector")
+                                            .isPresent()
+                                    ? List.of("--add-modules=jdk.incubator.vector")
+                                    : List.of())
                     .env(HostileExecutorMain.SECRET_ENV, HexFormat.of().formatHex(HostileCampaign.SECRET))
                     .args(EXECUTOR_ID, driver.address())
                     .onLine(this::onLine)
                     .start();
             String listening = child.awaitLine(HostileExecutorMain.LISTENING, Duration.ofSeconds(60));
-            this.address = listening.substring(HostileExecutorMain.LISTENING.length()).strip();
+            this.address =
+                    listening.substring(HostileExecutorMain.LISTENING.length()).strip();
         } catch (Exception | Error e) {
             if (child != null) {
                 child.close();
@@ -111,7 +118,7 @@ final class HostileExecutor implements HostileTarget {
         }
         this.executor = child;
         this.commands = child.process().getOutputStream();
-        driver.executorAdded(EXECUTOR_ID, address);  // what the driver's plugin does with the registration
+        driver.executorAdded(EXECUTOR_ID, address); // what the driver's plugin does with the registration
     }
 
     /** Starts an executor (its endpoint listening over TCP) and the driver's node of its application. */
@@ -188,25 +195,40 @@ final class HostileExecutor implements HostileTarget {
         // and the campaign's own two: the ping (stats), and the carrier (a reply not asked for) of the device array
         NdArray deviceArray = v.deviceArray();
         return List.of(
-                new SeedRequest("fetch-nothing", n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, true, ""),
-                        Family.CUDA, Family.HOST),
-                new SeedRequest("fetch-redirectable", n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, false,
-                        NOWHERE), Family.CUDA, Family.HOST),
-                new SeedRequest("evict-nothing", n -> new SparkRequest.Evict(n, NO_MODEL, 1), Family.CUDA,
+                new SeedRequest(
+                        "fetch-nothing",
+                        n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, true, ""),
+                        Family.CUDA,
                         Family.HOST),
+                new SeedRequest(
+                        "fetch-redirectable",
+                        n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, false, NOWHERE),
+                        Family.CUDA,
+                        Family.HOST),
+                new SeedRequest("evict-nothing", n -> new SparkRequest.Evict(n, NO_MODEL, 1), Family.CUDA, Family.HOST),
                 new SeedRequest("stats-reset", n -> new SparkRequest.Stats(n, true), Family.CUDA, Family.HOST),
                 new SeedRequest("unasked-host", n -> Reply.ok(n, v.hostArray()), Family.CUDA, Family.HOST),
                 new SeedRequest("unasked-host-family", n -> Reply.ok(n, deviceArray), Family.HOST),
                 new SeedRequest("unasked-composite", n -> Reply.ok(n, v.composite()), Family.CUDA, Family.HOST),
                 new SeedRequest("unasked-model", n -> Reply.ok(n, v.model()), Family.CUDA, Family.HOST),
-                new SeedRequest("unasked-java-model", n -> Reply.ok(n, v.model()), Family.JAVA, Family.CUDA,
+                new SeedRequest(
+                        "unasked-java-model", n -> Reply.ok(n, v.model()), Family.JAVA, Family.CUDA, Family.HOST),
+                new SeedRequest(
+                        "unasked-nested",
+                        n -> Reply.ok(
+                                n,
+                                List.of(
+                                        Optional.of(deviceArray),
+                                        new SparkRequest.Fetch(0, NO_MODEL, 1, NOWHERE, true, ""),
+                                        Reply.ok(0, deviceArray))),
+                        Family.CUDA,
                         Family.HOST),
-                new SeedRequest("unasked-nested", n -> Reply.ok(n, List.of(Optional.of(deviceArray),
-                        new SparkRequest.Fetch(0, NO_MODEL, 1, NOWHERE, true, ""), Reply.ok(0, deviceArray))),
-                        Family.CUDA, Family.HOST),
                 new SeedRequest("unasked-missing", n -> Reply.missing(n, "no such model"), Family.CUDA, Family.HOST),
-                new SeedRequest("unasked-undecodable", n -> Reply.undecodable(n, new IllegalStateException("no")),
-                        Family.CUDA, Family.HOST),
+                new SeedRequest(
+                        "unasked-undecodable",
+                        n -> Reply.undecodable(n, new IllegalStateException("no")),
+                        Family.CUDA,
+                        Family.HOST),
                 new SeedRequest("redirect", n -> new Node.Redirect(NOWHERE), Family.CUDA, Family.HOST),
                 new SeedRequest("bare-model", n -> v.model(), Family.CUDA, Family.HOST),
                 new SeedRequest("bare-device", n -> deviceArray, Family.CUDA, Family.HOST));
@@ -239,8 +261,12 @@ final class HostileExecutor implements HostileTarget {
     public void serve(SplittableRandom random) throws Exception {
         if (x == null) {
             rowSeed = random.nextLong();
-            x = MlTesting.array(driver.deviceMemory(), DType.FLOAT64, HostileExecutorMain.rows(rowSeed),
-                    HostileExecutorMain.ROWS, HostileExecutorMain.COLUMNS);
+            x = MlTesting.array(
+                    driver.deviceMemory(),
+                    DType.FLOAT64,
+                    HostileExecutorMain.rows(rowSeed),
+                    HostileExecutorMain.ROWS,
+                    HostileExecutorMain.COLUMNS);
         }
         double[] targets = MlTesting.gaussian(random, HostileExecutorMain.ROWS);
         release();
@@ -249,11 +275,15 @@ final class HostileExecutor implements HostileTarget {
         }
         broadcast = CuwireSpark.broadcast(model);
         String bits = command("predict " + serialized(broadcast.ref()) + " " + rowSeed);
-        double[] got = Arrays.stream(bits.split(",")).mapToDouble(b -> Double.longBitsToDouble(
-                Long.parseUnsignedLong(b, 16))).toArray();
+        double[] got = Arrays.stream(bits.split(","))
+                .mapToDouble(b -> Double.longBitsToDouble(Long.parseUnsignedLong(b, 16)))
+                .toArray();
         try (NdArray expected = model.predict(x)) {
-            assertArrayEquals(MlTesting.values(expected), got, 0.0, "the executor's prediction with the broadcast "
-                    + "model differs from the model's own");
+            assertArrayEquals(
+                    MlTesting.values(expected),
+                    got,
+                    0.0,
+                    "the executor's prediction with the broadcast " + "model differs from the model's own");
         }
     }
 
@@ -277,7 +307,9 @@ final class HostileExecutor implements HostileTarget {
 
     @Override
     public Accounts accounts() throws Exception {
-        long[] a = Arrays.stream(command("accounts").split(" ")).mapToLong(Long::parseLong).toArray();
+        long[] a = Arrays.stream(command("accounts").split(" "))
+                .mapToLong(Long::parseLong)
+                .toArray();
         return new Accounts(a[0], a[1], 0, a[2]);
     }
 
@@ -312,8 +344,8 @@ final class HostileExecutor implements HostileTarget {
     @Override
     public void unknownOperation(TestClient peer, List<Object> value) throws Exception {
         peer.endpoint.send(Reply.ok(unaskedIds.incrementAndGet(), value)).get(SERVED, TimeUnit.SECONDS);
-        Reply r = peer.request(n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, true, "")).get(SERVED,
-                TimeUnit.SECONDS);
+        Reply r = peer.request(n -> new SparkRequest.Fetch(n, NO_MODEL, 1, NOWHERE, true, ""))
+                .get(SERVED, TimeUnit.SECONDS);
         Reply.Missing missing = assertInstanceOf(Reply.Missing.class, r, r.toString());
         assertTrue(missing.why().contains("does not hold model " + NO_MODEL), missing.why());
     }
@@ -358,7 +390,12 @@ final class HostileExecutor implements HostileTarget {
         int code = executor.awaitExit(Duration.ofSeconds(60));
         String output = executor.output();
         assertEquals(0, code, output);
-        assertEquals(1, output().stream().filter(l -> l.contains(HostileExecutorMain.STOPPING)).count(), output);
+        assertEquals(
+                1,
+                output().stream()
+                        .filter(l -> l.contains(HostileExecutorMain.STOPPING))
+                        .count(),
+                output);
     }
 
     @Override
@@ -381,7 +418,7 @@ final class HostileExecutor implements HostileTarget {
         }
         if (!stopped) {
             try {
-                commands.close();  // the executor stops when its input closes
+                commands.close(); // the executor stops when its input closes
                 log.println("[hostile] the executor exited " + executor.awaitExit(Duration.ofSeconds(30)) + ":");
             } catch (IOException | InterruptedException e) {
                 log.println("[hostile] the executor did not exit: " + e.getMessage());

@@ -50,17 +50,18 @@ public final class HostileExecutorMain {
     static final String STOPPING = "; stopping (exit ";
     /** The environment variable with the cluster secret, hex (not on the command line). */
     static final String SECRET_ENV = "CUWIRE_HOSTILE_SECRET";
+
     static final int ROWS = 200;
     static final int COLUMNS = 8;
 
-    private HostileExecutorMain() {
-    }
+    private HostileExecutorMain() {}
 
     /** {@code executorId driverAddress}. */
     public static void main(String[] args) throws Exception {
         String executorId = args[0];
         String driver = args[1];
-        SparkConf conf = new SparkConf(false).set(CuwirePlugin.HOST, "127.0.0.1").set(CuwirePlugin.DEVICE, "0");
+        SparkConf conf =
+                new SparkConf(false).set(CuwirePlugin.HOST, "127.0.0.1").set(CuwirePlugin.DEVICE, "0");
         ExecutorPlugin plugin = new CuwirePlugin().executorPlugin();
         // The keys of the map the driver's half returns from its init, which Spark hands to every executor's half.
         plugin.init(context(conf, executorId, driver), Map.of("secret", System.getenv(SECRET_ENV), "driver", driver));
@@ -72,10 +73,14 @@ public final class HostileExecutorMain {
             String answer;
             try {
                 answer = switch (w[1]) {
-                    case "accounts" -> node.stats(false).deviceBytes() + " " + node.hostMemory().allocatedBytes()
-                            + " " + node.stats(false).cachedModels();
-                    case "pools" -> HostileTarget.bufferPools().stream().map(String::valueOf)
-                            .collect(Collectors.joining(" "));
+                    case "accounts" ->
+                        node.stats(false).deviceBytes() + " "
+                                + node.hostMemory().allocatedBytes() + " "
+                                + node.stats(false).cachedModels();
+                    case "pools" ->
+                        HostileTarget.bufferPools().stream()
+                                .map(String::valueOf)
+                                .collect(Collectors.joining(" "));
                     case "predict" -> predict(node, w[2], Long.parseLong(w[3]));
                     case "stop" -> {
                         plugin.shutdown();
@@ -104,7 +109,8 @@ public final class HostileExecutorMain {
 
     private static String predict(Node node, String ref, long seed) throws Exception {
         ModelRef<?> model;
-        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(Base64.getDecoder().decode(ref)))) {
+        try (ObjectInputStream in = new ObjectInputStream(
+                new ByteArrayInputStream(Base64.getDecoder().decode(ref)))) {
             model = (ModelRef<?>) in.readObject();
         }
         try (NdArray x = MlTesting.array(node.deviceMemory(), DType.FLOAT64, rows(seed), ROWS, COLUMNS)) {
@@ -132,8 +138,10 @@ public final class HostileExecutorMain {
      * configured), and the driver's half's answer to its registration ({@code ask}): the driver's address.
      */
     private static PluginContext context(SparkConf conf, String executorId, String driver) {
-        return (PluginContext) Proxy.newProxyInstance(HostileExecutorMain.class.getClassLoader(),
-                new Class<?>[] {PluginContext.class}, (proxy, method, args) -> switch (method.getName()) {
+        return (PluginContext) Proxy.newProxyInstance(
+                HostileExecutorMain.class.getClassLoader(),
+                new Class<?>[] {PluginContext.class},
+                (proxy, method, args) -> switch (method.getName()) {
                     case "conf" -> conf;
                     case "executorID" -> executorId;
                     case "hostname" -> "127.0.0.1";

@@ -52,8 +52,10 @@ class SparkMlContractTest {
             }
             throw new UnsupportedOperationException("the read-write check called " + method);
         };
-        return (DefaultReadWriteTest) Proxy.newProxyInstance(SparkMlContractTest.class.getClassLoader(),
-                new Class<?>[] {DefaultReadWriteTest.class, Assertions.class}, h);
+        return (DefaultReadWriteTest) Proxy.newProxyInstance(
+                SparkMlContractTest.class.getClassLoader(),
+                new Class<?>[] {DefaultReadWriteTest.class, Assertions.class},
+                h);
     }
 
     /** Spark's read-write check of {@code instance}: save, refuse to save again, overwrite, read, load, params. */
@@ -83,8 +85,8 @@ class SparkMlContractTest {
         List<Supplier<CuwireEstimator<?, ?, ?>>> stages = SparkMlLifetimeTest.stages();
         for (Supplier<CuwireEstimator<?, ?, ?>> s : stages) {
             if (s.get() instanceof CuwirePredictor<?, ?, ?> p) {
-                checkNumericTypes(p, p instanceof CuwireClassifier<?, ?, ?>
-                        || p instanceof CuwireRandomForestClassifier);
+                checkNumericTypes(
+                        p, p instanceof CuwireClassifier<?, ?, ?> || p instanceof CuwireRandomForestClassifier);
             }
         }
     }

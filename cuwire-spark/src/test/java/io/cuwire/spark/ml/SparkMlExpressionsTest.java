@@ -47,17 +47,24 @@ class SparkMlExpressionsTest {
     @Test
     void shouldNotRunTheModelForAQueryThatReadsNoModelColumn() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 2, 51);
-        CuwireLogisticRegressionModel model = new CuwireLogisticRegression().setMaxIter(10).fit(d.frame());
+        CuwireLogisticRegressionModel model =
+                new CuwireLogisticRegression().setMaxIter(10).fit(d.frame());
         CuwireSpark.executorStats(true);
         Dataset<Row> out = model.transform(d.frame());
         Dataset<Row> labels = out.select("label");
-        assertFalse(labels.queryExecution().optimizedPlan().toString().contains("cuwire_"),
+        assertFalse(
+                labels.queryExecution().optimizedPlan().toString().contains("cuwire_"),
                 "pruned: " + labels.queryExecution().optimizedPlan());
         assertEquals(SparkMlTest.ROWS, labels.count());
         assertEquals(0, fetched(), "no executor fetched the model for a query without its columns");
         Dataset<Row> predictions = out.select("prediction");
-        assertTrue(predictions.queryExecution().optimizedPlan().toString().contains("cuwire_"
-                + "CuwireLogisticRegressionModel"), predictions.queryExecution().optimizedPlan().toString());
+        assertTrue(
+                predictions
+                        .queryExecution()
+                        .optimizedPlan()
+                        .toString()
+                        .contains("cuwire_" + "CuwireLogisticRegressionModel"),
+                predictions.queryExecution().optimizedPlan().toString());
         assertEquals(SparkMlTest.ROWS, predictions.collectAsList().size());
         assertTrue(fetched() >= 1, "the executors fetched the model to compute its column");
     }
@@ -69,15 +76,23 @@ class SparkMlExpressionsTest {
         CuwireLinearRegressionModel model = new CuwireLinearRegression().fit(arrays);
         String input = dir.resolve("in").toString();
         arrays.write().json(input);
-        Dataset<Row> stream = SparkCluster.session().readStream().schema(arrays.schema()).json(input);
+        Dataset<Row> stream =
+                SparkCluster.session().readStream().schema(arrays.schema()).json(input);
         Dataset<Row> scored = model.transform(stream);
         assertTrue(scored.isStreaming());
-        StreamingQuery q = scored.select("id", "prediction").writeStream().format("memory")
-                .queryName("cuwire_stream_predictions").trigger(Trigger.AvailableNow()).start();
+        StreamingQuery q = scored.select("id", "prediction")
+                .writeStream()
+                .format("memory")
+                .queryName("cuwire_stream_predictions")
+                .trigger(Trigger.AvailableNow())
+                .start();
         q.awaitTermination();
-        List<Row> streamed = SparkCluster.session().table("cuwire_stream_predictions").orderBy("id")
+        List<Row> streamed = SparkCluster.session()
+                .table("cuwire_stream_predictions")
+                .orderBy("id")
                 .collectAsList();
-        List<Row> batch = model.transform(arrays).select("id", "prediction").orderBy("id").collectAsList();
+        List<Row> batch =
+                model.transform(arrays).select("id", "prediction").orderBy("id").collectAsList();
         assertEquals(SparkMlTest.ROWS, streamed.size());
         double[] a = new double[batch.size()];
         double[] b = new double[batch.size()];
@@ -91,13 +106,19 @@ class SparkMlExpressionsTest {
 
     @Test
     void shouldKeepATasksCpuWorkOnTheCoresSparkGaveIt() {
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
-        List<String> seen = jsc.parallelize(List.of(1, 2, 3, 4), 4).map(i -> {
-            Set<String> threads = ConcurrentHashMap.newKeySet();
-            long sum = TaskCores.run(() -> IntStream.range(0, 200_000).parallel()
-                    .peek(v -> threads.add(Thread.currentThread().getName())).asLongStream().sum());
-            return TaskCores.cores() + " " + sum + " " + new TreeSet<>(threads);
-        }).collect();
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        List<String> seen = jsc.parallelize(List.of(1, 2, 3, 4), 4)
+                .map(i -> {
+                    Set<String> threads = ConcurrentHashMap.newKeySet();
+                    long sum = TaskCores.run(() -> IntStream.range(0, 200_000)
+                            .parallel()
+                            .peek(v -> threads.add(Thread.currentThread().getName()))
+                            .asLongStream()
+                            .sum());
+                    return TaskCores.cores() + " " + sum + " " + new TreeSet<>(threads);
+                })
+                .collect();
         int cores = SparkCluster.session().sparkContext().getConf().getInt("spark.task.cpus", 1);
         for (String s : seen) {
             String[] parts = s.split(" ", 3);

@@ -72,14 +72,18 @@ class SparkMlLifetimeTest {
         List<Row> rows = new ArrayList<>();
         for (int i = 0; i < ROWS; i++) {
             int label = i % 2;
-            rows.add(RowFactory.create((long) i, Vectors.dense(r.nextInt(4) + 3.0 * label, r.nextInt(4),
-                    r.nextInt(4) + 2.0 * (1 - label)), (double) label));
+            rows.add(RowFactory.create(
+                    (long) i,
+                    Vectors.dense(r.nextInt(4) + 3.0 * label, r.nextInt(4), r.nextInt(4) + 2.0 * (1 - label)),
+                    (double) label));
         }
         StructType schema = new StructType(new StructField[] {
             new StructField("id", DataTypes.LongType, false, Metadata.empty()),
             new StructField("features", new VectorUDT(), false, Metadata.empty()),
-            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())});
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())
+        });
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         return SparkCluster.session().createDataFrame(jsc.parallelize(rows, 2), schema);
     }
 
@@ -88,11 +92,18 @@ class SparkMlLifetimeTest {
         return List.of(
                 CuwireLinearRegression::new,
                 () -> new CuwireRidge().setParam("alpha", 0.5),
-                () -> new CuwireKMeans().setParam("nClusters", 2).setParam("maxIter", 2).setParam("seed", 1L),
+                () -> new CuwireKMeans()
+                        .setParam("nClusters", 2)
+                        .setParam("maxIter", 2)
+                        .setParam("seed", 1L),
                 () -> new CuwireLogisticRegression().setParam("maxIter", 3),
                 CuwireMultinomialNB::new,
-                () -> new CuwireRandomForestClassifier().setParam("nEstimators", 2).setParam("maxDepth", 3),
-                () -> new CuwireRandomForestRegressor().setParam("nEstimators", 2).setParam("maxDepth", 3),
+                () -> new CuwireRandomForestClassifier()
+                        .setParam("nEstimators", 2)
+                        .setParam("maxDepth", 3),
+                () -> new CuwireRandomForestRegressor()
+                        .setParam("nEstimators", 2)
+                        .setParam("maxDepth", 3),
                 () -> new CuwireKNeighborsClassifier().setParam("nNeighbors", 3),
                 () -> new CuwirePCA().setParam("nComponents", 2));
     }
@@ -121,8 +132,8 @@ class SparkMlLifetimeTest {
             }
         }
         assertArrayEquals(expected, passed, scenario + ": runs by stage");
-        System.out.println(scenario + ": " + Arrays.stream(passed).sum() + " of " + Arrays.stream(expected).sum()
-                + " runs passed, by stage " + Arrays.toString(passed));
+        System.out.println(scenario + ": " + Arrays.stream(passed).sum() + " of "
+                + Arrays.stream(expected).sum() + " runs passed, by stage " + Arrays.toString(passed));
     }
 
     /** The column a stage's models append. */
@@ -131,8 +142,7 @@ class SparkMlLifetimeTest {
     }
 
     /** A transformed frame and the state its model held (the model itself is garbage once this is returned). */
-    record Transformed(Dataset<Row> frame, FittedState state, String column) {
-    }
+    record Transformed(Dataset<Row> frame, FittedState state, String column) {}
 
     static Transformed fitAndTransform(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
         CuwireModel<?> model = stage.fit(df);
@@ -185,8 +195,10 @@ class SparkMlLifetimeTest {
     /** {@code stage.fit(df).transform(df)}, a GC that collects the model, then an action; the state it held. */
     private static FittedState fitTransformGcAndAct(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
         Transformed t = fitAndTransform(stage, df);
-        gcUntil(() -> t.state().holds() == 1, () -> stage + ": the model was not collected; holds "
-                + t.state().holds());
+        gcUntil(
+                () -> t.state().holds() == 1,
+                () -> stage + ": the model was not collected; holds "
+                        + t.state().holds());
         assertFalse(t.state().isReleased(), "the frame's plan holds the state");
         assertComputed(t.frame(), t.column(), ROWS);
         return t.state();
@@ -196,8 +208,10 @@ class SparkMlLifetimeTest {
     void shouldKeepTransformWithParamMapAndClosedCopiesWorking() {
         Dataset<Row> df = frame();
         List<FittedState> states = transformWithParamMaps(df);
-        gcUntil(() -> states.stream().allMatch(FittedState::isReleased), () -> "states held after everything went: "
-                + states.stream().map(FittedState::holds).toList());
+        gcUntil(
+                () -> states.stream().allMatch(FittedState::isReleased),
+                () -> "states held after everything went: "
+                        + states.stream().map(FittedState::holds).toList());
         assertNoDeviceBytes();
     }
 
@@ -222,14 +236,17 @@ class SparkMlLifetimeTest {
                 framesOf[i]++;
             }
             frames.addAll(these);
-            gcUntil(() -> {
-                for (int i = 0; i < states.size(); i++) {
-                    if (states.get(i).holds() != 1 + framesOf[i]) {
-                        return false;
-                    }
-                }
-                return true;
-            }, () -> "copies not collected: holds " + states.stream().map(FittedState::holds).toList());
+            gcUntil(
+                    () -> {
+                        for (int i = 0; i < states.size(); i++) {
+                            if (states.get(i).holds() != 1 + framesOf[i]) {
+                                return false;
+                            }
+                        }
+                        return true;
+                    },
+                    () -> "copies not collected: holds "
+                            + states.stream().map(FittedState::holds).toList());
             for (Dataset<Row> f : these) {
                 assertComputed(f, "out" + rep, ROWS);
             }
@@ -326,9 +343,13 @@ class SparkMlLifetimeTest {
 
     /** A 2-fold cross-validation of {@code stage} whose evaluator forces a GC; the best model's state. */
     private static FittedState crossValidate(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df, long seed) {
-        CrossValidatorModel cv = new CrossValidator().setEstimator(stage)
+        CrossValidatorModel cv = new CrossValidator()
+                .setEstimator(stage)
                 .setEvaluator(new GcFirstEvaluator(Identifiable.randomUID("gcFirst"), appended(stage)))
-                .setEstimatorParamMaps(new ParamGridBuilder().build()).setNumFolds(2).setSeed(seed).fit(df);
+                .setEstimatorParamMaps(new ParamGridBuilder().build())
+                .setNumFolds(2)
+                .setSeed(seed)
+                .fit(df);
         assertEquals(1, cv.avgMetrics().length);
         assertTrue(cv.avgMetrics()[0] > 0, stage + ": rows evaluated");
         assertComputed(cv.transform(df), appended(stage), ROWS);
@@ -337,9 +358,13 @@ class SparkMlLifetimeTest {
 
     /** A train-validation split of {@code stage} whose evaluator forces a GC; the best model's state. */
     private static FittedState trainValidationSplit(CuwireEstimator<?, ?, ?> stage, Dataset<Row> df) {
-        TrainValidationSplitModel tvs = new TrainValidationSplit().setEstimator(stage)
+        TrainValidationSplitModel tvs = new TrainValidationSplit()
+                .setEstimator(stage)
                 .setEvaluator(new GcFirstEvaluator(Identifiable.randomUID("gcFirst"), appended(stage)))
-                .setEstimatorParamMaps(new ParamGridBuilder().build()).setTrainRatio(0.5).setSeed(5).fit(df);
+                .setEstimatorParamMaps(new ParamGridBuilder().build())
+                .setTrainRatio(0.5)
+                .setSeed(5)
+                .fit(df);
         assertComputed(tvs.transform(df), appended(stage), ROWS);
         return ((CuwireModel<?>) tvs.bestModel()).state();
     }
@@ -379,11 +404,14 @@ class SparkMlLifetimeTest {
             assertEquals(stages[i].getClass(), loadedPipeline.getStages()[i].getClass());
         }
         PipelineModel fitted = loadedPipeline.fit(df);
-        List<Row> before = fitted.transform(df).selectExpr(columns).orderBy("id").collectAsList();
+        List<Row> before =
+                fitted.transform(df).selectExpr(columns).orderBy("id").collectAsList();
         String modelPath = dir.resolve("model").toString();
         fitted.write().overwrite().save(modelPath);
         PipelineModel loaded = PipelineModel.load(modelPath);
-        assertEquals(before, loaded.transform(df).selectExpr(columns).orderBy("id").collectAsList(),
+        assertEquals(
+                before,
+                loaded.transform(df).selectExpr(columns).orderBy("id").collectAsList(),
                 "the loaded pipeline's columns");
     }
 
@@ -397,8 +425,11 @@ class SparkMlLifetimeTest {
      * fold's models inside CrossValidator) is released by the cleaner after its GC, so this runs GCs until it is.
      */
     static void assertNoDeviceBytes() {
-        gcUntil(SparkMlLifetimeTest::noDeviceBytes, () -> "device bytes remain: " + CuwireSpark.driverStats() + " "
-                + CuwireSpark.driverStats().deviceBytes() + " bytes; executors " + CuwireSpark.executorStats(false));
+        gcUntil(
+                SparkMlLifetimeTest::noDeviceBytes,
+                () -> "device bytes remain: " + CuwireSpark.driverStats() + " "
+                        + CuwireSpark.driverStats().deviceBytes() + " bytes; executors "
+                        + CuwireSpark.executorStats(false));
         List<NodeStats> executors = CuwireSpark.executorStats(false);
         assertEquals(SparkCluster.EXECUTORS, executors.size());
         for (NodeStats s : executors) {

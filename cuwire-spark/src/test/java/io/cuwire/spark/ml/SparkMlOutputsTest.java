@@ -46,9 +46,12 @@ class SparkMlOutputsTest {
         assertEquals(DataTypes.DoubleType, schema.apply("prediction").dataType());
         NominalAttribute prediction = (NominalAttribute) Attribute.fromStructField(schema.apply("prediction"));
         assertEquals(k, prediction.getNumValues().get());
-        assertEquals(k, AttributeGroup.fromStructField(schema.apply("probability")).size());
-        assertEquals(k, AttributeGroup.fromStructField(schema.apply("rawPrediction")).size());
-        List<Row> rows = out.select("rawPrediction", "probability", "prediction").collectAsList();
+        assertEquals(
+                k, AttributeGroup.fromStructField(schema.apply("probability")).size());
+        assertEquals(
+                k, AttributeGroup.fromStructField(schema.apply("rawPrediction")).size());
+        List<Row> rows =
+                out.select("rawPrediction", "probability", "prediction").collectAsList();
         assertEquals(SparkMlTest.ROWS, rows.size());
         for (Row r : rows) {
             Vector raw = (Vector) r.get(0);
@@ -68,7 +71,8 @@ class SparkMlOutputsTest {
     @Test
     void shouldWriteBinaryLogisticRegressionMarginsAndProbabilitiesThatSparksEvaluatorsTake() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 2, 31);
-        CuwireLogisticRegressionModel model = new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
+        CuwireLogisticRegressionModel model =
+                new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
         assertEquals(2, model.numClasses());
         assertEquals(4, model.numFeatures());
         assertFalse(model.isMultinomial());
@@ -84,17 +88,24 @@ class SparkMlOutputsTest {
         }
         double auc = new BinaryClassificationEvaluator().evaluate(out);
         assertTrue(auc > 0.99, "area under ROC " + auc);
-        double logLoss = new MulticlassClassificationEvaluator().setMetricName("logLoss").evaluate(out);
+        double logLoss =
+                new MulticlassClassificationEvaluator().setMetricName("logLoss").evaluate(out);
         assertTrue(logLoss < 0.1, "log loss " + logLoss);
         CuwireClassificationSummary summary = model.summary();
         // the summary ranks by probability, as MLlib's does; saturated probabilities tie where margins do not
         assertEquals(auc, summary.areaUnderROC(), 1e-5);
-        assertEquals(new MulticlassClassificationEvaluator().setMetricName("accuracy").evaluate(out),
-                summary.accuracy(), 1e-12);
+        assertEquals(
+                new MulticlassClassificationEvaluator()
+                        .setMetricName("accuracy")
+                        .evaluate(out),
+                summary.accuracy(),
+                1e-12);
         assertEquals(model.estimator().nIter(), summary.totalIterations());
         // a column set to "" is not made
-        Dataset<Row> only = model.copy(new ParamMap()).setRawPredictionCol("")
-                .setProbabilityCol("").transform(d.frame());
+        Dataset<Row> only = model.copy(new ParamMap())
+                .setRawPredictionCol("")
+                .setProbabilityCol("")
+                .transform(d.frame());
         assertFalse(List.of(only.columns()).contains("rawPrediction"));
         assertFalse(List.of(only.columns()).contains("probability"));
     }
@@ -102,16 +113,20 @@ class SparkMlOutputsTest {
     @Test
     void shouldWriteMllibsClassifierColumnsFromMulticlassStages() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 3, 32);
-        CuwireLogisticRegressionModel lr = new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
+        CuwireLogisticRegressionModel lr =
+                new CuwireLogisticRegression().setMaxIter(30).fit(d.frame());
         assertTrue(lr.isMultinomial());
         assertEquals(3, lr.coefficientMatrix().numRows());
         UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, lr::coefficients);
-        assertEquals("Multinomial models contain a matrix of coefficients, use coefficientMatrix instead.",
-                e.getMessage());
+        assertEquals(
+                "Multinomial models contain a matrix of coefficients, use coefficientMatrix instead.", e.getMessage());
         assertClassifierColumns(lr.transform(d.frame()), 3);
 
-        CuwireRandomForestClassificationModel forest = new CuwireRandomForestClassifier().setNEstimators(5)
-                .setMaxDepth(4).setSeed(2).fit(d.frame());
+        CuwireRandomForestClassificationModel forest = new CuwireRandomForestClassifier()
+                .setNEstimators(5)
+                .setMaxDepth(4)
+                .setSeed(2)
+                .fit(d.frame());
         assertEquals(5, forest.getNumTrees());
         Dataset<Row> out = forest.transform(d.frame());
         assertClassifierColumns(out, 3);
@@ -122,13 +137,16 @@ class SparkMlOutputsTest {
             }
             assertEquals(5, votes, 1e-9, "a forest's raw prediction adds up to its trees");
         }
-        assertTrue(forest.summary().accuracy() > 0.9, "forest accuracy " + forest.summary().accuracy());
+        assertTrue(
+                forest.summary().accuracy() > 0.9,
+                "forest accuracy " + forest.summary().accuracy());
 
-        CuwireKNeighborsClassificationModel knn = new CuwireKNeighborsClassifier().setNNeighbors(4).fit(d.frame());
+        CuwireKNeighborsClassificationModel knn =
+                new CuwireKNeighborsClassifier().setNNeighbors(4).fit(d.frame());
         assertClassifierColumns(knn.transform(d.frame()), 3);
 
-        Dataset<Row> counts = d.frame().selectExpr("id", "label", "array(abs(f0), abs(f1), abs(f2), abs(f3)) as "
-                + "features");
+        Dataset<Row> counts =
+                d.frame().selectExpr("id", "label", "array(abs(f0), abs(f1), abs(f2), abs(f3)) as " + "features");
         assertClassifierColumns(new CuwireMultinomialNB().fit(counts).transform(counts), 3);
     }
 
@@ -156,8 +174,12 @@ class SparkMlOutputsTest {
     @Test
     void shouldProjectAsMllibsPcaAndCenterOnRequest() {
         SparkMlTest.Data d = SparkMlTest.data(SparkCluster.session(), 0, 34);
-        CuwirePCAModel model = new CuwirePCA().setNComponents(2).setOutputCol("projected").fit(d.frame());
-        PCAModel mllib = new org.apache.spark.ml.feature.PCA().setInputCol("features").setOutputCol("mllib").setK(2)
+        CuwirePCAModel model =
+                new CuwirePCA().setNComponents(2).setOutputCol("projected").fit(d.frame());
+        PCAModel mllib = new org.apache.spark.ml.feature.PCA()
+                .setInputCol("features")
+                .setOutputCol("mllib")
+                .setK(2)
                 .fit(d.frame());
         DenseMatrix pc = model.pc();
         assertEquals(4, pc.numRows());
@@ -173,8 +195,10 @@ class SparkMlOutputsTest {
                 assertEquals(mllib.pc().apply(j, c), sign[c] * pc.apply(j, c), 1e-6, "component " + c);
             }
         }
-        assertArrayEquals(mllib.explainedVariance().toArray(), model.explainedVariance().toArray(), 1e-6);
-        List<Row> rows = mllib.transform(model.transform(d.frame())).select("projected", "mllib", "features")
+        assertArrayEquals(
+                mllib.explainedVariance().toArray(), model.explainedVariance().toArray(), 1e-6);
+        List<Row> rows = mllib.transform(model.transform(d.frame()))
+                .select("projected", "mllib", "features")
                 .collectAsList();
         for (int i = 0; i < rows.size(); i++) {
             double[] got = ((Vector) rows.get(i).get(0)).toArray();
@@ -184,8 +208,11 @@ class SparkMlOutputsTest {
             }
         }
         double[] mean = model.mean().toArray();
-        List<Row> centered = model.copy(new ParamMap()).setCenter(true).transform(d.frame())
-                .select("projected", "features").collectAsList();
+        List<Row> centered = model.copy(new ParamMap())
+                .setCenter(true)
+                .transform(d.frame())
+                .select("projected", "features")
+                .collectAsList();
         for (Row r : centered) {
             double[] x = ((Vector) r.get(1)).toArray();
             double[] want = new double[2];

@@ -60,8 +60,10 @@ class SparkMlParamsTest {
         StructType schema = new StructType(new StructField[] {
             new StructField("id", DataTypes.LongType, false, Metadata.empty()),
             new StructField("features", new VectorUDT(), false, Metadata.empty()),
-            new StructField("label", DataTypes.DoubleType, true, Metadata.empty())});
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+            new StructField("label", DataTypes.DoubleType, true, Metadata.empty())
+        });
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         return SparkCluster.session().createDataFrame(jsc.parallelize(rows, 2), schema);
     }
 
@@ -75,8 +77,8 @@ class SparkMlParamsTest {
             Param<Object> mine = ours.getParam(p.name());
             Object want = theirs.getOrDefault(p);
             if (!ours.hasDefault(mine) || !want.equals(ours.getOrDefault(mine))) {
-                differ.add(p.name() + ": MLlib " + want + ", cuwire " + (ours.hasDefault(mine)
-                        ? ours.getOrDefault(mine) : "none"));
+                differ.add(p.name() + ": MLlib " + want + ", cuwire "
+                        + (ours.hasDefault(mine) ? ours.getOrDefault(mine) : "none"));
             }
         }
         return differ;
@@ -86,25 +88,50 @@ class SparkMlParamsTest {
     void shouldGiveTheStagesMllibsNamesAndDefaults() {
         Set<String> columns = Set.of();
         // seeds: MLlib's hash their own class names; tol: cuwire's criteria differ (documented per stage)
-        assertEquals(List.of(), defaultsDiffering(new CuwireKMeans(), new org.apache.spark.ml.clustering.KMeans(),
-                Set.of("seed")));
-        assertEquals(List.of(), defaultsDiffering(new CuwireLinearRegression(),
-                new org.apache.spark.ml.regression.LinearRegression(), columns));
-        assertEquals(List.of(), defaultsDiffering(new CuwireLogisticRegression(),
-                new org.apache.spark.ml.classification.LogisticRegression(), Set.of("tol")));
-        assertEquals(List.of(), defaultsDiffering(new CuwireMultinomialNB(),
-                new org.apache.spark.ml.classification.NaiveBayes(), columns));
-        assertEquals(List.of(), defaultsDiffering(new CuwireRandomForestClassifier(),
-                new org.apache.spark.ml.classification.RandomForestClassifier(), Set.of("seed")));
-        assertEquals(List.of(), defaultsDiffering(new CuwireRandomForestRegressor(),
-                new org.apache.spark.ml.regression.RandomForestRegressor(), Set.of("seed")));
-        assertEquals(List.of(), defaultsDiffering(new CuwirePCA(), new org.apache.spark.ml.feature.PCA(),
-                Set.of("outputCol")));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(new CuwireKMeans(), new org.apache.spark.ml.clustering.KMeans(), Set.of("seed")));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(
+                        new CuwireLinearRegression(), new org.apache.spark.ml.regression.LinearRegression(), columns));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(
+                        new CuwireLogisticRegression(),
+                        new org.apache.spark.ml.classification.LogisticRegression(),
+                        Set.of("tol")));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(
+                        new CuwireMultinomialNB(), new org.apache.spark.ml.classification.NaiveBayes(), columns));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(
+                        new CuwireRandomForestClassifier(),
+                        new org.apache.spark.ml.classification.RandomForestClassifier(),
+                        Set.of("seed")));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(
+                        new CuwireRandomForestRegressor(),
+                        new org.apache.spark.ml.regression.RandomForestRegressor(),
+                        Set.of("seed")));
+        assertEquals(
+                List.of(),
+                defaultsDiffering(new CuwirePCA(), new org.apache.spark.ml.feature.PCA(), Set.of("outputCol")));
         for (String name : List.of("k", "maxIter", "tol", "seed", "initMode")) {
             assertTrue(new CuwireKMeans().hasParam(name), name);
         }
-        for (String name : List.of("numTrees", "maxDepth", "featureSubsetStrategy", "minInstancesPerNode",
-                "bootstrap", "seed", "rawPredictionCol", "probabilityCol")) {
+        for (String name : List.of(
+                "numTrees",
+                "maxDepth",
+                "featureSubsetStrategy",
+                "minInstancesPerNode",
+                "bootstrap",
+                "seed",
+                "rawPredictionCol",
+                "probabilityCol")) {
             assertTrue(new CuwireRandomForestClassifier().hasParam(name), name);
         }
         for (String name : List.of("regParam", "elasticNetParam", "standardization", "maxIter", "fitIntercept")) {
@@ -113,8 +140,13 @@ class SparkMlParamsTest {
         // typed setters chain and return the stage's own type
         CuwirePCA pca = new CuwirePCA().setK(8).setOutputCol("pca").setCenter(true);
         assertEquals(8, pca.getK());
-        CuwireRandomForestClassifier forest = new CuwireRandomForestClassifier().setNumTrees(7).setMaxDepth(3)
-                .setFeatureSubsetStrategy("log2").setSeed(4).setLabelCol("y").setProbabilityCol("p");
+        CuwireRandomForestClassifier forest = new CuwireRandomForestClassifier()
+                .setNumTrees(7)
+                .setMaxDepth(3)
+                .setFeatureSubsetStrategy("log2")
+                .setSeed(4)
+                .setLabelCol("y")
+                .setProbabilityCol("p");
         assertEquals("log2", forest.getFeatureSubsetStrategy());
         assertEquals(7, forest.estimator().params().get("nEstimators"));
     }
@@ -131,11 +163,16 @@ class SparkMlParamsTest {
         IllegalArgumentException both = assertThrows(IllegalArgumentException.class, kmeans::estimator);
         assertTrue(both.getMessage().contains("k is set to 3 and its cuwire alias nClusters to 4"), both.getMessage());
         assertEquals(9, new CuwireRandomForestRegressor().setNEstimators(9).getNumTrees());
-        assertEquals(0.25, new CuwireMultinomialNB().setAlpha(0.25).estimator().params().get("alpha"));
-        assertEquals(LogisticRegression.Penalty.NONE, new CuwireLogisticRegression().estimator().params()
-                .get("penalty"), "unregularized by default, as MLlib's");
-        assertEquals(LogisticRegression.Penalty.L2, new CuwireLogisticRegression().setC(2).estimator().params()
-                .get("penalty"));
+        assertEquals(
+                0.25,
+                new CuwireMultinomialNB().setAlpha(0.25).estimator().params().get("alpha"));
+        assertEquals(
+                LogisticRegression.Penalty.NONE,
+                new CuwireLogisticRegression().estimator().params().get("penalty"),
+                "unregularized by default, as MLlib's");
+        assertEquals(
+                LogisticRegression.Penalty.L2,
+                new CuwireLogisticRegression().setC(2).estimator().params().get("penalty"));
     }
 
     @Test
@@ -145,10 +182,12 @@ class SparkMlParamsTest {
         assertEquals(k.uid() + " parameter k given invalid value 1.", zero.getMessage());
         assertThrows(IllegalArgumentException.class, () -> k.setNClusters(0));
         assertThrows(IllegalArgumentException.class, () -> k.setInitMode("K_MEANS_PLUS_PLUS"));
-        assertThrows(IllegalArgumentException.class, () -> new CuwireRandomForestClassifier()
-                .setFeatureSubsetStrategy("most"));
-        assertThrows(IllegalArgumentException.class, () -> new CuwireRandomForestClassifier()
-                .setFeatureSubsetStrategy("1.5"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new CuwireRandomForestClassifier().setFeatureSubsetStrategy("most"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new CuwireRandomForestClassifier().setFeatureSubsetStrategy("1.5"));
         new CuwireRandomForestClassifier().setFeatureSubsetStrategy("0.5").setFeatureSubsetStrategy("3");
         assertThrows(IllegalArgumentException.class, () -> new CuwireLogisticRegression().setRegParam(-1));
         assertThrows(IllegalArgumentException.class, () -> new CuwireMultinomialNB().setModelType("bernoulli"));
@@ -180,24 +219,35 @@ class SparkMlParamsTest {
     @Test
     void shouldMinimizeMllibsObjectiveWithRegParam() {
         Dataset<Row> targets = frame(false, 41);
-        LinearRegressionModel mllib = new org.apache.spark.ml.regression.LinearRegression().setRegParam(0.3)
-                .setStandardization(false).fit(targets);
-        CuwireLinearRegressionModel ours = new CuwireLinearRegression().setRegParam(0.3).setStandardization(false)
+        LinearRegressionModel mllib = new org.apache.spark.ml.regression.LinearRegression()
+                .setRegParam(0.3)
+                .setStandardization(false)
+                .fit(targets);
+        CuwireLinearRegressionModel ours = new CuwireLinearRegression()
+                .setRegParam(0.3)
+                .setStandardization(false)
                 .fit(targets);
         assertArrayEquals(mllib.coefficients().toArray(), ours.coefficients().toArray(), 1e-6);
         assertEquals(mllib.intercept(), ours.intercept(), 1e-6);
-        IllegalArgumentException standardized = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException standardized = assertThrows(
+                IllegalArgumentException.class,
                 () -> new CuwireLinearRegression().setRegParam(0.3).fit(targets));
         assertTrue(standardized.getMessage().contains("standardization"), standardized.getMessage());
 
         Dataset<Row> classes = frame(true, 42);
         for (double reg : new double[] {0.0, 0.05}) {
             LogisticRegressionModel theirs = new org.apache.spark.ml.classification.LogisticRegression()
-                    .setRegParam(reg).setStandardization(false).setTol(1e-9).fit(classes);
-            CuwireLogisticRegressionModel mine = new CuwireLogisticRegression().setRegParam(reg)
-                    .setStandardization(false).setTol(1e-6).fit(classes);
-            assertArrayEquals(theirs.coefficients().toArray(), mine.coefficients().toArray(), 1e-3,
-                    "regParam " + reg);
+                    .setRegParam(reg)
+                    .setStandardization(false)
+                    .setTol(1e-9)
+                    .fit(classes);
+            CuwireLogisticRegressionModel mine = new CuwireLogisticRegression()
+                    .setRegParam(reg)
+                    .setStandardization(false)
+                    .setTol(1e-6)
+                    .fit(classes);
+            assertArrayEquals(
+                    theirs.coefficients().toArray(), mine.coefficients().toArray(), 1e-3, "regParam " + reg);
             assertEquals(theirs.intercept(), mine.intercept(), 1e-3, "regParam " + reg);
         }
     }
@@ -206,31 +256,44 @@ class SparkMlParamsTest {
     void shouldCheckLabelsOnTheDriverWithMllibsMessages() {
         Dataset<Row> df = frame(true, 43);
         Dataset<Row> strings = df.selectExpr("features", "cast(label as string) as label");
-        IllegalArgumentException s = assertThrows(IllegalArgumentException.class,
-                () -> new CuwireLogisticRegression().fit(strings));
+        IllegalArgumentException s =
+                assertThrows(IllegalArgumentException.class, () -> new CuwireLogisticRegression().fit(strings));
         assertEquals("Column label must be of type numeric but was actually of type string.", s.getMessage());
         Dataset<Row> withNull = df.selectExpr("features", "case when id = 7 then null else label end as label");
-        assertEquals("Labels MUST NOT be Null or NaN (column 'label': 1 row(s))", assertThrows(
-                IllegalArgumentException.class, () -> new CuwireMultinomialNB().fit(withNull)).getMessage());
-        assertEquals("Labels MUST NOT be Null or NaN (column 'label': 1 row(s))", assertThrows(
-                IllegalArgumentException.class, () -> new CuwireLinearRegression().fit(withNull)).getMessage());
+        assertEquals(
+                "Labels MUST NOT be Null or NaN (column 'label': 1 row(s))",
+                assertThrows(IllegalArgumentException.class, () -> new CuwireMultinomialNB().fit(withNull))
+                        .getMessage());
+        assertEquals(
+                "Labels MUST NOT be Null or NaN (column 'label': 1 row(s))",
+                assertThrows(IllegalArgumentException.class, () -> new CuwireLinearRegression().fit(withNull))
+                        .getMessage());
         Dataset<Row> fractional = df.selectExpr("features", "case when id = 9 then 2.5 else label end as label");
-        assertEquals("Labels MUST be Integers, but got 2.5 (column 'label')", assertThrows(
-                IllegalArgumentException.class, () -> new CuwireRandomForestClassifier().fit(fractional))
-                .getMessage());
+        assertEquals(
+                "Labels MUST be Integers, but got 2.5 (column 'label')",
+                assertThrows(IllegalArgumentException.class, () -> new CuwireRandomForestClassifier().fit(fractional))
+                        .getMessage());
         Dataset<Row> negative = df.selectExpr("features", "case when id = 9 then -1.0 else label end as label");
         assertTrue(assertThrows(IllegalArgumentException.class, () -> new CuwireKNeighborsClassifier().fit(negative))
-                .getMessage().startsWith("Labels MUST be in [0, 2147483647), but got -1.0"));
+                .getMessage()
+                .startsWith("Labels MUST be in [0, 2147483647), but got -1.0"));
         Dataset<Row> negativeCounts = df.selectExpr("array(-1.0, 2.0) as features", "label");
-        assertEquals("Naive Bayes requires nonnegative feature values but found -1.0.", assertThrows(
-                IllegalArgumentException.class, () -> new CuwireMultinomialNB().fit(negativeCounts)).getMessage());
-        assertEquals(3, new CuwireLinearRegression().fit(fractional).coefficients().size(),
+        assertEquals(
+                "Naive Bayes requires nonnegative feature values but found -1.0.",
+                assertThrows(IllegalArgumentException.class, () -> new CuwireMultinomialNB().fit(negativeCounts))
+                        .getMessage());
+        assertEquals(
+                3,
+                new CuwireLinearRegression().fit(fractional).coefficients().size(),
                 "a regressor takes fractional targets");
         Dataset<Row> empty = df.where("id < 0");
-        for (CuwireEstimator<?, ?, ?> stage : List.of(new CuwireLogisticRegression(), new CuwireLinearRegression(),
-                new CuwireKMeans())) {
-            assertEquals("the data set has no rows to fit on", assertThrows(IllegalArgumentException.class,
-                    () -> stage.fit(empty)).getMessage(), stage + ": no rows, not a label's message");
+        for (CuwireEstimator<?, ?, ?> stage :
+                List.of(new CuwireLogisticRegression(), new CuwireLinearRegression(), new CuwireKMeans())) {
+            assertEquals(
+                    "the data set has no rows to fit on",
+                    assertThrows(IllegalArgumentException.class, () -> stage.fit(empty))
+                            .getMessage(),
+                    stage + ": no rows, not a label's message");
         }
     }
 }

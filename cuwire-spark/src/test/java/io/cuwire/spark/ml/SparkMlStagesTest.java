@@ -27,9 +27,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.ml.linalg.Vector;
-import org.apache.spark.ml.util.DefaultParamsReader$;
 import org.apache.spark.ml.linalg.VectorUDT;
 import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.ml.util.DefaultParamsReader$;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -62,8 +62,10 @@ class SparkMlStagesTest {
         StructType schema = new StructType(new StructField[] {
             new StructField("id", DataTypes.LongType, false, Metadata.empty()),
             new StructField("features", new VectorUDT(), false, Metadata.empty()),
-            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())});
-        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())
+        });
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
         return SparkCluster.session().createDataFrame(jsc.parallelize(rows, PARTS), schema);
     }
 
@@ -113,26 +115,29 @@ class SparkMlStagesTest {
         String column = model.getOrDefault(model.appendedCol());
         String path = dir.resolve(model.uid()).toString();
         model.write().overwrite().save(path);
-        try (model; CuwireModel<?> back = DefaultParamsReader$.MODULE$.loadParamsInstance(path,
-                SparkCluster.session())) {
+        try (model;
+                CuwireModel<?> back = DefaultParamsReader$.MODULE$.loadParamsInstance(path, SparkCluster.session())) {
             assertEquals(model.getClass(), back.getClass());
             assertEquals(model.estimator().getClass(), back.estimator().getClass());
             assertEquals(model.estimator().params(), back.estimator().params());
             assertEquals(column, back.getOrDefault(back.appendedCol()));
-            List<Row> before = model.transform(frame).select("id", column).orderBy("id").collectAsList();
-            List<Row> after = back.transform(frame).select("id", column).orderBy("id").collectAsList();
+            List<Row> before =
+                    model.transform(frame).select("id", column).orderBy("id").collectAsList();
+            List<Row> after =
+                    back.transform(frame).select("id", column).orderBy("id").collectAsList();
             assertEquals(before, after, "the loaded model's " + column);
         }
     }
 
     /** Saves the unfitted stage and loads it with {@code load}; the cuwire estimator's parameters survive. */
-    static <S extends CuwireEstimator<?, ?, ?>> void assertStageSavedAndLoaded(S stage, Path dir,
-            Function<String, S> load) throws IOException {
+    static <S extends CuwireEstimator<?, ?, ?>> void assertStageSavedAndLoaded(
+            S stage, Path dir, Function<String, S> load) throws IOException {
         String path = dir.resolve("stage-" + stage.uid()).toString();
         stage.write().overwrite().save(path);
         S back = load.apply(path);
         assertEquals(stage.uid(), back.uid());
-        try (Estimator a = stage.estimator(); Estimator b = back.estimator()) {
+        try (Estimator a = stage.estimator();
+                Estimator b = back.estimator()) {
             assertEquals(a.params(), b.params());
         }
     }
@@ -160,8 +165,14 @@ class SparkMlStagesTest {
             var model = nbStage.fit(nbFrame);
             MultinomialNB fitted = model.estimator();
             assertEquals(3, fitted.classes());
-            assertArrayEquals(single.featureLogProb().toDoubleArray(), fitted.featureLogProb().toDoubleArray(), 1e-12);
-            assertArrayEquals(single.classLogPrior().toDoubleArray(), fitted.classLogPrior().toDoubleArray(), 1e-12);
+            assertArrayEquals(
+                    single.featureLogProb().toDoubleArray(),
+                    fitted.featureLogProb().toDoubleArray(),
+                    1e-12);
+            assertArrayEquals(
+                    single.classLogPrior().toDoubleArray(),
+                    fitted.classLogPrior().toDoubleArray(),
+                    1e-12);
             double[] got = predictions(model.transform(nbFrame), "prediction");
             assertArrayEquals(SparkMlTest.toDoubles(expected), got, 0.0);
             assertSavedAndLoaded(model, nbFrame, dir);
@@ -175,7 +186,8 @@ class SparkMlStagesTest {
         assertStageSavedAndLoaded(knnStage, dir, CuwireKNeighborsClassifier::load);
         try (NdArray x = NdArray.fromMatrix(CuwireSpark.deviceMemory(), points);
                 NdArray y = NdArray.fromArray(CuwireSpark.deviceMemory(), ints(knnLabels), ROWS);
-                KNeighborsClassifier single = new KNeighborsClassifier().nNeighbors(7).fit(x, y);
+                KNeighborsClassifier single =
+                        new KNeighborsClassifier().nNeighbors(7).fit(x, y);
                 NdArray expected = single.predict(x)) {
             var model = knnStage.fit(knnFrame);
             KNeighborsClassifier fitted = model.estimator();
@@ -201,10 +213,10 @@ class SparkMlStagesTest {
                 int to = ROWS * (p + 1) / PARTS;
                 try (NdArray xs = NdArray.fromMatrix(CuwireSpark.deviceMemory(), Arrays.copyOfRange(x, from, to));
                         NdArray ys = classes
-                                ? NdArray.fromArray(CuwireSpark.deviceMemory(), ints(Arrays.copyOfRange(y, from, to)),
-                                        to - from)
-                                : NdArray.fromArray(CuwireSpark.deviceMemory(), Arrays.copyOfRange(y, from, to),
-                                        to - from)) {
+                                ? NdArray.fromArray(
+                                        CuwireSpark.deviceMemory(), ints(Arrays.copyOfRange(y, from, to)), to - from)
+                                : NdArray.fromArray(
+                                        CuwireSpark.deviceMemory(), Arrays.copyOfRange(y, from, to), to - from)) {
                     parts.add(forest.partial(xs, ys, p, PARTS));
                 }
             }
@@ -230,8 +242,8 @@ class SparkMlStagesTest {
         assertStageSavedAndLoaded(stage, dir, CuwireRandomForestClassifier::load);
         Map<String, Object> params = Map.of("nEstimators", 12, "maxDepth", 6, "seed", 3L, "nClasses", 3);
         try (NdArray all = NdArray.fromMatrix(CuwireSpark.deviceMemory(), x);
-                RandomForestClassifier merged = mergedForest((RandomForestClassifier) new RandomForestClassifier()
-                        .setParams(params), x, labels, true);
+                RandomForestClassifier merged = mergedForest(
+                        (RandomForestClassifier) new RandomForestClassifier().setParams(params), x, labels, true);
                 NdArray expected = merged.predict(all)) {
             var model = stage.fit(classes);
             RandomForestClassifier fitted = model.estimator();
@@ -252,12 +264,18 @@ class SparkMlStagesTest {
         }
         Dataset<Row> values = frame(x, targets);
         CuwireRandomForestRegressor regressor = new CuwireRandomForestRegressor();
-        regressor.setParam("nEstimators", 8).setParam("maxDepth", 8).setParam("seed", 5L)
+        regressor
+                .setParam("nEstimators", 8)
+                .setParam("maxDepth", 8)
+                .setParam("seed", 5L)
                 .setParam("maxFeatures", 1.0);
         try (NdArray all = NdArray.fromMatrix(CuwireSpark.deviceMemory(), x);
-                RandomForestRegressor merged = mergedForest((RandomForestRegressor) new RandomForestRegressor()
-                        .setParams(Map.of("nEstimators", 8, "maxDepth", 8, "seed", 5L, "maxFeatures", 1.0)), x,
-                        targets, false);
+                RandomForestRegressor merged = mergedForest(
+                        (RandomForestRegressor) new RandomForestRegressor()
+                                .setParams(Map.of("nEstimators", 8, "maxDepth", 8, "seed", 5L, "maxFeatures", 1.0)),
+                        x,
+                        targets,
+                        false);
                 NdArray expected = merged.predict(all)) {
             var model = regressor.fit(values);
             assertEquals(8, (model.estimator()).info().trees());
@@ -292,7 +310,9 @@ class SparkMlStagesTest {
         stage.setParam("nComponents", 2);
         stage.setOutputCol("projected").setCenter(true);
         assertStageSavedAndLoaded(stage, dir, CuwirePCA::load);
-        assertInstanceOf(VectorUDT.class, stage.transformSchema(frame.schema()).apply("projected").dataType());
+        assertInstanceOf(
+                VectorUDT.class,
+                stage.transformSchema(frame.schema()).apply("projected").dataType());
         try (NdArray all = NdArray.fromMatrix(CuwireSpark.deviceMemory(), x);
                 PCA single = new PCA().nComponents(2).fit(all);
                 NdArray projected = single.transform(all)) {
@@ -311,7 +331,9 @@ class SparkMlStagesTest {
                     assertEquals(a[c][j], sign[c] * b[c][j], 1e-9, "component " + c + " up to sign");
                 }
             }
-            assertArrayEquals(single.explainedVariance().toDoubleArray(), fitted.explainedVariance().toDoubleArray(),
+            assertArrayEquals(
+                    single.explainedVariance().toDoubleArray(),
+                    fitted.explainedVariance().toDoubleArray(),
                     1e-9);
             Dataset<Row> out = model.transform(frame);
             assertInstanceOf(VectorUDT.class, out.schema().apply("projected").dataType());

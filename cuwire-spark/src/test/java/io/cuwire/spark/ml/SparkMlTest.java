@@ -65,8 +65,7 @@ class SparkMlTest {
     }
 
     /** Rows of {@code id}, {@code features} (an ml vector), {@code f0..f3} (doubles), {@code label}. */
-    record Data(double[][] x, double[] y, Dataset<Row> frame) {
-    }
+    record Data(double[][] x, double[] y, Dataset<Row> frame) {}
 
     /** Linear targets with noise, or {@code classes} blobs with class labels when {@code classes > 0}. */
     static Data data(SparkSession spark, int classes, long seed) {
@@ -98,7 +97,8 @@ class SparkMlTest {
             new StructField("f1", DataTypes.DoubleType, false, Metadata.empty()),
             new StructField("f2", DataTypes.DoubleType, false, Metadata.empty()),
             new StructField("f3", DataTypes.DoubleType, false, Metadata.empty()),
-            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())});
+            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())
+        });
         return new Data(x, y, spark.createDataFrame(rows, schema).repartition(4));
     }
 
@@ -206,7 +206,8 @@ class SparkMlTest {
         Dataset<Row> columns = d.frame().drop("features");
         CuwireRidge ridge = new CuwireRidge();
         ridge.setParam("alpha", 2.0);
-        VectorAssembler assembler = new VectorAssembler().setInputCols(new String[] {"f0", "f1", "f2", "f3"})
+        VectorAssembler assembler = new VectorAssembler()
+                .setInputCols(new String[] {"f0", "f1", "f2", "f3"})
                 .setOutputCol("features");
         Pipeline pipeline = new Pipeline().setStages(new PipelineStage[] {assembler, ridge});
         pipeline.write().overwrite().save(dir.resolve("pipeline").toString());
@@ -223,7 +224,8 @@ class SparkMlTest {
         CuwireLinearRegressionModel original = (CuwireLinearRegressionModel) fitted.stages()[1];
         PipelineModel loaded = PipelineModel.load(path);
         CuwireLinearRegressionModel back = (CuwireLinearRegressionModel) loaded.stages()[1];
-        try (original; back) {
+        try (original;
+                back) {
             assertEquals(original.uid(), back.uid());
             assertEquals(original.estimator().params(), back.estimator().params());
             assertArrayEquals(before, predictions(loaded.transform(columns), "prediction"), 0.0);

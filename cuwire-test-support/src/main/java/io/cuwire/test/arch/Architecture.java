@@ -60,9 +60,12 @@ public final class Architecture {
     private static final Pattern INTERNAL = Pattern.compile("(^|.*\\.)internal(\\..*)?");
     private static final Pattern SLICE = Pattern.compile("Slice (\\S+)");
     /** The JUnit annotations that make a method a test method. */
-    private static final List<String> TEST_ANNOTATIONS = List.of("org.junit.jupiter.api.Test",
-            "org.junit.jupiter.params.ParameterizedTest", "org.junit.jupiter.api.RepeatedTest",
-            "org.junit.jupiter.api.TestFactory", "org.junit.jupiter.api.TestTemplate");
+    private static final List<String> TEST_ANNOTATIONS = List.of(
+            "org.junit.jupiter.api.Test",
+            "org.junit.jupiter.params.ParameterizedTest",
+            "org.junit.jupiter.api.RepeatedTest",
+            "org.junit.jupiter.api.TestFactory",
+            "org.junit.jupiter.api.TestTemplate");
 
     /**
      * Each package of {@code io.cuwire} is a slice of the cycle rule, but for a module's service provider interface:
@@ -85,8 +88,7 @@ public final class Architecture {
         }
     };
 
-    private Architecture() {
-    }
+    private Architecture() {}
 
     /**
      * The main classes of every cuwire module on this JVM's class path: the class path entries that are a cuwire
@@ -97,7 +99,8 @@ public final class Architecture {
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path p = Path.of(entry);
             String file = p.getFileName() == null ? "" : p.getFileName().toString();
-            if (Files.isDirectory(p) && p.endsWith(Path.of("target", "classes"))
+            if (Files.isDirectory(p)
+                    && p.endsWith(Path.of("target", "classes"))
                     && p.getParent().getParent().getFileName().toString().startsWith("cuwire-")) {
                 roots.add(Location.of(p));
             } else if (file.startsWith("cuwire-") && file.endsWith(".jar") && !file.endsWith("-tests.jar")) {
@@ -109,8 +112,8 @@ public final class Architecture {
             }
         }
         if (roots.isEmpty()) {
-            throw new IllegalStateException("no cuwire module on the class path: " + System.getProperty(
-                    "java.class.path"));
+            throw new IllegalStateException(
+                    "no cuwire module on the class path: " + System.getProperty("java.class.path"));
         }
         return new ClassFileImporter().importLocations(roots);
     }
@@ -127,19 +130,21 @@ public final class Architecture {
     public static JavaClasses testClassesOf(Class<?> anchor) {
         Path root;
         try {
-            root = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+            root = Path.of(
+                    anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
         } catch (URISyntaxException e) {
             throw new IllegalStateException("cannot tell where " + anchor.getName() + " was read from", e);
         }
         Path tests = root.resolveSibling("test-classes");
-        return classesUnder(root.endsWith(Path.of("target", "classes")) && Files.isDirectory(tests) ? List.of(tests)
-                : List.of());
+        return classesUnder(
+                root.endsWith(Path.of("target", "classes")) && Files.isDirectory(tests) ? List.of(tests) : List.of());
     }
 
     /** The classes of {@code classes} that were read from the module (class path root) that holds {@code anchor}. */
     public static JavaClasses moduleOf(JavaClasses classes, Class<?> anchor) {
         String module = moduleOf(classes.get(anchor));
-        return classes.that(DescribedPredicate.describe("read from " + module, c -> moduleOf(c).equals(module)));
+        return classes.that(DescribedPredicate.describe(
+                "read from " + module, c -> moduleOf(c).equals(module)));
     }
 
     /**
@@ -150,11 +155,13 @@ public final class Architecture {
         if (c.isArray()) {
             return moduleOf(c.getBaseComponentType());
         }
-        return c.getSource().map(s -> {
-            String uri = s.getUri().toString();
-            String file = c.getName().replace('.', '/') + ".class";
-            return uri.endsWith(file) ? uri.substring(0, uri.length() - file.length()) : uri;
-        }).orElse("(unknown)");
+        return c.getSource()
+                .map(s -> {
+                    String uri = s.getUri().toString();
+                    String file = c.getName().replace('.', '/') + ".class";
+                    return uri.endsWith(file) ? uri.substring(0, uri.length() - file.length()) : uri;
+                })
+                .orElse("(unknown)");
     }
 
     /** Whether {@code packageName} is an {@code internal} package or one below it. */
@@ -169,13 +176,17 @@ public final class Architecture {
             public void check(JavaClass origin, ConditionEvents events) {
                 String from = moduleOf(origin);
                 for (Dependency d : origin.getDirectDependenciesFromSelf()) {
-                    JavaClass target = d.getTargetClass().isArray() ? d.getTargetClass().getBaseComponentType()
+                    JavaClass target = d.getTargetClass().isArray()
+                            ? d.getTargetClass().getBaseComponentType()
                             : d.getTargetClass();
-                    if (isInternal(target.getPackageName()) && target.getPackageName().startsWith("io.cuwire.")
+                    if (isInternal(target.getPackageName())
+                            && target.getPackageName().startsWith("io.cuwire.")
                             && !moduleOf(target).equals(from)) {
-                        events.add(SimpleConditionEvent.violated(d, d.getDescription() + ": "
-                                + target.getPackageName() + " is internal to " + moduleOf(target) + ", not to "
-                                + from));
+                        events.add(SimpleConditionEvent.violated(
+                                d,
+                                d.getDescription() + ": "
+                                        + target.getPackageName() + " is internal to " + moduleOf(target) + ", not to "
+                                        + from));
                     }
                 }
             }
@@ -202,7 +213,7 @@ public final class Architecture {
             while (m.find()) {
                 ring.add(m.group(1));
             }
-            ring.removeLast();  // the first again
+            ring.removeLast(); // the first again
             int first = ring.indexOf(ring.stream().min(String::compareTo).orElseThrow());
             List<String> cycle = new ArrayList<>(ring.subList(first, ring.size()));
             cycle.addAll(ring.subList(0, first));
@@ -221,18 +232,31 @@ public final class Architecture {
         List<String> added = found.stream().filter(c -> !known.contains(c)).toList();
         List<String> gone = known.stream().filter(c -> !found.contains(c)).toList();
         if (!added.isEmpty() || !gone.isEmpty()) {
-            throw new AssertionError("package cycles: " + (added.isEmpty() ? "" : "new, to remove: " + added
-                    + (gone.isEmpty() ? "" : "; ")) + (gone.isEmpty() ? "" : "known ones no longer found, to take "
-                    + "off the list of known cycles: " + gone) + "\n"
-                    + String.join("\n", noPackageCycles().evaluate(classes).getFailureReport().getDetails()));
+            throw new AssertionError("package cycles: "
+                    + (added.isEmpty() ? "" : "new, to remove: " + added + (gone.isEmpty() ? "" : "; "))
+                    + (gone.isEmpty()
+                            ? ""
+                            : "known ones no longer found, to take " + "off the list of known cycles: " + gone)
+                    + "\n"
+                    + String.join(
+                            "\n",
+                            noPackageCycles()
+                                    .evaluate(classes)
+                                    .getFailureReport()
+                                    .getDetails()));
         }
     }
 
     /** No benchmark class: none named {@code *Bench} or {@code *Benchmark}, none using the bench harness or JMH. */
     public static ArchRule noBenchmarkClasses() {
-        return noClasses().should().haveSimpleNameEndingWith("Bench")
-                .orShould().haveSimpleNameEndingWith("Benchmark")
-                .orShould().dependOnClassesThat().resideInAnyPackage("io.cuwire.bench..", "org.openjdk.jmh..")
+        return noClasses()
+                .should()
+                .haveSimpleNameEndingWith("Bench")
+                .orShould()
+                .haveSimpleNameEndingWith("Benchmark")
+                .orShould()
+                .dependOnClassesThat()
+                .resideInAnyPackage("io.cuwire.bench..", "org.openjdk.jmh..")
                 .because("benchmarks live in cuwire-bench, on its harness, out of the library jars");
     }
 
@@ -242,17 +266,24 @@ public final class Architecture {
      * subject; life-cycle methods ({@code @BeforeEach}, ...) are not test methods and are named as they please.
      */
     public static ArchRule testMethodsNamedAsSpecs() {
-        DescribedPredicate<JavaMethod> testMethods = DescribedPredicate.describe("are test methods (@Test, "
-                + "@ParameterizedTest, @RepeatedTest, @TestFactory, @TestTemplate)",
+        DescribedPredicate<JavaMethod> testMethods = DescribedPredicate.describe(
+                "are test methods (@Test, " + "@ParameterizedTest, @RepeatedTest, @TestFactory, @TestTemplate)",
                 m -> TEST_ANNOTATIONS.stream().anyMatch(m::isAnnotatedWith));
-        return methods().that(testMethods).should().haveNameStartingWith("should")
+        return methods()
+                .that(testMethods)
+                .should()
+                .haveNameStartingWith("should")
                 .because("a test method reads as a spec of its subject (cuwire-test-support/README.md)")
                 .allowEmptyShould(true);
     }
 
     /** {@code origin} and its nested classes name no class of a package that {@code packageIdentifiers} match. */
     public static ArchRule nameNoClassOf(Class<?> origin, String... packageIdentifiers) {
-        return noClasses().that().belongToAnyOf(origin).should().dependOnClassesThat()
+        return noClasses()
+                .that()
+                .belongToAnyOf(origin)
+                .should()
+                .dependOnClassesThat()
                 .resideInAnyPackage(packageIdentifiers);
     }
 
@@ -284,8 +315,10 @@ public final class Architecture {
         Set<String> packages = new TreeSet<>();
         own.forEach(c -> packages.add(c.getPackageName()));
         noInternalPackageOfAnotherModule().check(own);
-        checkPackageCycles(all.that(DescribedPredicate.describe("in the packages of " + moduleOf(own.get(anchor)),
-                c -> packages.contains(c.getPackageName()))), knownCycles);
+        checkPackageCycles(
+                all.that(DescribedPredicate.describe(
+                        "in the packages of " + moduleOf(own.get(anchor)), c -> packages.contains(c.getPackageName()))),
+                knownCycles);
         if (library) {
             noBenchmarkClasses().check(own);
         }

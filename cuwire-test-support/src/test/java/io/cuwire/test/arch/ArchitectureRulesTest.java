@@ -112,14 +112,15 @@ class ArchitectureRulesTest {
                         @ParameterizedTest @ValueSource(ints = 1) void sumsInRows(int n) { }
                     }
                     """);
-    private static final Map<String, String> MODULE_BENCH = Map.of(
-            "io/cuwire/bench/harness/Runner.java", """
+
+    private static final Map<String, String> MODULE_BENCH = Map.of("io/cuwire/bench/harness/Runner.java", """
                     package io.cuwire.bench.harness;
                     public class Runner { }
                     """);
 
     @TempDir
     static Path dir;
+
     private static JavaClasses all;
     private static Path a;
     private static JavaClasses aTests;
@@ -127,8 +128,15 @@ class ArchitectureRulesTest {
     @BeforeAll
     static void compileTheFixture() throws IOException {
         Path src = dir.resolve("src");
-        Map<Path, Map<String, String>> modules = Map.of(dir.resolve("a"), MODULE_A, dir.resolve("b"), MODULE_B,
-                dir.resolve("bench"), MODULE_BENCH, dir.resolve("a-tests"), MODULE_A_TESTS);
+        Map<Path, Map<String, String>> modules = Map.of(
+                dir.resolve("a"),
+                MODULE_A,
+                dir.resolve("b"),
+                MODULE_B,
+                dir.resolve("bench"),
+                MODULE_BENCH,
+                dir.resolve("a-tests"),
+                MODULE_A_TESTS);
         List<String> files = new ArrayList<>();
         for (Map<String, String> sources : modules.values()) {
             for (var e : sources.entrySet()) {
@@ -141,8 +149,8 @@ class ArchitectureRulesTest {
         Path out = dir.resolve("out");
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream log = new ByteArrayOutputStream();
-        List<String> args = new ArrayList<>(List.of("-d", out.toString(), "-cp",
-                System.getProperty("java.class.path")));
+        List<String> args =
+                new ArrayList<>(List.of("-d", out.toString(), "-cp", System.getProperty("java.class.path")));
         args.addAll(files);
         assertEquals(0, javac.run(null, log, log, args.toArray(String[]::new)), () -> "the fixture compiles: " + log);
         // One compilation, then each module's class files into a root of its own.
@@ -163,8 +171,8 @@ class ArchitectureRulesTest {
 
     private static JavaClasses except(String... names) {
         List<String> drop = List.of(names);
-        return all.that(DescribedPredicate.describe("not " + drop,
-                c -> drop.stream().noneMatch(n -> c.getName().equals("io.cuwire." + n))));
+        return all.that(DescribedPredicate.describe(
+                "not " + drop, c -> drop.stream().noneMatch(n -> c.getName().equals("io.cuwire." + n))));
     }
 
     private static String violations(ArchRule rule, JavaClasses classes) {
@@ -176,18 +184,27 @@ class ArchitectureRulesTest {
     @Test
     void shouldFailAClassThatUsesAnotherModulesInternalPackage() {
         String found = violations(Architecture.noInternalPackageOfAnotherModule(), all);
-        assertTrue(found.contains("io.cuwire.fixa.UsesInternal") && found.contains("io.cuwire.fixb.internal.Impl")
-                && found.contains("is internal to " + dir.resolve("b").toUri()), found);
+        assertTrue(
+                found.contains("io.cuwire.fixa.UsesInternal")
+                        && found.contains("io.cuwire.fixb.internal.Impl")
+                        && found.contains("is internal to " + dir.resolve("b").toUri()),
+                found);
         assertFalse(found.contains("UsesOwnInternal"), "a module's own internal package is its own to use: " + found);
-        assertFalse(Architecture.noInternalPackageOfAnotherModule().evaluate(except("fixa.UsesInternal"))
-                .hasViolation(), "without the breach the rule passes");
+        assertFalse(
+                Architecture.noInternalPackageOfAnotherModule()
+                        .evaluate(except("fixa.UsesInternal"))
+                        .hasViolation(),
+                "without the breach the rule passes");
     }
 
     @Test
     void shouldFailAPackageCycleWithinAModule() {
         String found = violations(Architecture.noPackageCycles(), except("fixb.Back"));
         assertTrue(found.contains("fixa.one") && found.contains("fixa.two"), found);
-        assertFalse(Architecture.noPackageCycles().evaluate(except("fixb.Back", "fixa.two.Second")).hasViolation(),
+        assertFalse(
+                Architecture.noPackageCycles()
+                        .evaluate(except("fixb.Back", "fixa.two.Second"))
+                        .hasViolation(),
                 "without the cycles the rule passes (b's API and SPI name each other, which is no cycle)");
     }
 
@@ -203,29 +220,37 @@ class ArchitectureRulesTest {
         String cycle = "io.cuwire.fixa.one -> io.cuwire.fixa.two -> io.cuwire.fixa.one";
         assertEquals(List.of(cycle), Architecture.packageCycles(withinOnly));
         Architecture.checkPackageCycles(withinOnly, List.of(cycle));
-        AssertionError added = assertThrows(AssertionError.class,
-                () -> Architecture.checkPackageCycles(withinOnly, List.of()));
-        assertTrue(added.getMessage().startsWith("package cycles: new, to remove: [" + cycle + "]"),
-                added.getMessage());
+        AssertionError added =
+                assertThrows(AssertionError.class, () -> Architecture.checkPackageCycles(withinOnly, List.of()));
+        assertTrue(
+                added.getMessage().startsWith("package cycles: new, to remove: [" + cycle + "]"), added.getMessage());
         String other = "io.cuwire.fixa -> io.cuwire.fixb -> io.cuwire.fixa";
-        AssertionError gone = assertThrows(AssertionError.class,
-                () -> Architecture.checkPackageCycles(withinOnly, List.of(cycle, other)));
-        assertTrue(gone.getMessage().startsWith("package cycles: known ones no longer found, to take off the list "
-                + "of known cycles: [" + other + "]"), gone.getMessage());
+        AssertionError gone = assertThrows(
+                AssertionError.class, () -> Architecture.checkPackageCycles(withinOnly, List.of(cycle, other)));
+        assertTrue(
+                gone.getMessage()
+                        .startsWith("package cycles: known ones no longer found, to take off the list "
+                                + "of known cycles: [" + other + "]"),
+                gone.getMessage());
     }
 
     @Test
     void shouldFailABenchmarkClassInALibraryModule() {
-        JavaClasses moduleA = all.that(DescribedPredicate.describe("in a",
-                c -> Architecture.moduleOf(c).equals(a.toUri().toString())));
+        JavaClasses moduleA = all.that(DescribedPredicate.describe(
+                "in a", c -> Architecture.moduleOf(c).equals(a.toUri().toString())));
         String found = violations(Architecture.noBenchmarkClasses(), moduleA);
         assertTrue(found.contains("io.cuwire.fixa.CopyBench"), "a *Bench class: " + found);
-        assertTrue(found.contains("io.cuwire.fixa.Timed") && found.contains("io.cuwire.bench.harness.Runner"),
+        assertTrue(
+                found.contains("io.cuwire.fixa.Timed") && found.contains("io.cuwire.bench.harness.Runner"),
                 "a class using the bench harness: " + found);
-        assertFalse(Architecture.noBenchmarkClasses().evaluate(moduleA.that(
-                DescribedPredicate.describe("no bench",
-                        c -> !c.getSimpleName().equals("CopyBench") && !c.getSimpleName().equals("Timed"))))
-                .hasViolation(), "without them the rule passes");
+        assertFalse(
+                Architecture.noBenchmarkClasses()
+                        .evaluate(moduleA.that(DescribedPredicate.describe(
+                                "no bench",
+                                c -> !c.getSimpleName().equals("CopyBench")
+                                        && !c.getSimpleName().equals("Timed"))))
+                        .hasViolation(),
+                "without them the rule passes");
     }
 
     @Test
@@ -236,12 +261,22 @@ class ArchitectureRulesTest {
 
     @Test
     void shouldFailAClassThatNamesAClassOfAForbiddenPackage() throws URISyntaxException {
-        Path root = Path.of(ArchitectureRulesTest.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path root = Path.of(ArchitectureRulesTest.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
         JavaClasses tests = Architecture.classesUnder(List.of(root));
-        assertTrue(Architecture.nameNoClassOf(ArchitectureRulesTest.class, "org.junit..").evaluate(tests)
-                .hasViolation(), "this test names JUnit's classes");
-        assertFalse(Architecture.nameNoClassOf(ArchitectureRulesTest.class, "org.quicktheories..").evaluate(tests)
-                .hasViolation(), "and no QuickTheories class");
+        assertTrue(
+                Architecture.nameNoClassOf(ArchitectureRulesTest.class, "org.junit..")
+                        .evaluate(tests)
+                        .hasViolation(),
+                "this test names JUnit's classes");
+        assertFalse(
+                Architecture.nameNoClassOf(ArchitectureRulesTest.class, "org.quicktheories..")
+                        .evaluate(tests)
+                        .hasViolation(),
+                "and no QuickTheories class");
     }
 
     @Test
@@ -250,8 +285,11 @@ class ArchitectureRulesTest {
         assertTrue(found.contains("io.cuwire.fixa.LooseTest.checksTheSum()"), "a @Test method: " + found);
         assertTrue(found.contains("io.cuwire.fixa.LooseTest.sumsInRows(int)"), "a @ParameterizedTest: " + found);
         assertFalse(found.contains("SumTest"), "should… test methods, life-cycle and other methods pass: " + found);
-        assertFalse(Architecture.testMethodsNamedAsSpecs().evaluate(aTests.that(DescribedPredicate.describe(
-                "not LooseTest", c -> !c.getSimpleName().equals("LooseTest")))).hasViolation(),
+        assertFalse(
+                Architecture.testMethodsNamedAsSpecs()
+                        .evaluate(aTests.that(DescribedPredicate.describe(
+                                "not LooseTest", c -> !c.getSimpleName().equals("LooseTest"))))
+                        .hasViolation(),
                 "without it the rule passes");
     }
 
@@ -260,7 +298,8 @@ class ArchitectureRulesTest {
         JavaClasses tests = Architecture.testClassesOf(Architecture.class);
         assertTrue(tests.contain(ArchitectureRulesTest.class), "this module's test classes: " + tests);
         assertFalse(tests.contain(Architecture.class), "and not its main classes");
-        assertFalse(Architecture.testMethodsNamedAsSpecs().evaluate(tests).hasViolation(),
+        assertFalse(
+                Architecture.testMethodsNamedAsSpecs().evaluate(tests).hasViolation(),
                 "this module's test methods are named should…");
     }
 }

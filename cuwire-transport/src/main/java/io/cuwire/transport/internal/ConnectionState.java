@@ -101,8 +101,7 @@ public final class ConnectionState {
      * becomes a copy of the failure); anything else on a broken or closed connection becomes {@link #closedError};
      * else {@code specific}'s answer if not {@code null}, else a {@link TransportException} that names the peer.
      */
-    public TransportException translate(Throwable e, String what,
-            Function<Throwable, TransportException> specific) {
+    public TransportException translate(Throwable e, String what, Function<Throwable, TransportException> specific) {
         TransportException f = failure;
         if (e instanceof TransportException t) {
             if (f != null && t instanceof ConnectionClosedException) {

@@ -47,15 +47,15 @@ public final class Frames {
     /** How long a receiver that refused a message waits for its peer to close before it closes itself. */
     public static final long REFUSAL_LINGER_NANOS = TimeUnit.SECONDS.toNanos(2);
 
-    private Frames() {
-    }
+    private Frames() {}
 
     /** Refuses a header of {@code headerLength} bytes declared by {@code peer} beyond the limits. */
     public static void checkHeaderLength(int headerLength, TransportConfig config, String peer) {
         if (headerLength < 0 || headerLength > config.limits().maxHeaderBytes()) {
-            throw new ProtocolViolationException("peer " + peer + " declared a header of " + headerLength
-                    + " bytes", new LimitExceededException("header of " + headerLength
-                    + " bytes exceeds the limit of " + config.limits().maxHeaderBytes()));
+            throw new ProtocolViolationException(
+                    "peer " + peer + " declared a header of " + headerLength + " bytes",
+                    new LimitExceededException("header of " + headerLength + " bytes exceeds the limit of "
+                            + config.limits().maxHeaderBytes()));
         }
     }
 
@@ -69,8 +69,8 @@ public final class Frames {
      * @throws FamilyRefusedException if the header uses a family outside {@code accepted}
      * @throws ProtocolViolationException if the header is refused for any other reason (its cause says why)
      */
-    public static Serialized.Header parseHeader(byte[] headerBytes, TransportConfig config, String peer,
-            List<Family> accepted) {
+    public static Serialized.Header parseHeader(
+            byte[] headerBytes, TransportConfig config, String peer, List<Family> accepted) {
         Serialized.Header header;
         try {
             header = Serialized.parseHeader(headerBytes, config.limits());
@@ -78,8 +78,9 @@ public final class Frames {
             throw new ProtocolViolationException("refused a message from " + peer + ": " + e.getMessage(), e);
         }
         if (header.version() != Serialized.FORMAT_VERSION) {
-            throw new ProtocolViolationException("refused a message from " + peer + ": header format version "
-                    + header.version() + ", this connection agreed version " + Serialized.FORMAT_VERSION,
+            throw new ProtocolViolationException(
+                    "refused a message from " + peer + ": header format version " + header.version()
+                            + ", this connection agreed version " + Serialized.FORMAT_VERSION,
                     new IncompatibleVersionException("header format version " + header.version() + " on a "
                             + "connection of version " + Serialized.FORMAT_VERSION));
         }
@@ -120,10 +121,11 @@ public final class Frames {
      *
      * @param sameMemory whether a frame must also be device memory exactly where the descriptor says so
      */
-    public static void allocate(Serialized.Header header, TransportConfig config, String peer, boolean sameMemory,
-            List<Buffer> frames) {
+    public static void allocate(
+            Serialized.Header header, TransportConfig config, String peer, boolean sameMemory, List<Buffer> frames) {
         for (int i = 0; i < header.frames().size(); i++) {
-            frames.add(allocate(header.frames().get(i), i, config, peer, sameMemory, false).buffer());
+            frames.add(allocate(header.frames().get(i), i, config, peer, sameMemory, false)
+                    .buffer());
         }
     }
 
@@ -139,25 +141,27 @@ public final class Frames {
      *
      * @throws TransportException if the memory could not be had, or the allocator broke its contract
      */
-    public static Frame allocate(FrameDescriptor d, int index, TransportConfig config, String peer,
-            boolean sameMemory, boolean arrays) {
+    public static Frame allocate(
+            FrameDescriptor d, int index, TransportConfig config, String peer, boolean sameMemory, boolean arrays) {
         if (arrays && d.arrayType() != null) {
             try {
-                return new Frame(HostBuffer.wrap(d.arrayType().newArraySegment(d.arrayLength())), true,
-                        d.arrayType());
+                return new Frame(HostBuffer.wrap(d.arrayType().newArraySegment(d.arrayLength())), true, d.arrayType());
             } catch (OutOfMemoryError e) {
                 // One allocation of the peer's declared size failed; nothing else was taken.
-                throw new TransportException("cannot allocate frame " + index + " (" + d + ") of a message from "
-                        + peer + " as a " + d.arrayType().arrayClass().getTypeName() + " of " + d.arrayLength()
-                        + " elements: " + e.getMessage(), e);
+                throw new TransportException(
+                        "cannot allocate frame " + index + " (" + d + ") of a message from "
+                                + peer + " as a " + d.arrayType().arrayClass().getTypeName() + " of " + d.arrayLength()
+                                + " elements: " + e.getMessage(),
+                        e);
             }
         }
         Buffer b;
         try {
             b = config.receiveInto().allocate(d);
         } catch (RuntimeException e) {
-            throw new TransportException("cannot allocate frame " + index + " (" + d + ") of a message from "
-                    + peer + ": " + e.getMessage(), e);
+            throw new TransportException(
+                    "cannot allocate frame " + index + " (" + d + ") of a message from " + peer + ": " + e.getMessage(),
+                    e);
         }
         String wrong = null;
         if (b.byteSize() != d.length()
@@ -191,7 +195,8 @@ public final class Frames {
         }
         long bytes = 0;
         int n = 0;
-        while (first + n < descriptors.size() && inRun(descriptors.get(first + n), d)
+        while (first + n < descriptors.size()
+                && inRun(descriptors.get(first + n), d)
                 && bytes + descriptors.get(first + n).length() <= RUN_BYTES) {
             bytes += descriptors.get(first + n).length();
             n++;
@@ -200,7 +205,9 @@ public final class Frames {
     }
 
     private static boolean inRun(FrameDescriptor d, FrameDescriptor head) {
-        return d.kind() == MemoryKind.DEVICE && d.arrayType() == null && d.deviceOrdinal() == head.deviceOrdinal()
+        return d.kind() == MemoryKind.DEVICE
+                && d.arrayType() == null
+                && d.deviceOrdinal() == head.deviceOrdinal()
                 && d.length() <= RUN_FRAME_BYTES;
     }
 
@@ -216,15 +223,26 @@ public final class Frames {
      * @return the block, for a transport that fills it at once
      * @throws TransportException if the memory could not be had, or the allocator broke its contract
      */
-    public static Buffer allocateRun(List<FrameDescriptor> descriptors, int first, int count, TransportConfig config,
-            String peer, List<Frame> frames) {
+    public static Buffer allocateRun(
+            List<FrameDescriptor> descriptors,
+            int first,
+            int count,
+            TransportConfig config,
+            String peer,
+            List<Frame> frames) {
         FrameDescriptor head = descriptors.get(first);
         long total = 0;
         for (int i = first; i < first + count; i++) {
             total += descriptors.get(i).length();
         }
-        Buffer block = allocate(new FrameDescriptor(head.kind(), head.deviceOrdinal(), total), first, config, peer,
-                false, false).buffer();
+        Buffer block = allocate(
+                        new FrameDescriptor(head.kind(), head.deviceOrdinal(), total),
+                        first,
+                        config,
+                        peer,
+                        false,
+                        false)
+                .buffer();
         AtomicInteger unreturned = new AtomicInteger(count);
         Buffer.Releaser returned = () -> {
             if (unreturned.decrementAndGet() == 0) {
@@ -236,7 +254,8 @@ public final class Frames {
             long length = descriptors.get(i).length();
             Buffer range = block.slice(offset, length);
             Buffer loan = range instanceof DeviceBuffer d && block.allocator() != null
-                    ? d.lend(returned, castDevice(block.allocator())) : range.lend(returned);
+                    ? d.lend(returned, castDevice(block.allocator()))
+                    : range.lend(returned);
             frames.add(new Frame(loan, true));
             offset += length;
         }
@@ -260,7 +279,9 @@ public final class Frames {
         }
         Throwable why = failure.getCause() instanceof SerializationException s ? s : failure;
         ByteBuffer out = ByteBuffer.allocate(MessageRefusedException.MAX_REASON_BYTES);
-        CharsetEncoder utf8 = StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPLACE)
+        CharsetEncoder utf8 = StandardCharsets.UTF_8
+                .newEncoder()
+                .onMalformedInput(CodingErrorAction.REPLACE)
                 .onUnmappableCharacter(CodingErrorAction.REPLACE);
         utf8.encode(CharBuffer.wrap(why.getClass().getSimpleName() + ": " + why.getMessage()), out, true);
         byte[] reason = new byte[out.flip().remaining()];

@@ -81,8 +81,7 @@ public final class Handshake {
     private static final int MAX_REASON_CHARS = 180;
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    private Handshake() {
-    }
+    private Handshake() {}
 
     /**
      * What the handshake established.
@@ -92,8 +91,7 @@ public final class Handshake {
      * @param keys the connection's session keys, when both sides proved the secret; else {@code null} (no secret on
      *     this side, or a peer without one let in by {@link TransportConfig#allowUnauthenticated()})
      */
-    public record Result(Capabilities peer, List<Family> families, SessionKeys keys) {
-    }
+    public record Result(Capabilities peer, List<Family> families, SessionKeys keys) {}
 
     /**
      * Runs the client side over a connected blocking socket, telling the server {@code local}; the server's endpoint
@@ -101,8 +99,13 @@ public final class Handshake {
      */
     public static Result client(Socket socket, TransportConfig config, Capabilities local) {
         String peer = String.valueOf(socket.getRemoteSocketAddress());
-        return run(new SocketRecords(socket, peer), config, true, local, endpoint(socket.getRemoteSocketAddress()),
-                () -> { });
+        return run(
+                new SocketRecords(socket, peer),
+                config,
+                true,
+                local,
+                endpoint(socket.getRemoteSocketAddress()),
+                () -> {});
     }
 
     /**
@@ -112,7 +115,12 @@ public final class Handshake {
      */
     public static Result server(Socket socket, TransportConfig config, Capabilities local, Runnable onAuthenticated) {
         String peer = String.valueOf(socket.getRemoteSocketAddress());
-        return run(new SocketRecords(socket, peer), config, false, local, endpoint(socket.getLocalSocketAddress()),
+        return run(
+                new SocketRecords(socket, peer),
+                config,
+                false,
+                local,
+                endpoint(socket.getLocalSocketAddress()),
                 onAuthenticated);
     }
 
@@ -141,8 +149,13 @@ public final class Handshake {
      *     connection ({@link #endpoint})
      * @param onAuthenticated run once the peer's proof was accepted (on the server before it proves anything)
      */
-    public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local,
-            String server, Runnable onAuthenticated) {
+    public static Result run(
+            RecordChannel channel,
+            TransportConfig config,
+            boolean client,
+            Capabilities local,
+            String server,
+            Runnable onAuthenticated) {
         return run(channel, config, client, local, server, onAuthenticated, null);
     }
 
@@ -150,10 +163,16 @@ public final class Handshake {
      * As {@link #run(RecordChannel, TransportConfig, boolean, Capabilities, String, Runnable)}, over a channel bound
      * to {@code binding} (the TLS exporter value of the channel, {@code null} when it is plaintext).
      */
-    public static Result run(RecordChannel channel, TransportConfig config, boolean client, Capabilities local,
-            String server, Runnable onAuthenticated, byte[] binding) {
+    public static Result run(
+            RecordChannel channel,
+            TransportConfig config,
+            boolean client,
+            Capabilities local,
+            String server,
+            Runnable onAuthenticated,
+            byte[] binding) {
         long deadline = System.nanoTime() + config.handshakeTimeout().toNanos();
-        MessageRecorder.prepare();  // while this waits for the peer, not in the first message
+        MessageRecorder.prepare(); // while this waits for the peer, not in the first message
         Transcript transcript = new Transcript();
         Exchange x = new Exchange(channel, deadline, transcript);
         byte[] mine = new byte[CHALLENGE_BYTES];
@@ -191,8 +210,10 @@ public final class Handshake {
                 session.add(sha256(client ? x.last : capabilities));
                 keys = SessionKeys.derive(config.secret(), session.hash(), client);
             }
-            return new Result(peer, agree(client ? config.families() : peer.families(),
-                    client ? peer.families() : config.families()), keys);
+            return new Result(
+                    peer,
+                    agree(client ? config.families() : peer.families(), client ? peer.families() : config.families()),
+                    keys);
         } catch (AuthenticationException | ProtocolViolationException e) {
             if (!x.peerRefused) {
                 refuse(channel, e);
@@ -214,8 +235,12 @@ public final class Handshake {
         }
 
         void add(byte[] record) {
-            byte[] length = {(byte) (record.length >>> 24), (byte) (record.length >>> 16),
-                (byte) (record.length >>> 8), (byte) record.length};
+            byte[] length = {
+                (byte) (record.length >>> 24),
+                (byte) (record.length >>> 16),
+                (byte) (record.length >>> 8),
+                (byte) record.length
+            };
             digest.update(length);
             digest.update(record);
         }
@@ -293,16 +318,16 @@ public final class Handshake {
      */
     private static void checkHello(Map<?, ?> hello, String role, String server, byte[] binding) {
         if (!MAGIC.equals(hello.get("magic"))) {
-            throw new ProtocolViolationException("the peer is not a cuwire transport (its first record has no "
-                    + MAGIC + " magic)");
+            throw new ProtocolViolationException(
+                    "the peer is not a cuwire transport (its first record has no " + MAGIC + " magic)");
         }
         if (!(hello.get("pv") instanceof Long pv) || pv != PROTOCOL_VERSION) {
             throw new ProtocolViolationException("peer speaks transport protocol version " + hello.get("pv")
                     + ", this side speaks " + PROTOCOL_VERSION);
         }
         if (!role.equals(hello.get("role"))) {
-            throw new ProtocolViolationException("peer says it is '" + hello.get("role") + "', expected '" + role
-                    + "'");
+            throw new ProtocolViolationException(
+                    "peer says it is '" + hello.get("role") + "', expected '" + role + "'");
         }
         if (!(hello.get("challenge") instanceof byte[] c) || c.length != CHALLENGE_BYTES) {
             throw new ProtocolViolationException("peer's hello has no " + CHALLENGE_BYTES + "-byte challenge");
@@ -349,8 +374,8 @@ public final class Handshake {
             return false;
         } else if (secret != null) {
             if (!MessageDigest.isEqual(proof, mac(secret, role, transcriptHash))) {
-                throw new AuthenticationException("peer's proof of the cluster secret is wrong (or made for "
-                        + "another connection)");
+                throw new AuthenticationException(
+                        "peer's proof of the cluster secret is wrong (or made for " + "another connection)");
             }
             return true;
         } else if (!config.allowUnauthenticated()) {
@@ -367,8 +392,8 @@ public final class Handshake {
             }
         }
         if (agreed.isEmpty()) {
-            throw new ProtocolViolationException("no serializer family in common: client offers " + clientChain
-                    + ", server " + serverChain);
+            throw new ProtocolViolationException(
+                    "no serializer family in common: client offers " + clientChain + ", server " + serverChain);
         }
         return agreed;
     }
@@ -420,8 +445,8 @@ public final class Handshake {
                 return map;
             }
         } catch (SerializationException e) {
-            throw new ProtocolViolationException("peer's handshake " + what + " is not valid msgpack: "
-                    + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer's handshake " + what + " is not valid msgpack: " + e.getMessage(), e);
         }
         throw new ProtocolViolationException("peer's handshake " + what + " is not a single map");
     }
@@ -451,8 +476,8 @@ public final class Handshake {
             List<Capabilities.DeviceInfo> devices = new ArrayList<>();
             for (Object o : (List<?>) m.get("devices")) {
                 List<?> d = (List<?>) o;
-                devices.add(new Capabilities.DeviceInfo((String) d.get(0), ((Long) d.get(1)).intValue(),
-                        (String) d.get(2)));
+                devices.add(new Capabilities.DeviceInfo(
+                        (String) d.get(0), ((Long) d.get(1)).intValue(), (String) d.get(2)));
             }
             List<String> transports = new ArrayList<>();
             for (Object o : (List<?>) m.get("transports")) {
@@ -466,8 +491,14 @@ public final class Handshake {
                     }
                 }
             }
-            return new Capabilities(((Long) m.get("fv")).intValue(), (Long) m.get("pid"), (String) m.get("host"),
-                    devices, transports, (Boolean) m.get("ucxCuda"), families);
+            return new Capabilities(
+                    ((Long) m.get("fv")).intValue(),
+                    (Long) m.get("pid"),
+                    (String) m.get("host"),
+                    devices,
+                    transports,
+                    (Boolean) m.get("ucxCuda"),
+                    families);
         } catch (ClassCastException | NullPointerException | IndexOutOfBoundsException e) {
             throw new ProtocolViolationException("peer's capabilities are malformed: " + e, e);
         }

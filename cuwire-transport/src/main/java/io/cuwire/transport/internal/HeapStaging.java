@@ -30,6 +30,7 @@ import java.lang.foreign.MemorySegment;
 public final class HeapStaging {
     /** Bytes of one slot: the most a frame's chunk holds. */
     public static final int CHUNK_BYTES = 256 << 10;
+
     private static final long ALIGNMENT = 4096;
 
     private final MemorySegment memory;

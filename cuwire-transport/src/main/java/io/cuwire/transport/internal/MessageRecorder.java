@@ -21,8 +21,8 @@ public final class MessageRecorder implements AutoCloseable {
     private final TransferScope scope;
     private final MessageEvent event = new MessageEvent();
 
-    private MessageRecorder(MessageMetrics.Direction direction, String transport, long startNanos,
-            boolean countCopies) {
+    private MessageRecorder(
+            MessageMetrics.Direction direction, String transport, long startNanos, boolean countCopies) {
         this.direction = direction;
         this.transport = transport;
         this.startNanos = startNanos;
@@ -46,8 +46,8 @@ public final class MessageRecorder implements AutoCloseable {
     }
 
     /** Starts measuring now (or from {@code startNanos}), counting copies when {@code countCopies}. */
-    public static MessageRecorder start(MessageMetrics.Direction direction, String transport, long startNanos,
-            boolean countCopies) {
+    public static MessageRecorder start(
+            MessageMetrics.Direction direction, String transport, long startNanos, boolean countCopies) {
         return new MessageRecorder(direction, transport, startNanos, countCopies);
     }
 
@@ -68,9 +68,17 @@ public final class MessageRecorder implements AutoCloseable {
             d2h = scope.bytes(CopyDirection.D2H);
             h2d = scope.bytes(CopyDirection.H2D);
         }
-        MessageMetrics m = new MessageMetrics(direction, transport, kinds.size(), headerBytes,
-                byKind[MemoryKind.HOST.ordinal()], byKind[MemoryKind.PINNED.ordinal()],
-                byKind[MemoryKind.DEVICE.ordinal()], nanos, d2h, h2d);
+        MessageMetrics m = new MessageMetrics(
+                direction,
+                transport,
+                kinds.size(),
+                headerBytes,
+                byKind[MemoryKind.HOST.ordinal()],
+                byKind[MemoryKind.PINNED.ordinal()],
+                byKind[MemoryKind.DEVICE.ordinal()],
+                nanos,
+                d2h,
+                h2d);
         event.end();
         if (event.shouldCommit()) {
             event.transport = transport;

@@ -26,6 +26,7 @@ public abstract class PendingSend {
      * completion (a reply's consumed record, often followed by the peer's next message) skips a thread wake-up.
      */
     public final CompletableFuture<MessageMetrics> future;
+
     private final ConnectionState state;
     private final AtomicBoolean done = new AtomicBoolean();
     private MessageRecorder recorder;
@@ -79,8 +80,7 @@ public abstract class PendingSend {
     }
 
     /** Runs when the send completed, after its bytes were given back and before its future completes. */
-    protected void onCompleted() {
-    }
+    protected void onCompleted() {}
 
     /**
      * A future whose waits spin for {@code idle}'s spin before they park. Its dependent stages

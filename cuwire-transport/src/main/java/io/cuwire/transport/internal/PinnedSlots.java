@@ -2,8 +2,8 @@ package io.cuwire.transport.internal;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Device;
-import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.DeviceStream;
+import io.cuwire.memory.HostBuffer;
 
 /**
  * The slots of a staging ring: pinned bounce buffers of one chunk each, every one with a stream of its own on the

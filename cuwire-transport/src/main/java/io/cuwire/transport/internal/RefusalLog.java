@@ -11,6 +11,7 @@ import java.lang.System.Logger.Level;
 public final class RefusalLog {
     /** The name of the logger refusals go to. */
     public static final String LOGGER = "io.cuwire.transport.Listener";
+
     static final int LINES_PER_WINDOW = 20;
     static final int WINDOW_SECONDS = 10;
     private static final long WINDOW_NANOS = WINDOW_SECONDS * 1_000_000_000L;
@@ -45,8 +46,10 @@ public final class RefusalLog {
             lines++;
         }
         if (before > 0) {
-            LOG.log(Level.WARNING, listener + ": " + before + " more refused peers were not logged (at most "
-                    + LINES_PER_WINDOW + " lines per " + WINDOW_SECONDS + " s)");
+            LOG.log(
+                    Level.WARNING,
+                    listener + ": " + before + " more refused peers were not logged (at most " + LINES_PER_WINDOW
+                            + " lines per " + WINDOW_SECONDS + " s)");
         }
         LOG.log(Level.WARNING, listener + " refused " + peer + ": " + reason);
     }

@@ -42,6 +42,7 @@ public final class SendQueue<T extends PendingSend> {
     private final Condition boundary = lock.newCondition();
     /** A message its caller began and the writer is to finish; guarded by {@link #lock}. */
     private PendingSend partial;
+
     private final PendingSend stop;
     private final Thread writer;
 
@@ -54,9 +55,9 @@ public final class SendQueue<T extends PendingSend> {
     public SendQueue(String name, ConnectionState state, WriteAction<T> write, Runnable onWriterExit) {
         this.state = state;
         this.write = write;
-        this.stop = new PendingSend(state, 0) { };
-        this.writer = Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer")
-                .start(() -> writeLoop(onWriterExit));
+        this.stop = new PendingSend(state, 0) {};
+        this.writer =
+                Thread.ofPlatform().daemon().name("cuwire-" + name + "-writer").start(() -> writeLoop(onWriterExit));
     }
 
     /**
@@ -111,8 +112,11 @@ public final class SendQueue<T extends PendingSend> {
     public CompletableFuture<MessageMetrics> submit(T out, boolean inline) {
         // The lock may be held for a moment by the connection's own record (a consumed record the reader writes
         // right after it handed a message over, as a reply is being sent): spin for it rather than wake the writer.
-        if (inline && queued.get() == 0 && (lock.tryLock()
-                || state.idle().spinUntil(() -> queued.get() != 0 || lock.tryLock()) && lock.isHeldByCurrentThread())) {
+        if (inline
+                && queued.get() == 0
+                && (lock.tryLock()
+                        || state.idle().spinUntil(() -> queued.get() != 0 || lock.tryLock())
+                                && lock.isHeldByCurrentThread())) {
             try {
                 if (queued.get() == 0) {
                     if (!writeOrFail(out, true)) {

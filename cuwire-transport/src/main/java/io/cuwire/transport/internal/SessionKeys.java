@@ -26,6 +26,7 @@ import javax.crypto.spec.SecretKeySpec;
 public final class SessionKeys {
     /** Bytes of every tag. */
     public static final int TAG_BYTES = 16;
+
     private static final byte[] LABEL = "cuwire-session-v1".getBytes(StandardCharsets.US_ASCII);
     /** One log for every connection's failures (rate-limited over all of them). */
     private static final RefusalLog LOG = new RefusalLog("message authentication");

@@ -25,9 +25,11 @@ public final class Timeline {
     public static final String PROPERTY = "cuwire.transport.timeline";
     /** Stamps kept; later ones are dropped. */
     public static final int CAPACITY = 1 << 21;
+
     private static final String DIRECTORY = System.getProperty(PROPERTY, "");
     /** Whether the timeline is on in this process. */
     public static final boolean ON = !DIRECTORY.isBlank();
+
     private static final AtomicLongArray STAMPS = new AtomicLongArray(ON ? CAPACITY : 0);
     private static final AtomicInteger NEXT = new AtomicInteger();
     private static final int POINT_BITS = 6;
@@ -84,8 +86,7 @@ public final class Timeline {
         RECEIVE_RETURNED
     }
 
-    private Timeline() {
-    }
+    private Timeline() {}
 
     /** Stamps {@code point} now, if the timeline is on. */
     public static void mark(Point point) {
@@ -105,7 +106,8 @@ public final class Timeline {
         try {
             Files.createDirectories(file.getParent());
             try (Writer w = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
-                w.write("# " + pid + " " + ProcessHandle.current().info().commandLine().orElse("?") + "\n");
+                w.write("# " + pid + " "
+                        + ProcessHandle.current().info().commandLine().orElse("?") + "\n");
                 for (int i = 0; i < n; i++) {
                     long s = STAMPS.getAcquire(i);
                     if (s != 0) {

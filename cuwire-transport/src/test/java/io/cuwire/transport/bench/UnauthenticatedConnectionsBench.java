@@ -45,8 +45,7 @@ import java.util.Locale;
 public final class UnauthenticatedConnectionsBench {
     private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
 
-    private UnauthenticatedConnectionsBench() {
-    }
+    private UnauthenticatedConnectionsBench() {}
 
     /** One measurement of this process. */
     private record Sample(long rssBytes, long directBytes, long directBuffers, int platformThreads) {
@@ -58,14 +57,25 @@ public final class UnauthenticatedConnectionsBench {
                 }
             }
             BufferPoolMXBean direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                    .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
-            return new Sample(rss, direct.getMemoryUsed(), direct.getCount(),
+                    .filter(b -> b.getName().equals("direct"))
+                    .findFirst()
+                    .orElseThrow();
+            return new Sample(
+                    rss,
+                    direct.getMemoryUsed(),
+                    direct.getCount(),
                     ManagementFactory.getThreadMXBean().getThreadCount());
         }
 
         String row(String label) {
-            return String.format(Locale.ROOT, "%-28s RSS %8.1f MiB   direct %8.1f MiB in %5d buffers   %4d threads",
-                    label, rssBytes / 1048576.0, directBytes / 1048576.0, directBuffers, platformThreads);
+            return String.format(
+                    Locale.ROOT,
+                    "%-28s RSS %8.1f MiB   direct %8.1f MiB in %5d buffers   %4d threads",
+                    label,
+                    rssBytes / 1048576.0,
+                    directBytes / 1048576.0,
+                    directBuffers,
+                    platformThreads);
         }
     }
 
@@ -75,8 +85,12 @@ public final class UnauthenticatedConnectionsBench {
         String scheme = args.length > 2 ? args[2] : Transports.TCP;
         BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-host", BufferAllocator.UNLIMITED);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
-        TransportConfig config = TransportConfig.builder().secret(SECRET).receiveInto(DeviceMap.of(host, device))
-                .handshakeTimeout(Duration.ofSeconds(120)).maxUnauthenticated(n + 64, n + 64).build();
+        TransportConfig config = TransportConfig.builder()
+                .secret(SECRET)
+                .receiveInto(DeviceMap.of(host, device))
+                .handshakeTimeout(Duration.ofSeconds(120))
+                .maxUnauthenticated(n + 64, n + 64)
+                .build();
         String address = scheme + "://127.0.0.1:0";
         try (Listener listener = Transports.forAddress(address).listen(address, config)) {
             Thread.ofPlatform().daemon().name("bench-accept").start(() -> acceptLoop(listener));
@@ -107,15 +121,18 @@ public final class UnauthenticatedConnectionsBench {
                 Thread.sleep(20);
             }
             if (!mode.equals("idle")) {
-                Thread.sleep(1000);  // the last refusals' records and closes
+                Thread.sleep(1000); // the last refusals' records and closes
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             Sample after = Sample.now();
             System.out.println(before.row("before"));
             System.out.println(after.row(String.format(Locale.ROOT, "%s: %d connections", mode, n)));
-            System.out.printf(Locale.ROOT, "per connection: RSS %.1f KiB, direct %.2f KiB; %.1f s to open them%n",
+            System.out.printf(
+                    Locale.ROOT,
+                    "per connection: RSS %.1f KiB, direct %.2f KiB; %.1f s to open them%n",
                     (after.rssBytes - before.rssBytes) / 1024.0 / n,
-                    (after.directBytes - before.directBytes) / 1024.0 / n, seconds);
+                    (after.directBytes - before.directBytes) / 1024.0 / n,
+                    seconds);
             for (SocketChannel s : peers) {
                 s.close();
             }

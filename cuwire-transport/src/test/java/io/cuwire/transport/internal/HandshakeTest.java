@@ -48,7 +48,10 @@ class HandshakeTest {
     };
 
     private static TransportConfig config(byte[] secret) {
-        return TransportConfig.builder().secret(secret).receiveInto(NOWHERE).handshakeTimeout(Duration.ofSeconds(10))
+        return TransportConfig.builder()
+                .secret(secret)
+                .receiveInto(NOWHERE)
+                .handshakeTimeout(Duration.ofSeconds(10))
                 .build();
     }
 
@@ -117,16 +120,28 @@ class HandshakeTest {
         return (Map<?, ?>) new MsgpackReader(record, 0, record.length, 8, 1024).readValue();
     }
 
-    private static CompletableFuture<Handshake.Result> side(RecordChannel channel, TransportConfig config,
-            boolean client, String server, Runnable onAuthenticated, Pipe closes) {
-        return CompletableFuture.supplyAsync(() -> {
-            try {
-                return Handshake.run(channel, config, client, Capabilities.local(List.of(Family.HOST)), server,
-                        onAuthenticated);
-            } finally {
-                closes.put(Pipe.END);
-            }
-        }, task -> Thread.ofVirtual().start(task));
+    private static CompletableFuture<Handshake.Result> side(
+            RecordChannel channel,
+            TransportConfig config,
+            boolean client,
+            String server,
+            Runnable onAuthenticated,
+            Pipe closes) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return Handshake.run(
+                                channel,
+                                config,
+                                client,
+                                Capabilities.local(List.of(Family.HOST)),
+                                server,
+                                onAuthenticated);
+                    } finally {
+                        closes.put(Pipe.END);
+                    }
+                },
+                task -> Thread.ofVirtual().start(task));
     }
 
     private static Throwable failure(CompletableFuture<?> f) {
@@ -139,9 +154,9 @@ class HandshakeTest {
         Pipe toServer = new Pipe();
         Pipe toClient = new Pipe();
         AtomicBoolean serverSawProof = new AtomicBoolean();
-        var client = side(end(toServer, toClient), config(SECRET), true, SERVER, () -> { }, toServer);
-        var server = side(end(toClient, toServer), config(SECRET), false, SERVER, () -> serverSawProof.set(true),
-                toClient);
+        var client = side(end(toServer, toClient), config(SECRET), true, SERVER, () -> {}, toServer);
+        var server =
+                side(end(toClient, toServer), config(SECRET), false, SERVER, () -> serverSawProof.set(true), toClient);
         assertEquals(List.of(Family.HOST), client.get(20, TimeUnit.SECONDS).families());
         assertEquals(List.of(Family.HOST), server.get(20, TimeUnit.SECONDS).families());
         assertTrue(serverSawProof.get());
@@ -155,8 +170,8 @@ class HandshakeTest {
             throws Exception {
         Pipe toServer = new Pipe();
         Pipe toClient = new Pipe();
-        var client = side(end(toServer, toClient), clientConfig, true, SERVER, () -> { }, toServer);
-        var server = side(end(toClient, toServer), serverConfig, false, SERVER, () -> { }, toClient);
+        var client = side(end(toServer, toClient), clientConfig, true, SERVER, () -> {}, toServer);
+        var server = side(end(toClient, toServer), serverConfig, false, SERVER, () -> {}, toClient);
         return new Handshake.Result[] {client.get(20, TimeUnit.SECONDS), server.get(20, TimeUnit.SECONDS)};
     }
 
@@ -172,25 +187,38 @@ class HandshakeTest {
         byte[] second = clientSends.seal(header);
         serverReceives.open(first, "record 0", header);
         serverReceives.open(second, "record 1", header);
-        assertThrows(MessageAuthenticationException.class, () -> serverReceives.open(first, "a replay", header),
+        assertThrows(
+                MessageAuthenticationException.class,
+                () -> serverReceives.open(first, "a replay", header),
                 "record 2 is not record 0 again");
-        assertThrows(MessageAuthenticationException.class,
-                () -> one[0].keys().receiving("server").open(one[1].keys().receiving("x").seal(header), "reflected",
-                        header), "the server's key is not the client's");
-        assertThrows(MessageAuthenticationException.class,
-                () -> two[1].keys().receiving("client").open(one[0].keys().sending("server").seal(header),
-                        "spliced", header), "another connection's keys differ");
+        assertThrows(
+                MessageAuthenticationException.class,
+                () -> one[0].keys()
+                        .receiving("server")
+                        .open(one[1].keys().receiving("x").seal(header), "reflected", header),
+                "the server's key is not the client's");
+        assertThrows(
+                MessageAuthenticationException.class,
+                () -> two[1].keys()
+                        .receiving("client")
+                        .open(one[0].keys().sending("server").seal(header), "spliced", header),
+                "another connection's keys differ");
         ByteBuffer changed = ByteBuffer.wrap("a headeR".getBytes());
         SessionKeys.Direction again = one[1].keys().receiving("client");
-        assertThrows(MessageAuthenticationException.class,
+        assertThrows(
+                MessageAuthenticationException.class,
                 () -> again.open(one[0].keys().sending("server").seal(header), "changed", changed));
         assertEquals(0, header.position(), "sealing reads its parts without moving them");
     }
 
     @Test
     void shouldDeriveNoSessionKeysUnlessBothSidesProvedTheSecret() throws Exception {
-        TransportConfig open = TransportConfig.builder().allowUnauthenticated(true).receiveInto(NOWHERE).build();
-        TransportConfig secretButOpen = config(SECRET).toBuilder().allowUnauthenticated(true).build();
+        TransportConfig open = TransportConfig.builder()
+                .allowUnauthenticated(true)
+                .receiveInto(NOWHERE)
+                .build();
+        TransportConfig secretButOpen =
+                config(SECRET).toBuilder().allowUnauthenticated(true).build();
         Handshake.Result[] neither = connect(open, open);
         assertNull(neither[0].keys());
         assertNull(neither[1].keys());
@@ -210,11 +238,16 @@ class HandshakeTest {
     void shouldNotProveAnythingToAClientWhoseProofFailed() throws Exception {
         Pipe toServer = new Pipe();
         Pipe toClient = new Pipe();
-        var client = side(end(toServer, toClient), config("not-the-right-secret-0123456789!!".getBytes()), true,
-                SERVER, () -> { }, toServer);
+        var client = side(
+                end(toServer, toClient),
+                config("not-the-right-secret-0123456789!!".getBytes()),
+                true,
+                SERVER,
+                () -> {},
+                toServer);
         AtomicBoolean authenticated = new AtomicBoolean();
-        var server = side(end(toClient, toServer), config(SECRET), false, SERVER, () -> authenticated.set(true),
-                toClient);
+        var server =
+                side(end(toClient, toServer), config(SECRET), false, SERVER, () -> authenticated.set(true), toClient);
         AuthenticationException s = assertInstanceOf(AuthenticationException.class, failure(server));
         assertTrue(s.getMessage().contains("proof of the cluster secret is wrong"), s.getMessage());
         AuthenticationException c = assertInstanceOf(AuthenticationException.class, failure(client));
@@ -241,10 +274,9 @@ class HandshakeTest {
             Pipe relayToServer = new Pipe();
             Pipe serverToRelay = new Pipe();
             String relay = "127.0.0.1:5000";
-            var client = side(end(clientToRelay, relayToClient), config(SECRET), true, relay, () -> { },
-                    clientToRelay);
-            var server = side(end(serverToRelay, relayToServer), config(SECRET), false, SERVER, () -> { },
-                    serverToRelay);
+            var client = side(end(clientToRelay, relayToClient), config(SECRET), true, relay, () -> {}, clientToRelay);
+            var server =
+                    side(end(serverToRelay, relayToServer), config(SECRET), false, SERVER, () -> {}, serverToRelay);
             UnaryOperator<byte[]> edit = r -> {
                 Map<?, ?> m = map(r);
                 if (!rewrite || !relay.equals(m.get("server"))) {
@@ -257,7 +289,8 @@ class HandshakeTest {
             Thread up = Thread.ofVirtual().start(() -> forward(clientToRelay, relayToServer, edit));
             Thread down = Thread.ofVirtual().start(() -> forward(serverToRelay, relayToClient, r -> r));
             AuthenticationException s = assertInstanceOf(AuthenticationException.class, failure(server));
-            String expected = rewrite ? "peer's proof of the cluster secret is wrong"
+            String expected = rewrite
+                    ? "peer's proof of the cluster secret is wrong"
                     : "the client connected to 127.0.0.1:5000, but this connection arrived at 127.0.0.1:4000";
             assertTrue(s.getMessage().contains(expected), s.getMessage());
             assertInstanceOf(AuthenticationException.class, failure(client));
@@ -289,7 +322,7 @@ class HandshakeTest {
     void shouldTellAClientOfTheFirstProtocolVersionWhichVersionThisSideSpeaks() throws Exception {
         Pipe toServer = new Pipe();
         Pipe toClient = new Pipe();
-        var server = side(end(toClient, toServer), config(SECRET), false, SERVER, () -> { }, toClient);
+        var server = side(end(toClient, toServer), config(SECRET), false, SERVER, () -> {}, toClient);
         Map<String, Object> hello = new LinkedHashMap<>();
         hello.put("magic", "cuwire-transport");
         hello.put("pv", 1L);
@@ -305,11 +338,11 @@ class HandshakeTest {
 
     @Test
     void shouldNameEndpointsByNumericHostAndPort() throws Exception {
-        assertEquals("127.0.0.1:80", Handshake.endpoint(new InetSocketAddress(InetAddress.getByName("127.0.0.1"),
-                80)));
-        assertEquals("[0:0:0:0:0:0:0:1]:81", Handshake.endpoint(new InetSocketAddress(
-                InetAddress.getByName("::1"), 81)));
-        assertThrows(IllegalArgumentException.class, () -> Handshake.endpoint(
-                InetSocketAddress.createUnresolved("cuwire.invalid", 1)));
+        assertEquals("127.0.0.1:80", Handshake.endpoint(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 80)));
+        assertEquals(
+                "[0:0:0:0:0:0:0:1]:81", Handshake.endpoint(new InetSocketAddress(InetAddress.getByName("::1"), 81)));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Handshake.endpoint(InetSocketAddress.createUnresolved("cuwire.invalid", 1)));
     }
 }

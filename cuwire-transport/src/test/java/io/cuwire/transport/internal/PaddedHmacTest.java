@@ -25,8 +25,8 @@ class PaddedHmacTest {
                 random.nextBytes(message);
                 MessageDigest inner = padded.begin();
                 inner.update(ByteBuffer.wrap(message));
-                assertArrayEquals(jdk.doFinal(message), padded.finish(inner), "key " + keyLength + ", message "
-                        + length);
+                assertArrayEquals(
+                        jdk.doFinal(message), padded.finish(inner), "key " + keyLength + ", message " + length);
             }
         }
     }

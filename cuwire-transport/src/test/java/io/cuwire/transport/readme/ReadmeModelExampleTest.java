@@ -56,31 +56,34 @@ class ReadmeModelExampleTest {
             w[i] = i % 7 - 3;
         }
         Embedding copy;
-        try (BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("example-device",
-                        BufferAllocator.UNLIMITED);
+        try (BufferAllocator<DeviceBuffer> device =
+                        Devices.get(0).newAllocator("example-device", BufferAllocator.UNLIMITED);
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("example-host", BufferAllocator.UNLIMITED);
                 ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
                 NdArray projection = NdArray.fromArray(device, new float[] {1, 0, 0, 1}, 2, 2)) {
-            Embedding model = new Embedding("words", w, Embedding.Metric.COSINE,
-                    new TreeMap<>(Map.of("cat", 1, "dog", 2)), projection);
+            Embedding model = new Embedding(
+                    "words", w, Embedding.Metric.COSINE, new TreeMap<>(Map.of("cat", 1, "dog", 2)), projection);
             // README send begin
-            TypeRegistry registry = new TypeRegistry()       // the same registrations in both processes
+            TypeRegistry registry = new TypeRegistry() // the same registrations in both processes
                     .registerGeneric(Embedding.class, Family.CUDA, Family.HOST)
                     .register(Embedding.class)
                     .register(Embedding.Metric.class, "example.Metric");
-            TransportConfig config = TransportConfig.builder().secret(secret)   // shared by both processes
-                    .receiveInto(DeviceMap.of(host, device)).build();            // where received frames land
+            TransportConfig config = TransportConfig.builder()
+                    .secret(secret) // shared by both processes
+                    .receiveInto(DeviceMap.of(host, device))
+                    .build(); // where received frames land
             try (Listener listener = Transports.tcp().listen("tcp://127.0.0.1:0", config)) {
                 // The worker's side: another JVM in practice, a thread here.
                 Future<Embedding> received = executor.submit(() -> {
-                    try (Connection c = listener.accept(); ReceivedMessage m = c.receive()) {
+                    try (Connection c = listener.accept();
+                            ReceivedMessage m = c.receive()) {
                         return registry.deserialize(m.value(), Embedding.class, new DecodeTarget(device, host));
                     }
                 });
                 // The client's side.
                 try (Connection c = Transports.tcp().connect(listener.address(), config);
                         Serialized s = registry.serialize(model, c.families().toArray(Family[]::new))) {
-                    c.send(Message.of(s)).join();            // the frames are the arrays: keep them until sent
+                    c.send(Message.of(s)).join(); // the frames are the arrays: keep them until sent
                 }
                 copy = received.get();
             }
@@ -103,14 +106,19 @@ class ReadmeModelExampleTest {
 
     @Test
     void shouldBeTheCodeTheReadmeShows() throws IOException {
-        Assumptions.assumeTrue(Files.exists(DIR) && Files.exists(README),
+        Assumptions.assumeTrue(
+                Files.exists(DIR) && Files.exists(README),
                 "compares source files: runs from the cuwire-transport module of a checkout, not from the GPU bundle");
         List<List<String>> blocks = readmeBlocks();
         assertEquals(2, blocks.size(), "the README's " + SECTION + " section has two java blocks");
-        assertEquals(String.join("\n", marked(DIR.resolve("Embedding.java"), "model")), String.join("\n",
-                blocks.get(0)), "README's model class differs from Embedding.java's");
-        assertEquals(String.join("\n", marked(DIR.resolve("ReadmeModelExampleTest.java"), "send")), String.join("\n",
-                blocks.get(1)), "README's send block differs from this test's");
+        assertEquals(
+                String.join("\n", marked(DIR.resolve("Embedding.java"), "model")),
+                String.join("\n", blocks.get(0)),
+                "README's model class differs from Embedding.java's");
+        assertEquals(
+                String.join("\n", marked(DIR.resolve("ReadmeModelExampleTest.java"), "send")),
+                String.join("\n", blocks.get(1)),
+                "README's send block differs from this test's");
     }
 
     /** The non-blank lines of {@code file} between {@code // README <name> begin} and {@code end}, stripped. */

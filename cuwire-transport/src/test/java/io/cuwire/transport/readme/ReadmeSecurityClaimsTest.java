@@ -88,9 +88,12 @@ class ReadmeSecurityClaimsTest {
 
     /** The default of {@code setting}: a {@link TransportConfig} getter's, else a {@link Limits#DEFAULT} one's. */
     private static long codeDefault(String setting) throws ReflectiveOperationException {
-        TransportConfig config = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> {
-            throw new UnsupportedOperationException();
-        }).build();
+        TransportConfig config = TransportConfig.builder()
+                .allowUnauthenticated(true)
+                .receiveInto(d -> {
+                    throw new UnsupportedOperationException();
+                })
+                .build();
         Object value;
         try {
             Method m = TransportConfig.class.getMethod(setting);
@@ -125,7 +128,8 @@ class ReadmeSecurityClaimsTest {
         List<String> files;
         try (Stream<Path> walk = Files.walk(Path.of(".."))) {
             files = walk.filter(p -> p.toString().contains("src/test/java"))
-                    .map(p -> p.getFileName().toString()).toList();
+                    .map(p -> p.getFileName().toString())
+                    .toList();
         }
         for (String test : cited) {
             assertTrue(files.contains(test + ".java"), "the README cites " + test + ", which exists");

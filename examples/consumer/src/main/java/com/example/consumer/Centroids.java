@@ -11,13 +11,16 @@ import java.util.Arrays;
 @WireType("consumer.Centroids")
 public final class Centroids implements PostDeserialize {
     /** How distances to the centers are measured. */
-    public enum Distance { EUCLIDEAN, MANHATTAN }
+    public enum Distance {
+        EUCLIDEAN,
+        MANHATTAN
+    }
 
     final String name;
-    final float[] weights;          // 256 KiB: a frame of its own
+    final float[] weights; // 256 KiB: a frame of its own
     final Distance distance;
-    final NdArray centers;          // device memory: a device frame in the cuda family
-    transient double total;         // not sent: rebuilt after decoding
+    final NdArray centers; // device memory: a device frame in the cuda family
+    transient double total; // not sent: rebuilt after decoding
 
     Centroids(String name, float[] weights, Distance distance, NdArray centers) {
         this.name = name;
@@ -46,7 +49,7 @@ public final class Centroids implements PostDeserialize {
 
     /** What the sender and the receiver each print, to be compared. */
     String digest() {
-        return "name=" + name + " weights=" + weights.length + " total=" + total + " distance=" + distance
-                + " centers=" + centers.kind() + Arrays.toString(centers.toFloatArray());
+        return "name=" + name + " weights=" + weights.length + " total=" + total + " distance=" + distance + " centers="
+                + centers.kind() + Arrays.toString(centers.toFloatArray());
     }
 }

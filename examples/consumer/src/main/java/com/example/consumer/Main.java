@@ -43,8 +43,7 @@ public final class Main {
     /** The modules README's module-path line gives native access, as examples/consumer/run starts this JVM. */
     private static final String NATIVE_ACCESS = "io.cuwire.memory,io.cuwire.cuda,io.cuwire.transport";
 
-    private Main() {
-    }
+    private Main() {}
 
     public static void main(String[] args) throws Exception {
         List<String> failed = new ArrayList<>();
@@ -52,14 +51,19 @@ public final class Main {
         check("a model of this project's own sent to another JVM over tcp", Main::sendToAnotherJvm, failed);
         check("fit, broadcast and predict on a local cluster", Main::fitAndBroadcast, failed);
         check("a fitted model written as ONNX (io.cuwire.onnx over protobuf-java)", Main::onnxExport, failed);
-        check(Main.class.getModule().isNamed()
-                ? "on the module path a model of a package not opened to io.cuwire.serialize is refused, naming the"
-                        + " line to add"
-                : "on the class path a model in any package can be sent (no module boundary)", Main::unopened, failed);
-        check(Main.class.getModule().isNamed()
-                ? "on the module path an internal package of cuwire cannot be reached"
-                : "on the class path an internal package of cuwire can be reached (no module boundary)",
-                Main::internalPackage, failed);
+        check(
+                Main.class.getModule().isNamed()
+                        ? "on the module path a model of a package not opened to io.cuwire.serialize is refused, naming the"
+                                + " line to add"
+                        : "on the class path a model in any package can be sent (no module boundary)",
+                Main::unopened,
+                failed);
+        check(
+                Main.class.getModule().isNamed()
+                        ? "on the module path an internal package of cuwire cannot be reached"
+                        : "on the class path an internal package of cuwire can be reached (no module boundary)",
+                Main::internalPackage,
+                failed);
         if (!failed.isEmpty()) {
             System.out.println("consumer: FAILED " + failed);
             System.exit(1);
@@ -80,17 +84,20 @@ public final class Main {
             e.printStackTrace(System.out);
             complaint = e.toString();
         }
-        System.out.println((complaint == null ? "MATCH     " : "MISMATCH  ") + what
-                + (complaint == null ? "" : ": " + complaint));
+        System.out.println(
+                (complaint == null ? "MATCH     " : "MISMATCH  ") + what + (complaint == null ? "" : ": " + complaint));
         if (complaint != null) {
             failed.add(what);
         }
     }
 
     private static String ucxWithoutJucx() {
-        TransportConfig config = TransportConfig.builder().secret(new byte[32]).receiveInto(d -> {
-            throw new AssertionError("nothing is received");
-        }).build();
+        TransportConfig config = TransportConfig.builder()
+                .secret(new byte[32])
+                .receiveInto(d -> {
+                    throw new AssertionError("nothing is received");
+                })
+                .build();
         try (Listener listener = Transports.forAddress("ucx://127.0.0.1:0").listen("ucx://127.0.0.1:0", config)) {
             return "listening at " + listener.address() + " without JUCX on the class path";
         } catch (TransportUnavailableException e) {
@@ -107,11 +114,13 @@ public final class Main {
         for (int i = 0; i < weights.length; i++) {
             weights[i] = i % 5 - 2;
         }
-        Process receiver = new ProcessBuilder(java(Receiver.class)).redirectErrorStream(true).start();
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(receiver.getInputStream(),
-                        StandardCharsets.UTF_8));
-                BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("sender-device",
-                        BufferAllocator.UNLIMITED);
+        Process receiver = new ProcessBuilder(java(Receiver.class))
+                .redirectErrorStream(true)
+                .start();
+        try (BufferedReader out =
+                        new BufferedReader(new InputStreamReader(receiver.getInputStream(), StandardCharsets.UTF_8));
+                BufferAllocator<DeviceBuffer> device =
+                        Devices.get(0).newAllocator("sender-device", BufferAllocator.UNLIMITED);
                 BufferAllocator<HostBuffer> host = BufferAllocator.host("sender-host", BufferAllocator.UNLIMITED);
                 NdArray centers = NdArray.fromArray(device, new float[] {0, 0, 1, 1, 5, 5}, 3, 2)) {
             try (OutputStream in = receiver.getOutputStream()) {
@@ -120,8 +129,10 @@ public final class Main {
             String address = expectLine(out, "listening ");
             Centroids model = new Centroids("three", weights, Centroids.Distance.MANHATTAN, centers);
             TypeRegistry registry = Centroids.registry();
-            TransportConfig config = TransportConfig.builder().secret(secret)
-                    .receiveInto(DeviceMap.of(host, device)).build();
+            TransportConfig config = TransportConfig.builder()
+                    .secret(secret)
+                    .receiveInto(DeviceMap.of(host, device))
+                    .build();
             try (Connection c = Transports.tcp().connect(address, config);
                     Serialized s = registry.serialize(model, c.families().toArray(Family[]::new))) {
                 c.send(Message.of(s)).join();
@@ -147,12 +158,20 @@ public final class Main {
      * cuwire's modules that call native code).
      */
     private static List<String> java(Class<?> main) {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
+        List<String> cmd =
+                new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
         if (main.getModule().isNamed()) {
-            cmd.addAll(List.of("--enable-native-access=" + NATIVE_ACCESS, "-p", System.getProperty("jdk.module.path"),
-                    "-m", main.getModule().getName() + "/" + main.getName()));
+            cmd.addAll(List.of(
+                    "--enable-native-access=" + NATIVE_ACCESS,
+                    "-p",
+                    System.getProperty("jdk.module.path"),
+                    "-m",
+                    main.getModule().getName() + "/" + main.getName()));
         } else {
-            cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+            cmd.addAll(List.of(
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
                     main.getName()));
         }
         return cmd;
@@ -160,8 +179,8 @@ public final class Main {
 
     /** Serializes an {@link Unopened}, whose package this module does not open (module-info.java). */
     private static String unopened() {
-        TypeRegistry registry = new TypeRegistry().registerGeneric(Unopened.class, Family.HOST)
-                .register(Unopened.class);
+        TypeRegistry registry =
+                new TypeRegistry().registerGeneric(Unopened.class, Family.HOST).register(Unopened.class);
         boolean modular = Main.class.getModule().isNamed();
         try (Serialized s = registry.serialize(new Unopened(7), Family.HOST)) {
             return modular ? "serialized " + s + ", a class of a package not opened to io.cuwire.serialize" : null;
@@ -185,8 +204,10 @@ public final class Main {
         boolean modular = Main.class.getModule().isNamed();
         try {
             internal.getConstructor().newInstance();
-            return modular ? "made an instance of " + internal.getName() + " from module "
-                    + Main.class.getModule().getName() : null;
+            return modular
+                    ? "made an instance of " + internal.getName() + " from module "
+                            + Main.class.getModule().getName()
+                    : null;
         } catch (IllegalAccessException e) {
             System.out.println("          " + e.getMessage());
             String expected = "module io.cuwire.memory does not export io.cuwire.memory.internal to module "
@@ -245,7 +266,7 @@ public final class Main {
             Client client = cluster.client();
             List<NdArray> xs = new ArrayList<>();
             List<NdArray> ys = new ArrayList<>();
-            for (int p = 0; p < 4; p++) {                            // 4 partitions of y = 2 x0 - x1 + 3
+            for (int p = 0; p < 4; p++) { // 4 partitions of y = 2 x0 - x1 + 3
                 float[] xv = new float[1000 * 2];
                 float[] yv = new float[1000];
                 for (int i = 0; i < 1000; i++) {

@@ -8,10 +8,10 @@ import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.DeviceStream;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ForestLayout;
@@ -196,8 +196,7 @@ public final class CudaBackend extends ComputeBackend {
     // ---------------------------------------------------------------- products
 
     @Override
-    protected void doGemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta,
-            NdArray c) {
+    protected void doGemm(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta, NdArray c) {
         long m = c.dim(0);
         long n = c.dim(1);
         long k = transA ? a.dim(0) : a.dim(1);
@@ -213,8 +212,17 @@ public final class CudaBackend extends ComputeBackend {
     }
 
     /** {@code c = alpha op(a) op(b) + beta c}, row-major, as the column-major {@code c^T = op(b)^T op(a)^T}. */
-    private void gemmRowMajor(boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta,
-            NdArray c, long m, long n, long k) {
+    private void gemmRowMajor(
+            boolean transA,
+            boolean transB,
+            double alpha,
+            NdArray a,
+            NdArray b,
+            double beta,
+            NdArray c,
+            long m,
+            long n,
+            long k) {
         Transpose tb = transB ? Transpose.TRANSPOSE : Transpose.NONE;
         Transpose ta = transA ? Transpose.TRANSPOSE : Transpose.NONE;
         int mm = blasDim(n);
@@ -257,8 +265,16 @@ public final class CudaBackend extends ComputeBackend {
      * {@code y = alpha op(a) x + beta y} for row-major {@code a} ({@code rows x cols}, both at least 1): the
      * column-major {@code cols x rows} matrix {@code a^T}, transposed when {@code op} is the identity.
      */
-    private void gemvRowMajor(boolean transA, double alpha, DType dtype, DeviceBuffer a, long rows, long cols,
-            DeviceBuffer x, double beta, DeviceBuffer y) {
+    private void gemvRowMajor(
+            boolean transA,
+            double alpha,
+            DType dtype,
+            DeviceBuffer a,
+            long rows,
+            long cols,
+            DeviceBuffer x,
+            double beta,
+            DeviceBuffer y) {
         Transpose t = transA ? Transpose.NONE : Transpose.TRANSPOSE;
         int m = blasDim(cols);
         int n = blasDim(rows);
@@ -386,8 +402,8 @@ public final class CudaBackend extends ComputeBackend {
 
     @Override
     protected void doArgminRows(NdArray a, NdArray index, NdArray min) {
-        MlKernels.argRows(stream, a.dtype(), false, dev(a), a.dim(0), a.dim(1), dev(index),
-                min == null ? null : dev(min));
+        MlKernels.argRows(
+                stream, a.dtype(), false, dev(a), a.dim(0), a.dim(1), dev(index), min == null ? null : dev(min));
         sync();
     }
 
@@ -411,12 +427,23 @@ public final class CudaBackend extends ComputeBackend {
             DeviceBuffer rowLoss = s.take(lossBytes);
             DeviceBuffer partial = s.take(MlKernels.SCRATCH_BYTES);
             DeviceBuffer result = s.take(Double.BYTES);
-            checked(s, error -> {
-                MlKernels.crossEntropy(stream, logits.dtype(), dev(logits), dev(labels), dev(grad), rows, cols,
-                        rowLoss, error);
-                MlKernels.reduce(stream, DType.FLOAT64, Reduction.SUM, rowLoss, rows, partial, result);
-            }, bad -> "crossEntropy: labels[" + bad + "] = " + element(labels, bad) + " (expected: 0 <= label < "
-                    + Math.max(cols, 2) + ")");
+            checked(
+                    s,
+                    error -> {
+                        MlKernels.crossEntropy(
+                                stream,
+                                logits.dtype(),
+                                dev(logits),
+                                dev(labels),
+                                dev(grad),
+                                rows,
+                                cols,
+                                rowLoss,
+                                error);
+                        MlKernels.reduce(stream, DType.FLOAT64, Reduction.SUM, rowLoss, rows, partial, result);
+                    },
+                    bad -> "crossEntropy: labels[" + bad + "] = " + element(labels, bad) + " (expected: 0 <= label < "
+                            + Math.max(cols, 2) + ")");
             return readDouble(result);
         }
     }
@@ -456,12 +483,13 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         if (MlKernels.nearestRowsFits(m, d)) {
-            MlKernels.nearestRows(stream, x.dtype(), dev(x), n, d, dev(y), m, dev(index),
-                    min == null ? null : dev(min));
+            MlKernels.nearestRows(
+                    stream, x.dtype(), dev(x), n, d, dev(y), m, dev(index), min == null ? null : dev(min));
             sync();
             return;
         }
-        long bytes = Math.multiplyExact(Math.multiplyExact(n, m), (long) x.dtype().byteSize());
+        long bytes =
+                Math.multiplyExact(Math.multiplyExact(n, m), (long) x.dtype().byteSize());
         try (Scratch s = new Scratch(bytes)) {
             try (NdArray distances = NdArray.view(s.take(bytes), 0, x.dtype(), Order.C, n, m)) {
                 doSquaredDistances(x, y, distances);
@@ -481,9 +509,12 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            checked(s, error -> MlKernels.gatherRows(stream, dev(src), rows, rowBytes, dev(index), index.dtype(), count,
-                    dev(out), error), bad -> "gatherRows: index[" + bad + "] = " + element(index, bad)
-                    + " (expected: 0 <= index < " + rows + ", the rows of src)");
+            checked(
+                    s,
+                    error -> MlKernels.gatherRows(
+                            stream, dev(src), rows, rowBytes, dev(index), index.dtype(), count, dev(out), error),
+                    bad -> "gatherRows: index[" + bad + "] = " + element(index, bad) + " (expected: 0 <= index < "
+                            + rows + ", the rows of src)");
         }
     }
 
@@ -498,9 +529,12 @@ public final class CudaBackend extends ComputeBackend {
         long partial = MlKernels.scatterPlan(n, cols, k).scratchBytes();
         try (Scratch s = new Scratch(partial, Long.BYTES)) {
             DeviceBuffer sums = partial == 0 ? null : s.take(partial);
-            checked(s, error -> MlKernels.scatterAddRows(stream, src.dtype(), dev(src), dev(index), n, cols, dev(out),
-                    k, error, sums), bad -> "scatterAddRows: index[" + bad + "] = " + element(index, bad)
-                    + " (expected: 0 <= index < " + k + ", the rows of out)");
+            checked(
+                    s,
+                    error -> MlKernels.scatterAddRows(
+                            stream, src.dtype(), dev(src), dev(index), n, cols, dev(out), k, error, sums),
+                    bad -> "scatterAddRows: index[" + bad + "] = " + element(index, bad) + " (expected: 0 <= index < "
+                            + k + ", the rows of out)");
         }
     }
 
@@ -512,9 +546,11 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            checked(s, error -> MlKernels.bincount(stream, out.dtype(), dev(index), n, dev(out), k, error),
+            checked(
+                    s,
+                    error -> MlKernels.bincount(stream, out.dtype(), dev(index), n, dev(out), k, error),
                     bad -> "bincount: index[" + bad + "] = " + element(index, bad) + " (expected: 0 <= index < " + k
-                    + ", the length of out)");
+                            + ", the length of out)");
         }
     }
 
@@ -527,9 +563,11 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            checked(s, error -> MlKernels.countRows(stream, out.dtype(), dev(labels), rows, k, dev(out), classes,
-                    error), bad -> "countRows: labels[" + bad / k + ", " + bad % k + "] = " + element(labels, bad)
-                    + " (expected: 0 <= label < " + classes + ", the columns of out)");
+            checked(
+                    s,
+                    error -> MlKernels.countRows(stream, out.dtype(), dev(labels), rows, k, dev(out), classes, error),
+                    bad -> "countRows: labels[" + bad / k + ", " + bad % k + "] = " + element(labels, bad)
+                            + " (expected: 0 <= label < " + classes + ", the columns of out)");
         }
     }
 
@@ -563,8 +601,8 @@ public final class CudaBackend extends ComputeBackend {
                 try (NdArray qv = NdArray.view(q.buffer(), first * d * es, dt, Order.C, rows, d);
                         NdArray all = NdArray.view(distances, 0, dt, Order.C, rows, n);
                         NdArray dv = NdArray.view(outDist.buffer(), first * k * es, dt, Order.C, rows, k);
-                        NdArray iv = NdArray.view(outIds.buffer(), first * k * Long.BYTES, DType.INT64, Order.C,
-                                rows, k)) {
+                        NdArray iv =
+                                NdArray.view(outIds.buffer(), first * k * Long.BYTES, DType.INT64, Order.C, rows, k)) {
                     doSquaredDistances(qv, x, all);
                     doSmallestK(all, idOffset, dv, iv);
                 }
@@ -578,24 +616,46 @@ public final class CudaBackend extends ComputeBackend {
         long rows = values.dim(0);
         long cols = values.dim(1);
         long k = outValues.dim(1);
-        long bytes = MlKernels.smallestKPlan(stream, values.dtype(), rows, cols, k).scratchBytes();
+        long bytes =
+                MlKernels.smallestKPlan(stream, values.dtype(), rows, cols, k).scratchBytes();
         if (bytes == 0) {
-            MlKernels.smallestK(stream, values.dtype(), dev(values), rows, cols, k, idOffset, dev(outValues),
-                    dev(outIds), null);
+            MlKernels.smallestK(
+                    stream, values.dtype(), dev(values), rows, cols, k, idOffset, dev(outValues), dev(outIds), null);
             sync();
             return;
         }
         try (Scratch s = new Scratch(bytes)) {
-            MlKernels.smallestK(stream, values.dtype(), dev(values), rows, cols, k, idOffset, dev(outValues),
-                    dev(outIds), s.take(bytes));
+            MlKernels.smallestK(
+                    stream,
+                    values.dtype(),
+                    dev(values),
+                    rows,
+                    cols,
+                    k,
+                    idOffset,
+                    dev(outValues),
+                    dev(outIds),
+                    s.take(bytes));
         }
     }
 
     @Override
-    protected void doMergeNeighbors(NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist,
-            NdArray outIds) {
-        MlKernels.mergeNeighbors(stream, distA.dtype(), idsA.dtype(), dev(distA), dev(idsA), distA.dim(1),
-                dev(distB), dev(idsB), distB.dim(1), distA.dim(0), dev(outDist), dev(outIds), outDist.dim(1));
+    protected void doMergeNeighbors(
+            NdArray distA, NdArray idsA, NdArray distB, NdArray idsB, NdArray outDist, NdArray outIds) {
+        MlKernels.mergeNeighbors(
+                stream,
+                distA.dtype(),
+                idsA.dtype(),
+                dev(distA),
+                dev(idsA),
+                distA.dim(1),
+                dev(distB),
+                dev(idsB),
+                distB.dim(1),
+                distA.dim(0),
+                dev(outDist),
+                dev(outIds),
+                outDist.dim(1));
         sync();
     }
 
@@ -605,8 +665,8 @@ public final class CudaBackend extends ComputeBackend {
     @Override
     public Optional<HistogramTrees> histogramTrees(NdArray x, double[] targets, int classes, double[][] edges) {
         if (!supports(x)) {
-            throw new IllegalArgumentException("histogramTrees: x is on " + x.buffer().describe() + " (expected: "
-                    + device + ")");
+            throw new IllegalArgumentException(
+                    "histogramTrees: x is on " + x.buffer().describe() + " (expected: " + device + ")");
         }
         return Optional.of(new CudaForestGrower(stream, scratch, x, targets, classes, edges));
     }
@@ -618,10 +678,23 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         try (Scratch s = new Scratch(Long.BYTES)) {
-            checked(s, error -> MlKernels.predictForest(stream, x.dtype(), (DeviceBuffer) forest.buffer(),
-                    info.trees(), info.features(), info.outputs(), info.nodes(), info.leaves(), dev(x), rows, dev(out),
-                    error), bad -> "predictForest: the walk of row " + bad + " left its tree: the "
-                    + ForestLayout.FORMAT + " blob is malformed (" + info + ")");
+            checked(
+                    s,
+                    error -> MlKernels.predictForest(
+                            stream,
+                            x.dtype(),
+                            (DeviceBuffer) forest.buffer(),
+                            info.trees(),
+                            info.features(),
+                            info.outputs(),
+                            info.nodes(),
+                            info.leaves(),
+                            dev(x),
+                            rows,
+                            dev(out),
+                            error),
+                    bad -> "predictForest: the walk of row " + bad + " left its tree: the " + ForestLayout.FORMAT
+                            + " blob is malformed (" + info + ")");
         }
     }
 }

@@ -4,9 +4,9 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.DeviceStream;
 import io.cuwire.ml.ForestLayout;
 import io.cuwire.ml.HistogramTrees;
 import java.lang.foreign.MemorySegment;
@@ -43,7 +43,12 @@ final class CudaForestGrower implements HistogramTrees {
     private boolean closed;
 
     /** Quantizes {@code x} at {@code edges} and uploads the targets; frees all on failure. */
-    CudaForestGrower(DeviceStream stream, BufferAllocator<DeviceBuffer> mem, NdArray x, double[] targets, int classes,
+    CudaForestGrower(
+            DeviceStream stream,
+            BufferAllocator<DeviceBuffer> mem,
+            NdArray x,
+            double[] targets,
+            int classes,
             double[][] edges) {
         this.stream = stream;
         this.mem = mem;
@@ -63,9 +68,16 @@ final class CudaForestGrower implements HistogramTrees {
             }
             double[] flat = Arrays.stream(edges).flatMapToDouble(Arrays::stream).toArray();
             codes = hold(NdArray.empty(mem, DType.UINT8, Order.C, Math.multiplyExact((long) n, d)));
-            MlKernels.forestQuantize(stream, x.dtype(), (DeviceBuffer) x.buffer(), n, d,
+            MlKernels.forestQuantize(
+                    stream,
+                    x.dtype(),
+                    (DeviceBuffer) x.buffer(),
+                    n,
+                    d,
                     hold(NdArray.fromArray(mem, flat.length == 0 ? new double[1] : flat, Math.max(1, flat.length))),
-                    flat.length, hold(NdArray.fromArray(mem, start, d + 1L)), codes);
+                    flat.length,
+                    hold(NdArray.fromArray(mem, start, d + 1L)),
+                    codes);
             if (classes > 0) {
                 int[] l = new int[n];
                 for (int i = 0; i < n; i++) {
@@ -90,8 +102,7 @@ final class CudaForestGrower implements HistogramTrees {
     }
 
     /** One node of the tree being grown: its number, depth, entries and class counts (or target sum). */
-    private record Node(int id, int depth, double entries, double[] counts, double sum, boolean pure) {
-    }
+    private record Node(int id, int depth, double entries, double[] counts, double sum, boolean pure) {}
 
     @Override
     public ForestLayout.Tree grow(int[] rows, Supplier<int[]> draw, Params params) {
@@ -122,16 +133,18 @@ final class CudaForestGrower implements HistogramTrees {
                 }
             }
             add(feature, child, threshold);
-            List<Node> level = List.of(new Node(0, 0, count, rootCounts, rootSum,
-                    classes > 0 ? pure(rootCounts, count) : lo == hi));
+            List<Node> level = List.of(
+                    new Node(0, 0, count, rootCounts, rootSum, classes > 0 ? pure(rootCounts, count) : lo == hi));
             while (!level.isEmpty()) {
                 int slots = level.size();
                 int k = 0;
                 int[][] drawn = new int[slots][];
                 for (int s = 0; s < slots; s++) {
                     Node node = level.get(s);
-                    if (node.depth() < params.maxDepth() && node.entries() >= params.minSamplesSplit()
-                            && node.entries() >= 2.0 * params.minSamplesLeaf() && !node.pure()) {
+                    if (node.depth() < params.maxDepth()
+                            && node.entries() >= params.minSamplesSplit()
+                            && node.entries() >= 2.0 * params.minSamplesLeaf()
+                            && !node.pure()) {
                         drawn[s] = draw.get();
                         k = drawn[s].length;
                     }
@@ -174,8 +187,8 @@ final class CudaForestGrower implements HistogramTrees {
                             ln += lc[c];
                         }
                         next.add(new Node(l, node.depth() + 1, ln, lc, 0, pure(lc, ln)));
-                        next.add(new Node(l + 1, node.depth() + 1, node.entries() - ln, rc, 0,
-                                pure(rc, node.entries() - ln)));
+                        next.add(new Node(
+                                l + 1, node.depth() + 1, node.entries() - ln, rc, 0, pure(rc, node.entries() - ln)));
                     } else {
                         double ls = left[2 * s];
                         double ln = left[2 * s + 1];
@@ -184,9 +197,18 @@ final class CudaForestGrower implements HistogramTrees {
                     }
                 }
                 if (!next.isEmpty()) {
-                    MlKernels.forestPartition(stream, count, n, d, slots, row, slot,
-                            keep(tree, NdArray.fromArray(mem, feat, slots)), keep(tree, NdArray.fromArray(mem, bin,
-                                    slots)), keep(tree, NdArray.fromArray(mem, childSlot, slots)), codes);
+                    MlKernels.forestPartition(
+                            stream,
+                            count,
+                            n,
+                            d,
+                            slots,
+                            row,
+                            slot,
+                            keep(tree, NdArray.fromArray(mem, feat, slots)),
+                            keep(tree, NdArray.fromArray(mem, bin, slots)),
+                            keep(tree, NdArray.fromArray(mem, childSlot, slots)),
+                            codes);
                     if (classes == 0) {
                         next = withPurity(tree, count, row, slot, next);
                     }
@@ -214,8 +236,18 @@ final class CudaForestGrower implements HistogramTrees {
     }
 
     /** Builds the level's histograms and finds each drawing slot's split: the drawn position, bin and left side. */
-    private void findSplits(List<NdArray> tree, int count, DeviceBuffer row, DeviceBuffer slot, int slots, int k,
-            int[][] drawn, int minLeaf, int[] split, int[] bin, double[] left) {
+    private void findSplits(
+            List<NdArray> tree,
+            int count,
+            DeviceBuffer row,
+            DeviceBuffer slot,
+            int slots,
+            int k,
+            int[][] drawn,
+            int minLeaf,
+            int[] split,
+            int[] bin,
+            double[] left) {
         int[] flat = new int[slots * k];
         Arrays.fill(flat, -1);
         for (int s = 0; s < slots; s++) {
@@ -231,18 +263,29 @@ final class CudaForestGrower implements HistogramTrees {
         if (classes > 0) {
             long cells = MlKernels.histogramCells(slots, k, classes);
             DeviceBuffer hist = zeros(tree, DType.INT32, cells);
-            MlKernels.forestClassHistogram(stream, count, n, d, k, classes, slots, row, slot, drawnB, codes, labels,
-                    hist);
-            MlKernels.forestBestClassSplit(stream, slots, k, classes, minLeaf, drawnB, hist,
-                    zeros(tree, DType.FLOAT64, 2L * slots * classes), bestT, bestBin, bestScore, leftB);
+            MlKernels.forestClassHistogram(
+                    stream, count, n, d, k, classes, slots, row, slot, drawnB, codes, labels, hist);
+            MlKernels.forestBestClassSplit(
+                    stream,
+                    slots,
+                    k,
+                    classes,
+                    minLeaf,
+                    drawnB,
+                    hist,
+                    zeros(tree, DType.FLOAT64, 2L * slots * classes),
+                    bestT,
+                    bestBin,
+                    bestScore,
+                    leftB);
         } else {
             long cells = MlKernels.histogramCells(slots, k, 1);
             DeviceBuffer sum = zeros(tree, DType.FLOAT64, cells);
             DeviceBuffer rowsIn = zeros(tree, DType.INT32, cells);
-            MlKernels.forestValueHistogram(stream, count, n, d, k, slots, row, slot, drawnB, codes, values, sum,
-                    rowsIn);
-            MlKernels.forestBestValueSplit(stream, slots, k, minLeaf, drawnB, sum, rowsIn, bestT, bestBin, bestScore,
-                    leftB);
+            MlKernels.forestValueHistogram(
+                    stream, count, n, d, k, slots, row, slot, drawnB, codes, values, sum, rowsIn);
+            MlKernels.forestBestValueSplit(
+                    stream, slots, k, minLeaf, drawnB, sum, rowsIn, bestT, bestBin, bestScore, leftB);
         }
         stream.synchronize();
         CopyEngine.copyToSegment(bestT, 0, MemorySegment.ofArray(split));
@@ -256,8 +299,7 @@ final class CudaForestGrower implements HistogramTrees {
     }
 
     /** The next level's regression nodes with their purity: every target of the node equal. */
-    private List<Node> withPurity(List<NdArray> tree, int count, DeviceBuffer row, DeviceBuffer slot,
-            List<Node> next) {
+    private List<Node> withPurity(List<NdArray> tree, int count, DeviceBuffer row, DeviceBuffer slot, List<Node> next) {
         int slots = next.size();
         long[] lo = new long[slots];
         Arrays.fill(lo, -1L);

@@ -74,8 +74,7 @@ public final class MlKernels {
     /** The most blocks of the per-block {@link #bincount}: each adds its {@code k} counts to the output. */
     static final int BINCOUNT_BLOCKS = 1024;
 
-    private MlKernels() {
-    }
+    private MlKernels() {}
 
     // ---------------------------------------------------------------- element-wise
 
@@ -84,11 +83,13 @@ public final class MlKernels {
         switch (dtype) {
             case FLOAT32 -> Kernels.fillF32(stream, y, n, (float) value);
             case FLOAT64 -> Kernels.fillF64(stream, y, n, value);
-            case INT32 -> MlKernelTable.FILL_I32.launch(n, KernelArgs.on(stream).i64(n).i32((int) value)
-                    .array("y", y, n, Integer.BYTES));
+            case INT32 ->
+                MlKernelTable.FILL_I32.launch(
+                        n, KernelArgs.on(stream).i64(n).i32((int) value).array("y", y, n, Integer.BYTES));
             case INT64 -> fillLong(stream, y, n, (long) value);
-            default -> throw new IllegalArgumentException("fill: dtype " + dtype.wireName()
-                    + " (expected: float32, float64, int32 or int64)");
+            default ->
+                throw new IllegalArgumentException(
+                        "fill: dtype " + dtype.wireName() + " (expected: float32, float64, int32 or int64)");
         }
     }
 
@@ -104,26 +105,45 @@ public final class MlKernels {
     /** {@code out[i] = f(in[i])} for {@code i < n}; {@code out} may be {@code in}. */
     public static void map(DeviceStream stream, DType dtype, UnaryOp f, DeviceBuffer in, DeviceBuffer out, long n) {
         int es = floating("map", dtype);
-        MlKernelTable.map(dtype).launch(n, KernelArgs.on(stream).i64(n).i32(f.code())
-                .array("in", in, n, es).array("out", out, n, es));
+        MlKernelTable.map(dtype)
+                .launch(
+                        n,
+                        KernelArgs.on(stream)
+                                .i64(n)
+                                .i32(f.code())
+                                .array("in", in, n, es)
+                                .array("out", out, n, es));
     }
 
     /** {@code a[i, j] = a[i, j] op v[j]} for a {@code rows x cols} matrix and a vector of {@code cols}. */
-    public static void broadcastRows(DeviceStream stream, DType dtype, BinaryOp op, DeviceBuffer a, DeviceBuffer v,
-            long rows, long cols) {
+    public static void broadcastRows(
+            DeviceStream stream, DType dtype, BinaryOp op, DeviceBuffer a, DeviceBuffer v, long rows, long cols) {
         int es = floating("broadcastRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        MlKernelTable.broadcastRows(dtype).launch(n, KernelArgs.on(stream).i64(n).i64(cols)
-                .i32(op.code()).array("a", a, n, es).array("v", v, cols, es));
+        MlKernelTable.broadcastRows(dtype)
+                .launch(
+                        n,
+                        KernelArgs.on(stream)
+                                .i64(n)
+                                .i64(cols)
+                                .i32(op.code())
+                                .array("a", a, n, es)
+                                .array("v", v, cols, es));
     }
 
     /** {@code out[i, :] = softmax(in[i, :])}, the row maximum subtracted; one thread a row; out may be in. */
-    public static void softmaxRows(DeviceStream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows,
-            long cols) {
+    public static void softmaxRows(
+            DeviceStream stream, DType dtype, DeviceBuffer in, DeviceBuffer out, long rows, long cols) {
         int es = floating("softmaxRows", dtype);
         long n = Math.multiplyExact(rows, cols);
-        MlKernelTable.softmaxRows(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
-                .array("in", in, n, es).array("out", out, n, es));
+        MlKernelTable.softmaxRows(dtype)
+                .launch(
+                        rows,
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(cols)
+                                .array("in", in, n, es)
+                                .array("out", out, n, es));
     }
 
     // ---------------------------------------------------------------- reductions
@@ -133,32 +153,65 @@ public final class MlKernels {
      * into {@code result} (one float64): the identity (0, +inf, -inf) when {@code n} is 0. The sum of a 16-byte
      * aligned float32 array reads it in float4 vectors ({@code ml_reduce_sum_v4_f32}, bench roofline's ceiling).
      */
-    public static void reduce(DeviceStream stream, DType dtype, Reduction r, DeviceBuffer a, long n,
-            DeviceBuffer scratch, DeviceBuffer result) {
+    public static void reduce(
+            DeviceStream stream,
+            DType dtype,
+            Reduction r,
+            DeviceBuffer a,
+            long n,
+            DeviceBuffer scratch,
+            DeviceBuffer result) {
         if (dtype != DType.FLOAT32 && dtype != DType.FLOAT64 && !dtype.isIndex()) {
-            throw new IllegalArgumentException("reduce: dtype " + dtype.wireName()
-                    + " (expected: float32, float64, int32 or int64)");
+            throw new IllegalArgumentException(
+                    "reduce: dtype " + dtype.wireName() + " (expected: float32, float64, int32 or int64)");
         }
         boolean v4 = dtype == DType.FLOAT32 && r == Reduction.SUM && KernelModule.aligned(a, 16);
-        twoPass(v4 ? MlKernelTable.REDUCE_SUM_V4_F32 : MlKernelTable.reduce(dtype), r.code(), n, scratch, result,
+        twoPass(
+                v4 ? MlKernelTable.REDUCE_SUM_V4_F32 : MlKernelTable.reduce(dtype),
+                r.code(),
+                n,
+                scratch,
+                result,
                 KernelArgs.on(stream).i64(n).i32(r.code()).array("a", a, n, dtype.byteSize()));
     }
 
     /** The sum of {@code x[i] * y[i]} for {@code i < n}, accumulated in float64, into {@code result} (float64). */
-    public static void dot(DeviceStream stream, DType dtype, DeviceBuffer x, DeviceBuffer y, long n,
-            DeviceBuffer scratch, DeviceBuffer result) {
+    public static void dot(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer x,
+            DeviceBuffer y,
+            long n,
+            DeviceBuffer scratch,
+            DeviceBuffer result) {
         int es = floating("dot", dtype);
-        twoPass(MlKernelTable.dot(dtype), Reduction.SUM.code(), n, scratch, result,
+        twoPass(
+                MlKernelTable.dot(dtype),
+                Reduction.SUM.code(),
+                n,
+                scratch,
+                result,
                 KernelArgs.on(stream).i64(n).array("x", x, n, es).array("y", y, n, es));
     }
 
     /** How many of the {@code n} elements of int32 or int64 {@code a} and {@code b} are equal, as a float64. */
-    public static void countEqual(DeviceStream stream, DType dtype, DeviceBuffer a, DeviceBuffer b, long n,
-            DeviceBuffer scratch, DeviceBuffer result) {
+    public static void countEqual(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer a,
+            DeviceBuffer b,
+            long n,
+            DeviceBuffer scratch,
+            DeviceBuffer result) {
         if (!dtype.isIndex()) {
             throw new IllegalArgumentException("countEqual: dtype " + dtype.wireName() + " (expected: int32 or int64)");
         }
-        twoPass(MlKernelTable.countEqual(dtype), Reduction.SUM.code(), n, scratch, result,
+        twoPass(
+                MlKernelTable.countEqual(dtype),
+                Reduction.SUM.code(),
+                n,
+                scratch,
+                result,
                 KernelArgs.on(stream).i64(n).array("a", a, n, dtype.byteSize()).array("b", b, n, dtype.byteSize()));
     }
 
@@ -166,11 +219,14 @@ public final class MlKernels {
      * Pass one: {@code first} with {@code operands} (its arguments but the last) and the partial results of its
      * blocks into scratch; pass two: their {@code op} in one block into result.
      */
-    private static void twoPass(Kernel first, int op, long n, DeviceBuffer scratch, DeviceBuffer result,
-            KernelArgs operands) {
+    private static void twoPass(
+            Kernel first, int op, long n, DeviceBuffer scratch, DeviceBuffer result, KernelArgs operands) {
         int blocks = Math.min(REDUCE_BLOCKS, KernelModule.grid(n));
-        KernelArgs second = KernelArgs.on(operands.stream()).i64(blocks).i32(op)
-                .array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES).array("result", result, 1, Double.BYTES);
+        KernelArgs second = KernelArgs.on(operands.stream())
+                .i64(blocks)
+                .i32(op)
+                .array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES)
+                .array("result", result, 1, Double.BYTES);
         first.launchBlocks(blocks, operands.array("scratch", scratch, REDUCE_BLOCKS, Double.BYTES));
         MlKernelTable.REDUCE_F64.launchBlocks(1, second);
     }
@@ -180,15 +236,29 @@ public final class MlKernels {
      * {@code largest}, its largest) element, the first of equals, into {@code index} (int32), and that element into
      * {@code best} unless it is {@code null}.
      */
-    public static void argRows(DeviceStream stream, DType dtype, boolean largest, DeviceBuffer a, long rows, long cols,
-            DeviceBuffer index, DeviceBuffer best) {
+    public static void argRows(
+            DeviceStream stream,
+            DType dtype,
+            boolean largest,
+            DeviceBuffer a,
+            long rows,
+            long cols,
+            DeviceBuffer index,
+            DeviceBuffer best) {
         int es = floating("argRows", dtype);
         if (cols < 1 && rows > 0) {
             throw new IllegalArgumentException("argRows: cols " + cols + " (expected: >= 1)");
         }
-        MlKernelTable.argRows(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
-                .i32(largest ? 1 : 0).array("a", a, Math.multiplyExact(rows, cols), es)
-                .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es));
+        MlKernelTable.argRows(dtype)
+                .launch(
+                        rows,
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(cols)
+                                .i32(largest ? 1 : 0)
+                                .array("a", a, Math.multiplyExact(rows, cols), es)
+                                .array("index", index, rows, Integer.BYTES)
+                                .optionalArray("best", best, rows, es));
     }
 
     // ---------------------------------------------------------------- fused
@@ -199,35 +269,67 @@ public final class MlKernels {
      * One column is the binary model (sigmoid; labels 0 or 1), several the multinomial one (softmax; labels below
      * {@code cols}). A label out of range: its row in {@code error}, its loss 0, its gradient row untouched.
      */
-    public static void crossEntropy(DeviceStream stream, DType dtype, DeviceBuffer logits, DeviceBuffer labels,
-            DeviceBuffer grad, long rows, long cols, DeviceBuffer rowLoss, DeviceBuffer error) {
+    public static void crossEntropy(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer logits,
+            DeviceBuffer labels,
+            DeviceBuffer grad,
+            long rows,
+            long cols,
+            DeviceBuffer rowLoss,
+            DeviceBuffer error) {
         int es = floating("crossEntropy", dtype);
         long n = Math.multiplyExact(rows, cols);
-        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).array("logits", logits, n, es)
-                .array("labels", labels, rows, Integer.BYTES).array("grad", grad, n, es)
-                .array("rowLoss", rowLoss, rows, Double.BYTES).array("error", error, 1, Long.BYTES);
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(rows)
+                .i64(cols)
+                .array("logits", logits, n, es)
+                .array("labels", labels, rows, Integer.BYTES)
+                .array("grad", grad, n, es)
+                .array("rowLoss", rowLoss, rows, Double.BYTES)
+                .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         MlKernelTable.crossEntropy(dtype).launch(rows, args);
     }
 
     /** {@code norms[i]} = the squared Euclidean norm of row {@code i} of {@code x} ({@code rows x cols}). */
-    public static void rowSquaredNorms(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
-            DeviceBuffer norms) {
+    public static void rowSquaredNorms(
+            DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols, DeviceBuffer norms) {
         int es = floating("rowSquaredNorms", dtype);
-        MlKernelTable.rowSqNorms(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(cols)
-                .array("x", x, Math.multiplyExact(rows, cols), es).array("norms", norms, rows, es));
+        MlKernelTable.rowSqNorms(dtype)
+                .launch(
+                        rows,
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(cols)
+                                .array("x", x, Math.multiplyExact(rows, cols), es)
+                                .array("norms", norms, rows, es));
     }
 
     /**
      * {@code out[i, j] = max(0, out[i, j] + xNorms[i] + yNorms[j])} for an {@code n x m} {@code out}: the last step
      * of squared distances after {@code out = -2 x y^T}. NaN stays NaN.
      */
-    public static void addNormsAndClamp(DeviceStream stream, DType dtype, DeviceBuffer out, long n, long m,
-            DeviceBuffer xNorms, DeviceBuffer yNorms) {
+    public static void addNormsAndClamp(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer out,
+            long n,
+            long m,
+            DeviceBuffer xNorms,
+            DeviceBuffer yNorms) {
         int es = floating("addNormsAndClamp", dtype);
         long work = Math.multiplyExact(n, m);
-        MlKernelTable.addNormsClamp(dtype).launch(work, KernelArgs.on(stream).i64(n).i64(m)
-                .array("out", out, work, es).array("xNorms", xNorms, n, es).array("yNorms", yNorms, m, es));
+        MlKernelTable.addNormsClamp(dtype)
+                .launch(
+                        work,
+                        KernelArgs.on(stream)
+                                .i64(n)
+                                .i64(m)
+                                .array("out", out, work, es)
+                                .array("xNorms", xNorms, n, es)
+                                .array("yNorms", yNorms, m, es));
     }
 
     // ---------------------------------------------------------------- indexing
@@ -237,20 +339,34 @@ public final class MlKernels {
      * bytes of any type; {@code index} is int32 or int64. An index outside {@code [0, srcRows)}: its position in
      * {@code error}, its out row untouched.
      */
-    public static void gatherRows(DeviceStream stream, DeviceBuffer src, long srcRows, long rowBytes,
-            DeviceBuffer index, DType indexType, long count, DeviceBuffer out, DeviceBuffer error) {
+    public static void gatherRows(
+            DeviceStream stream,
+            DeviceBuffer src,
+            long srcRows,
+            long rowBytes,
+            DeviceBuffer index,
+            DType indexType,
+            long count,
+            DeviceBuffer out,
+            DeviceBuffer error) {
         if (!indexType.isIndex()) {
-            throw new IllegalArgumentException("gatherRows: index dtype " + indexType.wireName()
-                    + " (expected: int32 or int64)");
+            throw new IllegalArgumentException(
+                    "gatherRows: index dtype " + indexType.wireName() + " (expected: int32 or int64)");
         }
         // src and out checked (on the stream's device, large enough) before their addresses pick the word size
-        KernelArgs.on(stream).array("src", src, Math.multiplyExact(srcRows, rowBytes), 1)
+        KernelArgs.on(stream)
+                .array("src", src, Math.multiplyExact(srcRows, rowBytes), 1)
                 .array("out", out, Math.multiplyExact(count, rowBytes), 1);
         int word = wordSize(rowBytes, w -> KernelModule.aligned(src, w) && KernelModule.aligned(out, w));
         long words = rowBytes / word;
-        KernelArgs args = KernelArgs.on(stream).i64(count).i64(words).i64(srcRows)
-                .array("index", index, count, indexType.byteSize()).i32(indexType == DType.INT64 ? 1 : 0)
-                .array("src", src, srcRows * rowBytes, 1).array("out", out, count * rowBytes, 1)
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(count)
+                .i64(words)
+                .i64(srcRows)
+                .array("index", index, count, indexType.byteSize())
+                .i32(indexType == DType.INT64 ? 1 : 0)
+                .array("src", src, srcRows * rowBytes, 1)
+                .array("out", out, count * rowBytes, 1)
                 .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         MlKernelTable.gatherRows(word).launch(Math.multiplyExact(count, words), args);
@@ -276,8 +392,7 @@ public final class MlKernels {
      * @param blocks blocks of the first kernel ({@code parts x ceil(cols / 32)}, at most the grid's limit)
      * @param scratchBytes the scratch the partial sums need ({@code parts x k x cols} doubles)
      */
-    public record ScatterPlan(long parts, long rowsPerPart, int lanes, int blocks, long scratchBytes) {
-    }
+    public record ScatterPlan(long parts, long rowsPerPart, int lanes, int blocks, long scratchBytes) {}
 
     /**
      * The plan of {@link #scatterAddRows} for {@code n} rows of {@code cols} into {@code k}: from 1 to
@@ -307,26 +422,51 @@ public final class MlKernels {
      * {@value #SCATTER_MAX_K} rows of {@code out}, atomic adds in the element type (the order of the additions varies).
      * A label outside {@code [0, k)}: its position in {@code error}, nothing added for it.
      */
-    public static void scatterAddRows(DeviceStream stream, DType dtype, DeviceBuffer src, DeviceBuffer index, long n,
-            long cols, DeviceBuffer out, long k, DeviceBuffer error, DeviceBuffer scratch) {
+    public static void scatterAddRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer src,
+            DeviceBuffer index,
+            long n,
+            long cols,
+            DeviceBuffer out,
+            long k,
+            DeviceBuffer error,
+            DeviceBuffer scratch) {
         int es = floating("scatterAddRows", dtype);
         long work = Math.multiplyExact(n, cols);
         long elements = Math.multiplyExact(k, cols);
         ScatterPlan plan = scatterPlan(n, cols, k);
         if (plan.parts() == 0) {
-            KernelArgs args = KernelArgs.on(stream).i64(n).i64(cols).i64(k).array("src", src, work, es)
-                    .array("index", index, n, Integer.BYTES).array("out", out, elements, es)
+            KernelArgs args = KernelArgs.on(stream)
+                    .i64(n)
+                    .i64(cols)
+                    .i64(k)
+                    .array("src", src, work, es)
+                    .array("index", index, n, Integer.BYTES)
+                    .array("out", out, elements, es)
                     .array("error", error, 1, Long.BYTES);
             resetError(stream, error);
             MlKernelTable.scatterAddRows(dtype).launch(work, args);
             return;
         }
         long partials = plan.scratchBytes() / Double.BYTES;
-        KernelArgs sums = KernelArgs.on(stream).i64(n).i64(cols).i64(k).i64(plan.parts()).i64(plan.rowsPerPart())
-                .i32(plan.lanes()).array("src", src, work, es).array("index", index, n, Integer.BYTES)
-                .array("scratch", scratch, partials, Double.BYTES).array("error", error, 1, Long.BYTES);
-        KernelArgs finish = KernelArgs.on(stream).i64(plan.parts()).i64(elements)
-                .array("scratch", scratch, partials, Double.BYTES).array("out", out, elements, es);
+        KernelArgs sums = KernelArgs.on(stream)
+                .i64(n)
+                .i64(cols)
+                .i64(k)
+                .i64(plan.parts())
+                .i64(plan.rowsPerPart())
+                .i32(plan.lanes())
+                .array("src", src, work, es)
+                .array("index", index, n, Integer.BYTES)
+                .array("scratch", scratch, partials, Double.BYTES)
+                .array("error", error, 1, Long.BYTES);
+        KernelArgs finish = KernelArgs.on(stream)
+                .i64(plan.parts())
+                .i64(elements)
+                .array("scratch", scratch, partials, Double.BYTES)
+                .array("out", out, elements, es);
         resetError(stream, error);
         MlKernelTable.scatterSums(dtype).launchBlocks(plan.blocks(), sums);
         MlKernelTable.scatterFinish(dtype).launchBlocks(blocks((elements + 31) / 32), finish);
@@ -338,17 +478,26 @@ public final class MlKernels {
      * {@code out} with one atomic (whole numbers: exact in any order); more bins take an atomic a row. Errors as
      * above.
      */
-    public static void bincount(DeviceStream stream, DType dtype, DeviceBuffer index, long n, DeviceBuffer out, long k,
+    public static void bincount(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer index,
+            long n,
+            DeviceBuffer out,
+            long k,
             DeviceBuffer error) {
         int es = floating("bincount", dtype);
-        KernelArgs args = KernelArgs.on(stream).i64(n).i64(k).array("index", index, n, Integer.BYTES)
-                .array("out", out, k, es).array("error", error, 1, Long.BYTES);
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(n)
+                .i64(k)
+                .array("index", index, n, Integer.BYTES)
+                .array("out", out, k, es)
+                .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         if (k > BINCOUNT_BLOCK_MAX_K || n == 0) {
             MlKernelTable.bincount(dtype).launch(n, args);
         } else {
-            MlKernelTable.bincountBlocks(dtype).launchBlocks(Math.min(BINCOUNT_BLOCKS, KernelModule.grid(n)),
-                    args);
+            MlKernelTable.bincountBlocks(dtype).launchBlocks(Math.min(BINCOUNT_BLOCKS, KernelModule.grid(n)), args);
         }
     }
 
@@ -357,12 +506,23 @@ public final class MlKernels {
      * {@code labels} equal {@code c}. A label outside {@code [0, classes)}: its flat position {@code i * k + j} in
      * {@code error}.
      */
-    public static void countRows(DeviceStream stream, DType dtype, DeviceBuffer labels, long rows, long k,
-            DeviceBuffer out, long classes, DeviceBuffer error) {
+    public static void countRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer labels,
+            long rows,
+            long k,
+            DeviceBuffer out,
+            long classes,
+            DeviceBuffer error) {
         int es = floating("countRows", dtype);
-        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(k).i64(classes)
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(rows)
+                .i64(k)
+                .i64(classes)
                 .array("labels", labels, Math.multiplyExact(rows, k), Integer.BYTES)
-                .array("out", out, Math.multiplyExact(rows, classes), es).array("error", error, 1, Long.BYTES);
+                .array("out", out, Math.multiplyExact(rows, classes), es)
+                .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         MlKernelTable.countRows(dtype).launch(rows, args);
     }
@@ -380,8 +540,7 @@ public final class MlKernels {
      * @param blocks the first kernel's blocks
      * @param scratchBytes the scratch the parts' keys need (0 with one part)
      */
-    public record SelectPlan(Kernel kernel, Kernel merge, long parts, int group, int blocks, long scratchBytes) {
-    }
+    public record SelectPlan(Kernel kernel, Kernel merge, long parts, int group, int blocks, long scratchBytes) {}
 
     /**
      * The plan of {@link #smallestK} for {@code k} of {@code cols} columns in {@code rows} rows on a device of
@@ -439,15 +598,26 @@ public final class MlKernels {
      * blocks and a merge; see {@link #smallestKPlan}); up to {@value #SELECT_RADIX_MAX_K}, a block a row or slice
      * (a radix select); more, one thread a row, O(cols k).
      */
-    public static void smallestK(DeviceStream stream, DType dtype, DeviceBuffer values, long rows, long cols, long k,
-            long idOffset, DeviceBuffer outValues, DeviceBuffer outIds, DeviceBuffer scratch) {
+    public static void smallestK(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer values,
+            long rows,
+            long cols,
+            long k,
+            long idOffset,
+            DeviceBuffer outValues,
+            DeviceBuffer outIds,
+            DeviceBuffer scratch) {
         int es = floating("smallestK", dtype);
         if (k < 0 || k > cols) {
             throw new IllegalArgumentException("smallestK: k " + k + " (expected: 0 <= k <= " + cols + ")");
         }
         long nv = Math.multiplyExact(rows, cols);
         long no = Math.multiplyExact(rows, k);
-        KernelArgs.on(stream).array("values", values, nv, es).array("outValues", outValues, no, es)
+        KernelArgs.on(stream)
+                .array("values", values, nv, es)
+                .array("outValues", outValues, no, es)
                 .array("outIds", outIds, no, Long.BYTES);
         SelectPlan plan = selectPlan(dtype, rows, cols, k, KernelModule.multiprocessors(stream));
         if (plan.kernel() == null) {
@@ -455,27 +625,44 @@ public final class MlKernels {
         }
         Kernel first = plan.kernel();
         if (plan.group() == 1) {
-            first.launch(rows, KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(idOffset)
-                    .array("values", values, nv, es).array("outValues", outValues, no, es)
-                    .array("outIds", outIds, no, Long.BYTES));
+            first.launch(
+                    rows,
+                    KernelArgs.on(stream)
+                            .i64(rows)
+                            .i64(cols)
+                            .i64(k)
+                            .i64(idOffset)
+                            .array("values", values, nv, es)
+                            .array("outValues", outValues, no, es)
+                            .array("outIds", outIds, no, Long.BYTES));
             return;
         }
         if (plan.scratchBytes() > 0 && scratch == null) {
-            throw new IllegalArgumentException("smallestK: no scratch (expected: " + plan.scratchBytes()
-                    + " bytes for " + rows + " rows of " + cols + " in " + plan.parts() + " parts, k " + k + ")");
+            throw new IllegalArgumentException("smallestK: no scratch (expected: " + plan.scratchBytes() + " bytes for "
+                    + rows + " rows of " + cols + " in " + plan.parts() + " parts, k " + k + ")");
         }
         long keys = plan.scratchBytes() / Long.BYTES;
         KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i64(plan.parts());
         if (plan.kernel() != MlKernelTable.selectRadix(dtype)) {
             args.i32(plan.group());
         }
-        args.i64(idOffset).array("values", values, nv, es).array("outValues", outValues, no, es)
-                .array("outIds", outIds, no, Long.BYTES).optionalArray("scratch", keys > 0 ? scratch : null, keys,
-                        Long.BYTES);
-        KernelArgs merge = plan.merge() == null ? null : KernelArgs.on(stream).i64(rows).i64(cols).i64(k)
-                .i64(plan.parts()).i64(idOffset).array("values", values, nv, es)
-                .array("scratch", scratch, keys, Long.BYTES).array("outValues", outValues, no, es)
-                .array("outIds", outIds, no, Long.BYTES);
+        args.i64(idOffset)
+                .array("values", values, nv, es)
+                .array("outValues", outValues, no, es)
+                .array("outIds", outIds, no, Long.BYTES)
+                .optionalArray("scratch", keys > 0 ? scratch : null, keys, Long.BYTES);
+        KernelArgs merge = plan.merge() == null
+                ? null
+                : KernelArgs.on(stream)
+                        .i64(rows)
+                        .i64(cols)
+                        .i64(k)
+                        .i64(plan.parts())
+                        .i64(idOffset)
+                        .array("values", values, nv, es)
+                        .array("scratch", scratch, keys, Long.BYTES)
+                        .array("outValues", outValues, no, es)
+                        .array("outIds", outIds, no, Long.BYTES);
         first.launchBlocks(plan.blocks(), args);
         if (merge != null) {
             plan.merge().launchBlocks(blocks(rows), merge);
@@ -487,26 +674,44 @@ public final class MlKernels {
      * {@code distB}, {@code idsB}: {@code rows x kb}), ascending, {@code a} first on equal distances; the ids (int32
      * or int64) travel along.
      */
-    public static void mergeNeighbors(DeviceStream stream, DType dtype, DType idType, DeviceBuffer distA,
-            DeviceBuffer idsA, long ka, DeviceBuffer distB, DeviceBuffer idsB, long kb, long rows, DeviceBuffer outDist,
-            DeviceBuffer outIds, long k) {
+    public static void mergeNeighbors(
+            DeviceStream stream,
+            DType dtype,
+            DType idType,
+            DeviceBuffer distA,
+            DeviceBuffer idsA,
+            long ka,
+            DeviceBuffer distB,
+            DeviceBuffer idsB,
+            long kb,
+            long rows,
+            DeviceBuffer outDist,
+            DeviceBuffer outIds,
+            long k) {
         int es = floating("mergeNeighbors", dtype);
         if (!idType.isIndex()) {
-            throw new IllegalArgumentException("mergeNeighbors: id dtype " + idType.wireName()
-                    + " (expected: int32 or int64)");
+            throw new IllegalArgumentException(
+                    "mergeNeighbors: id dtype " + idType.wireName() + " (expected: int32 or int64)");
         }
         if (k < 0 || ka < 0 || kb < 0 || k > ka + kb) {
-            throw new IllegalArgumentException("mergeNeighbors: k " + k + " (expected: 0 <= k <= " + ka + " + " + kb
-                    + ")");
+            throw new IllegalArgumentException(
+                    "mergeNeighbors: k " + k + " (expected: 0 <= k <= " + ka + " + " + kb + ")");
         }
         int is = idType.byteSize();
-        MlKernelTable.mergeNeighbors(dtype, idType).launch(rows, KernelArgs.on(stream)
-                .i64(rows).i64(ka).i64(kb).i64(k).array("distA", distA, Math.multiplyExact(rows, ka), es)
-                .array("idsA", idsA, Math.multiplyExact(rows, ka), is)
-                .array("distB", distB, Math.multiplyExact(rows, kb), es)
-                .array("idsB", idsB, Math.multiplyExact(rows, kb), is)
-                .array("outDist", outDist, Math.multiplyExact(rows, k), es)
-                .array("outIds", outIds, Math.multiplyExact(rows, k), is));
+        MlKernelTable.mergeNeighbors(dtype, idType)
+                .launch(
+                        rows,
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(ka)
+                                .i64(kb)
+                                .i64(k)
+                                .array("distA", distA, Math.multiplyExact(rows, ka), es)
+                                .array("idsA", idsA, Math.multiplyExact(rows, ka), is)
+                                .array("distB", distB, Math.multiplyExact(rows, kb), es)
+                                .array("idsB", idsB, Math.multiplyExact(rows, kb), is)
+                                .array("outDist", outDist, Math.multiplyExact(rows, k), es)
+                                .array("outIds", outIds, Math.multiplyExact(rows, k), is));
     }
 
     /**
@@ -515,14 +720,33 @@ public final class MlKernels {
      * ({@code rows x cols}) and {@code x} ({@code xRows x cols}), in double, and sorts each row by (distance, id):
      * what {@link #smallestK} chose on {@code ||q||² - 2 q·x + ||x||²}, without that form's rounding residue.
      */
-    public static void exactNeighbors(DeviceStream stream, DType dtype, DeviceBuffer q, long rows, long cols,
-            DeviceBuffer x, long xRows, long k, long idOffset, DeviceBuffer dist, DeviceBuffer ids) {
+    public static void exactNeighbors(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer q,
+            long rows,
+            long cols,
+            DeviceBuffer x,
+            long xRows,
+            long k,
+            long idOffset,
+            DeviceBuffer dist,
+            DeviceBuffer ids) {
         int es = floating("exactNeighbors", dtype);
         long n = Math.multiplyExact(rows, k);
-        MlKernelTable.exactNeighbors(dtype).launch(rows, KernelArgs.on(stream).i64(rows).i64(k).i64(cols).i64(xRows)
-                .i64(idOffset).array("q", q, Math.multiplyExact(rows, cols), es)
-                .array("x", x, Math.multiplyExact(xRows, cols), es).array("dist", dist, n, es)
-                .array("ids", ids, n, Long.BYTES));
+        MlKernelTable.exactNeighbors(dtype)
+                .launch(
+                        rows,
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(k)
+                                .i64(cols)
+                                .i64(xRows)
+                                .i64(idOffset)
+                                .array("q", q, Math.multiplyExact(rows, cols), es)
+                                .array("x", x, Math.multiplyExact(xRows, cols), es)
+                                .array("dist", dist, n, es)
+                                .array("ids", ids, n, Long.BYTES));
     }
 
     // ---------------------------------------------------------------- row groups
@@ -546,13 +770,30 @@ public final class MlKernels {
      * {@code y} ignored when {@code beta} is 0): a matrix-vector product that reads {@code a} once, a few threads per
      * row ({@link #rowLanes}), products summed in float64.
      */
-    public static void gemvRows(DeviceStream stream, DType dtype, DeviceBuffer a, long rows, long cols, DeviceBuffer x,
-            double alpha, double beta, DeviceBuffer y) {
+    public static void gemvRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer a,
+            long rows,
+            long cols,
+            DeviceBuffer x,
+            double alpha,
+            double beta,
+            DeviceBuffer y) {
         int es = floating("gemvRows", dtype);
         int lanes = rowLanes(cols);
-        MlKernelTable.gemvRows(dtype).launch(Math.multiplyExact(rows, (long) lanes), KernelArgs.on(stream)
-                .i64(rows).i64(cols).i32(lanes).f64(alpha).array("a", a, Math.multiplyExact(rows, cols), es)
-                .array("x", x, cols, es).f64(beta).array("y", y, rows, es));
+        MlKernelTable.gemvRows(dtype)
+                .launch(
+                        Math.multiplyExact(rows, (long) lanes),
+                        KernelArgs.on(stream)
+                                .i64(rows)
+                                .i64(cols)
+                                .i32(lanes)
+                                .f64(alpha)
+                                .array("a", a, Math.multiplyExact(rows, cols), es)
+                                .array("x", x, cols, es)
+                                .f64(beta)
+                                .array("y", y, rows, es));
     }
 
     /**
@@ -586,6 +827,7 @@ public final class MlKernels {
 
     /** The system property that picks {@link #nearestRows}'s kernel: {@code auto}, {@code v4} or {@code scalar}. */
     public static final String NEAREST_KERNEL_PROPERTY = "cuwire.ml.nearestKernel";
+
     private static final String NEAREST_SETTING = System.getProperty(NEAREST_KERNEL_PROPERTY, "auto");
     /** Blocks per multiprocessor of the registers kernels ({@code auto}): whole waves at 2, 3 or 4 resident. */
     static final int NEAREST_REGS_BLOCKS_PER_SM = 24;
@@ -597,8 +839,8 @@ public final class MlKernels {
                 return n;
             }
         }
-        throw new IllegalArgumentException("-D" + NEAREST_KERNEL_PROPERTY + "=" + NEAREST_SETTING
-                + " (expected: auto, v4 or scalar)");
+        throw new IllegalArgumentException(
+                "-D" + NEAREST_KERNEL_PROPERTY + "=" + NEAREST_SETTING + " (expected: auto, v4 or scalar)");
     }
 
     /**
@@ -637,7 +879,8 @@ public final class MlKernels {
      */
     public static String nearestRowsKernel(NearestKernel choice, DType dtype, DeviceBuffer x, long cols, long k) {
         floating("nearestRows", dtype);
-        return nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16)).name();
+        return nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16))
+                .name();
     }
 
     /**
@@ -651,28 +894,51 @@ public final class MlKernels {
      * float64, and values beyond about 1.8e19 overflow float32 where float64 would not. Takes {@code 1 <= k <=}
      * {@value #NEAREST_MAX_CENTERS} and {@code k x cols <=} {@value #NEAREST_MAX_ELEMENTS} ({@link #nearestRowsFits}).
      */
-    public static void nearestRows(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
-            DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best) {
+    public static void nearestRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer x,
+            long rows,
+            long cols,
+            DeviceBuffer centers,
+            long k,
+            DeviceBuffer index,
+            DeviceBuffer best) {
         nearestRows(stream, dtype, x, rows, cols, centers, k, index, best, nearestKernelSetting());
     }
 
     /** {@link #nearestRows} by the kernel of {@code choice} (for tests and measurements that compare them). */
-    public static void nearestRows(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, long cols,
-            DeviceBuffer centers, long k, DeviceBuffer index, DeviceBuffer best, NearestKernel choice) {
+    public static void nearestRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer x,
+            long rows,
+            long cols,
+            DeviceBuffer centers,
+            long k,
+            DeviceBuffer index,
+            DeviceBuffer best,
+            NearestKernel choice) {
         int es = floating("nearestRows", dtype);
         if (!nearestRowsFits(k, cols)) {
             throw new IllegalArgumentException("nearestRows: " + k + " centers of " + cols + " columns (expected: 1 <="
                     + " k <= " + NEAREST_MAX_CENTERS + " and k x cols <= " + NEAREST_MAX_ELEMENTS + ")");
         }
         int lanes = rowLanes(cols);
-        KernelArgs args = KernelArgs.on(stream).i64(rows).i64(cols).i64(k).i32(lanes)
-                .array("x", x, Math.multiplyExact(rows, cols), es).array("centers", centers, k * cols, es)
-                .array("index", index, rows, Integer.BYTES).optionalArray("best", best, rows, es);
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(rows)
+                .i64(cols)
+                .i64(k)
+                .i32(lanes)
+                .array("x", x, Math.multiplyExact(rows, cols), es)
+                .array("centers", centers, k * cols, es)
+                .array("index", index, rows, Integer.BYTES)
+                .optionalArray("best", best, rows, es);
         Kernel kernel = nearestKernel(choice, dtype, cols, k, KernelModule.aligned(x, 16));
         long work = Math.multiplyExact(rows, (long) lanes);
         if (registersKernel(kernel)) {
-            int blocks = (int) Math.min(KernelModule.grid(work),
-                    (long) NEAREST_REGS_BLOCKS_PER_SM * KernelModule.multiprocessors(stream));
+            int blocks = (int) Math.min(
+                    KernelModule.grid(work), (long) NEAREST_REGS_BLOCKS_PER_SM * KernelModule.multiprocessors(stream));
             if (work > 0) {
                 kernel.launchBlocks(Math.max(1, blocks), args);
             }
@@ -690,7 +956,8 @@ public final class MlKernels {
 
     /** The bytes of a {@code cuwire.forest/1} blob with these counts. */
     public static long forestBytes(int trees, int outputs, long nodes, long leaves) {
-        return Math.addExact(Math.addExact(48 + 16L * (trees + 1L), Math.multiplyExact(16L, nodes)),
+        return Math.addExact(
+                Math.addExact(48 + 16L * (trees + 1L), Math.multiplyExact(16L, nodes)),
                 Math.multiplyExact(8L * outputs, leaves));
     }
 
@@ -700,21 +967,39 @@ public final class MlKernels {
      * writing the mean over trees of the leaf values into {@code out} ({@code rows x outputs}). A row whose walk
      * leaves its tree (a malformed blob): its number in {@code error}.
      */
-    public static void predictForest(DeviceStream stream, DType dtype, DeviceBuffer forest, int trees, int features,
-            int outputs, long nodes, long leaves, DeviceBuffer x, long rows, DeviceBuffer out, DeviceBuffer error) {
+    public static void predictForest(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer forest,
+            int trees,
+            int features,
+            int outputs,
+            long nodes,
+            long leaves,
+            DeviceBuffer x,
+            long rows,
+            DeviceBuffer out,
+            DeviceBuffer error) {
         int es = floating("predictForest", dtype);
         if (trees < 0 || features < 0 || outputs < 1 || nodes < 0 || leaves < 0) {
             throw new IllegalArgumentException("predictForest: trees " + trees + ", features " + features
                     + ", outputs " + outputs + ", nodes " + nodes + ", leaves " + leaves
                     + " (expected: counts >= 0, outputs >= 1)");
         }
-        KernelArgs args = KernelArgs.on(stream).i64(rows).i32(trees).i32(features).i32(outputs).i64(nodes)
-                .i64(leaves).array("forest", forest, forestBytes(trees, outputs, nodes, leaves), 1);
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(rows)
+                .i32(trees)
+                .i32(features)
+                .i32(outputs)
+                .i64(nodes)
+                .i64(leaves)
+                .array("forest", forest, forestBytes(trees, outputs, nodes, leaves), 1);
         if (!KernelModule.aligned(forest, Long.BYTES)) {
             throw new IllegalArgumentException("forest: " + forest.describe() + " is not aligned to 8 bytes");
         }
         args.array("x", x, Math.multiplyExact(rows, features), es)
-                .array("out", out, Math.multiplyExact(rows, outputs), es).array("error", error, 1, Long.BYTES);
+                .array("out", out, Math.multiplyExact(rows, outputs), es)
+                .array("error", error, 1, Long.BYTES);
         resetError(stream, error);
         MlKernelTable.predictForest(dtype).launch(rows, args);
     }
@@ -729,11 +1014,23 @@ public final class MlKernels {
      * + r]} is the number of feature {@code f}'s edges below {@code x[r, f]} (its edges are
      * {@code edges[edgeStart[f] .. edgeStart[f + 1])}, ascending, at most 255), compared in float64.
      */
-    public static void forestQuantize(DeviceStream stream, DType dtype, DeviceBuffer x, long rows, int cols,
-            DeviceBuffer edges, long edgeCount, DeviceBuffer edgeStart, DeviceBuffer codes) {
+    public static void forestQuantize(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer x,
+            long rows,
+            int cols,
+            DeviceBuffer edges,
+            long edgeCount,
+            DeviceBuffer edgeStart,
+            DeviceBuffer codes) {
         int es = floating("forestQuantize", dtype);
-        KernelArgs args = KernelArgs.on(stream).i64(rows).i32(cols).array("x", x, Math.multiplyExact(rows, cols), es)
-                .array("edges", edges, edgeCount, Double.BYTES).array("edgeStart", edgeStart, cols + 1L, Long.BYTES)
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(rows)
+                .i32(cols)
+                .array("x", x, Math.multiplyExact(rows, cols), es)
+                .array("edges", edges, edgeCount, Double.BYTES)
+                .array("edgeStart", edgeStart, cols + 1L, Long.BYTES)
                 .array("codes", codes, Math.multiplyExact(rows, cols), 1);
         MlKernelTable.forestQuantize(dtype).launch(Math.multiplyExact(rows, cols), args);
     }
@@ -744,13 +1041,30 @@ public final class MlKernels {
      * {@code slot[i] >= 0} and each of its slot's {@code k} features {@code drawn[slot * k + t]} (a slot whose first
      * is -1 is skipped), at the entry's code and int32 label.
      */
-    public static void forestClassHistogram(DeviceStream stream, long count, long rows, int cols, int k, int classes,
-            int slots, DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes,
-            DeviceBuffer labels, DeviceBuffer hist) {
-        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).i32(k).i32(classes)
-                .array("row", row, count, Integer.BYTES).array("slot", slot, count, Integer.BYTES)
+    public static void forestClassHistogram(
+            DeviceStream stream,
+            long count,
+            long rows,
+            int cols,
+            int k,
+            int classes,
+            int slots,
+            DeviceBuffer row,
+            DeviceBuffer slot,
+            DeviceBuffer drawn,
+            DeviceBuffer codes,
+            DeviceBuffer labels,
+            DeviceBuffer hist) {
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(count)
+                .i64(rows)
+                .i32(k)
+                .i32(classes)
+                .array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES)
                 .array("drawn", drawn, (long) slots * k, Integer.BYTES)
-                .array("codes", codes, Math.multiplyExact(rows, cols), 1).array("labels", labels, rows, Integer.BYTES)
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1)
+                .array("labels", labels, rows, Integer.BYTES)
                 .array("hist", hist, histogramCells(slots, k, classes), Integer.BYTES);
         MlKernelTable.FOREST_CLASS_HISTOGRAM.launch(Math.multiplyExact(count, (long) k), args);
     }
@@ -760,15 +1074,32 @@ public final class MlKernels {
      * {@code rowsIn} ({@code slots x k x} {@value #FOREST_BINS} each, zeroed by the caller); the sums follow the
      * order the atomic additions land in.
      */
-    public static void forestValueHistogram(DeviceStream stream, long count, long rows, int cols, int k, int slots,
-            DeviceBuffer row, DeviceBuffer slot, DeviceBuffer drawn, DeviceBuffer codes, DeviceBuffer values,
-            DeviceBuffer sum, DeviceBuffer rowsIn) {
+    public static void forestValueHistogram(
+            DeviceStream stream,
+            long count,
+            long rows,
+            int cols,
+            int k,
+            int slots,
+            DeviceBuffer row,
+            DeviceBuffer slot,
+            DeviceBuffer drawn,
+            DeviceBuffer codes,
+            DeviceBuffer values,
+            DeviceBuffer sum,
+            DeviceBuffer rowsIn) {
         long cells = histogramCells(slots, k, 1);
-        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).i32(k)
-                .array("row", row, count, Integer.BYTES).array("slot", slot, count, Integer.BYTES)
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(count)
+                .i64(rows)
+                .i32(k)
+                .array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES)
                 .array("drawn", drawn, (long) slots * k, Integer.BYTES)
-                .array("codes", codes, Math.multiplyExact(rows, cols), 1).array("values", values, rows, Double.BYTES)
-                .array("sum", sum, cells, Double.BYTES).array("rowsIn", rowsIn, cells, Integer.BYTES);
+                .array("codes", codes, Math.multiplyExact(rows, cols), 1)
+                .array("values", values, rows, Double.BYTES)
+                .array("sum", sum, cells, Double.BYTES)
+                .array("rowsIn", rowsIn, cells, Integer.BYTES);
         MlKernelTable.FOREST_VALUE_HISTOGRAM.launch(Math.multiplyExact(count, (long) k), args);
     }
 
@@ -778,14 +1109,30 @@ public final class MlKernels {
      * {@code bestBin}, float64 {@code bestScore}, and the left side's class counts {@code left}
      * ({@code slots x classes} float64); {@code work} holds {@code 2 x slots x classes} float64.
      */
-    public static void forestBestClassSplit(DeviceStream stream, int slots, int k, int classes, int minLeaf,
-            DeviceBuffer drawn, DeviceBuffer hist, DeviceBuffer work, DeviceBuffer bestT, DeviceBuffer bestBin,
-            DeviceBuffer bestScore, DeviceBuffer left) {
-        KernelArgs args = KernelArgs.on(stream).i32(slots).i32(k).i32(classes).i32(minLeaf)
+    public static void forestBestClassSplit(
+            DeviceStream stream,
+            int slots,
+            int k,
+            int classes,
+            int minLeaf,
+            DeviceBuffer drawn,
+            DeviceBuffer hist,
+            DeviceBuffer work,
+            DeviceBuffer bestT,
+            DeviceBuffer bestBin,
+            DeviceBuffer bestScore,
+            DeviceBuffer left) {
+        KernelArgs args = KernelArgs.on(stream)
+                .i32(slots)
+                .i32(k)
+                .i32(classes)
+                .i32(minLeaf)
                 .array("drawn", drawn, (long) slots * k, Integer.BYTES)
                 .array("hist", hist, histogramCells(slots, k, classes), Integer.BYTES)
-                .array("work", work, 2L * slots * classes, Double.BYTES).array("bestT", bestT, slots, Integer.BYTES)
-                .array("bestBin", bestBin, slots, Integer.BYTES).array("bestScore", bestScore, slots, Double.BYTES)
+                .array("work", work, 2L * slots * classes, Double.BYTES)
+                .array("bestT", bestT, slots, Integer.BYTES)
+                .array("bestBin", bestBin, slots, Integer.BYTES)
+                .array("bestScore", bestScore, slots, Double.BYTES)
                 .array("left", left, (long) slots * classes, Double.BYTES);
         MlKernelTable.FOREST_BEST_CLASS_SPLIT.launch(slots, args);
     }
@@ -793,14 +1140,29 @@ public final class MlKernels {
     /**
      * The same for target sums: the left side's sum and entries into {@code left} ({@code slots x 2} float64).
      */
-    public static void forestBestValueSplit(DeviceStream stream, int slots, int k, int minLeaf, DeviceBuffer drawn,
-            DeviceBuffer sum, DeviceBuffer rowsIn, DeviceBuffer bestT, DeviceBuffer bestBin, DeviceBuffer bestScore,
+    public static void forestBestValueSplit(
+            DeviceStream stream,
+            int slots,
+            int k,
+            int minLeaf,
+            DeviceBuffer drawn,
+            DeviceBuffer sum,
+            DeviceBuffer rowsIn,
+            DeviceBuffer bestT,
+            DeviceBuffer bestBin,
+            DeviceBuffer bestScore,
             DeviceBuffer left) {
         long cells = histogramCells(slots, k, 1);
-        KernelArgs args = KernelArgs.on(stream).i32(slots).i32(k).i32(minLeaf)
-                .array("drawn", drawn, (long) slots * k, Integer.BYTES).array("sum", sum, cells, Double.BYTES)
-                .array("rowsIn", rowsIn, cells, Integer.BYTES).array("bestT", bestT, slots, Integer.BYTES)
-                .array("bestBin", bestBin, slots, Integer.BYTES).array("bestScore", bestScore, slots, Double.BYTES)
+        KernelArgs args = KernelArgs.on(stream)
+                .i32(slots)
+                .i32(k)
+                .i32(minLeaf)
+                .array("drawn", drawn, (long) slots * k, Integer.BYTES)
+                .array("sum", sum, cells, Double.BYTES)
+                .array("rowsIn", rowsIn, cells, Integer.BYTES)
+                .array("bestT", bestT, slots, Integer.BYTES)
+                .array("bestBin", bestBin, slots, Integer.BYTES)
+                .array("bestScore", bestScore, slots, Double.BYTES)
                 .array("left", left, 2L * slots, Double.BYTES);
         MlKernelTable.FOREST_BEST_VALUE_SPLIT.launch(slots, args);
     }
@@ -810,12 +1172,26 @@ public final class MlKernels {
      * slot {@code child[slot]} (code at most the bin) or {@code child[slot] + 1}; entries of slots with feature -1
      * get slot -1.
      */
-    public static void forestPartition(DeviceStream stream, long count, long rows, int cols, int slots,
-            DeviceBuffer row, DeviceBuffer slot, DeviceBuffer feature, DeviceBuffer bin, DeviceBuffer child,
-                    DeviceBuffer codes) {
-        KernelArgs args = KernelArgs.on(stream).i64(count).i64(rows).array("row", row, count, Integer.BYTES)
-                .array("slot", slot, count, Integer.BYTES).array("feature", feature, slots, Integer.BYTES)
-                .array("bin", bin, slots, Integer.BYTES).array("child", child, slots, Integer.BYTES)
+    public static void forestPartition(
+            DeviceStream stream,
+            long count,
+            long rows,
+            int cols,
+            int slots,
+            DeviceBuffer row,
+            DeviceBuffer slot,
+            DeviceBuffer feature,
+            DeviceBuffer bin,
+            DeviceBuffer child,
+            DeviceBuffer codes) {
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(count)
+                .i64(rows)
+                .array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES)
+                .array("feature", feature, slots, Integer.BYTES)
+                .array("bin", bin, slots, Integer.BYTES)
+                .array("child", child, slots, Integer.BYTES)
                 .array("codes", codes, Math.multiplyExact(rows, cols), 1);
         MlKernelTable.FOREST_PARTITION.launch(count, args);
     }
@@ -824,11 +1200,23 @@ public final class MlKernels {
      * The least and greatest float64 target of each slot's entries, as order-preserving uint64 ({@code lo}
      * starts at all ones, {@code hi} at zero; the caller fills them).
      */
-    public static void forestValueRange(DeviceStream stream, long count, long rows, int slots, DeviceBuffer row,
-            DeviceBuffer slot, DeviceBuffer values, DeviceBuffer lo, DeviceBuffer hi) {
-        KernelArgs args = KernelArgs.on(stream).i64(count).array("row", row, count, Integer.BYTES)
-                .array("slot", slot, count, Integer.BYTES).array("values", values, rows, Double.BYTES)
-                .array("lo", lo, slots, Long.BYTES).array("hi", hi, slots, Long.BYTES);
+    public static void forestValueRange(
+            DeviceStream stream,
+            long count,
+            long rows,
+            int slots,
+            DeviceBuffer row,
+            DeviceBuffer slot,
+            DeviceBuffer values,
+            DeviceBuffer lo,
+            DeviceBuffer hi) {
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(count)
+                .array("row", row, count, Integer.BYTES)
+                .array("slot", slot, count, Integer.BYTES)
+                .array("values", values, rows, Double.BYTES)
+                .array("lo", lo, slots, Long.BYTES)
+                .array("hi", hi, slots, Long.BYTES);
         MlKernelTable.FOREST_VALUE_RANGE.launch(count, args);
     }
 

@@ -16,16 +16,20 @@ class CudaBackendProviderTest {
     @Test
     void shouldRegisterTheCudaBackendForTheCudaPlatform() {
         List<BackendProvider> providers = ServiceLoader.load(BackendProvider.class).stream()
-                .map(ServiceLoader.Provider::get).toList();
-        assertTrue(providers.stream().anyMatch(p -> p instanceof CudaBackendProvider && p.platform().equals("cuda")),
+                .map(ServiceLoader.Provider::get)
+                .toList();
+        assertTrue(
+                providers.stream()
+                        .anyMatch(p ->
+                                p instanceof CudaBackendProvider && p.platform().equals("cuda")),
                 providers.toString());
     }
 
     @Test
     void shouldRefuseADeviceOfAnotherPlatform() {
         MlTesting.assumeEmulatedDevices();
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new CudaBackendProvider().open(Devices.get(0)));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new CudaBackendProvider().open(Devices.get(0)));
         assertEquals(Devices.get(0) + " is not a CUDA device (platform emulated)", e.getMessage());
     }
 }

@@ -16,13 +16,13 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
-import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.cluster.KMeans;
+import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.internal.HostArrays;
+import io.cuwire.test.TestRandom;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.TreeSet;
@@ -82,8 +82,18 @@ class CudaClusterSumsTest {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {
-            {1, 1, 1}, {100, 32, 1}, {255, 5, 8}, {3000, 33, 8}, {2000, 70, 24}, {2000, 40, 25}, {1500, 31, 192},
-            {1500, 31, 193}, {100_000, 32, 8}, {20_000, 100, 3}, {700, 1100, 2}, {513, 64, 16},
+            {1, 1, 1},
+            {100, 32, 1},
+            {255, 5, 8},
+            {3000, 33, 8},
+            {2000, 70, 24},
+            {2000, 40, 25},
+            {1500, 31, 192},
+            {1500, 31, 193},
+            {100_000, 32, 8},
+            {20_000, 100, 3},
+            {700, 1100, 2},
+            {513, 64, 16},
         };
         TreeSet<String> paths = new TreeSet<>();
         for (int[] s : shapes) {
@@ -102,9 +112,12 @@ class CudaClusterSumsTest {
                 }
             }
             String what = "scatterAddRows " + n + " x " + cols + " into " + k + ", " + dt.wireName();
-            try (NdArray dx = array(gpu, dt, x, n, cols); NdArray hx = array(host, dt, x, n, cols);
-                    NdArray dl = labels(gpu, l); NdArray hl = labels(host, l);
-                    NdArray d1 = array(gpu, dt, start, k, cols); NdArray d2 = array(gpu, dt, start, k, cols);
+            try (NdArray dx = array(gpu, dt, x, n, cols);
+                    NdArray hx = array(host, dt, x, n, cols);
+                    NdArray dl = labels(gpu, l);
+                    NdArray hl = labels(host, l);
+                    NdArray d1 = array(gpu, dt, start, k, cols);
+                    NdArray d2 = array(gpu, dt, start, k, cols);
                     NdArray h = array(host, dt, start, k, cols)) {
                 cuda.scatterAddRows(dx, dl, d1);
                 cuda.scatterAddRows(dx, dl, d2);
@@ -116,11 +129,15 @@ class CudaClusterSumsTest {
                 }
                 double eps = dt == DType.FLOAT32 ? 0x1p-23 : 0x1p-52;
                 for (int e = 0; e < got.length; e++) {
-                    double bound = dt == DType.FLOAT64 ? 1e-12 * (magnitude[e] + 1)
-                            : planned ? 2 * eps * Math.abs(want[e]) + 1e-12 * (magnitude[e] + 1)
-                            : 1e-5 * (magnitude[e] + 1);
-                    assertTrue(Math.abs(got[e] - want[e]) <= bound, what + " element " + e + ": " + got[e]
-                            + " (expected: " + want[e] + " within " + bound + ")");
+                    double bound = dt == DType.FLOAT64
+                            ? 1e-12 * (magnitude[e] + 1)
+                            : planned
+                                    ? 2 * eps * Math.abs(want[e]) + 1e-12 * (magnitude[e] + 1)
+                                    : 1e-5 * (magnitude[e] + 1);
+                    assertTrue(
+                            Math.abs(got[e] - want[e]) <= bound,
+                            what + " element " + e + ": " + got[e] + " (expected: " + want[e] + " within " + bound
+                                    + ")");
                 }
             }
         }
@@ -145,14 +162,16 @@ class CudaClusterSumsTest {
             if (bad + 5 < n) {
                 l[bad + 5] = -1;
             }
-            try (NdArray dx = array(gpu, dt, x, n, cols); NdArray hx = array(host, dt, x, n, cols);
-                    NdArray dl = labels(gpu, l); NdArray hl = labels(host, l);
+            try (NdArray dx = array(gpu, dt, x, n, cols);
+                    NdArray hx = array(host, dt, x, n, cols);
+                    NdArray dl = labels(gpu, l);
+                    NdArray hl = labels(host, l);
                     NdArray d = NdArray.zeros(gpu, dt, Order.C, k, cols);
                     NdArray h = NdArray.zeros(host, dt, Order.C, k, cols)) {
-                IllegalArgumentException want = assertThrows(IllegalArgumentException.class,
-                        () -> cpu.scatterAddRows(hx, hl, h));
-                IllegalArgumentException got = assertThrows(IllegalArgumentException.class,
-                        () -> cuda.scatterAddRows(dx, dl, d));
+                IllegalArgumentException want =
+                        assertThrows(IllegalArgumentException.class, () -> cpu.scatterAddRows(hx, hl, h));
+                IllegalArgumentException got =
+                        assertThrows(IllegalArgumentException.class, () -> cuda.scatterAddRows(dx, dl, d));
                 assertEquals(want.getMessage(), got.getMessage());
                 assertTrue(got.getMessage().startsWith("scatterAddRows: index[" + bad + "] = " + k), got.getMessage());
             }
@@ -173,14 +192,18 @@ class CudaClusterSumsTest {
             double[] start = new double[k];
             Arrays.fill(start, 3);
             String what = "bincount " + n + " into " + k + ", " + dt.wireName();
-            try (NdArray dl = labels(gpu, l); NdArray hl = labels(host, l); NdArray d = array(gpu, dt, start, k);
+            try (NdArray dl = labels(gpu, l);
+                    NdArray hl = labels(host, l);
+                    NdArray d = array(gpu, dt, start, k);
                     NdArray h = array(host, dt, start, k)) {
                 cuda.bincount(dl, d);
                 cpu.bincount(hl, h);
                 assertArrayEquals(values(h), values(d), what);
             }
             l[n / 2] = -3;
-            try (NdArray dl = labels(gpu, l); NdArray hl = labels(host, l); NdArray d = array(gpu, dt, start, k);
+            try (NdArray dl = labels(gpu, l);
+                    NdArray hl = labels(host, l);
+                    NdArray d = array(gpu, dt, start, k);
                     NdArray h = array(host, dt, start, k)) {
                 IllegalArgumentException want = assertThrows(IllegalArgumentException.class, () -> cpu.bincount(hl, h));
                 IllegalArgumentException got = assertThrows(IllegalArgumentException.class, () -> cuda.bincount(dl, d));
@@ -214,7 +237,8 @@ class CudaClusterSumsTest {
         for (int i = 0; i < init.length; i++) {
             init[i] = x[i] + 0.5 * MlTesting.gaussian(r);
         }
-        try (NdArray dx = array(gpu, DType.FLOAT64, x, n, d); NdArray hx = array(host, DType.FLOAT64, x, n, d);
+        try (NdArray dx = array(gpu, DType.FLOAT64, x, n, d);
+                NdArray hx = array(host, DType.FLOAT64, x, n, d);
                 NdArray di = array(gpu, DType.FLOAT64, init, k, d);
                 NdArray hi = array(host, DType.FLOAT64, init, k, d);
                 KMeans onGpu = new KMeans().nClusters(k).tol(0).maxIter(100);
@@ -223,7 +247,8 @@ class CudaClusterSumsTest {
             onCpu.fit(hx, hi);
             assertTrue(onCpu.nIter() < 100, "the CPU fit converged (" + onCpu.nIter() + " steps)");
             assertEquals(onCpu.nIter(), onGpu.nIter(), "steps");
-            try (NdArray gl = onGpu.predict(dx); NdArray hl = onCpu.predict(hx)) {
+            try (NdArray gl = onGpu.predict(dx);
+                    NdArray hl = onCpu.predict(hx)) {
                 assertArrayEquals(HostArrays.ints(hl), HostArrays.ints(gl), "labels");
             }
             double[] got = values(onGpu.clusterCenters());

@@ -17,7 +17,6 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.cluster.KMeans;
@@ -29,6 +28,7 @@ import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
+import io.cuwire.test.TestRandom;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterEach;
@@ -118,11 +118,14 @@ class CudaEstimatorsTest {
                 start[c * d + j] = centers[c * d + j] + r.nextDouble(-2, 2);
             }
         }
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                NdArray ig = array(gpu, dt, start, k, d); NdArray ih = array(host, dt, start, k, d);
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                NdArray ig = array(gpu, dt, start, k, d);
+                NdArray ih = array(host, dt, start, k, d);
                 KMeans onGpu = new KMeans().nClusters(k).fit(xg, ig);
                 KMeans onCpu = new KMeans().nClusters(k).fit(xh, ih);
-                NdArray lg = onGpu.predict(xg); NdArray lh = onCpu.predict(xh)) {
+                NdArray lg = onGpu.predict(xg);
+                NdArray lh = onCpu.predict(xh)) {
             assertSame(CudaBackend.class, ComputeBackends.forArray(xg).getClass());
             assertEquals(MemoryKind.DEVICE, onGpu.clusterCenters().kind());
             assertArrayEquals(lh.toIntArray(), lg.toIntArray(), "labels");
@@ -154,11 +157,14 @@ class CudaEstimatorsTest {
             }
         }
         for (DType dt : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
-            try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                    NdArray ig = array(gpu, dt, centers, k, d); NdArray ih = array(host, dt, centers, k, d);
+            try (NdArray xg = array(gpu, dt, x, n, d);
+                    NdArray xh = array(host, dt, x, n, d);
+                    NdArray ig = array(gpu, dt, centers, k, d);
+                    NdArray ih = array(host, dt, centers, k, d);
                     KMeans onGpu = new KMeans().nClusters(k).maxIter(3).fit(xg, ig);
                     KMeans onCpu = new KMeans().nClusters(k).maxIter(3).fit(xh, ih);
-                    NdArray lg = onGpu.predict(xg); NdArray lh = onCpu.predict(xh)) {
+                    NdArray lg = onGpu.predict(xg);
+                    NdArray lh = onCpu.predict(xh)) {
                 int[] want = lh.toIntArray();
                 assertArrayEquals(want, lg.toIntArray(), "labels " + dt.wireName() + ", " + k + " centers");
                 for (int i = 0; i < n; i++) {
@@ -183,11 +189,14 @@ class CudaEstimatorsTest {
                 y[i] += (j - 2) * x[i * d + j];
             }
         }
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                NdArray yg = array(gpu, dt, y, n); NdArray yh = array(host, dt, y, n);
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                NdArray yg = array(gpu, dt, y, n);
+                NdArray yh = array(host, dt, y, n);
                 LinearRegression onGpu = new LinearRegression().fit(xg, yg);
                 LinearRegression onCpu = new LinearRegression().fit(xh, yh);
-                NdArray pg = onGpu.predict(xg); NdArray ph = onCpu.predict(xh)) {
+                NdArray pg = onGpu.predict(xg);
+                NdArray ph = onCpu.predict(xh)) {
             assertNear("coef", values(onCpu.coef()), values(onGpu.coef()), relTol(dt));
             assertEquals(onCpu.intercept(), onGpu.intercept(), relTol(dt) * 3, "intercept");
             assertNear("predictions", values(ph), values(pg), relTol(dt));
@@ -207,17 +216,28 @@ class CudaEstimatorsTest {
             y[i] = classes == 2 ? (s > 0 ? 1 : 0) : (int) Math.max(0, Math.min(classes - 1, Math.floor(s + 2)));
         }
         DType dt = DType.FLOAT64;
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                NdArray yg = MlTesting.labels(gpu, y); NdArray yh = MlTesting.labels(host, y);
-                LogisticRegression onGpu = new LogisticRegression().nClasses(classes).tol(1e-8).maxIter(1000)
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                NdArray yg = MlTesting.labels(gpu, y);
+                NdArray yh = MlTesting.labels(host, y);
+                LogisticRegression onGpu = new LogisticRegression()
+                        .nClasses(classes)
+                        .tol(1e-8)
+                        .maxIter(1000)
                         .fit(xg, yg);
-                LogisticRegression onCpu = new LogisticRegression().nClasses(classes).tol(1e-8).maxIter(1000)
+                LogisticRegression onCpu = new LogisticRegression()
+                        .nClasses(classes)
+                        .tol(1e-8)
+                        .maxIter(1000)
                         .fit(xh, yh);
-                NdArray pg = onGpu.predictProba(xg); NdArray ph = onCpu.predictProba(xh);
-                NdArray lg = onGpu.predict(xg); NdArray lh = onCpu.predict(xh)) {
+                NdArray pg = onGpu.predictProba(xg);
+                NdArray ph = onCpu.predictProba(xh);
+                NdArray lg = onGpu.predict(xg);
+                NdArray lh = onCpu.predict(xh)) {
             double[] pc = values(ph);
-            assertTrue(onCpu.nIter() < 1000 && onGpu.nIter() < 1000, "both fits converged: " + onCpu.nIter() + ", "
-                    + onGpu.nIter() + " iterations");
+            assertTrue(
+                    onCpu.nIter() < 1000 && onGpu.nIter() < 1000,
+                    "both fits converged: " + onCpu.nIter() + ", " + onGpu.nIter() + " iterations");
             assertNear("probabilities", pc, values(pg), 1e-5);
             int[] want = lh.toIntArray();
             int[] got = lg.toIntArray();
@@ -248,11 +268,18 @@ class CudaEstimatorsTest {
         int n = 2000;
         int d = 6;
         double[] x = features(r, n, d);
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                PCA onGpu = new PCA().nComponents(3).fit(xg); PCA onCpu = new PCA().nComponents(3).fit(xh);
-                NdArray tg = onGpu.transform(xg); NdArray th = onCpu.transform(xh);
-                NdArray bg = onGpu.inverseTransform(tg); NdArray bh = onCpu.inverseTransform(th)) {
-            assertNear("explained variance", values(onCpu.explainedVariance()), values(onGpu.explainedVariance()),
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                PCA onGpu = new PCA().nComponents(3).fit(xg);
+                PCA onCpu = new PCA().nComponents(3).fit(xh);
+                NdArray tg = onGpu.transform(xg);
+                NdArray th = onCpu.transform(xh);
+                NdArray bg = onGpu.inverseTransform(tg);
+                NdArray bh = onCpu.inverseTransform(th)) {
+            assertNear(
+                    "explained variance",
+                    values(onCpu.explainedVariance()),
+                    values(onGpu.explainedVariance()),
                     relTol(dt));
             assertNear("mean", values(onCpu.mean()), values(onGpu.mean()), relTol(dt));
             // components are defined up to sign; the projection onto their span is not
@@ -273,11 +300,14 @@ class CudaEstimatorsTest {
         int d = 32;
         double[] x = gaussian(r, n * d);
         double[] qx = Arrays.copyOf(x, q * d);
-        try (NdArray xg = array(gpu, DType.FLOAT64, x, n, d); NdArray xh = array(host, DType.FLOAT64, x, n, d);
-                NdArray qg = array(gpu, DType.FLOAT64, qx, q, d); NdArray qh = array(host, DType.FLOAT64, qx, q, d);
+        try (NdArray xg = array(gpu, DType.FLOAT64, x, n, d);
+                NdArray xh = array(host, DType.FLOAT64, x, n, d);
+                NdArray qg = array(gpu, DType.FLOAT64, qx, q, d);
+                NdArray qh = array(host, DType.FLOAT64, qx, q, d);
                 NearestNeighbors nnGpu = new NearestNeighbors().nNeighbors(5).fit(xg);
                 NearestNeighbors nnCpu = new NearestNeighbors().nNeighbors(5).fit(xh);
-                Neighbors got = nnGpu.kneighbors(qg); Neighbors want = nnCpu.kneighbors(qh)) {
+                Neighbors got = nnGpu.kneighbors(qg);
+                Neighbors want = nnCpu.kneighbors(qh)) {
             long[] ids = got.ids().toLongArray();
             double[] dist = values(got.distances());
             assertArrayEquals(want.ids().toLongArray(), ids, "ids");
@@ -304,24 +334,30 @@ class CudaEstimatorsTest {
         for (int i = 0; i < n; i++) {
             y[i] = x[i * d] > 0 ? (x[i * d + 1] > 0 ? 2 : 1) : 0;
         }
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                NdArray qg = array(gpu, dt, qx, q, d); NdArray qh = array(host, dt, qx, q, d);
-                NdArray yg = MlTesting.labels(gpu, y); NdArray yh = MlTesting.labels(host, y);
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                NdArray qg = array(gpu, dt, qx, q, d);
+                NdArray qh = array(host, dt, qx, q, d);
+                NdArray yg = MlTesting.labels(gpu, y);
+                NdArray yh = MlTesting.labels(host, y);
                 NearestNeighbors nnGpu = new NearestNeighbors().nNeighbors(k).fit(xg);
                 NearestNeighbors nnCpu = new NearestNeighbors().nNeighbors(k).fit(xh);
-                Neighbors got = nnGpu.kneighbors(qg); Neighbors want = nnCpu.kneighbors(qh);
-                KNeighborsClassifier knnGpu = new KNeighborsClassifier().nNeighbors(k).fit(xg, yg);
-                KNeighborsClassifier knnCpu = new KNeighborsClassifier().nNeighbors(k).fit(xh, yh);
-                NdArray vg = knnGpu.predict(qg); NdArray vh = knnCpu.predict(qh)) {
-            assertNear("distances", values(want.distances()), values(got.distances()),
-                    dt == DType.FLOAT64 ? 1e-9 : 1e-4);
+                Neighbors got = nnGpu.kneighbors(qg);
+                Neighbors want = nnCpu.kneighbors(qh);
+                KNeighborsClassifier knnGpu =
+                        new KNeighborsClassifier().nNeighbors(k).fit(xg, yg);
+                KNeighborsClassifier knnCpu =
+                        new KNeighborsClassifier().nNeighbors(k).fit(xh, yh);
+                NdArray vg = knnGpu.predict(qg);
+                NdArray vh = knnCpu.predict(qh)) {
+            assertNear(
+                    "distances", values(want.distances()), values(got.distances()), dt == DType.FLOAT64 ? 1e-9 : 1e-4);
             long[] wi = want.ids().toLongArray();
             long[] gi = got.ids().toLongArray();
             double[] wd = values(want.distances());
             for (int i = 0; i < wi.length; i++) {
                 // float32 distances through a float32 product may order near-equal neighbors differently
-                boolean nearTie = i % k > 0 && wd[i] - wd[i - 1] < 1e-3
-                        || i % k < k - 1 && wd[i + 1] - wd[i] < 1e-3;
+                boolean nearTie = i % k > 0 && wd[i] - wd[i - 1] < 1e-3 || i % k < k - 1 && wd[i + 1] - wd[i] < 1e-3;
                 if (dt == DType.FLOAT64 || !nearTie) {
                     assertEquals(wi[i], gi[i], "neighbor " + i % k + " of query " + i / k);
                 }
@@ -352,22 +388,42 @@ class CudaEstimatorsTest {
             t[i] = Math.sin(x[i * d]) + 0.5 * x[i * d + 3];
         }
         long seed = r.nextLong();
-        try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                NdArray yg = MlTesting.labels(gpu, y); NdArray yh = MlTesting.labels(host, y);
-                NdArray tg = array(gpu, dt, t, n); NdArray th = array(host, dt, t, n);
-                RandomForestClassifier cg = new RandomForestClassifier().nEstimators(16).maxDepth(8).seed(seed)
+        try (NdArray xg = array(gpu, dt, x, n, d);
+                NdArray xh = array(host, dt, x, n, d);
+                NdArray yg = MlTesting.labels(gpu, y);
+                NdArray yh = MlTesting.labels(host, y);
+                NdArray tg = array(gpu, dt, t, n);
+                NdArray th = array(host, dt, t, n);
+                RandomForestClassifier cg = new RandomForestClassifier()
+                        .nEstimators(16)
+                        .maxDepth(8)
+                        .seed(seed)
                         .fit(xg, yg);
-                RandomForestClassifier ch = new RandomForestClassifier().nEstimators(16).maxDepth(8).seed(seed)
+                RandomForestClassifier ch = new RandomForestClassifier()
+                        .nEstimators(16)
+                        .maxDepth(8)
+                        .seed(seed)
                         .fit(xh, yh);
                 // exact splits: the same trees grown on the host for both, so that this compares the prediction; the
                 // binned fit on the GPU adds target sums in no fixed order (CudaForestFitTest bounds its quality)
-                RandomForestRegressor rg = new RandomForestRegressor().nEstimators(16).maxDepth(8).seed(seed)
-                        .exactSplits(true).fit(xg, tg);
-                RandomForestRegressor rh = new RandomForestRegressor().nEstimators(16).maxDepth(8).seed(seed)
-                        .exactSplits(true).fit(xh, th);
-                NdArray pg = cg.predictProba(xg); NdArray ph = ch.predictProba(xh);
-                NdArray lg = cg.predict(xg); NdArray lh = ch.predict(xh);
-                NdArray vg = rg.predict(xg); NdArray vh = rh.predict(xh)) {
+                RandomForestRegressor rg = new RandomForestRegressor()
+                        .nEstimators(16)
+                        .maxDepth(8)
+                        .seed(seed)
+                        .exactSplits(true)
+                        .fit(xg, tg);
+                RandomForestRegressor rh = new RandomForestRegressor()
+                        .nEstimators(16)
+                        .maxDepth(8)
+                        .seed(seed)
+                        .exactSplits(true)
+                        .fit(xh, th);
+                NdArray pg = cg.predictProba(xg);
+                NdArray ph = ch.predictProba(xh);
+                NdArray lg = cg.predict(xg);
+                NdArray lh = ch.predict(xh);
+                NdArray vg = rg.predict(xg);
+                NdArray vh = rh.predict(xh)) {
             assertEquals(MemoryKind.DEVICE, cg.forest().kind(), "the forest lives on the GPU");
             double tol = dt == DType.FLOAT64 ? 1e-12 : 1e-6;
             assertNear("class probabilities", values(ph), values(pg), tol);

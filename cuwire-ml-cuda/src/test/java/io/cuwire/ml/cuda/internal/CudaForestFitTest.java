@@ -14,7 +14,6 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.HistogramTrees;
 import io.cuwire.ml.Metrics;
@@ -22,6 +21,7 @@ import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.serialize.OpaqueBlob;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.SplittableRandom;
@@ -90,19 +90,27 @@ class CudaForestFitTest {
         double[] values = new double[n];
         double[] xv = data(r, n, d, labels, values);
         long seed = r.nextLong();
-        try (NdArray xg = MlTesting.array(gpu, DType.FLOAT64, xv, n, d); NdArray yg = MlTesting.labels(gpu, labels);
+        try (NdArray xg = MlTesting.array(gpu, DType.FLOAT64, xv, n, d);
+                NdArray yg = MlTesting.labels(gpu, labels);
                 NdArray xh = MlTesting.array(host, DType.FLOAT64, xv, n, d);
                 NdArray yh = MlTesting.labels(host, labels)) {
             assertEquals("cuda", ComputeBackends.forArray(xg).name());
-            try (HistogramTrees own = ComputeBackends.forArray(xg).histogramTrees(xg, new double[n], 2,
-                    new double[d][0]).orElseThrow()) {
+            try (HistogramTrees own = ComputeBackends.forArray(xg)
+                    .histogramTrees(xg, new double[n], 2, new double[d][0])
+                    .orElseThrow()) {
                 assertTrue(own instanceof CudaForestGrower, "the CUDA backend grows trees itself: " + own);
             }
             for (int depth : new int[] {1, 6, 14}) {
-                try (RandomForestClassifier g = new RandomForestClassifier().nEstimators(4).maxDepth(depth)
-                        .seed(seed).fit(xg, yg);
-                        RandomForestClassifier h = new RandomForestClassifier().nEstimators(4).maxDepth(depth)
-                                .seed(seed).fit(xh, yh)) {
+                try (RandomForestClassifier g = new RandomForestClassifier()
+                                .nEstimators(4)
+                                .maxDepth(depth)
+                                .seed(seed)
+                                .fit(xg, yg);
+                        RandomForestClassifier h = new RandomForestClassifier()
+                                .nEstimators(4)
+                                .maxDepth(depth)
+                                .seed(seed)
+                                .fit(xh, yh)) {
                     assertEquals(MemoryKind.DEVICE, g.forest().kind());
                     assertEquals(h.info(), g.info(), "depth " + depth);
                     assertArrayEquals(bytes(h.forest()), bytes(g.forest()), "depth " + depth + ": the same trees");
@@ -124,15 +132,18 @@ class CudaForestFitTest {
             xv[i] = i % 7;
         }
         try (NdArray xg = MlTesting.array(gpu, DType.FLOAT64, xv, n, d)) {
-            HistogramTrees trees = ComputeBackends.forArray(xg).histogramTrees(xg, new double[n], 2,
-                    new double[][] {{1, 3}, {2}, {4}}).orElseThrow();
+            HistogramTrees trees = ComputeBackends.forArray(xg)
+                    .histogramTrees(xg, new double[n], 2, new double[][] {{1, 3}, {2}, {4}})
+                    .orElseThrow();
             assertTrue(trees instanceof CudaForestGrower, "the CUDA backend grows trees itself: " + trees);
             trees.close();
-            IllegalStateException twice = assertThrows(IllegalStateException.class, trees::close,
-                    "a second close of the CUDA tree builder");
+            IllegalStateException twice =
+                    assertThrows(IllegalStateException.class, trees::close, "a second close of the CUDA tree builder");
             assertTrue(twice.getMessage().contains("already closed"), twice.getMessage());
-            assertThrows(IllegalStateException.class, () -> trees.grow(new int[] {0, 1, 2}, () -> new int[] {0},
-                    new HistogramTrees.Params(2, 2, 1)), "a tree asked after close");
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> trees.grow(new int[] {0, 1, 2}, () -> new int[] {0}, new HistogramTrees.Params(2, 2, 1)),
+                    "a tree asked after close");
         }
     }
 
@@ -158,11 +169,18 @@ class CudaForestFitTest {
                 NdArray yh = MlTesting.array(host, DType.FLOAT64, yt, train);
                 NdArray qh = MlTesting.array(host, DType.FLOAT64, xq, n - train, d);
                 NdArray ah = MlTesting.array(host, DType.FLOAT64, yq, n - train);
-                RandomForestRegressor g = new RandomForestRegressor().nEstimators(10).maxDepth(10).seed(seed)
+                RandomForestRegressor g = new RandomForestRegressor()
+                        .nEstimators(10)
+                        .maxDepth(10)
+                        .seed(seed)
                         .fit(xg, yg);
-                RandomForestRegressor h = new RandomForestRegressor().nEstimators(10).maxDepth(10).seed(seed)
+                RandomForestRegressor h = new RandomForestRegressor()
+                        .nEstimators(10)
+                        .maxDepth(10)
+                        .seed(seed)
                         .fit(xh, yh);
-                NdArray pg = g.predict(qg); NdArray ph = h.predict(qh)) {
+                NdArray pg = g.predict(qg);
+                NdArray ph = h.predict(qh)) {
             double r2g = Metrics.r2(ag, pg);
             double r2h = Metrics.r2(ah, ph);
             assertTrue(Math.abs(r2g - r2h) <= 0.01, "held-out R² on the GPU " + r2g + ", on the CPU " + r2h);

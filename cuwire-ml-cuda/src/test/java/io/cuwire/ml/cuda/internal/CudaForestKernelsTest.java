@@ -10,10 +10,10 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
-import io.cuwire.memory.NdArray;
 import io.cuwire.memory.DeviceStream;
-import io.cuwire.test.TestRandom;
+import io.cuwire.memory.NdArray;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -95,8 +95,7 @@ class CudaForestKernelsTest {
     }
 
     /** A split found by the scan written out as Cart's binned scan does it. */
-    private record Split(int t, int bin, double score) {
-    }
+    private record Split(int t, int bin, double score) {}
 
     @Test
     void shouldSplitAndPartitionOneLevelAsTheCpuScanDoes(TestInfo info) {
@@ -150,8 +149,16 @@ class CudaForestKernelsTest {
         open.add(xa);
         DeviceBuffer codes = bytes(n * d);
         NdArray codesArray = last();
-        MlKernels.forestQuantize(stream, DType.FLOAT64, (DeviceBuffer) xa.buffer(), n, d, doubles(edges),
-                edges.length, longs(edgeStart), codes);
+        MlKernels.forestQuantize(
+                stream,
+                DType.FLOAT64,
+                (DeviceBuffer) xa.buffer(),
+                n,
+                d,
+                doubles(edges),
+                edges.length,
+                longs(edgeStart),
+                codes);
         stream.synchronize();
         byte[] got = new byte[n * d];
         CopyEngine.copyToSegment(codesArray.buffer(), 0, MemorySegment.ofArray(got));
@@ -176,8 +183,8 @@ class CudaForestKernelsTest {
         DeviceBuffer drawnB = ints(drawn);
         DeviceBuffer labelB = ints(labels);
         DeviceBuffer hist = ints(new int[(int) MlKernels.histogramCells(slots, k, classes)]);
-        MlKernels.forestClassHistogram(stream, count, n, d, k, classes, slots, rowB, slotB, drawnB, codes, labelB,
-                hist);
+        MlKernels.forestClassHistogram(
+                stream, count, n, d, k, classes, slots, rowB, slotB, drawnB, codes, labelB, hist);
         long[] wantHist = new long[(int) MlKernels.histogramCells(slots, k, classes)];
         for (int e = 0; e < count; e++) {
             int s = slot[e];
@@ -192,8 +199,19 @@ class CudaForestKernelsTest {
         DeviceBuffer bestBin = ints(new int[slots]);
         DeviceBuffer bestScore = doubles(new double[slots]);
         DeviceBuffer left = doubles(new double[slots * classes]);
-        MlKernels.forestBestClassSplit(stream, slots, k, classes, minLeaf, drawnB, hist,
-                doubles(new double[2 * slots * classes]), bestT, bestBin, bestScore, left);
+        MlKernels.forestBestClassSplit(
+                stream,
+                slots,
+                k,
+                classes,
+                minLeaf,
+                drawnB,
+                hist,
+                doubles(new double[2 * slots * classes]),
+                bestT,
+                bestBin,
+                bestScore,
+                left);
         double[] gotT = read(bestT);
         double[] gotBin = read(bestBin);
         double[] gotScore = read(bestScore);
@@ -212,8 +230,7 @@ class CudaForestKernelsTest {
         long cells = MlKernels.histogramCells(slots, k, 1);
         DeviceBuffer sum = doubles(new double[(int) cells]);
         DeviceBuffer rowsIn = ints(new int[(int) cells]);
-        MlKernels.forestValueHistogram(stream, count, n, d, k, slots, rowB, slotB, drawnB, codes, valueB, sum,
-                rowsIn);
+        MlKernels.forestValueHistogram(stream, count, n, d, k, slots, rowB, slotB, drawnB, codes, valueB, sum, rowsIn);
         DeviceBuffer vT = ints(new int[slots]);
         DeviceBuffer vBin = ints(new int[slots]);
         DeviceBuffer vScore = doubles(new double[slots]);
@@ -241,8 +258,8 @@ class CudaForestKernelsTest {
             bin[s] = (int) gotBin[s];
         }
         int[] child = {0, -1, 2};
-        MlKernels.forestPartition(stream, count, n, d, slots, rowB, slotB, ints(feature), ints(bin), ints(child),
-                codes);
+        MlKernels.forestPartition(
+                stream, count, n, d, slots, rowB, slotB, ints(feature), ints(bin), ints(child), codes);
         double[] moved = read(slotB);
         for (int e = 0; e < count; e++) {
             int s = slot[e];
@@ -307,8 +324,9 @@ class CudaForestKernelsTest {
                     f = new Split(t, b, score);
                 }
             }
-            if (f != null && f.score() > parent + 1e-12 * Math.abs(parent) && (best == null
-                    || f.score() > best.score())) {
+            if (f != null
+                    && f.score() > parent + 1e-12 * Math.abs(parent)
+                    && (best == null || f.score() > best.score())) {
                 best = f;
             }
         }
@@ -348,8 +366,9 @@ class CudaForestKernelsTest {
                     f = new Split(t, b, score);
                 }
             }
-            if (f != null && f.score() > parent + 1e-12 * Math.abs(parent) && (best == null
-                    || f.score() > best.score())) {
+            if (f != null
+                    && f.score() > parent + 1e-12 * Math.abs(parent)
+                    && (best == null || f.score() > best.score())) {
                 best = f;
             }
         }

@@ -11,18 +11,18 @@ import io.cuwire.cuda.CudaTestSupport;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.memory.DeviceStream;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.memory.DeviceStream;
-import io.cuwire.test.TestRandom;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.ComputeBackends;
-import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.ml.internal.CpuBackend;
 import io.cuwire.ml.internal.HostArrays;
 import io.cuwire.ml.neighbors.NearestNeighbors;
 import io.cuwire.ml.neighbors.Neighbors;
+import io.cuwire.test.TestRandom;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -124,12 +124,41 @@ class CudaKernelPathsTest {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);
         int[][] shapes = {
-            {1, 1, 1}, {7, 5, 5}, {1000, 100, 5}, {333, 2048, 8}, {100, 2047, 9}, {64, 32, 32}, {65, 33, 32},
-            {50, 40, 33}, {37, 37, 37}, {1100, 2049, 1}, {1100, 3001, 8}, {1100, 2100, 9}, {1100, 2500, 32},
-            {1, 100_003, 5}, {41, 100_000, 8}, {41, 100_000, 9}, {3, 20_000, 32}, {2, 50_000, 31}, {1, 8193, 1},
-            {5, 9000, 2}, {1, 16_385, 16}, {3, 33, 33}, {1100, 300, 50}, {5, 256, 100}, {4, 257, 256},
-            {2, 1024, 1024}, {1, 1025, 1024}, {2, 3000, 1000}, {1, 65_536, 500}, {2, 65_537, 100}, {1, 100_003, 1024},
-            {600, 8193, 40}, {1, 8193, 1024}, {3, 1100, 1025}, {1, 1025, 1025},
+            {1, 1, 1},
+            {7, 5, 5},
+            {1000, 100, 5},
+            {333, 2048, 8},
+            {100, 2047, 9},
+            {64, 32, 32},
+            {65, 33, 32},
+            {50, 40, 33},
+            {37, 37, 37},
+            {1100, 2049, 1},
+            {1100, 3001, 8},
+            {1100, 2100, 9},
+            {1100, 2500, 32},
+            {1, 100_003, 5},
+            {41, 100_000, 8},
+            {41, 100_000, 9},
+            {3, 20_000, 32},
+            {2, 50_000, 31},
+            {1, 8193, 1},
+            {5, 9000, 2},
+            {1, 16_385, 16},
+            {3, 33, 33},
+            {1100, 300, 50},
+            {5, 256, 100},
+            {4, 257, 256},
+            {2, 1024, 1024},
+            {1, 1025, 1024},
+            {2, 3000, 1000},
+            {1, 65_536, 500},
+            {2, 65_537, 100},
+            {1, 100_003, 1024},
+            {600, 8193, 40},
+            {1, 8193, 1024},
+            {3, 1100, 1025},
+            {1, 1025, 1025},
         };
         Set<String> paths = new TreeSet<>();
         int shape = 0;
@@ -138,12 +167,14 @@ class CudaKernelPathsTest {
             int cols = s[1];
             int k = s[2];
             long offset = shape % 2 == 0 ? 0 : ID_OFFSET;
-            Fill[] fills = rows * (long) cols <= 500_000 ? Fill.values()
+            Fill[] fills = rows * (long) cols <= 500_000
+                    ? Fill.values()
                     : new Fill[] {Fill.values()[shape % Fill.values().length]};
             for (Fill f : fills) {
                 double[] v = fill(r, f, rows, cols);
                 String what = "smallestK " + rows + " x " + cols + ", k " + k + ", " + f + ", " + dt.wireName();
-                try (NdArray dv = array(gpu, dt, v, rows, cols); NdArray hv = array(host, dt, v, rows, cols);
+                try (NdArray dv = array(gpu, dt, v, rows, cols);
+                        NdArray hv = array(host, dt, v, rows, cols);
                         NdArray gotV = NdArray.zeros(gpu, dt, Order.C, rows, k);
                         NdArray gotI = NdArray.zeros(gpu, DType.INT64, Order.C, rows, k);
                         NdArray wantV = NdArray.zeros(host, dt, Order.C, rows, k);
@@ -157,8 +188,19 @@ class CudaKernelPathsTest {
             paths.add(path(MlKernels.smallestKPlan(stream, dt, rows, cols, k)));
             shape++;
         }
-        assertEquals(new TreeSet<>(Set.of("warp k8", "warp k32", "block k8", "block k32", "parts k8", "parts k32",
-                "radix", "parts radix", "one thread a row")), paths, "the paths the shapes took");
+        assertEquals(
+                new TreeSet<>(Set.of(
+                        "warp k8",
+                        "warp k32",
+                        "block k8",
+                        "block k32",
+                        "parts k8",
+                        "parts k32",
+                        "radix",
+                        "parts radix",
+                        "one thread a row")),
+                paths,
+                "the paths the shapes took");
     }
 
     /** The merge of two ascending lists per row, with equal distances across the lists: a first, ids along. */
@@ -185,10 +227,14 @@ class CudaKernelPathsTest {
                     ib[i] = 1_000_000 + i;
                 }
                 String what = "mergeNeighbors " + ka + " + " + kb + " -> " + k + ", ids " + ids.wireName();
-                try (NdArray ga = array(gpu, dt, a, rows, ka); NdArray gb = array(gpu, dt, b, rows, kb);
-                        NdArray gia = ids(gpu, ids, ia, rows, ka); NdArray gib = ids(gpu, ids, ib, rows, kb);
-                        NdArray ha = array(host, dt, a, rows, ka); NdArray hb = array(host, dt, b, rows, kb);
-                        NdArray hia = ids(host, ids, ia, rows, ka); NdArray hib = ids(host, ids, ib, rows, kb);
+                try (NdArray ga = array(gpu, dt, a, rows, ka);
+                        NdArray gb = array(gpu, dt, b, rows, kb);
+                        NdArray gia = ids(gpu, ids, ia, rows, ka);
+                        NdArray gib = ids(gpu, ids, ib, rows, kb);
+                        NdArray ha = array(host, dt, a, rows, ka);
+                        NdArray hb = array(host, dt, b, rows, kb);
+                        NdArray hia = ids(host, ids, ia, rows, ka);
+                        NdArray hib = ids(host, ids, ib, rows, kb);
                         NdArray gd = NdArray.zeros(gpu, dt, Order.C, rows, k);
                         NdArray gi = NdArray.zeros(gpu, ids, Order.C, rows, k);
                         NdArray hd = NdArray.zeros(host, dt, Order.C, rows, k);
@@ -243,17 +289,24 @@ class CudaKernelPathsTest {
             qx[i] = r.nextInt(10);
         }
         for (int k : new int[] {1, 8, 9, 32, 40, 100}) {
-            try (NdArray xg = array(gpu, dt, x, n, d); NdArray xh = array(host, dt, x, n, d);
-                    NdArray qg = array(gpu, dt, qx, q, d); NdArray qh = array(host, dt, qx, q, d);
-                    NearestNeighbors onGpu = new NearestNeighbors().nNeighbors(k).fit(xg);
-                    NearestNeighbors onCpu = new NearestNeighbors().nNeighbors(k).fit(xh);
-                    Neighbors got = onGpu.kneighbors(qg); Neighbors want = onCpu.kneighbors(qh)) {
+            try (NdArray xg = array(gpu, dt, x, n, d);
+                    NdArray xh = array(host, dt, x, n, d);
+                    NdArray qg = array(gpu, dt, qx, q, d);
+                    NdArray qh = array(host, dt, qx, q, d);
+                    NearestNeighbors onGpu =
+                            new NearestNeighbors().nNeighbors(k).fit(xg);
+                    NearestNeighbors onCpu =
+                            new NearestNeighbors().nNeighbors(k).fit(xh);
+                    Neighbors got = onGpu.kneighbors(qg);
+                    Neighbors want = onCpu.kneighbors(qh)) {
                 assertArrayEquals(want.ids().toLongArray(), got.ids().toLongArray(), "ids, k " + k);
                 assertArrayEquals(values(want.distances()), values(got.distances()), "distances, k " + k);
             }
             MlKernels.SelectPlan plan = MlKernels.smallestKPlan(stream, dt, q, n, k);
             assertTrue(plan.parts() > 1, "k " + k + ": rows cut into parts");
-            assertEquals(k > MlKernels.SELECT_MAX_K, plan.kernel().name().startsWith("ml_select_radix_"),
+            assertEquals(
+                    k > MlKernels.SELECT_MAX_K,
+                    plan.kernel().name().startsWith("ml_select_radix_"),
                     "k " + k + ": the radix select above " + MlKernels.SELECT_MAX_K + " neighbors");
         }
     }
@@ -281,8 +334,8 @@ class CudaKernelPathsTest {
                     continue;
                 }
                 int n = new int[] {1, 33, 2001}[shape++ % 3];
-                for (boolean aligned : dt == DType.FLOAT32 && d % 4 == 0 ? new boolean[] {true, false}
-                        : new boolean[] {true}) {
+                for (boolean aligned :
+                        dt == DType.FLOAT32 && d % 4 == 0 ? new boolean[] {true, false} : new boolean[] {true}) {
                     for (MlKernels.NearestKernel choice : MlKernels.NearestKernel.values()) {
                         kernels.add(nearestRows(dt, r, n, d, k, aligned, choice));
                     }
@@ -304,8 +357,8 @@ class CudaKernelPathsTest {
     }
 
     /** One nearestRows case; returns the kernel's name. */
-    private String nearestRows(DType dt, SplittableRandom r, int n, int d, int k, boolean aligned,
-            MlKernels.NearestKernel choice) {
+    private String nearestRows(
+            DType dt, SplittableRandom r, int n, int d, int k, boolean aligned, MlKernels.NearestKernel choice) {
         double[] c = new double[k * d];
         for (int i = 0; i < c.length; i++) {
             c[i] = r.nextDouble(-3, 3);
@@ -326,16 +379,28 @@ class CudaKernelPathsTest {
         double[] xv = Arrays.copyOfRange(x, pad, pad + n * d);
         String what = "nearestRows " + n + " x " + d + ", " + k + " centers, " + dt.wireName() + ", "
                 + choice.settingName() + (aligned ? "" : ", unaligned");
-        try (NdArray xs = array(gpu, dt, x, x.length); NdArray cs = array(gpu, dt, c, k, d);
+        try (NdArray xs = array(gpu, dt, x, x.length);
+                NdArray cs = array(gpu, dt, c, k, d);
                 NdArray index = NdArray.zeros(gpu, DType.INT32, Order.C, n);
-                NdArray best = NdArray.zeros(gpu, dt, Order.C, n); NdArray xh = array(host, dt, xv, n, d);
-                NdArray ch = array(host, dt, c, k, d); NdArray want = NdArray.zeros(host, DType.INT32, Order.C, n);
+                NdArray best = NdArray.zeros(gpu, dt, Order.C, n);
+                NdArray xh = array(host, dt, xv, n, d);
+                NdArray ch = array(host, dt, c, k, d);
+                NdArray want = NdArray.zeros(host, DType.INT32, Order.C, n);
                 NdArray wantMin = NdArray.zeros(host, dt, Order.C, n)) {
-            DeviceBuffer rows = ((DeviceBuffer) xs.buffer()).slice((long) pad * dt.byteSize(),
-                    (long) n * d * dt.byteSize());
+            DeviceBuffer rows =
+                    ((DeviceBuffer) xs.buffer()).slice((long) pad * dt.byteSize(), (long) n * d * dt.byteSize());
             String kernel = MlKernels.nearestRowsKernel(choice, dt, rows, d, k);
-            MlKernels.nearestRows(stream, dt, rows, n, d, (DeviceBuffer) cs.buffer(), k, (DeviceBuffer) index.buffer(),
-                    (DeviceBuffer) best.buffer(), choice);
+            MlKernels.nearestRows(
+                    stream,
+                    dt,
+                    rows,
+                    n,
+                    d,
+                    (DeviceBuffer) cs.buffer(),
+                    k,
+                    (DeviceBuffer) index.buffer(),
+                    (DeviceBuffer) best.buffer(),
+                    choice);
             stream.synchronize();
             cpu.nearestRows(xh, ch, want, wantMin);
             int[] got = index.toIntArray();

@@ -40,18 +40,37 @@ class MlKernelsPlanTest {
     /** The table holds each kernel of the manifest once, and its selectors find each instantiation by its axes. */
     @Test
     void shouldSelectEachInstantiationOfTheManifestByItsAxes() {
-        assertEquals(MlKernelTable.ALL.size(), MlKernelTable.ALL.stream().map(Kernel::name).distinct().count());
+        assertEquals(
+                MlKernelTable.ALL.size(),
+                MlKernelTable.ALL.stream().map(Kernel::name).distinct().count());
         assertEquals("ml_map_f32", MlKernelTable.map(DType.FLOAT32).name());
-        assertEquals(List.of(KernelParam.I64, KernelParam.I32, KernelParam.PTR, KernelParam.PTR),
+        assertEquals(
+                List.of(KernelParam.I64, KernelParam.I32, KernelParam.PTR, KernelParam.PTR),
                 MlKernelTable.map(DType.FLOAT64).signature());
-        assertEquals("ml_merge_neighbors_f64_i32", MlKernelTable.mergeNeighbors(DType.FLOAT64, DType.INT32).name());
-        assertEquals("ml_select_merge_k32_f32", MlKernelTable.selectMerge(32, DType.FLOAT32).name());
+        assertEquals(
+                "ml_merge_neighbors_f64_i32",
+                MlKernelTable.mergeNeighbors(DType.FLOAT64, DType.INT32).name());
+        assertEquals(
+                "ml_select_merge_k32_f32",
+                MlKernelTable.selectMerge(32, DType.FLOAT32).name());
         assertEquals("ml_gather_rows_w4", MlKernelTable.gatherRows(4).name());
-        assertEquals(List.of(KernelParam.I64, KernelParam.I64, KernelParam.I32, KernelParam.F64, KernelParam.PTR,
-                KernelParam.PTR, KernelParam.F64, KernelParam.PTR), MlKernelTable.gemvRows(DType.FLOAT32).signature());
-        assertEquals("no kernel ml_map_{T} for T = INT32",
-                assertThrows(IllegalArgumentException.class, () -> MlKernelTable.map(DType.INT32)).getMessage());
-        assertEquals("no kernel ml_select_{K}_{T} for K = 16, T = FLOAT32",
+        assertEquals(
+                List.of(
+                        KernelParam.I64,
+                        KernelParam.I64,
+                        KernelParam.I32,
+                        KernelParam.F64,
+                        KernelParam.PTR,
+                        KernelParam.PTR,
+                        KernelParam.F64,
+                        KernelParam.PTR),
+                MlKernelTable.gemvRows(DType.FLOAT32).signature());
+        assertEquals(
+                "no kernel ml_map_{T} for T = INT32",
+                assertThrows(IllegalArgumentException.class, () -> MlKernelTable.map(DType.INT32))
+                        .getMessage());
+        assertEquals(
+                "no kernel ml_select_{K}_{T} for K = 16, T = FLOAT32",
                 assertThrows(IllegalArgumentException.class, () -> MlKernelTable.select(16, DType.FLOAT32))
                         .getMessage());
     }
@@ -67,7 +86,8 @@ class MlKernelsPlanTest {
         assertEquals(32, MlKernels.rowLanes(1_000_000));
         assertTrue(MlKernels.nearestRowsFits(8, 64));
         assertTrue(MlKernels.nearestRowsFits(32, 128));
-        assertTrue(!MlKernels.nearestRowsFits(33, 2) && !MlKernels.nearestRowsFits(8, 513)
+        assertTrue(!MlKernels.nearestRowsFits(33, 2)
+                && !MlKernels.nearestRowsFits(8, 513)
                 && !MlKernels.nearestRowsFits(0, 4));
     }
 
@@ -78,14 +98,17 @@ class MlKernelsPlanTest {
      */
     @Test
     void shouldPlanEachScatterPathAtItsBounds() {
-        assertEquals(new MlKernels.ScatterPlan(196, 511, 8, 196, 196L * 8 * 32 * 8),
-                MlKernels.scatterPlan(100_000, 32, 8), "the bench's KMeans step");
+        assertEquals(
+                new MlKernels.ScatterPlan(196, 511, 8, 196, 196L * 8 * 32 * 8),
+                MlKernels.scatterPlan(100_000, 32, 8),
+                "the bench's KMeans step");
         assertEquals(new MlKernels.ScatterPlan(1, 100, 8, 1, 32L * 8), MlKernels.scatterPlan(100, 32, 1));
         assertEquals(new MlKernels.ScatterPlan(6, 500, 8, 12, 6L * 8 * 33 * 8), MlKernels.scatterPlan(3000, 33, 8));
         assertEquals(8, MlKernels.scatterPlan(2000, 70, 24).lanes());
         assertEquals(7, MlKernels.scatterPlan(2000, 70, 25).lanes());
         assertEquals(1, MlKernels.scatterPlan(2000, 70, MlKernels.SCATTER_MAX_K).lanes());
-        assertEquals(0, MlKernels.scatterPlan(2000, 70, MlKernels.SCATTER_MAX_K + 1).parts());
+        assertEquals(
+                0, MlKernels.scatterPlan(2000, 70, MlKernels.SCATTER_MAX_K + 1).parts());
         assertEquals(0, MlKernels.scatterPlan(2000, 70, 0).parts());
         assertEquals(0, MlKernels.scatterPlan(0, 70, 8).parts());
         MlKernels.ScatterPlan wide = MlKernels.scatterPlan(1_000_000, 4096, 8);
@@ -108,38 +131,64 @@ class MlKernelsPlanTest {
         int sms = 132;
         MlKernels.SelectPlan warp = MlKernels.selectPlan(DType.FLOAT32, 1000, 2048, 8, sms);
         assertEquals(new MlKernels.SelectPlan(SELECT_K8_F32, null, 1, 32, 125, 0), warp);
-        assertEquals(SELECT_K32_F64, MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
-        assertEquals(SELECT_K32_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
-        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F32, null, 1, 256, 1, 0),
+        assertEquals(
+                SELECT_K32_F64,
+                MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, 9, sms).kernel());
+        assertEquals(
+                SELECT_K32_F32,
+                MlKernels.selectPlan(DType.FLOAT32, 1, 32, 32, sms).kernel());
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_RADIX_F32, null, 1, 256, 1, 0),
                 MlKernels.selectPlan(DType.FLOAT32, 1, 33, 33, sms));
-        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F64, null, 1, 256, 1000, 0),
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_RADIX_F64, null, 1, 256, 1000, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 1000, 2048, MlKernels.SELECT_RADIX_MAX_K, sms),
                 "short rows: a block a row all the same");
-        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F32, SELECT_RADIX_MERGE_F32, 13, 256, 41 * 13,
-                41L * 13 * 100 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 100, sms), "few long rows: cut");
-        assertEquals(new MlKernels.SelectPlan(SELECT_RADIX_F64, SELECT_RADIX_MERGE_F64, 528, 256, 528,
-                528L * 1024 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 1024, sms));
-        assertEquals(1, MlKernels.selectPlan(DType.FLOAT64, 528, 100_000, 33, sms).parts(), "rows enough: not cut");
-        assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 100_000, 2000, 100, sms).blocks(), "grid capped");
-        assertEquals(new MlKernels.SelectPlan(SMALLEST_K_F64, null, 1, 1, 1, 0),
+        assertEquals(
+                new MlKernels.SelectPlan(
+                        SELECT_RADIX_F32, SELECT_RADIX_MERGE_F32, 13, 256, 41 * 13, 41L * 13 * 100 * 8),
+                MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 100, sms),
+                "few long rows: cut");
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_RADIX_F64, SELECT_RADIX_MERGE_F64, 528, 256, 528, 528L * 1024 * 16),
+                MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 1024, sms));
+        assertEquals(
+                1, MlKernels.selectPlan(DType.FLOAT64, 528, 100_000, 33, sms).parts(), "rows enough: not cut");
+        assertEquals(
+                65_535,
+                MlKernels.selectPlan(DType.FLOAT32, 100_000, 2000, 100, sms).blocks(),
+                "grid capped");
+        assertEquals(
+                new MlKernels.SelectPlan(SMALLEST_K_F64, null, 1, 1, 1, 0),
                 MlKernels.selectPlan(DType.FLOAT64, 3, 2000, MlKernels.SELECT_RADIX_MAX_K + 1, sms));
-        assertEquals(SMALLEST_K_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 33, sms).kernel(),
+        assertEquals(
+                SMALLEST_K_F32,
+                MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 33, sms).kernel(),
                 "columns past int32, k above 32: one thread a row");
-        assertEquals(new MlKernels.SelectPlan(SELECT_K8_F64, null, 1, 256, 528, 0),
-                MlKernels.selectPlan(DType.FLOAT64, 528, 2049, 5, sms), "enough rows: a block a row, no parts");
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_K8_F64, null, 1, 256, 528, 0),
+                MlKernels.selectPlan(DType.FLOAT64, 528, 2049, 5, sms),
+                "enough rows: a block a row, no parts");
         // 41 rows of 100,000 (the neighbors bench's blocks): 13 slices of ~7,700, keys of 8 bytes
-        assertEquals(new MlKernels.SelectPlan(SELECT_K8_F32, SELECT_MERGE_K8_F32, 13, 256, 41 * 13,
-                41L * 13 * 5 * 8), MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 5, sms));
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_K8_F32, SELECT_MERGE_K8_F32, 13, 256, 41 * 13, 41L * 13 * 5 * 8),
+                MlKernels.selectPlan(DType.FLOAT32, 41, 100_000, 5, sms));
         // one row of 10,000,000: as many slices as 4 blocks an SM, keys of 16 bytes for float64
-        assertEquals(new MlKernels.SelectPlan(SELECT_K32_F64, SELECT_MERGE_K32_F64, 528, 256, 528,
-                528L * 32 * 16), MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 32, sms));
+        assertEquals(
+                new MlKernels.SelectPlan(SELECT_K32_F64, SELECT_MERGE_K32_F64, 528, 256, 528, 528L * 32 * 16),
+                MlKernels.selectPlan(DType.FLOAT64, 1, 10_000_000, 32, sms));
         assertEquals(2, MlKernels.selectPlan(DType.FLOAT32, 1, 8193, 1, sms).parts(), "slices of at least ~8192");
         assertEquals(1, MlKernels.selectPlan(DType.FLOAT32, 1, 8192, 1, sms).parts());
         assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 0, 10, 3, sms).kernel(), "no rows: nothing to launch");
         assertEquals(null, MlKernels.selectPlan(DType.FLOAT32, 10, 10, 0, sms).kernel(), "k = 0: nothing to launch");
-        assertEquals(SMALLEST_K_F32, MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 5, sms).kernel(),
+        assertEquals(
+                SMALLEST_K_F32,
+                MlKernels.selectPlan(DType.FLOAT32, 1, 1L << 31, 5, sms).kernel(),
                 "columns past int32: one thread a row");
-        assertEquals(65_535, MlKernels.selectPlan(DType.FLOAT32, 10_000_000, 100, 5, sms).blocks(), "grid capped");
+        assertEquals(
+                65_535,
+                MlKernels.selectPlan(DType.FLOAT32, 10_000_000, 100, 5, sms).blocks(),
+                "grid capped");
     }
 
     /** Which nearest-rows kernel runs for each setting, dtype, width, center count and alignment. */
@@ -164,8 +213,10 @@ class MlKernelsPlanTest {
         assertEquals(NEAREST_ROWS_V4_K8_F32, MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, true));
         assertEquals(NEAREST_ROWS_K8_F32, MlKernels.nearestKernel(v4, DType.FLOAT32, 64, 8, false));
         assertEquals(NEAREST_ROWS_K8_F32, MlKernels.nearestKernel(scalar, DType.FLOAT32, 64, 8, true));
-        assertEquals(System.getProperty(MlKernels.NEAREST_KERNEL_PROPERTY, "auto"),
-                MlKernels.nearestKernelSetting().settingName(), "the setting of this run (auto by default)");
+        assertEquals(
+                System.getProperty(MlKernels.NEAREST_KERNEL_PROPERTY, "auto"),
+                MlKernels.nearestKernelSetting().settingName(),
+                "the setting of this run (auto by default)");
         assertEquals("scalar", scalar.settingName());
     }
 

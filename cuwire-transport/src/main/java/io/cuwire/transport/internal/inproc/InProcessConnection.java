@@ -49,6 +49,7 @@ final class InProcessConnection extends AbstractConnection {
     private final LinkedBlockingDeque<Object> inbound = new LinkedBlockingDeque<>();
     /** Counts additions to {@link #inbound}: a lock-free hint for the receive spin. */
     private final AtomicInteger arrivals = new AtomicInteger();
+
     private final Set<Envelope> outstanding = ConcurrentHashMap.newKeySet();
     private final Object receiveLock = new Object();
     private InProcessConnection peer;
@@ -72,35 +73,41 @@ final class InProcessConnection extends AbstractConnection {
     }
 
     void handshake(boolean client) {
-        handshake = Handshake.run(new RecordChannel() {
-            @Override
-            public void writeRecord(byte[] record) {
-                peer.handshakeIn.add(record.clone());
-            }
+        handshake = Handshake.run(
+                new RecordChannel() {
+                    @Override
+                    public void writeRecord(byte[] record) {
+                        peer.handshakeIn.add(record.clone());
+                    }
 
-            @Override
-            public byte[] readRecord(int maxBytes, long deadlineNanos) {
-                byte[] r;
-                try {
-                    r = handshakeIn.poll(deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new TransportException("interrupted during the handshake with " + address, e);
-                }
-                if (r == null) {
-                    throw new TransportTimeoutException("handshake with " + address + " took longer than "
-                            + config.handshakeTimeout());
-                }
-                if (r == EOF) {
-                    throw new PeerClosedException("peer at " + address + " closed during the handshake");
-                }
-                if (r.length > maxBytes) {
-                    throw new ProtocolViolationException("handshake record of " + r.length + " bytes exceeds "
-                            + maxBytes);
-                }
-                return r;
-            }
-        }, config, client, Capabilities.local(config.families()), address, () -> { });
+                    @Override
+                    public byte[] readRecord(int maxBytes, long deadlineNanos) {
+                        byte[] r;
+                        try {
+                            r = handshakeIn.poll(deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new TransportException("interrupted during the handshake with " + address, e);
+                        }
+                        if (r == null) {
+                            throw new TransportTimeoutException(
+                                    "handshake with " + address + " took longer than " + config.handshakeTimeout());
+                        }
+                        if (r == EOF) {
+                            throw new PeerClosedException("peer at " + address + " closed during the handshake");
+                        }
+                        if (r.length > maxBytes) {
+                            throw new ProtocolViolationException(
+                                    "handshake record of " + r.length + " bytes exceeds " + maxBytes);
+                        }
+                        return r;
+                    }
+                },
+                config,
+                client,
+                Capabilities.local(config.families()),
+                address,
+                () -> {});
     }
 
     /** A message lent to the peer: completes its sender's future when every loan has come back. */
@@ -120,8 +127,7 @@ final class InProcessConnection extends AbstractConnection {
             this.header = message.header();
             this.bytes = message.totalBytes();
             this.unreturned = new AtomicInteger(message.frames().size());
-            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, scheme, sentNanos,
-                    false);
+            this.recorder = MessageRecorder.start(MessageMetrics.Direction.SENT, scheme, sentNanos, false);
             for (Buffer b : message.frames()) {
                 kinds.add(b.kind());
                 lengths.add(b.byteSize());
@@ -146,8 +152,11 @@ final class InProcessConnection extends AbstractConnection {
             }
             inFlight.release(bytes);
             if (dropped) {
-                future.completeExceptionally(refusal != null ? refusedError() : new PeerClosedException("peer at "
-                        + address + " closed before receiving the message"));
+                future.completeExceptionally(
+                        refusal != null
+                                ? refusedError()
+                                : new PeerClosedException(
+                                        "peer at " + address + " closed before receiving the message"));
             } else {
                 future.complete(recorder.finish(header.length, kinds, lengths));
             }
@@ -274,8 +283,8 @@ final class InProcessConnection extends AbstractConnection {
             }
             @SuppressWarnings("unchecked")
             Envelope env = (Envelope) next;
-            MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED,
-                    scheme, env.sentNanos, false);
+            MessageRecorder recorder =
+                    MessageRecorder.start(MessageMetrics.Direction.RECEIVED, scheme, env.sentNanos, false);
             Serialized.Header header;
             try {
                 header = Frames.parseHeader(env.header, config, address, handshake.families());
@@ -315,8 +324,8 @@ final class InProcessConnection extends AbstractConnection {
         // Fail this side's sends first: once the peer learns of the close it drops what it holds, and a dropped
         // send would otherwise complete with the peer's PeerClosedException instead of this close's error.
         for (Envelope env : List.copyOf(outstanding)) {
-            env.fail(new ConnectionClosedException("connection to " + address + " closed with the message in "
-                    + "flight"));
+            env.fail(new ConnectionClosedException(
+                    "connection to " + address + " closed with the message in " + "flight"));
         }
         InProcessConnection p = peer;
         p.peerClosed = true;

@@ -61,7 +61,8 @@ final class InProcessListener implements Listener {
         while (true) {
             Object next;
             try {
-                next = timeout == null ? pending.take()
+                next = timeout == null
+                        ? pending.take()
                         : pending.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -68,8 +68,7 @@ public final class InProcessTransport implements Transport {
 
     private String nameOf(String address) {
         if (!address.startsWith(prefix) || address.length() == prefix.length()) {
-            throw new TransportException("not an in-process address: '" + address + "' (expected: " + prefix
-                    + "name)");
+            throw new TransportException("not an in-process address: '" + address + "' (expected: " + prefix + "name)");
         }
         return address.substring(prefix.length());
     }

@@ -28,10 +28,10 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
-import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
@@ -140,6 +140,7 @@ final class IpcConnection extends AbstractConnection {
     static final byte TYPE_RETURNED = 5;
     /** The largest device frame pushed into the peer's arena. */
     static final long PUSH_FRAME_BYTES = 64 << 10;
+
     private static final int MAX_RETURNED_RANGES = 4096;
     /** How long a range of the push arena that came back waits for a record to ride along with. */
     static final long RETURN_DELAY_MICROS = 200;
@@ -149,9 +150,11 @@ final class IpcConnection extends AbstractConnection {
      * own, in nanoseconds: at most the strategy's spin.
      */
     static final long CONSUMED_GRACE_NANOS = 20_000;
+
     static final long HOST_READ_AHEAD = 4 << 20;
     /** Device-frame copies gathered before they are enqueued as one batch. */
     static final int COPY_BATCH = 1024;
+
     private static final int MAX_HANDLE_BYTES = 4096;
     private static final long INLINE_HOST_BYTES = 256 << 10;
     private static final long COALESCE_FRAME_BYTES = 64 << 10;
@@ -188,8 +191,8 @@ final class IpcConnection extends AbstractConnection {
 
         void complete() {
             Timeline.mark(Point.SEND_COMPLETED);
-            complete(() -> recorder().finish(header.length, Frames.kinds(message.frames()),
-                    Frames.lengths(message.frames())));
+            complete(() ->
+                    recorder().finish(header.length, Frames.kinds(message.frames()), Frames.lengths(message.frames())));
         }
     }
 
@@ -197,6 +200,7 @@ final class IpcConnection extends AbstractConnection {
     private final TransportConfig config;
     /** How the receiving threads wait: this side's configuration's. */
     private final IdleStrategy idle;
+
     private final String name;
     private final long ioTimeoutNanos;
     private final ConnectionState state;
@@ -212,6 +216,7 @@ final class IpcConnection extends AbstractConnection {
     private volatile long lastRecordNanos = System.nanoTime();
     /** When the peer last consumed a message of this side ({@link System#nanoTime()}): a reply often follows. */
     private volatile long consumedNanos;
+
     private final MappingCache mappings;
     private final ConcurrentLinkedQueue<Outgoing> awaitingConsumed = new ConcurrentLinkedQueue<>();
     private final LinkedBlockingQueue<Object> received = new LinkedBlockingQueue<>();
@@ -225,6 +230,7 @@ final class IpcConnection extends AbstractConnection {
     private final SessionKeys.Direction seal;
     /** Checks what the peer sends, on the reader; {@code null} without session keys. */
     private final SessionKeys.Direction open;
+
     private final boolean client;
     /** The accepting side's push arena, once offered; {@code null} before and on the dialling side. */
     private volatile ReceiveArena receiveArena;
@@ -251,8 +257,13 @@ final class IpcConnection extends AbstractConnection {
      * Wraps a connected socket whose handshake established {@code handshake} and checks that IPC can work with the
      * peer; closes the socket if not.
      */
-    IpcConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
-            int maxMappings, long maxMappedBytes) {
+    IpcConnection(
+            SocketChannel channel,
+            TransportConfig config,
+            Handshake.Result handshake,
+            boolean client,
+            int maxMappings,
+            long maxMappedBytes) {
         super(Transports.IPC);
         this.config = config;
         this.client = client;
@@ -282,13 +293,22 @@ final class IpcConnection extends AbstractConnection {
         this.peerProcess = new PeerProcess(handshake.peer().pid());
         this.seal = handshake.keys() == null ? null : handshake.keys().sending(peer);
         this.open = handshake.keys() == null ? null : handshake.keys().receiving(peer);
-        this.mappings = new MappingCache("IPC mappings of " + name + "'s peer " + peer + " (pid "
-                + handshake.peer().pid() + ")", Device::openHandle, maxMappings, maxMappedBytes);
-        this.sends = new SendQueue<>(name, state, (out, onCaller) -> {
-            writeOrFail(out);
-            return true;
-        }, () -> { });
-        this.reader = Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
+        this.mappings = new MappingCache(
+                "IPC mappings of " + name + "'s peer " + peer + " (pid "
+                        + handshake.peer().pid() + ")",
+                Device::openHandle,
+                maxMappings,
+                maxMappedBytes);
+        this.sends = new SendQueue<>(
+                name,
+                state,
+                (out, onCaller) -> {
+                    writeOrFail(out);
+                    return true;
+                },
+                () -> {});
+        this.reader =
+                Thread.ofPlatform().daemon().name("cuwire-" + name + "-reader").start(this::readLoop);
     }
 
     /** Refuses a peer with which device memory can't be shared, saying why. */
@@ -373,7 +393,7 @@ final class IpcConnection extends AbstractConnection {
         }
         if (out.pulledFrames == 0) {
             if (out.hasDeviceFrames) {
-                consumedNanos = System.nanoTime();  // pushed: a reply may follow soon, as after a consumed record
+                consumedNanos = System.nanoTime(); // pushed: a reply may follow soon, as after a consumed record
             }
             out.complete();
         }
@@ -396,7 +416,9 @@ final class IpcConnection extends AbstractConnection {
         for (Buffer b : frames) {
             if (b instanceof DeviceBuffer d) {
                 deviceFrames++;
-                all &= arena != null && d.byteSize() > 0 && d.byteSize() <= PUSH_FRAME_BYTES
+                all &= arena != null
+                        && d.byteSize() > 0
+                        && d.byteSize() <= PUSH_FRAME_BYTES
                         && d.device().equals(arena.device());
             }
         }
@@ -413,7 +435,7 @@ final class IpcConnection extends AbstractConnection {
                     long offset = arena.reserve(d.byteSize());
                     if (offset < 0) {
                         release(arena, pushed, frames);
-                        return;  // no room for all of them: the peer pulls them
+                        return; // no room for all of them: the peer pulls them
                     }
                     pushed[i] = offset;
                 }
@@ -421,7 +443,12 @@ final class IpcConnection extends AbstractConnection {
             for (int i = 0; i < frames.size(); i++) {
                 if (pushed[i] >= 0) {
                     Buffer d = frames.get(i);
-                    CopyEngine.copyAsync((DeviceBuffer) d, 0, arena.target(pushed[i], d.byteSize()), 0, d.byteSize(),
+                    CopyEngine.copyAsync(
+                            (DeviceBuffer) d,
+                            0,
+                            arena.target(pushed[i], d.byteSize()),
+                            0,
+                            d.byteSize(),
                             arena.stream());
                 }
             }
@@ -473,11 +500,11 @@ final class IpcConnection extends AbstractConnection {
         offeredArena = null;
         MappingCache.Lease lease;
         try {
-            lease = mappings.acquire(offered.reference().allocation(), offered.reference().offset(), offered.bytes(),
-                    device);
+            lease = mappings.acquire(
+                    offered.reference().allocation(), offered.reference().offset(), offered.bytes(), device);
         } catch (IndexOutOfBoundsException | InvalidHandleException e) {
-            throw new ProtocolViolationException("peer " + io.peer() + " offered a push arena that cannot be mapped: "
-                    + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " offered a push arena that cannot be mapped: " + e.getMessage(), e);
         }
         arena = new PushArena(lease, device);
         synchronized (this) {
@@ -520,16 +547,22 @@ final class IpcConnection extends AbstractConnection {
 
     private void write(Outgoing out) {
         SocketIo.Gather gather = io.gather(ioTimeoutNanos);
-        addOwedConsumed(gather);  // consumed records owed, and
-        addReturned(gather);  // ranges of the push arena given back ride along: no write of their own
+        addOwedConsumed(gather); // consumed records owed, and
+        addReturned(gather); // ranges of the push arena given back ride along: no write of their own
         sealed(gather, ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, out.header.length));
         sealed(gather, ByteBuffer.wrap(out.header));
         List<Buffer> frames = out.message.frames();
         for (int i = 0; i < frames.size(); i++) {
             Buffer frame = frames.get(i);
             if (frame instanceof DeviceBuffer d) {
-                sealed(gather, out.pushed != null && out.pushed[i] >= 0
-                        ? ByteBuffer.allocate(2 + 8).putShort((short) 0).putLong(out.pushed[i]).flip() : reference(d));
+                sealed(
+                        gather,
+                        out.pushed != null && out.pushed[i] >= 0
+                                ? ByteBuffer.allocate(2 + 8)
+                                        .putShort((short) 0)
+                                        .putLong(out.pushed[i])
+                                        .flip()
+                                : reference(d));
             } else if (frame.byteSize() <= COALESCE_FRAME_BYTES) {
                 gather.add((HostBuffer) frame);
             } else {
@@ -552,7 +585,8 @@ final class IpcConnection extends AbstractConnection {
         List<long[]> ranges = arena.drainReturned();
         for (int from = 0; from < ranges.size(); from += MAX_RETURNED_RANGES) {
             int n = Math.min(MAX_RETURNED_RANGES, ranges.size() - from);
-            ByteBuffer record = ByteBuffer.allocate(5 + 16 * n).put(TYPE_RETURNED).putInt(n);
+            ByteBuffer record =
+                    ByteBuffer.allocate(5 + 16 * n).put(TYPE_RETURNED).putInt(n);
             for (int i = from; i < from + n; i++) {
                 record.putLong(ranges.get(i)[0]).putLong(ranges.get(i)[1]);
             }
@@ -567,7 +601,8 @@ final class IpcConnection extends AbstractConnection {
      */
     private void arenaReturned() {
         if (returnScheduled.compareAndSet(false, true)) {
-            CompletableFuture.delayedExecutor(RETURN_DELAY_MICROS, TimeUnit.MICROSECONDS).execute(this::flushReturned);
+            CompletableFuture.delayedExecutor(RETURN_DELAY_MICROS, TimeUnit.MICROSECONDS)
+                    .execute(this::flushReturned);
         }
     }
 
@@ -608,12 +643,16 @@ final class IpcConnection extends AbstractConnection {
         DeviceBuffer arena = null;
         ByteBuffer record;
         try {
-            owner = device.newAllocator("IPC push arena of " + name + " (peer " + io.peer() + ")",
-                    config.ipcPushArenaBytes());
+            owner = device.newAllocator(
+                    "IPC push arena of " + name + " (peer " + io.peer() + ")", config.ipcPushArenaBytes());
             arena = owner.allocate(config.ipcPushArenaBytes());
             ByteBuffer ref = reference(arena);
-            record = ByteBuffer.allocate(1 + ref.remaining() + 8 + 4).put(TYPE_ARENA).put(ref)
-                    .putLong(arena.byteSize()).putInt(ordinal).flip();
+            record = ByteBuffer.allocate(1 + ref.remaining() + 8 + 4)
+                    .put(TYPE_ARENA)
+                    .put(ref)
+                    .putLong(arena.byteSize())
+                    .putInt(ordinal)
+                    .flip();
         } catch (RuntimeException e) {
             // no device memory to spare, or the device exports none: frames are pulled, as without an arena
             Closeables.closeAll(Arrays.asList(arena, owner));
@@ -657,7 +696,10 @@ final class IpcConnection extends AbstractConnection {
         if (seal == null) {
             return type;
         }
-        return ByteBuffer.allocate(1 + SessionKeys.TAG_BYTES).put(type.duplicate()).put(seal.seal(type)).flip();
+        return ByteBuffer.allocate(1 + SessionKeys.TAG_BYTES)
+                .put(type.duplicate())
+                .put(seal.seal(type))
+                .flip();
     }
 
     /**
@@ -668,8 +710,11 @@ final class IpcConnection extends AbstractConnection {
         if (seal == null) {
             return reason;
         }
-        ByteBuffer record = ByteBuffer.allocate(5 + reason.length).put(TYPE_REFUSED)
-                .putInt(reason.length + SessionKeys.TAG_BYTES).put(reason).flip();
+        ByteBuffer record = ByteBuffer.allocate(5 + reason.length)
+                .put(TYPE_REFUSED)
+                .putInt(reason.length + SessionKeys.TAG_BYTES)
+                .put(reason)
+                .flip();
         byte[] tag = seal.seal(record);
         byte[] withTag = Arrays.copyOf(reason, reason.length + SessionKeys.TAG_BYTES);
         System.arraycopy(tag, 0, withTag, reason.length, SessionKeys.TAG_BYTES);
@@ -706,8 +751,13 @@ final class IpcConnection extends AbstractConnection {
         IpcHandle allocation = device.exportAllocation(frame);
         long offset = device.allocationOffset(frame);
         byte[] handle = allocation.handle();
-        return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8).putShort((short) handle.length).put(handle)
-                .putInt(allocation.deviceOrdinal()).putLong(allocation.length()).putLong(offset).flip();
+        return ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8)
+                .putShort((short) handle.length)
+                .put(handle)
+                .putInt(allocation.deviceOrdinal())
+                .putLong(allocation.length())
+                .putLong(offset)
+                .flip();
     }
 
     // ---- reading
@@ -728,8 +778,8 @@ final class IpcConnection extends AbstractConnection {
                     }
                     Outgoing out = awaitingConsumed.poll();
                     if (out == null) {
-                        throw new ProtocolViolationException("peer " + io.peer()
-                                + " acknowledged a message never sent");
+                        throw new ProtocolViolationException(
+                                "peer " + io.peer() + " acknowledged a message never sent");
                     }
                     consumedNanos = System.nanoTime();
                     Timeline.mark(Point.READ_CONSUMED);
@@ -803,15 +853,18 @@ final class IpcConnection extends AbstractConnection {
         short length = readShort();
         int handleLength = Short.toUnsignedInt(length);
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
-            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC handle of " + handleLength
-                    + " bytes");
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
         }
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         ByteBuffer size = ByteBuffer.allocate(8 + 4);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         io.readFully(size, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (open != null) {
-            openTag("push-arena offer", ByteBuffer.allocate(3).put(0, TYPE_ARENA).putShort(1, length), rest.flip(),
+            openTag(
+                    "push-arena offer",
+                    ByteBuffer.allocate(3).put(0, TYPE_ARENA).putShort(1, length),
+                    rest.flip(),
                     size.flip());
         }
         Device device = Devices.all().isEmpty() ? null : Devices.all().getFirst();
@@ -821,11 +874,14 @@ final class IpcConnection extends AbstractConnection {
         }
         Reference reference = parseReference(rest, device);
         long bytes = size.getLong(0);
-        if (bytes < PUSH_FRAME_BYTES / 64 || bytes > 1L << 30 || reference.offset() < 0
+        if (bytes < PUSH_FRAME_BYTES / 64
+                || bytes > 1L << 30
+                || reference.offset() < 0
                 || reference.offset() > reference.allocation().length() - bytes) {
             throw new ProtocolViolationException("peer " + io.peer() + " offered a push arena of " + bytes
                     + " bytes at offset "
-                    + reference.offset() + " of an allocation of " + reference.allocation().length() + " bytes"
+                    + reference.offset() + " of an allocation of "
+                    + reference.allocation().length() + " bytes"
                     + " (expected: 1 KiB to 1 GiB within the allocation)");
         }
         offeredArena = new OfferedArena(reference, bytes, size.getInt(8));
@@ -835,8 +891,7 @@ final class IpcConnection extends AbstractConnection {
      * The push arena the peer offered: where it lies in which allocation of the peer's, its size, and the ordinal of
      * this side's device whose frames it takes.
      */
-    private record OfferedArena(Reference reference, long bytes, int ordinal) {
-    }
+    private record OfferedArena(Reference reference, long bytes, int ordinal) {}
 
     /** Reads which ranges of the peer's push arena came back (dialling side) and frees them for pushes. */
     private void readReturned() {
@@ -849,15 +904,18 @@ final class IpcConnection extends AbstractConnection {
         ByteBuffer body = ByteBuffer.allocate(16 * n);
         io.readFully(body, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (open != null) {
-            openTag("returned record", ByteBuffer.allocate(5).put(0, TYPE_RETURNED).putInt(1, n), body.flip());
+            openTag(
+                    "returned record",
+                    ByteBuffer.allocate(5).put(0, TYPE_RETURNED).putInt(1, n),
+                    body.flip());
         }
         PushArena arena = pushArena;
         if (arena == null) {
             if (pushArenaEnded) {
                 return;
             }
-            throw new ProtocolViolationException("peer " + io.peer()
-                    + " returned ranges of a push arena never pushed into");
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " returned ranges of a push arena never pushed into");
         }
         for (int i = 0; i < n; i++) {
             arena.release(body.getLong(16 * i), body.getLong(16 * i + 8), io.peer());
@@ -881,19 +939,21 @@ final class IpcConnection extends AbstractConnection {
 
     /** Reads one message and copies its device frames in; fills {@code event}'s phases when it is enabled. */
     private ReceivedMessage readMessage(IpcReceiveEvent event) {
-        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.IPC,
-                System.nanoTime(), true);
+        MessageRecorder recorder =
+                MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.IPC, System.nanoTime(), true);
         boolean timed = event.isEnabled();
         long start = timed ? System.nanoTime() : 0;
         List<Frame> frames = new ArrayList<>();
         List<MappingCache.Lease> leases = new ArrayList<>();
         CopyBatches copies = new CopyBatches();
-        long began = System.nanoTime();  // its type byte is in; a wait for the application to catch up is not counted
+        long began = System.nanoTime(); // its type byte is in; a wait for the application to catch up is not counted
         try {
             io.messageDeadline(began, 5, config);
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             if (open != null) {
-                openTag("message record's prefix", ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, headerLength));
+                openTag(
+                        "message record's prefix",
+                        ByteBuffer.allocate(5).put(0, TYPE_MESSAGE).putInt(1, headerLength));
             }
             Frames.checkHeaderLength(headerLength, config, io.peer());
             io.messageDeadline(began, 5L + headerLength, config);
@@ -920,7 +980,8 @@ final class IpcConnection extends AbstractConnection {
                 // (only once this side offered one; else the frame is allocated first, as its reference begins)
                 short referenceLength = arena && descriptor.kind() == MemoryKind.DEVICE ? readShort() : -1;
                 // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
-                Frame frame = referenceLength == 0 ? pushedFrame(descriptor, i)
+                Frame frame = referenceLength == 0
+                        ? pushedFrame(descriptor, i)
                         : Frames.allocate(descriptor, i, config, io.peer(), true, true);
                 Timeline.mark(Point.READ_ALLOCATED);
                 frames.add(frame);
@@ -934,8 +995,12 @@ final class IpcConnection extends AbstractConnection {
                 } else {
                     DeviceBuffer target = (DeviceBuffer) frame.buffer();
                     // its tag checked before anything of it is used
-                    Reference reference = parseReference(readReferenceRest(referenceLength == -1 ? readShort()
-                            : referenceLength, (byte) -1, "device-frame reference"), target.device());
+                    Reference reference = parseReference(
+                            readReferenceRest(
+                                    referenceLength == -1 ? readShort() : referenceLength,
+                                    (byte) -1,
+                                    "device-frame reference"),
+                            target.device());
                     Timeline.mark(Point.READ_REFERENCE);
                     pulled++;
                     if (target.byteSize() > 0 && target.byteSize() <= PUSH_FRAME_BYTES) {
@@ -966,8 +1031,8 @@ final class IpcConnection extends AbstractConnection {
                 Timeline.mark(Point.READ_COPIED);
                 long t4 = timed ? System.nanoTime() : 0;
                 if (!peerProcess.isAlive()) {
-                    throw new PeerClosedException("peer " + io.peer() + " (pid " + handshake.peer().pid()
-                            + ") died while its device frames were being copied");
+                    throw new PeerClosedException("peer " + io.peer() + " (pid "
+                            + handshake.peer().pid() + ") died while its device frames were being copied");
                 }
                 Timeline.mark(Point.READ_ALIVE);
                 event.deviceFrames = pulled;
@@ -1015,8 +1080,7 @@ final class IpcConnection extends AbstractConnection {
     }
 
     /** A device frame's reference: the sender's allocation holding it and where in that allocation it lies. */
-    private record Reference(IpcHandle allocation, long offset) {
-    }
+    private record Reference(IpcHandle allocation, long offset) {}
 
     /**
      * Reads the rest of a device frame's reference after its handle length {@code length},
@@ -1029,13 +1093,14 @@ final class IpcConnection extends AbstractConnection {
     private ByteBuffer readReferenceRest(short length, byte type, String what) {
         int handleLength = Short.toUnsignedInt(length);
         if (handleLength == 0 || handleLength > MAX_HANDLE_BYTES) {
-            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC handle of " + handleLength
-                    + " bytes");
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " sent an IPC handle of " + handleLength + " bytes");
         }
         ByteBuffer rest = ByteBuffer.allocate(handleLength + 4 + 8 + 8);
         io.readFully(rest, ioTimeoutNanos, SocketIo.NO_DEADLINE);
         if (open != null) {
-            ByteBuffer prefix = type == -1 ? ByteBuffer.allocate(2).putShort(0, length)
+            ByteBuffer prefix = type == -1
+                    ? ByteBuffer.allocate(2).putShort(0, length)
                     : ByteBuffer.allocate(3).put(0, type).putShort(1, length);
             openTag(what, prefix, rest.flip());
         }
@@ -1066,9 +1131,9 @@ final class IpcConnection extends AbstractConnection {
         try {
             return new Frame(arena.lend(offsetBytes.getLong(0), descriptor.length()), true);
         } catch (IllegalArgumentException e) {
-            throw new ProtocolViolationException("peer " + io.peer() + " pushed frame " + index + " (" + descriptor
-                    + ") badly: "
-                    + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " pushed frame " + index + " (" + descriptor + ") badly: " + e.getMessage(),
+                    e);
         }
     }
 
@@ -1086,11 +1151,12 @@ final class IpcConnection extends AbstractConnection {
             allocation = new IpcHandle(device.platform(), ordinal, handle, 0, allocationBytes);
             exporter = device.exportingProcess(allocation);
         } catch (IllegalArgumentException | InvalidHandleException e) {
-            throw new ProtocolViolationException("peer " + io.peer() + " sent a malformed IPC reference: "
-                    + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " sent a malformed IPC reference: " + e.getMessage(), e);
         }
         if (exporter.isPresent() && exporter.getAsLong() != handshake.peer().pid()) {
-            throw new ProtocolViolationException("peer " + io.peer() + " (pid " + handshake.peer().pid()
+            throw new ProtocolViolationException("peer " + io.peer() + " (pid "
+                    + handshake.peer().pid()
                     + ") sent a reference"
                     + " to an allocation of process " + exporter.getAsLong() + ": a peer may send its own only");
         }
@@ -1102,12 +1168,14 @@ final class IpcConnection extends AbstractConnection {
         try {
             return mappings.acquire(reference.allocation(), reference.offset(), frame.byteSize(), frame.device());
         } catch (IndexOutOfBoundsException e) {
-            throw new ProtocolViolationException("peer " + io.peer() + " sent an IPC reference outside its allocation: "
-                    + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer " + io.peer() + " sent an IPC reference outside its allocation: " + e.getMessage(), e);
         } catch (InvalidHandleException e) {
-            throw new ProtocolViolationException("peer " + io.peer()
-                    + " sent an IPC reference that its device did not issue:"
-                    + " " + e.getMessage(), e);
+            throw new ProtocolViolationException(
+                    "peer " + io.peer()
+                            + " sent an IPC reference that its device did not issue:"
+                            + " " + e.getMessage(),
+                    e);
         }
     }
 
@@ -1122,6 +1190,7 @@ final class IpcConnection extends AbstractConnection {
     private final class CopyBatches {
         /** Streams that copies were enqueued on. */
         final List<DeviceStream> used = new ArrayList<>(2);
+
         private final Map<DeviceStream, List<DeviceBuffer>> sources = new HashMap<>(2);
         private final Map<DeviceStream, List<DeviceBuffer>> targets = new HashMap<>(2);
         private int pending;
@@ -1189,8 +1258,7 @@ final class IpcConnection extends AbstractConnection {
             }
             try {
                 if (item == null) {
-                    item = timeout == null ? received.take()
-                            : received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                    item = timeout == null ? received.take() : received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -1246,8 +1314,8 @@ final class IpcConnection extends AbstractConnection {
             return;
         }
         // after the message being written, if any (no other is written once the state is closed); io closes then
-        if (refusal == null || !ConnectionState.runLocked(sends.lock(),
-                () -> io.refuse(TYPE_REFUSED, sealedRefusal(refusal)))) {
+        if (refusal == null
+                || !ConnectionState.runLocked(sends.lock(), () -> io.refuse(TYPE_REFUSED, sealedRefusal(refusal)))) {
             io.close();
         }
         sends.close();
@@ -1277,7 +1345,7 @@ final class IpcConnection extends AbstractConnection {
     @Override
     public void close() {
         shutdown(new ConnectionClosedException(name + " closed"));
-        io.close();  // a refusal's wait for the peer ends now too
+        io.close(); // a refusal's wait for the peer ends now too
         sends.awaitEnd();
         ConnectionState.awaitEnd(reader);
         Object item;

@@ -11,8 +11,8 @@ import io.cuwire.transport.spi.TransportProvider;
  * host and a platform is found in the handshake.
  */
 public final class IpcProvider implements TransportProvider {
-    private static final Availability AVAILABLE = Availability.available("control over sockets, device frames "
-            + "through the device platform's IPC handles");
+    private static final Availability AVAILABLE = Availability.available(
+            "control over sockets, device frames " + "through the device platform's IPC handles");
 
     @Override
     public String scheme() {

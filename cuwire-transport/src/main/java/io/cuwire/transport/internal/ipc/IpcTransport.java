@@ -36,8 +36,8 @@ public final class IpcTransport implements Transport {
     /** Bytes of mappings a connection's cache keeps by default. */
     public static final long DEFAULT_MAX_MAPPED_BYTES = 64L << 30;
 
-    public static final IpcTransport INSTANCE = new IpcTransport(maxMappings(System.getProperty(
-            MAX_MAPPINGS_PROPERTY)), DEFAULT_MAX_MAPPED_BYTES);
+    public static final IpcTransport INSTANCE =
+            new IpcTransport(maxMappings(System.getProperty(MAX_MAPPINGS_PROPERTY)), DEFAULT_MAX_MAPPED_BYTES);
 
     private final int maxMappings;
     private final long maxMappedBytes;
@@ -45,8 +45,8 @@ public final class IpcTransport implements Transport {
     /** A transport whose connections each cache at most {@code maxMappings} mappings of {@code maxMappedBytes}. */
     public IpcTransport(int maxMappings, long maxMappedBytes) {
         if (maxMappings < 1 || maxMappedBytes < 1) {
-            throw new IllegalArgumentException("maxMappings: " + maxMappings + ", maxMappedBytes: " + maxMappedBytes
-                    + " (expected: >= 1 each)");
+            throw new IllegalArgumentException(
+                    "maxMappings: " + maxMappings + ", maxMappedBytes: " + maxMappedBytes + " (expected: >= 1 each)");
         }
         this.maxMappings = maxMappings;
         this.maxMappedBytes = maxMappedBytes;
@@ -69,8 +69,8 @@ public final class IpcTransport implements Transport {
             n = -1;
         }
         if (n < 1 || n > 1 << 20) {
-            throw new IllegalArgumentException(MAX_MAPPINGS_PROPERTY + "=" + property + " (expected: mappings, 1.."
-                    + (1 << 20) + ")");
+            throw new IllegalArgumentException(
+                    MAX_MAPPINGS_PROPERTY + "=" + property + " (expected: mappings, 1.." + (1 << 20) + ")");
         }
         return (int) n;
     }
@@ -95,10 +95,13 @@ public final class IpcTransport implements Transport {
 
     @Override
     public Listener listen(String address, TransportConfig config) {
-        return new SocketListener(Transports.IPC, Sockets.parse(Transports.IPC, address), config,
+        return new SocketListener(
+                Transports.IPC,
+                Sockets.parse(Transports.IPC, address),
+                config,
                 Capabilities.local(config.families()),
-                (channel, handshake, c) -> new IpcConnection(channel, c, handshake, false, maxMappings,
-                        maxMappedBytes));
+                (channel, handshake, c) ->
+                        new IpcConnection(channel, c, handshake, false, maxMappings, maxMappedBytes));
     }
 
     @Override

@@ -53,9 +53,8 @@ public final class MappingCache implements AutoCloseable {
      * @param mappedBytes bytes of the mappings open now
      * @param peakMapped the most mappings open at once
      */
-    public record Stats(long opens, long closes, long hits, long evictions, int mapped, long mappedBytes,
-            int peakMapped) {
-    }
+    public record Stats(
+            long opens, long closes, long hits, long evictions, int mapped, long mappedBytes, int peakMapped) {}
 
     /** One copy's hold on a mapping: {@link #buffer()} is the frame's bytes in it. Release once, by closing. */
     public final class Lease implements AutoCloseable {
@@ -97,6 +96,7 @@ public final class MappingCache implements AutoCloseable {
     private final BiFunction<Device, IpcHandle, DeviceBuffer> opener;
     /** This cache's registration as a holder of each device it opened mappings through. */
     private final Map<Device, Registration> holding = new HashMap<>();
+
     private final int maxMappings;
     private final long maxBytes;
     private final LinkedHashMap<IpcHandle, Mapping> mappings = new LinkedHashMap<>(16, 0.75f, true);
@@ -104,6 +104,7 @@ public final class MappingCache implements AutoCloseable {
     private long mappedBytes;
     /** Mappings some lease holds, and their bytes. */
     private int heldMappings;
+
     private long heldBytes;
     private long opens;
     private long closes;
@@ -117,11 +118,11 @@ public final class MappingCache implements AutoCloseable {
      * 10.0.0.1:4000}) that opens allocations with {@code opener} (usually {@code Device::openHandle}, called on the
      * device the copies go to) and keeps at most {@code maxMappings} of at most {@code maxBytes} bytes together.
      */
-    public MappingCache(String name, BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings,
-            long maxBytes) {
+    public MappingCache(
+            String name, BiFunction<Device, IpcHandle, DeviceBuffer> opener, int maxMappings, long maxBytes) {
         if (maxMappings < 1 || maxBytes < 1) {
-            throw new IllegalArgumentException("maxMappings: " + maxMappings + ", maxBytes: " + maxBytes
-                    + " (expected: >= 1 each)");
+            throw new IllegalArgumentException(
+                    "maxMappings: " + maxMappings + ", maxBytes: " + maxBytes + " (expected: >= 1 each)");
         }
         this.name = Objects.requireNonNull(name, "name");
         this.opener = Objects.requireNonNull(opener, "opener");
@@ -273,7 +274,13 @@ public final class MappingCache implements AutoCloseable {
         for (Mapping m : retired) {
             retiredBytes += m.key.length();
         }
-        return new Stats(opens, closes, hits, evictions, mappings.size() + retired.size(), mappedBytes + retiredBytes,
+        return new Stats(
+                opens,
+                closes,
+                hits,
+                evictions,
+                mappings.size() + retired.size(),
+                mappedBytes + retiredBytes,
                 peakMapped);
     }
 

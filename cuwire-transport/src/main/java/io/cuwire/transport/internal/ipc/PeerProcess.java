@@ -47,8 +47,12 @@ final class PeerProcess {
 
     @SuppressWarnings("restricted") // one downcall to libc's kill with signal 0, which sends nothing
     private static MethodHandle bind(Linker linker, Linker.Option capture) {
-        return linker.defaultLookup().find("kill").map(kill -> linker.downcallHandle(kill,
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), capture))
+        return linker.defaultLookup()
+                .find("kill")
+                .map(kill -> linker.downcallHandle(
+                        kill,
+                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                        capture))
                 .orElse(null);
     }
 

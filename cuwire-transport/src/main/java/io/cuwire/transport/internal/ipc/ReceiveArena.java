@@ -29,6 +29,7 @@ final class ReceiveArena {
     private final Runnable onReturn;
     /** The ranges lent out: offset to length. */
     private final TreeMap<Long, Long> held = new TreeMap<>();
+
     private final List<long[]> returned = new ArrayList<>();
     private boolean ended;
 
@@ -38,7 +39,10 @@ final class ReceiveArena {
      * allocator the receiver's frames of that device come from, or {@code null}) as their allocator, so that code
      * taking more memory where a received array's came from works as with a frame that was pulled.
      */
-    ReceiveArena(DeviceBuffer arena, BufferAllocator<DeviceBuffer> owner, BufferAllocator<DeviceBuffer> lentFor,
+    ReceiveArena(
+            DeviceBuffer arena,
+            BufferAllocator<DeviceBuffer> owner,
+            BufferAllocator<DeviceBuffer> lentFor,
             Runnable onReturn) {
         this.arena = arena;
         this.owner = owner;
@@ -74,7 +78,8 @@ final class ReceiveArena {
         }
         held.put(offset, length);
         DeviceBuffer bytes = arena.slice(offset, length);
-        return lentFor == null ? bytes.lend(() -> returned(offset, length))
+        return lentFor == null
+                ? bytes.lend(() -> returned(offset, length))
                 : bytes.lend(() -> returned(offset, length), lentFor);
     }
 

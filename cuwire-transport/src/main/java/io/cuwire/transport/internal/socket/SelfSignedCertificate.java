@@ -2,10 +2,10 @@ package io.cuwire.transport.internal.socket;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
-import java.net.Socket;
 import java.security.KeyPairGenerator;
 import java.security.Principal;
 import java.security.PrivateKey;
@@ -32,14 +32,14 @@ final class SelfSignedCertificate {
     private static final byte[] ECDSA_WITH_SHA256 = {0x2a, (byte) 0x86, 0x48, (byte) 0xce, 0x3d, 0x04, 0x03, 0x02};
     /** commonName, 2.5.4.3. */
     private static final byte[] COMMON_NAME = {0x55, 0x04, 0x03};
-    private static final DateTimeFormatter UTC_TIME = DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'")
-            .withZone(ZoneOffset.UTC);
-    private static final DateTimeFormatter GENERALIZED_TIME = DateTimeFormatter.ofPattern("yyyyMMddHHmmss'Z'")
-            .withZone(ZoneOffset.UTC);
+
+    private static final DateTimeFormatter UTC_TIME =
+            DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'").withZone(ZoneOffset.UTC);
+    private static final DateTimeFormatter GENERALIZED_TIME =
+            DateTimeFormatter.ofPattern("yyyyMMddHHmmss'Z'").withZone(ZoneOffset.UTC);
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    private SelfSignedCertificate() {
-    }
+    private SelfSignedCertificate() {}
 
     /** A fresh EC P-256 key pair. */
     static KeyPair keyPair() throws GeneralSecurityException {
@@ -97,34 +97,35 @@ final class SelfSignedCertificate {
     /** The self-signed certificate of {@code pair}, valid from an hour before {@code now} for a day. */
     static X509Certificate certificate(KeyPair pair, Instant now) throws GeneralSecurityException {
         byte[] algorithm = sequence(tlv(0x06, ECDSA_WITH_SHA256));
-        byte[] name = sequence(tlv(0x31, sequence(tlv(0x06, COMMON_NAME),
-                tlv(0x0c, "cuwire".getBytes(StandardCharsets.UTF_8)))));
+        byte[] name = sequence(tlv(
+                0x31, sequence(tlv(0x06, COMMON_NAME), tlv(0x0c, "cuwire".getBytes(StandardCharsets.UTF_8)))));
         byte[] serial = new byte[16];
         RANDOM.nextBytes(serial);
-        serial[0] = (byte) (serial[0] & 0x7f | 0x40);  // positive, and 16 bytes long in DER
+        serial[0] = (byte) (serial[0] & 0x7f | 0x40); // positive, and 16 bytes long in DER
         byte[] tbs = sequence(
-                tlv(0xa0, tlv(0x02, new byte[] {2})),  // [0] EXPLICIT version: v3
+                tlv(0xa0, tlv(0x02, new byte[] {2})), // [0] EXPLICIT version: v3
                 tlv(0x02, serial),
                 algorithm,
                 name,
                 sequence(time(now.minus(Duration.ofHours(1))), time(now.plus(Duration.ofDays(1)))),
                 name,
-                pair.getPublic().getEncoded());  // SubjectPublicKeyInfo, DER already
+                pair.getPublic().getEncoded()); // SubjectPublicKeyInfo, DER already
         Signature signer = Signature.getInstance("SHA256withECDSA");
         signer.initSign(pair.getPrivate());
         signer.update(tbs);
         byte[] signature = signer.sign();
-        byte[] bits = new byte[signature.length + 1];  // no unused bits
+        byte[] bits = new byte[signature.length + 1]; // no unused bits
         System.arraycopy(signature, 0, bits, 1, signature.length);
         byte[] der = sequence(tbs, algorithm, tlv(0x03, bits));
-        return (X509Certificate) CertificateFactory.getInstance("X.509")
-                .generateCertificate(new ByteArrayInputStream(der));
+        return (X509Certificate)
+                CertificateFactory.getInstance("X.509").generateCertificate(new ByteArrayInputStream(der));
     }
 
     /** UTCTime through 2049, GeneralizedTime after (RFC 5280, 4.1.2.5). */
     private static byte[] time(Instant t) {
         boolean utc = t.atZone(ZoneOffset.UTC).getYear() < 2050;
-        return utc ? tlv(0x17, UTC_TIME.format(t).getBytes(StandardCharsets.US_ASCII))
+        return utc
+                ? tlv(0x17, UTC_TIME.format(t).getBytes(StandardCharsets.US_ASCII))
                 : tlv(0x18, GENERALIZED_TIME.format(t).getBytes(StandardCharsets.US_ASCII));
     }
 

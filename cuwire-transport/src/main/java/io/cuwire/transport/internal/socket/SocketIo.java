@@ -64,6 +64,7 @@ public final class SocketIo implements AutoCloseable {
     private final SocketChannel channel;
     /** The TLS session every byte goes through, or {@code null}: plain TCP. */
     private final TlsSession tls;
+
     private final String peer;
     private final IdleStrategy idle;
     private final Selector readSelector;
@@ -71,11 +72,13 @@ public final class SocketIo implements AutoCloseable {
     private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER_BYTES).flip();
     /** All of {@link #in}'s memory, for copies out of it. */
     private final MemorySegment inMemory = MemorySegment.ofBuffer(in.duplicate().clear());
+
     private final ByteBuffer scratch = ByteBuffer.allocate(8);
     /** The writer's staging of host frames that are not native memory; made on first use. */
     private HeapStaging staging;
     /** The deadline of the message being read ({@link #messageDeadline}), and how it was reckoned; reader only. */
     private long readDeadlineNanos = NO_DEADLINE;
+
     private long deadlineBytes;
     private long deadlineAllowedNanos;
     private long deadlineRate;
@@ -273,7 +276,8 @@ public final class SocketIo implements AutoCloseable {
                 } else {
                     // One buffer left: the plain write, not the gathering one (less work per call in the JDK and
                     // kernel).
-                    n = first == buffers.length - 1 ? channel.write(buffers[first])
+                    n = first == buffers.length - 1
+                            ? channel.write(buffers[first])
                             : channel.write(buffers, first, Math.min(buffers.length - first, 1024));
                 }
             } catch (SSLException e) {
@@ -309,11 +313,17 @@ public final class SocketIo implements AutoCloseable {
     public void refuse(byte type, byte[] reason) {
         long deadline = System.nanoTime() + Frames.REFUSAL_LINGER_NANOS;
         try {
-            write(ByteBuffer.allocate(5 + reason.length).put(type).putInt(reason.length).put(reason).flip(),
-                    Frames.REFUSAL_LINGER_NANOS, deadline);
+            write(
+                    ByteBuffer.allocate(5 + reason.length)
+                            .put(type)
+                            .putInt(reason.length)
+                            .put(reason)
+                            .flip(),
+                    Frames.REFUSAL_LINGER_NANOS,
+                    deadline);
             channel.shutdownOutput();
         } catch (IOException | TransportException e) {
-            close();  // the peer is gone or this side closed: nothing more to tell
+            close(); // the peer is gone or this side closed: nothing more to tell
             return;
         }
         Thread.ofVirtual().name("cuwire-refused-" + peer).start(() -> {
@@ -519,7 +529,7 @@ public final class SocketIo implements AutoCloseable {
             if (tls == null) {
                 return channel.read(target);
             }
-            checkOpen();  // after closeAfterPeer the socket is open a while, but not for this connection's reads
+            checkOpen(); // after closeAfterPeer the socket is open a while, but not for this connection's reads
             return tls.read(target);
         } catch (SSLException e) {
             throw tlsFailure(e);
@@ -540,8 +550,8 @@ public final class SocketIo implements AutoCloseable {
      * Waits on {@code selector} at most {@code maxWait} ns, failing first if the stall time {@code stallAt} or the
      * deadline has passed.
      */
-    private void await(Selector selector, long stallAt, long deadlineNanos, String what, long stallNanos,
-            long maxWait) {
+    private void await(
+            Selector selector, long stallAt, long deadlineNanos, String what, long stallNanos, long maxWait) {
         long now = System.nanoTime();
         if (selector == readSelector && readDeadlineNanos != NO_DEADLINE && now - readDeadlineNanos >= 0) {
             throw new TransportTimeoutException(what + " " + peer + " did not finish in time: a message declaring "
@@ -549,7 +559,8 @@ public final class SocketIo implements AutoCloseable {
                     + " ms of its first byte (ioTimeout, and its bytes at minReceiveRate " + deadlineRate
                     + " bytes/s)");
         }
-        if (selector == readSelector && readDeadlineNanos != NO_DEADLINE
+        if (selector == readSelector
+                && readDeadlineNanos != NO_DEADLINE
                 && (deadlineNanos == NO_DEADLINE || readDeadlineNanos - deadlineNanos < 0)) {
             deadlineNanos = readDeadlineNanos;
         }

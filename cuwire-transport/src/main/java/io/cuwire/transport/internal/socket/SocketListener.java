@@ -90,7 +90,11 @@ public final class SocketListener implements Listener {
     private static final long ACCEPT_RETRY_MILLIS = 100;
 
     /** Where a connection accepted by the listener is on its way to {@link #accept}. */
-    private enum Stage { HANDSHAKE, AUTHENTICATED, DROPPED }
+    private enum Stage {
+        HANDSHAKE,
+        AUTHENTICATED,
+        DROPPED
+    }
 
     /** A connection in its handshake. */
     private static final class Pending {
@@ -98,7 +102,7 @@ public final class SocketListener implements Listener {
         final String peer;
         final InetAddress source;
         final long deadline;
-        Stage stage = Stage.HANDSHAKE;  // guarded by the listener's lock
+        Stage stage = Stage.HANDSHAKE; // guarded by the listener's lock
 
         Pending(SocketChannel channel, InetSocketAddress remote, long deadline) {
             this.channel = channel;
@@ -115,9 +119,10 @@ public final class SocketListener implements Listener {
     private final SecureAccepted accepted;
     /** Whether this listener speaks TLS (a {@code tcp://} one), and whether a peer address counts as loopback. */
     private final boolean tlsLayer;
+
     private final Predicate<InetAddress> loopback;
     private final Object tlsContextLock = new Object();
-    private SSLContext tlsContext;  // guarded by tlsContextLock; made at the first TLS client, or with a key store
+    private SSLContext tlsContext; // guarded by tlsContextLock; made at the first TLS client, or with a key store
     private final String address;
     private final RefusalLog refusals;
     private final long handshakeNanos;
@@ -133,8 +138,13 @@ public final class SocketListener implements Listener {
      * Listens at {@code bind} with a TLS layer ({@code tcp://}): TLS or plaintext by the client's first byte, held to
      * {@link TransportConfig#tls()}, a peer counting as loopback where {@code loopback} says so.
      */
-    public static SocketListener withTls(String scheme, InetSocketAddress bind, TransportConfig config,
-            Capabilities local, Predicate<InetAddress> loopback, SecureAccepted accepted) {
+    public static SocketListener withTls(
+            String scheme,
+            InetSocketAddress bind,
+            TransportConfig config,
+            Capabilities local,
+            Predicate<InetAddress> loopback,
+            SecureAccepted accepted) {
         return new SocketListener(scheme, bind, config, local, accepted, true, loopback);
     }
 
@@ -142,21 +152,33 @@ public final class SocketListener implements Listener {
      * Listens at {@code bind} without a TLS layer, telling peers {@code local} as this side's capabilities; its
      * address reads {@code scheme://host:port}.
      */
-    public SocketListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
-            Accepted accepted) {
-        this(scheme, bind, config, local, (channel, handshake, c, tls) -> accepted.open(channel, handshake, c), false,
+    public SocketListener(
+            String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local, Accepted accepted) {
+        this(
+                scheme,
+                bind,
+                config,
+                local,
+                (channel, handshake, c, tls) -> accepted.open(channel, handshake, c),
+                false,
                 InetAddress::isLoopbackAddress);
     }
 
-    private SocketListener(String scheme, InetSocketAddress bind, TransportConfig config, Capabilities local,
-            SecureAccepted accepted, boolean tlsLayer, Predicate<InetAddress> loopback) {
+    private SocketListener(
+            String scheme,
+            InetSocketAddress bind,
+            TransportConfig config,
+            Capabilities local,
+            SecureAccepted accepted,
+            boolean tlsLayer,
+            Predicate<InetAddress> loopback) {
         this.config = config;
         this.local = local;
         this.accepted = accepted;
         this.tlsLayer = tlsLayer;
         this.loopback = loopback;
         if (tlsLayer && config.tls() != TlsMode.OFF && config.tlsKeyStore() != null) {
-            tlsContext();  // a key store that cannot be used fails here, not at the first client
+            tlsContext(); // a key store that cannot be used fails here, not at the first client
         }
         this.handshakeNanos = config.handshakeTimeout().toNanos();
         ServerSocketChannel channel = null;
@@ -175,9 +197,10 @@ public final class SocketListener implements Listener {
         this.server = channel;
         this.selector = accepting;
         InetSocketAddress bound = (InetSocketAddress) server.socket().getLocalSocketAddress();
-        String host = bound.getAddress().isAnyLocalAddress() ? "127.0.0.1" : bound.getAddress().getHostAddress();
-        this.address = scheme + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":"
-                + bound.getPort();
+        String host = bound.getAddress().isAnyLocalAddress()
+                ? "127.0.0.1"
+                : bound.getAddress().getHostAddress();
+        this.address = scheme + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + bound.getPort();
         this.refusals = new RefusalLog(address);
         Thread.ofPlatform().daemon().name("cuwire-accept-" + address).start(this::acceptLoop);
     }
@@ -304,10 +327,10 @@ public final class SocketListener implements Listener {
         try {
             channel.configureBlocking(true);
             Sockets.configure(channel);
-            p = new Pending(channel, (InetSocketAddress) channel.getRemoteAddress(), System.nanoTime()
-                    + handshakeNanos);
+            p = new Pending(
+                    channel, (InetSocketAddress) channel.getRemoteAddress(), System.nanoTime() + handshakeNanos);
         } catch (IOException | RuntimeException e) {
-            Sockets.closeQuietly(channel);  // reset before it could be looked at
+            Sockets.closeQuietly(channel); // reset before it could be looked at
             return;
         }
         lock.lock();
@@ -377,7 +400,7 @@ public final class SocketListener implements Listener {
             refused(p, e);
         } finally {
             if (c == null) {
-                Sockets.closeQuietly(p.channel);  // also after an Error, which goes on up
+                Sockets.closeQuietly(p.channel); // also after an Error, which goes on up
             }
         }
         if (c == null) {
@@ -412,15 +435,13 @@ public final class SocketListener implements Listener {
             p.channel.socket().setSoTimeout(Math.clamp(TimeUnit.NANOSECONDS.toMillis(left), 1, Integer.MAX_VALUE));
             first = in.read();
             if (first < 0) {
-                throw new PeerClosedException("peer " + p.peer + " closed the connection before "
-                        + "its handshake");
+                throw new PeerClosedException("peer " + p.peer + " closed the connection before " + "its handshake");
             }
             in.unread(first);
         } catch (SocketTimeoutException e) {
             throw new TransportTimeoutException("the handshake with " + p.peer + " did not finish in time", e);
         } catch (IOException e) {
-            throw new PeerClosedException("reading the handshake from " + p.peer + " failed: "
-                    + e.getMessage(), e);
+            throw new PeerClosedException("reading the handshake from " + p.peer + " failed: " + e.getMessage(), e);
         }
         TlsMode mode = config.tls();
         TlsSession tls = null;
@@ -435,18 +456,24 @@ public final class SocketListener implements Listener {
         } else {
             records = new SocketRecords(p.channel.socket(), p.peer, in);
             if (!mode.acceptsPlaintext(loopback.test(p.source))) {
-                records.readRecord(MAX_HELLO, p.deadline);  // the client's hello: refused in place of the answer
-                ProtocolViolationException e = new ProtocolViolationException(mode == TlsMode.ON
-                        ? "TLS required (listener tls ON): set the client's TransportConfig.tls(ON) or -D"
-                                + TlsMode.PROPERTY + "=on"
-                        : "TLS required from non-loopback peers (listener tls AUTO): set the client's "
-                                + "TransportConfig.tls(ON) or -D" + TlsMode.PROPERTY + "=on");
+                records.readRecord(MAX_HELLO, p.deadline); // the client's hello: refused in place of the answer
+                ProtocolViolationException e = new ProtocolViolationException(
+                        mode == TlsMode.ON
+                                ? "TLS required (listener tls ON): set the client's TransportConfig.tls(ON) or -D"
+                                        + TlsMode.PROPERTY + "=on"
+                                : "TLS required from non-loopback peers (listener tls AUTO): set the client's "
+                                        + "TransportConfig.tls(ON) or -D" + TlsMode.PROPERTY + "=on");
                 Handshake.refuse(records, e);
                 throw e;
             }
         }
-        Handshake.Result result = Handshake.run(records, config, false, local,
-                Handshake.endpoint(p.channel.socket().getLocalSocketAddress()), () -> authenticated(p),
+        Handshake.Result result = Handshake.run(
+                records,
+                config,
+                false,
+                local,
+                Handshake.endpoint(p.channel.socket().getLocalSocketAddress()),
+                () -> authenticated(p),
                 tls == null ? null : tls.binding());
         return accepted.open(p.channel, result, config, tls);
     }

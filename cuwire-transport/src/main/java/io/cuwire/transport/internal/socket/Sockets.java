@@ -18,8 +18,7 @@ import java.nio.channels.SocketChannel;
  * handshake. {@link SocketListener} is the server side.
  */
 public final class Sockets {
-    private Sockets() {
-    }
+    private Sockets() {}
 
     /**
      * Runs the client side of the handshake over a socket from {@link #open}, telling the server {@code local};
@@ -35,8 +34,8 @@ public final class Sockets {
             if (e instanceof TransportException t) {
                 throw t;
             }
-            throw new TransportException("handshake with " + channel.socket().getRemoteSocketAddress() + " failed: "
-                    + e, e);
+            throw new TransportException(
+                    "handshake with " + channel.socket().getRemoteSocketAddress() + " failed: " + e, e);
         }
     }
 
@@ -47,12 +46,12 @@ public final class Sockets {
         try {
             channel = SocketChannel.open();
             configure(channel);
-            channel.socket().connect(target, (int) Math.min(Integer.MAX_VALUE,
-                    config.connectTimeout().toMillis()));
+            channel.socket().connect(target, (int)
+                    Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()));
         } catch (SocketTimeoutException e) {
             closeQuietly(channel);
-            throw new TransportTimeoutException("connecting to " + address + " took longer than "
-                    + config.connectTimeout(), e);
+            throw new TransportTimeoutException(
+                    "connecting to " + address + " took longer than " + config.connectTimeout(), e);
         } catch (IOException e) {
             closeQuietly(channel);
             throw new TransportException("cannot connect to " + address + ": " + e.getMessage(), e);
@@ -84,14 +83,14 @@ public final class Sockets {
     public static InetSocketAddress parse(String scheme, String address) {
         String prefix = scheme + "://";
         if (!address.startsWith(prefix)) {
-            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
-                    + "host:port)");
+            throw new TransportException(
+                    "not a " + scheme + " address: '" + address + "' (expected: " + prefix + "host:port)");
         }
         String rest = address.substring(prefix.length());
         int colon = rest.lastIndexOf(':');
         if (colon <= 0) {
-            throw new TransportException("not a " + scheme + " address: '" + address + "' (expected: " + prefix
-                    + "host:port)");
+            throw new TransportException(
+                    "not a " + scheme + " address: '" + address + "' (expected: " + prefix + "host:port)");
         }
         String host = rest.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {

@@ -52,6 +52,7 @@ import javax.net.ssl.X509TrustManager;
 public final class TlsSession {
     /** The first byte of a TLS record of the handshake: what a TLS client sends first. */
     static final int HANDSHAKE_RECORD = 0x16;
+
     static final String EXPORTER_LABEL = "EXPORTER-cuwire-handshake";
     static final int BINDING_BYTES = 32;
     private static final String[] PROTOCOLS = {"TLSv1.3"};
@@ -88,9 +89,11 @@ public final class TlsSession {
     private final ByteBuffer appIn;
     /** Ciphertext wrapped and not yet written; read mode; guarded by {@link #wrapLock}; as {@link #netIn}. */
     private ByteBuffer netOut;
+
     private final ReentrantLock wrapLock = new ReentrantLock();
     /** The socket's stream, read while the socket blocks (the handshakes). */
     private final InputStream blockingIn;
+
     private byte[] binding;
 
     private TlsSession(SocketChannel channel, SSLEngine engine, String peer, InputStream blockingIn) {
@@ -112,10 +115,14 @@ public final class TlsSession {
      * before any other thread uses this session.
      */
     void streaming() {
-        netIn = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).put(netIn).flip();
+        netIn = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes)
+                .put(netIn)
+                .flip();
         wrapLock.lock();
         try {
-            netOut = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes).put(netOut).flip();
+            netOut = ByteBuffer.allocateDirect(RECORDS_PER_IO * packetBytes)
+                    .put(netOut)
+                    .flip();
         } finally {
             wrapLock.unlock();
         }
@@ -180,8 +187,8 @@ public final class TlsSession {
      * @throws TransportTimeoutException if it did not finish in time
      * @throws PeerClosedException if the peer went away
      */
-    static TlsSession server(SocketChannel channel, String peer, SSLContext context, InputStream in,
-            long deadlineNanos) {
+    static TlsSession server(
+            SocketChannel channel, String peer, SSLContext context, InputStream in, long deadlineNanos) {
         SSLEngine engine = context.createSSLEngine();
         engine.setUseClientMode(false);
         return handshake(channel, engine, peer, in, deadlineNanos);
@@ -195,8 +202,8 @@ public final class TlsSession {
         }
     }
 
-    private static TlsSession handshake(SocketChannel channel, SSLEngine engine, String peer, InputStream in,
-            long deadlineNanos) {
+    private static TlsSession handshake(
+            SocketChannel channel, SSLEngine engine, String peer, InputStream in, long deadlineNanos) {
         SSLParameters parameters = engine.getSSLParameters();
         parameters.setProtocols(PROTOCOLS);
         engine.setSSLParameters(parameters);
@@ -240,7 +247,10 @@ public final class TlsSession {
         return new RecordChannel() {
             @Override
             public void writeRecord(byte[] record) {
-                ByteBuffer framed = ByteBuffer.allocate(4 + record.length).putInt(record.length).put(record).flip();
+                ByteBuffer framed = ByteBuffer.allocate(4 + record.length)
+                        .putInt(record.length)
+                        .put(record)
+                        .flip();
                 try {
                     while (framed.hasRemaining()) {
                         write(new ByteBuffer[] {framed}, 0, 1);
@@ -251,8 +261,7 @@ public final class TlsSession {
                 } catch (SSLException e) {
                     throw new ProtocolViolationException("TLS with " + peer + " failed: " + e.getMessage(), e);
                 } catch (IOException e) {
-                    throw new PeerClosedException("writing the handshake to " + peer + " failed: " + e.getMessage(),
-                            e);
+                    throw new PeerClosedException("writing the handshake to " + peer + " failed: " + e.getMessage(), e);
                 }
             }
 
@@ -260,7 +269,9 @@ public final class TlsSession {
             public byte[] readRecord(int maxBytes, long deadlineNanos) {
                 byte[] length = new byte[4];
                 readBlocking(length, deadlineNanos);
-                int n = (length[0] & 0xff) << 24 | (length[1] & 0xff) << 16 | (length[2] & 0xff) << 8
+                int n = (length[0] & 0xff) << 24
+                        | (length[1] & 0xff) << 16
+                        | (length[2] & 0xff) << 8
                         | length[3] & 0xff;
                 if (n < 0 || n > maxBytes) {
                     throw new ProtocolViolationException("peer " + peer + " sent a handshake record of "
@@ -313,8 +324,9 @@ public final class TlsSession {
             case OK -> true;
             case BUFFER_UNDERFLOW -> false;
             case CLOSED -> throw new PeerClosedException("peer " + peer + " closed its TLS session");
-            case BUFFER_OVERFLOW -> throw new IllegalStateException("TLS record larger than the session's "
-                    + appBytes + "-byte application buffer");
+            case BUFFER_OVERFLOW ->
+                throw new IllegalStateException(
+                        "TLS record larger than the session's " + appBytes + "-byte application buffer");
         };
     }
 
@@ -325,7 +337,7 @@ public final class TlsSession {
             throw new TransportTimeoutException(what + " with " + peer + " did not finish in time");
         }
         Socket socket = channel.socket();
-        netIn.compact();  // a heap buffer until streaming()
+        netIn.compact(); // a heap buffer until streaming()
         try {
             socket.setSoTimeout(Math.clamp(TimeUnit.NANOSECONDS.toMillis(left), 1, Integer.MAX_VALUE));
             int n = blockingIn.read(netIn.array(), netIn.arrayOffset() + netIn.position(), netIn.remaining());
@@ -428,15 +440,15 @@ public final class TlsSession {
                     return produced > 0 ? produced : -1;
                 }
                 if (r.getStatus() == SSLEngineResult.Status.BUFFER_OVERFLOW) {
-                    throw new IllegalStateException("TLS record larger than the session's " + appBytes
-                            + "-byte application buffer");
+                    throw new IllegalStateException(
+                            "TLS record larger than the session's " + appBytes + "-byte application buffer");
                 }
                 if (r.getStatus() == SSLEngineResult.Status.OK && r.bytesConsumed() > 0) {
                     if (!straight) {
                         if (appIn.hasRemaining()) {
                             return produced + drain(dst);
                         }
-                        continue;  // a record of no application data (a session ticket): unwrap on
+                        continue; // a record of no application data (a session ticket): unwrap on
                     }
                     produced += r.bytesProduced();
                     continue;

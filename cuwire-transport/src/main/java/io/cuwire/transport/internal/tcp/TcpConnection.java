@@ -20,10 +20,10 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
-import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
@@ -103,6 +103,7 @@ final class TcpConnection extends AbstractConnection {
     private static final long INLINE_HOST_BYTES = 4 << 20;
     /** How long a caller writing its message waits for a socket that takes nothing before the writer takes over. */
     private static final long HAND_OFF_NANOS = 1_000_000;
+
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /** A message waiting to be written, and how far it is; completed or failed exactly once. */
@@ -134,9 +135,11 @@ final class TcpConnection extends AbstractConnection {
         private int next;
         /** A large heap frame being written, and its next chunk to stage. */
         private HostBuffer heap;
+
         private long nextChunk;
         /** A large native frame (or device frame in place) being written, and its next byte. */
         private MemorySegment direct;
+
         private long nextByte;
         private ByteBuffer[] batch;
 
@@ -202,12 +205,16 @@ final class TcpConnection extends AbstractConnection {
                     DeviceBuffer d = (DeviceBuffer) frame;
                     List<DeviceBuffer> run = new ArrayList<>();
                     run.add(d);
-                    while (next < frames.size() && frames.get(next) instanceof DeviceBuffer e
-                            && e.device() == d.device() && !inPlace(e)) {
+                    while (next < frames.size()
+                            && frames.get(next) instanceof DeviceBuffer e
+                            && e.device() == d.device()
+                            && !inPlace(e)) {
                         run.add(e);
                         next++;
                     }
-                    sendRings.computeIfAbsent(d.device(), TcpConnection.this::newRing).send(run, io, ioTimeoutNanos);
+                    sendRings
+                            .computeIfAbsent(d.device(), TcpConnection.this::newRing)
+                            .send(run, io, ioTimeoutNanos);
                 }
             }
         }
@@ -255,20 +262,24 @@ final class TcpConnection extends AbstractConnection {
             }
             long heapGathered = 0;
             int count = start.size();
-            while (next < frames.size() && count < GATHER_BUFFERS
+            while (next < frames.size()
+                    && count < GATHER_BUFFERS
                     && gatherable(frames.get(next), gathered, heapGathered)) {
                 Buffer f = frames.get(next);
                 if (f instanceof HostBuffer h) {
                     g.add(h);
                     heapGathered += HeapStaging.needed(h) ? h.byteSize() : 0;
                 } else {
-                    g.add(CopyEngine.readInPlace((DeviceBuffer) f, 0, f.byteSize()).asByteBuffer());
+                    g.add(CopyEngine.readInPlace((DeviceBuffer) f, 0, f.byteSize())
+                            .asByteBuffer());
                 }
                 gathered += f.byteSize();
                 count++;
                 next++;
             }
-            if (g.staged() == 0 && next < frames.size() && frames.get(next) instanceof HostBuffer h
+            if (g.staged() == 0
+                    && next < frames.size()
+                    && frames.get(next) instanceof HostBuffer h
                     && HeapStaging.needed(h)) {
                 next++;
                 beginHeap(h);
@@ -298,8 +309,13 @@ final class TcpConnection extends AbstractConnection {
      * used. With {@code deviceInPlace} false every device frame goes through the staging ring, host-addressable or
      * not ({@link TcpTransport#STAGING_DEVICE_FRAMES}).
      */
-    TcpConnection(SocketChannel channel, TransportConfig config, Handshake.Result handshake, boolean client,
-            TlsSession tls, boolean deviceInPlace) {
+    TcpConnection(
+            SocketChannel channel,
+            TransportConfig config,
+            Handshake.Result handshake,
+            boolean client,
+            TlsSession tls,
+            boolean deviceInPlace) {
         super(Transports.TCP);
         this.deviceInPlace = deviceInPlace;
         this.config = config;
@@ -370,8 +386,11 @@ final class TcpConnection extends AbstractConnection {
             if (!out.writing.writeOn(onCaller ? HAND_OFF_NANOS : SocketIo.NO_HAND_OFF)) {
                 return false;
             }
-            out.complete(() -> out.recorder().finish(out.header.length, Frames.kinds(out.message.frames()),
-                    Frames.lengths(out.message.frames())));
+            out.complete(() -> out.recorder()
+                    .finish(
+                            out.header.length,
+                            Frames.kinds(out.message.frames()),
+                            Frames.lengths(out.message.frames())));
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             if (t instanceof PeerClosedException) {
@@ -401,9 +420,10 @@ final class TcpConnection extends AbstractConnection {
             if (state.failure() instanceof MessageRefusedException r) {
                 return state.copyOf(r);
             }
-            if (state.isClosed() || !io.awaitData(System.nanoTime())
+            if (state.isClosed()
+                    || !io.awaitData(System.nanoTime())
                     || io.readByte(ioTimeoutNanos, SocketIo.NO_DEADLINE) != TYPE_REFUSED) {
-                return closed;  // the connection breaks either way: a message read into here is dropped with it
+                return closed; // the connection breaks either way: a message read into here is dropped with it
             }
             return io.readRefusal(ioTimeoutNanos);
         } catch (TransportException e) {
@@ -423,8 +443,7 @@ final class TcpConnection extends AbstractConnection {
     }
 
     private StagingRing newRing(Device device) {
-        return new StagingRing(device, config.stagingChunkBytes(), config.stagingSlots(),
-                name + "-staging-" + device);
+        return new StagingRing(device, config.stagingChunkBytes(), config.stagingSlots(), name + "-staging-" + device);
     }
 
     // ---- receiving
@@ -453,8 +472,8 @@ final class TcpConnection extends AbstractConnection {
     }
 
     private ReceivedMessage readMessage() {
-        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.TCP,
-                System.nanoTime(), true);
+        MessageRecorder recorder =
+                MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.TCP, System.nanoTime(), true);
         List<Frame> frames = new ArrayList<>();
         long start = System.nanoTime();
         try {
@@ -464,8 +483,8 @@ final class TcpConnection extends AbstractConnection {
                 throw io.readRefusal(ioTimeoutNanos);
             }
             if (type != TYPE_MESSAGE) {
-                throw new ProtocolViolationException("peer " + io.peer() + " sent a record of type " + (type & 0xff)
-                        + ": not the cuwire protocol");
+                throw new ProtocolViolationException(
+                        "peer " + io.peer() + " sent a record of type " + (type & 0xff) + ": not the cuwire protocol");
             }
             int headerLength = io.readInt(ioTimeoutNanos, SocketIo.NO_DEADLINE);
             Frames.checkHeaderLength(headerLength, config, io.peer());
@@ -490,8 +509,8 @@ final class TcpConnection extends AbstractConnection {
                     if (block instanceof HostBuffer h) {
                         io.readFully(h, ioTimeoutNanos);
                     } else if (inPlace(block)) {
-                        io.readFully(CopyEngine.writeInPlace((DeviceBuffer) block, 0, block.byteSize()),
-                                ioTimeoutNanos);
+                        io.readFully(
+                                CopyEngine.writeInPlace((DeviceBuffer) block, 0, block.byteSize()), ioTimeoutNanos);
                     } else {
                         for (int k = i; k < i + run; k++) {
                             receiveStaged((DeviceBuffer) frames.get(k).buffer(), staged);
@@ -509,8 +528,8 @@ final class TcpConnection extends AbstractConnection {
                 if (frame.buffer() instanceof HostBuffer h) {
                     io.readFully(h, ioTimeoutNanos);
                 } else if (inPlace(frame.buffer())) {
-                    io.readFully(CopyEngine.writeInPlace((DeviceBuffer) frame.buffer(), 0, frame.length()),
-                            ioTimeoutNanos);
+                    io.readFully(
+                            CopyEngine.writeInPlace((DeviceBuffer) frame.buffer(), 0, frame.length()), ioTimeoutNanos);
                 } else {
                     receiveStaged((DeviceBuffer) frame.buffer(), staged);
                 }
@@ -523,7 +542,7 @@ final class TcpConnection extends AbstractConnection {
         } catch (RuntimeException e) {
             recorder.close();
             for (StagingRing ring : receiveRings.values()) {
-                ring.quiesce();  // no copy may still run into a frame freed here
+                ring.quiesce(); // no copy may still run into a frame freed here
             }
             Frames.closeFrames(frames);
             TransportException t = state.translate(e, "receiving from");
@@ -592,7 +611,7 @@ final class TcpConnection extends AbstractConnection {
             }
         } else {
             shutdown(new ConnectionClosedException(name + " closed"));
-            io.close();  // a refusal's wait for the peer ends now too
+            io.close(); // a refusal's wait for the peer ends now too
         }
         sends.awaitEnd();
         ConnectionState.runLocked(receiveLock, this::closeReceiveRings);

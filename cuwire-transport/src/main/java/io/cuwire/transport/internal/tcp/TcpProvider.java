@@ -7,8 +7,8 @@ import io.cuwire.transport.spi.TransportProvider;
 
 /** Registers {@link TcpTransport} for {@code tcp://}; sockets are always there. */
 public final class TcpProvider implements TransportProvider {
-    private static final Availability AVAILABLE = Availability.available("sockets, device frames staged through "
-            + "pinned host buffers");
+    private static final Availability AVAILABLE =
+            Availability.available("sockets, device frames staged through " + "pinned host buffers");
 
     @Override
     public String scheme() {

@@ -49,14 +49,15 @@ public final class TcpTransport implements Transport {
         InetSocketAddress remote = (InetSocketAddress) channel.socket().getRemoteSocketAddress();
         Capabilities local = Capabilities.local(config.families());
         if (!config.tls().clientUsesTls(remote.getAddress())) {
-            return new TcpConnection(channel, config, Sockets.handshake(channel, config, local), true, null,
-                    deviceInPlace);
+            return new TcpConnection(
+                    channel, config, Sockets.handshake(channel, config, local), true, null, deviceInPlace);
         }
         try {
             String peer = String.valueOf(remote);
-            TlsSession tls = TlsSession.client(channel, peer, System.nanoTime() + config.handshakeTimeout().toNanos());
-            Handshake.Result handshake = Handshake.run(tls.records(), config, true, local, Handshake.endpoint(remote),
-                    () -> { }, tls.binding());
+            TlsSession tls = TlsSession.client(
+                    channel, peer, System.nanoTime() + config.handshakeTimeout().toNanos());
+            Handshake.Result handshake = Handshake.run(
+                    tls.records(), config, true, local, Handshake.endpoint(remote), () -> {}, tls.binding());
             return new TcpConnection(channel, config, handshake, true, tls, deviceInPlace);
         } catch (RuntimeException e) {
             Sockets.closeQuietly(channel);
@@ -65,14 +66,19 @@ public final class TcpTransport implements Transport {
     }
 
     /** A {@code tcp://} listener at {@code bind} that takes a peer for loopback where {@code loopback} says so. */
-    public static SocketListener listen(InetSocketAddress bind, TransportConfig config,
-            Predicate<InetAddress> loopback) {
+    public static SocketListener listen(
+            InetSocketAddress bind, TransportConfig config, Predicate<InetAddress> loopback) {
         return listen(bind, config, loopback, true);
     }
 
-    private static SocketListener listen(InetSocketAddress bind, TransportConfig config,
-            Predicate<InetAddress> loopback, boolean deviceInPlace) {
-        return SocketListener.withTls(Transports.TCP, bind, config, Capabilities.local(config.families()), loopback,
+    private static SocketListener listen(
+            InetSocketAddress bind, TransportConfig config, Predicate<InetAddress> loopback, boolean deviceInPlace) {
+        return SocketListener.withTls(
+                Transports.TCP,
+                bind,
+                config,
+                Capabilities.local(config.families()),
+                loopback,
                 (channel, handshake, c, tls) -> new TcpConnection(channel, c, handshake, false, tls, deviceInPlace));
     }
 }

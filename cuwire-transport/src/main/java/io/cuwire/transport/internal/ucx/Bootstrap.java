@@ -160,7 +160,10 @@ final class Bootstrap implements RecordChannel, AutoCloseable {
             if (o != null) {
                 length -= tagBytes;
                 try {
-                    o.openApart(GOODBYE_SEQ, Arrays.copyOfRange(r, length, r.length), "goodbye record",
+                    o.openApart(
+                            GOODBYE_SEQ,
+                            Arrays.copyOfRange(r, length, r.length),
+                            "goodbye record",
                             ByteBuffer.wrap(r, 0, length));
                 } catch (MessageAuthenticationException e) {
                     return new Goodbye(-1, null, e);

@@ -40,8 +40,8 @@ enum DevicePath {
             n = -1;
         }
         if (n < 4096 || n > MAX_DIRECT_PART_BYTES) {
-            throw new IllegalArgumentException(DIRECT_PART_PROPERTY + "=" + property + " (expected: bytes, 4096.."
-                    + MAX_DIRECT_PART_BYTES + ")");
+            throw new IllegalArgumentException(
+                    DIRECT_PART_PROPERTY + "=" + property + " (expected: bytes, 4096.." + MAX_DIRECT_PART_BYTES + ")");
         }
         return (int) n;
     }

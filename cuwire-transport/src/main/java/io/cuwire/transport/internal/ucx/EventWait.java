@@ -17,8 +17,8 @@ final class EventWait implements AutoCloseable {
     private static final MethodHandle PPOLL = ppoll();
 
     private final Arena arena = Arena.ofConfined();
-    private final MemorySegment pollfd = arena.allocate(8, 4);    // struct pollfd { int fd; short events, revents; }
-    private final MemorySegment timeout = arena.allocate(16, 8);  // struct timespec { long tv_sec, tv_nsec; }
+    private final MemorySegment pollfd = arena.allocate(8, 4); // struct pollfd { int fd; short events, revents; }
+    private final MemorySegment timeout = arena.allocate(16, 8); // struct timespec { long tv_sec, tv_nsec; }
 
     /** Waits on {@code fd}; fails if libc has no {@code ppoll}. */
     EventWait(int fd) {
@@ -55,8 +55,16 @@ final class EventWait implements AutoCloseable {
     @SuppressWarnings("restricted") // libc's ppoll, with memory of this class's own arena
     private static MethodHandle ppoll() {
         Linker linker = Linker.nativeLinker();
-        return linker.defaultLookup().find("ppoll").map(f -> linker.downcallHandle(f,
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                        ValueLayout.ADDRESS, ValueLayout.ADDRESS))).orElse(null);
+        return linker.defaultLookup()
+                .find("ppoll")
+                .map(f -> linker.downcallHandle(
+                        f,
+                        FunctionDescriptor.of(
+                                ValueLayout.JAVA_INT,
+                                ValueLayout.ADDRESS,
+                                ValueLayout.JAVA_LONG,
+                                ValueLayout.ADDRESS,
+                                ValueLayout.ADDRESS)))
+                .orElse(null);
     }
 }

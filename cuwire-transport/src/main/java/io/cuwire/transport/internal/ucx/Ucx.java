@@ -39,6 +39,7 @@ import org.openucx.jucx.ucs.UcsConstants;
 final class Ucx {
     /** System property naming UCX's network devices ({@code UCX_NET_DEVICES}). */
     static final String NET_DEVICES_PROPERTY = "cuwire.ucx.netDevices";
+
     static final String DEFAULT_NET_DEVICES = "lo";
     /** System property naming the UCX transports to use ({@code UCX_TLS}). */
     static final String TRANSPORTS_PROPERTY = "cuwire.ucx.transports";
@@ -71,8 +72,8 @@ final class Ucx {
         this.netDevices = netDevices;
         this.wakeup = wakeup;
         this.peerErrorHandling = Boolean.getBoolean(PEER_ERRORS_PROPERTY);
-        this.carriesCuda = UcsConstants.MEMORY_TYPE.isMemTypeSupported(context.getMemoryTypesMask(),
-                UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA);
+        this.carriesCuda = UcsConstants.MEMORY_TYPE.isMemTypeSupported(
+                context.getMemoryTypesMask(), UcsConstants.MEMORY_TYPE.UCS_MEMORY_TYPE_CUDA);
     }
 
     /**
@@ -105,9 +106,11 @@ final class Ucx {
             unavailable = new TransportUnavailableException(unavailableMessage(e), e);
             throw unavailable;
         } catch (RuntimeException e) {
-            unavailable = new TransportUnavailableException("UCX not available: cannot create a UCP context "
-                    + "(NET_DEVICES=" + devices + (transports == null ? "" : ", TLS=" + transports) + "): "
-                    + e.getMessage(), e);
+            unavailable = new TransportUnavailableException(
+                    "UCX not available: cannot create a UCP context "
+                            + "(NET_DEVICES=" + devices + (transports == null ? "" : ", TLS=" + transports) + "): "
+                            + e.getMessage(),
+                    e);
             throw unavailable;
         }
     }
@@ -167,8 +170,8 @@ final class Ucx {
         return switch (property.strip().toLowerCase(Locale.ROOT)) {
             case "true" -> true;
             case "false" -> false;
-            default -> throw new IllegalArgumentException(WAKEUP_PROPERTY + "=" + property
-                    + " (expected: true or false)");
+            default ->
+                throw new IllegalArgumentException(WAKEUP_PROPERTY + "=" + property + " (expected: true or false)");
         };
     }
 
@@ -201,8 +204,8 @@ final class Ucx {
                         + jucxArtifact() + " (cuwire-transport declares it optional) to the module path and run with "
                         + "--add-modules jucx (" + detail + ")";
             }
-            return "UCX not available: the JUCX classes are not on the class path; add the dependency "
-                    + jucxArtifact() + " (cuwire-transport declares it optional) (" + detail + ")";
+            return "UCX not available: the JUCX classes are not on the class path; add the dependency " + jucxArtifact()
+                    + " (cuwire-transport declares it optional) (" + detail + ")";
         }
         String library = "libucp.so.0";
         for (String lib : new String[] {"libucp.so", "libuct.so", "libucs.so", "libucm.so"}) {
@@ -217,11 +220,10 @@ final class Ucx {
             }
         }
         if (lower.contains("cannot open shared object file") || lower.contains("no such file")) {
-            return "UCX not available: " + library + " not found; install libucx0 (UCX 1.13 or later) (" + detail
-                    + ")";
+            return "UCX not available: " + library + " not found; install libucx0 (UCX 1.13 or later) (" + detail + ")";
         }
-        return "UCX not available: " + library + " could not be loaded; install libucx0 (UCX 1.13 or later) ("
-                + detail + ")";
+        return "UCX not available: " + library + " could not be loaded; install libucx0 (UCX 1.13 or later) (" + detail
+                + ")";
     }
 
     /**
@@ -245,10 +247,12 @@ final class Ucx {
     @SuppressWarnings("restricted") // one call of libc's setenv
     private static void clearErrorSignals() {
         Linker linker = Linker.nativeLinker();
-        MethodHandle setenv = linker.downcallHandle(linker.defaultLookup().find("setenv").orElseThrow(
-                () -> new TransportUnavailableException("UCX not available: libc has no setenv")),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                        ValueLayout.JAVA_INT));
+        MethodHandle setenv = linker.downcallHandle(
+                linker.defaultLookup()
+                        .find("setenv")
+                        .orElseThrow(() -> new TransportUnavailableException("UCX not available: libc has no setenv")),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
         try (Arena arena = Arena.ofConfined()) {
             int rc = (int) setenv.invokeExact(arena.allocateFrom("UCX_ERROR_SIGNALS"), arena.allocateFrom(""), 1);
             if (rc != 0) {

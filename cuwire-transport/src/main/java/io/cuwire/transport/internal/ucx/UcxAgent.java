@@ -108,12 +108,10 @@ final class UcxAgent implements AutoCloseable {
     }
 
     /** A probe for one tag, polled each cycle until it matches or is cancelled. */
-    private record Probe(long tag, CompletableFuture<UcpTagMessage> future) {
-    }
+    private record Probe(long tag, CompletableFuture<UcpTagMessage> future) {}
 
     /** Work for the agent's thread; failed instead of run once the agent stops. */
-    private record Command(CompletableFuture<?> future, Runnable action) {
-    }
+    private record Command(CompletableFuture<?> future, Runnable action) {}
 
     private final String name;
     private final IdleStrategy idle;
@@ -131,7 +129,7 @@ final class UcxAgent implements AutoCloseable {
     private UcpEndpoint endpoint;
     private volatile boolean stopping;
     private volatile long lingerNanos;
-    private volatile Runnable onEndpointError = () -> { };
+    private volatile Runnable onEndpointError = () -> {};
     // the worker's event descriptor, waited on instead of parking (null: park); set and used on the agent thread only
     private EventWait events;
     // whether the agent is (about to be) waiting on it, so that a command must signal the worker to wake it
@@ -145,7 +143,8 @@ final class UcxAgent implements AutoCloseable {
         this.name = name;
         this.idle = idle;
         this.peerErrorHandling = ucx.peerErrorHandling();
-        this.thread = Thread.ofPlatform().daemon().name("cuwire-" + name + "-ucx").start(() -> run(ucx));
+        this.thread =
+                Thread.ofPlatform().daemon().name("cuwire-" + name + "-ucx").start(() -> run(ucx));
     }
 
     /**
@@ -171,8 +170,11 @@ final class UcxAgent implements AutoCloseable {
         this.onEndpointError = onError;
         CompletableFuture<Void> done = new CompletableFuture<>();
         submit(done, () -> {
-            ByteBuffer direct = ByteBuffer.allocateDirect(peerAddress.remaining()).put(peerAddress.duplicate()).flip();
-            UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(direct).setName(name);
+            ByteBuffer direct = ByteBuffer.allocateDirect(peerAddress.remaining())
+                    .put(peerAddress.duplicate())
+                    .flip();
+            UcpEndpointParams params =
+                    new UcpEndpointParams().setUcpAddress(direct).setName(name);
             if (peerErrorHandling) {
                 params.setPeerErrorHandlingMode().setErrorHandler((ep, status, message) -> {
                     onEndpointError.run();
@@ -290,7 +292,7 @@ final class UcxAgent implements AutoCloseable {
                         signalable = true;
                     }
                 } catch (RuntimeException e) {
-                    events = null;  // no event descriptor: the agent parks as without the wake-up feature
+                    events = null; // no event descriptor: the agent parks as without the wake-up feature
                 }
             }
             started.complete(worker.getAddress());
@@ -322,8 +324,10 @@ final class UcxAgent implements AutoCloseable {
             if (work > 0) {
                 backoff.worked();
             } else {
-                backoff.idle(TimeUnit.MICROSECONDS.toNanos(outstanding.isEmpty() ? MAX_PARK_MICROS_IDLE
-                        : MAX_PARK_MICROS_BUSY), this::await);
+                backoff.idle(
+                        TimeUnit.MICROSECONDS.toNanos(
+                                outstanding.isEmpty() ? MAX_PARK_MICROS_IDLE : MAX_PARK_MICROS_BUSY),
+                        this::await);
             }
         }
     }
@@ -343,7 +347,7 @@ final class UcxAgent implements AutoCloseable {
             try {
                 worker.arm();
             } catch (UcxException busy) {
-                return;  // events pending (UCS_ERR_BUSY) or the worker failing: progress says which
+                return; // events pending (UCS_ERR_BUSY) or the worker failing: progress says which
             }
             if (!commands.isEmpty() || stopping) {
                 return;
@@ -370,7 +374,7 @@ final class UcxAgent implements AutoCloseable {
 
     private int pollProbes() {
         int n = 0;
-        for (Iterator<Probe> it = probes.iterator(); it.hasNext();) {
+        for (Iterator<Probe> it = probes.iterator(); it.hasNext(); ) {
             Probe p = it.next();
             UcpTagMessage m = worker.tagProbeNonBlocking(p.tag, -1L, true);
             if (m != null) {

@@ -38,7 +38,8 @@ record UcxBuild(String version, String library, String moduleDir, List<String> m
     String describe() {
         return "UCX " + version + " (" + library + "), modules in " + moduleDir + ": "
                 + (modules.isEmpty() ? "none" : String.join(", ", modules)) + "; CUDA memory: "
-                + (carriesCuda ? "yes (device frames go direct to a peer whose UCX carries CUDA too)"
+                + (carriesCuda
+                        ? "yes (device frames go direct to a peer whose UCX carries CUDA too)"
                         : "no (device frames are staged through pinned host memory)");
     }
 
@@ -47,21 +48,30 @@ record UcxBuild(String version, String library, String moduleDir, List<String> m
         Optional<Path> ucp = mapped("libucp.so");
         Optional<Path> ucs = mapped("libucs.so");
         String env = System.getenv("UCX_MODULE_DIR");
-        Optional<Path> dir = env != null && !env.isBlank() ? Optional.of(Path.of(env))
-                : ucs.map(p -> p.resolveSibling("ucx"));
-        return new UcxBuild(loadedVersion(), ucp.map(Path::toString).orElse(UNKNOWN),
-                dir.map(Path::toString).orElse(UNKNOWN), dir.map(UcxBuild::moduleNames).orElse(List.of()), carriesCuda);
+        Optional<Path> dir =
+                env != null && !env.isBlank() ? Optional.of(Path.of(env)) : ucs.map(p -> p.resolveSibling("ucx"));
+        return new UcxBuild(
+                loadedVersion(),
+                ucp.map(Path::toString).orElse(UNKNOWN),
+                dir.map(Path::toString).orElse(UNKNOWN),
+                dir.map(UcxBuild::moduleNames).orElse(List.of()),
+                carriesCuda);
     }
 
     /** The module names of the files in {@code dir}: {@code libuct_cuda.so} is {@code cuda}. */
     static List<String> moduleNames(Path dir) {
         try (Stream<Path> files = Files.list(dir)) {
-            return files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".so"))
-                    .map(n -> n.startsWith("libuct_") ? n.substring(7, n.length() - 3)
-                            : n.startsWith("libucm_") ? "ucm:" + n.substring(7, n.length() - 3)
-                            : n.startsWith("libucs_") ? "ucs:" + n.substring(7, n.length() - 3)
-                            : n.substring(0, n.length() - 3))
-                    .sorted().toList();
+            return files.map(p -> p.getFileName().toString())
+                    .filter(n -> n.endsWith(".so"))
+                    .map(n -> n.startsWith("libuct_")
+                            ? n.substring(7, n.length() - 3)
+                            : n.startsWith("libucm_")
+                                    ? "ucm:" + n.substring(7, n.length() - 3)
+                                    : n.startsWith("libucs_")
+                                            ? "ucs:" + n.substring(7, n.length() - 3)
+                                            : n.substring(0, n.length() - 3))
+                    .sorted()
+                    .toList();
         } catch (IOException e) {
             return List.of();
         }
@@ -71,8 +81,10 @@ record UcxBuild(String version, String library, String moduleDir, List<String> m
     private static Optional<Path> mapped(String prefix) {
         try (Stream<String> lines = Files.lines(Path.of("/proc/self/maps"))) {
             return lines.map(l -> l.indexOf('/') < 0 ? "" : l.substring(l.indexOf('/')))
-                    .filter(p -> !p.isEmpty() && Path.of(p).getFileName().toString().startsWith(prefix))
-                    .findFirst().map(Path::of);
+                    .filter(p ->
+                            !p.isEmpty() && Path.of(p).getFileName().toString().startsWith(prefix))
+                    .findFirst()
+                    .map(Path::of);
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
         }
@@ -83,8 +95,8 @@ record UcxBuild(String version, String library, String moduleDir, List<String> m
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup ucp = SymbolLookup.libraryLookup("libucp.so.0", Arena.global());
-            MethodHandle get = linker.downcallHandle(ucp.find("ucp_get_version_string").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.ADDRESS));
+            MethodHandle get = linker.downcallHandle(
+                    ucp.find("ucp_get_version_string").orElseThrow(), FunctionDescriptor.of(ValueLayout.ADDRESS));
             MemorySegment s = (MemorySegment) get.invokeExact();
             return s.reinterpret(256).getString(0);
         } catch (Throwable t) {

@@ -22,10 +22,10 @@ import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.TransportTimeoutException;
 import io.cuwire.transport.Transports;
-import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.AbstractConnection;
 import io.cuwire.transport.internal.ConnectionState;
 import io.cuwire.transport.internal.Frames;
+import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
@@ -109,6 +109,7 @@ final class UcxConnection extends AbstractConnection {
     static final int MIN_HOST_PART_BYTES = 64 << 10;
     /** Slots of the staging of heap frames: parts in flight while the next one is copied. */
     static final int HEAP_STAGING_SLOTS = 4;
+
     static final int MAX_DEVICE_CHUNK = 256 << 20;
     static final long COALESCE_FRAME_BYTES = 64 << 10;
     static final long COALESCE_TOTAL_BYTES = 1 << 20;
@@ -116,6 +117,7 @@ final class UcxConnection extends AbstractConnection {
     private static final int MAX_ADDRESS_BYTES = 64 << 10;
     /** The record each side writes once its UCX endpoint to the other is connected. */
     private static final byte[] READY = {'R'};
+
     private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1500);
     private static final AtomicInteger IDS = new AtomicInteger();
 
@@ -149,6 +151,7 @@ final class UcxConnection extends AbstractConnection {
     private final SessionKeys.Direction seal;
     /** Checks part 0 of each message received, under the receive lock; {@code null} without session keys. */
     private final SessionKeys.Direction open;
+
     private final LinkedBlockingQueue<Runnable> senderQueue = new LinkedBlockingQueue<>();
     // when this side last handed a message to the agent: a reply often follows, and the receiver spins for it
     private volatile long lastSentNanos = System.nanoTime() - (1L << 62);
@@ -159,6 +162,7 @@ final class UcxConnection extends AbstractConnection {
     private final Map<Device, UcxStaging> receiveRings = new HashMap<>();
     /** The sender's staging of heap frames, made on first use; sender thread only. */
     private HeapStaging heapStaging;
+
     private final Object state = new Object();
     // sender thread only
     private long nextSendSeq;
@@ -177,7 +181,8 @@ final class UcxConnection extends AbstractConnection {
         this.ucx = ucx;
         this.config = config;
         this.handshake = handshake;
-        this.devicePath = DevicePath.negotiate(ucx.carriesCuda(), handshake.peer().ucxCarriesCuda());
+        this.devicePath =
+                DevicePath.negotiate(ucx.carriesCuda(), handshake.peer().ucxCarriesCuda());
         this.ioTimeoutNanos = config.ioTimeout().toNanos();
         this.name = "ucx-" + IDS.incrementAndGet() + (client ? "-client" : "-server");
         try {
@@ -199,8 +204,8 @@ final class UcxConnection extends AbstractConnection {
             address.duplicate().get(mine);
             bootstrap.writeRecord(mine);
             byte[] theirs = bootstrap.readRecord(MAX_ADDRESS_BYTES, deadline);
-            made.connect(ByteBuffer.wrap(theirs), () -> { }).get(Math.max(1, deadline - System.nanoTime()),
-                    TimeUnit.NANOSECONDS);
+            made.connect(ByteBuffer.wrap(theirs), () -> {})
+                    .get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             // Neither side returns before both endpoints exist: a side that closed as soon as it returned would
             // otherwise destroy its worker while the peer still attaches to it (UCX's shared memory then fails the
             // peer's connect: seen in CI when a test closed right after accept).
@@ -223,14 +228,17 @@ final class UcxConnection extends AbstractConnection {
                 throw t;
             }
             if (e instanceof TimeoutException) {
-                throw new TransportTimeoutException("connecting UCX with " + bootstrap.peer() + " took longer "
-                        + "than " + config.handshakeTimeout(), e);
+                throw new TransportTimeoutException(
+                        "connecting UCX with " + bootstrap.peer() + " took longer " + "than "
+                                + config.handshakeTimeout(),
+                        e);
             }
             Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
             throw new TransportException("connecting UCX with " + bootstrap.peer() + " failed: " + cause, cause);
         }
         this.agent = made;
-        this.sender = Thread.ofPlatform().daemon().name("cuwire-" + name + "-sender").start(this::sendLoop);
+        this.sender =
+                Thread.ofPlatform().daemon().name("cuwire-" + name + "-sender").start(this::sendLoop);
         this.watcher = Thread.ofVirtual().name("cuwire-" + name + "-watcher").start(this::watch);
     }
 
@@ -326,22 +334,29 @@ final class UcxConnection extends AbstractConnection {
                 }
             }
             if (parts > MAX_PARTS) {
-                throw new TransportException("a message of " + parts + " UCX parts is more than " + MAX_PARTS
-                        + ": raise the staging chunk");
+                throw new TransportException(
+                        "a message of " + parts + " UCX parts is more than " + MAX_PARTS + ": raise the staging chunk");
             }
             out.seq = nextSendSeq++;
             lastSentNanos = System.nanoTime();
             out.record(Transports.UCX);
             byte[] header = out.message.header();
             int tagBytes = seal == null ? 0 : SessionKeys.TAG_BYTES;
-            ByteBuffer preamble = ByteBuffer.allocateDirect(Math.toIntExact(PREAMBLE_BYTES + header.length
-                    + inlineBytes + tagBytes)).order(ByteOrder.BIG_ENDIAN);
-            preamble.put(TYPE_MESSAGE).putInt(chunk).putInt(hostPart).putInt(header.length).put(header);
+            ByteBuffer preamble = ByteBuffer.allocateDirect(
+                            Math.toIntExact(PREAMBLE_BYTES + header.length + inlineBytes + tagBytes))
+                    .order(ByteOrder.BIG_ENDIAN);
+            preamble.put(TYPE_MESSAGE)
+                    .putInt(chunk)
+                    .putInt(hostPart)
+                    .putInt(header.length)
+                    .put(header);
             MemorySegment pre = MemorySegment.ofBuffer(preamble.clear());
             long at = PREAMBLE_BYTES + header.length;
             if (seal != null) {
                 // the tag of the preamble and header, as message out.seq of this direction, right after them
-                preamble.put((int) at, seal.seal(out.seq, preamble.duplicate().position(0).limit((int) at)));
+                preamble.put(
+                        (int) at,
+                        seal.seal(out.seq, preamble.duplicate().position(0).limit((int) at)));
                 at += tagBytes;
             }
             for (int i = 0; i < frames.size(); i++) {
@@ -374,12 +389,12 @@ final class UcxConnection extends AbstractConnection {
                     if (direct.isPresent()) {
                         for (long off = 0; off < d.byteSize(); off += chunk) {
                             long n = Math.min(chunk, d.byteSize() - off);
-                            requests.add(agent.send(direct.getAsLong() + off, n, tag(out.seq, part++),
-                                    UcxAgent.CUDA));
+                            requests.add(agent.send(direct.getAsLong() + off, n, tag(out.seq, part++), UcxAgent.CUDA));
                         }
                     } else {
-                        sendRings.computeIfAbsent(d.device(), dev -> newRing(dev, chunk)).send(d, agent,
-                                tag(out.seq, part), this::await);
+                        sendRings
+                                .computeIfAbsent(d.device(), dev -> newRing(dev, chunk))
+                                .send(d, agent, tag(out.seq, part), this::await);
                         part += PinnedSlots.chunks(d.byteSize(), chunk);
                     }
                 }
@@ -389,7 +404,8 @@ final class UcxConnection extends AbstractConnection {
             CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
                 if (e != null) {
                     Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
-                            ? e.getCause() : e;
+                            ? e.getCause()
+                            : e;
                     failSend(out, translate(c, "sending to"));
                 } else {
                     senderQueue.add(() -> out.complete(out.recorder().finish(header.length, kinds, lengths)));
@@ -438,8 +454,8 @@ final class UcxConnection extends AbstractConnection {
 
     /** Breaks the connection if the message's parts stall for longer than the I/O timeout. */
     private void watchStall(Outgoing out, List<CompletableFuture<Void>> requests) {
-        CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new)).orTimeout(
-                Math.max(ioTimeoutNanos, ioTimeoutNanos * requests.size()), TimeUnit.NANOSECONDS)
+        CompletableFuture.allOf(requests.toArray(CompletableFuture[]::new))
+                .orTimeout(Math.max(ioTimeoutNanos, ioTimeoutNanos * requests.size()), TimeUnit.NANOSECONDS)
                 .exceptionally(e -> {
                     if (e instanceof TimeoutException && !out.isDone()) {
                         TransportTimeoutException t = new TransportTimeoutException("sending to "
@@ -541,8 +557,8 @@ final class UcxConnection extends AbstractConnection {
         long total = 0;
         for (int i = 0; i < kinds.size(); i++) {
             long n = lengths.get(i);
-            boolean in = kinds.get(i) != MemoryKind.DEVICE && n <= COALESCE_FRAME_BYTES
-                    && total + n <= COALESCE_TOTAL_BYTES;
+            boolean in =
+                    kinds.get(i) != MemoryKind.DEVICE && n <= COALESCE_FRAME_BYTES && total + n <= COALESCE_TOTAL_BYTES;
             if (in) {
                 total += n;
             }
@@ -582,17 +598,23 @@ final class UcxConnection extends AbstractConnection {
         while (true) {
             long left = deadline - System.nanoTime();
             if (timeout != null && left <= 0) {
-                agent.cancelProbe(probe, new TransportTimeoutException("no message from " + bootstrap.peer()
-                        + " within " + timeout)).exceptionally(x -> null).join();
+                agent.cancelProbe(
+                                probe,
+                                new TransportTimeoutException(
+                                        "no message from " + bootstrap.peer() + " within " + timeout))
+                        .exceptionally(x -> null)
+                        .join();
             }
             try {
-                return probe.get(timeout == null ? 50_000_000L : Math.max(1, Math.min(left, 50_000_000L)),
-                        TimeUnit.NANOSECONDS);
+                return probe.get(
+                        timeout == null ? 50_000_000L : Math.max(1, Math.min(left, 50_000_000L)), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 continue;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                agent.cancelProbe(probe, new TransportException("interrupted")).exceptionally(x -> null).join();
+                agent.cancelProbe(probe, new TransportException("interrupted"))
+                        .exceptionally(x -> null)
+                        .join();
                 throw new TransportException("interrupted while receiving on " + name, e);
             } catch (ExecutionException e) {
                 if (e.getCause() instanceof TransportTimeoutException t) {
@@ -609,17 +631,18 @@ final class UcxConnection extends AbstractConnection {
     }
 
     private ReceivedMessage readMessage(UcpTagMessage first) {
-        MessageRecorder recorder = MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.UCX,
-                System.nanoTime(), true);
+        MessageRecorder recorder =
+                MessageRecorder.start(MessageMetrics.Direction.RECEIVED, Transports.UCX, System.nanoTime(), true);
         List<Buffer> frames = new ArrayList<>();
         try {
             long length = first.getRecvLength();
             int tagBytes = open == null ? 0 : SessionKeys.TAG_BYTES;
             long max = PREAMBLE_BYTES + config.limits().maxHeaderBytes() + COALESCE_TOTAL_BYTES + tagBytes;
             if (length < PREAMBLE_BYTES + tagBytes || length > max) {
-                throw new ProtocolViolationException("peer " + bootstrap.peer() + " sent a first part of " + length
-                        + " bytes", new LimitExceededException("first part of " + length + " bytes exceeds the "
-                        + "limit of " + max + " (header limit plus 1 MiB of small frames)"));
+                throw new ProtocolViolationException(
+                        "peer " + bootstrap.peer() + " sent a first part of " + length + " bytes",
+                        new LimitExceededException("first part of " + length + " bytes exceeds the " + "limit of " + max
+                                + " (header limit plus 1 MiB of small frames)"));
             }
             ByteBuffer preamble = ByteBuffer.allocateDirect((int) length);
             MemorySegment pre = MemorySegment.ofBuffer(preamble);
@@ -634,7 +657,11 @@ final class UcxConnection extends AbstractConnection {
                 }
                 byte[] tag = new byte[SessionKeys.TAG_BYTES];
                 preamble.get(covered, tag);
-                open.open(received, tag, "message header", preamble.duplicate().position(0).limit(covered));
+                open.open(
+                        received,
+                        tag,
+                        "message header",
+                        preamble.duplicate().position(0).limit(covered));
             }
             if (preamble.get(0) != TYPE_MESSAGE) {
                 throw new ProtocolViolationException("peer " + bootstrap.peer() + " sent a message of type "
@@ -645,17 +672,16 @@ final class UcxConnection extends AbstractConnection {
             int headerLength = preamble.getInt(9);
             int maxChunk = devicePath == DevicePath.DIRECT ? DevicePath.MAX_DIRECT_PART_BYTES : MAX_DEVICE_CHUNK;
             if (chunk < 4096 || chunk > maxChunk) {
-                throw new ProtocolViolationException("peer announced a device chunk of " + chunk
-                        + " bytes (expected: 4096.." + maxChunk + ")");
+                throw new ProtocolViolationException(
+                        "peer announced a device chunk of " + chunk + " bytes (expected: 4096.." + maxChunk + ")");
             }
             if (hostPart < MIN_HOST_PART_BYTES || hostPart > HOST_PART_BYTES) {
                 throw new ProtocolViolationException("peer announced a host part of " + hostPart + " bytes (expected: "
                         + MIN_HOST_PART_BYTES + ".." + HOST_PART_BYTES + ")");
             }
             if (headerLength < 0 || headerLength > length - PREAMBLE_BYTES - tagBytes) {
-                throw new ProtocolViolationException("peer declared a header of " + headerLength
-                        + " bytes in a first part "
-                        + "of " + length);
+                throw new ProtocolViolationException(
+                        "peer declared a header of " + headerLength + " bytes in a first part " + "of " + length);
             }
             byte[] headerBytes = new byte[headerLength];
             preamble.get(PREAMBLE_BYTES, headerBytes);
@@ -776,8 +802,9 @@ final class UcxConnection extends AbstractConnection {
             return;
         }
         long start = System.nanoTime();
-        while (!probe.isDone() && idle.keepSpinning(System.nanoTime() - start,
-                () -> System.nanoTime() - lastSentNanos < idle.replyNanos())) {
+        while (!probe.isDone()
+                && idle.keepSpinning(
+                        System.nanoTime() - start, () -> System.nanoTime() - lastSentNanos < idle.replyNanos())) {
             Thread.onSpinWait();
         }
     }
@@ -828,8 +855,8 @@ final class UcxConnection extends AbstractConnection {
             return;
         }
         if (bye.died()) {
-            shutdown(new PeerClosedException("peer " + bootstrap.peer() + " went away (its socket closed without "
-                    + "a bye)"));
+            shutdown(new PeerClosedException(
+                    "peer " + bootstrap.peer() + " went away (its socket closed without " + "a bye)"));
             return;
         }
         long n = bye.completedMessages();
@@ -848,11 +875,12 @@ final class UcxConnection extends AbstractConnection {
     /** {@link ConnectionState#translate} with UCX's own request failures. */
     private TransportException translate(Throwable e, String what) {
         return connection.translate(e, what, x -> switch (x) {
-            case UcxAgent.RequestFailure r when r.truncated() -> new ProtocolViolationException("peer "
-                    + bootstrap.peer()
-                    + " sent a UCX message longer than announced: " + r.getMessage(), r);
-            case UcxAgent.RequestFailure r -> new PeerClosedException(what + " " + bootstrap.peer()
-                    + " failed in UCX: " + r.getMessage(), r);
+            case UcxAgent.RequestFailure r
+            when r.truncated() ->
+                new ProtocolViolationException(
+                        "peer " + bootstrap.peer() + " sent a UCX message longer than announced: " + r.getMessage(), r);
+            case UcxAgent.RequestFailure r ->
+                new PeerClosedException(what + " " + bootstrap.peer() + " failed in UCX: " + r.getMessage(), r);
             case UcxAgent.AgentClosed _ -> connection.closedError();
             default -> null;
         });
@@ -876,7 +904,7 @@ final class UcxConnection extends AbstractConnection {
         if (!connection.close(cause)) {
             agent.close(LINGER_NANOS);
             if (local) {
-                bootstrap.close();  // a refusal's wait for the peer ends now too
+                bootstrap.close(); // a refusal's wait for the peer ends now too
             }
             return;
         }
@@ -895,7 +923,7 @@ final class UcxConnection extends AbstractConnection {
                 }
                 agent.close(LINGER_NANOS);
                 bootstrap.close();
-                senderQueue.add(() -> { });
+                senderQueue.add(() -> {});
                 ConnectionState.runLocked(receiveLock, this::closeReceiveRings);
             });
             return;
@@ -913,7 +941,7 @@ final class UcxConnection extends AbstractConnection {
             }
         }
         bootstrap.close();
-        senderQueue.add(() -> { });
+        senderQueue.add(() -> {});
     }
 
     @Override
@@ -943,7 +971,6 @@ final class UcxConnection extends AbstractConnection {
 
     @Override
     public String toString() {
-        return "UcxConnection[" + name + " to " + bootstrap.peer() + (connection.isClosed() ? ", closed" : "")
-                + "]";
+        return "UcxConnection[" + name + " to " + bootstrap.peer() + (connection.isClosed() ? ", closed" : "") + "]";
     }
 }

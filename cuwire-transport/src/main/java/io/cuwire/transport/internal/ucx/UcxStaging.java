@@ -46,15 +46,25 @@ final class UcxStaging implements AutoCloseable {
             for (long k = 0; k < chunks; k++) {
                 int s = slots.slot(k);
                 slots.stream(s).synchronize();
-                sending.set(s, agent.send(slots.buffer(s).segment().address(), slots.size(k, length), firstTag + k,
-                        UcxAgent.HOST));
+                sending.set(
+                        s,
+                        agent.send(
+                                slots.buffer(s).segment().address(),
+                                slots.size(k, length),
+                                firstTag + k,
+                                UcxAgent.HOST));
                 if (k + 1 < chunks) {
                     int next = slots.slot(k + 1);
                     if (sending.get(next) != null) {
                         waiter.await(sending.set(next, null));
                     }
-                    CopyEngine.copyAsync(src, (k + 1) * slots.chunk(), slots.buffer(next), 0,
-                            slots.size(k + 1, length), slots.stream(next));
+                    CopyEngine.copyAsync(
+                            src,
+                            (k + 1) * slots.chunk(),
+                            slots.buffer(next),
+                            0,
+                            slots.size(k + 1, length),
+                            slots.stream(next));
                 }
             }
             for (CompletableFuture<Void> f : sending) {
@@ -84,8 +94,8 @@ final class UcxStaging implements AutoCloseable {
             for (long k = 0; k < chunks; k++) {
                 int s = slots.slot(k);
                 waiter.await(receiving.get(s));
-                CopyEngine.copyAsync(slots.buffer(s), 0, dst, k * slots.chunk(), slots.size(k, length),
-                        slots.stream(s));
+                CopyEngine.copyAsync(
+                        slots.buffer(s), 0, dst, k * slots.chunk(), slots.size(k, length), slots.stream(s));
                 if (k + n < chunks) {
                     slots.stream(s).synchronize();
                     receiving.set(s, post(agent, k + n, length, firstTag));
@@ -102,8 +112,7 @@ final class UcxStaging implements AutoCloseable {
 
     private CompletableFuture<Void> post(UcxAgent agent, long k, long length, long firstTag) {
         int s = slots.slot(k);
-        return agent.receive(slots.buffer(s).segment().address(), slots.size(k, length), firstTag + k,
-                UcxAgent.HOST);
+        return agent.receive(slots.buffer(s).segment().address(), slots.size(k, length), firstTag + k, UcxAgent.HOST);
     }
 
     /** Frees the ring; the caller makes sure no UCX request still uses it (its worker is destroyed or idle). */

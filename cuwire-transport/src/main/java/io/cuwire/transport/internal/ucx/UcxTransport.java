@@ -26,8 +26,7 @@ import java.nio.channels.SocketChannel;
 public final class UcxTransport implements Transport {
     public static final UcxTransport INSTANCE = new UcxTransport();
 
-    private UcxTransport() {
-    }
+    private UcxTransport() {}
 
     /** Whether UCX loads in this process (it is loaded on first use). */
     public static boolean available() {
@@ -58,7 +57,11 @@ public final class UcxTransport implements Transport {
     public Listener listen(String address, TransportConfig config) {
         InetSocketAddress bind = Sockets.parse(Transports.UCX, address);
         Ucx ucx = Ucx.get();
-        return new SocketListener(Transports.UCX, bind, config, local(ucx, config),
+        return new SocketListener(
+                Transports.UCX,
+                bind,
+                config,
+                local(ucx, config),
                 (channel, handshake, c) -> new UcxConnection(ucx, channel.socket(), c, handshake, false));
     }
 

@@ -20,8 +20,8 @@ class IpcTransportMaxMappingsTest {
     @Test
     void shouldRefuseAValueThatIsNotACountOfMappingsNamingTheProperty() {
         for (String bad : new String[] {"0", "-3", "many", "2097152"}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> IpcTransport.maxMappings(bad));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> IpcTransport.maxMappings(bad));
             assertTrue(e.getMessage().startsWith("cuwire.ipc.maxMappings=" + bad), e.getMessage());
         }
     }

@@ -47,13 +47,19 @@ class MappingCacheTest {
     }
 
     private MappingCache cache(int maxMappings, long maxBytes) {
-        assumeTrue(device.platform().equals("emulated"), "CUDA does not open a process's own IPC handles; the cache"
-                + " runs on CUDA in IpcTransportTest, between two processes");
-        return new MappingCache("test mappings", (via, h) -> {
-            DeviceBuffer b = via.openHandle(h);
-            opened.add(b);
-            return b;
-        }, maxMappings, maxBytes);
+        assumeTrue(
+                device.platform().equals("emulated"),
+                "CUDA does not open a process's own IPC handles; the cache"
+                        + " runs on CUDA in IpcTransportTest, between two processes");
+        return new MappingCache(
+                "test mappings",
+                (via, h) -> {
+                    DeviceBuffer b = via.openHandle(h);
+                    opened.add(b);
+                    return b;
+                },
+                maxMappings,
+                maxBytes);
     }
 
     private long openNow() {
@@ -66,7 +72,8 @@ class MappingCacheTest {
 
     @Test
     void shouldOpenAnAllocationOnceAndReachEveryBufferInItByOffset() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(4, 1 << 30)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                MappingCache cache = cache(4, 1 << 30)) {
             byte[] data = new byte[4096];
             for (int i = 0; i < data.length; i++) {
                 data[i] = (byte) i;
@@ -94,18 +101,24 @@ class MappingCacheTest {
 
     @Test
     void shouldNameItsMappingsInTheMemoryReportOfTheDeviceTheyWereOpenedThrough() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE)) {
             MappingCache cache = cache(4, 1 << 30);
             assertTrue(mine(device).isEmpty(), "nothing mapped yet");
             try (MappingCache.Lease held = cache.acquire(allocation(a), 0, 16, device)) {
                 cache.acquire(allocation(b), 0, 16, device).close();
-                assertEquals(List.of("test mappings: 2 mapping(s) of the peer's allocations, " + 2 * LARGE + " bytes "
-                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
-                        + "bounds require)"), mine(device));
+                assertEquals(
+                        List.of("test mappings: 2 mapping(s) of the peer's allocations, " + 2 * LARGE + " bytes "
+                                + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                                + "bounds require)"),
+                        mine(device));
                 cache.close();
-                assertEquals(List.of("test mappings: 1 mapping(s) of the peer's allocations, " + LARGE + " bytes "
-                        + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
-                        + "bounds require)"), mine(device), "off the report once closed, but for what a copy holds");
+                assertEquals(
+                        List.of("test mappings: 1 mapping(s) of the peer's allocations, " + LARGE + " bytes "
+                                + "(kept from being freed while mapped; 1 held by copies, the rest closed as the cache's "
+                                + "bounds require)"),
+                        mine(device),
+                        "off the report once closed, but for what a copy holds");
                 assertTrue(held.buffer().isOpen());
             }
             assertTrue(mine(device).isEmpty());
@@ -113,13 +126,17 @@ class MappingCacheTest {
     }
 
     private static List<String> mine(Device d) {
-        return d.memoryReport().holders().stream().filter(h -> h.startsWith("test mappings")).toList();
+        return d.memoryReport().holders().stream()
+                .filter(h -> h.startsWith("test mappings"))
+                .toList();
     }
 
     @Test
     void shouldEvictTheLeastRecentlyUsedMappingPastTheCountBound() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
-                DeviceBuffer c = exporter.allocate(LARGE); MappingCache cache = cache(2, 1 << 30)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer c = exporter.allocate(LARGE);
+                MappingCache cache = cache(2, 1 << 30)) {
             cache.acquire(allocation(a), 0, 100, device).close();
             cache.acquire(allocation(b), 0, 100, device).close();
             cache.acquire(allocation(a), 0, 100, device).close();
@@ -141,16 +158,21 @@ class MappingCacheTest {
     void shouldCloseIdleMappingsAndRetryWhenThePlatformRefusesToOpenOneMore() {
         assumeTrue(device.platform().equals("emulated"), "CUDA does not open a process's own IPC handles");
         int[] platformBound = {2};
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE);
                 DeviceBuffer c = exporter.allocate(LARGE);
-                MappingCache cache = new MappingCache("test mappings", (via, h) -> {
-                    if (openNow() >= platformBound[0]) {
-                        throw new AllocationLimitException("the platform maps at most " + platformBound[0]);
-                    }
-                    DeviceBuffer opened = via.openHandle(h);
-                    this.opened.add(opened);
-                    return opened;
-                }, 100, 1L << 30)) {
+                MappingCache cache = new MappingCache(
+                        "test mappings",
+                        (via, h) -> {
+                            if (openNow() >= platformBound[0]) {
+                                throw new AllocationLimitException("the platform maps at most " + platformBound[0]);
+                            }
+                            DeviceBuffer opened = via.openHandle(h);
+                            this.opened.add(opened);
+                            return opened;
+                        },
+                        100,
+                        1L << 30)) {
             cache.acquire(allocation(a), 0, 100, device).close();
             try (MappingCache.Lease held = cache.acquire(allocation(b), 0, 100, device)) {
                 assertEquals(100, held.buffer().byteSize());
@@ -160,8 +182,8 @@ class MappingCacheTest {
                 assertEquals(1, s.evictions(), "a, idle, was closed to make room; b is held");
                 assertEquals(2, openNow());
                 platformBound[0] = 1;
-                AllocationLimitException e = assertThrows(AllocationLimitException.class,
-                        () -> cache.acquire(allocation(a), 0, 100, device));
+                AllocationLimitException e = assertThrows(
+                        AllocationLimitException.class, () -> cache.acquire(allocation(a), 0, 100, device));
                 assertTrue(e.getMessage().contains("at most 1"), e.getMessage());
                 assertEquals(1, openNow(), "c, idle, was closed; b stays held, and a was not opened");
             }
@@ -171,7 +193,8 @@ class MappingCacheTest {
 
     @Test
     void shouldEvictPastTheByteBound() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE);
                 MappingCache cache = cache(10, LARGE + LARGE / 2)) {
             cache.acquire(allocation(a), 0, 600, device).close();
             cache.acquire(allocation(b), 0, 600, device).close();
@@ -185,8 +208,10 @@ class MappingCacheTest {
 
     @Test
     void shouldNotCloseAMappingHeldByACopyUntilItIsReleased() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
-                DeviceBuffer target = exporter.allocate(256); MappingCache cache = cache(1, 1 << 30)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer target = exporter.allocate(256);
+                MappingCache cache = cache(1, 1 << 30)) {
             MappingCache.Lease held = cache.acquire(allocation(a), 0, 256, device);
             MappingCache.Lease other = cache.acquire(allocation(b), 0, 256, device);
             assertEquals(2, cache.stats().mapped(), "over the bound while both are held");
@@ -221,17 +246,19 @@ class MappingCacheTest {
 
     @Test
     void shouldRefuseARangeOutsideTheAllocationBeforeOpening() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(4, 1 << 30)) {
-            assertThrows(IndexOutOfBoundsException.class, () -> cache.acquire(allocation(a), LARGE - 50, 100,
-                    device));
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                MappingCache cache = cache(4, 1 << 30)) {
+            assertThrows(IndexOutOfBoundsException.class, () -> cache.acquire(allocation(a), LARGE - 50, 100, device));
             assertEquals(0, cache.stats().opens());
         }
     }
 
     @Test
     void shouldSayWhenTheMappingsLeasesHoldReachItsBounds() {
-        try (DeviceBuffer a = exporter.allocate(LARGE); DeviceBuffer b = exporter.allocate(LARGE);
-                DeviceBuffer c = exporter.allocate(LARGE); MappingCache cache = cache(2, 1 << 30)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                DeviceBuffer b = exporter.allocate(LARGE);
+                DeviceBuffer c = exporter.allocate(LARGE);
+                MappingCache cache = cache(2, 1 << 30)) {
             MappingCache.Lease first = cache.acquire(allocation(a), 0, 10, device);
             MappingCache.Lease again = cache.acquire(allocation(a), 10, 10, device);
             assertTrue(!cache.heldAtBound(), "two leases of one mapping hold one mapping");
@@ -244,7 +271,8 @@ class MappingCacheTest {
             second.close();
             assertEquals(2, cache.stats().mapped());
         }
-        try (DeviceBuffer a = exporter.allocate(LARGE); MappingCache cache = cache(8, LARGE)) {
+        try (DeviceBuffer a = exporter.allocate(LARGE);
+                MappingCache cache = cache(8, LARGE)) {
             try (MappingCache.Lease held = cache.acquire(allocation(a), 0, 10, device)) {
                 assertTrue(cache.heldAtBound(), "the byte bound is held");
                 assertTrue(held.buffer().isOpen());
@@ -256,13 +284,25 @@ class MappingCacheTest {
     @Test
     void shouldRefuseIpcWithAPeerOnAnotherHostOrPlatformSayingWhy() {
         Capabilities local = Capabilities.local(List.of(Family.CUDA));
-        Capabilities otherHost = new Capabilities(local.formatVersion(), local.pid() + 1, "elsewhere/boot",
-                local.devices(), local.transports(), false, local.families());
-        TransportException e = assertThrows(TransportException.class,
-                () -> IpcConnection.checkUsable(otherHost, "peer"));
+        Capabilities otherHost = new Capabilities(
+                local.formatVersion(),
+                local.pid() + 1,
+                "elsewhere/boot",
+                local.devices(),
+                local.transports(),
+                false,
+                local.families());
+        TransportException e =
+                assertThrows(TransportException.class, () -> IpcConnection.checkUsable(otherHost, "peer"));
         assertTrue(e.getMessage().contains("runs on host 'elsewhere/boot'"), e.getMessage());
-        Capabilities otherPlatform = new Capabilities(local.formatVersion(), local.pid() + 1, local.hostId(),
-                List.of(new Capabilities.DeviceInfo("martian", 0, "x")), local.transports(), false, local.families());
+        Capabilities otherPlatform = new Capabilities(
+                local.formatVersion(),
+                local.pid() + 1,
+                local.hostId(),
+                List.of(new Capabilities.DeviceInfo("martian", 0, "x")),
+                local.transports(),
+                false,
+                local.families());
         e = assertThrows(TransportException.class, () -> IpcConnection.checkUsable(otherPlatform, "peer"));
         assertTrue(e.getMessage().contains("[martian]"), e.getMessage());
         e = assertThrows(TransportException.class, () -> IpcConnection.checkUsable(local, "peer"));

@@ -36,8 +36,8 @@ class PushArenaTest {
         assertThrows(IllegalArgumentException.class, () -> arena.lend(512, 256), "inside a held range");
         assertThrows(IllegalArgumentException.class, () -> arena.lend(4096, 4096), "overlapping the next one's end");
         assertThrows(IllegalArgumentException.class, () -> arena.lend(900, 200), "overlapping the first one's end");
-        IllegalArgumentException outside = assertThrows(IllegalArgumentException.class,
-                () -> arena.lend(ARENA - 8, 16));
+        IllegalArgumentException outside =
+                assertThrows(IllegalArgumentException.class, () -> arena.lend(ARENA - 8, 16));
         assertTrue(outside.getMessage().contains("not within the push arena of 65536 bytes"), outside.getMessage());
         assertThrows(IllegalArgumentException.class, () -> arena.lend(-256, 16));
         assertThrows(IllegalArgumentException.class, () -> arena.lend(Long.MAX_VALUE - 4, 16), "no overflow");
@@ -49,7 +49,7 @@ class PushArenaTest {
         assertEquals(0, back.getFirst()[0]);
         assertEquals(1000, back.getFirst()[1]);
         assertTrue(arena.drainReturned().isEmpty());
-        DeviceBuffer again = arena.lend(512, 256);  // returned bytes may be pushed into again
+        DeviceBuffer again = arena.lend(512, 256); // returned bytes may be pushed into again
         arena.end();
         assertEquals(ARENA, owner.allocatedBytes(), "the arena stays while loans are out");
         assertTrue(b.isOpen());
@@ -68,9 +68,12 @@ class PushArenaTest {
         try (BufferAllocator<DeviceBuffer> exporter = Devices.get(0).newAllocator("exp", BufferAllocator.UNLIMITED);
                 DeviceBuffer memory = ownAllocation(exporter);
                 // the "mapping" is a loan of the memory itself: CUDA does not open a process's own handles
-                MappingCache cache = new MappingCache("test", (d, h) -> memory.lend(() -> { }), 4, 1L << 30)) {
-            MappingCache.Lease lease = cache.acquire(Devices.get(0).exportAllocation(memory),
-                    Devices.get(0).allocationOffset(memory), ARENA, Devices.get(0));
+                MappingCache cache = new MappingCache("test", (d, h) -> memory.lend(() -> {}), 4, 1L << 30)) {
+            MappingCache.Lease lease = cache.acquire(
+                    Devices.get(0).exportAllocation(memory),
+                    Devices.get(0).allocationOffset(memory),
+                    ARENA,
+                    Devices.get(0));
             try (PushArena arena = new PushArena(lease, Devices.get(0))) {
                 List<Long> offsets = new ArrayList<>();
                 long offset;
@@ -81,13 +84,17 @@ class PushArenaTest {
                 assertEquals(List.of(0L, 10_240L, 20_480L, 30_720L, 40_960L, 51_200L), offsets);
                 assertEquals(61_440, arena.reserve(4096), "the last 4 KiB");
                 assertEquals(-1, arena.reserve(1));
-                assertThrows(ProtocolViolationException.class, () -> arena.release(256, 10, "peer"),
-                        "never reserved there");
-                assertThrows(ProtocolViolationException.class, () -> arena.release(0, 20_000, "peer"),
+                assertThrows(
+                        ProtocolViolationException.class, () -> arena.release(256, 10, "peer"), "never reserved there");
+                assertThrows(
+                        ProtocolViolationException.class,
+                        () -> arena.release(0, 20_000, "peer"),
                         "longer than reserved");
                 arena.release(10_240, 10_000, "peer");
                 arena.release(20_480, 10_000, "peer");
-                assertThrows(ProtocolViolationException.class, () -> arena.release(20_480, 10_000, "peer"),
+                assertThrows(
+                        ProtocolViolationException.class,
+                        () -> arena.release(20_480, 10_000, "peer"),
                         "returned twice");
                 assertEquals(10_240, arena.reserve(20_000), "the two freed ranges coalesced");
                 assertEquals(30_464, arena.reserve(1), "20,000 bytes took 20,224: 256 are left of the 20,480");
@@ -101,7 +108,8 @@ class PushArenaTest {
     private static DeviceBuffer ownAllocation(BufferAllocator<DeviceBuffer> exporter) {
         for (long size = ARENA; size <= 256L << 20; size *= 4) {
             DeviceBuffer b = exporter.allocate(size);
-            if (Devices.get(0).allocationOffset(b) == 0 && Devices.get(0).exportAllocation(b).length() == size) {
+            if (Devices.get(0).allocationOffset(b) == 0
+                    && Devices.get(0).exportAllocation(b).length() == size) {
                 return b;
             }
             b.close();

@@ -79,13 +79,17 @@ class TlsTest {
         for (int i = toClose.size() - 1; i >= 0; i--) {
             toClose.get(i).close();
         }
-        host.close();  // fails on any byte still allocated
+        host.close(); // fails on any byte still allocated
         device.close();
     }
 
     private TransportConfig config(TlsMode mode) {
-        return TransportConfig.builder().secret(TestMessages.SECRET).receiveInto(DeviceMap.of(host, device))
-                .ioTimeout(Duration.ofSeconds(10)).tls(mode).build();
+        return TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .receiveInto(DeviceMap.of(host, device))
+                .ioTimeout(Duration.ofSeconds(10))
+                .tls(mode)
+                .build();
     }
 
     private <T extends AutoCloseable> T closing(T resource) {
@@ -113,9 +117,17 @@ class TlsTest {
 
     /** TLS sessions at both ends of {@code pair}: [client, server]. */
     private static TlsSession[] tlsPair(SocketChannel[] pair) throws Exception {
-        TransportConfig anyKey = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null).build();
-        CompletableFuture<TlsSession> server = CompletableFuture.supplyAsync(() -> TlsSession.server(pair[1],
-                "client", TlsSession.serverContext(anyKey), streamOf(pair[1]), System.nanoTime() + DEADLINE_NANOS),
+        TransportConfig anyKey = TransportConfig.builder()
+                .allowUnauthenticated(true)
+                .receiveInto(d -> null)
+                .build();
+        CompletableFuture<TlsSession> server = CompletableFuture.supplyAsync(
+                () -> TlsSession.server(
+                        pair[1],
+                        "client",
+                        TlsSession.serverContext(anyKey),
+                        streamOf(pair[1]),
+                        System.nanoTime() + DEADLINE_NANOS),
                 THREADS);
         TlsSession client = TlsSession.client(pair[0], "server", System.nanoTime() + DEADLINE_NANOS);
         return new TlsSession[] {client, server.get(10, TimeUnit.SECONDS)};
@@ -149,8 +161,9 @@ class TlsTest {
         // GeneralizedTime from 2050 on
         X509Certificate late = SelfSignedCertificate.certificate(pair, Instant.parse("2051-06-01T00:00:00Z"));
         assertEquals(Instant.parse("2051-06-02T00:00:00Z"), late.getNotAfter().toInstant());
-        assertArrayEquals(new byte[] {0x04, (byte) 0x82, 0x01, 0x00}, java.util.Arrays.copyOf(
-                SelfSignedCertificate.tlv(0x04, new byte[256]), 4));
+        assertArrayEquals(
+                new byte[] {0x04, (byte) 0x82, 0x01, 0x00},
+                java.util.Arrays.copyOf(SelfSignedCertificate.tlv(0x04, new byte[256]), 4));
     }
 
     @Test
@@ -170,11 +183,20 @@ class TlsTest {
         SocketIo client = closing(new SocketIo(pair[0], "server", tls[0], IdleStrategy.spinFor(Duration.ZERO)));
         SocketIo server = closing(new SocketIo(pair[1], "client", tls[1], IdleStrategy.spinFor(Duration.ZERO)));
         long stall = TimeUnit.SECONDS.toNanos(10);
-        byte[] big = TestMessages.pattern(3 << 20, 7);  // many records, more than the socket buffers hold
+        byte[] big = TestMessages.pattern(3 << 20, 7); // many records, more than the socket buffers hold
         ByteBuffer direct = ByteBuffer.allocateDirect(big.length);
-        CompletableFuture<Void> write = CompletableFuture.runAsync(() -> client.write(
-                new ByteBuffer[] {ByteBuffer.allocate(5).put((byte) 1).putInt(big.length).flip(), ByteBuffer.wrap(big)},
-                stall, SocketIo.NO_DEADLINE), THREADS);
+        CompletableFuture<Void> write = CompletableFuture.runAsync(
+                () -> client.write(
+                        new ByteBuffer[] {
+                            ByteBuffer.allocate(5)
+                                    .put((byte) 1)
+                                    .putInt(big.length)
+                                    .flip(),
+                            ByteBuffer.wrap(big)
+                        },
+                        stall,
+                        SocketIo.NO_DEADLINE),
+                THREADS);
         assertEquals(1, server.readByte(stall, SocketIo.NO_DEADLINE));
         assertEquals(big.length, server.readInt(stall, SocketIo.NO_DEADLINE));
         server.readFully(direct, stall, SocketIo.NO_DEADLINE);
@@ -186,14 +208,17 @@ class TlsTest {
         assertEquals(42, client.readByte(stall, SocketIo.NO_DEADLINE));
 
         // an application-data record whose bytes are not what the sender's key made: its tag does not verify
-        ByteBuffer forged = ByteBuffer.allocate(5 + 40).put((byte) 0x17).put((byte) 3).put((byte) 3).putShort(
-                (short) 40);
+        ByteBuffer forged = ByteBuffer.allocate(5 + 40)
+                .put((byte) 0x17)
+                .put((byte) 3)
+                .put((byte) 3)
+                .putShort((short) 40);
         for (int i = 0; i < 40; i++) {
             forged.put((byte) (i * 37 + 11));
         }
         pair[0].write(forged.flip());
-        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
-                () -> server.readByte(stall, SocketIo.NO_DEADLINE));
+        ProtocolViolationException e =
+                assertThrows(ProtocolViolationException.class, () -> server.readByte(stall, SocketIo.NO_DEADLINE));
         assertTrue(e.getMessage().startsWith("TLS with client failed: "), e.getMessage());
     }
 
@@ -201,20 +226,32 @@ class TlsTest {
     void shouldRefuseATlsHandshakeThatIsNotTlsAsAProtocolError() throws Exception {
         SocketChannel[] pair = socketPair();
         pair[0].write(ByteBuffer.wrap(new byte[] {0x16, 3, 1, 0, 6, 1, 0, 0, 2, 0, 0}));
-        TransportConfig anyKey = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null).build();
-        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
-                () -> TlsSession.server(pair[1], "client",
-                TlsSession.serverContext(anyKey), streamOf(pair[1]), System.nanoTime() + DEADLINE_NANOS));
+        TransportConfig anyKey = TransportConfig.builder()
+                .allowUnauthenticated(true)
+                .receiveInto(d -> null)
+                .build();
+        ProtocolViolationException e = assertThrows(
+                ProtocolViolationException.class,
+                () -> TlsSession.server(
+                        pair[1],
+                        "client",
+                        TlsSession.serverContext(anyKey),
+                        streamOf(pair[1]),
+                        System.nanoTime() + DEADLINE_NANOS));
         assertTrue(e.getMessage().startsWith("the TLS handshake with client failed: "), e.getMessage());
     }
 
     @Test
     void shouldRefusePlaintextFromANonLoopbackPeerInAutoSayingWhatToSet() {
         SocketListener listener = listen(config(TlsMode.AUTO), false);
-        ProtocolViolationException e = assertThrows(ProtocolViolationException.class,
+        ProtocolViolationException e = assertThrows(
+                ProtocolViolationException.class,
                 () -> TcpTransport.INSTANCE.connect(listener.address(), config(TlsMode.AUTO)));
-        assertTrue(e.getMessage().contains("TLS required from non-loopback peers (listener tls AUTO): set the "
-                + "client's TransportConfig.tls(ON) or -Dcuwire.transport.tls=on"), e.getMessage());
+        assertTrue(
+                e.getMessage()
+                        .contains("TLS required from non-loopback peers (listener tls AUTO): set the "
+                                + "client's TransportConfig.tls(ON) or -Dcuwire.transport.tls=on"),
+                e.getMessage());
         assertThrows(TransportTimeoutException.class, () -> listener.accept(Duration.ofMillis(50)));
 
         // the same listener takes the same peer over TLS, and carries a device and a host frame inside it
@@ -233,8 +270,10 @@ class TlsTest {
                 d.close();
                 h.close();
                 assertEquals("inside-tls", m.value().root());
-                assertArrayEquals(dBytes, TestMessages.contents(m.value().frames().get(0).buffer()));
-                assertArrayEquals(hBytes, TestMessages.contents(m.value().frames().get(1).buffer()));
+                assertArrayEquals(
+                        dBytes, TestMessages.contents(m.value().frames().get(0).buffer()));
+                assertArrayEquals(
+                        hBytes, TestMessages.contents(m.value().frames().get(1).buffer()));
             }
         }
         assertEquals(0, listener.handshaking());
@@ -248,8 +287,7 @@ class TlsTest {
             assertTrue(c.isOpen() && s.isOpen());
         }
         SocketListener off = listen(config(TlsMode.OFF), false);
-        assertThrows(PeerClosedException.class, () -> TcpTransport.INSTANCE.connect(off.address(),
-                config(TlsMode.ON)));
+        assertThrows(PeerClosedException.class, () -> TcpTransport.INSTANCE.connect(off.address(), config(TlsMode.ON)));
         try (Connection c = TcpTransport.INSTANCE.connect(off.address(), config(TlsMode.OFF));
                 Connection s = off.accept(Duration.ofSeconds(10))) {
             assertTrue(c.isOpen() && s.isOpen());
@@ -259,7 +297,11 @@ class TlsTest {
     // ---- a relay that terminates TLS on both sides and knows no secret
 
     /** How the relay changes the hellos it passes on. */
-    private enum Rewrite { NONE, CLIENT_HELLO, BOTH_HELLOS }
+    private enum Rewrite {
+        NONE,
+        CLIENT_HELLO,
+        BOTH_HELLOS
+    }
 
     /**
      * Stands where the client believes the server is (as a hijacked name or route would put it): takes the client's
@@ -273,32 +315,47 @@ class TlsTest {
 
         Relay(InetSocketAddress server, Rewrite rewrite, boolean tlsToServer) throws IOException {
             socket = closing(ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0)));
-            TransportConfig own = TransportConfig.builder().allowUnauthenticated(true).receiveInto(d -> null).build();
-            done = CompletableFuture.runAsync(() -> {
-                try {
-                    SocketChannel a = closing(socket.accept());
-                    TlsSession clientSide = TlsSession.server(a, "client", TlsSession.serverContext(own), streamOf(a),
-                            System.nanoTime() + DEADLINE_NANOS);
-                    SocketChannel b = closing(SocketChannel.open(server));
-                    RecordChannel toServer;
-                    byte[] serverBinding = null;
-                    if (tlsToServer) {
-                        TlsSession serverSide = TlsSession.client(b, "server", System.nanoTime() + DEADLINE_NANOS);
-                        toServer = serverSide.records();
-                        serverBinding = serverSide.binding();
-                    } else {
-                        toServer = new io.cuwire.transport.internal.SocketRecords(b.socket(), "server");
-                    }
-                    RecordChannel toClient = clientSide.records();
-                    byte[] sb = serverBinding;
-                    CompletableFuture<Void> back = CompletableFuture.runAsync(() -> pass(toServer, toClient,
-                            rewrite == Rewrite.BOTH_HELLOS ? clientSide.binding() : null, null), THREADS);
-                    pass(toClient, toServer, rewrite != Rewrite.NONE ? sb : null, fromClient);
-                    back.join();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }, THREADS);
+            TransportConfig own = TransportConfig.builder()
+                    .allowUnauthenticated(true)
+                    .receiveInto(d -> null)
+                    .build();
+            done = CompletableFuture.runAsync(
+                    () -> {
+                        try {
+                            SocketChannel a = closing(socket.accept());
+                            TlsSession clientSide = TlsSession.server(
+                                    a,
+                                    "client",
+                                    TlsSession.serverContext(own),
+                                    streamOf(a),
+                                    System.nanoTime() + DEADLINE_NANOS);
+                            SocketChannel b = closing(SocketChannel.open(server));
+                            RecordChannel toServer;
+                            byte[] serverBinding = null;
+                            if (tlsToServer) {
+                                TlsSession serverSide =
+                                        TlsSession.client(b, "server", System.nanoTime() + DEADLINE_NANOS);
+                                toServer = serverSide.records();
+                                serverBinding = serverSide.binding();
+                            } else {
+                                toServer = new io.cuwire.transport.internal.SocketRecords(b.socket(), "server");
+                            }
+                            RecordChannel toClient = clientSide.records();
+                            byte[] sb = serverBinding;
+                            CompletableFuture<Void> back = CompletableFuture.runAsync(
+                                    () -> pass(
+                                            toServer,
+                                            toClient,
+                                            rewrite == Rewrite.BOTH_HELLOS ? clientSide.binding() : null,
+                                            null),
+                                    THREADS);
+                            pass(toClient, toServer, rewrite != Rewrite.NONE ? sb : null, fromClient);
+                            back.join();
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    },
+                    THREADS);
         }
 
         String address() {
@@ -336,8 +393,14 @@ class TlsTest {
             throws IOException {
         try (SocketChannel channel = SocketChannel.open(socketAddress("tcp://" + relay.address()))) {
             TlsSession tls = TlsSession.client(channel, relay.address(), System.nanoTime() + DEADLINE_NANOS);
-            return Handshake.run(tls.records(), config, true, Capabilities.local(config.families()), serverEndpoint,
-                    () -> { }, tls.binding());
+            return Handshake.run(
+                    tls.records(),
+                    config,
+                    true,
+                    Capabilities.local(config.families()),
+                    serverEndpoint,
+                    () -> {},
+                    tls.binding());
         }
     }
 
@@ -349,10 +412,13 @@ class TlsTest {
     void shouldHaveTheServerRefuseARelayThatPassesTheClientsHelloOnAsItIs() throws Exception {
         SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, true));
-        AuthenticationException e = assertThrows(AuthenticationException.class,
-                () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
-        assertTrue(e.getMessage().startsWith("peer refused this side: AuthenticationException: the peer's hello is "
-                + "not bound to this connection's TLS channel"), e.getMessage());
+        AuthenticationException e = assertThrows(
+                AuthenticationException.class, () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
+        assertTrue(
+                e.getMessage()
+                        .startsWith("peer refused this side: AuthenticationException: the peer's hello is "
+                                + "not bound to this connection's TLS channel"),
+                e.getMessage());
         relay.done.get(10, TimeUnit.SECONDS);
         assertEquals(1, relay.fromClient.size(), "the client sent only its hello, no proof: " + relay.fromClient);
         assertThrows(TransportTimeoutException.class, () -> server.accept(Duration.ofMillis(50)));
@@ -362,9 +428,10 @@ class TlsTest {
     void shouldHaveTheClientRefuseARelayThatRebindsTheClientsHelloBeforeItProvesAnything() throws Exception {
         SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.CLIENT_HELLO, true));
-        AuthenticationException e = assertThrows(AuthenticationException.class,
-                () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
-        assertTrue(e.getMessage().startsWith("the peer's hello is not bound to this connection's TLS channel"),
+        AuthenticationException e = assertThrows(
+                AuthenticationException.class, () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
+        assertTrue(
+                e.getMessage().startsWith("the peer's hello is not bound to this connection's TLS channel"),
                 e.getMessage());
         relay.done.get(10, TimeUnit.SECONDS);
         assertEquals(2, relay.fromClient.size(), relay.fromClient.toString());
@@ -376,10 +443,13 @@ class TlsTest {
     void shouldHaveTheServerRefuseTheProofOfAClientWhoseHellosWereBothRebound() throws Exception {
         SocketListener server = listen(config(TlsMode.ON), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.BOTH_HELLOS, true));
-        AuthenticationException e = assertThrows(AuthenticationException.class,
-                () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
-        assertTrue(e.getMessage().startsWith("peer refused this side: AuthenticationException: peer's proof of the "
-                + "cluster secret is wrong"), e.getMessage());
+        AuthenticationException e = assertThrows(
+                AuthenticationException.class, () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
+        assertTrue(
+                e.getMessage()
+                        .startsWith("peer refused this side: AuthenticationException: peer's proof of the "
+                                + "cluster secret is wrong"),
+                e.getMessage());
         relay.done.get(10, TimeUnit.SECONDS);
         assertThrows(TransportTimeoutException.class, () -> server.accept(Duration.ofMillis(50)));
     }
@@ -388,10 +458,13 @@ class TlsTest {
     void shouldHaveAPlaintextServerRefuseAHelloBoundToATlsChannel() throws Exception {
         SocketListener server = listen(config(TlsMode.AUTO), true);
         Relay relay = closing(new Relay(socketAddress(server.address()), Rewrite.NONE, false));
-        AuthenticationException e = assertThrows(AuthenticationException.class,
-                () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
-        assertTrue(e.getMessage().startsWith("peer refused this side: AuthenticationException: the peer's hello is "
-                + "bound to a TLS channel, but this connection is plaintext"), e.getMessage());
+        AuthenticationException e = assertThrows(
+                AuthenticationException.class, () -> clientThrough(relay, endpoint(server), config(TlsMode.ON)));
+        assertTrue(
+                e.getMessage()
+                        .startsWith("peer refused this side: AuthenticationException: the peer's hello is "
+                                + "bound to a TLS channel, but this connection is plaintext"),
+                e.getMessage());
         relay.done.get(10, TimeUnit.SECONDS);
         assertThrows(TransportTimeoutException.class, () -> server.accept(Duration.ofMillis(50)));
     }
@@ -403,13 +476,16 @@ class TlsTest {
         store.load(null, null);
         java.security.cert.Certificate[] chain = {SelfSignedCertificate.certificate(pair, Instant.now())};
         store.setKeyEntry("mine", pair.getPrivate(), "right".toCharArray(), chain);
-        TransportConfig wrong = TransportConfig.builder().secret(TestMessages.SECRET)
-                .receiveInto(DeviceMap.of(host, device)).tls(TlsMode.ON).tlsKeyStore(store, "wrong".toCharArray())
+        TransportConfig wrong = TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .receiveInto(DeviceMap.of(host, device))
+                .tls(TlsMode.ON)
+                .tlsKeyStore(store, "wrong".toCharArray())
                 .build();
-        TransportException e = assertThrows(TransportException.class,
-                () -> listen(wrong, true));
+        TransportException e = assertThrows(TransportException.class, () -> listen(wrong, true));
         assertTrue(e.getMessage().startsWith("cannot set up TLS for a listener: "), e.getMessage());
-        TransportConfig right = wrong.toBuilder().tlsKeyStore(store, "right".toCharArray()).build();
+        TransportConfig right =
+                wrong.toBuilder().tlsKeyStore(store, "right".toCharArray()).build();
         SocketListener listener = listen(right, true);
         try (Connection c = TcpTransport.INSTANCE.connect(listener.address(), right);
                 Connection s = listener.accept(Duration.ofSeconds(10))) {

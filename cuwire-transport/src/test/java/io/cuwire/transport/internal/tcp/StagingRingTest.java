@@ -75,7 +75,7 @@ class StagingRingTest {
             toClose.get(i).close();
         }
         for (StagingRing ring : rings) {
-            ring.close();  // throws MemoryLeakException if a slot's buffer were still open
+            ring.close(); // throws MemoryLeakException if a slot's buffer were still open
             assertEquals(0, ring.pinnedBytes(), "the ring's pinned memory is freed");
         }
         assertEquals(0, frames.allocatedBytes(), "every frame was freed");
@@ -97,7 +97,7 @@ class StagingRingTest {
     private static SocketChannel[] loopbackPair(int socketBuffer) throws IOException {
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
             if (socketBuffer > 0) {
-                server.setOption(StandardSocketOptions.SO_RCVBUF, socketBuffer);  // the accepted socket's, from SYN
+                server.setOption(StandardSocketOptions.SO_RCVBUF, socketBuffer); // the accepted socket's, from SYN
             }
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             SocketChannel writer = SocketChannel.open();
@@ -154,8 +154,8 @@ class StagingRingTest {
     }
 
     /** Sends {@code run} on a thread of its own, counting the copies that thread enqueues in {@code scope}. */
-    private CompletableFuture<Void> sendAsync(StagingRing ring, List<DeviceBuffer> run,
-            AtomicReference<TransferScope> scope) {
+    private CompletableFuture<Void> sendAsync(
+            StagingRing ring, List<DeviceBuffer> run, AtomicReference<TransferScope> scope) {
         CompletableFuture<Void> sent = new CompletableFuture<>();
         Thread.ofPlatform().daemon().name("ring-sender").start(() -> {
             try (TransferScope s = CopyEngine.openThreadScope("ring sender")) {
@@ -228,7 +228,7 @@ class StagingRingTest {
         StagingRing sender = ring("sender");
         StagingRing receiver = ring("receiver");
         for (int chunks = 1; chunks <= 7; chunks++) {
-            int n = chunks * CHUNK - random.nextInt(CHUNK);  // the last chunk partly filled
+            int n = chunks * CHUNK - random.nextInt(CHUNK); // the last chunk partly filled
             List<byte[]> sentBytes = new ArrayList<>();
             DeviceBuffer d = frame(random, n, sentBytes);
             AtomicReference<TransferScope> copies = new AtomicReference<>();
@@ -250,7 +250,7 @@ class StagingRingTest {
         SplittableRandom random = TestRandom.create(info);
         long socketsHold = socketCapacity(SOCKET_BUFFER_BYTES);
         connect(SOCKET_BUFFER_BYTES);
-        int n = 256 * CHUNK;  // 4 MiB
+        int n = 256 * CHUNK; // 4 MiB
         assertTrue(socketsHold + (long) SLOTS * CHUNK < n / 4, "the sockets hold " + socketsHold + " bytes");
         StagingRing sender = ring("sender");
         StagingRing receiver = ring("receiver");
@@ -261,8 +261,10 @@ class StagingRingTest {
         long staged = awaitStalled(copies, sent);
         assertTrue(staged > 0, "the sender began");
         // a chunk of slack: the socket may take part of a chunk here and not there
-        assertTrue(staged <= socketsHold + (long) (SLOTS + 1) * CHUNK, "staged " + staged + " bytes of " + n
-                + " while the sockets hold " + socketsHold + " and the ring " + SLOTS * CHUNK);
+        assertTrue(
+                staged <= socketsHold + (long) (SLOTS + 1) * CHUNK,
+                "staged " + staged + " bytes of " + n + " while the sockets hold " + socketsHold + " and the ring "
+                        + SLOTS * CHUNK);
         System.out.println("staging ring stalled after " + staged + " bytes; the sockets hold " + socketsHold);
         DeviceBuffer r = receive(receiver, List.of(n)).get(0);
         sent.get(30, TimeUnit.SECONDS);
@@ -307,10 +309,11 @@ class StagingRingTest {
         List<byte[]> sentBytes = new ArrayList<>();
         DeviceBuffer half = frame(random, 5 * CHUNK / 2, sentBytes);
         sendAsync(sender, List.of(half), new AtomicReference<>()).get(30, TimeUnit.SECONDS);
-        DeviceBuffer whole = frames.allocate(5L * CHUNK);  // twice what was sent
+        DeviceBuffer whole = frames.allocate(5L * CHUNK); // twice what was sent
         toClose.add(whole);
         CompletableFuture<Void> receiving = CompletableFuture.runAsync(
-                () -> receiver.receive(receiverIo, whole, STALL_NANOS), task -> Thread.ofPlatform().start(task));
+                () -> receiver.receive(receiverIo, whole, STALL_NANOS),
+                task -> Thread.ofPlatform().start(task));
         Thread.sleep(200);
         assertFalse(receiving.isDone(), "the receiver waits for the rest of the frame");
         receiverIo.close();

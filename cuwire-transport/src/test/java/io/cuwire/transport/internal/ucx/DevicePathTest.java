@@ -45,8 +45,8 @@ class DevicePathTest {
         assertEquals(256 << 20, DevicePath.directPartBytes(null));
         assertEquals(256 << 20, DevicePath.directPartBytes(" "));
         for (String bad : new String[] {"4095", "1073741825", "1g", "-1"}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> DevicePath.directPartBytes(bad));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> DevicePath.directPartBytes(bad));
             assertTrue(e.getMessage().contains(DevicePath.DIRECT_PART_PROPERTY + "=" + bad), e.getMessage());
         }
     }
@@ -59,12 +59,15 @@ class DevicePathTest {
     @ValueSource(booleans = {true, false})
     void shouldTakeThePathThatThisSidesUcxAndThePeersCapabilitiesGive(boolean peerClaimsCuda) throws Exception {
         assumeTrue(Ucx.available(), "needs the system UCX (libucx0)");
-        TransportConfig config = TransportConfig.builder().secret(TestMessages.SECRET)
-                .ioTimeout(Duration.ofSeconds(10)).receiveInto(d -> null).build();
+        TransportConfig config = TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .ioTimeout(Duration.ofSeconds(10))
+                .receiveInto(d -> null)
+                .build();
         try (Listener listener = Transports.ucx().listen("ucx://127.0.0.1:0", config)) {
             SocketChannel channel = Sockets.open(Transports.UCX, listener.address(), config);
-            Handshake.Result handshake = Sockets.handshake(channel, config,
-                    Capabilities.local(config.families()).withUcx(peerClaimsCuda));
+            Handshake.Result handshake = Sockets.handshake(
+                    channel, config, Capabilities.local(config.families()).withUcx(peerClaimsCuda));
             try (Bootstrap bootstrap = new Bootstrap(channel.socket())) {
                 UcxAgent agent = new UcxAgent(Ucx.get(), "raw", config.idle());
                 try {
@@ -74,7 +77,7 @@ class DevicePathTest {
                     address.duplicate().get(mine);
                     bootstrap.writeRecord(mine);
                     byte[] theirs = bootstrap.readRecord(64 << 10, deadline);
-                    agent.connect(ByteBuffer.wrap(theirs), () -> { }).get(10, TimeUnit.SECONDS);
+                    agent.connect(ByteBuffer.wrap(theirs), () -> {}).get(10, TimeUnit.SECONDS);
                     bootstrap.writeRecord(new byte[] {'R'});
                     bootstrap.readRecord(1, deadline);
                     try (Connection c = listener.accept(Duration.ofSeconds(30))) {

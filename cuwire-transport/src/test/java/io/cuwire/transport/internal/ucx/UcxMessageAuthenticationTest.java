@@ -19,8 +19,8 @@ import io.cuwire.transport.internal.Handshake;
 import io.cuwire.transport.internal.socket.Sockets;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,17 +47,19 @@ class UcxMessageAuthenticationTest {
     private Listener listener;
 
     /** A raw client: its bootstrap socket, its UCX worker connected to the listener's, the handshake's keys. */
-    private record Raw(Bootstrap bootstrap, UcxAgent agent, Handshake.Result handshake) {
-    }
+    private record Raw(Bootstrap bootstrap, UcxAgent agent, Handshake.Result handshake) {}
 
     @BeforeEach
     void open() {
         assumeTrue(Ucx.available(), "needs the system UCX (libucx0)");
-        config = TransportConfig.builder().secret(TestMessages.SECRET).ioTimeout(Duration.ofSeconds(10))
+        config = TransportConfig.builder()
+                .secret(TestMessages.SECRET)
+                .ioTimeout(Duration.ofSeconds(10))
                 .receiveInto(d -> {
                     allocations.incrementAndGet();
                     throw new IllegalStateException("these messages have no frames");
-                }).build();
+                })
+                .build();
         listener = Transports.ucx().listen("ucx://127.0.0.1:0", config);
     }
 
@@ -85,7 +87,7 @@ class UcxMessageAuthenticationTest {
         address.duplicate().get(mine);
         bootstrap.writeRecord(mine);
         byte[] theirs = bootstrap.readRecord(64 << 10, deadline);
-        agent.connect(ByteBuffer.wrap(theirs), () -> { }).get(10, TimeUnit.SECONDS);
+        agent.connect(ByteBuffer.wrap(theirs), () -> {}).get(10, TimeUnit.SECONDS);
         bootstrap.writeRecord(READY);
         bootstrap.readRecord(1, deadline);
         bootstrap.authenticate(handshake.keys());
@@ -103,15 +105,20 @@ class UcxMessageAuthenticationTest {
         byte[] header = TestMessages.message(label, List.of()).header();
         int covered = UcxConnection.PREAMBLE_BYTES + header.length;
         ByteBuffer part = ByteBuffer.allocateDirect(covered + 16);
-        part.put((byte) 1).putInt(4 << 20).putInt(UcxConnection.HOST_PART_BYTES).putInt(header.length).put(header);
+        part.put((byte) 1)
+                .putInt(4 << 20)
+                .putInt(UcxConnection.HOST_PART_BYTES)
+                .putInt(header.length)
+                .put(header);
         part.put(keys.keys().sending("test").seal(seq, part.duplicate().flip()));
         return part.flip();
     }
 
     private static void send(Raw raw, ByteBuffer part, long seq) throws Exception {
         MemorySegment s = MemorySegment.ofBuffer(part);
-        raw.agent().send(s.address(), s.byteSize(), UcxConnection.tag(seq, 0), UcxAgent.HOST).get(10,
-                TimeUnit.SECONDS);
+        raw.agent()
+                .send(s.address(), s.byteSize(), UcxConnection.tag(seq, 0), UcxAgent.HOST)
+                .get(10, TimeUnit.SECONDS);
     }
 
     /** The refusal the listener's side sent on the bootstrap socket, its tag checked. */

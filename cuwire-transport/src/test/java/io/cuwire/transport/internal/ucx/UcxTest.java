@@ -27,8 +27,10 @@ class UcxTest {
     @Test
     void shouldNameTheJucxJarWhenItsClassesAreMissing() {
         String m = Ucx.unavailableMessage(new NoClassDefFoundError("org/openucx/jucx/ucp/UcpParams"));
-        assertTrue(m.startsWith("UCX not available: the JUCX classes are not on the class path; add the dependency "
-                + "org.openucx:jucx:"), m);
+        assertTrue(
+                m.startsWith("UCX not available: the JUCX classes are not on the class path; add the dependency "
+                        + "org.openucx:jucx:"),
+                m);
     }
 
     @Test

@@ -38,8 +38,8 @@ class UcxWithoutJucxTest {
         String jar = jucxJars.getFirst();
         String version = jar.substring("jucx-".length(), jar.length() - ".jar".length());
         String message;
-        try (URLClassLoader withoutJucx = new URLClassLoader("without-jucx", path.toArray(URL[]::new),
-                ClassLoader.getPlatformClassLoader())) {
+        try (URLClassLoader withoutJucx =
+                new URLClassLoader("without-jucx", path.toArray(URL[]::new), ClassLoader.getPlatformClassLoader())) {
             assertThrows(ClassNotFoundException.class, () -> withoutJucx.loadClass("org.openucx.jucx.ucp.UcpContext"));
             Method listen = withoutJucx.loadClass(ListenOverUcx.class.getName()).getDeclaredMethod("run");
             listen.setAccessible(true);
@@ -54,14 +54,15 @@ class UcxWithoutJucxTest {
 
     /** Runs in the class loader without JUCX: asks for a {@code ucx://} listener and says what it got. */
     static final class ListenOverUcx {
-        private ListenOverUcx() {
-        }
+        private ListenOverUcx() {}
 
         static String run() {
-            TransportConfig config = TransportConfig.builder().secret(new byte[32])
+            TransportConfig config = TransportConfig.builder()
+                    .secret(new byte[32])
                     .receiveInto(d -> {
                         throw new AssertionError("nothing is received");
-                    }).build();
+                    })
+                    .build();
             String address = "ucx://127.0.0.1:0";
             try (Listener listener = Transports.forAddress(address).listen(address, config)) {
                 return "listening at " + listener.address();
