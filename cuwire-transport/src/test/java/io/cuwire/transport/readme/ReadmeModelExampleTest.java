@@ -70,8 +70,8 @@ class ReadmeModelExampleTest {
                     .register(Embedding.Metric.class, "example.Metric");
             TransportConfig config = TransportConfig.builder()
                     .secret(secret) // shared by both processes
-                    .receiveInto(DeviceMap.of(host, device))
-                    .build(); // where received frames land
+                    .receiveInto(DeviceMap.of(host, device)) // where received frames land
+                    .build();
             try (Listener listener = Transports.tcp().listen("tcp://127.0.0.1:0", config)) {
                 // The worker's side: another JVM in practice, a thread here.
                 Future<Embedding> received = executor.submit(() -> {

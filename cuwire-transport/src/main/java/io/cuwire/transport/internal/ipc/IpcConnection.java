@@ -1183,9 +1183,9 @@ final class IpcConnection extends AbstractConnection {
      * A message's device-frame copies, each from the sender's bytes (mapped) into a frame, on the copy stream of the
      * device that maps the sender's memory: gathered while the message's references are read and enqueued together,
      * {@value #COPY_BATCH} at a time, so that the device starts on them while the rest of the message is read. On one
-     * H200 a model of 10,000 arrays of 100 KiB took 10.5-11.2 µs an array so against 16.6-19.1 with each copy enqueued
-     * as its reference was read (2026-12-03); CUDA 13's {@code cuMemcpyBatchAsync} for each batch instead was slower
-     * (15.5-16.2 µs), so the copies go one driver call each. Not thread-safe: the reader's.
+     * H200 a model of 10,000 arrays of 100 KiB took 10.5-13.9 µs an array so (three runs) against 16.6-19.1 with each
+     * copy enqueued as its reference was read (2026-12-03); CUDA 13's {@code cuMemcpyBatchAsync} for each batch instead
+     * was slower (15.5-16.2 µs), so the copies go one driver call each. Not thread-safe: the reader's.
      */
     private final class CopyBatches {
         /** Streams that copies were enqueued on. */
