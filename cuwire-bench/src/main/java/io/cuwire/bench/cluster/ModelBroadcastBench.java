@@ -69,7 +69,8 @@ import picocli.CommandLine.Option;
  * model's are pulled by the worker, a path the JIT first sees in the case itself. So after each case's cold broadcast
  * more broadcasts of the case's model, each a new version, run untimed before the timed ones: at least
  * {@value #CASE_WARMUP} (or {@code --repeat} if fewer) and until {@code --case-warmup} ms have passed (0: none).
- * Without them the warm 64 MiB broadcast over IPC took 1.70 × as long on one H200 (2026-12-03: 0.76 against 0.37 ms).
+ * Without them the warm 64 MiB broadcast over IPC took twice as long on one H200 (2026-12-03: 0.76 against 0.37 ms,
+ * the means of three runs each).
  *
  * <p>Lines start with {@code RESULT}: one per case, with {@code vs_raw} (the broadcast's time over the raw copy's)
  * and {@code gbps_aggregate} (workers × size / time; the java lines carry {@code java_vs_cuda} instead, java warm over
