@@ -1191,38 +1191,27 @@ final class IpcConnection extends AbstractConnection {
         /** Streams that copies were enqueued on. */
         final List<DeviceStream> used = new ArrayList<>(2);
 
-        private final Map<DeviceStream, List<DeviceBuffer>> sources = new HashMap<>(2);
-        private final Map<DeviceStream, List<DeviceBuffer>> targets = new HashMap<>(2);
-        private int pending;
+        private final List<Copy> pending = new ArrayList<>();
+
+        /** One gathered copy: {@code source} into the whole of {@code frame}, on {@code stream}. */
+        private record Copy(DeviceBuffer source, DeviceBuffer frame, DeviceStream stream) {}
 
         void add(DeviceBuffer source, DeviceBuffer frame) {
-            DeviceStream stream = copyStreams.computeIfAbsent(source.device(), Device::newStream);
-            sources.computeIfAbsent(stream, k -> new ArrayList<>()).add(source);
-            targets.computeIfAbsent(stream, k -> new ArrayList<>()).add(frame);
-            if (++pending >= COPY_BATCH) {
+            pending.add(new Copy(source, frame, copyStreams.computeIfAbsent(source.device(), Device::newStream)));
+            if (pending.size() >= COPY_BATCH) {
                 enqueue();
             }
         }
 
         /** Enqueues the copies gathered so far. */
         void enqueue() {
-            for (Map.Entry<DeviceStream, List<DeviceBuffer>> e : sources.entrySet()) {
-                List<DeviceBuffer> from = e.getValue();
-                if (from.isEmpty()) {
-                    continue;
+            for (Copy c : pending) {
+                CopyEngine.copyAsync(c.source(), 0, c.frame(), 0, c.frame().byteSize(), c.stream());
+                if (!used.contains(c.stream())) {
+                    used.add(c.stream());
                 }
-                DeviceStream stream = e.getKey();
-                List<DeviceBuffer> to = targets.get(stream);
-                for (int i = 0; i < from.size(); i++) {
-                    CopyEngine.copyAsync(from.get(i), 0, to.get(i), 0, to.get(i).byteSize(), stream);
-                }
-                if (!used.contains(stream)) {
-                    used.add(stream);
-                }
-                from.clear();
-                to.clear();
             }
-            pending = 0;
+            pending.clear();
         }
 
         /** Enqueues the copies gathered so far and waits for every copy enqueued. */

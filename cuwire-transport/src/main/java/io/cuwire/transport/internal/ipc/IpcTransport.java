@@ -7,6 +7,7 @@ import io.cuwire.transport.Transport;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.Transports;
 import io.cuwire.transport.internal.Handshake;
+import io.cuwire.transport.internal.NumericProperty;
 import io.cuwire.transport.internal.socket.SocketListener;
 import io.cuwire.transport.internal.socket.Sockets;
 import java.nio.channels.SocketChannel;
@@ -29,8 +30,10 @@ public final class IpcTransport implements Transport {
     /**
      * Mappings a connection's cache keeps by default: enough for a model of ten thousand arrays, each in an
      * allocation of its own (the CUDA pool gives each block its own), to stay mapped from one message to the next.
-     * With 256, such a model opened and closed a mapping per array in every message (11-19 µs an array on one H200,
-     * 2026-12-03); the byte bound ({@link #DEFAULT_MAX_MAPPED_BYTES}) still limits what the mappings keep alive.
+     * With 256, least-recently-used eviction closed each array's mapping before the next message came back to it, so
+     * every message opened them all again (the receiver's mapping phase 111-189 ms a message of 10,000 arrays on one
+     * H200, 6-8 ms with 16,384; 2026-12-03); the byte bound ({@link #DEFAULT_MAX_MAPPED_BYTES}) still limits what
+     * the mappings keep alive.
      */
     public static final int DEFAULT_MAX_MAPPINGS = 16_384;
     /** Bytes of mappings a connection's cache keeps by default. */
@@ -59,20 +62,8 @@ public final class IpcTransport implements Transport {
      * @throws IllegalArgumentException naming the property when the value is not a number from 1 to 1,048,576
      */
     static int maxMappings(String property) {
-        if (property == null || property.isBlank()) {
-            return DEFAULT_MAX_MAPPINGS;
-        }
-        long n;
-        try {
-            n = Long.parseLong(property.strip());
-        } catch (NumberFormatException e) {
-            n = -1;
-        }
-        if (n < 1 || n > 1 << 20) {
-            throw new IllegalArgumentException(
-                    MAX_MAPPINGS_PROPERTY + "=" + property + " (expected: mappings, 1.." + (1 << 20) + ")");
-        }
-        return (int) n;
+        return (int)
+                NumericProperty.parse(MAX_MAPPINGS_PROPERTY, property, DEFAULT_MAX_MAPPINGS, 1, 1 << 20, "mappings");
     }
 
     /**

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
 
 /**
  * A receiver's opened IPC mappings of a peer's allocations, keyed by the allocation's handle
@@ -212,25 +213,22 @@ public final class MappingCache implements AutoCloseable {
 
     /** Closes every mapping no lease holds; returns how many. The caller holds the lock. */
     private int closeIdle() {
-        int closed = 0;
-        Iterator<Map.Entry<IpcHandle, Mapping>> it = mappings.entrySet().iterator();
-        while (it.hasNext()) {
-            Mapping m = it.next().getValue();
-            if (m.leases == 0) {
-                it.remove();
-                mappedBytes -= m.key.length();
-                evictions++;
-                closeMapping(m.buffer);
-                closed++;
-            }
-        }
-        return closed;
+        return closeIdleWhile(() -> true);
     }
 
     /** Closes least recently used idle mappings while over a bound; the caller holds the lock. */
     private void evict() {
+        closeIdleWhile(() -> mappings.size() > maxMappings || mappedBytes > maxBytes);
+    }
+
+    /**
+     * Closes idle mappings, least recently used first, while {@code more} holds; returns how many. The caller holds
+     * the lock.
+     */
+    private int closeIdleWhile(BooleanSupplier more) {
+        int closed = 0;
         Iterator<Map.Entry<IpcHandle, Mapping>> it = mappings.entrySet().iterator();
-        while ((mappings.size() > maxMappings || mappedBytes > maxBytes) && it.hasNext()) {
+        while (more.getAsBoolean() && it.hasNext()) {
             Mapping m = it.next().getValue();
             if (m.leases > 0) {
                 continue;
@@ -239,7 +237,9 @@ public final class MappingCache implements AutoCloseable {
             mappedBytes -= m.key.length();
             evictions++;
             closeMapping(m.buffer);
+            closed++;
         }
+        return closed;
     }
 
     private void closeMapping(DeviceBuffer buffer) {

@@ -1,5 +1,7 @@
 package io.cuwire.transport.internal.ucx;
 
+import io.cuwire.transport.internal.NumericProperty;
+
 /**
  * How the device frames of one UCX connection cross: chosen once, when the connection is made, from what each side
  * told of its UCX in the handshake ({@code ucxCuda} in the capabilities: its UCP context reports the CUDA memory type).
@@ -30,20 +32,8 @@ enum DevicePath {
 
     /** The direct part for the property's value ({@code null}: the default, 256 MiB). */
     static int directPartBytes(String property) {
-        if (property == null || property.isBlank()) {
-            return UcxConnection.MAX_DEVICE_CHUNK;
-        }
-        long n;
-        try {
-            n = Long.parseLong(property.strip());
-        } catch (NumberFormatException e) {
-            n = -1;
-        }
-        if (n < 4096 || n > MAX_DIRECT_PART_BYTES) {
-            throw new IllegalArgumentException(
-                    DIRECT_PART_PROPERTY + "=" + property + " (expected: bytes, 4096.." + MAX_DIRECT_PART_BYTES + ")");
-        }
-        return (int) n;
+        return (int) NumericProperty.parse(
+                DIRECT_PART_PROPERTY, property, UcxConnection.MAX_DEVICE_CHUNK, 4096, MAX_DIRECT_PART_BYTES, "bytes");
     }
 
     /**
