@@ -1,10 +1,9 @@
 package io.cuwire.bench;
 
-import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.BenchChild;
 import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Secrets;
 import io.cuwire.bench.transport.TransferBench;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
@@ -458,36 +457,28 @@ public final class ModelTransferBench {
 
     /** The worker JVM: its addresses, and the report lines it writes on its standard output. */
     static final class WorkerProcess implements AutoCloseable {
-        final ChildJvm jvm;
+        final BenchChild jvm;
         final String cuwireAddress;
         final int socketPort;
         final long maxHeap;
         /** The worker's collections and their ms, as of its last line. */
         final long[] gc;
 
-        private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        /** The worker's output lines, from its first: {@link #awaitReports} reads its reports from here. */
+        private final BlockingQueue<String> lines;
 
         /** The run's secret, which the worker got in its environment. */
         final byte[] secret;
 
-        private WorkerProcess(ChildJvm jvm, byte[] secret) {
+        private WorkerProcess(BenchChild jvm, BlockingQueue<String> lines, byte[] secret) {
             this.jvm = jvm;
+            this.lines = lines;
             this.secret = secret;
             List<String> ready = jvm.ready();
             this.cuwireAddress = ready.get(0);
             this.socketPort = Integer.parseInt(ready.get(1));
             this.maxHeap = Long.parseLong(ready.get(2));
             this.gc = new long[] {Long.parseLong(ready.get(3)), Long.parseLong(ready.get(4))};
-            BufferedReader stdout = jvm.stdout();
-            Thread.ofPlatform().name("worker-stdout").daemon().start(() -> {
-                try {
-                    for (String line; (line = stdout.readLine()) != null; ) {
-                        lines.add(line);
-                    }
-                } catch (IOException ignored) {
-                    // the worker is gone; awaitReports says what is missing
-                }
-            });
         }
 
         static WorkerProcess start(Options options) throws IOException {
@@ -497,7 +488,9 @@ public final class ModelTransferBench {
                         + options.jfr().resolve("worker.jfr").toAbsolutePath());
             }
             byte[] secret = Secrets.generate();
-            return new WorkerProcess(ChildJvm.start(ModelTransferWorker.class, jvmOptions, secret), secret);
+            BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+            return new WorkerProcess(
+                    BenchChild.start(ModelTransferWorker.class, jvmOptions, secret, lines::add), lines, secret);
         }
 
         /** The worker's {@code DONE} or {@code FAIL} line for each of {@code paths}, waiting up to {@code seconds}. */

@@ -33,6 +33,13 @@ public interface Listener extends AutoCloseable {
      */
     Connection accept(Duration timeout);
 
+    /**
+     * The peers connected to this listener whose handshake has not ended yet (neither accepted nor refused): over
+     * sockets what {@link TransportConfig}'s {@code maxUnauthenticated} bounds; in-process the connections waiting
+     * for {@link #accept}, which runs their handshake. For monitoring and benchmarks; 0 once closed.
+     */
+    int handshaking();
+
     /** Stops listening. */
     @Override
     void close();

@@ -1,6 +1,6 @@
 package io.cuwire.bench.transport;
 
-import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.BenchChild;
 import io.cuwire.bench.harness.Secrets;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.memory.Buffer;
@@ -42,7 +42,7 @@ import java.util.Set;
  * transport's frame is a {@code long[]}'s own memory ({@link HostBuffer#wrap}, as the generic serializer hands
  * primitive arrays over), which the transport stages chunk by chunk, against the raw socket writing native memory.
  * UCX keeps to its default network devices here ({@code cuwire.ucx.netDevices}, default {@code lo}); between two
- * processes of one host it picks its shared-memory transports for the bytes. The receiver is a {@link ChildJvm}; the
+ * processes of one host it picks its shared-memory transports for the bytes. The receiver is a {@link BenchChild}; the
  * run's secret is new each run ({@link Secrets}).
  *
  * <p>{@link TransferBench} measures a transport against the raw socket too (its {@code vs_raw}, per family and size);
@@ -101,7 +101,7 @@ public final class SocketVsTransportBench {
             throw new IllegalArgumentException("a heap frame is a long[]: bytes must be a multiple of 8, not " + bytes);
         }
         byte[] secret = Secrets.generate();
-        try (ChildJvm child = ChildJvm.start(
+        try (BenchChild child = BenchChild.start(
                 SocketVsTransportBench.class, List.of(), secret, kind.scheme, "receiver", Long.toString(bytes))) {
             int rawPort = Integer.parseInt(child.ready().get(0));
             String transportAddress = child.ready().get(1);

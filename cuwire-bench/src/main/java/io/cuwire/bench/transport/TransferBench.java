@@ -1,6 +1,6 @@
 package io.cuwire.bench.transport;
 
-import io.cuwire.bench.harness.ChildJvm;
+import io.cuwire.bench.harness.BenchChild;
 import io.cuwire.bench.harness.Cli;
 import io.cuwire.bench.harness.Results;
 import io.cuwire.bench.harness.Secrets;
@@ -1247,13 +1247,13 @@ public final class TransferBench {
 
     /** The receiver JVM and its raw socket. */
     private static final class Child implements AutoCloseable {
-        final ChildJvm jvm;
+        final BenchChild jvm;
         final String tcpAddress;
         final String ipcAddress;
         final String ucxAddress;
         final SocketChannel raw;
 
-        private Child(ChildJvm jvm, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
+        private Child(BenchChild jvm, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
             this.jvm = jvm;
             this.tcpAddress = tcpAddress;
             this.ipcAddress = ipcAddress;
@@ -1262,7 +1262,7 @@ public final class TransferBench {
         }
 
         static Child start(int ordinal, long maxSize, byte[] secret) throws IOException {
-            ChildJvm jvm = ChildJvm.start(
+            BenchChild jvm = BenchChild.start(
                     TransferBench.class,
                     List.of(),
                     secret,

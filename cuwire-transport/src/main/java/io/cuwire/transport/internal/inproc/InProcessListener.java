@@ -51,6 +51,11 @@ final class InProcessListener implements Listener {
     }
 
     @Override
+    public int handshaking() {
+        return (int) pending.stream().filter(p -> p != CLOSED).count();
+    }
+
+    @Override
     public Connection accept() {
         return accept(null);
     }

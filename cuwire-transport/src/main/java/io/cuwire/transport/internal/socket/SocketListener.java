@@ -210,7 +210,7 @@ public final class SocketListener implements Listener {
         return address;
     }
 
-    /** The connections in their handshake now (for tests and monitoring). */
+    @Override
     public int handshaking() {
         lock.lock();
         try {

@@ -1,5 +1,6 @@
-package io.cuwire.transport.bench;
+package io.cuwire.bench.transport;
 
+import io.cuwire.bench.harness.Secrets;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.Devices;
@@ -10,8 +11,8 @@ import io.cuwire.transport.Listener;
 import io.cuwire.transport.TransportConfig;
 import io.cuwire.transport.TransportException;
 import io.cuwire.transport.Transports;
-import io.cuwire.transport.internal.socket.SocketListener;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
@@ -39,16 +40,18 @@ import java.util.Locale;
  * </ul>
  *
  * <pre>
- * java -Xmx2g -cp … io.cuwire.transport.bench.UnauthenticatedConnectionsBench idle|churn [n=4000] [tcp|ipc]
+ * java -Xmx2g -cp "cuwire-bench/target/cuwire-bench.jar:cuwire-bench/target/lib/*" \
+ *     io.cuwire.bench.transport.UnauthenticatedConnectionsBench idle|churn [n=4000] [tcp|ipc]
  * </pre>
+ *
+ * <p>The listener's secret is new each run ({@link Secrets}); no peer ever proves it. The listener's count of peers
+ * in their handshake is {@link Listener#handshaking()}.
  */
 public final class UnauthenticatedConnectionsBench {
-    private static final byte[] SECRET = "cuwire-bench-secret-0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
-
     private UnauthenticatedConnectionsBench() {}
 
     /** One measurement of this process. */
-    private record Sample(long rssBytes, long directBytes, long directBuffers, int platformThreads) {
+    record Sample(long rssBytes, long directBytes, long directBuffers, int platformThreads) {
         static Sample now() throws IOException {
             long rss = 0;
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
@@ -79,20 +82,39 @@ public final class UnauthenticatedConnectionsBench {
         }
     }
 
+    /** What {@code n} connections cost: the samples before and after, and the seconds it took to open them. */
+    record Result(Sample before, Sample after, int connections, double seconds) {}
+
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "idle";
         int n = args.length > 1 ? Integer.parseInt(args[1]) : 4000;
         String scheme = args.length > 2 ? args[2] : Transports.TCP;
+        run(mode, n, scheme, System.out);
+    }
+
+    /**
+     * Opens {@code n} connections that never authenticate ({@code idle} or {@code churn}) to a listener of
+     * {@code scheme} in this JVM and prints what they cost to {@code out}.
+     *
+     * @throws IllegalArgumentException for a mode other than {@code idle} or {@code churn}
+     * @throws IllegalStateException when the listener does not reach the expected count of handshakes within 60 s
+     */
+    static Result run(String mode, int n, String scheme, PrintStream out) throws Exception {
+        if (!mode.equals("idle") && !mode.equals("churn")) {
+            throw new IllegalArgumentException("mode must be idle or churn, not " + mode);
+        }
         BufferAllocator<HostBuffer> host = BufferAllocator.host("bench-host", BufferAllocator.UNLIMITED);
         BufferAllocator<DeviceBuffer> device = Devices.get(0).newAllocator("bench-device", BufferAllocator.UNLIMITED);
         TransportConfig config = TransportConfig.builder()
-                .secret(SECRET)
+                .secret(Secrets.generate())
                 .receiveInto(DeviceMap.of(host, device))
                 .handshakeTimeout(Duration.ofSeconds(120))
                 .maxUnauthenticated(n + 64, n + 64)
                 .build();
         String address = scheme + "://127.0.0.1:0";
-        try (Listener listener = Transports.forAddress(address).listen(address, config)) {
+        try (host;
+                device;
+                Listener listener = Transports.forAddress(address).listen(address, config)) {
             Thread.ofPlatform().daemon().name("bench-accept").start(() -> acceptLoop(listener));
             InetSocketAddress target = socketAddress(listener.address());
             System.gc();
@@ -112,11 +134,10 @@ public final class UnauthenticatedConnectionsBench {
                     s.close();
                 }
             }
-            SocketListener tcp = (SocketListener) listener;
             long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (mode.equals("idle") ? tcp.handshaking() < n : tcp.handshaking() > 0) {
+            while (mode.equals("idle") ? listener.handshaking() < n : listener.handshaking() > 0) {
                 if (System.nanoTime() > end) {
-                    throw new IllegalStateException("the listener holds " + tcp.handshaking() + " handshakes");
+                    throw new IllegalStateException("the listener holds " + listener.handshaking() + " handshakes");
                 }
                 Thread.sleep(20);
             }
@@ -125,9 +146,9 @@ public final class UnauthenticatedConnectionsBench {
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             Sample after = Sample.now();
-            System.out.println(before.row("before"));
-            System.out.println(after.row(String.format(Locale.ROOT, "%s: %d connections", mode, n)));
-            System.out.printf(
+            out.println(before.row("before"));
+            out.println(after.row(String.format(Locale.ROOT, "%s: %d connections", mode, n)));
+            out.printf(
                     Locale.ROOT,
                     "per connection: RSS %.1f KiB, direct %.2f KiB; %.1f s to open them%n",
                     (after.rssBytes - before.rssBytes) / 1024.0 / n,
@@ -136,9 +157,8 @@ public final class UnauthenticatedConnectionsBench {
             for (SocketChannel s : peers) {
                 s.close();
             }
+            return new Result(before, after, n, seconds);
         }
-        host.close();
-        device.close();
     }
 
     private static void acceptLoop(Listener listener) {
