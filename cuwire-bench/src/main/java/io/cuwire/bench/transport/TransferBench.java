@@ -826,7 +826,9 @@ public final class TransferBench {
      * interleaved with them) the same bytes with no serialization, as one big pre-touched buffer ({@code raw-once},
      * cold in the caches at large sizes) and as a cache-resident chunk of {@value #RAW_CHUNKS_DOC} written again and
      * again ({@code raw-64k}, ...; chunks smaller than the size only), the receiver reading into a pre-touched buffer
-     * of the whole size and answering one byte; for ipc, and for ucx's cuda family when the peer's UCX carries CUDA
+     * of the whole size and answering one byte; for ucx staging through host memory also UCX's own tag transfer of the
+     * same bytes ({@code ucx-raw}, {@link RawUcx}: between two processes of one host UCX's shared memory passes the
+     * socket); for ipc, and for ucx's cuda family when the peer's UCX carries CUDA
      * (device frames go direct), the copy engine's copy device 0 → the receiver's device (a peer copy between two GPUs,
      * the device's own copy on one; all of its runs before the timed transfers). The best variant by median is the
      * ceiling. In-process has none.
@@ -875,6 +877,10 @@ public final class TransferBench {
                         names.add(receiverOrdinal == devices.getFirst().ordinal() ? "device-copy" : "peer-copy");
                     } else {
                         socketCeilings(names, runs, side, child, size);
+                        if (child.rawUcx != null) {
+                            names.add("ucx-raw");
+                            runs.add(() -> child.rawUcx.transfer(side.rawSource, size));
+                        }
                     }
                 }
                 case "tcp", "tls" -> socketCeilings(names, runs, side, child, size);
@@ -1252,13 +1258,22 @@ public final class TransferBench {
         final String ipcAddress;
         final String ucxAddress;
         final SocketChannel raw;
+        /** This side of the raw UCX ceiling, connected to the receiver's; {@code null} where either has no UCX. */
+        final RawUcx rawUcx;
 
-        private Child(BenchChild jvm, String tcpAddress, String ipcAddress, String ucxAddress, SocketChannel raw) {
+        private Child(
+                BenchChild jvm,
+                String tcpAddress,
+                String ipcAddress,
+                String ucxAddress,
+                SocketChannel raw,
+                RawUcx rawUcx) {
             this.jvm = jvm;
             this.tcpAddress = tcpAddress;
             this.ipcAddress = ipcAddress;
             this.ucxAddress = ucxAddress;
             this.raw = raw;
+            this.rawUcx = rawUcx;
         }
 
         static Child start(int ordinal, long maxSize, byte[] secret) throws IOException {
@@ -1274,12 +1289,17 @@ public final class TransferBench {
                 SocketChannel raw =
                         SocketChannel.open(new InetSocketAddress("127.0.0.1", Integer.parseInt(parts.get(2))));
                 raw.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                RawUcx rawUcx = parts.size() > 4 && !parts.get(4).equals("-") ? RawUcx.openOrNull() : null;
+                if (rawUcx != null) {
+                    rawUcx.connect(parts.get(4));
+                }
                 return new Child(
                         jvm,
                         parts.get(0),
                         parts.get(1),
                         parts.size() > 3 && !parts.get(3).equals("-") ? parts.get(3) : null,
-                        raw);
+                        raw,
+                        rawUcx);
             } catch (IOException | RuntimeException e) {
                 jvm.process().destroyForcibly();
                 throw e;
@@ -1320,6 +1340,9 @@ public final class TransferBench {
         public void close() throws IOException {
             raw.close();
             jvm.close();
+            if (rawUcx != null) {
+                rawUcx.close();
+            }
         }
     }
 
@@ -1339,9 +1362,16 @@ public final class TransferBench {
             }
             MemorySegment rawTarget = arena.allocate(Math.max(maxSize, 8), 64);
             rawTarget.fill((byte) 0);
+            RawUcx rawUcx = ucx == null ? null : RawUcx.openOrNull();
+            String rawUcxAddress = rawUcx == null ? "-" : rawUcx.address();
+            if (rawUcx != null) {
+                // the raw ceilings run one at a time, so the socket's and UCX's share the one target
+                Thread.ofPlatform().daemon().name("raw-ucx").start(() -> rawUcx.serve(rawTarget));
+            }
             System.out.println("READY " + tcp.address() + " " + ipc.address() + " "
                     + ((InetSocketAddress) rawServer.getLocalAddress()).getPort() + " "
-                    + (ucx == null ? "-" : ucx.address()));
+                    + (ucx == null ? "-" : ucx.address()) + " "
+                    + rawUcxAddress);
             System.out.flush();
             List<Thread> threads = new ArrayList<>();
             List<Listener> listeners = new ArrayList<>(List.of(tcp, ipc));
