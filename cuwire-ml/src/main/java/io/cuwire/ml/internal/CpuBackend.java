@@ -537,6 +537,38 @@ public final class CpuBackend extends ComputeBackend {
         return acc;
     }
 
+    /**
+     * Float64 host arrays: the chunks of {@link #doReduce} in parallel, each block summed and then copied while it is
+     * in the cache (one read of {@code src} from memory, the same sum as {@code reduce}); others: the default.
+     */
+    @Override
+    protected double doCopySum(NdArray src, NdArray dst) {
+        MemorySegment in = HostArrays.float64Segment(src);
+        MemorySegment to = HostArrays.float64Segment(dst);
+        if (in == null || to == null) {
+            return super.doCopySum(src, dst);
+        }
+        long n = src.size();
+        int per = reductionRows(n, 1);
+        double[] partials = new double[CpuParallel.chunks(n, per)];
+        forRows(n, per, (chunk, first, count) -> {
+            double[] acc = {0};
+            blocks(first, count, 1, (block, f, c) -> {
+                long at = (long) f * Double.BYTES;
+                long bytes = (long) c * Double.BYTES;
+                MemorySegment s = in.asSlice(at, bytes);
+                acc[0] += CpuKernels.reduce(Reduction.SUM, s, c, 0);
+                MemorySegment.copy(s, 0, to, at, bytes);
+            });
+            partials[chunk] = acc[0];
+        });
+        double acc = 0;
+        for (double p : partials) {
+            acc += p;
+        }
+        return acc;
+    }
+
     @Override
     protected void doColumnSums(NdArray a, NdArray out) {
         int rows = (int) a.dim(0);
