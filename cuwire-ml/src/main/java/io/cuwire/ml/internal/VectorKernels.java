@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -355,29 +354,69 @@ final class VectorKernels {
         out[i] = sumLanes(c);
     }
 
+    /**
+     * The reduction of {@code count} elements of {@code v} with {@code init}: one loop per reduction, its operator a
+     * constant (an operator passed as a value stops the JIT from compiling the vector operations to instructions once
+     * a second reduction has run through the same loop: they then run boxed, a hundred times slower).
+     */
     static double reduce(Reduction r, MemorySegment v, int count, double init) {
-        VectorOperators.Binary op = switch (r) {
-            case SUM -> VectorOperators.ADD;
-            case MIN -> VectorOperators.MIN;
-            case MAX -> VectorOperators.MAX;
+        return switch (r) {
+            case SUM -> sum(v, count, init);
+            case MIN -> min(v, count, init);
+            case MAX -> max(v, count, init);
         };
-        DoubleVector acc = DoubleVector.broadcast(
-                S,
-                switch (r) {
-                    case SUM -> 0;
-                    case MIN -> Double.POSITIVE_INFINITY;
-                    case MAX -> Double.NEGATIVE_INFINITY;
-                });
+    }
+
+    private static double sum(MemorySegment v, int count, double init) {
+        DoubleVector acc = DoubleVector.zero(S);
         int i = 0;
         for (; i + L <= count; i += L) {
-            acc = acc.lanewise(op, DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+            acc = acc.add(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
         }
+        double[] lanes = new double[L];
+        acc.intoArray(lanes, 0);
         double s = init;
-        for (int lane = 0; lane < L; lane++) {
-            s = CpuKernels.reduce(r, s, acc.lane(lane));
+        for (double lane : lanes) {
+            s += lane;
         }
         for (; i < count; i++) {
-            s = CpuKernels.reduce(r, s, v.getAtIndex(CpuKernels.F64, i));
+            s += v.getAtIndex(CpuKernels.F64, i);
+        }
+        return s;
+    }
+
+    private static double min(MemorySegment v, int count, double init) {
+        DoubleVector acc = DoubleVector.broadcast(S, Double.POSITIVE_INFINITY);
+        int i = 0;
+        for (; i + L <= count; i += L) {
+            acc = acc.min(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+        }
+        double[] lanes = new double[L];
+        acc.intoArray(lanes, 0);
+        double s = init;
+        for (double lane : lanes) {
+            s = Math.min(s, lane);
+        }
+        for (; i < count; i++) {
+            s = Math.min(s, v.getAtIndex(CpuKernels.F64, i));
+        }
+        return s;
+    }
+
+    private static double max(MemorySegment v, int count, double init) {
+        DoubleVector acc = DoubleVector.broadcast(S, Double.NEGATIVE_INFINITY);
+        int i = 0;
+        for (; i + L <= count; i += L) {
+            acc = acc.max(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+        }
+        double[] lanes = new double[L];
+        acc.intoArray(lanes, 0);
+        double s = init;
+        for (double lane : lanes) {
+            s = Math.max(s, lane);
+        }
+        for (; i < count; i++) {
+            s = Math.max(s, v.getAtIndex(CpuKernels.F64, i));
         }
         return s;
     }
