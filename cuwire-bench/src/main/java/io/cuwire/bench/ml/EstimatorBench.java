@@ -47,8 +47,9 @@ import picocli.CommandLine.Option;
 /**
  * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--warmup W] [--backends device,cpu]
  * [--neighbors K] [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR] [--forest-rows N]
- * [--forest-trees T] [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend, the median fit and
- * predict time on the same synthetic data and whether the fitted model matches the reference, one line each:
+ * [--forest-trees T] [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend,
+ * the median fit and predict time on the same synthetic data and whether the fitted model matches the reference, one
+ * line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
  * With {@code --out DIR} it also records the run ({@link Results#record}) in {@code DIR/estimators-<machine>.md} (the
  * backends side by side, with the CPU-to-device time ratio) and {@code DIR/estimators-<machine>.csv} (one row per line
