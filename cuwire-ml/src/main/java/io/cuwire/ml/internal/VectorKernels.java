@@ -3,6 +3,7 @@ package io.cuwire.ml.internal;
 import io.cuwire.ml.Reduction;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
@@ -367,16 +368,24 @@ final class VectorKernels {
         };
     }
 
+    /** Vectors one call of {@link #addVectors}, {@link #minVectors} or {@link #maxVectors} takes. */
+    private static final int REDUCE_VECTORS = 16;
+
+    // The reductions' loops call a small method a few vectors at a time, which the JIT compiles within the first
+    // reduction of a large array (as rowDots' dotsBlock); the accumulator goes through a lane array between calls,
+    // the same additions in the same order.
+
     private static double sum(MemorySegment v, int count, double init) {
-        DoubleVector acc = DoubleVector.zero(S);
+        double[] acc = new double[L];
         int i = 0;
-        for (; i + L <= count; i += L) {
-            acc = acc.add(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            addVectors(v, i, REDUCE_VECTORS, acc);
         }
-        double[] lanes = new double[L];
-        acc.intoArray(lanes, 0);
+        int rest = (count - i) / L;
+        addVectors(v, i, rest, acc);
+        i += rest * L;
         double s = init;
-        for (double lane : lanes) {
+        for (double lane : acc) {
             s += lane;
         }
         for (; i < count; i++) {
@@ -385,16 +394,26 @@ final class VectorKernels {
         return s;
     }
 
-    private static double min(MemorySegment v, int count, double init) {
-        DoubleVector acc = DoubleVector.broadcast(S, Double.POSITIVE_INFINITY);
-        int i = 0;
-        for (; i + L <= count; i += L) {
-            acc = acc.min(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+    private static void addVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.add(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
         }
-        double[] lanes = new double[L];
-        acc.intoArray(lanes, 0);
+        a.intoArray(acc, 0);
+    }
+
+    private static double min(MemorySegment v, int count, double init) {
+        double[] acc = new double[L];
+        Arrays.fill(acc, Double.POSITIVE_INFINITY);
+        int i = 0;
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            minVectors(v, i, REDUCE_VECTORS, acc);
+        }
+        int rest = (count - i) / L;
+        minVectors(v, i, rest, acc);
+        i += rest * L;
         double s = init;
-        for (double lane : lanes) {
+        for (double lane : acc) {
             s = Math.min(s, lane);
         }
         for (; i < count; i++) {
@@ -403,21 +422,39 @@ final class VectorKernels {
         return s;
     }
 
-    private static double max(MemorySegment v, int count, double init) {
-        DoubleVector acc = DoubleVector.broadcast(S, Double.NEGATIVE_INFINITY);
-        int i = 0;
-        for (; i + L <= count; i += L) {
-            acc = acc.max(DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+    private static void minVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.min(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
         }
-        double[] lanes = new double[L];
-        acc.intoArray(lanes, 0);
+        a.intoArray(acc, 0);
+    }
+
+    private static double max(MemorySegment v, int count, double init) {
+        double[] acc = new double[L];
+        Arrays.fill(acc, Double.NEGATIVE_INFINITY);
+        int i = 0;
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            maxVectors(v, i, REDUCE_VECTORS, acc);
+        }
+        int rest = (count - i) / L;
+        maxVectors(v, i, rest, acc);
+        i += rest * L;
         double s = init;
-        for (double lane : lanes) {
+        for (double lane : acc) {
             s = Math.max(s, lane);
         }
         for (; i < count; i++) {
             s = Math.max(s, v.getAtIndex(CpuKernels.F64, i));
         }
         return s;
+    }
+
+    private static void maxVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.max(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
+        }
+        a.intoArray(acc, 0);
     }
 }
