@@ -1,6 +1,7 @@
 package io.cuwire.ml;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryKind;
@@ -213,6 +214,25 @@ public abstract class ComputeBackend {
             throw new IllegalArgumentException(op + ": " + r + " of an empty array " + a);
         }
         return doReduce(r, a);
+    }
+
+    /**
+     * Copies {@code src} into {@code dst} (a floating array of the same dtype, shape and order, where this backend
+     * computes) and returns the sum of its elements, as {@link #reduce}({@link Reduction#SUM}, {@code src}) does: a
+     * fit that keeps a copy of its rows checks them finite in the pass that copies them (a sum that is not finite
+     * says that an element may not be).
+     */
+    public final double copySum(NdArray src, NdArray dst) {
+        String op = "copySum";
+        operands(op, "src,dst", src, dst);
+        floating(op, "src", src);
+        sameDtype(op, "dst", dst, "src", src);
+        sameShape(op, "dst", dst, "src", src);
+        if (src.order() != dst.order() && src.rank() > 1) {
+            throw new IllegalArgumentException(op + ": dst is in " + dst.order() + " order, src in " + src.order()
+                    + " (expected: the same order)");
+        }
+        return doCopySum(src, dst);
     }
 
     /** {@code out[j] = sum over i of a[i, j]}. */
@@ -562,6 +582,17 @@ public abstract class ComputeBackend {
     }
 
     // ---------------------------------------------------------------- kernels, called after the checks
+
+    /**
+     * {@link #copySum} after its checks: by default a copy of the storage ({@link CopyEngine}) and a {@link #doReduce}
+     * of the copy; a backend that can do both in one pass overrides it.
+     */
+    protected double doCopySum(NdArray src, NdArray dst) {
+        if (src.byteSize() > 0) {
+            CopyEngine.copy(src.buffer(), dst.buffer());
+        }
+        return doReduce(Reduction.SUM, dst);
+    }
 
     protected abstract void doGemm(
             boolean transA, boolean transB, double alpha, NdArray a, NdArray b, double beta, NdArray c);

@@ -265,12 +265,35 @@ public abstract class Estimator implements AutoCloseable, Serializable {
 
     /** Checks a matrix to fit on: at least one row and one feature, every element finite. */
     protected static void checkTraining(String op, NdArray x) {
+        checkTrainingShape(op, x);
+        checkFinite(op, "X", x);
+    }
+
+    private static void checkTrainingShape(String op, NdArray x) {
         checkMatrix(op, "X", x);
         if (x.dim(0) == 0 || x.dim(1) == 0) {
             throw new IllegalArgumentException(op + ": X has shape (" + x.dim(0) + ", " + x.dim(1)
                     + ") (expected: at least one sample and one feature)");
         }
-        checkFinite(op, "X", x);
+    }
+
+    /**
+     * Checks a matrix to fit on as {@link #checkTraining} does and returns a copy of it where it lives, for an
+     * estimator that keeps its rows: one pass reads {@code x}, copying it and taking the sum that the finiteness check
+     * looks at ({@link ComputeBackend#copySum}).
+     */
+    protected final NdArray checkedTrainingCopy(String op, NdArray x) {
+        checkTrainingShape(op, x);
+        NdArray copy = NdArray.empty(memoryFor(x), x.dtype(), x.order(), x.shape());
+        try {
+            if (!Double.isFinite(backend(x).copySum(x, copy))) {
+                checkFinite(op, "X", x);
+            }
+            return copy;
+        } catch (RuntimeException | Error e) {
+            copy.close();
+            throw e;
+        }
     }
 
     /**

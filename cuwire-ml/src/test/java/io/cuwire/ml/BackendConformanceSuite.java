@@ -429,6 +429,33 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
+    void shouldCopyAndSumInOnePassAsReduceSums(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        // a few rows, and more than one chunk of the CPU backend (32,768 elements)
+        for (int rows : new int[] {1 + r.nextInt(40), 3000 + r.nextInt(100)}) {
+            int cols = 1 + r.nextInt(40);
+            try (NdArray a = rand(r, dt, rows, cols);
+                    NdArray copy = zeros(dt, rows, cols)) {
+                double sum = backend.copySum(a, copy);
+                assertTrue(copy.contentEquals(a), "copySum copies every element");
+                assertClose(
+                        "copySum's sum", dt, a.size(), new double[] {backend.reduce(Reduction.SUM, a)}, new double[] {
+                            sum
+                        });
+            }
+        }
+        try (NdArray a = array(mem, dt, new double[] {1, 2, Double.NaN, 4}, 2, 2);
+                NdArray copy = zeros(dt, 2, 2);
+                NdArray wrong = zeros(dt, 4)) {
+            assertTrue(Double.isNaN(backend.copySum(a, copy)), "a NaN makes the sum NaN");
+            assertTrue(copy.contentEquals(a), "copySum copies a NaN too");
+            assertThrows(IllegalArgumentException.class, () -> backend.copySum(a, wrong));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
     void shouldGiveTheCrossEntropyLossAndItsGradientInTheLogits(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);

@@ -45,10 +45,11 @@ import java.util.stream.Collectors;
 import picocli.CommandLine.Option;
 
 /**
- * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--backends device,cpu] [--neighbors K]
- * [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR] [--forest-rows N] [--forest-trees T]
- * [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend, the median fit and
- * predict time on the same synthetic data and whether the fitted model matches the reference, one line each:
+ * {@code cuwire bench estimators [--rows N] [--cols D] [--repeat R] [--warmup W] [--backends device,cpu]
+ * [--neighbors K] [--estimators NAME,NAME] [--peer sklearn] [--python PATH] [--out DIR] [--forest-rows N]
+ * [--forest-trees T] [--forest-depth D] [--forest-peer sklearn]}: per estimator (all, or those named) and backend,
+ * the median fit and predict time on the same synthetic data and whether the fitted model matches the reference, one
+ * line each:
  * <pre>RESULT estimator=KMeans backend=cuda fit_ms=… predict_ms=… rows=… matches_reference=true</pre>
  * With {@code --out DIR} it also records the run ({@link Results#record}) in {@code DIR/estimators-<machine>.md} (the
  * backends side by side, with the CPU-to-device time ratio) and {@code DIR/estimators-<machine>.csv} (one row per line
@@ -85,8 +86,10 @@ import picocli.CommandLine.Option;
  * <h2>Timing</h2>
  * Data is generated on the host and uploaded once per estimator and backend, outside the timings. A fit ends when
  * the estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host,
- * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs after one untimed fit
- * and predict (the JIT's first compilations are not the estimator's cost). Neighbor queries
+ * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs after {@code warmup}
+ * untimed fits and predicts (default 3: the CPU backend's kernels reach the JIT's optimized code within a few calls,
+ * and until then one estimator's time would depend on which ran before it; scikit-learn's peer gets as many, its
+ * forests none); an {@code INFO} line gives the first untimed fit and predict of each. Neighbor queries
  * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
  * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
  * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
@@ -139,6 +142,7 @@ public final class EstimatorBench {
             long rows,
             int cols,
             int repeat,
+            int warmup,
             List<Backend> backends,
             int neighbors,
             List<String> estimators,
@@ -158,6 +162,9 @@ public final class EstimatorBench {
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat " + repeat + " (expected: >= 1)");
+            }
+            if (warmup < 1) {
+                throw new IllegalArgumentException("--warmup " + warmup + " (expected: >= 1)");
             }
             if (neighbors < 1 || neighbors > Math.min(rows, QUERIES)) {
                 throw new IllegalArgumentException(
@@ -223,6 +230,14 @@ public final class EstimatorBench {
                 defaultValue = "3",
                 description = "runs per measured time, the median reported (default: ${DEFAULT-VALUE})")
         int repeat;
+
+        @Option(
+                names = "--warmup",
+                paramLabel = "W",
+                defaultValue = "3",
+                description =
+                        "untimed fits and predicts before the timed ones, on both sides (default: ${DEFAULT-VALUE})")
+        int warmup;
 
         @Option(
                 names = "--backends",
@@ -306,6 +321,7 @@ public final class EstimatorBench {
                     rows,
                     cols,
                     repeat,
+                    warmup,
                     backends,
                     neighbors,
                     estimators,
@@ -403,6 +419,7 @@ public final class EstimatorBench {
                             if (backend == Backend.CPU) {
                                 reference = b.measure(o, h);
                                 r = reference.result(b.name(), "cpu", rows, true);
+                                out.println(reference.firstLine(b.name(), "cpu"));
                                 iterations.put(b.name(), iterations(reference.model()));
                             } else {
                                 try (Uploaded d = data.upload(onGpu, rows);
@@ -422,6 +439,7 @@ public final class EstimatorBench {
                                             ? "emulated"
                                             : ComputeBackends.forArray(d.x()).name();
                                     r = m.result(b.name(), label, rows, matches);
+                                    out.println(m.firstLine(b.name(), label));
                                 }
                             }
                             results.add(r);
@@ -477,7 +495,7 @@ public final class EstimatorBench {
             data.write(dir);
             outcome = names.isEmpty()
                     ? SklearnPeer.Outcome.skipped("no estimator it runs was measured")
-                    : SklearnPeer.run(o.python(), dir, o.repeat(), o.neighbors(), names, out);
+                    : SklearnPeer.run(o.python(), dir, o.repeat(), o.warmup(), o.neighbors(), names, out);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the peer's data: " + e.getMessage(), e);
         } finally {
@@ -506,11 +524,12 @@ public final class EstimatorBench {
     private static String settings(Options o, Device device) {
         return String.format(
                 Locale.ROOT,
-                "rows=%d cols=%d repeat=%d backends=%s device=%s neighbors=%d "
+                "rows=%d cols=%d repeat=%d warmup=%d backends=%s device=%s neighbors=%d "
                         + "neighbors_queries=%d forest_trees=%d forest_depth=%d forest_rows=%d",
                 o.rows(),
                 o.cols(),
                 o.repeat(),
+                o.warmup(),
                 o.backends().stream()
                         .map(b -> b.name().toLowerCase(Locale.ROOT))
                         .collect(Collectors.joining(",")),
@@ -860,8 +879,25 @@ public final class EstimatorBench {
     }
 
     /** A fitted model, its prediction and their median times; closing releases both. */
-    private record Measured(Estimator model, NdArray predicted, double fitMs, double predictMs)
+    private record Measured(
+            Estimator model,
+            NdArray predicted,
+            double fitMs,
+            double predictMs,
+            double firstFitMs,
+            double firstPredictMs)
             implements AutoCloseable {
+        /** The INFO line of the first, untimed fit and predict (the JIT's first compilations are in them). */
+        String firstLine(String estimator, String backend) {
+            return String.format(
+                    Locale.ROOT,
+                    "INFO estimator=%s backend=%s first_fit_ms=%.3f first_predict_ms=%.3f (the first untimed run)",
+                    estimator,
+                    backend,
+                    firstFitMs,
+                    firstPredictMs);
+        }
+
         Result result(String estimator, String backend, long rows, boolean matches) {
             return new Result(estimator, backend, fitMs, predictMs, rows, matches);
         }
@@ -893,10 +929,22 @@ public final class EstimatorBench {
             double[] predicts = new double[o.repeat()];
             Estimator model = null;
             NdArray predicted = null;
+            double firstFitMs = 0;
+            double firstPredictMs = 0;
             try {
-                try (Estimator warm = fit.fit(u);
-                        NdArray p = predict.predict(warm, u)) {
-                    ComputeBackends.forArray(p).reduce(Reduction.SUM, p);
+                for (int i = 0; i < o.warmup(); i++) {
+                    long t0 = System.nanoTime();
+                    try (Estimator warm = fit.fit(u)) {
+                        long t1 = System.nanoTime();
+                        try (NdArray p = predict.predict(warm, u)) {
+                            ComputeBackends.forArray(p).reduce(Reduction.SUM, p);
+                        }
+                        long t2 = System.nanoTime();
+                        if (i == 0) {
+                            firstFitMs = (t1 - t0) / 1e6;
+                            firstPredictMs = (t2 - t1) / 1e6;
+                        }
+                    }
                 }
                 for (int i = 0; i < o.repeat(); i++) {
                     if (model != null) {
@@ -917,7 +965,8 @@ public final class EstimatorBench {
                     long t1 = System.nanoTime();
                     predicts[i] = (t1 - t0) / 1e6;
                 }
-                Measured m = new Measured(model, predicted, Stats.median(fits), Stats.median(predicts));
+                Measured m = new Measured(
+                        model, predicted, Stats.median(fits), Stats.median(predicts), firstFitMs, firstPredictMs);
                 model = null;
                 predicted = null;
                 return m;
@@ -935,7 +984,7 @@ public final class EstimatorBench {
         Measured reference(Uploaded h) {
             Estimator model = fit.fit(h);
             try {
-                return new Measured(model, predict.predict(model, h), 0, 0);
+                return new Measured(model, predict.predict(model, h), 0, 0, 0, 0);
             } catch (RuntimeException | Error e) {
                 model.close();
                 throw e;

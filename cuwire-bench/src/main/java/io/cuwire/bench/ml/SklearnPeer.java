@@ -46,7 +46,8 @@ final class SklearnPeer {
      *
      * @throws UncheckedIOException if the script cannot be written to {@code dir}
      */
-    static Outcome run(String python, Path dir, int repeat, int neighbors, List<String> estimators, PrintStream out) {
+    static Outcome run(
+            String python, Path dir, int repeat, int warmup, int neighbors, List<String> estimators, PrintStream out) {
         Path script = dir.resolve(SCRIPT);
         try (InputStream in = SklearnPeer.class.getResourceAsStream(SCRIPT)) {
             if (in == null) {
@@ -63,6 +64,8 @@ final class SklearnPeer {
                 dir.toString(),
                 "--repeat",
                 Integer.toString(repeat),
+                "--warmup",
+                Integer.toString(warmup),
                 "--neighbors",
                 Integer.toString(neighbors),
                 "--estimators",

@@ -4,7 +4,7 @@
 The bench writes its data sets to a directory (DIR/data.txt names each file, its dtype and shape; each file holds the
 raw little-endian elements, rows in order) and runs
 
-    python3 bench/sklearn_peer.py DIR --repeat R --neighbors K [--estimators NAME,NAME]
+    python3 bench/sklearn_peer.py DIR --repeat R [--warmup W] --neighbors K [--estimators NAME,NAME]
 
 which prints one line per estimator, the median fit and predict time of R runs each (the same steps the bench
 times), and the iterations where the estimator iterates:
@@ -95,6 +95,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("data")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=0, help="untimed fits and predicts before the timed ones")
     p.add_argument("--neighbors", type=int, default=5)
     p.add_argument("--estimators", default="")
     a = p.parse_args()
@@ -112,6 +113,8 @@ def main():
     for name, (fit, predict, settings, iterations) in all_benches.items():
         if wanted and name not in wanted:
             continue
+        for _ in range(a.warmup):
+            predict(fit())
         fit_ms, model = median_ms(fit, a.repeat)
         predict_ms, _ = median_ms(lambda: predict(model), a.repeat)
         it = iterations(model) if iterations else "-"

@@ -11,6 +11,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -27,20 +28,31 @@ class EstimatorBenchTest {
         try (PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
             results = EstimatorBench.run(
                     EstimatorBench.Options.parse(
-                            "--rows", "300", "--cols", "5", "--repeat", "1", "--out", dir.toString()),
+                            "--rows", "300", "--cols", "5", "--repeat", "1", "--warmup", "1", "--out", dir.toString()),
                     out);
         }
         assertEquals(20, results.size());
-        String[] lines = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
-        assertEquals(21, lines.length);
+        String[] all = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
+        assertEquals(41, all.length);
         assertTrue(
-                lines[0].startsWith("INFO bench=estimators rows=300 cols=5 repeat=1 backends=device,cpu "), lines[0]);
-        for (int i = 1; i < lines.length; i++) {
+                all[0].startsWith("INFO bench=estimators rows=300 cols=5 repeat=1 warmup=1 backends=device,cpu "),
+                all[0]);
+        // each RESULT line follows the INFO line of its first, untimed run
+        List<String> lines = new ArrayList<>(List.of(all[0]));
+        for (int i = 1; i < all.length; i += 2) {
+            assertTrue(
+                    all[i].matches("INFO estimator=\\w+ backend=\\w+ first_fit_ms=[0-9.]+ first_predict_ms=[0-9.]+ "
+                            + "\\(the first untimed run\\)"),
+                    all[i]);
+            lines.add(all[i + 1]);
+        }
+        for (int i = 1; i < lines.size(); i++) {
             String backend = i % 2 == 1 ? "cpu" : "\\w+";
             assertTrue(
-                    lines[i].matches("RESULT estimator=\\w+ backend=" + backend + " fit_ms=[0-9.]+ "
-                            + "predict_ms=[0-9.]+ rows=300 matches_reference=true"),
-                    lines[i]);
+                    lines.get(i)
+                            .matches("RESULT estimator=\\w+ backend=" + backend + " fit_ms=[0-9.]+ "
+                                    + "predict_ms=[0-9.]+ rows=300 matches_reference=true"),
+                    lines.get(i));
         }
         List<String> csv = Files.readAllLines(dir.resolve("estimators-" + Results.machine() + ".csv"));
         assertEquals("estimator,backend,rows,fit_ms,predict_ms,matches_reference", csv.getFirst());
@@ -187,6 +199,10 @@ class EstimatorBenchTest {
         assertEquals(
                 "--neighbors 0 (expected: 1 .. 1000)",
                 assertThrows(IllegalArgumentException.class, () -> EstimatorBench.Options.parse("--neighbors", "0"))
+                        .getMessage());
+        assertEquals(
+                "--warmup 0 (expected: >= 1)",
+                assertThrows(IllegalArgumentException.class, () -> EstimatorBench.Options.parse("--warmup", "0"))
                         .getMessage());
     }
 

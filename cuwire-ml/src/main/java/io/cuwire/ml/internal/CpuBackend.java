@@ -283,17 +283,28 @@ public final class CpuBackend extends ComputeBackend {
             HostArrays.write(y, yv);
         } else {
             MemorySegment direct = HostArrays.float64Segment(a);
+            MemorySegment yDirect = HostArrays.float64Segment(y);
             forRows(rows, rowsPerChunk(cols), (chunk, first, count) -> {
                 long bytes = (long) count * cols * Double.BYTES;
                 MemorySegment av = direct != null
                         ? direct.asSlice((long) first * cols * Double.BYTES, bytes)
                         : staged(a, (long) first * cols, count * cols);
+                double[] dots = new double[count];
+                CpuKernels.rowDots(av, count, cols, xv, dots);
+                if (yDirect != null) {
+                    // float64 y in host memory: updated in place, one pass
+                    for (int i = 0; i < count; i++) {
+                        double d = alpha * dots[i];
+                        long at = first + i;
+                        double v = beta == 0 ? d : d + beta * yDirect.getAtIndex(CpuKernels.F64, at);
+                        yDirect.setAtIndex(CpuKernels.F64, at, v);
+                    }
+                    return;
+                }
                 double[] yv = new double[count];
                 if (beta != 0) {
                     HostArrays.read(y, first, yv, count);
                 }
-                double[] dots = new double[count];
-                CpuKernels.rowDots(av, count, cols, xv, dots);
                 for (int i = 0; i < count; i++) {
                     double d = alpha * dots[i];
                     yv[i] = beta == 0 ? d : d + beta * yv[i];
@@ -370,7 +381,15 @@ public final class CpuBackend extends ComputeBackend {
     @Override
     protected void doFill(NdArray a, double value) {
         int n = (int) a.size();
-        if (a.dtype().isFloatingPoint()) {
+        MemorySegment direct = HostArrays.float64Segment(a);
+        if (direct != null) {
+            // float64 in host memory: written in place
+            forRows(n, CHUNK_ELEMENTS, (chunk, first, count) -> {
+                for (int i = first; i < first + count; i++) {
+                    direct.setAtIndex(CpuKernels.F64, i, value);
+                }
+            });
+        } else if (a.dtype().isFloatingPoint()) {
             forRows(n, CHUNK_ELEMENTS, (chunk, first, count) -> {
                 double[] v = new double[count];
                 Arrays.fill(v, value);
@@ -514,6 +533,38 @@ public final class CpuBackend extends ComputeBackend {
         double acc = init;
         for (double[] p : partials) {
             acc = CpuKernels.reduce(r, acc, p[0]);
+        }
+        return acc;
+    }
+
+    /**
+     * Float64 host arrays: the chunks of {@link #doReduce} in parallel, each block summed and then copied while it is
+     * in the cache (one read of {@code src} from memory, the same sum as {@code reduce}); others: the default.
+     */
+    @Override
+    protected double doCopySum(NdArray src, NdArray dst) {
+        MemorySegment in = HostArrays.float64Segment(src);
+        MemorySegment to = HostArrays.float64Segment(dst);
+        if (in == null || to == null) {
+            return super.doCopySum(src, dst);
+        }
+        long n = src.size();
+        int per = reductionRows(n, 1);
+        double[] partials = new double[CpuParallel.chunks(n, per)];
+        forRows(n, per, (chunk, first, count) -> {
+            double[] acc = {0};
+            blocks(first, count, 1, (block, f, c) -> {
+                long at = (long) f * Double.BYTES;
+                long bytes = (long) c * Double.BYTES;
+                MemorySegment s = in.asSlice(at, bytes);
+                acc[0] += CpuKernels.reduce(Reduction.SUM, s, c, 0);
+                MemorySegment.copy(s, 0, to, at, bytes);
+            });
+            partials[chunk] = acc[0];
+        });
+        double acc = 0;
+        for (double p : partials) {
+            acc += p;
         }
         return acc;
     }
@@ -666,33 +717,42 @@ public final class CpuBackend extends ComputeBackend {
         });
     }
 
+    /** Rows of one block of {@link #doNearestRows}: their distances to every center are held at once. */
+    private static final int NEAREST_ROWS = 64;
+
+    /**
+     * Chunks of rows in parallel; in each, blocks of {@value #NEAREST_ROWS} rows get their squared distances to all
+     * centers from the product kernels' register blocks ({@link CpuKernels#squaredDifferences}, the centers held
+     * transposed), then each row takes the first smallest.
+     */
     @Override
     protected void doNearestRows(NdArray x, NdArray y, NdArray index, NdArray min) {
         int n = (int) x.dim(0);
         int m = (int) y.dim(0);
         int d = (int) x.dim(1);
-        double[] yv = HostArrays.doubles(y);
+        double[] yt = transpose(HostArrays.doubles(y), m, d);
         forRows(n, rowsPerChunk(d), (chunk, first, count) -> {
             double[] xv = new double[count * d];
             HostArrays.read(x, (long) first * d, xv, count * d);
             int[] idx = new int[count];
             double[] best = new double[count];
-            for (int i = 0; i < count; i++) {
-                int arg = 0;
-                double nearest = 0;
-                for (int c = 0; c < m; c++) {
-                    double s = 0;
-                    for (int j = 0; j < d; j++) {
-                        double diff = xv[i * d + j] - yv[c * d + j];
-                        s += diff * diff;
+            double[] dist = new double[Math.min(count, NEAREST_ROWS) * m];
+            for (int b = 0; b < count; b += NEAREST_ROWS) {
+                int rows = Math.min(NEAREST_ROWS, count - b);
+                CpuKernels.squaredDifferences(xv, b * d, rows, d, yt, m, m, dist, m);
+                for (int i = 0; i < rows; i++) {
+                    int at = i * m;
+                    int arg = 0;
+                    double nearest = dist[at];
+                    for (int c = 1; c < m; c++) {
+                        if (dist[at + c] < nearest) {
+                            nearest = dist[at + c];
+                            arg = c;
+                        }
                     }
-                    if (c == 0 || s < nearest) {
-                        nearest = s;
-                        arg = c;
-                    }
+                    idx[b + i] = arg;
+                    best[b + i] = nearest;
                 }
-                idx[i] = arg;
-                best[i] = nearest;
             }
             HostArrays.write(index, first, idx, count);
             if (min != null) {

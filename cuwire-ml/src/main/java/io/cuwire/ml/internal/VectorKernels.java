@@ -3,9 +3,9 @@ package io.cuwire.ml.internal;
 import io.cuwire.ml.Reduction;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -278,77 +278,183 @@ final class VectorKernels {
         return s;
     }
 
+    /**
+     * The products of rows with {@code x}, 4 rows a call of {@link #dots4}: a small method that the JIT compiles after
+     * a few thousand calls, within the first product of a large matrix, where one loop over all rows would run its
+     * vectors unoptimized (boxed, a hundred times slower) until the whole method had been called some hundred times.
+     */
     static void rowDots(MemorySegment a, int rows, int cols, double[] x, double[] out) {
-        int full = cols - cols % L;
-        VectorMask<Double> tail = S.indexInRange(full, cols);
-        DoubleVector xt = DoubleVector.fromArray(S, x, full, tail);
-        long rb = (long) cols * Double.BYTES;
         int i = 0;
+        for (; i + DOT_ROWS <= rows; i += DOT_ROWS) {
+            dotsBlock(a, i, cols, x, out);
+        }
         for (; i + 4 <= rows; i += 4) {
-            long o = i * rb;
-            DoubleVector c0 = DoubleVector.zero(S);
-            DoubleVector c1 = c0;
-            DoubleVector c2 = c0;
-            DoubleVector c3 = c0;
-            for (int p = 0; p < full; p += L) {
-                DoubleVector xv = DoubleVector.fromArray(S, x, p);
-                long at = o + (long) p * Double.BYTES;
-                c0 = DoubleVector.fromMemorySegment(S, a, at, LE).fma(xv, c0);
-                c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE).fma(xv, c1);
-                c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE).fma(xv, c2);
-                c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE).fma(xv, c3);
-            }
-            if (full < cols) {
-                long at = o + (long) full * Double.BYTES;
-                c0 = DoubleVector.fromMemorySegment(S, a, at, LE, tail).fma(xt, c0);
-                c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE, tail).fma(xt, c1);
-                c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE, tail).fma(xt, c2);
-                c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE, tail).fma(xt, c3);
-            }
-            out[i] = sumLanes(c0);
-            out[i + 1] = sumLanes(c1);
-            out[i + 2] = sumLanes(c2);
-            out[i + 3] = sumLanes(c3);
+            dots4(a, i, cols, x, out);
         }
         for (; i < rows; i++) {
-            long o = i * rb;
-            DoubleVector c = DoubleVector.zero(S);
-            for (int p = 0; p < full; p += L) {
-                c = DoubleVector.fromMemorySegment(S, a, o + (long) p * Double.BYTES, LE)
-                        .fma(DoubleVector.fromArray(S, x, p), c);
-            }
-            if (full < cols) {
-                c = DoubleVector.fromMemorySegment(S, a, o + (long) full * Double.BYTES, LE, tail)
-                        .fma(xt, c);
-            }
-            out[i] = sumLanes(c);
+            dots1(a, i, cols, x, out);
         }
     }
 
-    static double reduce(Reduction r, MemorySegment v, int count, double init) {
-        VectorOperators.Binary op = switch (r) {
-            case SUM -> VectorOperators.ADD;
-            case MIN -> VectorOperators.MIN;
-            case MAX -> VectorOperators.MAX;
-        };
-        DoubleVector acc = DoubleVector.broadcast(
-                S,
-                switch (r) {
-                    case SUM -> 0;
-                    case MIN -> Double.POSITIVE_INFINITY;
-                    case MAX -> Double.NEGATIVE_INFINITY;
-                });
-        int i = 0;
-        for (; i + L <= count; i += L) {
-            acc = acc.lanewise(op, DoubleVector.fromMemorySegment(S, v, (long) i * Double.BYTES, LE));
+    /** Rows one call of {@link #dotsBlock} takes. */
+    private static final int DOT_ROWS = 16;
+
+    /** {@code out[i + r]} for {@code r < DOT_ROWS}: rows {@code i ..} of {@code a} times {@code x}, 4 at a time. */
+    private static void dotsBlock(MemorySegment a, int i, int cols, double[] x, double[] out) {
+        for (int r = i; r < i + DOT_ROWS; r += 4) {
+            dots4(a, r, cols, x, out);
         }
+    }
+
+    /** {@code out[i + r]} for {@code r < 4}: rows {@code i} to {@code i + 3} of {@code a} times {@code x}. */
+    private static void dots4(MemorySegment a, int i, int cols, double[] x, double[] out) {
+        int full = cols - cols % L;
+        long rb = (long) cols * Double.BYTES;
+        long o = i * rb;
+        DoubleVector c0 = DoubleVector.zero(S);
+        DoubleVector c1 = c0;
+        DoubleVector c2 = c0;
+        DoubleVector c3 = c0;
+        for (int p = 0; p < full; p += L) {
+            DoubleVector xv = DoubleVector.fromArray(S, x, p);
+            long at = o + (long) p * Double.BYTES;
+            c0 = DoubleVector.fromMemorySegment(S, a, at, LE).fma(xv, c0);
+            c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE).fma(xv, c1);
+            c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE).fma(xv, c2);
+            c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE).fma(xv, c3);
+        }
+        if (full < cols) {
+            VectorMask<Double> tail = S.indexInRange(full, cols);
+            DoubleVector xt = DoubleVector.fromArray(S, x, full, tail);
+            long at = o + (long) full * Double.BYTES;
+            c0 = DoubleVector.fromMemorySegment(S, a, at, LE, tail).fma(xt, c0);
+            c1 = DoubleVector.fromMemorySegment(S, a, at + rb, LE, tail).fma(xt, c1);
+            c2 = DoubleVector.fromMemorySegment(S, a, at + 2 * rb, LE, tail).fma(xt, c2);
+            c3 = DoubleVector.fromMemorySegment(S, a, at + 3 * rb, LE, tail).fma(xt, c3);
+        }
+        out[i] = sumLanes(c0);
+        out[i + 1] = sumLanes(c1);
+        out[i + 2] = sumLanes(c2);
+        out[i + 3] = sumLanes(c3);
+    }
+
+    /** {@code out[i]}: row {@code i} of {@code a} times {@code x}. */
+    private static void dots1(MemorySegment a, int i, int cols, double[] x, double[] out) {
+        int full = cols - cols % L;
+        long o = i * (long) cols * Double.BYTES;
+        DoubleVector c = DoubleVector.zero(S);
+        for (int p = 0; p < full; p += L) {
+            c = DoubleVector.fromMemorySegment(S, a, o + (long) p * Double.BYTES, LE)
+                    .fma(DoubleVector.fromArray(S, x, p), c);
+        }
+        if (full < cols) {
+            VectorMask<Double> tail = S.indexInRange(full, cols);
+            c = DoubleVector.fromMemorySegment(S, a, o + (long) full * Double.BYTES, LE, tail)
+                    .fma(DoubleVector.fromArray(S, x, full, tail), c);
+        }
+        out[i] = sumLanes(c);
+    }
+
+    /**
+     * The reduction of {@code count} elements of {@code v} with {@code init}: one loop per reduction, its operator a
+     * constant (an operator passed as a value stops the JIT from compiling the vector operations to instructions once
+     * a second reduction has run through the same loop: they then run boxed, a hundred times slower).
+     */
+    static double reduce(Reduction r, MemorySegment v, int count, double init) {
+        return switch (r) {
+            case SUM -> sum(v, count, init);
+            case MIN -> min(v, count, init);
+            case MAX -> max(v, count, init);
+        };
+    }
+
+    /** Vectors one call of {@link #addVectors}, {@link #minVectors} or {@link #maxVectors} takes. */
+    private static final int REDUCE_VECTORS = 16;
+
+    // The reductions' loops call a small method a few vectors at a time, which the JIT compiles within the first
+    // reduction of a large array (as rowDots' dotsBlock); the accumulator goes through a lane array between calls,
+    // the same additions in the same order.
+
+    private static double sum(MemorySegment v, int count, double init) {
+        double[] acc = new double[L];
+        int i = 0;
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            addVectors(v, i, REDUCE_VECTORS, acc);
+        }
+        int rest = (count - i) / L;
+        addVectors(v, i, rest, acc);
+        i += rest * L;
         double s = init;
-        for (int lane = 0; lane < L; lane++) {
-            s = CpuKernels.reduce(r, s, acc.lane(lane));
+        for (double lane : acc) {
+            s += lane;
         }
         for (; i < count; i++) {
-            s = CpuKernels.reduce(r, s, v.getAtIndex(CpuKernels.F64, i));
+            s += v.getAtIndex(CpuKernels.F64, i);
         }
         return s;
+    }
+
+    private static void addVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.add(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
+        }
+        a.intoArray(acc, 0);
+    }
+
+    private static double min(MemorySegment v, int count, double init) {
+        double[] acc = new double[L];
+        Arrays.fill(acc, Double.POSITIVE_INFINITY);
+        int i = 0;
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            minVectors(v, i, REDUCE_VECTORS, acc);
+        }
+        int rest = (count - i) / L;
+        minVectors(v, i, rest, acc);
+        i += rest * L;
+        double s = init;
+        for (double lane : acc) {
+            s = Math.min(s, lane);
+        }
+        for (; i < count; i++) {
+            s = Math.min(s, v.getAtIndex(CpuKernels.F64, i));
+        }
+        return s;
+    }
+
+    private static void minVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.min(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
+        }
+        a.intoArray(acc, 0);
+    }
+
+    private static double max(MemorySegment v, int count, double init) {
+        double[] acc = new double[L];
+        Arrays.fill(acc, Double.NEGATIVE_INFINITY);
+        int i = 0;
+        for (; i + REDUCE_VECTORS * L <= count; i += REDUCE_VECTORS * L) {
+            maxVectors(v, i, REDUCE_VECTORS, acc);
+        }
+        int rest = (count - i) / L;
+        maxVectors(v, i, rest, acc);
+        i += rest * L;
+        double s = init;
+        for (double lane : acc) {
+            s = Math.max(s, lane);
+        }
+        for (; i < count; i++) {
+            s = Math.max(s, v.getAtIndex(CpuKernels.F64, i));
+        }
+        return s;
+    }
+
+    private static void maxVectors(MemorySegment v, int first, int vectors, double[] acc) {
+        DoubleVector a = DoubleVector.fromArray(S, acc, 0);
+        for (int k = 0; k < vectors; k++) {
+            a = a.max(DoubleVector.fromMemorySegment(S, v, (long) (first + k * L) * Double.BYTES, LE));
+        }
+        a.intoArray(acc, 0);
     }
 }

@@ -69,17 +69,28 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     @Override
     public KNeighborsClassifier fit(NdArray x, NdArray y) {
         String op = "KNeighborsClassifier.fit";
-        checkTraining(op, x);
-        checkLabels(op, y, x);
-        if (nNeighbors > x.dim(0)) {
-            throw new IllegalArgumentException(op + ": nNeighbors = " + nNeighbors + " is more than the " + x.dim(0)
-                    + " rows of X (expected: nNeighbors <= rows)");
+        NdArray xc = checkedTrainingCopy(op, x);
+        NdArray yc = null;
+        try {
+            checkLabels(op, y, x);
+            if (nNeighbors > x.dim(0)) {
+                throw new IllegalArgumentException(op + ": nNeighbors = " + nNeighbors + " is more than the " + x.dim(0)
+                        + " rows of X (expected: nNeighbors <= rows)");
+            }
+            int k = classes(op, y, nClasses);
+            yc = y.copyTo(memoryFor(x));
+            close();
+            fitX = xc;
+            fitY = yc;
+            classes = k;
+            return this;
+        } catch (RuntimeException | Error e) {
+            xc.close();
+            if (yc != null) {
+                yc.close();
+            }
+            throw e;
         }
-        int k = classes(op, y, nClasses);
-        store(x);
-        fitY = y.copyTo(memoryFor(x));
-        classes = k;
-        return this;
     }
 
     /**
@@ -100,12 +111,10 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     /** Copies of partition ({@code x}, {@code y}), checked, where {@code x} lives. */
     public Rows partial(NdArray x, NdArray y) {
         String op = "KNeighborsClassifier.partial";
-        checkTraining(op, x);
-        checkLabels(op, y, x);
-        BufferAllocator<?> mem = memoryFor(x);
-        NdArray xc = x.copyTo(mem);
+        NdArray xc = checkedTrainingCopy(op, x);
         try {
-            return new Rows(xc, y.copyTo(mem));
+            checkLabels(op, y, x);
+            return new Rows(xc, y.copyTo(memoryFor(x)));
         } catch (RuntimeException | Error e) {
             xc.close();
             throw e;

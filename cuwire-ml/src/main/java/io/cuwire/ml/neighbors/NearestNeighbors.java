@@ -24,8 +24,7 @@ public final class NearestNeighbors extends NeighborsBase {
 
     /** Keeps (a copy of) the training rows {@code x}; returns this. */
     public NearestNeighbors fit(NdArray x) {
-        checkTraining("NearestNeighbors.fit", x);
-        store(x);
+        store("NearestNeighbors.fit", x);
         return this;
     }
 }

@@ -42,10 +42,10 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
         return fitX;
     }
 
-    /** Keeps a copy of the training rows, where they live. */
-    void store(NdArray x) {
+    /** Checks the training rows ({@link #checkTraining}) and keeps a copy of them, where they live, in one pass. */
+    void store(String op, NdArray x) {
         close();
-        fitX = x.copyTo(memoryFor(x));
+        fitX = checkedTrainingCopy(op, x);
     }
 
     /** The {@link #nNeighbors} nearest training rows of each row of {@code q}. */
