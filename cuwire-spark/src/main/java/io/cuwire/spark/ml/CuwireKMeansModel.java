@@ -9,6 +9,7 @@ import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -19,6 +20,14 @@ import org.apache.spark.ml.util.MLReader;
 public final class CuwireKMeansModel extends CuwireModel<CuwireKMeansModel> {
     private final Param<String> predictionCol;
     private CuwireClusteringSummary summary;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireKMeansModel() {
+        this(Identifiable.randomUID("cuwireKMeansModel"), FittedState.none("CuwireKMeansModel"));
+    }
 
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     CuwireKMeansModel(String uid, FittedState state) {

@@ -4,6 +4,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -12,6 +13,16 @@ import org.apache.spark.ml.util.MLReader;
  */
 public final class CuwireKNeighborsClassificationModel
         extends CuwireClassificationModel<CuwireKNeighborsClassificationModel> {
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireKNeighborsClassificationModel() {
+        this(
+                Identifiable.randomUID("cuwireKNeighborsClassificationModel"),
+                FittedState.none("CuwireKNeighborsClassificationModel"));
+    }
+
     CuwireKNeighborsClassificationModel(String uid, FittedState state) {
         super(uid, state);
     }

@@ -8,6 +8,7 @@ import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -18,6 +19,14 @@ import org.apache.spark.ml.util.MLReader;
 public final class CuwireLinearRegressionModel extends CuwireModel<CuwireLinearRegressionModel> {
     private final Param<String> predictionCol;
     private CuwireRegressionSummary summary;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireLinearRegressionModel() {
+        this(Identifiable.randomUID("cuwireLinearRegressionModel"), FittedState.none("CuwireLinearRegressionModel"));
+    }
 
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     CuwireLinearRegressionModel(String uid, FittedState state) {

@@ -8,6 +8,7 @@ import org.apache.spark.ml.linalg.Matrix;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -18,6 +19,16 @@ import org.apache.spark.ml.util.MLReader;
  */
 public final class CuwireLogisticRegressionModel extends CuwireClassificationModel<CuwireLogisticRegressionModel> {
     private CuwireClassificationSummary summary;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireLogisticRegressionModel() {
+        this(
+                Identifiable.randomUID("cuwireLogisticRegressionModel"),
+                FittedState.none("CuwireLogisticRegressionModel"));
+    }
 
     CuwireLogisticRegressionModel(String uid, FittedState state) {
         super(uid, state);

@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.BiFunction;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
@@ -32,6 +33,7 @@ import org.apache.spark.ml.util.DefaultParamsWriter$;
 import org.apache.spark.ml.util.MLReader;
 import org.apache.spark.ml.util.MLWritable;
 import org.apache.spark.ml.util.MLWriter;
+import org.apache.spark.ml.util.ReadWriteUtils$;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -51,6 +53,16 @@ import scala.collection.Seq;
  * frames once, a batch of rows at a time on the executor's device. Saved with Spark ML persistence: the params as
  * Spark's JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long
  * offsets: models over 2 GiB work).
+ *
+ * <h2>Spark Connect</h2>
+ * The models are registered for Connect's ML discovery (listed in
+ * {@code META-INF/services/org.apache.spark.ml.Transformer}, each with a public no-argument constructor, whose model
+ * has no fitted state). Connect's model cache sizes a model by
+ * {@link #estimatedSize()}: the fitted estimator as cuwire serializes it. When the cache offloads a model to the
+ * driver's disk it saves it with {@code saveToLocal} (written to the local file system whatever Hadoop's default one
+ * is); its reload ({@code loadFromLocal}) reads only the params: the estimator is read into device memory when the
+ * model is first used, and the offloaded copy the cache dropped from memory freed its device memory when the garbage
+ * collector found it unreachable (see Lifetime).
  *
  * <h2>Lifetime</h2>
  * The fitted state is shared, with a count of its holders: this model, each of its {@link #copy copies}, and the
@@ -96,6 +108,27 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     @Override
     public final String uid() {
         return uid;
+    }
+
+    /**
+     * The fitted estimator's size as cuwire serializes it (header and frames, in bytes): what Spark Connect's model
+     * cache counts against its limits. Computed once per fitted state; a model reloaded from disk answers with the
+     * saved file's size, without reading it into device memory.
+     *
+     * @throws IllegalStateException if this model was closed
+     */
+    @Override
+    public long estimatedSize() {
+        return state().sizeBytes(fitted -> {
+            try (Serialized s = Node.current().registry().serialize(fitted, Family.CUDA, Family.HOST)) {
+                return s.encodeHeader().length + s.totalFrameBytes();
+            }
+        });
+    }
+
+    /** Whether the fitted estimator is in device memory (false for a reloaded model not used yet): for tests. */
+    final boolean isLoaded() {
+        return state().isLoaded();
     }
 
     /** The features column: ml vectors or arrays of numbers. */
@@ -367,7 +400,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
             Path file = new Path(path, DATA);
             Estimator fitted = model.estimator();
             try {
-                FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
+                FileSystem fs = fileSystem(file, sc().hadoopConfiguration());
                 try (FSDataOutputStream out = fs.create(file, true);
                         Serialized s = node.registry().serialize(fitted, Family.CUDA, Family.HOST)) {
                     FrameStreams.write(s, out, node.hostMemory());
@@ -376,6 +409,20 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
                 throw new UncheckedIOException("saving " + fitted + " to " + file, e);
             }
         }
+    }
+
+    /**
+     * Whether Spark ML saves or loads in local mode ({@code saveToLocal}, {@code loadFromLocal}: Spark Connect's
+     * model cache offloading to and reloading from the driver's disk).
+     */
+    private static boolean localMode() {
+        return Boolean.TRUE.equals(
+                ReadWriteUtils$.MODULE$.localSavingModeState().get());
+    }
+
+    /** The file system of {@code file}: the local one in local mode, else the one its path names. */
+    private static FileSystem fileSystem(Path file, Configuration conf) throws IOException {
+        return localMode() ? FileSystem.getLocal(conf) : file.getFileSystem(conf);
     }
 
     /**
@@ -402,16 +449,34 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         public M load(String path) {
             DefaultParamsReader.Metadata meta =
                     DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession(), type.getName());
-            Node node = Node.current();
             Path file = new Path(path, DATA);
-            Object value;
+            FittedState state;
             try {
-                FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
-                try (FSDataInputStream in = fs.open(file);
-                        Serialized s =
-                                FrameStreams.read(in, node.frameAllocator(), node.hostMemory(), Limits.DEFAULT)) {
-                    value = node.registry().deserialize(s, node.target());
+                FileSystem fs = fileSystem(file, sc().hadoopConfiguration());
+                if (localMode()) {
+                    // Connect's cache reloading an offloaded model: device memory is taken when the model is used
+                    state = FittedState.lazy(
+                            type.getSimpleName() + " reloaded from " + file,
+                            fs.getFileStatus(file).getLen(),
+                            () -> read(fs, file));
+                } else {
+                    state = new FittedState(read(fs, file));
                 }
+            } catch (IOException e) {
+                throw new UncheckedIOException("loading a cuwire model from " + file, e);
+            }
+            M model = make.apply(meta.uid(), state);
+            meta.getAndSetParams(model, scala.Option.apply(null));
+            return model;
+        }
+
+        /** The fitted estimator saved in {@code file}, read into this JVM's device memory. */
+        private Estimator read(FileSystem fs, Path file) {
+            Node node = Node.current();
+            Object value;
+            try (FSDataInputStream in = fs.open(file);
+                    Serialized s = FrameStreams.read(in, node.frameAllocator(), node.hostMemory(), Limits.DEFAULT)) {
+                value = node.registry().deserialize(s, node.target());
             } catch (IOException e) {
                 throw new UncheckedIOException("loading a cuwire model from " + file, e);
             }
@@ -423,9 +488,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
                         file + " holds a " + value.getClass().getSimpleName() + " (expected: a fitted "
                                 + fitted.getSimpleName() + ", for " + type.getSimpleName() + ")");
             }
-            M model = make.apply(meta.uid(), new FittedState(fitted.cast(value)));
-            meta.getAndSetParams(model, scala.Option.apply(null));
-            return model;
+            return fitted.cast(value);
         }
     }
 }

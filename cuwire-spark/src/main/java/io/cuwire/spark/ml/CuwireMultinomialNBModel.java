@@ -8,6 +8,7 @@ import org.apache.spark.ml.linalg.Matrix;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -16,6 +17,14 @@ import org.apache.spark.ml.util.MLReader;
  * holds each class's joint log-likelihood, {@code probability} their softmax.
  */
 public final class CuwireMultinomialNBModel extends CuwireClassificationModel<CuwireMultinomialNBModel> {
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireMultinomialNBModel() {
+        this(Identifiable.randomUID("cuwireMultinomialNBModel"), FittedState.none("CuwireMultinomialNBModel"));
+    }
+
     CuwireMultinomialNBModel(String uid, FittedState state) {
         super(uid, state);
     }

@@ -11,6 +11,7 @@ import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -23,6 +24,14 @@ import org.apache.spark.ml.util.MLReader;
 public final class CuwirePCAModel extends CuwireModel<CuwirePCAModel> {
     private final Param<String> outputCol;
     private final BooleanParam center;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwirePCAModel() {
+        this(Identifiable.randomUID("cuwirePCAModel"), FittedState.none("CuwirePCAModel"));
+    }
 
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     CuwirePCAModel(String uid, FittedState state) {

@@ -4,6 +4,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.ensemble.RandomForestClassifier;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -15,6 +16,16 @@ import org.apache.spark.ml.util.MLReader;
 public final class CuwireRandomForestClassificationModel
         extends CuwireClassificationModel<CuwireRandomForestClassificationModel> {
     private CuwireClassificationSummary summary;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireRandomForestClassificationModel() {
+        this(
+                Identifiable.randomUID("cuwireRandomForestClassificationModel"),
+                FittedState.none("CuwireRandomForestClassificationModel"));
+    }
 
     CuwireRandomForestClassificationModel(String uid, FittedState state) {
         super(uid, state);

@@ -6,6 +6,7 @@ import io.cuwire.ml.ensemble.RandomForestRegressor;
 import java.util.List;
 import org.apache.spark.ml.param.Param;
 import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.Identifiable;
 import org.apache.spark.ml.util.MLReader;
 
 /**
@@ -15,6 +16,16 @@ import org.apache.spark.ml.util.MLReader;
  */
 public final class CuwireRandomForestRegressionModel extends CuwireModel<CuwireRandomForestRegressionModel> {
     private final Param<String> predictionCol;
+
+    /**
+     * A model with no fitted state: what Spark Connect's ML discovery needs (a public no-argument constructor, for
+     * {@code ServiceLoader}). Using it fails: fit an estimator or load a saved model.
+     */
+    public CuwireRandomForestRegressionModel() {
+        this(
+                Identifiable.randomUID("cuwireRandomForestRegressionModel"),
+                FittedState.none("CuwireRandomForestRegressionModel"));
+    }
 
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
     CuwireRandomForestRegressionModel(String uid, FittedState state) {

@@ -12,6 +12,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
 
 /**
  * The fitted state that a model, its copies and the plans of the {@code DataFrame}s their transforms returned
@@ -21,6 +23,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * holder that became unreachable without being closed, by a {@link Cleaner}. A lazy {@code DataFrame} keeps its
  * hold in its plan ({@link PlanHandle}), so dropping or closing the model it came from cannot break it.
  *
+ * <p>A state may start {@linkplain #lazy unloaded}: its estimator is read into device memory on first use (Spark
+ * Connect's model cache reloads offloaded models this way: a reload costs no device memory until the model is used).
+ * A {@linkplain #none() state of nothing} is what a model made with its no-argument constructor holds: any use of it
+ * fails.
+ *
  * <p>Thread-safe. The release runs on the thread that drops the last hold, or on the cleaner's thread.
  */
 final class FittedState {
@@ -29,7 +36,15 @@ final class FittedState {
     /** Holds released by the cleaner (their holder became unreachable), since the JVM started: for tests. */
     private static final AtomicLong CLEANED = new AtomicLong();
 
-    private final Estimator fitted;
+    /** What is fitted, for messages: "the fitted LinearRegression", or where it will be read from. */
+    private final String what;
+    /** Reads the estimator on first use; null once read (or for a state made fitted). */
+    private Supplier<Estimator> loader;
+    /** The fitted estimator; null until read. */
+    private Estimator fitted;
+    /** The fitted estimator's size as cuwire serializes it (header and frames), or -1 until known. */
+    private long sizeBytes;
+
     private int holds;
     /** Set when the last hold went: no new holds, no broadcast. */
     private boolean released;
@@ -40,7 +55,35 @@ final class FittedState {
 
     /** The state of {@code fitted}, which it owns from now on; no holds yet. */
     FittedState(Estimator fitted) {
+        this.what = "the fitted " + fitted.getClass().getSimpleName();
         this.fitted = fitted;
+        this.sizeBytes = -1;
+    }
+
+    private FittedState(String what, Supplier<Estimator> loader, long sizeBytes) {
+        this.what = what;
+        this.loader = loader;
+        this.sizeBytes = sizeBytes;
+    }
+
+    /**
+     * A state whose estimator {@code load} reads on first use (into device memory), of {@code sizeBytes} as cuwire
+     * serializes it; {@code what} names it in messages. The state owns what {@code load} returns.
+     */
+    static FittedState lazy(String what, long sizeBytes, Supplier<Estimator> load) {
+        return new FittedState(what, load, sizeBytes);
+    }
+
+    /** The state of a model made with its no-argument constructor: using it fails, naming {@code model}. */
+    static FittedState none(String model) {
+        return new FittedState(
+                model + " made with its no-argument constructor",
+                () -> {
+                    throw new IllegalStateException(
+                            model + " made with its no-argument constructor has no fitted state (fit "
+                                    + "an estimator or load a saved model)");
+                },
+                0);
     }
 
     /**
@@ -51,26 +94,48 @@ final class FittedState {
      */
     synchronized Hold hold(Object holder) {
         if (released) {
-            throw new IllegalStateException("the fitted " + fitted.getClass().getSimpleName() + " was released: "
-                    + "no model, copy or DataFrame holds it any more");
+            throw new IllegalStateException(what + " was released: no model, copy or DataFrame holds it any more");
         }
         holds++;
         Drop drop = new Drop(this);
         return new Hold(this, drop, CLEANER.register(holder, drop));
     }
 
-    /** The fitted estimator (do not close it: the state owns it). */
-    Estimator estimator() {
+    /**
+     * The fitted estimator (do not close it: the state owns it), read into device memory first if this state is
+     * {@linkplain #lazy lazy} and was not read yet.
+     *
+     * @throws IllegalStateException if the state was released, or is a {@linkplain #none() state of nothing}
+     */
+    synchronized Estimator estimator() {
+        if (released) {
+            throw new IllegalStateException(what + " was released");
+        }
+        if (fitted == null) {
+            fitted = loader.get();
+            loader = null;
+        }
         return fitted;
+    }
+
+    /** Whether the estimator is in memory: a state made fitted, or a lazy one that was used. */
+    synchronized boolean isLoaded() {
+        return fitted != null;
+    }
+
+    /** The fitted estimator's size as cuwire serializes it, computing it with {@code size} the first time. */
+    synchronized long sizeBytes(ToLongFunction<Estimator> size) {
+        if (sizeBytes < 0) {
+            sizeBytes = size.applyAsLong(estimator());
+        }
+        return sizeBytes;
     }
 
     /** The broadcast's handle, broadcasting the fitted estimator on first call; the caller holds this state. */
     synchronized ModelRef<Estimator> ref() {
-        if (released) {
-            throw new IllegalStateException("the fitted " + fitted.getClass().getSimpleName() + " was released");
-        }
+        Estimator e = estimator();
         if (broadcast == null || broadcast.isReleased()) {
-            broadcast = CuwireSpark.broadcast(fitted);
+            broadcast = CuwireSpark.broadcast(e);
         }
         return broadcast.ref();
     }
@@ -92,6 +157,7 @@ final class FittedState {
 
     private void drop() {
         ModelBroadcast<Estimator> b;
+        Estimator e;
         synchronized (this) {
             if (--holds > 0) {
                 return;
@@ -99,10 +165,12 @@ final class FittedState {
             released = true;
             b = broadcast;
             broadcast = null;
+            e = fitted;
+            loader = null;
         }
         List<AutoCloseable> release = new ArrayList<>();
         release.add(b);
-        release.add(fitted);
+        release.add(e);
         try {
             Closeables.closeAll(release);
         } finally {

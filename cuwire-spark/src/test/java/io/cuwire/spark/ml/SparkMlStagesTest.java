@@ -16,6 +16,7 @@ import io.cuwire.ml.neighbors.KNeighborsClassifier;
 import io.cuwire.serialize.OpaqueBlob;
 import io.cuwire.spark.CuwireSpark;
 import io.cuwire.spark.SparkCluster;
+import io.cuwire.spark.TestFrames;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,18 +26,11 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.VectorUDT;
-import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.ml.util.DefaultParamsReader$;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.Metadata;
-import org.apache.spark.sql.types.StructField;
-import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -55,18 +49,7 @@ class SparkMlStagesTest {
 
     /** Rows of {@code id}, {@code features} (an ml vector) and {@code label}, in {@value #PARTS} contiguous slices. */
     static Dataset<Row> frame(double[][] x, double[] y) {
-        List<Row> rows = new ArrayList<>();
-        for (int i = 0; i < x.length; i++) {
-            rows.add(RowFactory.create((long) i, Vectors.dense(x[i]), y[i]));
-        }
-        StructType schema = new StructType(new StructField[] {
-            new StructField("id", DataTypes.LongType, false, Metadata.empty()),
-            new StructField("features", new VectorUDT(), false, Metadata.empty()),
-            new StructField("label", DataTypes.DoubleType, false, Metadata.empty())
-        });
-        JavaSparkContext jsc =
-                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
-        return SparkCluster.session().createDataFrame(jsc.parallelize(rows, PARTS), schema);
+        return TestFrames.frame(x, y, PARTS);
     }
 
     /** {@code classes} overlapping gaussian blobs in 4 dimensions, labelled {@code i % classes}. */
