@@ -16,6 +16,7 @@ module io.cuwire.ml {
     exports io.cuwire.ml.decomposition;
     exports io.cuwire.ml.ensemble;
     exports io.cuwire.ml.linear;
+    exports io.cuwire.ml.modelfile;
     exports io.cuwire.ml.naivebayes;
     exports io.cuwire.ml.neighbors;
     exports io.cuwire.ml.spi;

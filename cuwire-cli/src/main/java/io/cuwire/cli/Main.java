@@ -7,11 +7,14 @@ import io.cuwire.bench.ml.RooflineBench;
 import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cluster.StandaloneWorker;
 import io.cuwire.cuda.Cuda;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.MemoryException;
+import io.cuwire.ml.modelfile.ModelFile;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -21,6 +24,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
@@ -127,6 +131,7 @@ public final class Main {
                 DemoCommand.class,
                 Worker.class,
                 InfoCommand.class,
+                ModelGroup.class,
                 Bench.class,
                 CommandLine.HelpCommand.class
             })
@@ -242,6 +247,99 @@ public final class Main {
                 r.err.println("cuwire info: " + e.getMessage());
                 return FAILED;
             }
+        }
+    }
+
+    @Command(
+            name = "model",
+            synopsisHeading = "usage: ",
+            description = "Model files (docs/model-file.md): what one holds, and cuwire's estimator from one.",
+            subcommands = {ModelInspect.class, ModelImport.class, ModelHelper.class})
+    static final class ModelGroup implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        HelpOption help;
+
+        @Override
+        public Integer call() {
+            spec.commandLine().usage(root(spec).out);
+            return OK;
+        }
+    }
+
+    @Command(
+            name = "inspect",
+            synopsisHeading = "usage: ",
+            description = "Prints a model file's estimator, parameters, attributes and arrays (dtype, shape, range).")
+    static final class ModelInspect implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        HelpOption help;
+
+        @Parameters(paramLabel = "FILE", arity = "0..1", description = "the model file")
+        Path file;
+
+        @Override
+        public Integer call() {
+            Root r = root(spec);
+            if (file == null) {
+                throw new ParameterException(spec.commandLine(), "a model FILE is needed");
+            }
+            return ModelCommand.inspect(file, r.out, r.err);
+        }
+    }
+
+    @Command(
+            name = "import",
+            synopsisHeading = "usage: ",
+            description = "Builds cuwire's estimator from a model file (as cuwire_sklearn.py writes it from "
+                    + "scikit-learn), checking all of it, and prints it.")
+    static final class ModelImport implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        HelpOption help;
+
+        @Parameters(paramLabel = "FILE", arity = "0..1", description = "the model file")
+        Path file;
+
+        @Option(names = "--device", description = "put the estimator on device 0 (default: host memory)")
+        boolean device;
+
+        @Option(names = "--dtype", description = "float64 (default) or float32")
+        String dtype = "float64";
+
+        @Override
+        public Integer call() {
+            Root r = root(spec);
+            if (file == null) {
+                throw new ParameterException(spec.commandLine(), "a model FILE is needed");
+            }
+            return ModelCommand.importFile(file, device, DType.byName(dtype), r.out, r.err);
+        }
+    }
+
+    @Command(
+            name = "python-helper",
+            synopsisHeading = "usage: ",
+            description = "Prints cuwire_sklearn.py, the Python helper (NumPy and json only) that writes model files "
+                    + "from scikit-learn and rebuilds scikit-learn estimators from them.")
+    static final class ModelHelper implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        HelpOption help;
+
+        @Override
+        public Integer call() {
+            root(spec).out.print(ModelFile.sklearnHelper());
+            return OK;
         }
     }
 

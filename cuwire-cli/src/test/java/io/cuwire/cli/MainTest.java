@@ -21,9 +21,9 @@ import picocli.CommandLine;
 
 class MainTest {
     /** One in-process run of the command line: exit code and what went to stdout and stderr. */
-    private record Result(int exitCode, String out, String err) {}
+    record Result(int exitCode, String out, String err) {}
 
-    private static Result run(String... args) {
+    static Result run(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int code;
@@ -105,7 +105,20 @@ class MainTest {
     void shouldListEveryOptionInEachCommandsHelpAndRefuseAnUnknownOneNamingIt() {
         List<CommandLine> commands = commands(Main.commandLine(System.out, System.err));
         assertEquals(
-                List.of("demo", "worker", "info", "bench", "copy", "transfer", "broadcast", "estimators", "roofline"),
+                List.of(
+                        "demo",
+                        "worker",
+                        "info",
+                        "model",
+                        "inspect",
+                        "import",
+                        "python-helper",
+                        "bench",
+                        "copy",
+                        "transfer",
+                        "broadcast",
+                        "estimators",
+                        "roofline"),
                 commands.stream().map(CommandLine::getCommandName).toList());
         for (CommandLine c : commands) {
             String name = c.getCommandSpec().qualifiedName(" ");

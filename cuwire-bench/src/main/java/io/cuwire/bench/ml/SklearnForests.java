@@ -1,5 +1,6 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.test.SklearnPython;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -14,7 +15,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  */
 public final class SklearnForests {
     /** The system property naming the Python interpreter. */
-    public static final String PYTHON_PROPERTY = "cuwire.bench.python";
+    public static final String PYTHON_PROPERTY = SklearnPython.PYTHON_PROPERTY;
 
     private static final Pattern LINE =
             Pattern.compile("SKLEARN version=(\\S+) fit_ms=(\\S+) predict_ms=(\\S+) score=(\\S+)");
@@ -36,60 +36,14 @@ public final class SklearnForests {
     /** One run: the version, the median fit and predict times, and the held-out (or training) score. */
     public record Run(String version, double fitMs, double predictMs, double score) {}
 
-    /** The interpreters tried, in order, when {@value #PYTHON_PROPERTY} is not set. */
-    private static final List<String> CANDIDATES = List.of("python3", "/usr/bin/python3");
-    /** The interpreter found, once looked for. */
-    private static volatile String found;
-
-    /**
-     * The interpreter used: {@value #PYTHON_PROPERTY} when set, else the first of {@code python3} on the path and
-     * {@code /usr/bin/python3} that imports scikit-learn and NumPy (a {@code python3} of pyenv or a virtual
-     * environment first on the path may have none, while Debian's {@code python3-sklearn} installs for
-     * {@code /usr/bin/python3}; elsewhere only the path's may have it), else {@code python3}. The one default of every
-     * scikit-learn peer of the benchmarks.
-     */
+    /** The interpreter: {@link SklearnPython#python()}, the one default of every scikit-learn peer. */
     public static String python() {
-        String given = System.getProperty(PYTHON_PROPERTY);
-        if (given != null && !given.isBlank()) {
-            return given.strip();
-        }
-        String f = found;
-        if (f == null) {
-            f = CANDIDATES.stream()
-                    .filter(c -> unavailable(c).isEmpty())
-                    .findFirst()
-                    .orElse(CANDIDATES.get(0));
-            found = f;
-        }
-        return f;
+        return SklearnPython.python();
     }
 
-    /** Why scikit-learn cannot be run here, or empty when it can. */
+    /** Why scikit-learn cannot be run here, or empty when it can ({@link SklearnPython#unavailable()}). */
     public static Optional<String> unavailable() {
-        return unavailable(python());
-    }
-
-    /** Why {@code python} cannot run scikit-learn, or empty when it can. */
-    private static Optional<String> unavailable(String python) {
-        try {
-            Process p = new ProcessBuilder(python, "-c", "import sklearn, numpy")
-                    .redirectErrorStream(true)
-                    .start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                return Optional.of(python + " did not import scikit-learn within 60 s");
-            }
-            return p.exitValue() == 0
-                    ? Optional.empty()
-                    : Optional.of(python + " cannot import scikit-learn: "
-                            + out.lines().reduce((a, b) -> b).orElse("exit " + p.exitValue()));
-        } catch (IOException e) {
-            return Optional.of("cannot start " + python + ": " + e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return Optional.of("interrupted while starting " + python);
-        }
+        return SklearnPython.unavailable();
     }
 
     /**

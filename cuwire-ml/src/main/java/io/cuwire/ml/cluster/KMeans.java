@@ -140,6 +140,28 @@ public final class KMeans extends Estimator {
 
     // ---------------------------------------------------------------- single device
 
+    /**
+     * Makes {@code centers} (k x d, floating) the fitted state with {@code inertia} and {@code nIter}, as a fit would
+     * have left it ({@link #nClusters} becomes k): how a model fitted elsewhere is rebuilt
+     * ({@link io.cuwire.ml.modelfile.ModelFile}). Takes ownership of {@code centers}, also when it throws; returns
+     * this.
+     *
+     * @throws IllegalArgumentException if {@code centers} is not a floating matrix
+     */
+    public KMeans adoptFitted(NdArray centers, double inertia, int nIter) {
+        if (centers.rank() != 2 || centers.dim(0) < 1 || !centers.dtype().isFloatingPoint()) {
+            centers.close();
+            throw new IllegalArgumentException(
+                    "KMeans.adoptFitted: centers " + centers + " (expected: a float32 or float64 k x d matrix)");
+        }
+        close();
+        this.clusterCenters = centers;
+        this.nClusters = Math.toIntExact(centers.dim(0));
+        this.inertia = inertia;
+        this.nIter = nIter;
+        return this;
+    }
+
     /** Fits on {@code x} from centers chosen by {@link #init}; returns this. */
     public KMeans fit(NdArray x) {
         checkTraining("KMeans.fit", x);

@@ -1,6 +1,7 @@
 package io.cuwire.ml.decomposition;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.Closeables;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
@@ -112,6 +113,60 @@ public final class PCA extends Estimator {
     public double noiseVariance() {
         checkFitted();
         return noiseVariance;
+    }
+
+    /** The samples fitted on. */
+    public long nSamples() {
+        checkFitted();
+        return nSamples;
+    }
+
+    /**
+     * Makes the given arrays the fitted state, as a fit would have left it ({@link #nComponents} becomes k): how a
+     * model fitted elsewhere is rebuilt ({@link io.cuwire.ml.modelfile.ModelFile}). Takes ownership of the five
+     * arrays, also when it throws; returns this.
+     *
+     * @param mean the feature means (d)
+     * @param components the principal axes, one per row (k x d)
+     * @param explainedVariance the variance along each component (k)
+     * @param explainedVarianceRatio the share of the total variance along each component (k)
+     * @param singularValues the singular values (k)
+     * @param noiseVariance the mean variance left out
+     * @param nSamples the samples fitted on
+     * @throws IllegalArgumentException if the shapes or dtypes disagree
+     */
+    public PCA adoptFitted(
+            NdArray mean,
+            NdArray components,
+            NdArray explainedVariance,
+            NdArray explainedVarianceRatio,
+            NdArray singularValues,
+            double noiseVariance,
+            long nSamples) {
+        List<NdArray> all = List.of(mean, components, explainedVariance, explainedVarianceRatio, singularValues);
+        boolean ok = components.rank() == 2 && mean.rank() == 1 && mean.dim(0) == components.dim(1);
+        for (NdArray a : all) {
+            ok &= a.dtype() == mean.dtype() && a.dtype().isFloatingPoint();
+            if (a != mean && a != components) {
+                ok &= a.rank() == 1 && a.dim(0) == components.dim(0);
+            }
+        }
+        if (!ok) {
+            Closeables.closeAll(all);
+            throw new IllegalArgumentException("PCA.adoptFitted: mean " + mean + ", components " + components
+                    + ", explained variance " + explainedVariance + ", ratio " + explainedVarianceRatio
+                    + ", singular values " + singularValues + " (expected: d, k x d and three of k, one float dtype)");
+        }
+        close();
+        this.mean = mean;
+        this.components = components;
+        this.explainedVariance = explainedVariance;
+        this.explainedVarianceRatio = explainedVarianceRatio;
+        this.singularValues = singularValues;
+        this.noiseVariance = noiseVariance;
+        this.nSamples = nSamples;
+        this.nComponents = Math.toIntExact(components.dim(0));
+        return this;
     }
 
     /** Fits on {@code x}; returns this. */

@@ -61,6 +61,26 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
         return fitIntercept;
     }
 
+    /**
+     * Makes {@code coef} (d, floating) and {@code intercept} the fitted state, as a fit would have left it: how a model
+     * fitted elsewhere is rebuilt ({@link io.cuwire.ml.modelfile.ModelFile}). Takes ownership of {@code coef}, also
+     * when it throws; returns this.
+     *
+     * @throws IllegalArgumentException if {@code coef} is not a floating vector or {@code intercept} is not finite
+     */
+    public LinearModel adoptFitted(NdArray coef, double intercept) {
+        String op = getClass().getSimpleName() + ".adoptFitted";
+        if (coef.rank() != 1 || !coef.dtype().isFloatingPoint() || !Double.isFinite(intercept)) {
+            coef.close();
+            throw new IllegalArgumentException(op + ": coef " + coef + ", intercept " + intercept
+                    + " (expected: a float32 or float64 vector and a finite intercept)");
+        }
+        close();
+        this.coef = coef;
+        this.intercept = intercept;
+        return this;
+    }
+
     @Override
     public LinearModel fit(NdArray x, NdArray y) {
         try (LinearStats s = partial(x, y)) {

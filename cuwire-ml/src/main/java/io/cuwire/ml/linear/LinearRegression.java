@@ -36,6 +36,12 @@ public final class LinearRegression extends LinearModel {
     }
 
     @Override
+    public LinearRegression adoptFitted(NdArray coef, double intercept) {
+        super.adoptFitted(coef, intercept);
+        return this;
+    }
+
+    @Override
     double penalty() {
         return 0;
     }

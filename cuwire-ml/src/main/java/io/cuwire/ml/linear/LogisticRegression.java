@@ -153,6 +153,36 @@ public final class LogisticRegression extends Estimator implements Classifier {
         return nIter;
     }
 
+    /**
+     * Makes {@code coef} (1 x d for two classes, classes x d for more) and {@code intercept} (1, or classes) the
+     * fitted state, as a fit would have left it ({@link #nIter()} 0): how a model fitted elsewhere is rebuilt
+     * ({@link io.cuwire.ml.modelfile.ModelFile}). Takes ownership of both arrays, also when it throws; returns this.
+     *
+     * @throws IllegalArgumentException if the shapes or dtypes do not match {@code classes}
+     */
+    public LogisticRegression adoptFitted(NdArray coef, NdArray intercept, int classes) {
+        long rows = classes == 2 ? 1 : classes;
+        if (classes < 2
+                || coef.rank() != 2
+                || coef.dim(0) != rows
+                || intercept.rank() != 1
+                || intercept.dim(0) != rows
+                || !coef.dtype().isFloatingPoint()
+                || intercept.dtype() != coef.dtype()) {
+            coef.close();
+            intercept.close();
+            throw new IllegalArgumentException("LogisticRegression.adoptFitted: coef " + coef + ", intercept "
+                    + intercept + " for " + classes + " classes (expected: (" + rows + ", d) and (" + rows
+                    + ",) of one float dtype, 2 or more classes)");
+        }
+        close();
+        this.coef = coef;
+        this.intercept = intercept;
+        this.classes = classes;
+        this.nIter = 0;
+        return this;
+    }
+
     // ---------------------------------------------------------------- single device
 
     @Override

@@ -47,6 +47,12 @@ public final class Ridge extends LinearModel {
     }
 
     @Override
+    public Ridge adoptFitted(NdArray coef, double intercept) {
+        super.adoptFitted(coef, intercept);
+        return this;
+    }
+
+    @Override
     double penalty() {
         return alpha;
     }

@@ -1,0 +1,195 @@
+"""scikit-learn estimators to and from cuwire model files (docs/model-file.md), with NumPy and json only: no pickle.
+
+    import cuwire_sklearn
+    cuwire_sklearn.save(fitted_estimator, "model.cwm")    # for `ModelFile.read` / `cuwire model import`
+    estimator = cuwire_sklearn.load("model.cwm")          # a file cuwire wrote (`ModelFile.write`)
+
+    python3 cuwire_sklearn.py inspect model.cwm           # the header, and each array's dtype and shape
+
+save() knows LinearRegression, Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, KNeighborsClassifier,
+RandomForestClassifier and RandomForestRegressor; load() rebuilds the first six from their attributes and the
+neighbours classifier from its stored rows (forests: not supported). Anything else raises ValueError naming what.
+"""
+
+import json
+import struct
+import sys
+
+import numpy as np
+
+MAGIC = b"CWMODEL\0"
+FORMAT_VERSION = 1
+DTYPES = {"float64": "<f8", "float32": "<f4", "int64": "<i8", "int32": "<i4"}
+
+
+def _json_params(est):
+    out = {}
+    for k, v in est.get_params(deep=False).items():
+        if v is None or isinstance(v, (bool, int, float, str)):
+            out[k] = v
+        elif isinstance(v, np.generic):
+            out[k] = v.item()
+    return out
+
+
+def _require(cond, what):
+    if not cond:
+        raise ValueError("cuwire_sklearn: " + what)
+
+
+def _arrays_of(est):
+    """(estimator name, attributes, {name: array}) for a fitted estimator."""
+    from sklearn import cluster, decomposition, ensemble, linear_model, naive_bayes, neighbors
+
+    name = type(est).__name__
+    attrs = {"n_features_in_": int(est.n_features_in_)}
+    if isinstance(est, (linear_model.LinearRegression, linear_model.Ridge)) and name in ("LinearRegression", "Ridge"):
+        _require(np.ndim(est.coef_) == 1, name + " with several targets (coef_ of shape %s)" % (est.coef_.shape,))
+        return name, attrs, {"coef_": est.coef_, "intercept_": np.asarray(est.intercept_, dtype=np.float64)}
+    if name == "LogisticRegression":
+        k = len(est.classes_)
+        _require(k == 2 or est.multi_class in ("auto", "multinomial"),
+                 "LogisticRegression with multi_class='ovr' for %d classes (cuwire's is multinomial)" % k)
+        return name, attrs, {"coef_": est.coef_, "intercept_": est.intercept_, "classes_": est.classes_}
+    if name == "KMeans":
+        attrs.update(inertia_=float(est.inertia_), n_iter_=int(est.n_iter_))
+        return name, attrs, {"cluster_centers_": est.cluster_centers_}
+    if name == "PCA":
+        attrs.update(noise_variance_=float(est.noise_variance_), n_samples_=int(est.n_samples_))
+        return name, attrs, {
+            "components_": est.components_, "mean_": est.mean_,
+            "explained_variance_": est.explained_variance_,
+            "explained_variance_ratio_": est.explained_variance_ratio_,
+            "singular_values_": est.singular_values_}
+    if name == "MultinomialNB":
+        _require(est.class_prior is None, "MultinomialNB with class_prior (cuwire learns the prior or uses uniform)")
+        return name, attrs, {
+            "class_count_": est.class_count_, "feature_count_": est.feature_count_,
+            "feature_log_prob_": est.feature_log_prob_, "class_log_prior_": est.class_log_prior_,
+            "classes_": est.classes_}
+    if name == "KNeighborsClassifier":
+        _require(est.weights == "uniform", "KNeighborsClassifier weights=%r (cuwire votes uniformly)" % est.weights)
+        _require(est.effective_metric_ == "euclidean",
+                 "KNeighborsClassifier metric %r (cuwire measures euclidean distances)" % est.effective_metric_)
+        _require(np.ndim(est._y) == 1, "KNeighborsClassifier with several outputs")
+        return name, attrs, {"_fit_X": est._fit_X, "_y": est._y, "classes_": est.classes_}
+    if name in ("RandomForestClassifier", "RandomForestRegressor"):
+        _require(est.n_outputs_ == 1, name + " with %d outputs (cuwire's forests have one)" % est.n_outputs_)
+        trees = [t.tree_ for t in est.estimators_]
+        arrays = {
+            "tree_node_count": np.array([t.node_count for t in trees], dtype=np.int64),
+            "children_left": np.concatenate([t.children_left for t in trees]).astype(np.int64),
+            "children_right": np.concatenate([t.children_right for t in trees]).astype(np.int64),
+            "feature": np.concatenate([t.feature for t in trees]).astype(np.int64),
+            "threshold": np.concatenate([t.threshold for t in trees]).astype(np.float64),
+            "value": np.concatenate([t.value[:, 0, :] for t in trees]).astype(np.float64),
+        }
+        if name == "RandomForestClassifier":
+            arrays["classes_"] = est.classes_
+        return name, attrs, arrays
+    raise ValueError("cuwire_sklearn: %s is not an estimator cuwire imports (expected one of: LinearRegression, "
+                     "Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, KNeighborsClassifier, "
+                     "RandomForestClassifier, RandomForestRegressor)" % type(est).__module__ + "." + name)
+
+
+def save(est, path):
+    """Writes fitted scikit-learn estimator `est` to `path` as a cuwire model file."""
+    import sklearn
+
+    name, attrs, arrays = _arrays_of(est)
+    entries, blobs, offset = {}, [], 0
+    for key, a in arrays.items():
+        a = np.asarray(a)
+        if a.dtype.kind == "f":
+            a = a.astype("<f8" if a.dtype.itemsize == 8 else "<f4")
+        elif a.dtype.kind in "iu":
+            a = a.astype("<i8")
+        else:
+            raise ValueError("cuwire_sklearn: %s.%s has dtype %s (expected: numbers)" % (name, key, a.dtype))
+        data = np.ascontiguousarray(a).tobytes()
+        entries[key] = {"dtype": "float64" if a.dtype == np.dtype("<f8") else
+                        "float32" if a.dtype == np.dtype("<f4") else "int64",
+                        "shape": list(a.shape), "offset": offset}
+        blobs.append(data + b"\0" * (-len(data) % 8))
+        offset += len(blobs[-1])
+    header = {"format_version": FORMAT_VERSION, "estimator": name,
+              "producer": "scikit-learn " + sklearn.__version__,
+              "params": _json_params(est), "attributes": attrs, "arrays": entries}
+    text = json.dumps(header, allow_nan=False, sort_keys=False).encode("utf-8")
+    with open(path, "wb") as f:
+        f.write(MAGIC + struct.pack("<Q", len(text)) + text + b"\0" * (-len(text) % 8))
+        for b in blobs:
+            f.write(b)
+
+
+def read(path):
+    """The header (a dict) and arrays (name -> numpy array) of a cuwire model file, checked."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    _require(raw[:8] == MAGIC, "%s is not a cuwire model file (magic %r)" % (path, raw[:8]))
+    (length,) = struct.unpack("<Q", raw[8:16])
+    _require(length <= len(raw) - 16, "%s: header of %d bytes in a file of %d" % (path, length, len(raw)))
+    header = json.loads(raw[16:16 + length].decode("utf-8"))
+    _require(header.get("format_version") == FORMAT_VERSION,
+             "%s: format_version %r (expected: %d)" % (path, header.get("format_version"), FORMAT_VERSION))
+    start = 16 + length + (-length % 8)
+    arrays = {}
+    for key, e in header["arrays"].items():
+        _require(e["dtype"] in DTYPES, "%s: arrays.%s dtype %r" % (path, key, e["dtype"]))
+        dt = np.dtype(DTYPES[e["dtype"]])
+        count = int(np.prod(e["shape"], dtype=np.int64))
+        at = start + e["offset"]
+        _require(0 <= e["offset"] and at + count * dt.itemsize <= len(raw), "%s: arrays.%s outside the file" % (path, key))
+        arrays[key] = np.frombuffer(raw, dtype=dt, count=count, offset=at).reshape(e["shape"]).copy()
+    return header, arrays
+
+
+def load(path):
+    """The scikit-learn estimator in cuwire model file `path`, rebuilt from its attributes."""
+    from sklearn import cluster, decomposition, linear_model, naive_bayes, neighbors
+
+    header, a = read(path)
+    name, p, attrs = header["estimator"], header.get("params", {}), header.get("attributes", {})
+    d = int(attrs["n_features_in_"])
+    if name in ("LinearRegression", "Ridge"):
+        est = getattr(linear_model, name)(**{k: v for k, v in p.items() if k in ("fit_intercept", "alpha")})
+        est.coef_, est.intercept_ = a["coef_"], float(a["intercept_"])
+    elif name == "LogisticRegression":
+        est = linear_model.LogisticRegression(**{k: v for k, v in p.items() if k in ("C", "fit_intercept", "max_iter", "tol")})
+        est.coef_, est.intercept_, est.classes_ = a["coef_"], a["intercept_"], a["classes_"]
+    elif name == "KMeans":
+        est = cluster.KMeans(n_clusters=a["cluster_centers_"].shape[0], n_init=1)
+        est.cluster_centers_ = a["cluster_centers_"]
+        est.inertia_, est.n_iter_ = attrs.get("inertia_", 0.0), attrs.get("n_iter_", 0)
+        est._n_threads = 1
+        est._n_features_out = est.cluster_centers_.shape[0]
+    elif name == "PCA":
+        est = decomposition.PCA(n_components=a["components_"].shape[0], whiten=bool(p.get("whiten", False)))
+        est.components_, est.mean_ = a["components_"], a["mean_"]
+        est.explained_variance_ = a["explained_variance_"]
+        est.explained_variance_ratio_ = a["explained_variance_ratio_"]
+        est.singular_values_ = a["singular_values_"]
+        est.noise_variance_, est.n_samples_ = attrs.get("noise_variance_", 0.0), attrs.get("n_samples_", 0)
+        est.n_components_ = est.components_.shape[0]
+    elif name == "MultinomialNB":
+        est = naive_bayes.MultinomialNB(**{k: v for k, v in p.items() if k in ("alpha", "fit_prior")})
+        for key in ("class_count_", "feature_count_", "feature_log_prob_", "class_log_prior_", "classes_"):
+            setattr(est, key, a[key])
+    elif name == "KNeighborsClassifier":
+        est = neighbors.KNeighborsClassifier(n_neighbors=int(p.get("n_neighbors", 5)))
+        est.fit(a["_fit_X"], a["classes_"][a["_y"]])
+    else:
+        raise ValueError("cuwire_sklearn: %s: estimator %r is not one scikit-learn rebuilds from a cuwire file "
+                         "(expected one of: LinearRegression, Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, "
+                         "KNeighborsClassifier)" % (path, name))
+    est.n_features_in_ = d
+    return est
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "inspect":
+        sys.exit("usage: cuwire_sklearn.py inspect FILE")
+    h, arrs = read(sys.argv[2])
+    print(json.dumps({k: v for k, v in h.items() if k != "arrays"}, indent=2))
+    for k, v in arrs.items():
+        print("%s %s %s" % (k, v.dtype.name, list(v.shape)))
