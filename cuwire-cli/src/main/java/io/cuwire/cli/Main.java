@@ -4,6 +4,11 @@ import io.cuwire.bench.cluster.ModelBroadcastBench;
 import io.cuwire.bench.cuda.CopyBenchmark;
 import io.cuwire.bench.ml.EstimatorBench;
 import io.cuwire.bench.ml.RooflineBench;
+import io.cuwire.bench.spark.MllibArgs;
+import io.cuwire.bench.spark.MllibBench;
+import io.cuwire.bench.spark.SparkBroadcastArgs;
+import io.cuwire.bench.spark.SparkBroadcastBench;
+import io.cuwire.bench.spark.SparkClassPath;
 import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cluster.StandaloneWorker;
 import io.cuwire.cuda.Cuda;
@@ -348,10 +353,19 @@ public final class Main {
             synopsisHeading = "usage: ",
             description = "The benchmarks; 'cuwire bench BENCHMARK " + "--help' describes one.",
             commandListHeading = "%nbenchmarks:%n",
-            subcommands = {Copy.class, Transfer.class, Broadcast.class, Estimators.class, Roofline.class})
+            subcommands = {
+                Copy.class,
+                Transfer.class,
+                Broadcast.class,
+                Estimators.class,
+                Roofline.class,
+                Mllib.class,
+                SparkBroadcast.class
+            })
     static final class Bench implements Callable<Integer> {
-        static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, roofline "
-                + "(serialization and model-transfer run through the ./cuwire launcher: ./cuwire bench serialization)";
+        static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, roofline, "
+                + "mllib, spark-broadcast (these two need Spark on the class path; serialization and model-transfer run "
+                + "through the ./cuwire launcher: ./cuwire bench serialization)";
 
         @Spec
         CommandSpec spec;
@@ -516,5 +530,62 @@ public final class Main {
             List<EstimatorBench.Result> results = EstimatorBench.run(options, out);
             return results.stream().allMatch(EstimatorBench.Result::matchesReference) ? OK : FAILED;
         }
+    }
+
+    @Command(
+            name = "mllib",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
+            description = "cuwire's Spark ML stages against Spark MLlib's on the same Datasets and executors: fit "
+                    + "and transform time and quality per pair, on seeded synthetic data and scikit-learn's shipped "
+                    + "data sets. Needs Spark on the class path (./cuwire bench mllib, the Spark bundle).")
+    static final class Mllib extends BenchCommand<MllibArgs.Options> {
+        @Mixin
+        MllibArgs args;
+
+        @Override
+        MllibArgs.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(MllibArgs.Options options, PrintStream out) {
+            requireSpark();
+            MllibBench.run(options, out);
+            return OK;
+        }
+    }
+
+    @Command(
+            name = "spark-broadcast",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
+            description = "A model on every Spark executor: the cuwire handle against sc.broadcast with Kryo, per "
+                    + "size, alternating rounds. Needs Spark on the class path (./cuwire bench spark-broadcast, the "
+                    + "Spark bundle).")
+    static final class SparkBroadcast extends BenchCommand<SparkBroadcastArgs.Options> {
+        @Mixin
+        SparkBroadcastArgs args;
+
+        @Override
+        SparkBroadcastArgs.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(SparkBroadcastArgs.Options options, PrintStream out) {
+            requireSpark();
+            List<SparkBroadcastBench.Result> results = SparkBroadcastBench.run(options, out);
+            return results.stream().allMatch(r -> r.cuwireFailed() == null) ? OK : FAILED;
+        }
+    }
+
+    /** Refuses a Spark benchmark, naming what is missing, before any of its Spark classes loads. */
+    static void requireSpark() {
+        SparkClassPath.missing().ifPresent(why -> {
+            throw new IllegalStateException(why);
+        });
     }
 }

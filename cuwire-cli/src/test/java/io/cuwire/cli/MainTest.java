@@ -78,7 +78,8 @@ class MainTest {
         r = run("help", "bench");
         assertEquals(Main.OK, r.exitCode(), r.err());
         assertTrue(r.out().startsWith("usage: cuwire bench"), r.out());
-        for (String bench : List.of("copy", "transfer", "broadcast", "estimators", "roofline")) {
+        for (String bench :
+                List.of("copy", "transfer", "broadcast", "estimators", "roofline", "mllib", "spark-broadcast")) {
             assertTrue(r.out().contains("\n  " + bench + " "), bench + " missing in:\n" + r.out());
             Result one = run("bench", bench, "--help");
             assertEquals(Main.OK, one.exitCode(), bench + ": " + one.err());
@@ -87,6 +88,20 @@ class MainTest {
         r = run("info", "-h");
         assertEquals(Main.OK, r.exitCode(), r.err());
         assertTrue(r.out().startsWith("usage: cuwire info"), r.out());
+    }
+
+    @Test
+    void shouldRefuseTheSparkBenchmarksWithoutSparkNamingWhatIsMissing() {
+        // this module's class path has cuwire-bench and cuwire-spark, not Spark (provided there)
+        for (String bench : List.of("mllib", "spark-broadcast")) {
+            Result r = run("bench", bench);
+            assertEquals(Main.FAILED, r.exitCode(), r.out());
+            assertTrue(
+                    r.err().startsWith("cuwire bench " + bench + ": needs Apache Spark 4.2 on the class path"),
+                    r.err());
+            assertTrue(r.err().contains("spark-core_2.13 (org.apache.spark.SparkContext)"), r.err());
+            assertTrue(r.err().contains("spark-mllib_2.13"), r.err());
+        }
     }
 
     /** Every command but help, depth first: cuwire demo, cuwire worker, ..., cuwire bench copy, .... */
@@ -118,7 +133,9 @@ class MainTest {
                         "transfer",
                         "broadcast",
                         "estimators",
-                        "roofline"),
+                        "roofline",
+                        "mllib",
+                        "spark-broadcast"),
                 commands.stream().map(CommandLine::getCommandName).toList());
         for (CommandLine c : commands) {
             String name = c.getCommandSpec().qualifiedName(" ");

@@ -106,6 +106,7 @@ public final class CuwireSpark {
         return new NodeStats(
                 c.executorId(),
                 c.address(),
+                c.device(),
                 c.fetchedFromDriver(),
                 c.fetchedFromPeers(),
                 c.fetchedBytes(),

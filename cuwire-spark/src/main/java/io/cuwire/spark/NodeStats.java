@@ -7,6 +7,8 @@ import io.cuwire.memory.CopyDirection;
  *
  * @param executorId the Spark executor id, or {@code driver}
  * @param address where the endpoint listens
+ * @param device the endpoint's device, platform and ordinal ({@code cuda0}; {@code emulated0} without a GPU): where
+ *     the stages' partial fits and predictions of that executor compute
  * @param fetchedFromDriver models this executor received from the driver
  * @param fetchedFromPeers models this executor received from another executor
  * @param fetchedBytes frame bytes received with those models
@@ -20,6 +22,7 @@ import io.cuwire.memory.CopyDirection;
 public record NodeStats(
         String executorId,
         String address,
+        String device,
         long fetchedFromDriver,
         long fetchedFromPeers,
         long fetchedBytes,
@@ -41,7 +44,8 @@ public record NodeStats(
 
     @Override
     public String toString() {
-        return "NodeStats[" + executorId + " at " + address + ": fetched " + fetchedFromDriver + " from driver, "
+        return "NodeStats[" + executorId + " at " + address + " on " + device + ": fetched " + fetchedFromDriver
+                + " from driver, "
                 + fetchedFromPeers + " from peers (" + fetchedBytes + " bytes), served " + servedToPeers
                 + ", redirects " + redirects + ", evicted " + evicted + ", cached " + cachedModels + ", D2H "
                 + copied(CopyDirection.D2H) + ", H2D " + copied(CopyDirection.H2D) + ", H2H "

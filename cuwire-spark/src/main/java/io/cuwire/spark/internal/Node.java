@@ -201,6 +201,7 @@ public final class Node implements AutoCloseable {
      *
      * @param executorId the Spark executor id, or {@link #DRIVER}
      * @param address where the node listens
+     * @param device the node's device, platform and ordinal ({@code cuda0}, {@code emulated0})
      * @param fetchedFromDriver models received from the driver
      * @param fetchedFromPeers models received from another executor
      * @param fetchedBytes frame bytes received with those models
@@ -215,6 +216,7 @@ public final class Node implements AutoCloseable {
     public record Counters(
             String executorId,
             String address,
+            String device,
             long fetchedFromDriver,
             long fetchedFromPeers,
             long fetchedBytes,
@@ -637,6 +639,7 @@ public final class Node implements AutoCloseable {
         Counters s = new Counters(
                 executorId,
                 address(),
+                device.toString(),
                 fetchedFromDriver.get(),
                 fetchedFromPeers.get(),
                 fetchedBytes.get(),
