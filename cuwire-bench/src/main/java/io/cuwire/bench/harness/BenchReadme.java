@@ -22,7 +22,8 @@ import java.util.Optional;
  * recording a run, regenerate it ({@code ./cuwire bench readme}).
  */
 public final class BenchReadme {
-    private static final List<String> MACHINES = List.of("nvidia-h200", "nvidia-h200-x2", "cpu-2core");
+    private static final List<String> MACHINES =
+            List.of("nvidia-h200", "nvidia-h200-x2", "nvidia-h100-80gb-hbm3", "cpu-2core");
 
     private BenchReadme() {}
 
@@ -64,8 +65,8 @@ public final class BenchReadme {
                 + "target.\n\n");
         b.append("## Results files\n\n");
         b.append("One current file per benchmark and machine: `results/<benchmark>-<machine>.md` (and `.csv`, the "
-                + "current run's rows), `<machine>` being `nvidia-h200` (one H200), `nvidia-h200-x2` (two) or "
-                + "`cpu-<cores>core` (no GPU; the emulated device). The newest run is on top under `## Current: "
+                + "current run's rows), `<machine>` being `nvidia-h200` (one H200), `nvidia-h200-x2` (two), "
+                + "`nvidia-h100-80gb-hbm3` (one H100) or `cpu-<cores>core` (no GPU; the emulated device). The newest run is on top under `## Current: "
                 + "Run <date> ...`; every earlier run is below it under `## Earlier runs`, headed by its date and "
                 + "the file it was. `Results.record` writes a benchmark's run that way; a run recorded by hand "
                 + "follows the same rule. GPU test logs: `gpu-tests-<machine>.log` (the current run), older runs' "
