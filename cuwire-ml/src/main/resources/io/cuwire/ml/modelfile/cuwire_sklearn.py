@@ -48,7 +48,8 @@ def _arrays_of(est):
         return name, attrs, {"coef_": est.coef_, "intercept_": np.asarray(est.intercept_, dtype=np.float64)}
     if name == "LogisticRegression":
         k = len(est.classes_)
-        _require(k == 2 or est.multi_class in ("auto", "multinomial"),
+        # newer scikit-learn (1.9.1 on the GPU host) has no multi_class: always multinomial for more than two classes
+        _require(k == 2 or getattr(est, "multi_class", "auto") in ("auto", "multinomial"),
                  "LogisticRegression with multi_class='ovr' for %d classes (cuwire's is multinomial)" % k)
         return name, attrs, {"coef_": est.coef_, "intercept_": est.intercept_, "classes_": est.classes_}
     if name == "KMeans":
