@@ -133,6 +133,8 @@ public final class TransferBench {
     private static final long[] RAW_CHUNKS = {64 << 10, 256 << 10, 1 << 20};
 
     private static final String RAW_CHUNKS_DOC = "64 KiB, 256 KiB or 1 MiB";
+    /** The parts of UCX's ring variants ({@code ucx-raw-4m}: the transport's default staging chunk, and beside it). */
+    private static final long[] RAW_UCX_RING_CHUNKS = {1 << 20, 4 << 20, 16 << 20};
     /** Untimed 1 KiB transfers per transport and family before its cases, unless {@code --warmup} says. */
     static final int DEFAULT_WARMUP = 500;
 
@@ -828,9 +830,11 @@ public final class TransferBench {
      * again ({@code raw-64k}, ...; chunks smaller than the size only), the receiver reading into a pre-touched buffer
      * of the whole size and answering one byte; for ucx staging through host memory also UCX's own tag transfer of the
      * same bytes ({@code ucx-raw}, {@link RawUcx}: between two processes of one host UCX's shared memory passes the
-     * socket); for ipc, and for ucx's cuda family when the peer's UCX carries CUDA
-     * (device frames go direct), the copy engine's copy device 0 → the receiver's device (a peer copy between two GPUs,
-     * the device's own copy on one; all of its runs before the timed transfers). The best variant by median is the
+     * socket), as one message and in parts of 1, 4 or 16 MiB through a ring of the transport's staging slots on each
+     * side ({@code ucx-raw-4m}, ...: the staged path's own shape, its ring resident in the caches); for ipc, and for
+     * ucx's cuda family when the peer's UCX carries CUDA (device frames go direct), the copy engine's copy device 0 →
+     * the receiver's device (a peer copy between two GPUs, the device's own copy on one; all of its runs before the
+     * timed transfers). The best variant by median is the
      * ceiling. In-process has none.
      */
     static final class Ceiling implements AutoCloseable {
@@ -880,6 +884,13 @@ public final class TransferBench {
                         if (child.rawUcx != null) {
                             names.add("ucx-raw");
                             runs.add(() -> child.rawUcx.transfer(side.rawSource, size));
+                            int slots = side.config.stagingSlots();
+                            for (long chunk : RAW_UCX_RING_CHUNKS) {
+                                if (chunk < size && chunk * slots <= side.rawSource.byteSize()) {
+                                    names.add("ucx-raw-" + (chunk >> 20) + "m");
+                                    runs.add(() -> child.rawUcx.transferRing(side.rawSource, size, chunk, slots));
+                                }
+                            }
                         }
                     }
                 }

@@ -48,7 +48,7 @@ class TransferBenchTest {
         int transports = ucxSkipped ? 4 : 5;
         Pattern result = Pattern.compile("RESULT transport=(\\w+) family=(\\w+) size=(\\d+) median_ms=\\S+ gbps=\\S+ "
                 + "d2h_bytes=(\\d+) h2d_bytes=(\\d+) (latency_us=\\S+|vs_raw=\\S+ "
-                + "ceiling=(raw-\\w+|ucx-raw|peer-copy|device-copy) raw_gbps=\\S+) cold_ms=\\S+ checked=ok");
+                + "ceiling=(raw-\\w+|ucx-raw(-\\d+m)?|peer-copy|device-copy) raw_gbps=\\S+) cold_ms=\\S+ checked=ok");
         Matcher m = result.matcher(output);
         int cases = 0;
         while (m.find()) {
