@@ -109,8 +109,19 @@ final class SklearnModels {
                                 + "multinomial; cuwire's logistic regression is multinomial)");
             }
             Object penalty = f.params().getOrDefault("penalty", "l2");
+            if ("deprecated".equals(penalty)) {
+                // scikit-learn 1.8 deprecated penalty: l1_ratio says the mix (0 or null: L2, the default)
+                Object l1Ratio = f.params().get("l1_ratio");
+                if (l1Ratio != null && !(l1Ratio instanceof Number n && n.doubleValue() == 0)) {
+                    throw new ModelFileException(
+                            "params.l1_ratio",
+                            l1Ratio + " with penalty 'deprecated' (expected: 0 or null; cuwire's "
+                                    + "logistic regression has an L2 penalty or none)");
+                }
+                penalty = "l2";
+            }
             if (!"l2".equals(penalty) && !"none".equals(penalty) && penalty != null) {
-                throw new ModelFileException("params.penalty", penalty + " (expected: l2, none or null)");
+                throw new ModelFileException("params.penalty", penalty + " (expected: l2, none, null or deprecated)");
             }
             double[] coef = array("coef_", rows, features);
             double[] intercept = array("intercept_", rows);

@@ -12,6 +12,7 @@ import io.cuwire.ml.Estimator;
 import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearRegression;
+import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.test.TestRandom;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -118,6 +119,36 @@ class ModelFileTest {
                 NdArray y = ((LinearRegression) e).predict(x)) {
             assertArrayEquals(new double[] {6.5, 6.5}, MlTesting.values(y), 0);
         }
+    }
+
+    /** A binary logistic regression over 3 features (coef_ 1, 1, 1; intercept_ 0) with {@code params}. */
+    private Path logistic(String params) throws IOException {
+        String header = "{\"format_version\": 1, \"estimator\": \"LogisticRegression\", \"params\": " + params
+                + ", \"attributes\": {\"n_features_in_\": 3}, \"arrays\": {"
+                + "\"coef_\": {\"dtype\": \"float64\", \"shape\": [1, 3], \"offset\": 0}, "
+                + "\"intercept_\": {\"dtype\": \"float64\", \"shape\": [1], \"offset\": 24}, "
+                + "\"classes_\": {\"dtype\": \"int64\", \"shape\": [2], \"offset\": 32}}}";
+        return file(header, concat(doubles(1, 1, 1, 0), longs(0, 1)));
+    }
+
+    @Test
+    void shouldReadTheDeprecatedPenaltyOfNewerScikitLearnAsL2AndRefuseAnL1Mix() throws IOException {
+        // scikit-learn 1.8 deprecated LogisticRegression.penalty: get_params() says "deprecated", l1_ratio the mix
+        for (String params : List.of(
+                "{\"penalty\": \"deprecated\", \"l1_ratio\": 0.0, \"C\": 1.0}",
+                "{\"penalty\": \"deprecated\", \"l1_ratio\": null, \"C\": 1.0}",
+                "{\"penalty\": \"l2\", \"C\": 1.0}")) {
+            try (Estimator e = ModelFile.read(logistic(params)).toEstimator(mem, DType.FLOAT64);
+                    NdArray x = MlTesting.array(mem, DType.FLOAT64, new double[] {1, 1, 1, -1, -1, -1}, 2, 3);
+                    NdArray y = ((LogisticRegression) e).predict(x)) {
+                assertEquals(LogisticRegression.Penalty.L2, e.params().get("penalty"), params);
+                assertArrayEquals(new double[] {1, 0}, MlTesting.values(y), 0, params);
+            }
+        }
+        assertRefused(
+                logistic("{\"penalty\": \"deprecated\", \"l1_ratio\": 0.5}"), "params.l1_ratio", "0.5 with penalty");
+        assertRefused(
+                logistic("{\"penalty\": \"l1\"}"), "params.penalty", "l1 (expected: l2, none, null or deprecated)");
     }
 
     @Test
