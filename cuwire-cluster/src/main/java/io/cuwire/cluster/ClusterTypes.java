@@ -1,7 +1,7 @@
 package io.cuwire.cluster;
 
 import io.cuwire.cluster.rpc.Endpoint;
-import io.cuwire.ml.MlTypes;
+import io.cuwire.ml.types.MlTypes;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.TypeRegistry;
 import java.util.ServiceLoader;

@@ -1,7 +1,7 @@
 package io.cuwire.cluster;
 
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.SerializationException;
+import io.cuwire.serialize.msgpack.MsgpackException;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.Capabilities;
@@ -204,7 +204,7 @@ public final class WireAttacker implements AutoCloseable {
         }
         try {
             return new MsgpackReader(record, 0, record.length, 8, 1024).readValue() instanceof Map<?, ?> m ? m : null;
-        } catch (SerializationException e) {
+        } catch (MsgpackException e) {
             return null;
         }
     }

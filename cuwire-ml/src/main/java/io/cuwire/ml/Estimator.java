@@ -35,8 +35,9 @@ import java.util.Objects;
  * partition, so the distributed result equals it up to the order of floating-point sums.
  *
  * <h2>Serialization</h2>
- * {@link MlTypes#register} registers every estimator with the generic field-walking serializer: parameters and
- * scalars go in the header, fitted arrays become frames. Nothing but the fields is needed to rebuild an estimator.
+ * {@link io.cuwire.ml.types.MlTypes#register} registers every estimator with the generic field-walking serializer:
+ * parameters and scalars go in the header, fitted arrays become frames. Nothing but the fields is needed to rebuild an
+ * estimator.
  *
  * <h2>Ownership, close and threads</h2>
  * The estimator owns its fitted state; accessors return it without copying — do not close what they return.

@@ -49,6 +49,15 @@ class ComputeBackendsTest {
     }
 
     @Test
+    void shouldRefuseNoCpuThreads() {
+        int threads = ComputeBackends.cpuThreads();
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> ComputeBackends.setCpuThreads(0));
+        assertEquals("CPU backend threads: 0 (expected: >= 1)", e.getMessage());
+        assertEquals(threads, ComputeBackends.cpuThreads(), "unchanged");
+    }
+
+    @Test
     void shouldRefuseOperandsInTwoPlaces() {
         try (NdArray h = NdArray.zeros(host, DType.FLOAT64, Order.C, 3);
                 NdArray d = NdArray.zeros(device, DType.FLOAT64, Order.C, 3)) {

@@ -11,6 +11,7 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.ml.internal.HostArrays;
+import io.cuwire.ml.types.MlTypes;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;

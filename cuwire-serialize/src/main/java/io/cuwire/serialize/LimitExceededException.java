@@ -8,6 +8,10 @@ public class LimitExceededException extends SerializationException {
         super(message);
     }
 
+    public LimitExceededException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
     /** A limit passed at {@code path} in the value: the message ends with {@code at <path>}. */
     public LimitExceededException(String message, String path) {
         super(message + " at " + path, path, null);

@@ -176,8 +176,8 @@ public final class OpaqueBlob implements AutoCloseable, Serializable {
         @Serial
         private Object readResolve() throws ObjectStreamException {
             try {
-                Object m =
-                        new MsgpackReader(metadata, 0, metadata.length, Limits.DEFAULT.maxDepth(), 1 << 16).readValue();
+                Object m = Serialized.readValue(
+                        new MsgpackReader(metadata, 0, metadata.length, Limits.DEFAULT.maxDepth(), 1 << 16));
                 @SuppressWarnings("unchecked")
                 Map<String, Object> map = (Map<String, Object>) m;
                 // The array's memory came from the read target; the blob gets its own buffer of that allocator.

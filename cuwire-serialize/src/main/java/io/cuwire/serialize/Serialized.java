@@ -3,6 +3,8 @@ package io.cuwire.serialize;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.MemoryKind;
+import io.cuwire.serialize.msgpack.MalformedMsgpackException;
+import io.cuwire.serialize.msgpack.MsgpackLimitException;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import java.util.ArrayList;
@@ -195,6 +197,20 @@ public final class Serialized implements AutoCloseable {
     }
 
     /**
+     * {@code reader}'s next value, its failures as this layer's: a {@link MalformedHeaderException} or a
+     * {@link LimitExceededException} with the reader's message (and the reader's exception as the cause).
+     */
+    static Object readValue(MsgpackReader reader) {
+        try {
+            return reader.readValue();
+        } catch (MalformedMsgpackException e) {
+            throw new MalformedHeaderException(e.getMessage(), e);
+        } catch (MsgpackLimitException e) {
+            throw new LimitExceededException(e.getMessage(), e);
+        }
+    }
+
+    /**
      * Parses and checks header bytes from a peer or a file, all before anything is allocated for the frames: the
      * size limit; for a version-2 header the checksum, before any msgpack is parsed; then the format version, depth,
      * entry counts, the family list, the frame count and each frame's size and array type (a version-2 header
@@ -235,7 +251,7 @@ public final class Serialized implements AutoCloseable {
         }
         MsgpackReader reader =
                 new MsgpackReader(bytes, start, bytes.length - start, limits.maxDepth(), limits.maxCollectionSize());
-        if (!(reader.readValue() instanceof Map<?, ?> top)) {
+        if (!(readValue(reader) instanceof Map<?, ?> top)) {
             throw new MalformedHeaderException("header is not a map");
         }
         if (reader.hasRemaining()) {

@@ -2,7 +2,6 @@ package io.cuwire.serialize;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.HostBuffer;
-import io.cuwire.serialize.internal.GenericSerializer;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;

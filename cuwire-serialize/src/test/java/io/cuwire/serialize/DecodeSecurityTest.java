@@ -2,6 +2,7 @@ package io.cuwire.serialize;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -17,6 +18,8 @@ import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.memory.SparseMatrix;
+import io.cuwire.serialize.msgpack.MalformedMsgpackException;
+import io.cuwire.serialize.msgpack.MsgpackLimitException;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.test.TestRandom;
@@ -251,10 +254,29 @@ class DecodeSecurityTest {
         byte[] twice = {(byte) 0x82, (byte) 0xa1, 'v', 0x01, (byte) 0xa1, 'v', 0x01};
         byte[] afterNil = {(byte) 0x82, (byte) 0xa1, 'a', (byte) 0xc0, (byte) 0xa1, 'a', 0x01};
         for (byte[] bytes : List.of(twice, afterNil)) {
-            MalformedHeaderException e = assertThrows(
-                    MalformedHeaderException.class, () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
+            MalformedMsgpackException e = assertThrows(
+                    MalformedMsgpackException.class, () -> new MsgpackReader(bytes, 0, bytes.length, 8, 8).readValue());
             assertTrue(e.getMessage().contains("duplicate map key"), e.getMessage());
+            MalformedHeaderException h =
+                    assertThrows(MalformedHeaderException.class, () -> Serialized.parseHeader(bytes, Limits.DEFAULT));
+            assertEquals(e.getMessage(), h.getMessage(), "the reader's message, as this layer's exception");
+            assertNull(h.path());
         }
+    }
+
+    @Test
+    void shouldReportTheReadersLimitAsALimitExceededWithItsMessage() {
+        // a map of 3 entries where 2 are allowed
+        byte[] bytes =
+                new MsgpackWriter(64).value(Map.of("a", 1L, "b", 2L, "c", 3L)).toByteArray();
+        MsgpackLimitException e = assertThrows(
+                MsgpackLimitException.class, () -> new MsgpackReader(bytes, 0, bytes.length, 8, 2).readValue());
+        assertEquals("map of 3 entries exceeds the limit of 2 at byte 1", e.getMessage());
+        LimitExceededException h = assertThrows(
+                LimitExceededException.class,
+                () -> Serialized.parseHeader(bytes, new Limits(1 << 20, 8, 8, 1000, 1500, 2)));
+        assertEquals(e.getMessage(), h.getMessage());
+        assertNull(h.path());
     }
 
     /**

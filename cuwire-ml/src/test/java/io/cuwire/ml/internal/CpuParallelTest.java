@@ -2,7 +2,6 @@ package io.cuwire.ml.internal;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
@@ -11,6 +10,7 @@ import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
 import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
+import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.Reduction;
 import io.cuwire.test.TestRandom;
 import java.util.ArrayList;
@@ -24,19 +24,19 @@ import org.junit.jupiter.api.TestInfo;
 
 /** The CPU backend's results do not depend on its threads: the same bits on 1, 3 and a caller's pool of 2. */
 class CpuParallelTest {
-    private final int threads = CpuParallel.threads();
+    private final int threads = ComputeBackends.cpuThreads();
 
     @AfterEach
     void restoreThreads() {
-        CpuParallel.setThreads(threads);
+        ComputeBackends.setCpuThreads(threads);
     }
 
     @Test
     void shouldGiveTheSameBitsInEveryChunkedOperationOnAnyNumberOfThreads(TestInfo info) {
         long seed = TestRandom.seed(TestRandom.name(info));
-        CpuParallel.setThreads(1);
+        ComputeBackends.setCpuThreads(1);
         List<double[]> one = run(seed);
-        CpuParallel.setThreads(3);
+        ComputeBackends.setCpuThreads(3);
         List<double[]> three = run(seed);
         List<double[]> pool;
         try (ForkJoinPool caller = new ForkJoinPool(2)) {
@@ -47,12 +47,6 @@ class CpuParallelTest {
             assertArrayEquals(one.get(i), three.get(i), "result " + i + ", 1 vs 3 threads");
             assertArrayEquals(one.get(i), pool.get(i), "result " + i + ", 1 thread vs a caller's pool of 2");
         }
-    }
-
-    @Test
-    void shouldRefuseNoThreads() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CpuParallel.setThreads(0));
-        assertEquals("CPU backend threads: 0 (expected: >= 1)", e.getMessage());
     }
 
     /** Every operation that sums over rows in chunks, on shapes of many chunks; the results as doubles. */

@@ -1,7 +1,5 @@
 package io.cuwire.serialize.msgpack;
 
-import io.cuwire.serialize.LimitExceededException;
-import io.cuwire.serialize.MalformedHeaderException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
@@ -14,8 +12,8 @@ import java.util.Map;
 
 /**
  * Reads msgpack from bytes that may be hostile: every length is checked against the bytes that remain and against
- * the caller's limits before anything is allocated, and every failure is a {@link MalformedHeaderException} or
- * {@link LimitExceededException} — never another exception, never an allocation larger than the input.
+ * the caller's limits before anything is allocated, and every failure is a {@link MalformedMsgpackException} or
+ * {@link MsgpackLimitException} — never another exception, never an allocation larger than the input.
  *
  * <p>{@link #readValue()} returns the header model: {@code null}, {@link Boolean}, {@link Long}, {@link Double},
  * {@link String}, {@code byte[]}, {@link List} and {@link Map} with {@link String} keys (insertion-ordered).
@@ -52,8 +50,8 @@ public final class MsgpackReader {
         return end - pos;
     }
 
-    private MalformedHeaderException malformed(String what) {
-        return new MalformedHeaderException(what + " at byte " + pos);
+    private MalformedMsgpackException malformed(String what) {
+        return new MalformedMsgpackException(what + " at byte " + pos);
     }
 
     private void need(long n) {
@@ -90,7 +88,12 @@ public final class MsgpackReader {
         return (hi << 32) | lo;
     }
 
-    /** Reads one value (recursively). */
+    /**
+     * Reads one value (recursively).
+     *
+     * @throws MalformedMsgpackException if the bytes are not a value of the header model
+     * @throws MsgpackLimitException if the value nests deeper, or holds a larger collection, than the limits
+     */
     public Object readValue() {
         return readValue(0);
     }
@@ -188,10 +191,10 @@ public final class MsgpackReader {
 
     private void checkCollection(long n, int depth, String what) {
         if (depth + 1 > maxDepth) {
-            throw new LimitExceededException("header nests deeper than " + maxDepth + " at byte " + pos);
+            throw new MsgpackLimitException("header nests deeper than " + maxDepth + " at byte " + pos);
         }
         if (n > maxCollection) {
-            throw new LimitExceededException(
+            throw new MsgpackLimitException(
                     what + " of " + n + " entries exceeds the limit of " + maxCollection + " at byte " + pos);
         }
         if (n > end - pos) {

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.serialize.MalformedHeaderException;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -54,9 +53,9 @@ class MsgpackStringsTest {
         // an array of two strings: "é" (valid, not ASCII: the decoder is made) and 0xC3 0x28 (a lead byte followed by
         // an ASCII byte: not UTF-8), so the reused decoder must refuse the second
         byte[] bytes = {(byte) 0x92, (byte) 0xa2, (byte) 0xc3, (byte) 0xa9, (byte) 0xa2, (byte) 0xc3, 0x28};
-        MalformedHeaderException e = assertThrows(MalformedHeaderException.class, () -> read(bytes));
+        MalformedMsgpackException e = assertThrows(MalformedMsgpackException.class, () -> read(bytes));
         assertTrue(e.getMessage().contains("not UTF-8"), e.getMessage());
         byte[] lone = {(byte) 0xa1, (byte) 0x80};
-        assertThrows(MalformedHeaderException.class, () -> read(lone), "a lone continuation byte");
+        assertThrows(MalformedMsgpackException.class, () -> read(lone), "a lone continuation byte");
     }
 }

@@ -16,7 +16,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.Registration;
 import io.cuwire.memory.TransferStats;
-import io.cuwire.ml.MlTypes;
+import io.cuwire.ml.types.MlTypes;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;

@@ -1,8 +1,8 @@
 package io.cuwire.transport.internal;
 
 import io.cuwire.serialize.Family;
-import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
+import io.cuwire.serialize.msgpack.MsgpackException;
 import io.cuwire.serialize.msgpack.MsgpackReader;
 import io.cuwire.serialize.msgpack.MsgpackWriter;
 import io.cuwire.transport.AuthenticationException;
@@ -444,7 +444,7 @@ public final class Handshake {
             if (reader.readValue() instanceof Map<?, ?> map && !reader.hasRemaining()) {
                 return map;
             }
-        } catch (SerializationException e) {
+        } catch (MsgpackException e) {
             throw new ProtocolViolationException(
                     "peer's handshake " + what + " is not valid msgpack: " + e.getMessage(), e);
         }

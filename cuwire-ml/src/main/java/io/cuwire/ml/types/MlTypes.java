@@ -1,5 +1,7 @@
-package io.cuwire.ml;
+package io.cuwire.ml.types;
 
+import io.cuwire.ml.Estimator;
+import io.cuwire.ml.Partial;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
 import io.cuwire.ml.decomposition.PcaStats;

@@ -1,4 +1,4 @@
-package io.cuwire.ml;
+package io.cuwire.ml.types;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,6 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.ml.Estimator;
+import io.cuwire.ml.MlTesting;
+import io.cuwire.ml.Partial;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
@@ -53,9 +56,10 @@ class MlTypesTest {
     }
 
     /**
-     * The serializer lives below this module and cannot see {@link Param}; what puts parameters in the header is that
-     * each is a scalar, string or enum, which the generic serializer writes as a plain header value. Checked for
-     * every parameter of every estimator: a non-simple parameter would travel as a nested value or a frame.
+     * The serializer lives below this module and cannot see {@link io.cuwire.ml.Param}; what puts parameters in the
+     * header is that each is a scalar, string or enum, which the generic serializer writes as a plain header value.
+     * Checked for every parameter of every estimator: a non-simple parameter would travel as a nested value or a
+     * frame.
      */
     @Test
     void shouldCarryEveryParamOfEveryEstimatorAsAPlainHeaderValue() throws Exception {

@@ -1,15 +1,6 @@
-package io.cuwire.serialize.internal;
+package io.cuwire.serialize;
 
-import io.cuwire.serialize.Evolving;
-import io.cuwire.serialize.MalformedHeaderException;
-import io.cuwire.serialize.PostDeserialize;
-import io.cuwire.serialize.ReadContext;
-import io.cuwire.serialize.SchemaMismatchException;
-import io.cuwire.serialize.Serializer;
-import io.cuwire.serialize.SkipSerialization;
-import io.cuwire.serialize.UnserializableException;
-import io.cuwire.serialize.WireOptional;
-import io.cuwire.serialize.WriteContext;
+import io.cuwire.serialize.internal.JdkSerialization;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -26,7 +17,7 @@ import java.util.Set;
 
 /**
  * The field-walking serializer (cuwire's {@code register_generic}), which
- * {@link io.cuwire.serialize.TypeRegistry#registerGeneric} registers; that method's javadoc is the user's statement of
+ * {@link TypeRegistry#registerGeneric} registers; that method's javadoc is the user's statement of
  * the rules, this is how they are carried out.
  *
  * <p>Writing: every instance field of the class and its superclasses, except {@code transient} fields, fields
@@ -64,7 +55,7 @@ import java.util.Set;
  * method handles run (for a class made without a constructor, one {@code Constructor.newInstance} of the constructor
  * resolved for it).
  */
-public final class GenericSerializer implements Serializer<Object> {
+final class GenericSerializer implements Serializer<Object> {
     private static final MethodHandles.Lookup LOOKUP = MethodHandles.lookup();
 
     private final ClassValue<Plan> plans = new ClassValue<>() {
