@@ -1,8 +1,5 @@
 package io.cuwire.cuda;
 
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.CudaPlatform;
-import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.util.List;
@@ -14,6 +11,9 @@ import java.util.List;
  * {@link io.cuwire.memory.Devices}, which prefers CUDA when it is available. Thread-safe.
  */
 public final class Cuda {
+    /** The name of the CUDA platform, as its devices and their IPC handles report it ({@link Device#platform()}). */
+    public static final String PLATFORM = "cuda";
+
     private Cuda() {}
 
     /** Whether the driver loaded, initialized, and sees at least one GPU. Never throws. */

@@ -1,7 +1,5 @@
 package io.cuwire.cuda;
 
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.KernelModules;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;

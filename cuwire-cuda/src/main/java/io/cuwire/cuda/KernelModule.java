@@ -1,8 +1,5 @@
 package io.cuwire.cuda;
 
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.CudaStream;
-import io.cuwire.cuda.internal.KernelModules;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.cuwire.cuda.internal.CudaDeviceProvider;
-import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.Devices;
 import io.cuwire.memory.spi.DeviceUnavailableException;

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cuda.internal.CudaDevice;
-import io.cuwire.cuda.internal.CudaStream;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.Device;

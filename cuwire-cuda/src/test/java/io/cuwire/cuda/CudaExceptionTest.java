@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cuda.internal.Driver;
 import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.MemoryException;
 import org.junit.jupiter.api.Tag;

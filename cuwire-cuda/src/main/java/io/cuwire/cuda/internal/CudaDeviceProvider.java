@@ -1,15 +1,19 @@
 package io.cuwire.cuda.internal;
 
+import io.cuwire.cuda.Cuda;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.spi.DeviceProvider;
 import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.util.List;
 
-/** The CUDA platform for {@link io.cuwire.memory.Devices}: preferred (priority 100) wherever a GPU is visible. */
+/**
+ * The CUDA platform for {@link io.cuwire.memory.Devices}: preferred (priority 100) wherever a GPU is visible. A client
+ * of the public API ({@link Cuda}) only: the platform itself lives in {@code io.cuwire.cuda}.
+ */
 public final class CudaDeviceProvider implements DeviceProvider {
     @Override
     public String platform() {
-        return CudaPlatform.NAME;
+        return Cuda.PLATFORM;
     }
 
     @Override
@@ -17,8 +21,17 @@ public final class CudaDeviceProvider implements DeviceProvider {
         return 100;
     }
 
+    /**
+     * The visible GPUs.
+     *
+     * @throws DeviceUnavailableException with {@link Cuda#unavailableReason()} when the driver or a GPU is missing
+     */
     @Override
     public List<Device> open() throws DeviceUnavailableException {
-        return List.copyOf(CudaPlatform.get().devices());
+        String reason = Cuda.unavailableReason();
+        if (!reason.isEmpty()) {
+            throw new DeviceUnavailableException(reason);
+        }
+        return Cuda.devices();
     }
 }

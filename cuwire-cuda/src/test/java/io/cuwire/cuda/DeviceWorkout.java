@@ -1,11 +1,7 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 
-import io.cuwire.cuda.CuBlas;
-import io.cuwire.cuda.CudaEvent;
-import io.cuwire.cuda.Kernels;
-import io.cuwire.cuda.Transpose;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;

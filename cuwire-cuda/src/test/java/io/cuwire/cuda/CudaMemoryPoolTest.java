@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.cuwire.cuda.PoolStats;
 import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;

@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,7 +22,7 @@ class CudaIpcHandlesTest {
         byte[] busBytes = bus.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + busBytes.length);
         System.arraycopy(busBytes, 0, bytes, ipc.length, busBytes.length);
-        return new IpcHandle(CudaPlatform.NAME, 0, bytes, offset, length);
+        return new IpcHandle(Cuda.PLATFORM, 0, bytes, offset, length);
     }
 
     @Test
@@ -39,7 +39,7 @@ class CudaIpcHandlesTest {
     void shouldRefuseMalformedBytesBeforeTheDriverSeesThem() {
         InvalidHandleException shortOne = assertThrows(
                 InvalidHandleException.class,
-                () -> CudaIpcHandles.busId(new IpcHandle(CudaPlatform.NAME, 0, new byte[63], 0, 8)));
+                () -> CudaIpcHandles.busId(new IpcHandle(Cuda.PLATFORM, 0, new byte[63], 0, 8)));
         assertTrue(
                 shortOne.getMessage()
                         .endsWith("holds 63 bytes (expected: 64 of CUipcMemHandle and at most 16 of " + "PCI bus id)"),

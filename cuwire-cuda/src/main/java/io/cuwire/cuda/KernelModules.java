@@ -1,12 +1,10 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import io.cuwire.cuda.CudaException;
-import io.cuwire.cuda.KernelParam;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
@@ -15,11 +13,11 @@ import java.util.function.IntFunction;
 import java.util.function.IntToLongFunction;
 
 /**
- * The driver side of {@link io.cuwire.cuda.KernelModule} and {@link io.cuwire.cuda.Kernel}: reading a fatbin
- * resource into native memory that lives as long as the process, loading it into a device's context, resolving a
- * function and packing the {@code kernelParams} of {@code cuLaunchKernel}. Thread-safe (stateless).
+ * The driver side of {@link KernelModule} and {@link Kernel}: reading a fatbin resource into native memory that lives
+ * as long as the process, loading it into a device's context, resolving a function and packing the
+ * {@code kernelParams} of {@code cuLaunchKernel}. Thread-safe (stateless).
  */
-public final class KernelModules {
+final class KernelModules {
     private KernelModules() {}
 
     /** The message when fatbin {@code resource}, built by Maven module {@code builtBy}, is not on the class path. */

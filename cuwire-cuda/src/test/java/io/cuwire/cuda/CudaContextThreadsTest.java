@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static io.cuwire.cuda.CudaTestSupport.assumeCuda;
 import static io.cuwire.cuda.CudaTestSupport.assumeGpus;
@@ -7,9 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.cuwire.cuda.CuBlas;
-import io.cuwire.cuda.Cuda;
-import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;

@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -46,7 +46,7 @@ import org.junit.jupiter.api.Test;
  * could block between that and the downcall. cuBLAS routines ({@link CuBlasLibrary}) follow the same rule.
  */
 class DriverContextGateTest {
-    private static final String PACKAGE = "io/cuwire/cuda/internal/";
+    private static final String PACKAGE = "io/cuwire/cuda/";
     private static final String DRIVER = PACKAGE + "Driver";
     private static final String API = DRIVER + "$Api";
     private static final String IN_CONTEXT = DRIVER + "$InContext";

@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
@@ -7,8 +7,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.cuwire.cuda.KernelModule;
-import io.cuwire.cuda.KernelParam;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;

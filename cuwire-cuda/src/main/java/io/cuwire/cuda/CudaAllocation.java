@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import io.cuwire.memory.spi.DeviceAllocation;
 import java.util.OptionalLong;
@@ -10,7 +10,7 @@ import java.util.OptionalLong;
  * @param pointer the first byte's device address (unified addressing: valid in every context of the process)
  * @param byteSize the bytes usable from {@code pointer}
  */
-public record CudaAllocation(long pointer, long byteSize) implements DeviceAllocation {
+record CudaAllocation(long pointer, long byteSize) implements DeviceAllocation {
     @Override
     public OptionalLong nativeAddress() {
         return OptionalLong.of(pointer);

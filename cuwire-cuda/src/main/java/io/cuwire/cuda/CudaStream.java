@@ -1,6 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.CopyException;
 import io.cuwire.memory.DeviceStream;
 import java.lang.foreign.MemorySegment;
@@ -11,7 +10,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #close()} waits for queued work and destroys it; a second close throws. Thread-safe, but
  * {@code close()} must not race with work being enqueued.
  */
-public final class CudaStream extends DeviceStream {
+final class CudaStream extends DeviceStream {
     private final CudaDevice device;
     private final MemorySegment handle;
     private final AtomicBoolean closed = new AtomicBoolean();

@@ -1,6 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.cuda.CuBlas;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DeviceBuffer;

@@ -1,7 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.cuda.CudaException;
-import io.cuwire.cuda.PoolStats;
 import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.MemoryKind;
@@ -32,7 +30,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>The pool is one of its device's {@link io.cuwire.memory.MemoryHolder}s: a failed allocation's report names its
  * bytes in use and cached. Thread-safe.
  */
-public final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
+final class CudaMemoryPool implements MemoryResource<DeviceBuffer> {
     /** Smallest block. */
     public static final long MIN_BLOCK = 256;
     /** Largest block size rounded up to a power of two; larger ones round up to {@link #LARGE_GRANULE}. */

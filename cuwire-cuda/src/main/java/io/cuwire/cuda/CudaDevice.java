@@ -1,6 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.CopyException;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
@@ -33,7 +32,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * source device. The first copy between two devices that can reach each other enables peer access in both
  * directions; otherwise the driver stages peer copies itself. Thread-safe.
  */
-public final class CudaDevice extends Device {
+final class CudaDevice extends Device {
     /** Size of the pinned staging buffer for copies from and to heap memory. */
     static final long STAGING_BYTES = 8L << 20;
 
@@ -141,7 +140,7 @@ public final class CudaDevice extends Device {
 
     @Override
     public String platform() {
-        return CudaPlatform.NAME;
+        return Cuda.PLATFORM;
     }
 
     @Override
@@ -227,7 +226,7 @@ public final class CudaDevice extends Device {
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
-        return new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, ptr - base + buffer.rootOffset(), buffer.byteSize());
+        return new IpcHandle(Cuda.PLATFORM, ordinal(), bytes, ptr - base + buffer.rootOffset(), buffer.byteSize());
     }
 
     /**
@@ -252,7 +251,7 @@ public final class CudaDevice extends Device {
         byte[] bus = pciBusId.getBytes(StandardCharsets.US_ASCII);
         byte[] bytes = Arrays.copyOf(ipc, ipc.length + bus.length);
         System.arraycopy(bus, 0, bytes, ipc.length, bus.length);
-        IpcHandle handle = new IpcHandle(CudaPlatform.NAME, ordinal(), bytes, 0, size);
+        IpcHandle handle = new IpcHandle(Cuda.PLATFORM, ordinal(), bytes, 0, size);
         if (base == ptr && pool.isBlock(ptr)) {
             exported.put(ptr, handle);
         }

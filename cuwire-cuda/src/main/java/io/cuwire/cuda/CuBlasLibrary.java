@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import io.cuwire.cuda.CudaException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -26,10 +25,10 @@ import java.util.List;
  * linker's search path, else those names in {@code /usr/local/cuda/lib64} and
  * {@code /usr/local/cuda/targets/x86_64-linux/lib}. Device pointers are passed as 64-bit integers (the same
  * registers as pointers on the platforms CUDA supports). Every routine takes the {@link CudaDevice} of its handle
- * and runs in that device's context, set by {@link Driver}'s gate. Internal. Thread-safe.
+ * and runs in that device's context, set by {@link Driver}'s gate. Package-private. Thread-safe.
  */
 @SuppressWarnings("restricted") // binding native code is this class's purpose
-public final class CuBlasLibrary {
+final class CuBlasLibrary {
     /** System property naming the cuBLAS library file. */
     public static final String PROPERTY = "cuwire.cublas.library";
     /** Environment variable naming the cuBLAS library file. */

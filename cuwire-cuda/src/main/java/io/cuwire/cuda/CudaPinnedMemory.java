@@ -1,6 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.cuda.CudaException;
 import io.cuwire.memory.AllocationLimitException;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.HostBuffer;

@@ -1,11 +1,10 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.cuda.CudaException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import io.cuwire.cuda.CudaException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -39,10 +38,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * A structural test ({@code DriverContextGateTest}) reads this class's bytecode and fails if a context-bound
  * function is called anywhere but through the gate.
  *
- * <p>Internal: nothing outside {@code io.cuwire.cuda} uses it. Thread-safe.
+ * <p>Package-private, like the rest of the engine: nothing outside {@code io.cuwire.cuda} uses it. Thread-safe.
  */
 @SuppressWarnings("restricted") // binding native code is this class's purpose
-public final class Driver {
+final class Driver {
     /** The driver library's name. */
     public static final String LIBRARY = "libcuda.so.1";
     /** The environment variable by which the driver hides GPUs from a process and renumbers the rest. */

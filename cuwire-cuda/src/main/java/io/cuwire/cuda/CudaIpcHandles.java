@@ -1,4 +1,4 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
 import io.cuwire.memory.InvalidHandleException;
 import io.cuwire.memory.IpcHandle;
@@ -30,7 +30,7 @@ final class CudaIpcHandles {
      *     {@code CUipcMemHandle} and a well-formed bus id
      */
     static String busId(IpcHandle handle) {
-        if (!CudaPlatform.NAME.equals(handle.platform())) {
+        if (!Cuda.PLATFORM.equals(handle.platform())) {
             throw new InvalidHandleException(handle + " was not made by the CUDA platform");
         }
         byte[] bytes = handle.handle();

@@ -1,6 +1,5 @@
-package io.cuwire.cuda.internal;
+package io.cuwire.cuda;
 
-import io.cuwire.memory.Device;
 import io.cuwire.memory.spi.DeviceUnavailableException;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,10 +9,7 @@ import java.util.List;
  * process. A device's primary context is retained on its first use, so a process that uses one GPU of eight
  * creates one context.
  */
-public final class CudaPlatform {
-    /** The platform's name, as {@link Device#platform()} reports it. */
-    public static final String NAME = "cuda";
-
+final class CudaPlatform {
     private static volatile CudaPlatform instance;
 
     private final List<CudaDevice> devices;
