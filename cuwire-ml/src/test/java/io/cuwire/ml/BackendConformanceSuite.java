@@ -535,35 +535,65 @@ public abstract class BackendConformanceSuite {
         }
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"float32", "float64"})
-    void shouldComputeIndexingOperationsAsTheReference(String type, TestInfo info) {
-        DType dt = DType.byName(type);
-        SplittableRandom r = TestRandom.create(info);
-        int n = 1 + r.nextInt(40);
-        int d = 1 + r.nextInt(10);
-        int k = 1 + r.nextInt(6);
+    /** {@code n} labels in {@code [0, k)}. */
+    private static int[] labels(SplittableRandom r, int n, int k) {
         int[] idx = new int[n];
         for (int i = 0; i < n; i++) {
             idx[i] = r.nextInt(k);
         }
+        return idx;
+    }
+
+    /** scatterAddRows of {@code src} (n x d) by labels {@code idx} into {@code sums}, bincount into {@code counts}. */
+    private void assertScatters(DType dt, NdArray src, NdArray index, int[] idx, NdArray sums, NdArray counts) {
+        int n = idx.length;
+        int d = (int) src.dim(1);
+        double[] sv = values(src);
+        double[] want = values(sums);
+        double[] wantCounts = values(counts);
+        for (int i = 0; i < n; i++) {
+            wantCounts[idx[i]] += 1;
+            for (int j = 0; j < d; j++) {
+                want[idx[i] * d + j] += sv[i * d + j];
+            }
+        }
+        backend.scatterAddRows(src, index, sums);
+        assertClose("scatterAddRows of " + n + " rows", dt, n, want, values(sums));
+        backend.bincount(index, counts);
+        assertClose("bincount of " + n + " labels", dt, 1, wantCounts, values(counts));
+    }
+
+    /** A label past the first chunks of the CPU backend fails scatterAddRows and bincount, and is named. */
+    private void assertBadLabelNamed(SplittableRandom r, NdArray src, int[] labels, NdArray sums, NdArray counts) {
+        int n = labels.length;
+        int k = (int) counts.dim(0);
+        int[] idx = labels.clone();
+        int at = n - 1 - r.nextInt(1_000);
+        idx[at] = k;
+        try (NdArray wrong = NdArray.fromArray(mem, idx, n)) {
+            String prefix = "index[" + at + "] = " + k + " (expected: 0 <= index < " + k;
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> backend.scatterAddRows(src, wrong, sums));
+            assertTrue(e.getMessage().startsWith("scatterAddRows: " + prefix), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> backend.bincount(wrong, counts));
+            assertTrue(e.getMessage().startsWith("bincount: " + prefix), e.getMessage());
+        }
+    }
+
+    /** scatterAddRows, bincount and gatherRows over {@code n} rows as the reference. */
+    private void indexRows(DType dt, SplittableRandom r, int n) {
+        int d = 1 + r.nextInt(10);
+        int k = 1 + r.nextInt(6);
+        int[] idx = labels(r, n, k);
         try (NdArray src = rand(r, dt, n, d);
                 NdArray index = NdArray.fromArray(mem, idx, n);
                 NdArray sums = rand(r, dt, k, d);
                 NdArray counts = rand(r, dt, k)) {
-            double[] sv = values(src);
-            double[] want = values(sums);
-            double[] wantCounts = values(counts);
-            for (int i = 0; i < n; i++) {
-                wantCounts[idx[i]] += 1;
-                for (int j = 0; j < d; j++) {
-                    want[idx[i] * d + j] += sv[i * d + j];
-                }
+            assertScatters(dt, src, index, idx, sums, counts);
+            if (n > 1_000) {
+                assertBadLabelNamed(r, src, idx, sums, counts);
             }
-            backend.scatterAddRows(src, index, sums);
-            assertClose("scatterAddRows", dt, n, want, values(sums));
-            backend.bincount(index, counts);
-            assertClose("bincount", dt, 1, wantCounts, values(counts));
+            double[] sv = values(src);
             long[] picks = new long[k + 3];
             for (int i = 0; i < picks.length; i++) {
                 picks[i] = r.nextInt(n);
@@ -585,6 +615,19 @@ public abstract class BackendConformanceSuite {
                 }
             }
         }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void shouldComputeIndexingOperationsAsTheReference(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        // a few rows, and enough for many chunks of the CPU backend (each sums into partials of its own)
+        for (int rows : new int[] {1 + r.nextInt(40), 20_000 + r.nextInt(5_000)}) {
+            indexRows(dt, r, rows);
+        }
+        int n = 1 + r.nextInt(40);
+        int k = 1 + r.nextInt(6);
         int[] votes = new int[n * 3];
         for (int i = 0; i < votes.length; i++) {
             votes[i] = r.nextInt(k);

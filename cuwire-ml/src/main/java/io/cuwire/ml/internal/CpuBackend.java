@@ -780,37 +780,79 @@ public final class CpuBackend extends ComputeBackend {
         HostArrays.writeBytes(out, o);
     }
 
+    /** Elements of one {@link #scatterAdd}'s partial sums at most, all its chunks' together (2 MiB of doubles). */
+    private static final int SCATTER_PARTIAL_ELEMENTS = 1 << 18;
+
     @Override
     protected void doScatterAddRows(NdArray src, NdArray index, NdArray out) {
-        int cols = src.rank() == 2 ? (int) src.dim(1) : 1;
-        long k = out.dim(0);
-        double[] s = HostArrays.doubles(src);
-        int[] idx = HostArrays.ints(index);
-        double[] o = HostArrays.doubles(out);
-        for (int i = 0; i < idx.length; i++) {
-            if (idx[i] < 0 || idx[i] >= k) {
-                throw new IllegalArgumentException("scatterAddRows: index[" + i + "] = " + idx[i]
-                        + " (expected: 0 <= index < " + k + ", the rows of out)");
-            }
-            int from = i * cols;
-            int to = idx[i] * cols;
-            for (int j = 0; j < cols; j++) {
-                o[to + j] += s[from + j];
-            }
-        }
-        HostArrays.write(out, o);
+        scatterAdd("scatterAddRows", src, index, out, "the rows of out");
     }
 
     @Override
     protected void doBincount(NdArray index, NdArray out) {
-        int[] idx = HostArrays.ints(index);
-        double[] o = HostArrays.doubles(out);
-        for (int i = 0; i < idx.length; i++) {
-            if (idx[i] < 0 || idx[i] >= o.length) {
-                throw new IllegalArgumentException("bincount: index[" + i + "] = " + idx[i]
-                        + " (expected: 0 <= index < " + o.length + ", the length of out)");
+        scatterAdd("bincount", null, index, out, "the length of out");
+    }
+
+    /**
+     * Adds row {@code i} of {@code src} (1 where {@code src} is {@code null}: a count) into row {@code index[i]} of
+     * {@code out}: chunks of rows in parallel, each into its own partial sums (k x d; so few chunks that all the
+     * partials hold at most {@value #SCATTER_PARTIAL_ELEMENTS} elements), read a block at a time, the partials then
+     * added in chunk order and into {@code out}. A label outside {@code [0, k)} fails the call naming the first such
+     * one, {@code out} unchanged.
+     */
+    private static void scatterAdd(String op, NdArray src, NdArray index, NdArray out, String what) {
+        int rows = (int) index.dim(0);
+        int cols = src != null && src.rank() == 2 ? (int) src.dim(1) : 1;
+        int k = (int) out.dim(0);
+        int width = k * cols;
+        int parts = Math.clamp(SCATTER_PARTIAL_ELEMENTS / Math.max(width, 1), 1, MAX_PARTIALS);
+        int per = Math.max(rowsPerChunk(cols), CpuParallel.chunks(rows, parts));
+        int chunks = CpuParallel.chunks(rows, per);
+        double[][] partials = new double[chunks][];
+        int[] bad = new int[chunks];
+        Arrays.fill(bad, -1);
+        forRows(rows, per, (chunk, first, count) -> {
+            int block = Math.min(count, rowsPerChunk(cols));
+            double[] v = src == null ? null : new double[block * cols];
+            int[] idx = new int[block];
+            double[] p = new double[width];
+            for (int f = first; f < first + count && bad[chunk] < 0; f += block) {
+                int c = Math.min(block, first + count - f);
+                HostArrays.read(index, f, idx, c);
+                if (v != null) {
+                    HostArrays.read(src, (long) f * cols, v, c * cols);
+                }
+                for (int i = 0; i < c; i++) {
+                    int label = idx[i];
+                    if (label < 0 || label >= k) {
+                        bad[chunk] = f + i;
+                        break;
+                    }
+                    if (v == null) {
+                        p[label] += 1;
+                        continue;
+                    }
+                    int from = i * cols;
+                    int to = label * cols;
+                    for (int j = 0; j < cols; j++) {
+                        p[to + j] += v[from + j];
+                    }
+                }
             }
-            o[idx[i]] += 1;
+            partials[chunk] = p;
+        });
+        for (int at : bad) {
+            if (at >= 0) {
+                int[] label = new int[1];
+                HostArrays.read(index, at, label, 1);
+                throw new IllegalArgumentException(
+                        op + ": index[" + at + "] = " + label[0] + " (expected: 0 <= index < " + k + ", " + what + ")");
+            }
+        }
+        double[] s = sum(partials, width);
+        double[] o = HostArrays.doubles(out);
+        for (int j = 0; j < width; j++) {
+            o[j] += s[j];
         }
         HostArrays.write(out, o);
     }
