@@ -54,6 +54,11 @@ class IpcTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesSmallDeviceFramesInBlocks() {
+        return true;
+    }
+
+    @Override
     protected boolean receivesArrayFrames() {
         return true;
     }

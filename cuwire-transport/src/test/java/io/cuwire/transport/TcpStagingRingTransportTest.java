@@ -84,6 +84,11 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesSmallDeviceFramesInBlocks() {
+        return true;
+    }
+
+    @Override
     protected boolean receivesArrayFrames() {
         return true;
     }

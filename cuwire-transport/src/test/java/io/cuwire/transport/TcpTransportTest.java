@@ -58,6 +58,11 @@ class TcpTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesSmallDeviceFramesInBlocks() {
+        return true;
+    }
+
+    @Override
     protected boolean receivesArrayFrames() {
         return true;
     }

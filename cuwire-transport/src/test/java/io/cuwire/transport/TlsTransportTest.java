@@ -46,6 +46,11 @@ class TlsTransportTest extends TransportConformanceSuite {
     }
 
     @Override
+    protected boolean receivesSmallDeviceFramesInBlocks() {
+        return true;
+    }
+
+    @Override
     protected boolean receivesArrayFrames() {
         return true;
     }

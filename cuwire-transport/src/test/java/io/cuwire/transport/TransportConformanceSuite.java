@@ -193,6 +193,15 @@ public abstract class TransportConformanceSuite {
     }
 
     /**
+     * Whether the receiver takes a run of small device frames into one block of its device memory, each frame a loan
+     * of it ({@link io.cuwire.transport.internal.Frames#allocateRun}): one allocation per
+     * {@link io.cuwire.transport.internal.Frames#RUN_BYTES} bytes instead of one per frame.
+     */
+    protected boolean receivesSmallDeviceFramesInBlocks() {
+        return false;
+    }
+
+    /**
      * Whether the peer's capabilities say its UCX carries CUDA memory: only UCX connections tell it, and over a
      * CUDA-aware UCX (the bundle's on a GPU host) it is true.
      */
@@ -239,6 +248,38 @@ public abstract class TransportConformanceSuite {
             assertEquals(0, s.deviceToHostBytes());
             assertTrue(s.nanos() > 0);
         }
+        c.close();
+        assertExit(p, 0);
+    }
+
+    /**
+     * A message of many small device frames (a model held as many arrays): each arrives whole, as a device frame;
+     * where the receiver takes them in blocks ({@link #receivesSmallDeviceFramesInBlocks}), 600 frames of 40,000
+     * bytes (24 MB) are two allocations of its device memory, not 600, and the blocks go back when the frames do.
+     * (Device frames the transport hands over, or pushes into an arena of its own, are none of its allocations.)
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void shouldReceiveManySmallDeviceFramesWholeAndInBlocksNotOneAllocationEach() throws Exception {
+        int frames = 600;
+        int bytes = 40_000;
+        Listener listener = listen(config().build());
+        Peer p = peer("send-frames", listener, Integer.toString(frames), Integer.toString(bytes));
+        Connection c = accept(listener);
+        try (ReceivedMessage m = c.receive()) {
+            assertEquals(frames, m.value().frames().size());
+            for (int i = 0; i < frames; i++) {
+                Buffer b = m.value().frames().get(i).buffer();
+                assertEquals(MemoryKind.DEVICE, b.kind(), "frame " + i);
+                assertArrayEquals(TestMessages.pattern(bytes, i), contents(b), "frame " + i);
+            }
+            if (receivesSmallDeviceFramesInBlocks()) {
+                // every frame is held: each allocation made for them is still open (loans of a block are not)
+                assertEquals(2, device.openBuffers(), "one allocation per block of 16 MiB");
+                assertEquals((long) frames * bytes, device.allocatedBytes());
+            }
+        }
+        assertEquals(0, device.allocatedBytes(), "every block went back with its frames");
         c.close();
         assertExit(p, 0);
     }

@@ -91,7 +91,8 @@ import picocli.CommandLine.Option;
  * {@code tls} is TCP inside TLS 1.3 ({@link TlsMode#ON} at the sender; the receiver's TCP listener, in {@link
  * TlsMode#AUTO}, takes TLS and plaintext from loopback alike), so that one run can set TLS's cost beside plain TCP's.
  * For IPC, TCP, TLS and UCX a round trip of a 1 KiB device frame is timed too (the median of 2,000,
- * after at least 2,000 and 3 s of them untimed). With {@code --arrays N} a
+ * after at least 2,000 and 3 s of them untimed); over TCP and TLS each follows a round trip of the raw socket that
+ * echoes 1 KiB (its median is {@code raw_rtt_us}, the ceiling of {@code rtt_vs_raw}). With {@code --arrays N} a
  * transport's cases end with the many-frames case ({@link ManyFrames}). Lines start with {@code RESULT}; a CSV goes to
  * {@code --out}.
  *
@@ -520,12 +521,21 @@ public final class TransferBench {
                             extra.add(mf.line());
                         }
                         if (List.of("ipc", "tcp", "tls", "ucx").contains(transport)) {
-                            double rttUs = roundTrip(conn, side);
+                            // over a socket (tcp, tls) its ceiling is the raw socket's 1 KiB echo, interleaved
+                            boolean socket = transport.equals("tcp") || transport.equals("tls");
+                            double[] rtt = roundTrip(conn, side, socket ? child : null);
                             String line = String.format(
-                                    Locale.ROOT,
-                                    "RESULT transport=%s family=cuda size=1024 " + "rtt_us=%.1f",
-                                    transport,
-                                    rttUs);
+                                            Locale.ROOT,
+                                            "RESULT transport=%s family=cuda size=1024 " + "rtt_us=%.1f",
+                                            transport,
+                                            rtt[0])
+                                    + (socket
+                                            ? String.format(
+                                                    Locale.ROOT,
+                                                    " raw_rtt_us=%.1f rtt_vs_raw=%.2f",
+                                                    rtt[1],
+                                                    rtt[0] / rtt[1])
+                                            : "");
                             out.println(line);
                             extra.add(line); // as printed: bench/README.md's generator reads RESULT lines
                         }
@@ -772,15 +782,26 @@ public final class TransferBench {
                 checked);
     }
 
-    private static double roundTrip(Connection c, Side side) {
+    /**
+     * The median 1 KiB round trip over {@code c} in µs and, with {@code raw} (the receiver's raw socket), that of the
+     * raw socket echoing 1 KiB, one of which runs right before each of {@code c}'s (-1 without).
+     */
+    private static double[] roundTrip(Connection c, Side side, Child raw) throws IOException {
         try (DeviceBuffer frame = side.device.allocate(1024)) {
             Message ping = control("rtt", List.of(frame));
             double[] us = new double[RTT_ROUNDS];
+            double[] rawUs = new double[RTT_ROUNDS];
             long warmUntil = System.nanoTime() + RTT_WARMUP_NANOS;
             // untimed until RTT_WARMUP round trips and RTT_WARMUP_NANOS have passed, then RTT_ROUNDS timed ones
             for (int i = 0, timed = -1; timed < RTT_ROUNDS; i++) {
                 if (timed < 0 && i >= RTT_WARMUP && System.nanoTime() >= warmUntil) {
                     timed = 0;
+                }
+                if (raw != null) {
+                    double r = raw.rawEcho(side.rawSource, 1024);
+                    if (timed >= 0) {
+                        rawUs[timed] = r;
+                    }
                 }
                 long t0 = System.nanoTime();
                 CompletableFuture<?> sent = c.send(ping);
@@ -793,7 +814,7 @@ public final class TransferBench {
                     us[timed++] = (t1 - t0) / 1e3;
                 }
             }
-            return Stats.median(us);
+            return new double[] {Stats.median(us), raw == null ? -1 : Stats.median(rawUs)};
         }
     }
 
@@ -1347,6 +1368,28 @@ public final class TransferBench {
             return (System.nanoTime() - t0) / 1e6;
         }
 
+        /**
+         * Sends the first {@code bytes} of {@code source} over the raw socket (a negative length: echo them) and
+         * reads them back; µs.
+         */
+        double rawEcho(MemorySegment source, int bytes) throws IOException {
+            long t0 = System.nanoTime();
+            ByteBuffer out = ByteBuffer.allocate(8 + bytes)
+                    .putLong(-bytes)
+                    .put(source.asSlice(0, bytes).asByteBuffer());
+            out.flip();
+            while (out.hasRemaining()) {
+                raw.write(out);
+            }
+            ByteBuffer back = ByteBuffer.allocate(bytes);
+            while (back.hasRemaining()) {
+                if (raw.read(back) < 0) {
+                    throw new IOException("the receiver closed its raw socket");
+                }
+            }
+            return (System.nanoTime() - t0) / 1e3;
+        }
+
         @Override
         public void close() throws IOException {
             raw.close();
@@ -1415,6 +1458,8 @@ public final class TransferBench {
                         }
                     }
                     long bytes = length.getLong(0);
+                    boolean echo = bytes < 0; // the round trip's ceiling: the bytes come back, no ack
+                    bytes = Math.abs(bytes);
                     for (long off = 0; off < bytes; off += 1L << 30) {
                         ByteBuffer bb = rawTarget
                                 .asSlice(off, Math.min(1L << 30, bytes - off))
@@ -1424,6 +1469,13 @@ public final class TransferBench {
                                 throw new UncheckedIOException(new IOException("sender closed mid-transfer"));
                             }
                         }
+                    }
+                    if (echo) {
+                        ByteBuffer back = rawTarget.asSlice(0, bytes).asByteBuffer();
+                        while (back.hasRemaining()) {
+                            raw.write(back);
+                        }
+                        continue;
                     }
                     ack.clear();
                     raw.write(ack);

@@ -220,6 +220,8 @@ public final class Frames {
      * loans name the block's allocator ({@link io.cuwire.memory.DeviceBuffer#lend(Buffer.Releaser,
      * io.cuwire.memory.BufferAllocator)}), which accounts the block's bytes until the last one is closed.
      *
+     * @param sameMemory whether the block must also be device memory, as the descriptors say (a transport that copies
+     *     into the frames device to device)
      * @return the block, for a transport that fills it at once
      * @throws TransportException if the memory could not be had, or the allocator broke its contract
      */
@@ -229,6 +231,7 @@ public final class Frames {
             int count,
             TransportConfig config,
             String peer,
+            boolean sameMemory,
             List<Frame> frames) {
         FrameDescriptor head = descriptors.get(first);
         long total = 0;
@@ -240,7 +243,7 @@ public final class Frames {
                         first,
                         config,
                         peer,
-                        false,
+                        sameMemory,
                         false)
                 .buffer();
         AtomicInteger unreturned = new AtomicInteger(count);

@@ -108,7 +108,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <h2>Threads</h2>
  * A reader thread reads every record: it completes sends when their {@code consumed} arrives, and receives
- * messages — allocates each frame when it begins, from {@link TransportConfig#receiveInto()} (a host frame whose
+ * messages — allocates each frame when it begins (a run of small device frames as one block when the first of them
+ * begins: {@link Frames#allocateRun}), from {@link TransportConfig#receiveInto()} (a host frame whose
  * descriptor names a primitive array type as a fresh array, read through the socket's buffer, which the decoder keeps
  * without a copy), reads host frames, enqueues the copy
  * of each device frame on a stream of the device that maps the sender's memory ({@link CopyEngine#copyAsync},
@@ -974,17 +975,14 @@ final class IpcConnection extends AbstractConnection {
             int pulled = 0;
             pulledSmall = null;
             boolean arena = receiveArena != null;
-            for (int i = 0; i < header.frames().size(); i++) {
-                FrameDescriptor descriptor = header.frames().get(i);
+            List<FrameDescriptor> descriptors = header.frames();
+            for (int i = 0; i < descriptors.size(); i++) {
+                FrameDescriptor descriptor = descriptors.get(i);
                 // a device frame's reference begins with its handle's length: 0 for a frame pushed into the arena
                 // (only once this side offered one; else the frame is allocated first, as its reference begins)
                 short referenceLength = arena && descriptor.kind() == MemoryKind.DEVICE ? readShort() : -1;
-                // Allocated when its bytes (or its reference) begin; a host array frame as a fresh array (Frames).
-                Frame frame = referenceLength == 0
-                        ? pushedFrame(descriptor, i)
-                        : Frames.allocate(descriptor, i, config, io.peer(), true, true);
+                Frame frame = receivingFrame(descriptors, i, referenceLength, frames);
                 Timeline.mark(Point.READ_ALLOCATED);
-                frames.add(frame);
                 kinds.add(frame.kind());
                 lengths.add(frame.length());
                 if (referenceLength == 0) {
@@ -1065,6 +1063,40 @@ final class IpcConnection extends AbstractConnection {
                 lease.close();
             }
         }
+    }
+
+    /**
+     * The frame {@code index} of a message is received into, then in {@code frames} at {@code index}: pushed into the
+     * arena ({@code referenceLength} 0), the loan allocated ahead for it (when {@code frames} has one there already;
+     * one that a pushed frame takes the place of is closed), or allocated now, as its reference or its bytes begin:
+     * a run of small device frames ({@link Frames#runLength}) as one block, their loans all added, so that many
+     * frames cost one allocation per {@link Frames#RUN_BYTES} bytes (the peer gets at most that much allocated ahead
+     * of the references it sent); any other frame alone, a host array frame as a fresh array
+     * ({@link Frames#allocate(FrameDescriptor, int, TransportConfig, String, boolean, boolean)}).
+     */
+    private Frame receivingFrame(
+            List<FrameDescriptor> descriptors, int index, short referenceLength, List<Frame> frames) {
+        FrameDescriptor descriptor = descriptors.get(index);
+        if (referenceLength == 0) {
+            Frame pushed = pushedFrame(descriptor, index);
+            if (index < frames.size()) {
+                frames.set(index, pushed).buffer().close();
+            } else {
+                frames.add(pushed);
+            }
+            return pushed;
+        }
+        if (index < frames.size()) {
+            return frames.get(index);
+        }
+        int run = Frames.runLength(descriptors, index);
+        if (run > 1) {
+            Frames.allocateRun(descriptors, index, run, config, io.peer(), true, frames);
+            return frames.get(index);
+        }
+        Frame frame = Frames.allocate(descriptor, index, config, io.peer(), true, true);
+        frames.add(frame);
+        return frame;
     }
 
     /**

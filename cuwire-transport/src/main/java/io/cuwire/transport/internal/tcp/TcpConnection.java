@@ -501,7 +501,7 @@ final class TcpConnection extends AbstractConnection {
                 int run = Frames.runLength(descriptors, i);
                 if (run > 1) {
                     // many small device frames: one block, read at once when the host addresses it in place
-                    Buffer block = Frames.allocateRun(descriptors, i, run, config, io.peer(), frames);
+                    Buffer block = Frames.allocateRun(descriptors, i, run, config, io.peer(), false, frames);
                     for (int k = i; k < i + run; k++) {
                         kinds.add(frames.get(k).kind());
                         lengths.add(frames.get(k).length());
