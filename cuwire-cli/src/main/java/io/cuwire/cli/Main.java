@@ -259,7 +259,7 @@ public final class Main {
             name = "model",
             synopsisHeading = "usage: ",
             description = "Model files (docs/model-file.md): what one holds, and cuwire's estimator from one.",
-            subcommands = {ModelInspect.class, ModelImport.class, ModelHelper.class})
+            subcommands = {ModelInspect.class, ModelImport.class, ModelExport.class, ModelHelper.class})
     static final class ModelGroup implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -326,6 +326,37 @@ public final class Main {
                 throw new ParameterException(spec.commandLine(), "a model FILE is needed");
             }
             return ModelCommand.importFile(file, device, DType.byName(dtype), r.out, r.err);
+        }
+    }
+
+    @Command(
+            name = "export",
+            synopsisHeading = "usage: ",
+            description = "Writes a model file's estimator (built as 'cuwire model import' builds it) as an ONNX model "
+                    + "(docs/onnx.md): input X float32 (N, features).")
+    static final class ModelExport implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Mixin
+        HelpOption help;
+
+        @Parameters(paramLabel = "FILE", arity = "0..1", description = "the model file")
+        Path file;
+
+        @Option(names = "--onnx", paramLabel = "OUT", description = "the ONNX file to write (replaced if it exists)")
+        Path onnx;
+
+        @Override
+        public Integer call() {
+            Root r = root(spec);
+            if (file == null) {
+                throw new ParameterException(spec.commandLine(), "a model FILE is needed");
+            }
+            if (onnx == null) {
+                throw new ParameterException(spec.commandLine(), "--onnx OUT is needed (the only format written)");
+            }
+            return ModelCommand.exportOnnx(file, onnx, r.out, r.err);
         }
     }
 

@@ -127,6 +127,7 @@ class MainTest {
                         "model",
                         "inspect",
                         "import",
+                        "export",
                         "python-helper",
                         "bench",
                         "copy",

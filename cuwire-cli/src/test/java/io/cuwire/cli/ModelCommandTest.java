@@ -1,10 +1,13 @@
 package io.cuwire.cli;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.memory.BufferAllocator;
+import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.Estimator;
 import io.cuwire.ml.linear.Ridge;
 import io.cuwire.ml.modelfile.ModelFile;
 import java.io.IOException;
@@ -63,5 +66,36 @@ class ModelCommandTest {
         MainTest.Result r = MainTest.run("model", "python-helper");
         assertEquals(Main.OK, r.exitCode(), r.err());
         assertTrue(r.out().contains("def save(est, path):"), r.out());
+    }
+
+    @Test
+    void shouldExportAModelFileAsTheOnnxModelOnnxExportWritesOrSayWhatIsMissing() throws Exception {
+        Path p = ridgeFile();
+        Path onnx = dir.resolve("ridge.onnx");
+        MainTest.Result r = MainTest.run("model", "export", p.toString(), "--onnx", onnx.toString());
+        Class<?> export;
+        try {
+            export = Class.forName(ModelCommand.ONNX_EXPORT);
+        } catch (ClassNotFoundException e) {
+            // built without cuwire-onnx (no ONNX proto on this machine): the command names the module
+            assertEquals(Main.FAILED, r.exitCode(), r.out());
+            assertTrue(r.err().contains("ONNX export needs cuwire-onnx (io.cuwire:cuwire-onnx)"), r.err());
+            assertTrue(Files.notExists(onnx));
+            return;
+        }
+        assertEquals(Main.OK, r.exitCode(), r.err());
+        assertTrue(r.out().startsWith("wrote " + onnx + " ("), r.out());
+        assertTrue(r.out().contains("ONNX model of Ridge(fitIntercept=true, alpha=0.5, fitted) from cuwire"), r.out());
+        // the same bytes as OnnxExport writes for the estimator the file holds
+        byte[] expected;
+        try (BufferAllocator<?> mem = BufferAllocator.host("cli-test", BufferAllocator.UNLIMITED);
+                Estimator e = ModelFile.read(p).toEstimator(mem, DType.FLOAT64)) {
+            expected = (byte[]) export.getMethod("toBytes", Estimator.class).invoke(null, e);
+        }
+        assertArrayEquals(expected, Files.readAllBytes(onnx));
+
+        MainTest.Result noOut = MainTest.run("model", "export", p.toString());
+        assertEquals(Main.USAGE, noOut.exitCode());
+        assertTrue(noOut.err().contains("--onnx OUT is needed"), noOut.err());
     }
 }
