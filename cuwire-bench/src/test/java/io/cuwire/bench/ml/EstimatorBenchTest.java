@@ -32,7 +32,20 @@ class EstimatorBenchTest {
                     out);
         }
         assertEquals(20, results.size());
-        String[] all = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
+        // the neighbors' copying fit, timed beside their fitView, on both backends
+        List<String> copying = new ArrayList<>();
+        List<String> rest = new ArrayList<>();
+        for (String line : bytes.toString(StandardCharsets.UTF_8).strip().split("\n")) {
+            (line.contains(" copying_fit_ms=") ? copying : rest).add(line);
+        }
+        assertEquals(4, copying.size(), copying.toString());
+        for (String line : copying) {
+            assertTrue(
+                    line.matches("INFO estimator=(NearestNeighbors|KNeighborsClassifier) backend=\\w+ "
+                            + "copying_fit_ms=[0-9.]+ \\(fit, which copies X; fit_ms is fitView's, .*\\)"),
+                    line);
+        }
+        String[] all = rest.toArray(String[]::new);
         assertEquals(41, all.length);
         assertTrue(
                 all[0].startsWith("INFO bench=estimators rows=300 cols=5 repeat=1 warmup=1 backends=device,cpu "),
