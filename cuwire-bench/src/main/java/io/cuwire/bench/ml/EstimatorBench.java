@@ -42,6 +42,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -208,6 +209,37 @@ public final class EstimatorBench {
         SKLEARN
     }
 
+    /** scikit-learn beside a bench, {@code --peer sklearn} and {@code --python PATH}: the benches' Args mix it in. */
+    public static final class PeerArgs {
+        /** The options at their defaults, for picocli to fill. */
+        public PeerArgs() {}
+
+        @Option(
+                names = "--peer",
+                paramLabel = "sklearn",
+                defaultValue = "none",
+                description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
+                        + "${DEFAULT-VALUE})")
+        Peer peer;
+
+        @Option(
+                names = "--python",
+                paramLabel = "PATH",
+                description = "the Python that runs scikit-learn "
+                        + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
+        String python;
+
+        /** Whether scikit-learn runs beside the bench. */
+        boolean sklearn() {
+            return peer == Peer.SKLEARN;
+        }
+
+        /** The Python that runs scikit-learn: {@code --python}, else {@link SklearnForests#python()}. */
+        String python() {
+            return python != null ? python : SklearnForests.python();
+        }
+    }
+
     /** The options of {@code cuwire bench estimators}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
@@ -265,20 +297,8 @@ public final class EstimatorBench {
                 description = "the estimators to run, by class name (default: every one)")
         List<String> estimators = List.of();
 
-        @Option(
-                names = "--peer",
-                paramLabel = "sklearn",
-                defaultValue = "none",
-                description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
-                        + "${DEFAULT-VALUE})")
-        Peer peer;
-
-        @Option(
-                names = "--python",
-                paramLabel = "PATH",
-                description = "the Python that runs scikit-learn "
-                        + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
-        String python;
+        @Mixin
+        PeerArgs peer;
 
         @Option(
                 names = "--out",
@@ -329,8 +349,8 @@ public final class EstimatorBench {
                     neighbors,
                     estimators,
                     out,
-                    peer == Peer.SKLEARN,
-                    python != null ? python : SklearnForests.python(),
+                    peer.sklearn(),
+                    peer.python(),
                     new Forests(forestRows, forestTrees, forestDepth, forestPeer == Peer.SKLEARN));
         }
     }

@@ -89,10 +89,7 @@ class EstimatorBenchTest {
 
     @Test
     void shouldRunTheScikitLearnPeerOnTheSameDataAndWriteTheComparison(@TempDir Path dir) throws IOException {
-        String python = List.of("python3", "/usr/bin/python3").stream()
-                .filter(EstimatorBenchTest::hasSklearn)
-                .findFirst()
-                .orElse(null);
+        String python = sklearnPython();
         Assumptions.assumeTrue(python != null, "no python3 with scikit-learn here");
         String out = run(dir, python, "Ridge,KMeans,NearestNeighbors,RandomForestClassifier");
         assertTrue(out.contains("INFO peer=sklearn sklearn="), out);
@@ -149,6 +146,14 @@ class EstimatorBenchTest {
                     out);
         }
         return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    /** python3 on the path, else /usr/bin/python3, whichever imports scikit-learn; {@code null} for neither. */
+    static String sklearnPython() {
+        return List.of("python3", "/usr/bin/python3").stream()
+                .filter(EstimatorBenchTest::hasSklearn)
+                .findFirst()
+                .orElse(null);
     }
 
     private static boolean hasSklearn(String python) {
