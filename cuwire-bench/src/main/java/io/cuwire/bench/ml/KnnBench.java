@@ -650,6 +650,11 @@ public final class KnnBench {
                         + "host's cores). `vs fused` is the time over kNearestRows's; ids agree and matches cpu "
                         + "compare the checked queries with the CPU backend.\n\n")
                 .append(md.markdown());
+        text.append("\nIts `RESULT` lines:\n\n```text\n");
+        for (Result r : results) {
+            text.append(r.line()).append('\n');
+        }
+        text.append("```\n");
         if (peer != null) {
             text.append('\n');
             if (peer.info() != null) {
