@@ -22,6 +22,7 @@
 #include "ml/loss.cuh"
 #include "ml/indexing.cuh"
 #include "ml/select.cuh"
+#include "ml/knn.cuh"
 #include "ml/forest.cuh"
 
 // The extern "C" entry points, generated from src/main/manifest/kernels.manifest (as is the Java table that launches

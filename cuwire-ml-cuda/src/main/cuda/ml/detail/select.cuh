@@ -69,6 +69,22 @@ __device__ __forceinline__ unsigned long long ml_order_bits(double v) {
     return (b >> 63) != 0 ? ~b : b | 0x8000000000000000ull;
 }
 
+// The value whose ml_order_bits are `bits` (any NaN's bits give the canonical NaN).
+__device__ __forceinline__ float ml_order_value(uint32_t bits) {
+    if (bits == 0xffffffffu) {
+        return CUDART_NAN_F;
+    }
+    return __uint_as_float((bits & 0x80000000u) != 0 ? bits & 0x7fffffffu : ~bits);
+}
+
+__device__ __forceinline__ double ml_order_value(unsigned long long bits) {
+    if (bits == ~0ull) {
+        return CUDART_NAN;
+    }
+    return __longlong_as_double(
+        (long long) ((bits >> 63) != 0 ? bits & 0x7fffffffffffffffull : ~bits));
+}
+
 template <typename T>
 struct MlSelect;
 
@@ -91,6 +107,9 @@ struct MlSelect<float> {
     }
     static __device__ __forceinline__ int64_t column(Key a) {
         return (int64_t) (uint32_t) a;
+    }
+    static __device__ __forceinline__ float value(Key a) {
+        return ml_order_value((uint32_t) (a >> 32));
     }
     static __device__ __forceinline__ Key shuffleXor(Key a, int offset) {
         return __shfl_xor_sync(0xffffffffu, a, offset);
@@ -117,8 +136,11 @@ struct MlSelect<double> {
     typedef MlKeyF64 Key;
     static const int WORDS = 2;
 
-    static __device__ __forceinline__ unsigned long long value(Key a) {
+    static __device__ __forceinline__ unsigned long long bits(Key a) {
         return ((unsigned long long) a.hi << 32) | a.lo;
+    }
+    static __device__ __forceinline__ double value(Key a) {
+        return ml_order_value(bits(a));
     }
     static __device__ __forceinline__ Key of(unsigned long long value, uint32_t column) {
         Key key;
@@ -134,8 +156,8 @@ struct MlSelect<double> {
         return of(~0ull, 0xffffffffu);
     }
     static __device__ __forceinline__ bool less(Key a, Key b) {
-        unsigned long long va = value(a);
-        unsigned long long vb = value(b);
+        unsigned long long va = bits(a);
+        unsigned long long vb = bits(b);
         return va < vb || (va == vb && a.column < b.column);
     }
     static __device__ __forceinline__ bool same(Key a, Key b) {
@@ -152,7 +174,7 @@ struct MlSelect<double> {
         return key;
     }
     static __device__ __forceinline__ void save(unsigned long long* at, Key a) {
-        at[0] = value(a);
+        at[0] = bits(a);
         at[1] = a.column;
     }
     static __device__ __forceinline__ Key load(const unsigned long long* at) {
@@ -283,6 +305,19 @@ struct MlRowSink {
     }
 };
 
+// The k (<= KMAX) smallest of the n keys at `keys` (S::WORDS words each, the no-key among them allowed), ascending,
+// into sink, by the whole block (every thread must call it).
+template <typename S, int KMAX, typename Sink>
+__device__ __forceinline__ void ml_select_keys(const unsigned long long* __restrict__ keys, int64_t n, int64_t k,
+                                               const Sink& sink) {
+    MlTopK<S, KMAX> list;
+    list.clear();
+    for (int64_t i = threadIdx.x; i < n; i += ML_BLOCK) {
+        list.offer(S::load(keys + i * S::WORDS), k);
+    }
+    ml_select_emit(list, k, ML_BLOCK, sink);
+}
+
 // The k (<= KMAX) smallest of each row of values (rows x cols), by groups of `group` threads (32 or ML_BLOCK) per
 // row, or with parts > 1 (group ML_BLOCK) of each of the `parts` slices of ceil(cols / parts) elements of each row
 // into partial (rows x parts x k keys).
@@ -354,14 +389,8 @@ __device__ void ml_select_merge(int64_t rows, int64_t cols, int64_t k, int64_t p
     typedef MlSelect<T> S;
     int64_t n = parts * k;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-        const unsigned long long* keys = partial + r * n * S::WORDS;
-        MlTopK<S, KMAX> list;
-        list.clear();
-        for (int64_t i = threadIdx.x; i < n; i += ML_BLOCK) {
-            list.offer(S::load(keys + i * S::WORDS), k);
-        }
         MlRowSink<T, S> sink = {values + r * cols, outValues + r * k, outIds + r * k, idOffset};
-        ml_select_emit(list, k, ML_BLOCK, sink);
+        ml_select_keys<S, KMAX>(partial + r * n * S::WORDS, n, k, sink);
     }
 }
 

@@ -3,6 +3,7 @@ package io.cuwire.cli;
 import io.cuwire.bench.cluster.ModelBroadcastBench;
 import io.cuwire.bench.cuda.CopyBenchmark;
 import io.cuwire.bench.ml.EstimatorBench;
+import io.cuwire.bench.ml.KnnBench;
 import io.cuwire.bench.ml.RooflineBench;
 import io.cuwire.bench.spark.MllibArgs;
 import io.cuwire.bench.spark.MllibBench;
@@ -389,12 +390,13 @@ public final class Main {
                 Transfer.class,
                 Broadcast.class,
                 Estimators.class,
+                Knn.class,
                 Roofline.class,
                 Mllib.class,
                 SparkBroadcast.class
             })
     static final class Bench implements Callable<Integer> {
-        static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, roofline, "
+        static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, knn, roofline, "
                 + "mllib, spark-broadcast (these two need Spark on the class path; serialization and model-transfer run "
                 + "through the ./cuwire launcher: ./cuwire bench serialization)";
 
@@ -560,6 +562,30 @@ public final class Main {
         int run(EstimatorBench.Options options, PrintStream out) {
             List<EstimatorBench.Result> results = EstimatorBench.run(options, out);
             return results.stream().allMatch(EstimatorBench.Result::matchesReference) ? OK : FAILED;
+        }
+    }
+
+    @Command(
+            name = "knn",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
+            description = "k-nearest-neighbor prediction at scale on device 0: kNearestRows (on CUDA the fused kernel) "
+                    + "against a GEMM + select baseline in the same run (and scikit-learn's with --peer sklearn), "
+                    + "checked against the CPU.")
+    static final class Knn extends BenchCommand<KnnBench.Options> {
+        @Mixin
+        KnnBench.Args args;
+
+        @Override
+        KnnBench.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(KnnBench.Options options, PrintStream out) {
+            List<KnnBench.Result> results = KnnBench.run(options, out);
+            return results.stream().allMatch(KnnBench.Result::matchesCpu) ? OK : FAILED;
         }
     }
 

@@ -79,7 +79,7 @@ class MainTest {
         assertEquals(Main.OK, r.exitCode(), r.err());
         assertTrue(r.out().startsWith("usage: cuwire bench"), r.out());
         for (String bench :
-                List.of("copy", "transfer", "broadcast", "estimators", "roofline", "mllib", "spark-broadcast")) {
+                List.of("copy", "transfer", "broadcast", "estimators", "knn", "roofline", "mllib", "spark-broadcast")) {
             assertTrue(r.out().contains("\n  " + bench + " "), bench + " missing in:\n" + r.out());
             Result one = run("bench", bench, "--help");
             assertEquals(Main.OK, one.exitCode(), bench + ": " + one.err());
@@ -134,6 +134,7 @@ class MainTest {
                         "transfer",
                         "broadcast",
                         "estimators",
+                        "knn",
                         "roofline",
                         "mllib",
                         "spark-broadcast"),
@@ -253,7 +254,8 @@ class MainTest {
         Result r = run("bench", "estimators", "--rows", "64", "--cols", "3", "--repeat", "1");
         assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
         String[] all = r.out().strip().split("\n");
-        assertEquals(41, all.length, r.out());
+        // the settings, a first-run INFO and a RESULT line per estimator and backend, and the neighbors' copying fits
+        assertEquals(45, all.length, r.out());
         List<String> lines =
                 Arrays.stream(all).filter(l -> !l.startsWith("INFO estimator=")).toList();
         assertEquals(21, lines.size(), r.out());
@@ -271,6 +273,22 @@ class MainTest {
         assertEquals(Main.USAGE, r.exitCode());
         assertEquals(
                 "cuwire bench estimators: Invalid value for option '--rows': 'lots' is not a long",
+                r.err().strip());
+    }
+
+    @Test
+    void shouldRunTheNeighborsBenchmarkAtATinySize() {
+        Result r = run("bench", "knn", "--rows", "2000", "--queries", "20", "--cols", "4", "--k", "3", "--repeat", "1");
+        assertEquals(Main.OK, r.exitCode(), r.err() + r.out());
+        String[] lines = r.out().strip().split("\n");
+        assertEquals(3, lines.length, r.out());
+        assertTrue(lines[0].startsWith("INFO bench=knn device="), lines[0]);
+        assertTrue(lines[2].startsWith("RESULT bench=knn path=gemm_select rows=2000 queries=20 cols=4 k=3 "), lines[2]);
+        assertTrue(lines[2].endsWith(" matches_cpu=true"), lines[2]);
+        r = run("bench", "knn", "--k", "0");
+        assertEquals(Main.USAGE, r.exitCode());
+        assertEquals(
+                "cuwire bench knn: --k [0] (expected: each 1 .. 1000000, the rows)",
                 r.err().strip());
     }
 

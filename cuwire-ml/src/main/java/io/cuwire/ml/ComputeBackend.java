@@ -39,9 +39,11 @@ import java.util.Optional;
  *   <tr><td>{@link #gatherRows}, {@link #scatterAddRows}, {@link #bincount}, {@link #countRows}</td>
  *       <td>KMeans sums, naive Bayes counts, neighbor votes</td><td>a gather kernel; sums per block in shared
  *       memory added in a fixed order; counts per block added atomically</td></tr>
- *   <tr><td>{@link #kNearestRows}</td><td>neighbors (brute force)</td><td>blocks of queries through
- *       {@link #squaredDistances} and {@link #smallestK}, then a kernel that recomputes the chosen distances as
- *       sums of squared differences and re-sorts each row</td></tr>
+ *   <tr><td>{@link #kNearestRows}</td><td>neighbors (brute force)</td><td>up to 32 neighbors one kernel: tiles
+ *       of queries and rows through shared memory, each query's best keys kept there as the distances are
+ *       computed (no distance matrix); more, blocks of queries through {@link #squaredDistances} and
+ *       {@link #smallestK}; then, but for float64's fused sums, a kernel that recomputes the chosen distances as sums
+ *       of squared differences and re-sorts each row</td></tr>
  *   <tr><td>{@link #smallestK}, {@link #mergeNeighbors}</td><td>top-k of any rows; neighbors of several
  *       partitions merged</td><td>a parallel selection per row (a warp, a block, or several blocks and a merge; one
  *       thread a row beyond 32 neighbors) and a merge of two sorted lists per row</td></tr>
@@ -365,6 +367,15 @@ public abstract class ComputeBackend {
      * backend with several kernels names the one it picks; this default is the backend's {@link #name}.
      */
     public String nearestRowsPath(NdArray x, long centers) {
+        return name();
+    }
+
+    /**
+     * What {@link #kNearestRows} runs for queries like {@code q}, rows like {@code x} and {@code k} neighbors, for
+     * benchmark reports: a backend with several kernels names the one it picks; this default is the backend's
+     * {@link #name}.
+     */
+    public String kNearestRowsPath(NdArray q, NdArray x, long k) {
         return name();
     }
 

@@ -735,17 +735,8 @@ public abstract class BackendConformanceSuite {
                     double[] gotD = values(dist);
                     long[] gotI = ids.toLongArray();
                     for (int i = 0; i < m; i++) {
-                        double[] s = new double[n];
-                        Integer[] order = new Integer[n];
-                        for (int j = 0; j < n; j++) {
-                            for (int p = 0; p < d; p++) {
-                                double e = qv[i * d + p] - xv[j * d + p];
-                                s[j] = Math.fma(e, e, s[j]);
-                            }
-                            s[j] = dt == DType.FLOAT32 ? (float) s[j] : s[j];
-                            order[j] = j;
-                        }
-                        Arrays.sort(order, (a, b) -> Double.compare(s[a], s[b]));
+                        double[] s = sumsOfSquaredDifferences(dt, qv, i, xv, n, d);
+                        Integer[] order = byDistanceThenRow(s);
                         for (int c = 0; c < k; c++) {
                             String what = "kNearestRows [" + type + "] query " + i + " of " + m + ", neighbor " + c
                                     + " of k = " + k + " (n " + n + ", d " + d + ")";
@@ -763,6 +754,91 @@ public abstract class BackendConformanceSuite {
                                 assertEquals(order[c], (int) id, what);
                             } else {
                                 assertEquals(s[order[c]], gotD[i * k + c], TOL_FLOAT32 * (d + s[order[c]]), what);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * The reference distances of query {@code i} of {@code qv} to the {@code n} rows of {@code xv} ({@code d} columns):
+     * each the sum of the squared differences, a fused multiply-add a term in column order, rounded once to
+     * {@code dt}.
+     */
+    private static double[] sumsOfSquaredDifferences(DType dt, double[] qv, int i, double[] xv, int n, int d) {
+        double[] s = new double[n];
+        for (int j = 0; j < n; j++) {
+            for (int p = 0; p < d; p++) {
+                double e = qv[i * d + p] - xv[j * d + p];
+                s[j] = Math.fma(e, e, s[j]);
+            }
+            s[j] = dt == DType.FLOAT32 ? (float) s[j] : s[j];
+        }
+        return s;
+    }
+
+    /** The rows ranked by (distance {@code s[row]} as {@link Double#compare} orders it, row). */
+    private static Integer[] byDistanceThenRow(double[] s) {
+        Integer[] order = new Integer[s.length];
+        for (int j = 0; j < s.length; j++) {
+            order[j] = j;
+        }
+        Arrays.sort(order, (a, b) -> Double.compare(s[a], s[b]));
+        return order;
+    }
+
+    /**
+     * kNearestRows over shapes that cross every tile of a blocked kernel (CUDA's fused kernel: 32 queries and 128 rows
+     * a tile, 8 or 16 columns at a time, lists of 8 or 32 keys a query, the rows cut into slices of 4,096 or more when
+     * few queries leave SMs idle): 33 to 70 queries, 9,000 to 13,000 rows, 1 to 40 columns, k of 1, 8, 9, 32, 33 and
+     * one at random. Integer coordinates (every squared distance exact in either dtype, many equal, so that ties by
+     * row decide), and for float64 also uniform ones (the sums' bits): the ids and the distances must be the
+     * reference's exactly, the reference being each row's sum of squared differences, a fused multiply-add a term in
+     * column order, ranked by (distance, row).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void shouldGiveTheExactKNearestRowsAcrossTilesAndSlicesOfTheRows(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int n = 9_000 + r.nextInt(4_001);
+        int d = 1 + r.nextInt(40);
+        int m = 33 + r.nextInt(38);
+        boolean[] integer = dt == DType.FLOAT64 ? new boolean[] {true, false} : new boolean[] {true};
+        for (boolean ints : integer) {
+            double[] xs = new double[n * d];
+            double[] qs = new double[m * d];
+            for (int i = 0; i < xs.length; i++) {
+                xs[i] = ints ? r.nextInt(4) : r.nextDouble(-1, 1);
+            }
+            for (int i = 0; i < qs.length; i++) {
+                qs[i] = ints ? r.nextInt(4) : r.nextDouble(-1, 1);
+            }
+            try (NdArray x = array(mem, dt, xs, n, d);
+                    NdArray q = array(mem, dt, qs, m, d)) {
+                double[] xv = values(x);
+                double[] qv = values(q);
+                double[][] s = new double[m][];
+                Integer[][] order = new Integer[m][];
+                for (int i = 0; i < m; i++) {
+                    s[i] = sumsOfSquaredDifferences(dt, qv, i, xv, n, d);
+                    order[i] = byDistanceThenRow(s[i]);
+                }
+                for (int k : new int[] {1, 8, 9, 32, 33, 2 + r.nextInt(31)}) {
+                    try (NdArray dist = zeros(dt, m, k);
+                            NdArray ids = NdArray.zeros(mem, DType.INT64, Order.C, m, k)) {
+                        backend.kNearestRows(q, x, 7, dist, ids);
+                        double[] gotD = values(dist);
+                        long[] gotI = ids.toLongArray();
+                        for (int i = 0; i < m; i++) {
+                            for (int c = 0; c < k; c++) {
+                                String what = "kNearestRows [" + type + (ints ? ", integers" : ", uniform") + "] query "
+                                        + i + " of " + m + ", neighbor " + c + " of k = " + k + " (n " + n + ", d " + d
+                                        + ")";
+                                assertEquals(order[i][c] + 7L, gotI[i * k + c], what + ": id");
+                                assertEquals(s[i][order[i][c]], gotD[i * k + c], 0, what + ": distance");
                             }
                         }
                     }

@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -76,7 +77,7 @@ public final class BenchReadme {
         b.append("| target | machine | cuwire | ceiling or peer | ratio | from |\n|---|---|---|---|---|---|\n");
         Map<String, List<Run>> files = new LinkedHashMap<>();
         for (String bench :
-                List.of("transfer", "broadcast", "model-transfer", "estimators", "roofline", "forest-fit")) {
+                List.of("transfer", "broadcast", "model-transfer", "estimators", "knn", "roofline", "forest-fit")) {
             for (String machine : MACHINES) {
                 String name = bench + "-" + machine + ".md";
                 files.put(name, runs(results, name));
@@ -107,6 +108,9 @@ public final class BenchReadme {
         }
         for (String m : MACHINES) {
             sklearn(b, m, files.get("estimators-" + m + ".md"));
+        }
+        for (String m : MACHINES) {
+            knn(b, m, files.get("knn-" + m + ".md"));
         }
         for (String m : MACHINES) {
             roofline(b, m, files.get("roofline-" + m + ".md"));
@@ -267,6 +271,46 @@ public final class BenchReadme {
                 "scikit-learn, same data, same run",
                 String.format(Locale.ROOT, "worst %.2f × (%s)", worstRatio, worst),
                 run.cite());
+    }
+
+    /**
+     * The newest {@code bench knn} run at the issue's size: the first {@code k} of its GEMM + select line, with the
+     * kNearestRows line ({@code vs_fused=1.000}) and scikit-learn's of the same {@code k} and dtype in that run.
+     */
+    private static void knn(StringBuilder b, String machine, List<Run> runs) {
+        String target =
+                "k-NN predict, 10⁶ rows × 10⁴ queries: kNearestRows (the fused kernel) beside GEMM + select and "
+                        + "scikit-learn (issue 22.3)";
+        String[] size = {"bench=knn", "rows=1000000", "queries=10000"};
+        Optional<Found> gemm = result(runs, concat(size, "path=gemm_select"));
+        if (gemm.isEmpty()) {
+            none(b, target, machine, "knn-" + machine + ".md");
+            return;
+        }
+        Found g = gemm.get();
+        String[] same = concat(size, "k=" + g.get("k"), "dtype=" + g.get("dtype"));
+        Optional<Found> fused = resultIn(g.run(), concat(same, "vs_fused=1.000"));
+        Optional<Found> sklearn = resultIn(g.run(), concat(same, "path=sklearn"));
+        row(
+                b,
+                target,
+                machine,
+                fused.map(f -> f.get("path") + " " + f.get("predict_ms") + " ms")
+                                .orElse("?") + " (k " + g.get("k") + ", " + g.get("cols") + " " + g.get("dtype")
+                        + " columns)",
+                "GEMM + select " + g.get("predict_ms") + " ms"
+                        + sklearn.map(s -> "; scikit-learn " + s.get("predict_ms") + " ms")
+                                .orElse(""),
+                g.get("vs_fused") + " ×"
+                        + sklearn.map(s -> ", " + s.get("vs_fused") + " ×").orElse("")
+                        + " (their time over kNearestRows's)",
+                g.run().cite());
+    }
+
+    private static String[] concat(String[] a, String... more) {
+        String[] all = Arrays.copyOf(a, a.length + more.length);
+        System.arraycopy(more, 0, all, a.length, more.length);
+        return all;
     }
 
     private static void roofline(StringBuilder b, String machine, List<Run> runs) {

@@ -42,6 +42,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.Collectors;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -84,18 +85,21 @@ import picocli.CommandLine.Option;
  * is {@code max |a - ref| / max |ref|}.
  *
  * <h2>Timing</h2>
- * Data is generated on the host and uploaded once per estimator and backend, outside the timings. A fit ends when
- * the estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host,
- * so that asynchronous device work is inside the time. Each is the median of {@code repeat} runs after {@code warmup}
+ * Data is generated on the host and uploaded once per estimator and backend, outside the timings. A fit ends when the
+ * estimator returns; a predict ends after a {@link Reduction#SUM} of its result, a scalar read back to the host, so
+ * that asynchronous device work is inside the time. Each is the median of {@code repeat} runs after {@code warmup}
  * untimed fits and predicts (default 3: the CPU backend's kernels reach the JIT's optimized code within a few calls,
  * and until then one estimator's time would depend on which ran before it; scikit-learn's peer gets as many, its
- * forests none); an {@code INFO} line gives the first untimed fit and predict of each. Neighbor queries
- * and predictions are on the first {@value #QUERIES} rows at most (brute force is quadratic); forests grow
- * {@value #TREES} trees of depth at most {@value #DEPTH}, trying {@code sqrt(features)} features per split (the
- * regressor's default would try all), on the first {@value #FOREST_ROWS} rows at most (the {@code rows} of their lines
- * say so; {@code --forest-trees}, {@code --forest-depth} and {@code --forest-rows} change the three, e.g. to issue
- * 23's 100 trees of depth 12 on 10<sup>6</sup> x 64 with {@code --rows 1000000 --cols 64}): with histogram splits,
- * the CUDA backend grows the trees on the GPU, the CPU and emulated backends on the host (in parallel).
+ * forests none); an {@code INFO} line gives the first untimed fit and predict of each. NearestNeighbors and
+ * KNeighborsClassifier are fitted with {@code fitView}, which keeps a view of X as scikit-learn's {@code fit} keeps a
+ * reference (the bench keeps X open meanwhile), and an {@code INFO} line gives their copying {@code fit}'s median in
+ * the same run ({@code copying_fit_ms}). Neighbor queries and predictions are on the first {@value #QUERIES} rows at
+ * most (brute force is quadratic); forests grow {@value #TREES} trees of depth at most {@value #DEPTH}, trying
+ * {@code sqrt(features)} features per split (the regressor's default would try all), on the first {@value #FOREST_ROWS}
+ * rows at most (the {@code rows} of their lines say so; {@code --forest-trees}, {@code --forest-depth} and
+ * {@code --forest-rows} change the three, e.g. to issue 23's 100 trees of depth 12 on 10<sup>6</sup> x 64 with
+ * {@code --rows 1000000 --cols 64}): with histogram splits, the CUDA backend grows the trees on the GPU, the CPU and
+ * emulated backends on the host (in parallel).
  *
  * <h2>scikit-learn beside the forests</h2>
  * With {@code --forest-peer sklearn} each forest is also fitted by scikit-learn ({@link SklearnForests}, every core)
@@ -205,6 +209,37 @@ public final class EstimatorBench {
         SKLEARN
     }
 
+    /** scikit-learn beside a bench, {@code --peer sklearn} and {@code --python PATH}: the benches' Args mix it in. */
+    public static final class PeerArgs {
+        /** The options at their defaults, for picocli to fill. */
+        public PeerArgs() {}
+
+        @Option(
+                names = "--peer",
+                paramLabel = "sklearn",
+                defaultValue = "none",
+                description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
+                        + "${DEFAULT-VALUE})")
+        Peer peer;
+
+        @Option(
+                names = "--python",
+                paramLabel = "PATH",
+                description = "the Python that runs scikit-learn "
+                        + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
+        String python;
+
+        /** Whether scikit-learn runs beside the bench. */
+        boolean sklearn() {
+            return peer == Peer.SKLEARN;
+        }
+
+        /** The Python that runs scikit-learn: {@code --python}, else {@link SklearnForests#python()}. */
+        String python() {
+            return python != null ? python : SklearnForests.python();
+        }
+    }
+
     /** The options of {@code cuwire bench estimators}, declared to picocli (the command mixes them in). */
     public static final class Args {
         /** The options at their defaults, for picocli to fill. */
@@ -262,20 +297,8 @@ public final class EstimatorBench {
                 description = "the estimators to run, by class name (default: every one)")
         List<String> estimators = List.of();
 
-        @Option(
-                names = "--peer",
-                paramLabel = "sklearn",
-                defaultValue = "none",
-                description = "scikit-learn beside the bench on the same data: sklearn or none (default: "
-                        + "${DEFAULT-VALUE})")
-        Peer peer;
-
-        @Option(
-                names = "--python",
-                paramLabel = "PATH",
-                description = "the Python that runs scikit-learn "
-                        + "(default: python3 on the path, else /usr/bin/python3, whichever imports scikit-learn)")
-        String python;
+        @Mixin
+        PeerArgs peer;
 
         @Option(
                 names = "--out",
@@ -326,8 +349,8 @@ public final class EstimatorBench {
                     neighbors,
                     estimators,
                     out,
-                    peer == Peer.SKLEARN,
-                    python != null ? python : SklearnForests.python(),
+                    peer.sklearn(),
+                    peer.python(),
                     new Forests(forestRows, forestTrees, forestDepth, forestPeer == Peer.SKLEARN));
         }
     }
@@ -420,6 +443,7 @@ public final class EstimatorBench {
                                 reference = b.measure(o, h);
                                 r = reference.result(b.name(), "cpu", rows, true);
                                 out.println(reference.firstLine(b.name(), "cpu"));
+                                copyingFitLine(b, o, h, "cpu", out);
                                 iterations.put(b.name(), iterations(reference.model()));
                             } else {
                                 try (Uploaded d = data.upload(onGpu, rows);
@@ -440,6 +464,7 @@ public final class EstimatorBench {
                                             : ComputeBackends.forArray(d.x()).name();
                                     r = m.result(b.name(), label, rows, matches);
                                     out.println(m.firstLine(b.name(), label));
+                                    copyingFitLine(b, o, d, label, out);
                                 }
                             }
                             results.add(r);
@@ -470,6 +495,20 @@ public final class EstimatorBench {
             writeTables(o.out(), settings, results, peer, iterations);
         }
         return results;
+    }
+
+    /** The INFO line of an estimator's copying fit, timed beside the fit of its RESULT line; none for the others. */
+    private static void copyingFitLine(Bench b, Options o, Uploaded u, String backend, PrintStream out) {
+        double ms = b.copyingFitMs(o, u);
+        if (!Double.isNaN(ms)) {
+            out.println(String.format(
+                    Locale.ROOT,
+                    "INFO estimator=%s backend=%s copying_fit_ms=%.3f (fit, which copies X; fit_ms is fitView's, "
+                            + "which keeps a view of X as scikit-learn keeps a reference)",
+                    b.name(),
+                    backend,
+                    ms));
+        }
     }
 
     /** The iterations an estimator ran (LogisticRegression's and KMeans's), else {@code -}. */
@@ -912,10 +951,38 @@ public final class EstimatorBench {
         }
     }
 
-    /** An estimator to measure, on the first {@code maxRows} rows of the data (0: all). */
-    private record Bench(String name, Fit fit, Predict predict, Agree agree, int maxRows) {
+    /**
+     * An estimator to measure, on the first {@code maxRows} rows of the data (0: all); {@code copyingFit}, where not
+     * {@code null}, is the neighbors' copying {@code fit}, timed beside their {@code fitView} ({@code fit}).
+     */
+    private record Bench(String name, Fit fit, Predict predict, Agree agree, int maxRows, Fit copyingFit) {
         Bench(String name, Fit fit, Predict predict, Agree agree) {
-            this(name, fit, predict, agree, 0);
+            this(name, fit, predict, agree, 0, null);
+        }
+
+        Bench(String name, Fit fit, Predict predict, Agree agree, int maxRows) {
+            this(name, fit, predict, agree, maxRows, null);
+        }
+
+        /**
+         * The median time of {@code repeat} copying fits after {@code warmup} untimed ones (each model closed
+         * outside the time), or NaN without one.
+         */
+        double copyingFitMs(Options o, Uploaded u) {
+            if (copyingFit == null) {
+                return Double.NaN;
+            }
+            double[] fits = new double[o.repeat()];
+            for (int i = -o.warmup(); i < o.repeat(); i++) {
+                long t0 = System.nanoTime();
+                Estimator e = copyingFit.fit(u);
+                long t1 = System.nanoTime();
+                e.close();
+                if (i >= 0) {
+                    fits[i] = (t1 - t0) / 1e6;
+                }
+            }
+            return Stats.median(fits);
         }
 
         /** The rows it runs on. */
@@ -1033,7 +1100,7 @@ public final class EstimatorBench {
                         && rel(dp, hp) <= 1e-9));
         all.add(new Bench(
                 "NearestNeighbors",
-                u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x()),
+                u -> new NearestNeighbors().nNeighbors(neighbors).fitView(u.x()),
                 (e, u) -> ids((NearestNeighbors) e, u),
                 (dm, dp, hm, hp, d, h) -> {
                     try (Neighbors a = ((NearestNeighbors) dm).kneighbors(d.queries());
@@ -1044,12 +1111,16 @@ public final class EstimatorBench {
                         return Arrays.equals(BenchArgs.numbers(dp), BenchArgs.numbers(hp))
                                 && rel(a.distances(), b.distances()) <= tol;
                     }
-                }));
+                },
+                0,
+                u -> new NearestNeighbors().nNeighbors(neighbors).fit(u.x())));
         all.add(new Bench(
                 "KNeighborsClassifier",
-                u -> new KNeighborsClassifier().nNeighbors(neighbors).fit(u.x(), u.labels()),
+                u -> new KNeighborsClassifier().nNeighbors(neighbors).fitView(u.x(), u.labels()),
                 (e, u) -> ((KNeighborsClassifier) e).predict(u.queries()),
-                (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray())));
+                (dm, dp, hm, hp, d, h) -> Arrays.equals(dp.toIntArray(), hp.toIntArray()),
+                0,
+                u -> new KNeighborsClassifier().nNeighbors(neighbors).fit(u.x(), u.labels())));
         all.add(new Bench(
                 "RandomForestClassifier",
                 u -> new RandomForestClassifier()

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """scikit-learn on the data of `cuwire bench estimators`, with the bench's settings: the peer of `--peer sklearn`.
 
+`cuwire bench knn --peer sklearn` runs it too, for NearestNeighbors alone, on its rows and queries (float32 or float64).
+
 The bench writes its data sets to a directory (DIR/data.txt names each file, its dtype and shape; each file holds the
 raw little-endian elements, rows in order) and runs
 
@@ -100,7 +102,8 @@ def main():
     p.add_argument("--estimators", default="")
     a = p.parse_args()
     d = load(a.data)
-    d["labels"] = d["labels"].astype(np.int64)
+    if "labels" in d:  # cuwire bench knn writes the rows and queries alone
+        d["labels"] = d["labels"].astype(np.int64)
     print("INFO peer=sklearn sklearn=%s numpy=%s python=%s threads=%d blas=%s"
           % (sklearn.__version__, np.__version__, platform.python_version(), os.cpu_count(), blas()), flush=True)
     wanted = [e for e in a.estimators.split(",") if e]

@@ -76,4 +76,32 @@ class BenchReadmeTest {
                         + "same run | worst 2.00 × (Ridge fit) | `estimators-cpu-2core.md`, run 2026-12-02 |"),
                 readme);
     }
+
+    /** bench knn: the GEMM + select line at 10⁶ x 10⁴ and the fused and scikit-learn lines of its k and dtype. */
+    @Test
+    void shouldPutTheFusedNeighborsKernelBesideItsBaselineAndScikitLearn(@TempDir Path dir) throws Exception {
+        String at = "rows=1000000 queries=10000 cols=32 k=5 dtype=float32";
+        Files.writeString(
+                dir.resolve("knn-nvidia-h200.md"),
+                Results.fold(
+                        null,
+                        null,
+                        "knn-nvidia-h200",
+                        "k",
+                        "2026-12-08",
+                        "```text\nRESULT bench=knn path=fused_k8 " + at + " predict_ms=30.000 queries_per_s=333333 "
+                                + "vs_fused=1.000 ids_agree=1.0000 matches_cpu=true\n"
+                                + "RESULT bench=knn path=gemm_select " + at + " predict_ms=90.000 queries_per_s=111111 "
+                                + "vs_fused=3.000 block_queries=268 ids_agree=0.9980 matches_cpu=true\n"
+                                + "RESULT bench=knn path=sklearn " + at + " predict_ms=3000.000 queries_per_s=3333 "
+                                + "vs_fused=100.000 fit_ms=1.000\n```\n",
+                        false));
+        String readme = BenchReadme.generate(dir);
+        assertTrue(
+                readme.contains("| nvidia-h200 | fused_k8 30.000 ms (k 5, 32 float32 columns) | GEMM + select 90.000 "
+                        + "ms; scikit-learn 3000.000 ms | 3.000 ×, 100.000 × (their time over kNearestRows's) | "
+                        + "`knn-nvidia-h200.md`, run 2026-12-08 |"),
+                readme);
+        assertTrue(readme.contains("| cpu-2core | not recorded |  |  | `knn-cpu-2core.md`: no such figure"), readme);
+    }
 }

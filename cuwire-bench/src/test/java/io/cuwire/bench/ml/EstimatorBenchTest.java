@@ -32,7 +32,20 @@ class EstimatorBenchTest {
                     out);
         }
         assertEquals(20, results.size());
-        String[] all = bytes.toString(StandardCharsets.UTF_8).strip().split("\n");
+        // the neighbors' copying fit, timed beside their fitView, on both backends
+        List<String> copying = new ArrayList<>();
+        List<String> rest = new ArrayList<>();
+        for (String line : bytes.toString(StandardCharsets.UTF_8).strip().split("\n")) {
+            (line.contains(" copying_fit_ms=") ? copying : rest).add(line);
+        }
+        assertEquals(4, copying.size(), copying.toString());
+        for (String line : copying) {
+            assertTrue(
+                    line.matches("INFO estimator=(NearestNeighbors|KNeighborsClassifier) backend=\\w+ "
+                            + "copying_fit_ms=[0-9.]+ \\(fit, which copies X; fit_ms is fitView's, .*\\)"),
+                    line);
+        }
+        String[] all = rest.toArray(String[]::new);
         assertEquals(41, all.length);
         assertTrue(
                 all[0].startsWith("INFO bench=estimators rows=300 cols=5 repeat=1 warmup=1 backends=device,cpu "),
@@ -76,10 +89,7 @@ class EstimatorBenchTest {
 
     @Test
     void shouldRunTheScikitLearnPeerOnTheSameDataAndWriteTheComparison(@TempDir Path dir) throws IOException {
-        String python = List.of("python3", "/usr/bin/python3").stream()
-                .filter(EstimatorBenchTest::hasSklearn)
-                .findFirst()
-                .orElse(null);
+        String python = sklearnPython();
         Assumptions.assumeTrue(python != null, "no python3 with scikit-learn here");
         String out = run(dir, python, "Ridge,KMeans,NearestNeighbors,RandomForestClassifier");
         assertTrue(out.contains("INFO peer=sklearn sklearn="), out);
@@ -136,6 +146,14 @@ class EstimatorBenchTest {
                     out);
         }
         return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    /** python3 on the path, else /usr/bin/python3, whichever imports scikit-learn; {@code null} for neither. */
+    static String sklearnPython() {
+        return List.of("python3", "/usr/bin/python3").stream()
+                .filter(EstimatorBenchTest::hasSklearn)
+                .findFirst()
+                .orElse(null);
     }
 
     private static boolean hasSklearn(String python) {

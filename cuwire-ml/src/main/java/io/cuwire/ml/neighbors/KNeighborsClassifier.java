@@ -29,7 +29,7 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     @Param
     int nClasses;
 
-    /** The training labels (int32, n), a copy owned by the estimator. */
+    /** The training labels (int32, n): a copy owned by the estimator, or a view of the caller's ({@code fitView}). */
     NdArray fitY;
 
     /** The number of classes fitted. */
@@ -59,7 +59,7 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
         return classes;
     }
 
-    /** The training labels (int32, n); owned by the estimator. */
+    /** The training labels (int32, n): the estimator's copy, or its view of the caller's; do not close it. */
     public NdArray fitY() {
         checkFitted();
         return fitY;
@@ -69,8 +69,25 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
     @Override
     public KNeighborsClassifier fit(NdArray x, NdArray y) {
         String op = "KNeighborsClassifier.fit";
-        NdArray xc = checkedTrainingCopy(op, x);
-        NdArray yc = null;
+        return keep(op, checkedTrainingCopy(op, x), x, y, true);
+    }
+
+    /**
+     * Keeps views of the training rows and labels, without copies, as scikit-learn keeps a reference to {@code X}:
+     * both must stay open and unchanged while this estimator is fitted on them (see {@link NeighborsBase}); returns
+     * this.
+     */
+    public KNeighborsClassifier fitView(NdArray x, NdArray y) {
+        String op = "KNeighborsClassifier.fitView";
+        return keep(op, checkedTrainingView(op, x), x, y, false);
+    }
+
+    /**
+     * Checks labels {@code y} of the rows {@code x} and keeps {@code rows} (checked rows of {@code x}: a copy or a
+     * view, closed here on failure) with a copy or a view of {@code y}, releasing the previous state.
+     */
+    private KNeighborsClassifier keep(String op, NdArray rows, NdArray x, NdArray y, boolean copy) {
+        NdArray labels = null;
         try {
             checkLabels(op, y, x);
             if (nNeighbors > x.dim(0)) {
@@ -78,16 +95,16 @@ public final class KNeighborsClassifier extends NeighborsBase implements Classif
                         + " rows of X (expected: nNeighbors <= rows)");
             }
             int k = classes(op, y, nClasses);
-            yc = y.copyTo(memoryFor(x));
+            labels = copy ? y.copyTo(memoryFor(x)) : view(y);
             close();
-            fitX = xc;
-            fitY = yc;
+            fitX = rows;
+            fitY = labels;
             classes = k;
             return this;
         } catch (RuntimeException | Error e) {
-            xc.close();
-            if (yc != null) {
-                yc.close();
+            rows.close();
+            if (labels != null) {
+                labels.close();
             }
             throw e;
         }

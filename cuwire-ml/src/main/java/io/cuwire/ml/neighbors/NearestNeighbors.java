@@ -27,4 +27,13 @@ public final class NearestNeighbors extends NeighborsBase {
         store("NearestNeighbors.fit", x);
         return this;
     }
+
+    /**
+     * Keeps a view of the training rows {@code x}, without a copy, as scikit-learn keeps a reference: {@code x} must
+     * stay open and unchanged while this estimator is fitted on it (see {@link NeighborsBase}); returns this.
+     */
+    public NearestNeighbors fitView(NdArray x) {
+        storeView("NearestNeighbors.fitView", x);
+        return this;
+    }
 }

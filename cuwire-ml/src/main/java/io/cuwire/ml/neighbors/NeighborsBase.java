@@ -17,6 +17,14 @@ import java.io.Serial;
  * blocks of rows with a bounded heap per query), their distances the roots of sums of squared differences. A
  * partition answers with its own top {@code k} and global row ids ({@link #partialKneighbors}); the top {@code k} of
  * all partitions is their merge ({@link Neighbors#merge}).
+ *
+ * <h2>The training rows: a copy, or a view</h2>
+ * {@code fit} keeps a copy of the training rows, owned by the estimator: the caller may close or change its array
+ * afterwards. {@code fitView} keeps a view of them ({@link NdArray#view}), as scikit-learn's and cuML's {@code fit}
+ * keep a reference to {@code X}: no copy and no new memory, the rows read once for the finiteness check; the caller
+ * keeps the array open and unchanged while the estimator is fitted on it (a later change shows in the neighbors; a
+ * closed array makes every query fail with {@link IllegalStateException}), and closing the estimator ends the view,
+ * not the array. A serialized estimator carries the rows either way; the one decoded owns them.
  */
 public abstract sealed class NeighborsBase extends Estimator permits NearestNeighbors, KNeighborsClassifier {
     @Serial
@@ -26,7 +34,7 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
     @Param
     int nNeighbors = 5;
 
-    /** The training rows (n x d), a copy owned by the estimator. */
+    /** The training rows (n x d): a copy owned by the estimator, or a view of the caller's ({@code fitView}). */
     NdArray fitX;
 
     NeighborsBase() {}
@@ -36,7 +44,7 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
         return fitX != null;
     }
 
-    /** The training rows (n x d); owned by the estimator. */
+    /** The training rows (n x d): the estimator's copy, or its view of the caller's rows; do not close it. */
     public NdArray fitX() {
         checkFitted();
         return fitX;
@@ -46,6 +54,24 @@ public abstract sealed class NeighborsBase extends Estimator permits NearestNeig
     void store(String op, NdArray x) {
         close();
         fitX = checkedTrainingCopy(op, x);
+    }
+
+    /** Checks the training rows ({@link #checkTraining}) and keeps a view of them, releasing the previous state. */
+    void storeView(String op, NdArray x) {
+        NdArray view = checkedTrainingView(op, x);
+        close();
+        fitX = view;
+    }
+
+    /** A view of training rows {@code x} (checked by {@link #checkTraining}): what {@code fitView} keeps. */
+    static NdArray checkedTrainingView(String op, NdArray x) {
+        checkTraining(op, x);
+        return view(x);
+    }
+
+    /** A view of all of {@code a}: it uses {@code a}'s buffer, which stays {@code a}'s owner's to close. */
+    static NdArray view(NdArray a) {
+        return NdArray.view(a.buffer(), 0, a.dtype(), a.order(), a.shape());
     }
 
     /** The {@link #nNeighbors} nearest training rows of each row of {@code q}. */

@@ -278,4 +278,65 @@ class NeighborsTest {
             }
         }
     }
+
+    /**
+     * fitView keeps the caller's rows (and labels) as views: no new memory, the same neighbors and votes as fit's
+     * copies, the rows still checked; closing the estimator leaves the caller's arrays open, and once the caller
+     * closes them a query fails instead of reading freed memory. Then a copying fit outlives the caller's arrays.
+     */
+    @Test
+    void shouldKeepViewsOfTheCallersRowsWithoutACopyAndFailOnceTheyAreClosed(TestInfo info) {
+        SplittableRandom r = TestRandom.create(info);
+        int n = 400;
+        int d = 5;
+        int[] y = new int[n];
+        double[] train = classes(r, n, d, y);
+        double[] queries = uniform(r, 30 * d);
+        for (BufferAllocator<?> mem : List.of(host, device)) {
+            NdArray x = array(mem, DType.FLOAT64, train, n, d);
+            NdArray labels = MlTesting.labels(mem, y);
+            try (NdArray q = array(mem, DType.FLOAT64, queries, 30, d);
+                    NearestNeighbors copied =
+                            new NearestNeighbors().nNeighbors(6).fit(x);
+                    KNeighborsClassifier votedOnCopies =
+                            new KNeighborsClassifier().nNeighbors(6).fit(x, labels);
+                    Neighbors want = copied.kneighbors(q);
+                    NdArray wantVotes = votedOnCopies.predict(q);
+                    KNeighborsClassifier voting = new KNeighborsClassifier().nNeighbors(6)) {
+                long before = mem.allocatedBytes();
+                NearestNeighbors viewing = new NearestNeighbors().nNeighbors(6).fitView(x);
+                voting.fitView(x, labels);
+                assertEquals(before, mem.allocatedBytes(), "fitView allocates nothing");
+                assertTrue(!viewing.fitX().isOwner() && !voting.fitY().isOwner(), "views");
+                try (Neighbors got = viewing.kneighbors(q);
+                        NdArray votes = voting.predict(q)) {
+                    assertArrayEquals(want.ids().toLongArray(), got.ids().toLongArray());
+                    assertArrayEquals(values(want.distances()), values(got.distances()));
+                    assertArrayEquals(wantVotes.toIntArray(), votes.toIntArray());
+                }
+                viewing.close();
+                assertTrue(x.isOpen(), "closing the estimator ends its view only");
+                viewing.fitView(x);
+                x.close();
+                labels.close();
+                assertThrows(IllegalStateException.class, () -> viewing.kneighbors(q));
+                assertThrows(IllegalStateException.class, () -> voting.predict(q));
+                viewing.close();
+                try (Neighbors still = copied.kneighbors(q)) {
+                    assertArrayEquals(want.ids().toLongArray(), still.ids().toLongArray(), "a copy outlives x");
+                }
+            }
+        }
+        double[] bad = train.clone();
+        bad[17] = Double.NaN;
+        try (NdArray x = array(host, DType.FLOAT64, bad, n, d);
+                NdArray labels = MlTesting.labels(host, y);
+                NearestNeighbors nn = new NearestNeighbors();
+                KNeighborsClassifier knn = new KNeighborsClassifier()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> nn.fitView(x));
+            assertTrue(e.getMessage().startsWith("NearestNeighbors.fitView: X"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> knn.fitView(x, labels));
+            assertTrue(!nn.isFitted() && !knn.isFitted());
+        }
+    }
 }

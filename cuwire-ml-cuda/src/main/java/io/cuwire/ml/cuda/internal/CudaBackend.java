@@ -577,9 +577,12 @@ public final class CudaBackend extends ComputeBackend {
     private static final long KNN_BLOCK_ELEMENTS = 1L << 22;
 
     /**
-     * Blocks of queries (at most {@value #KNN_BLOCK_ELEMENTS} distances each, in scratch memory) through
-     * {@link #doSquaredDistances} and {@link #doSmallestK} into the outputs, then one kernel recomputing the chosen
-     * distances exactly and re-sorting each row ({@link MlKernels#exactNeighbors}).
+     * Up to {@value MlKernels#KNN_FUSED_MAX_K} neighbors, one pass: distances and selection fused through shared
+     * memory ({@link MlKernels#kNearestFused}, no distance matrix), then for float32, whose fused distances are summed
+     * in float, {@link MlKernels#exactNeighbors} recomputes them in double and re-sorts each row (float64's are already
+     * the sums the CPU backend computes, bit for bit). More neighbors: blocks of queries (at most
+     * {@value #KNN_BLOCK_ELEMENTS} distances each, in scratch memory) through {@link #doSquaredDistances} (cuBLAS) and
+     * {@link #doSmallestK} into the outputs, then {@link MlKernels#exactNeighbors}.
      */
     @Override
     protected void doKNearestRows(NdArray q, NdArray x, long idOffset, NdArray outDist, NdArray outIds) {
@@ -591,6 +594,29 @@ public final class CudaBackend extends ComputeBackend {
             return;
         }
         DType dt = q.dtype();
+        if (MlKernels.kNearestFusedFits(n, k)) {
+            long keys = MlKernels.knnPlan(stream, dt, m, n, k).scratchBytes();
+            try (Scratch s = new Scratch(keys)) {
+                MlKernels.kNearestFused(
+                        stream,
+                        dt,
+                        dev(q),
+                        m,
+                        d,
+                        dev(x),
+                        n,
+                        k,
+                        idOffset,
+                        dev(outDist),
+                        dev(outIds),
+                        keys > 0 ? s.take(keys) : null);
+                if (dt == DType.FLOAT32) {
+                    MlKernels.exactNeighbors(
+                            stream, dt, dev(q), m, d, dev(x), n, k, idOffset, dev(outDist), dev(outIds));
+                }
+            }
+            return;
+        }
         long es = dt.byteSize();
         long block = Math.max(1, Math.min(m, KNN_BLOCK_ELEMENTS / n));
         long bytes = Math.multiplyExact(Math.multiplyExact(block, n), es);
@@ -609,6 +635,18 @@ public final class CudaBackend extends ComputeBackend {
             }
             MlKernels.exactNeighbors(stream, dt, dev(q), m, d, dev(x), n, k, idOffset, dev(outDist), dev(outIds));
         }
+    }
+
+    /**
+     * {@code fused_k8} or {@code fused_k32} (the fused kernel's list of keys a query, {@link #doKNearestRows}), else
+     * {@code gemm_select}.
+     */
+    @Override
+    public String kNearestRowsPath(NdArray q, NdArray x, long k) {
+        if (!MlKernels.kNearestFusedFits(x.dim(0), k)) {
+            return "gemm_select";
+        }
+        return k <= MlKernels.SELECT_SMALL_K ? "fused_k8" : "fused_k32";
     }
 
     @Override

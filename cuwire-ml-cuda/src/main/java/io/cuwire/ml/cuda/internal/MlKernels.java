@@ -749,6 +749,125 @@ public final class MlKernels {
                                 .array("ids", ids, n, Long.BYTES));
     }
 
+    /** Queries one block of the fused k-NN kernel holds ({@code ML_KNN_QUERIES}). */
+    static final int KNN_QUERIES = 32;
+    /** The most neighbors {@link #kNearestFused} selects: each query's list in shared memory. */
+    public static final int KNN_FUSED_MAX_K = SELECT_MAX_K;
+    /** The least rows of one slice of the rows when {@link #kNearestFused} cuts them into parts. */
+    static final long KNN_MIN_PART_ROWS = 4096;
+    /** Blocks per multiprocessor that cutting the rows into parts aims at. */
+    static final int KNN_BLOCKS_PER_SM = 8;
+
+    /**
+     * How {@link #kNearestFused} runs one shape.
+     *
+     * @param kernel the fused kernel ({@code ml_knn_fused_k8_*} or {@code _k32_*}: lists of 8 or 32 keys a query)
+     * @param merge the kernel merging each query's parts, or {@code null} with one part
+     * @param parts the slices the rows are cut into
+     * @param blocks the fused kernel's blocks (one per 32 queries and part, at most the grid's limit)
+     * @param scratchBytes the parts' keys ({@code m x parts x k}; 0 with one part)
+     */
+    public record KnnPlan(Kernel kernel, Kernel merge, long parts, int blocks, long scratchBytes) {}
+
+    /** Whether {@link #kNearestFused} takes {@code k} neighbors among {@code rows} rows. */
+    public static boolean kNearestFusedFits(long rows, long k) {
+        return k >= 1 && k <= KNN_FUSED_MAX_K && rows <= Integer.MAX_VALUE;
+    }
+
+    /**
+     * The plan of {@link #kNearestFused} for {@code m} queries, {@code n} rows and {@code k} neighbors on a device of
+     * {@code multiprocessors} SMs: lists of 8 keys a query up to {@value #SELECT_SMALL_K} neighbors, else 32; the rows
+     * cut into as many parts as give every SM {@value #KNN_BLOCKS_PER_SM} blocks (blocks of 32 queries times parts),
+     * each part at least {@value #KNN_MIN_PART_ROWS} rows.
+     */
+    static KnnPlan knnPlan(DType dtype, long m, long n, long k, int multiprocessors) {
+        if (!kNearestFusedFits(n, k)) {
+            throw new IllegalArgumentException("kNearestFused: k " + k + " of " + n + " rows (expected: 1 <= k <= "
+                    + KNN_FUSED_MAX_K + " and rows < 2^31)");
+        }
+        int kmax = k <= SELECT_SMALL_K ? SELECT_SMALL_K : SELECT_MAX_K;
+        long queryBlocks = Math.max(1, (m + KNN_QUERIES - 1) / KNN_QUERIES);
+        long target = (long) KNN_BLOCKS_PER_SM * Math.max(1, multiprocessors);
+        long parts = Math.clamp((target + queryBlocks - 1) / queryBlocks, 1, Math.max(1, n / KNN_MIN_PART_ROWS));
+        long keyBytes = dtype == DType.FLOAT32 ? Long.BYTES : 2L * Long.BYTES;
+        long scratch = parts == 1 ? 0 : Math.multiplyExact(Math.multiplyExact(m, parts), k * keyBytes);
+        return new KnnPlan(
+                MlKernelTable.knnFused(kmax, dtype),
+                parts == 1 ? null : MlKernelTable.knnMerge(kmax, dtype),
+                parts,
+                blocks(queryBlocks * parts),
+                scratch);
+    }
+
+    /** How {@link #kNearestFused} runs this shape on {@code stream}'s device. */
+    public static KnnPlan knnPlan(DeviceStream stream, DType dtype, long m, long n, long k) {
+        floating("kNearestFused", dtype);
+        return knnPlan(dtype, m, n, k, KernelModule.multiprocessors(stream));
+    }
+
+    /**
+     * The {@code k} rows of {@code x} ({@code n x d}) nearest to each of the {@code m} queries {@code q}
+     * ({@code m x d}) in squared Euclidean distance, in one pass: tiles of 32 queries and 128 rows through shared
+     * memory, each query's best {@code k} kept there as the distances are computed (no distance matrix), the rows cut
+     * into parts merged by a second kernel when the queries alone would leave SMs idle ({@link #knnPlan}; {@code
+     * scratch} holds at least its {@link KnnPlan#scratchBytes}, may be {@code null} when that is 0). Into
+     * {@code dist} ({@code m x k}) and int64 {@code ids} (rows plus {@code idOffset}), ascending by (distance, row).
+     * A distance is the sum of the squared column differences, each added by a fused multiply-add in column order:
+     * float64 in double (the CPU backend's bits: the same neighbors and distances), float32 in float (for
+     * {@link #exactNeighbors} to recompute and re-sort).
+     */
+    public static void kNearestFused(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer q,
+            long m,
+            long d,
+            DeviceBuffer x,
+            long n,
+            long k,
+            long idOffset,
+            DeviceBuffer dist,
+            DeviceBuffer ids,
+            DeviceBuffer scratch) {
+        int es = floating("kNearestFused", dtype);
+        KnnPlan plan = knnPlan(dtype, m, n, k, KernelModule.multiprocessors(stream));
+        if (plan.scratchBytes() > 0 && scratch == null) {
+            throw new IllegalArgumentException("kNearestFused: no scratch (expected: " + plan.scratchBytes()
+                    + " bytes for " + m + " queries, " + plan.parts() + " parts, k " + k + ")");
+        }
+        long out = Math.multiplyExact(m, k);
+        long keys = plan.scratchBytes() / Long.BYTES;
+        KernelArgs args = KernelArgs.on(stream)
+                .i64(m)
+                .i64(n)
+                .i64(d)
+                .i64(k)
+                .i64(plan.parts())
+                .i64(idOffset)
+                .array("q", q, Math.multiplyExact(m, d), es)
+                .array("x", x, Math.multiplyExact(n, d), es)
+                .array("dist", dist, out, es)
+                .array("ids", ids, out, Long.BYTES)
+                .optionalArray("scratch", keys > 0 ? scratch : null, keys, Long.BYTES);
+        if (m == 0) {
+            return;
+        }
+        plan.kernel().launchBlocks(plan.blocks(), args);
+        if (plan.merge() != null) {
+            plan.merge()
+                    .launchBlocks(
+                            blocks(m),
+                            KernelArgs.on(stream)
+                                    .i64(m)
+                                    .i64(k)
+                                    .i64(plan.parts())
+                                    .i64(idOffset)
+                                    .array("scratch", scratch, keys, Long.BYTES)
+                                    .array("dist", dist, out, es)
+                                    .array("ids", ids, out, Long.BYTES));
+        }
+    }
+
     // ---------------------------------------------------------------- row groups
 
     /**

@@ -268,9 +268,78 @@ class CudaKernelPathsTest {
     }
 
     /**
-     * NearestNeighbors end to end over a training set wide enough for the selection to cut rows into parts (queries
-     * come in blocks of 2^22 / 20,000 rows), on integer coordinates: every squared distance is exact on both backends,
-     * and many are equal, so the neighbors (ties by row) and distances must be identical.
+     * kNearestRows on the fused kernel (tiles of 32 queries and 128 rows, 16 float32 or 8 float64 columns at a time,
+     * lists of 8 or 32 keys a query, the rows cut into slices when few queries leave SMs idle) against the CPU backend
+     * on the same values, over shapes at and across each bound: 1, 31, 32, 33 and 100 queries; rows from k to
+     * 20,000 (one tile, 127 / 128 / 129, one slice and several); 1 to 33 columns (one chunk or several, a part of
+     * one); k 1, 8, 9 and 32 (both lists), and 33 (the GEMM path beside it). float64 uniform values, NaN in some
+     * queries (ranked last, by row): the ids and the distances bit for bit (the fused kernel sums as the CPU does);
+     * float32 small integers (every distance exact in float, many equal): the ids and distances too. Each path and
+     * the cut into slices must have been taken.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void shouldFindTheCpusKNearestRowsOnTheFusedKernelAcrossItsTiles(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int[][] shapes = { // queries, rows, columns, k
+            {1, 1, 1, 1},
+            {31, 127, 7, 8},
+            {32, 128, 8, 9},
+            {33, 129, 9, 32},
+            {100, 300, 16, 5},
+            {100, 300, 17, 32},
+            {1, 20_000, 3, 8},
+            {33, 20_000, 33, 32},
+            {5, 9_000, 12, 9},
+            {64, 5_000, 2, 1},
+            {40, 5_000, 5, 33},
+        };
+        Set<String> paths = new TreeSet<>();
+        boolean sliced = false;
+        for (int[] s : shapes) {
+            int m = s[0];
+            int n = s[1];
+            int d = s[2];
+            int k = s[3];
+            double[] xs = new double[n * d];
+            double[] qs = new double[m * d];
+            for (int i = 0; i < xs.length; i++) {
+                xs[i] = dt == DType.FLOAT32 ? r.nextInt(5) : r.nextDouble(-1, 1);
+            }
+            for (int i = 0; i < qs.length; i++) {
+                qs[i] = dt == DType.FLOAT32 ? r.nextInt(5) : (i % 97 == 3 ? Double.NaN : r.nextDouble(-1, 1));
+            }
+            String what = "kNearestRows " + m + " queries, " + n + " x " + d + ", k " + k + ", " + dt.wireName();
+            try (NdArray xg = array(gpu, dt, xs, n, d);
+                    NdArray xh = array(host, dt, xs, n, d);
+                    NdArray qg = array(gpu, dt, qs, m, d);
+                    NdArray qh = array(host, dt, qs, m, d);
+                    NdArray gotD = NdArray.zeros(gpu, dt, Order.C, m, k);
+                    NdArray gotI = NdArray.zeros(gpu, DType.INT64, Order.C, m, k);
+                    NdArray wantD = NdArray.zeros(host, dt, Order.C, m, k);
+                    NdArray wantI = NdArray.zeros(host, DType.INT64, Order.C, m, k)) {
+                cuda.kNearestRows(qg, xg, ID_OFFSET, gotD, gotI);
+                cpu.kNearestRows(qh, xh, ID_OFFSET, wantD, wantI);
+                assertArrayEquals(wantI.toLongArray(), gotI.toLongArray(), what + ": ids");
+                assertArrayEquals(values(wantD), values(gotD), what + ": distances");
+                paths.add(cuda.kNearestRowsPath(qg, xg, k));
+            }
+            if (MlKernels.kNearestFusedFits(n, k)) {
+                MlKernels.KnnPlan plan = MlKernels.knnPlan(stream, dt, m, n, k);
+                sliced |= plan.parts() > 1;
+                assertEquals(plan.parts() > 1, plan.merge() != null, what + ": a merge exactly when sliced");
+            }
+        }
+        assertEquals(Set.of("fused_k8", "fused_k32", "gemm_select"), paths, "the paths the shapes took");
+        assertTrue(sliced, "some shape cut the rows into slices");
+    }
+
+    /**
+     * NearestNeighbors end to end over a training set wide enough for the selection to cut rows into parts: the fused
+     * kernel's slices up to 32 neighbors, the GEMM path's (queries in blocks of 2^22 / 20,000 rows) above; on integer
+     * coordinates: every squared distance is exact on both backends, and many are equal, so the neighbors (ties by
+     * row) and distances must be identical.
      */
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
@@ -304,6 +373,10 @@ class CudaKernelPathsTest {
             }
             MlKernels.SelectPlan plan = MlKernels.smallestKPlan(stream, dt, q, n, k);
             assertTrue(plan.parts() > 1, "k " + k + ": rows cut into parts");
+            if (k <= MlKernels.KNN_FUSED_MAX_K) {
+                assertTrue(
+                        MlKernels.knnPlan(stream, dt, q, n, k).parts() > 1, "k " + k + ": the fused kernel's slices");
+            }
             assertEquals(
                     k > MlKernels.SELECT_MAX_K,
                     plan.kernel().name().startsWith("ml_select_radix_"),

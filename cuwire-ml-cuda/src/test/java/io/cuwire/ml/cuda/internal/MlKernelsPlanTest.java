@@ -220,6 +220,39 @@ class MlKernelsPlanTest {
         assertEquals("scalar", scalar.settingName());
     }
 
+    /**
+     * The fused k-NN kernel: lists of 8 keys up to 8 neighbors, 32 up to 32, nothing above (the GEMM path) or at 2^31
+     * rows; blocks of 32 queries, the rows cut into slices of at least 4,096 when the queries alone give the SMs
+     * fewer than 8 blocks each, a merge exactly then, and the scratch of its keys (8 bytes a float32 key, 16 a
+     * float64 one).
+     */
+    @Test
+    void shouldPlanTheFusedNeighborsKernelByKAndCutTheRowsOnlyForFewQueries() {
+        int sms = 132;
+        MlKernels.KnnPlan many = MlKernels.knnPlan(DType.FLOAT32, 10_000, 1_000_000, 5, sms);
+        assertEquals(MlKernelTable.knnFused(8, DType.FLOAT32), many.kernel());
+        assertEquals(4, many.parts(), "313 blocks of queries, 1056 wanted: 4 slices");
+        assertEquals(313 * 4, many.blocks());
+        assertEquals(MlKernelTable.knnMerge(8, DType.FLOAT32), many.merge());
+        assertEquals(10_000L * 4 * 5 * 8, many.scratchBytes());
+        MlKernels.KnnPlan wide = MlKernels.knnPlan(DType.FLOAT64, 40_000, 1_000_000, 9, sms);
+        assertEquals(MlKernelTable.knnFused(32, DType.FLOAT64), wide.kernel());
+        assertEquals(1, wide.parts(), "1,250 blocks of queries: enough");
+        assertEquals(null, wide.merge());
+        assertEquals(0, wide.scratchBytes());
+        MlKernels.KnnPlan few = MlKernels.knnPlan(DType.FLOAT64, 3, 20_000, 32, sms);
+        assertEquals(4, few.parts(), "slices of at least 4,096 rows");
+        assertEquals(3L * 4 * 32 * 16, few.scratchBytes());
+        assertEquals(1, MlKernels.knnPlan(DType.FLOAT32, 1, 8191, 1, sms).parts());
+        assertEquals(2, MlKernels.knnPlan(DType.FLOAT32, 1, 8192, 1, sms).parts());
+        assertTrue(MlKernels.kNearestFusedFits(Integer.MAX_VALUE, MlKernels.KNN_FUSED_MAX_K));
+        assertTrue(!MlKernels.kNearestFusedFits(1L << 31, 5) && !MlKernels.kNearestFusedFits(100, 33));
+        assertEquals(
+                "kNearestFused: k 33 of 100 rows (expected: 1 <= k <= 32 and rows < 2^31)",
+                assertThrows(IllegalArgumentException.class, () -> MlKernels.knnPlan(DType.FLOAT32, 10, 100, 33, sms))
+                        .getMessage());
+    }
+
     @Test
     void shouldGatherInTheWidestWordThatDividesRowsAndAddresses() {
         assertEquals(8, MlKernels.wordSize(24, w -> 256 % w == 0 && 512 % w == 0));
