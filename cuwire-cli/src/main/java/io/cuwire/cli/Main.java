@@ -10,6 +10,8 @@ import io.cuwire.bench.spark.MllibBench;
 import io.cuwire.bench.spark.SparkBroadcastArgs;
 import io.cuwire.bench.spark.SparkBroadcastBench;
 import io.cuwire.bench.spark.SparkClassPath;
+import io.cuwire.bench.spark.SparkStagesArgs;
+import io.cuwire.bench.spark.SparkStagesCheck;
 import io.cuwire.bench.transport.TransferBench;
 import io.cuwire.cluster.StandaloneWorker;
 import io.cuwire.cuda.Cuda;
@@ -393,11 +395,13 @@ public final class Main {
                 Knn.class,
                 Roofline.class,
                 Mllib.class,
-                SparkBroadcast.class
+                SparkBroadcast.class,
+                SparkStages.class
             })
     static final class Bench implements Callable<Integer> {
         static final String WHICH = "which benchmark? one of: copy, transfer, broadcast, estimators, knn, roofline, "
-                + "mllib, spark-broadcast (these two need Spark on the class path; serialization and model-transfer run "
+                + "mllib, spark-broadcast, spark-stages (these three need Spark on the class path; serialization and "
+                + "model-transfer run "
                 + "through the ./cuwire launcher: ./cuwire bench serialization)";
 
         @Spec
@@ -636,6 +640,30 @@ public final class Main {
             requireSpark();
             List<SparkBroadcastBench.Result> results = SparkBroadcastBench.run(options, out);
             return results.stream().allMatch(r -> r.cuwireFailed() == null) ? OK : FAILED;
+        }
+    }
+
+    @Command(
+            name = "spark-stages",
+            synopsisHeading = "usage: ",
+            sortOptions = false,
+            sortSynopsis = false,
+            description = "cuwire's Spark ML stages fitted and transformed in the executors against the same "
+                    + "estimators in one process, and the compute backend each executor ran them on; fails when "
+                    + "they differ. Needs Spark on the class path (./cuwire bench spark-stages, the Spark bundle).")
+    static final class SparkStages extends BenchCommand<SparkStagesArgs.Options> {
+        @Mixin
+        SparkStagesArgs args;
+
+        @Override
+        SparkStagesArgs.Options options() {
+            return args.options();
+        }
+
+        @Override
+        int run(SparkStagesArgs.Options options, PrintStream out) {
+            requireSpark();
+            return SparkStagesCheck.run(options, out) ? OK : FAILED;
         }
     }
 

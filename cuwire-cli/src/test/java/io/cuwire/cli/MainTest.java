@@ -78,8 +78,16 @@ class MainTest {
         r = run("help", "bench");
         assertEquals(Main.OK, r.exitCode(), r.err());
         assertTrue(r.out().startsWith("usage: cuwire bench"), r.out());
-        for (String bench :
-                List.of("copy", "transfer", "broadcast", "estimators", "knn", "roofline", "mllib", "spark-broadcast")) {
+        for (String bench : List.of(
+                "copy",
+                "transfer",
+                "broadcast",
+                "estimators",
+                "knn",
+                "roofline",
+                "mllib",
+                "spark-broadcast",
+                "spark-stages")) {
             assertTrue(r.out().contains("\n  " + bench + " "), bench + " missing in:\n" + r.out());
             Result one = run("bench", bench, "--help");
             assertEquals(Main.OK, one.exitCode(), bench + ": " + one.err());
@@ -93,7 +101,7 @@ class MainTest {
     @Test
     void shouldRefuseTheSparkBenchmarksWithoutSparkNamingWhatIsMissing() {
         // this module's class path has cuwire-bench and cuwire-spark, not Spark (provided there)
-        for (String bench : List.of("mllib", "spark-broadcast")) {
+        for (String bench : List.of("mllib", "spark-broadcast", "spark-stages")) {
             Result r = run("bench", bench);
             assertEquals(Main.FAILED, r.exitCode(), r.out());
             assertTrue(
@@ -137,7 +145,8 @@ class MainTest {
                         "knn",
                         "roofline",
                         "mllib",
-                        "spark-broadcast"),
+                        "spark-broadcast",
+                        "spark-stages"),
                 commands.stream().map(CommandLine::getCommandName).toList());
         for (CommandLine c : commands) {
             String name = c.getCommandSpec().qualifiedName(" ");

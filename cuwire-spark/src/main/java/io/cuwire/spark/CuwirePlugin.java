@@ -31,7 +31,8 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
  *       connection proves; when unset the driver makes one and hands it to the executors through Spark's plugin
  *       channel (protect that with {@code spark.authenticate})</td></tr>
  *   <tr><td>{@value #DEVICE}</td><td>the executor's first GPU, else 0</td><td>the device ordinal of the
- *       executor's endpoint; without it, the first address of the {@code gpu} resource Spark assigned</td></tr>
+ *       executor's endpoint; without it, the first address of the {@code gpu} resource Spark assigned; either is
+ *       taken modulo the devices of the platform that opened (so addresses may name executor slots)</td></tr>
  *   <tr><td>{@value #HOST}</td><td>the driver's {@code spark.driver.host} (else {@code 127.0.0.1}); an executor's
  *       host as its BlockManager knows it</td><td>the address the endpoints listen on (on a cluster the executors'
  *       default is a non-loopback address)</td></tr>
@@ -59,6 +60,23 @@ public final class CuwirePlugin implements SparkPlugin {
     @Override
     public ExecutorPlugin executorPlugin() {
         return new Executor();
+    }
+
+    /**
+     * The device ordinal for an executor's {@value #DEVICE} setting or {@code gpu} address ({@code ""}: 0), taken
+     * modulo the platform's {@code devices}: a discovery script may offer one address per executor slot, more than
+     * the host has GPUs ({@code 0, 1} on a one-GPU host: both executors on device 0), and the emulated platform has
+     * fewer devices than a GPU host's addresses name.
+     *
+     * @throws NumberFormatException if {@code value} is not an integer
+     * @throws IllegalArgumentException if it is negative
+     */
+    static int ordinal(String value, int devices) {
+        int o = value.isBlank() ? 0 : Integer.parseInt(value.strip());
+        if (o < 0) {
+            throw new IllegalArgumentException("device ordinal " + value + " (expected: >= 0)");
+        }
+        return o % devices;
     }
 
     /** A registration: an executor's endpoint. */
@@ -142,9 +160,7 @@ public final class CuwirePlugin implements SparkPlugin {
                     ordinal = gpu.addresses()[0];
                 }
             }
-            int o = ordinal.isEmpty() ? 0 : Integer.parseInt(ordinal.strip());
-            // An emulated platform has fewer devices than a GPU host's addresses name: take its first.
-            return Devices.get(o < Devices.all().size() ? o : 0);
+            return Devices.get(ordinal(ordinal, Devices.all().size()));
         }
 
         /** The executor's host: {@code PluginContext.hostname()} throws on real executors in Spark 4.2.0. */

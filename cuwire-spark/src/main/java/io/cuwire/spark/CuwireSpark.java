@@ -107,6 +107,8 @@ public final class CuwireSpark {
                 c.executorId(),
                 c.address(),
                 c.device(),
+                c.partialFits(),
+                c.scoredRows(),
                 c.fetchedFromDriver(),
                 c.fetchedFromPeers(),
                 c.fetchedBytes(),

@@ -1,6 +1,9 @@
 package io.cuwire.spark;
 
 import io.cuwire.memory.CopyDirection;
+import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeSet;
 
 /**
  * What one cuwire endpoint of a Spark application (the driver's or an executor's) did so far.
@@ -9,6 +12,9 @@ import io.cuwire.memory.CopyDirection;
  * @param address where the endpoint listens
  * @param device the endpoint's device, platform and ordinal ({@code cuda0}; {@code emulated0} without a GPU): where
  *     the stages' partial fits and predictions of that executor compute
+ * @param partialFits the stages' partial-fit tasks this executor's JVM ran, by the name of the compute backend they
+ *     ran on ({@code cuda} on a CUDA device, {@code cpu} on the emulated device and host memory)
+ * @param scoredRows the rows this executor's JVM scored for the models' transforms, by compute backend
  * @param fetchedFromDriver models this executor received from the driver
  * @param fetchedFromPeers models this executor received from another executor
  * @param fetchedBytes frame bytes received with those models
@@ -23,6 +29,8 @@ public record NodeStats(
         String executorId,
         String address,
         String device,
+        SortedMap<String, Long> partialFits,
+        SortedMap<String, Long> scoredRows,
         long fetchedFromDriver,
         long fetchedFromPeers,
         long fetchedBytes,
@@ -37,6 +45,13 @@ public record NodeStats(
         return copyBytes[direction.ordinal()];
     }
 
+    /** The compute backends this executor's stages ran on so far: the keys of the two counts by backend. */
+    public Set<String> backends() {
+        Set<String> out = new TreeSet<>(partialFits.keySet());
+        out.addAll(scoredRows.keySet());
+        return out;
+    }
+
     /** Models this executor received, from anyone. */
     public long fetched() {
         return fetchedFromDriver + fetchedFromPeers;
@@ -44,7 +59,8 @@ public record NodeStats(
 
     @Override
     public String toString() {
-        return "NodeStats[" + executorId + " at " + address + " on " + device + ": fetched " + fetchedFromDriver
+        return "NodeStats[" + executorId + " at " + address + " on " + device + ": partial fits " + partialFits
+                + ", scored rows " + scoredRows + ", fetched " + fetchedFromDriver
                 + " from driver, "
                 + fetchedFromPeers + " from peers (" + fetchedBytes + " bytes), served " + servedToPeers
                 + ", redirects " + redirects + ", evicted " + evicted + ", cached " + cachedModels + ", D2H "

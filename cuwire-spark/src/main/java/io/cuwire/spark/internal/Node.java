@@ -16,6 +16,7 @@ import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.Registration;
 import io.cuwire.memory.TransferStats;
+import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.types.MlTypes;
 import io.cuwire.serialize.DecodeTarget;
 import io.cuwire.serialize.Family;
@@ -36,10 +37,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongFunction;
 
 /**
@@ -123,6 +127,10 @@ public final class Node implements AutoCloseable {
     private final AtomicLong servedToPeers = new AtomicLong();
     private final AtomicLong redirects = new AtomicLong();
     private final AtomicLong evicted = new AtomicLong();
+    /** Partial-fit tasks this JVM ran, by the name of the compute backend they ran on. */
+    private final Map<String, LongAdder> partialFits = new ConcurrentHashMap<>();
+    /** Rows this JVM's transforms scored, by the name of the compute backend they ran on. */
+    private final Map<String, LongAdder> scoredRows = new ConcurrentHashMap<>();
     /** Connections refused and peers refused or lost, as the cluster worker logs them. */
     private final PeerLog refusals;
 
@@ -202,6 +210,8 @@ public final class Node implements AutoCloseable {
      * @param executorId the Spark executor id, or {@link #DRIVER}
      * @param address where the node listens
      * @param device the node's device, platform and ordinal ({@code cuda0}, {@code emulated0})
+     * @param partialFits partial-fit tasks run by the node's JVM, by compute backend ({@code cuda}, {@code cpu})
+     * @param scoredRows rows scored by the node's JVM, by compute backend
      * @param fetchedFromDriver models received from the driver
      * @param fetchedFromPeers models received from another executor
      * @param fetchedBytes frame bytes received with those models
@@ -217,6 +227,8 @@ public final class Node implements AutoCloseable {
             String executorId,
             String address,
             String device,
+            SortedMap<String, Long> partialFits,
+            SortedMap<String, Long> scoredRows,
             long fetchedFromDriver,
             long fetchedFromPeers,
             long fetchedBytes,
@@ -640,6 +652,8 @@ public final class Node implements AutoCloseable {
                 executorId,
                 address(),
                 device.toString(),
+                snapshot(partialFits, reset),
+                snapshot(scoredRows, reset),
                 fetchedFromDriver.get(),
                 fetchedFromPeers.get(),
                 fetchedBytes.get(),
@@ -656,6 +670,28 @@ public final class Node implements AutoCloseable {
             }
         }
         return s;
+    }
+
+    /** Counts a partial-fit task of this JVM that computed on {@code backend}. */
+    public void countPartialFit(ComputeBackend backend) {
+        partialFits.computeIfAbsent(backend.name(), k -> new LongAdder()).increment();
+    }
+
+    /** Counts {@code rows} rows a transform of this JVM scored on {@code backend}. */
+    public void countScoredRows(ComputeBackend backend, long rows) {
+        scoredRows.computeIfAbsent(backend.name(), k -> new LongAdder()).add(rows);
+    }
+
+    /** The counts by backend, in name order; with {@code reset}, each taken and zeroed. */
+    private static SortedMap<String, Long> snapshot(Map<String, LongAdder> counts, boolean reset) {
+        SortedMap<String, Long> out = new TreeMap<>();
+        counts.forEach((backend, n) -> {
+            long v = reset ? n.sumThenReset() : n.sum();
+            if (v > 0) {
+                out.put(backend, v);
+            }
+        });
+        return out;
     }
 
     /** The stats of the endpoint at {@code address}. */

@@ -7,6 +7,8 @@ import io.cuwire.cluster.TaskType;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.ComputeBackend;
+import io.cuwire.ml.ComputeBackends;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Serialized;
 import java.io.Serial;
@@ -454,12 +456,16 @@ public final class SparkPartitions implements PartialFits.Partitions, AutoClosea
                 owned.add(y);
                 args.set(places[1], y);
             }
+            ComputeBackend backend = places[0] >= 0
+                    ? ComputeBackends.forArray((NdArray) args.get(places[0]))
+                    : ComputeBackends.forDevice(node.device());
             Object result = TASKS.get(task)
                     .run(
                             new io.cuwire.cluster.TaskContext(
                                     0, node.device().ordinal(), node.deviceMemory(), node.hostMemory()),
                             args);
             owned.add(result);
+            node.countPartialFit(backend);
             try (Serialized s = node.registry().serialize(result, Family.CUDA, Family.HOST)) {
                 return FrameStreams.toBytes(s, node.hostMemory());
             }

@@ -2,6 +2,7 @@ package io.cuwire.spark.ml;
 
 import io.cuwire.memory.Closeables;
 import io.cuwire.memory.NdArray;
+import io.cuwire.ml.ComputeBackends;
 import io.cuwire.ml.Estimator;
 import io.cuwire.serialize.Family;
 import io.cuwire.serialize.Limits;
@@ -245,6 +246,7 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         double[] x = features(features);
         Node node = Node.current();
         try (NdArray input = NdArray.fromArray(node.scratchMemory(), x, 1, x.length)) {
+            node.countScoredRows(ComputeBackends.forArray(input), 1);
             return ref.apply(m -> {
                 Object[] values = new Object[outputs.size()];
                 for (int c = 0; c < values.length; c++) {

@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.ml.Pipeline;
 import org.apache.spark.ml.PipelineModel;
@@ -134,11 +135,19 @@ class SparkMlTest {
             assertEquals(single.intercept(), fitted.intercept(), 1e-9);
             assertArrayEquals(expected.toDoubleArray(), predictions(model.transform(d.frame()), "prediction"), 1e-8);
             long fetched = 0;
+            long partialFits = 0;
+            long scored = 0;
             for (NodeStats s : CuwireSpark.executorStats(false)) {
                 assertTrue(s.fetched() <= 1, "an executor fetches a model once: " + s);
                 fetched += s.fetched();
+                // the emulated device computes on the CPU backend; a CUDA executor's stages would report cuda
+                assertTrue(Set.of("cpu").containsAll(s.backends()), "the backends of " + s);
+                partialFits += s.partialFits().getOrDefault("cpu", 0L);
+                scored += s.scoredRows().getOrDefault("cpu", 0L);
             }
             assertTrue(fetched >= 1, "the executors fetched the model");
+            assertTrue(partialFits >= 4, partialFits + " partial fits on the cpu backend for 4 partitions");
+            assertTrue(scored >= ROWS, scored + " rows scored on the cpu backend for " + ROWS);
         }
         // closed, and the frame its transform made is garbage: after a GC the executors' copies are evicted
         SparkMlLifetimeTest.gcUntil(
