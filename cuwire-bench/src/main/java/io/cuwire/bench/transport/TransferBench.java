@@ -650,7 +650,9 @@ public final class TransferBench {
             long receiverAllocations,
             long receiverSyscalls,
             long senderSyscalls,
-            long receiverOpens) {}
+            long receiverOpens,
+            long senderCpuNanos,
+            long receiverCpuNanos) {}
 
     /**
      * Sends {@code model} once with {@code family} and waits for the acknowledgement (the timed part), then for the
@@ -663,6 +665,8 @@ public final class TransferBench {
         long sendD2h;
         long sendH2d;
         long syscalls;
+        long cpu0;
+        long cpu;
         Serialized s;
         // Each side counts its own copies: in one process the receiver is another thread, so the sender counts its
         // thread's only; across processes this process's copies are the sender's (its writer thread stages device
@@ -670,6 +674,7 @@ public final class TransferBench {
         try (TransferScope scope =
                 oneProcess ? CopyEngine.openThreadScope("bench send") : CopyEngine.openScope("bench send")) {
             long calls0 = Syscalls.now();
+            cpu0 = Cpu.now();
             t0 = System.nanoTime();
             s = side.registry.serialize(model, family);
             sent = c.send(Message.of(s));
@@ -677,6 +682,7 @@ public final class TransferBench {
                 expectRoot(ack, "ack");
             }
             t1 = System.nanoTime();
+            cpu = Cpu.now() - cpu0;
             syscalls = Syscalls.since(calls0);
             sent.join();
             sendD2h = scope.bytes(CopyDirection.D2H);
@@ -696,7 +702,9 @@ public final class TransferBench {
                 Long.parseLong(report[4]),
                 Long.parseLong(report[5]),
                 syscalls,
-                Long.parseLong(report[6]));
+                Long.parseLong(report[6]),
+                cpu,
+                Long.parseLong(report[7]));
     }
 
     /**
@@ -722,6 +730,8 @@ public final class TransferBench {
             double oneOpens,
             long coldManyOpens,
             long coldOneOpens,
+            double senderCpuPerFrameUs,
+            double receiverCpuPerFrameUs,
             boolean checked) {
         /** (many − one) / arrays, in µs. */
         double perFrameUs() {
@@ -734,7 +744,8 @@ public final class TransferBench {
                             "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
                                     + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
                                     + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f receiver_opens=%.0f/%.0f "
-                                    + "cold_opens=%d/%d host_bytes=%d checked=%s",
+                                    + "cold_opens=%d/%d sender_cpu_per_frame_us=%.3f receiver_cpu_per_frame_us=%.3f "
+                                    + "host_bytes=%d checked=%s",
                             transport,
                             arrays,
                             arrayBytes,
@@ -751,6 +762,8 @@ public final class TransferBench {
                             oneOpens,
                             coldManyOpens,
                             coldOneOpens,
+                            senderCpuPerFrameUs,
+                            receiverCpuPerFrameUs,
                             hostBytes,
                             checked ? "ok" : "MISMATCH")
                     + (Double.isNaN(copyPerFrameUs)
@@ -766,7 +779,7 @@ public final class TransferBench {
     private static ManyFrames manyFrames(
             Connection c, String transport, int arrays, long arrayBytes, int repeat, Side side, Device copyTarget) {
         boolean oneProcess = transport.equals("inproc");
-        long[][] counts = new long[8][repeat];
+        long[][] counts = new long[12][repeat];
         long[] coldOpens = new long[2];
         double[] manyMs = new double[repeat];
         double[] oneMs = new double[repeat];
@@ -800,6 +813,10 @@ public final class TransferBench {
                     counts[5][i] = o.senderSyscalls();
                     counts[6][i] = m.receiverOpens();
                     counts[7][i] = o.receiverOpens();
+                    counts[8][i] = m.senderCpuNanos();
+                    counts[9][i] = o.senderCpuNanos();
+                    counts[10][i] = m.receiverCpuNanos();
+                    counts[11][i] = o.receiverCpuNanos();
                 }
             }
         }
@@ -825,6 +842,8 @@ public final class TransferBench {
                 med[7],
                 coldOpens[0],
                 coldOpens[1],
+                (med[8] - med[9]) / 1e3 / arrays,
+                (med[10] - med[11]) / 1e3 / arrays,
                 checked);
     }
 
@@ -1307,6 +1326,7 @@ public final class TransferBench {
             while (true) {
                 ReceivedMessage m;
                 long calls0 = Syscalls.now();
+                long cpu0 = Cpu.now();
                 long allocations0 = deviceMemory.allocations.get();
                 try {
                     m = c.receive();
@@ -1332,10 +1352,12 @@ public final class TransferBench {
                 long allocations;
                 long syscalls;
                 long opens = m.metrics().mappingsOpened();
+                long cpu;
                 try (TransferScope scope = openScope("bench receive");
                         m) {
                     model = registry.deserialize(m.value(), Model.class, target);
                     c.send(ack).join();
+                    cpu = Cpu.now() - cpu0;
                     syscalls = Syscalls.since(calls0);
                     allocations = deviceMemory.allocations.get() - allocations0;
                     h2d = scope.bytes(CopyDirection.H2D) + m.metrics().hostToDeviceBytes();
@@ -1346,7 +1368,8 @@ public final class TransferBench {
                     crc = crc(owned.model());
                 }
                 c.send(control(
-                                "crc " + crc + " " + h2d + " " + d2h + " " + allocations + " " + syscalls + " " + opens,
+                                "crc " + crc + " " + h2d + " " + d2h + " " + allocations + " " + syscalls + " " + opens
+                                        + " " + cpu,
                                 List.of()))
                         .join();
             }
@@ -1609,6 +1632,27 @@ public final class TransferBench {
         @Override
         public String describe() {
             return memory.describe() + " (counted)";
+        }
+    }
+
+    /**
+     * The CPU time of this process's Java threads so far, in ns (each live thread's, as the JVM reports it: user and
+     * system time, at the clock's resolution, not the process's 10 ms ticks), not the JVM's own threads (GC, JIT):
+     * what a message cost each side in CPU, which a busy machine (other processes on its cores) delays but does not
+     * add to, where its wall time grows with the machine's load. A thread that ended meanwhile is not counted.
+     */
+    static final class Cpu {
+        private static final com.sun.management.ThreadMXBean THREADS =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+
+        private Cpu() {}
+
+        static long now() {
+            long total = 0;
+            for (long t : THREADS.getThreadCpuTime(THREADS.getAllThreadIds())) {
+                total += Math.max(t, 0);
+            }
+            return total;
         }
     }
 
