@@ -15,7 +15,7 @@ import java.util.SplittableRandom;
 import java.util.zip.CRC32C;
 
 /**
- * A structure-aware fuzzer of message headers (format version 2, {@code docs/wire-format.md} sections 1–4): it takes
+ * A structure-aware fuzzer of message headers (format version 3, {@code docs/wire-format.md} sections 1–4): it takes
  * a valid header apart into its msgpack tree, changes one to three things in it the way a hostile peer would (a
  * node's type, a size or count, a collection's elements, a tag, a back-reference, a family, a frame descriptor or a
  * frame index, a nesting depth, a doubling of shared references), writes it back and, for most mutants, seals the
@@ -254,16 +254,19 @@ final class HeaderFuzzer {
         return t;
     }
 
-    /** The header of {@code top}: prefix, version 2, the CRC32C of the map. */
+    /** The header of {@code top}: prefix, the current format version, the CRC32C of the map. */
     static byte[] encode(Map<String, Object> top) {
         byte[] bytes = new MsgpackWriter(256).raw(new byte[6]).value(top).toByteArray();
         return seal(bytes);
     }
 
-    /** Fills in the prefix byte, version 2 and the CRC32C of the bytes after them; returns {@code bytes}. */
+    /**
+     * Fills in the prefix byte, the current format version and the CRC32C of the bytes after them; returns
+     * {@code bytes}.
+     */
     static byte[] seal(byte[] bytes) {
         bytes[0] = (byte) 0xC1;
-        bytes[1] = 2;
+        bytes[1] = (byte) Serialized.FORMAT_VERSION;
         CRC32C crc = new CRC32C();
         crc.update(bytes, 6, bytes.length - 6);
         int c = (int) crc.getValue();

@@ -1,6 +1,7 @@
 package io.cuwire.memory;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -40,6 +41,51 @@ public final class CopyEngine {
             throw new NullPointerException("stream");
         }
         dispatch(src, srcOffset, dst, dstOffset, bytes, stream);
+    }
+
+    /**
+     * Enqueues on {@code stream} the copy of each of {@code sources} (device buffers of the stream's device), whole,
+     * into the start of the matching one of {@code targets} (device buffers of that platform, each at least as large),
+     * in order; they have finished by the stream's next {@code synchronize()}. Each is checked as
+     * {@link #copyAsync} checks it (nothing is enqueued if one fails), and they are counted together: per direction
+     * (device to device, peer) one update of the counters with their number and bytes. A platform that runs a
+     * stream's copies on a thread of its own (the emulated device) takes them as one piece of work, not one each: a
+     * receiver of 10,000 small device frames enqueues a few batches of copies instead of 10,000.
+     *
+     * @throws IllegalArgumentException if the lists differ in length
+     */
+    public static void copyAllAsync(
+            List<? extends DeviceBuffer> sources, List<? extends DeviceBuffer> targets, DeviceStream stream) {
+        if (stream == null) {
+            throw new NullPointerException("stream");
+        }
+        if (sources.size() != targets.size()) {
+            throw new IllegalArgumentException(
+                    sources.size() + " sources, " + targets.size() + " targets (expected: as many of each)");
+        }
+        long[] bytes = new long[N];
+        long[] copies = new long[N];
+        for (int i = 0; i < sources.size(); i++) {
+            DeviceBuffer s = sources.get(i);
+            DeviceBuffer d = targets.get(i);
+            checkRange("src", s, 0, s.byteSize());
+            checkRange("dst", d, 0, s.byteSize());
+            if (!s.device().platform().equals(d.device().platform())) {
+                throw new CopyException("cannot copy between platforms: " + s.describe() + " -> " + d.describe());
+            }
+            checkStream(stream, s);
+            CopyDirection direction = CopyDirection.of(s.kind(), s.deviceOrdinal(), d.kind(), d.deviceOrdinal());
+            bytes[direction.ordinal()] += s.byteSize();
+            copies[direction.ordinal()]++;
+        }
+        for (CopyDirection direction : CopyDirection.values()) {
+            if (copies[direction.ordinal()] > 0) {
+                count(direction, bytes[direction.ordinal()], copies[direction.ordinal()]);
+            }
+        }
+        if (!sources.isEmpty()) {
+            stream.device().copyDevicesToDevices(sources, targets, stream);
+        }
     }
 
     /**
@@ -89,6 +135,34 @@ public final class CopyEngine {
      */
     public static MemorySegment writeInPlace(DeviceBuffer dst, long dstOffset, long bytes) {
         return inPlace(dst, dstOffset, bytes, CopyDirection.H2D);
+    }
+
+    /**
+     * As {@link #readInPlace} for the whole of each of {@code sources}, counted at once: as {@code sources.size()}
+     * copies device to host of their bytes together, one update of the counters (and of each open scope) instead of
+     * one per buffer. For a socket that writes a run of many small device frames in place: on the 2-core VM a
+     * count per frame took 28 % of the TCP writer thread's samples for a message of 10,000 frames of 100 KiB
+     * (2026-12-07).
+     *
+     * @return each buffer's memory, in order, valid while it is open
+     * @throws UnsupportedOperationException if a device's memory is not host-addressable (nothing is counted)
+     */
+    public static MemorySegment[] readAllInPlace(List<? extends DeviceBuffer> sources) {
+        MemorySegment[] segments = new MemorySegment[sources.size()];
+        long bytes = 0;
+        for (int i = 0; i < segments.length; i++) {
+            DeviceBuffer src = sources.get(i);
+            src.checkOpen();
+            if (!src.device().hostAddressable()) {
+                throw new UnsupportedOperationException(src.describe() + " cannot be addressed by the host: copy it");
+            }
+            segments[i] = src.device().hostSegment(src, 0, src.byteSize());
+            bytes += src.byteSize();
+        }
+        if (segments.length > 0) {
+            count(CopyDirection.D2H, bytes, segments.length);
+        }
+        return segments;
     }
 
     private static MemorySegment inPlace(DeviceBuffer buffer, long offset, long bytes, CopyDirection direction) {
@@ -163,12 +237,17 @@ public final class CopyEngine {
     }
 
     private static void count(CopyDirection direction, long bytes) {
+        count(direction, bytes, 1);
+    }
+
+    /** Counts {@code copies} copies of {@code bytes} bytes together in {@code direction}. */
+    private static void count(CopyDirection direction, long bytes, long copies) {
         BYTES.addAndGet(direction.ordinal(), bytes);
-        COPIES.incrementAndGet(direction.ordinal());
+        COPIES.addAndGet(direction.ordinal(), copies);
         if (!SCOPES.isEmpty()) {
             Thread by = Thread.currentThread();
             for (TransferScope scope : SCOPES) {
-                scope.record(by, direction, bytes);
+                scope.record(by, direction, bytes, copies);
             }
         }
     }

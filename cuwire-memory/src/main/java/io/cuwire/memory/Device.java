@@ -194,6 +194,20 @@ public abstract class Device {
     protected abstract void copyDeviceToDevice(
             DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes, DeviceStream stream);
 
+    /**
+     * Each of {@code sources} (this device's memory, whole) into the start of the matching one of {@code targets}
+     * (this device or a peer of the same platform), enqueued on {@code stream} in order; checked by the caller. As
+     * many {@link #copyDeviceToDevice} calls by default (a GPU's copies are a driver call each); a platform that runs
+     * a stream's copies on a thread of its own enqueues them as one piece of work. For the {@link CopyEngine} only.
+     */
+    protected void copyDevicesToDevices(
+            List<? extends DeviceBuffer> sources, List<? extends DeviceBuffer> targets, DeviceStream stream) {
+        for (int i = 0; i < sources.size(); i++) {
+            DeviceBuffer src = sources.get(i);
+            copyDeviceToDevice(src, 0, targets.get(i), 0, src.byteSize(), stream);
+        }
+    }
+
     /** Host to host, ordered on {@code stream} (never {@code null} here). For the {@link CopyEngine} only. */
     protected abstract void copyHostToHost(MemorySegment src, MemorySegment dst, DeviceStream stream);
 

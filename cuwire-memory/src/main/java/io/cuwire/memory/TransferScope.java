@@ -35,13 +35,13 @@ public final class TransferScope implements AutoCloseable {
         this.thread = thread;
     }
 
-    /** Counts a copy made by {@code by}, if this scope counts that thread's copies. */
-    void record(Thread by, CopyDirection direction, long n) {
+    /** Counts {@code count} copies of {@code n} bytes together made by {@code by}, if this scope counts its copies. */
+    void record(Thread by, CopyDirection direction, long n, long count) {
         if (thread != null && thread != by) {
             return;
         }
         bytes.addAndGet(direction.ordinal(), n);
-        copies.incrementAndGet(direction.ordinal());
+        copies.addAndGet(direction.ordinal(), count);
     }
 
     /** The scope's name, for messages. */

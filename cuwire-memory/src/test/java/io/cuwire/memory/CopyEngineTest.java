@@ -105,6 +105,24 @@ class CopyEngineTest {
     }
 
     @Test
+    void shouldReadManyBuffersInPlaceCountedTogether() {
+        try (DeviceBuffer a = device.allocate(100);
+                DeviceBuffer b = device.allocate(3000)) {
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(new byte[] {7, 8}), a, 0);
+            CopyEngine.copyFromSegment(MemorySegment.ofArray(new byte[] {9}), b, 2999);
+            try (TransferScope scope = CopyEngine.openScope("in place")) {
+                MemorySegment[] views = CopyEngine.readAllInPlace(java.util.List.of(a, b.slice(1000, 2000)));
+                assertEquals(2, views.length);
+                assertEquals(100, views[0].byteSize());
+                assertEquals(8, views[0].get(java.lang.foreign.ValueLayout.JAVA_BYTE, 1));
+                assertEquals(9, views[1].get(java.lang.foreign.ValueLayout.JAVA_BYTE, 1999), "the slice's own bytes");
+                assertEquals(2100, scope.bytes(CopyDirection.D2H));
+                assertEquals(2, scope.copies(CopyDirection.D2H), "a copy counted per buffer, in one update");
+            }
+        }
+    }
+
+    @Test
     void shouldMoveHeapArraysInAndOut() {
         byte[] data = {1, 2, 3, 4, 5, 6, 7, 8};
         try (DeviceBuffer a = device.allocate(8)) {

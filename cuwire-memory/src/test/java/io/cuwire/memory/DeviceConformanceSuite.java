@@ -12,8 +12,10 @@ import io.cuwire.test.ChildJvm;
 import io.cuwire.test.TestRandom;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
@@ -233,6 +235,75 @@ public abstract class DeviceConformanceSuite {
             assertArrayEquals(data, download(b));
             assertArrayEquals(data, download(c));
             assertEquals(2L * n, scope.bytes(CopyDirection.PEER));
+        }
+    }
+
+    /**
+     * A batch of device-to-device copies on one stream ({@link CopyEngine#copyAllAsync}): every buffer arrives whole
+     * (slices as sources and targets, a target larger than its source), within the device and to a peer, and the
+     * batch is counted together per direction, its copies' number and bytes; a batch with one bad pair enqueues and
+     * counts nothing.
+     */
+    @Test
+    void shouldCopyABatchOfDeviceBuffersInOrderAndCountItPerDirection() {
+        Device peer = peerDevice();
+        int[] sizes = {1, 4096, 100 * 1024 + 3, 8, 1 << 20};
+        List<DeviceBuffer> held = new ArrayList<>();
+        BufferAllocator<DeviceBuffer> peerMemory =
+                peer == null ? null : peer.newAllocator("batch-peer", BufferAllocator.UNLIMITED);
+        try (DeviceStream stream = device.newStream();
+                TransferScope scope = CopyEngine.openScope("batch")) {
+            List<DeviceBuffer> sources = new ArrayList<>();
+            List<DeviceBuffer> targets = new ArrayList<>();
+            List<byte[]> data = new ArrayList<>();
+            long local = 0;
+            long toPeer = 0;
+            for (int i = 0; i < sizes.length; i++) {
+                DeviceBuffer src = memory.allocate(sizes[i] + 16);
+                held.add(src);
+                byte[] bytes = bytes(sizes[i]);
+                DeviceBuffer source = src.slice(16, sizes[i]);
+                CopyEngine.copyFromSegment(MemorySegment.ofArray(bytes), source, 0);
+                boolean remote = peerMemory != null && i % 2 == 1;
+                DeviceBuffer dst = remote ? peerMemory.allocate(sizes[i] + 5) : memory.allocate(sizes[i] + 5);
+                held.add(dst);
+                sources.add(source);
+                targets.add(i == 0 ? dst : dst.slice(5, sizes[i]));
+                data.add(bytes);
+                if (remote) {
+                    toPeer += sizes[i];
+                } else {
+                    local += sizes[i];
+                }
+            }
+            CopyEngine.copyAllAsync(sources, targets, stream);
+            stream.synchronize();
+            for (int i = 0; i < sizes.length; i++) {
+                assertArrayEquals(
+                        data.get(i), Arrays.copyOf(download(targets.get(i)), sizes[i]), "buffer " + i + " whole");
+            }
+            assertEquals(local, scope.bytes(CopyDirection.D2D), scope.toString());
+            assertEquals(toPeer, scope.bytes(CopyDirection.PEER), scope.toString());
+            assertEquals(
+                    sizes.length,
+                    scope.copies(CopyDirection.D2D) + scope.copies(CopyDirection.PEER),
+                    "one copy counted per buffer: " + scope);
+            DeviceBuffer closed = memory.allocate(8);
+            closed.close();
+            TransferStats before = scope.stats();
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> CopyEngine.copyAllAsync(
+                            List.of(sources.get(0), closed), List.of(targets.get(0), targets.get(3)), stream));
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> CopyEngine.copyAllAsync(sources, targets.subList(0, 2), stream));
+            assertEquals(before, scope.stats(), "nothing counted for a refused batch");
+        } finally {
+            Closeables.closeAll(held.reversed());
+            if (peerMemory != null) {
+                peerMemory.close();
+            }
         }
     }
 

@@ -16,7 +16,7 @@ final class BuiltinSerializers {
     private BuiltinSerializers() {}
 
     static void registerAll(TypeRegistry registry) {
-        registry.register(NdArray.class, "cuwire.ndarray");
+        registry.register(NdArray.class, NdArrayRuns.REGISTERED_NAME);
         registry.register(CsrMatrix.class, "cuwire.csr");
         registry.register(CscMatrix.class, "cuwire.csc");
         registry.register(CooMatrix.class, "cuwire.coo");
@@ -123,26 +123,41 @@ final class BuiltinSerializers {
             if (shape.length > NdArray.MAX_RANK) {
                 throw new MalformedHeaderException("ndarray of rank " + shape.length + " at " + in.path());
             }
-            long elements = 1;
-            for (long d : shape) {
-                if (d < 0) {
-                    throw new MalformedHeaderException("negative dimension " + d + " at " + in.path());
-                }
-                elements = Math.multiplyHigh(elements, d) != 0 ? -1 : elements * d;
-                if (elements < 0) {
-                    throw new MalformedHeaderException("ndarray size overflows at " + in.path());
-                }
-            }
-            Frame frame = in.takeFrame("fr");
-            if (Math.multiplyHigh(elements, dtype.byteSize()) != 0 || elements * dtype.byteSize() != frame.length()) {
-                throw new MalformedHeaderException(dtype.wireName() + " " + java.util.Arrays.toString(shape)
-                        + " does not fill a frame of " + frame.length() + " bytes at " + in.path());
-            }
-            Frame placed = place(in, frame, mem);
-            return placed.owned()
-                    ? NdArray.adopt(placed.buffer(), dtype, order, shape)
-                    : NdArray.view(placed.buffer(), 0, dtype, order, shape);
+            return array(in.decoder(), in.takeFrame("fr"), dtype, order, shape, mem);
         }
+    }
+
+    /**
+     * The array of {@code dtype}, {@code order} and {@code shape} (rank checked) over a received {@code frame}, which
+     * held it in {@code mem} at the sender: the frame itself, or rebuilt on the device ({@link #place}). What a
+     * {@code cuwire.ndarray} node decodes to, and each array of a run ({@link NdArrayRuns}).
+     *
+     * @throws MalformedHeaderException if a dimension is negative or the shape does not fill the frame exactly
+     */
+    static NdArray array(Decoder decoder, Frame frame, DType dtype, Order order, long[] shape, MemoryKind mem) {
+        long elements = 1;
+        for (long d : shape) {
+            if (d < 0) {
+                throw new MalformedHeaderException("negative dimension " + d + " at " + decoder.path());
+            }
+            elements = Math.multiplyHigh(elements, d) != 0 ? -1 : elements * d;
+            if (elements < 0) {
+                throw new MalformedHeaderException("ndarray size overflows at " + decoder.path());
+            }
+        }
+        if (Math.multiplyHigh(elements, dtype.byteSize()) != 0 || elements * dtype.byteSize() != frame.length()) {
+            throw new MalformedHeaderException(dtype.wireName() + " " + java.util.Arrays.toString(shape)
+                    + " does not fill a frame of " + frame.length() + " bytes at " + decoder.path());
+        }
+        Frame placed = place(decoder, frame, mem);
+        return placed.owned()
+                ? NdArray.adopt(placed.buffer(), dtype, order, shape)
+                : NdArray.view(placed.buffer(), 0, dtype, order, shape);
+    }
+
+    /** Whether {@code serializer} is the built-in one of {@link NdArray}s, whose data a run batches. */
+    static boolean isArraySerializer(Serializer<?> serializer) {
+        return serializer instanceof NdArraySerializer;
     }
 
     /** Hands {@code buffer} over as it is ({@code cuda}), or a host copy of device memory ({@code host}). */
@@ -159,19 +174,19 @@ final class BuiltinSerializers {
      * Puts a received frame where the sender had it: a host frame of what was device memory is rebuilt on the
      * receiver's device (the frame is released); anything else is used as it arrived.
      */
-    static Frame place(ReadContext in, Frame frame, MemoryKind mem) {
+    static Frame place(Decoder decoder, Frame frame, MemoryKind mem) {
         Buffer buffer = frame.buffer();
         if (mem != MemoryKind.DEVICE || buffer.kind() == MemoryKind.DEVICE) {
             return frame;
         }
-        DeviceBuffer rebuilt = in.target().device().allocate(frame.length());
+        DeviceBuffer rebuilt = decoder.target().device().allocate(frame.length());
         try {
             CopyEngine.copy(buffer, rebuilt);
         } catch (RuntimeException e) {
             rebuilt.close();
             throw e;
         }
-        in.own(rebuilt);
+        decoder.own(rebuilt);
         if (frame.owned()) {
             buffer.close();
         }
@@ -201,7 +216,7 @@ final class BuiltinSerializers {
             } catch (IllegalArgumentException e) {
                 throw new MalformedHeaderException("bad memory kind at " + in.path());
             }
-            Frame placed = place(in, in.takeFrame("fr"), mem);
+            Frame placed = place(in.decoder(), in.takeFrame("fr"), mem);
             try {
                 return placed.owned()
                         ? OpaqueBlob.adopt(format, meta, placed.buffer())

@@ -273,6 +273,12 @@ final class Decoder {
                 }
                 return primitiveArrays.get((int) id);
             }
+            case NdArrayRuns.TAG:
+                throw malformed(
+                        serialized.formatVersion() < NdArrayRuns.FORMAT_VERSION
+                                ? "an array run ('" + NdArrayRuns.TAG + "') in a header of format version "
+                                        + serialized.formatVersion() + ", which has none"
+                                : "an array run ('" + NdArrayRuns.TAG + "') outside a list or object array");
             case "list":
                 return collection(CollectionKind.Node.LIST, m);
             case "set":
@@ -321,10 +327,7 @@ final class Decoder {
     }
 
     private Object list(CollectionKind kind, List<?> items) {
-        List<Object> out = new ArrayList<>(items.size());
-        for (int i = 0; i < items.size(); i++) {
-            out.add(node(items.get(i), "[" + i + "]"));
-        }
+        List<Object> out = elements(items);
         return switch (kind) {
             case ARRAY_LIST -> out;
             case LINKED_LIST -> new LinkedList<>(out);
@@ -339,6 +342,87 @@ final class Decoder {
             case UNMODIFIABLE_LIST -> Collections.unmodifiableList(out);
             default -> throw new IllegalStateException(kind + " is not a list kind");
         };
+    }
+
+    /**
+     * The elements of a list or object array node, in order: each node's value, and each array of a run of arrays
+     * ({@link NdArrayRuns}, in a header of format version 3).
+     */
+    private List<Object> elements(List<?> items) {
+        List<Object> out = new ArrayList<>(items.size());
+        for (Object item : items) {
+            if (item instanceof Map<?, ?> m
+                    && NdArrayRuns.TAG.equals(m.get("t"))
+                    && serialized.formatVersion() >= NdArrayRuns.FORMAT_VERSION) {
+                arrayRun(m, out);
+            } else {
+                out.add(node(item, "[" + out.size() + "]"));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Decodes a run of arrays into {@code out}: what its arrays' {@code cuwire.ndarray} nodes would decode to, each
+     * charged and numbered for {@code ref} as one node, each failure located at its element.
+     */
+    private void arrayRun(Map<?, ?> m, List<Object> out) {
+        int at = out.size();
+        NdArrayRuns.Run run;
+        try {
+            run = NdArrayRuns.read(m, serialized.frames().size());
+        } catch (SerializationException e) {
+            throw e.locate(pathWith("[" + at + "]"));
+        }
+        if (path.size() + 1 > target.limits().maxDepth()) {
+            throw new LimitExceededException(
+                    "value nests deeper than " + target.limits().maxDepth(), pathWith("[" + at + "]"));
+        }
+        if (!serialized.families().contains(run.family())) {
+            throw new MalformedHeaderException(
+                    "an array run in family " + run.family().wireName() + ", which the " + "header's family list "
+                            + Serialized.familyNames(serialized.families()) + " does not name",
+                    pathWith("[" + at + "]"));
+        }
+        if (!BuiltinSerializers.isArraySerializer(registry.serializerFor(NdArray.class, run.family()))) {
+            throw new UnknownTypeException(
+                    "an array run in family " + run.family().wireName() + ", whose " + NdArrayRuns.REGISTERED_NAME
+                            + " serializer here is not the built-in one",
+                    pathWith("[" + at + "]"));
+        }
+        if (!spend(run.count())) {
+            charge(run.count(), "an array run of " + run.count() + " arrays");
+        }
+        for (int k = 0; k < run.count(); k++) {
+            try {
+                int id = reserve();
+                Frame frame = takeFrame(run.first() + k);
+                if (frame.arrayType() != null) {
+                    throw new MalformedHeaderException("array run's frame " + (run.first() + k) + " is a "
+                            + frame.arrayType().tag() + " array's frame, not a frame of bytes");
+                }
+                NdArray array =
+                        BuiltinSerializers.array(this, frame, run.dtype(), run.order(), run.shape(k), run.mem());
+                ids.set(id, array);
+                idSpans[id] = 1;
+                out.add(array);
+            } catch (SerializationException e) {
+                throw e.locate(pathWith("[" + (at + k) + "]"));
+            } catch (RuntimeException e) {
+                throw new MalformedHeaderException("cannot decode: " + e, pathWith("[" + (at + k) + "]"), e);
+            }
+        }
+        childSpans[path.size()] = add(childSpans[path.size()], run.count());
+    }
+
+    /** The current path with {@code name} after it: a path for a node not pushed (an array of a run). */
+    private String pathWith(String name) {
+        path.push(name);
+        try {
+            return path();
+        } finally {
+            path.pop();
+        }
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -564,9 +648,10 @@ final class Decoder {
             component = registry.componentType(name, path());
         }
         int id = reserve();
-        Object[] out = (Object[]) Array.newInstance(component, items.size());
+        List<Object> elements = elements(items);
+        Object[] out = (Object[]) Array.newInstance(component, elements.size());
         for (int i = 0; i < out.length; i++) {
-            Object element = node(items.get(i), "[" + i + "]");
+            Object element = elements.get(i);
             if (element != null && !component.isInstance(element)) {
                 throw malformed("element " + i + " of an array of " + component.getTypeName() + " is a "
                         + element.getClass().getName());
@@ -645,7 +730,10 @@ final class Decoder {
     }
 
     private Object object(String name, Map<?, ?> m) {
-        Class<?> type = registry.classForName(name, path());
+        Class<?> type = registry.typeOf(name); // the path (a string built per node) only for the refusal
+        if (type == null) {
+            type = registry.classForName(name, path());
+        }
         if (!(m.get("f") instanceof String familyName)) {
             throw malformed("'" + name + "' without a family");
         }

@@ -3,11 +3,11 @@ package io.cuwire.serialize;
 import io.cuwire.memory.Buffer;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.HostBuffer;
+import io.cuwire.memory.NdArray;
 import io.cuwire.serialize.internal.JdkSerialization;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.Deque;
@@ -35,6 +35,10 @@ final class Encoder {
     private final Set<Family> families = EnumSet.noneOf(Family.class);
 
     private long nextId;
+    /** The family arrays of a list go in as runs ({@link NdArrayRuns}), or {@code null} for none; once known. */
+    private Family runFamily;
+
+    private boolean runFamilyKnown;
 
     Encoder(TypeRegistry registry, List<Family> chain) {
         this.registry = registry;
@@ -219,7 +223,7 @@ final class Encoder {
             }
             return switch (value) {
                 case Object[] array -> {
-                    Map<String, Object> m = tagged("arr", elements(Arrays.asList(array)));
+                    Map<String, Object> m = tagged("arr", elements(array, true));
                     String component = registry.componentName(array.getClass().getComponentType());
                     if (component != null) {
                         m.put("c", component);
@@ -259,7 +263,11 @@ final class Encoder {
             default -> {}
         }
         // After the comparator: the decoder numbers shared values in this order too.
-        m.put("v", value instanceof Map<?, ?> map ? entries(map) : elements((Collection<?>) value));
+        m.put(
+                "v",
+                value instanceof Map<?, ?> map
+                        ? entries(map)
+                        : elements(((Collection<?>) value).toArray(), kind.node() == CollectionKind.Node.LIST));
         return m;
     }
 
@@ -324,13 +332,79 @@ final class Encoder {
         return kv;
     }
 
-    private List<Object> elements(Iterable<?> items) {
+    /**
+     * The nodes of {@code items}, in order; with {@code runs} (a list's or an object array's elements), runs of at
+     * least {@value NdArrayRuns#MIN_RUN} arrays alike as one node each ({@link NdArrayRuns}).
+     */
+    private List<Object> elements(Object[] items, boolean runs) {
         List<Object> out = new ArrayList<>();
-        int i = 0;
-        for (Object o : items) {
-            out.add(node(o, "[" + i++ + "]"));
+        for (int i = 0; i < items.length; ) {
+            int run = runs ? arrayRun(items, i) : 0;
+            if (run > 0) {
+                path.push("[" + i + "]");
+                try {
+                    WriteContext ctx = new WriteContext(this, runFamily);
+                    out.add(NdArrayRuns.write(ctx, items, i, run, frames.size()));
+                    families.add(runFamily);
+                } finally {
+                    path.pop();
+                }
+                i += run;
+            } else {
+                out.add(node(items[i], "[" + i + "]"));
+                i++;
+            }
         }
         return out;
+    }
+
+    /**
+     * How many of {@code items} from {@code from} on go as one run of arrays: 0 unless at least
+     * {@value NdArrayRuns#MIN_RUN} consecutive ones are {@linkplain NdArrayRuns#alike alike} arrays met nowhere
+     * before in the value (nor twice in the run) and the send's family for arrays has the built-in serializer. The
+     * run's arrays are numbered for {@code ref} here, one id each, as their nodes would be.
+     */
+    private int arrayRun(Object[] items, int from) {
+        if (!(items[from] instanceof NdArray head) || ids.containsKey(head) || runFamily() == null) {
+            return 0;
+        }
+        int n = 0;
+        while (from + n < items.length
+                && items[from + n] instanceof NdArray a
+                && NdArrayRuns.alike(a, head)
+                && ids.putIfAbsent(a, nextId + n) == null) {
+            n++;
+        }
+        if (n < NdArrayRuns.MIN_RUN) {
+            for (int k = 0; k < n; k++) {
+                ids.remove(items[from + k]);
+            }
+            return 0;
+        }
+        nextId += n;
+        return n;
+    }
+
+    /**
+     * The first family of the chain with a serializer for {@link NdArray} if that is the built-in one at type version
+     * 0 (a run is that serializer's data, batched), else {@code null}: no runs.
+     */
+    private Family runFamily() {
+        if (!runFamilyKnown) {
+            runFamilyKnown = true;
+            for (Family family : chain) {
+                Serializer<Object> serializer = registry.serializerFor(NdArray.class, family);
+                if (serializer != null) {
+                    runFamily = BuiltinSerializers.isArraySerializer(serializer)
+                                    && registry.versionOf(NdArray.class) == 0
+                                    && NdArrayRuns.REGISTERED_NAME.equals(registry.nameOf(NdArray.class))
+                            ? family
+                            : null;
+                    break;
+                }
+            }
+        }
+        return runFamily;
     }
 
     private Object object(Object value) {

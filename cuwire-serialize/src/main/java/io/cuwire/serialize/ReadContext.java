@@ -191,4 +191,9 @@ public final class ReadContext {
     void own(AutoCloseable resource) {
         decoder.own(resource);
     }
+
+    /** The decode this context belongs to. */
+    Decoder decoder() {
+        return decoder;
+    }
 }

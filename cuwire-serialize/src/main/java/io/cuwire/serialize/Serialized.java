@@ -23,15 +23,22 @@ import java.util.zip.CRC32C;
  * memory stays device memory) or, for the {@code host} family, a host copy that this object owns.
  *
  * <h2>Header</h2>
- * Format version 2, written by {@link #encodeHeader()} (the full description is the project's
+ * Format version 3, written by {@link #encodeHeader()} (the full description is the project's
  * {@code docs/wire-format.md}):
  * <pre>
- *   [0xC1][version: 1 byte = 2][CRC32C of the bytes after it: 4 bytes, big-endian][msgpack map]
+ *   [0xC1][version: 1 byte = 3][CRC32C of the bytes after it: 4 bytes, big-endian][msgpack map]
  *   map: {"fam": [family, ...], "root": value node, "frames": [descriptor, ...]}
  *   descriptor: [kind, device, length] or, for a frame that is a primitive array's memory,
  *               [kind, device, length, array type]   (array type: "i8[]", "i16[]", "u16[]", "i32[]", "i64[]",
  *                                                      "f32[]", "f64[]"; host frames only, a whole number of elements)
+ *               or, for count >= 2 consecutive frames of bytes alike in kind, device and length,
+ *               [kind, device, length, count]
  * </pre>
+ * A list or object array of many {@code NdArray}s holds them as runs ({@code {"t": "ndrun", ...}}, one node for up
+ * to a whole list of arrays alike in dtype, order, rank and memory kind: {@link NdArrayRuns}), so that a model of
+ * 10,000 arrays has a header of a few bytes per array, not a node and a descriptor of ~95 bytes each. Version 2
+ * (the same prefix, version byte 2; no descriptor runs, no array runs) is still read, for values saved by that
+ * release.
  * {@code 0xC1} is the one byte msgpack never uses, so no version-1 header (a bare msgpack map) begins with it. The
  * checksum is checked before anything is parsed. {@code "fam"} lists the families of the registered-type nodes in
  * the header; the decoder refuses a node whose family the list does not name, so a receiver can refuse a message by
@@ -64,8 +71,12 @@ import java.util.zip.CRC32C;
  * closing it twice is an error ({@link IllegalStateException}), as for a buffer. Not thread-safe.
  */
 public final class Serialized implements AutoCloseable {
-    /** The header format this code writes; it reads this one and version 1. */
-    public static final int FORMAT_VERSION = 2;
+    /** The header format this code writes; it reads this one, version 2 and version 1. */
+    public static final int FORMAT_VERSION = 3;
+    /** The earliest prefixed format version (2): its headers begin with {@link #PREFIX}, as every later one's. */
+    static final int FIRST_PREFIXED_VERSION = 2;
+    /** What this code reads, for refusals: {@code "version 3 (and versions 2 and 1)"}. */
+    static final String READS = "version " + FORMAT_VERSION + " (and versions 2 and 1)";
 
     /** The first byte of a version-2 (or later) header: a byte msgpack never uses. */
     static final int PREFIX = 0xC1;
@@ -94,7 +105,7 @@ public final class Serialized implements AutoCloseable {
     /**
      * A parsed header.
      *
-     * @param version the format version it was written in: {@link #FORMAT_VERSION} or 1
+     * @param version the format version it was written in: {@link #FORMAT_VERSION}, 2 or 1
      * @param families the families its registered-type nodes use, as its {@code "fam"} list says; a version-1 header
      *     lists none and could use any, so for it this is every family (a check against the families a receiver
      *     accepts refuses it unless it accepts all)
@@ -105,12 +116,12 @@ public final class Serialized implements AutoCloseable {
         /**
          * Checks and copies the components.
          *
-         * @throws IllegalArgumentException if {@code version} is neither 1 nor {@link #FORMAT_VERSION}
+         * @throws IllegalArgumentException if {@code version} is not 1, 2 or {@link #FORMAT_VERSION}
          */
         public Header {
-            if (version != 1 && version != FORMAT_VERSION) {
+            if (version < 1 || version > FORMAT_VERSION) {
                 throw new IllegalArgumentException(
-                        "format version " + version + " (expected: 1 or " + FORMAT_VERSION + ")");
+                        "format version " + version + " (expected: 1, 2 or " + FORMAT_VERSION + ")");
             }
             families = familySet(families);
             frames = List.copyOf(frames);
@@ -146,21 +157,43 @@ public final class Serialized implements AutoCloseable {
             Map<String, Object> top = new LinkedHashMap<>();
             top.put("fam", familyNames(families));
             top.put("root", root);
-            List<Object> descriptors = new ArrayList<>(frames.size());
-            for (FrameDescriptor d : frames) {
-                long kind = d.kind().ordinal();
-                long device = d.deviceOrdinal();
-                descriptors.add(
-                        d.arrayType() == null
-                                ? List.of(kind, device, d.length())
-                                : List.of(
-                                        kind, device, d.length(), d.arrayType().tag()));
-            }
-            top.put("frames", descriptors);
+            top.put("frames", descriptorNodes(frames));
             MsgpackWriter writer = new MsgpackWriter(256);
             writer.raw(new byte[PREFIX_BYTES]);
             return seal(writer.value(top).toByteArray());
         }
+    }
+
+    /**
+     * The {@code "frames"} entry of {@code frames}: one descriptor node per frame, except that consecutive frames of
+     * bytes alike in kind, device and length are one {@code [kind, device, length, count]}.
+     */
+    private static List<Object> descriptorNodes(List<FrameDescriptor> frames) {
+        List<Object> nodes = new ArrayList<>();
+        for (int i = 0; i < frames.size(); ) {
+            FrameDescriptor d = frames.get(i);
+            long kind = d.kind().ordinal();
+            long device = d.deviceOrdinal();
+            if (d.arrayType() != null) {
+                nodes.add(List.of(kind, device, d.length(), d.arrayType().tag()));
+                i++;
+                continue;
+            }
+            int n = 1;
+            while (i + n < frames.size() && sameBytes(frames.get(i + n), d)) {
+                n++;
+            }
+            nodes.add(n == 1 ? List.of(kind, device, d.length()) : List.of(kind, device, d.length(), (long) n));
+            i += n;
+        }
+        return nodes;
+    }
+
+    private static boolean sameBytes(FrameDescriptor a, FrameDescriptor b) {
+        return a.arrayType() == null
+                && a.kind() == b.kind()
+                && a.deviceOrdinal() == b.deviceOrdinal()
+                && a.length() == b.length();
     }
 
     /** The wire names of {@code families}, in {@link Family} order. */
@@ -234,9 +267,9 @@ public final class Serialized implements AutoCloseable {
                         "header of " + bytes.length + " bytes is shorter than its " + PREFIX_BYTES + "-byte prefix");
             }
             int version = bytes[1] & 0xff;
-            if (version != FORMAT_VERSION) {
-                throw new IncompatibleVersionException("header format version " + version + ", this reader reads "
-                        + "version " + FORMAT_VERSION + " (and version 1)");
+            if (version < FIRST_PREFIXED_VERSION || version > FORMAT_VERSION) {
+                throw new IncompatibleVersionException(
+                        "header format version " + version + ", this reader reads " + READS);
             }
             int expected = ((bytes[2] & 0xff) << 24)
                     | ((bytes[3] & 0xff) << 16)
@@ -260,11 +293,11 @@ public final class Serialized implements AutoCloseable {
         int version;
         Set<Family> families;
         if (prefixed) {
-            version = FORMAT_VERSION;
+            version = bytes[1] & 0xff;
             for (Object key : top.keySet()) {
                 if (!key.equals("fam") && !key.equals("root") && !key.equals("frames")) {
                     throw new MalformedHeaderException(
-                            "version-" + FORMAT_VERSION + " header has an unknown entry '" + key + "'");
+                            "version-" + version + " header has an unknown entry '" + key + "'");
                 }
             }
             families = families(top.get("fam"));
@@ -272,13 +305,12 @@ public final class Serialized implements AutoCloseable {
             if (!(top.get("v") instanceof Long v)) {
                 throw new MalformedHeaderException("header has no format version");
             }
-            if (v == FORMAT_VERSION) {
+            if (v >= FIRST_PREFIXED_VERSION && v <= FORMAT_VERSION) {
                 throw new MalformedHeaderException("an unprefixed header says format version " + v + ", whose "
                         + "headers begin with 0x" + Integer.toHexString(PREFIX));
             }
             if (v != 1) {
-                throw new IncompatibleVersionException("header format version " + v + ", this reader reads version "
-                        + FORMAT_VERSION + " (and version 1)");
+                throw new IncompatibleVersionException("header format version " + v + ", this reader reads " + READS);
             }
             version = 1;
             families = EnumSet.allOf(Family.class);
@@ -289,14 +321,29 @@ public final class Serialized implements AutoCloseable {
         if (!(top.get("frames") instanceof List<?> list)) {
             throw new MalformedHeaderException("header has no frame list");
         }
+        return new Header(version, families, top.get("root"), descriptors(list, version, limits));
+    }
+
+    /**
+     * The frame descriptors of a {@code "frames"} entry of a header of {@code version}, each checked, and held to the
+     * limits before any is made: their count (a run of {@code count} frames counts {@code count}), each frame's
+     * length and their total.
+     */
+    private static List<FrameDescriptor> descriptors(List<?> list, int version, Limits limits) {
         if (list.size() > limits.maxFrames()) {
             throw new LimitExceededException(list.size() + " frames exceed the limit of " + limits.maxFrames());
         }
         List<FrameDescriptor> descriptors = new ArrayList<>(list.size());
         long total = 0;
         MemoryKind[] kinds = MemoryKind.values();
-        int entries = version == FORMAT_VERSION ? 4 : 3;
+        int entries = version == 1 ? 3 : 4;
+        String expected = version == 1
+                ? "[kind, device, length]"
+                : version == 2
+                        ? "[kind, device, length] or [kind, device, length, array type]"
+                        : "[kind, device, length], [kind, device, length, array type] or [kind, device, length, count]";
         for (int i = 0; i < list.size(); i++) {
+            int index = descriptors.size();
             if (!(list.get(i) instanceof List<?> d)
                     || d.size() < 3
                     || d.size() > entries
@@ -308,33 +355,50 @@ public final class Serialized implements AutoCloseable {
                     || device < Buffer.HOST_ORDINAL
                     || device > 1 << 16
                     || length < 0) {
-                throw new MalformedHeaderException("frame descriptor " + i + " is not [kind, device, length"
-                        + (entries == 4 ? "] or [kind, device, length, array type]" : "]"));
+                throw new MalformedHeaderException("frame descriptor " + index + " is not " + expected);
             }
             PrimitiveArrayType arrayType = null;
-            if (d.size() == 4) {
+            long count = 1;
+            if (d.size() == 4 && version >= 3 && d.get(3) instanceof Long n) {
+                // a run of frames alike (format version 3): bounded by the frame limit before one is made
+                if (n < 2 || n > limits.maxFrames() - index) {
+                    throw new LimitExceededException("frame descriptor " + index + " describes a run of " + n
+                            + " frames (expected: 2 to " + (limits.maxFrames() - index) + ", the frame limit "
+                            + limits.maxFrames() + " less the frames before it)");
+                }
+                count = n;
+            } else if (d.size() == 4) {
                 if (!(d.get(3) instanceof String tag) || (arrayType = PrimitiveArrayType.ofTag(tag)) == null) {
-                    throw new MalformedHeaderException("frame descriptor " + i + " names array type "
-                            + shortText(d.get(3)) + " (expected: one of " + arrayTags() + ")");
+                    throw new MalformedHeaderException("frame descriptor " + index + " names array type "
+                            + shortText(d.get(3)) + " (expected: one of " + arrayTags()
+                            + (version >= 3 && !(d.get(3) instanceof String) ? ", or a count of frames" : "") + ")");
                 }
                 String wrong =
                         FrameDescriptor.arrayFrameProblem(kinds[kind.intValue()], device.intValue(), length, arrayType);
                 if (wrong != null) {
-                    throw new MalformedHeaderException("frame descriptor " + i + " describes " + wrong);
+                    throw new MalformedHeaderException("frame descriptor " + index + " describes " + wrong);
                 }
+            }
+            if (index + count > limits.maxFrames()) {
+                throw new LimitExceededException((index + count) + " frames exceed the limit of " + limits.maxFrames());
             }
             if (length > limits.maxFrameBytes()) {
                 throw new LimitExceededException(
-                        "frame " + i + " of " + length + " bytes exceeds the limit of " + limits.maxFrameBytes());
+                        "frame " + index + " of " + length + " bytes exceeds the limit of " + limits.maxFrameBytes());
             }
-            total += length;
-            if (total > limits.maxTotalFrameBytes()) {
+            // count <= maxFrames (an int) and length <= maxFrameBytes: the product may still pass a long's range
+            if (Math.multiplyHigh(length, count) != 0 || length * count > limits.maxTotalFrameBytes() - total) {
                 throw new LimitExceededException(
                         "frames total more than the limit of " + limits.maxTotalFrameBytes() + " bytes");
             }
-            descriptors.add(new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length, arrayType));
+            total += length * count;
+            FrameDescriptor descriptor =
+                    new FrameDescriptor(kinds[kind.intValue()], device.intValue(), length, arrayType);
+            for (long k = 0; k < count; k++) {
+                descriptors.add(descriptor);
+            }
         }
-        return new Header(version, families, top.get("root"), descriptors);
+        return descriptors;
     }
 
     /** A header value for a message: strings cut at 40 characters, anything else by its msgpack type. */

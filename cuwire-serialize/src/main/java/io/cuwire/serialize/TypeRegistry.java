@@ -23,8 +23,33 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 public final class TypeRegistry {
     private static final Set<String> RESERVED = Set.of(
-            "i8", "i16", "i32", "char", "f32", "enum", "opt", "ref", "list", "set", "map", "arr", "i8[]", "i16[]",
-            "u16[]", "i32[]", "i64[]", "f32[]", "f64[]", "bool[]", "str", "bool", "i64", "f64", "pref", "obj");
+            "i8",
+            "i16",
+            "i32",
+            "char",
+            "f32",
+            "enum",
+            "opt",
+            "ref",
+            "list",
+            "set",
+            "map",
+            "arr",
+            "i8[]",
+            "i16[]",
+            "u16[]",
+            "i32[]",
+            "i64[]",
+            "f32[]",
+            "f64[]",
+            "bool[]",
+            "str",
+            "bool",
+            "i64",
+            "f64",
+            "pref",
+            "obj",
+            NdArrayRuns.TAG);
 
     /** The element types an array may name without registering them: strings and boxed values. */
     private static final Map<Class<?>, String> BUILTIN_COMPONENTS = Map.of(

@@ -271,11 +271,18 @@ class ArrayFramesTest {
                         + "i64[], f32[], f64[]])",
                 refusal(List.of(0L, -1L, 16L, "bool[]"), Limits.DEFAULT));
         assertEquals(
-                "frame descriptor 0 names array type Long (expected: one of [i8[], i16[], u16[], i32[], "
-                        + "i64[], f32[], f64[]])",
-                refusal(List.of(0L, -1L, 16L, 5L), Limits.DEFAULT));
+                "frame descriptor 0 names array type Double (expected: one of [i8[], i16[], u16[], i32[], "
+                        + "i64[], f32[], f64[]], or a count of frames)",
+                refusal(List.of(0L, -1L, 16L, 5.0), Limits.DEFAULT));
         assertEquals(
-                "frame descriptor 0 is not [kind, device, length] or [kind, device, length, array type]",
+                5,
+                Serialized.parseHeader(header(null, List.of(List.of(0L, -1L, 16L, 5L))), Limits.DEFAULT)
+                        .frames()
+                        .size(),
+                "an integer is a count of frames alike (format version 3), not an array type");
+        assertEquals(
+                "frame descriptor 0 is not [kind, device, length], [kind, device, length, array type] or "
+                        + "[kind, device, length, count]",
                 refusal(List.of(0L, -1L, 16L, "f32[]", 1L), Limits.DEFAULT));
         Limits large = new Limits(
                 Limits.DEFAULT.maxHeaderBytes(),

@@ -162,27 +162,37 @@ class DecodeSecurityTest {
 
     @Test
     void shouldRefuseNewerFormatAndTypeVersions() {
-        byte[] v3 = header(null, List.of());
-        v3[1] = 3;
+        byte[] v4 = header(null, List.of());
+        v4[1] = 4;
         IncompatibleVersionException prefixed =
-                assertThrows(IncompatibleVersionException.class, () -> Serialized.parseHeader(v3, Limits.DEFAULT));
+                assertThrows(IncompatibleVersionException.class, () -> Serialized.parseHeader(v4, Limits.DEFAULT));
         assertTrue(
-                prefixed.getMessage().contains("header format version 3, this reader reads version 2"),
+                prefixed.getMessage()
+                        .contains("header format version 4, this reader reads version 3 (and versions 2 and 1)"),
                 prefixed.getMessage());
+        byte[] v0 = header(null, List.of());
+        v0[1] = 1;
+        assertTrue(
+                assertThrows(IncompatibleVersionException.class, () -> Serialized.parseHeader(v0, Limits.DEFAULT))
+                        .getMessage()
+                        .contains("header format version 1, this reader reads version 3"),
+                "version 1 was never prefixed");
         Map<String, Object> top = new LinkedHashMap<>();
-        top.put("v", 3L);
+        top.put("v", 4L);
         top.put("root", null);
         top.put("frames", List.of());
         IncompatibleVersionException bare = assertThrows(
                 IncompatibleVersionException.class,
                 () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT));
         assertTrue(
-                bare.getMessage().contains("header format version 3, this reader reads version 2"), bare.getMessage());
-        top.put("v", 2L);
-        assertThrows(
-                MalformedHeaderException.class,
-                () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT),
-                "a version-2 header is prefixed");
+                bare.getMessage().contains("header format version 4, this reader reads version 3"), bare.getMessage());
+        for (long prefixedVersion : new long[] {2, 3}) {
+            top.put("v", prefixedVersion);
+            assertThrows(
+                    MalformedHeaderException.class,
+                    () -> Serialized.parseHeader(new MsgpackWriter().value(top).toByteArray(), Limits.DEFAULT),
+                    "a version-" + prefixedVersion + " header is prefixed");
+        }
         Map<String, Object> node = new LinkedHashMap<>();
         node.put("t", "test.Point");
         node.put("f", "cuda");

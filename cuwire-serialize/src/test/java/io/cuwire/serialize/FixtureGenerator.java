@@ -8,6 +8,7 @@ import io.cuwire.memory.NdArray;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * Writes the {@link WireFixtures} with this checkout's code into {@code fixtures/v<FORMAT_VERSION>/} (or the
@@ -41,8 +42,14 @@ public final class FixtureGenerator {
             try (Serialized s = registry.serialize(WireFixtures.shared(), Family.CUDA)) {
                 WireFixtures.write(dir, "refs", s);
             }
+            List<NdArray> layers = WireFixtures.layers(device);
+            try (Serialized s = registry.serialize(layers, Family.CUDA)) {
+                WireFixtures.write(dir, "layers", s);
+            } finally {
+                layers.forEach(NdArray::close);
+            }
         }
-        System.out.println("wrote " + WireFixtures.NAMES + " (format version " + Serialized.FORMAT_VERSION + ") to "
+        System.out.println("wrote " + WireFixtures.NAMES_V2 + " (format version " + Serialized.FORMAT_VERSION + ") to "
                 + dir.toAbsolutePath());
     }
 }

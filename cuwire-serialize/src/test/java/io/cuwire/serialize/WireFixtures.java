@@ -33,8 +33,15 @@ import java.util.Set;
  * frame's bytes in header order (the header's descriptors give the lengths).
  */
 final class WireFixtures {
-    /** The fixtures, in the order they are written. */
+    /** The fixtures of format version 1, in the order they are written. */
     static final List<String> NAMES = List.of("generic", "ndarray-cuda", "ndarray-host", "refs");
+    /** The fixtures of format version 2 on: version 1's and {@code layers}. */
+    static final List<String> NAMES_V2 = List.of("generic", "ndarray-cuda", "ndarray-host", "refs", "layers");
+
+    /** The fixtures kept of {@code version} (1 or 2). */
+    static List<String> names(int version) {
+        return version == 1 ? NAMES : NAMES_V2;
+    }
 
     private WireFixtures() {}
 
@@ -220,6 +227,27 @@ final class WireFixtures {
         return a;
     }
 
+    /**
+     * A list of {@value #LAYERS} device arrays, for the {@code layers} fixture (a model held as a list of layers): ten
+     * float32 arrays of shape {@code [i + 1, 4]} in C order, then two int64 arrays of 3 elements.
+     */
+    static List<NdArray> layers(BufferAllocator<DeviceBuffer> device) {
+        List<NdArray> layers = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            float[] data = new float[(i + 1) * 4];
+            for (int k = 0; k < data.length; k++) {
+                data[k] = i * 100 + k * 0.5f;
+            }
+            layers.add(NdArray.fromArray(device, data, i + 1, 4));
+        }
+        layers.add(NdArray.fromArray(device, new long[] {7, -8, 9}, 3));
+        layers.add(NdArray.fromArray(device, new long[] {1L << 40, 0, -1}, 3));
+        return layers;
+    }
+
+    /** Arrays of {@link #layers}. */
+    static final int LAYERS = 12;
+
     static Shared shared() {
         Shared s = new Shared();
         s.first = new Inner();
@@ -254,14 +282,15 @@ final class WireFixtures {
     }
 
     /**
-     * The bytes of fixture file {@code file} (e.g. {@code generic.header}), read from the class path: from the
-     * module's test resources or from a test jar (the GPU bundle runs the tests from jars, where a {@code Path} of
-     * the resource folder does not exist).
+     * The bytes of format version {@code version}'s fixture file {@code file} (e.g. {@code generic.header}), read from
+     * the class path ({@code fixtures/v<version>/}): from the module's test resources or from a test jar (the GPU
+     * bundle runs the tests from jars, where a {@code Path} of the resource folder does not exist).
      */
-    static byte[] resource(String file) {
-        try (java.io.InputStream in = WireFixtures.class.getResourceAsStream("/fixtures/v1/" + file)) {
+    static byte[] resource(int version, String file) {
+        String path = "/fixtures/v" + version + "/" + file;
+        try (java.io.InputStream in = WireFixtures.class.getResourceAsStream(path)) {
             if (in == null) {
-                throw new IllegalStateException("fixture file /fixtures/v1/" + file + " is not on the class path");
+                throw new IllegalStateException("fixture file " + path + " is not on the class path");
             }
             return in.readAllBytes();
         } catch (IOException e) {
@@ -270,12 +299,13 @@ final class WireFixtures {
     }
 
     /**
-     * Reads fixture {@code name} from the class path as a receiver would: parses the header, allocates each frame as
-     * its descriptor says (device frames from {@code device}) and fills it.
+     * Reads format version {@code version}'s fixture {@code name} from the class path as a receiver would: parses the
+     * header, allocates each frame as its descriptor says (device frames from {@code device}) and fills it.
      */
-    static Serialized read(String name, BufferAllocator<HostBuffer> host, BufferAllocator<DeviceBuffer> device) {
-        byte[] header = resource(name + ".header");
-        byte[] frames = resource(name + ".frames");
+    static Serialized read(
+            int version, String name, BufferAllocator<HostBuffer> host, BufferAllocator<DeviceBuffer> device) {
+        byte[] header = resource(version, name + ".header");
+        byte[] frames = resource(version, name + ".frames");
         Serialized value = received(header, frames, host, device, Limits.DEFAULT);
         if (value.totalFrameBytes() != frames.length) {
             long described = value.totalFrameBytes();

@@ -20,7 +20,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The version-2 header: prefix, checksum checked before parsing, the family list and what the decoder holds it to. */
+/**
+ * The prefixed header of version 2, which version 3 keeps: prefix, checksum checked before parsing, the family list
+ * and what the decoder holds it to.
+ */
 class WireFormatV2Test {
     private BufferAllocator<DeviceBuffer> device;
     private BufferAllocator<HostBuffer> host;
@@ -64,14 +67,14 @@ class WireFormatV2Test {
             byte[] h = s.encodeHeader();
             assertEquals(0xC1, h[0] & 0xff);
             assertEquals(Serialized.FORMAT_VERSION, h[1]);
-            assertEquals(2, Serialized.FORMAT_VERSION);
+            assertEquals(3, Serialized.FORMAT_VERSION);
             CRC32C crc = new CRC32C();
             crc.update(h, 6, h.length - 6);
             long stored = ((h[2] & 0xffL) << 24) | ((h[3] & 0xff) << 16) | ((h[4] & 0xff) << 8) | (h[5] & 0xff);
             assertEquals(crc.getValue(), stored);
             assertEquals(0x80 | 3, h[6] & 0xff, "a map of three entries follows: fam, root, frames");
             Serialized.Header parsed = Serialized.parseHeader(h, Limits.DEFAULT);
-            assertEquals(2, parsed.version());
+            assertEquals(3, parsed.version());
             assertEquals(Set.of(Family.CUDA), parsed.families());
         }
     }
@@ -160,7 +163,7 @@ class WireFormatV2Test {
     }
 
     @Test
-    void shouldReadAVersion1HeaderAsEveryFamilyAndWriteItBackAsVersion2() {
+    void shouldReadAVersion1HeaderAsEveryFamilyAndWriteItBackAsTheCurrentVersion() {
         Map<String, Object> top = new LinkedHashMap<>();
         top.put("v", 1L);
         top.put("root", "old");
@@ -173,7 +176,7 @@ class WireFormatV2Test {
         try (Serialized s = Serialized.received(v1, List.of())) {
             assertEquals(1, s.formatVersion());
             Serialized.Header again = Serialized.parseHeader(s.encodeHeader(), Limits.DEFAULT);
-            assertEquals(2, again.version());
+            assertEquals(Serialized.FORMAT_VERSION, again.version());
             assertEquals("old", again.root());
         }
     }

@@ -22,6 +22,9 @@ import java.time.Duration;
  *     message's first byte to its last
  * @param deviceToHostBytes bytes the copy engine moved device to host meanwhile (staging on a sender)
  * @param hostToDeviceBytes bytes the copy engine moved host to device meanwhile (staging on a receiver)
+ * @param mappingsOpened the peer's allocations this side opened (mapped) for the message: CUDA IPC's receiver, 0 when
+ *     every one it needed was mapped already ({@link io.cuwire.memory.Device#openHandle}); 0 on every other transport
+ *     and side
  */
 public record MessageMetrics(
         Direction direction,
@@ -33,7 +36,8 @@ public record MessageMetrics(
         long deviceFrameBytes,
         long nanos,
         long deviceToHostBytes,
-        long hostToDeviceBytes) {
+        long hostToDeviceBytes,
+        long mappingsOpened) {
     /** Which side of the message these metrics describe. */
     public enum Direction {
         SENT,

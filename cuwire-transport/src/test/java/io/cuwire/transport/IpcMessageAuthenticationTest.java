@@ -117,16 +117,28 @@ class IpcMessageAuthenticationTest {
 
     @Test
     void shouldAcceptTheHandWrittenRecordsAsTheTransportTagsThem() throws Exception {
-        ChildJvm p = peer("valid");
+        assertAccepted("valid", 1);
+    }
+
+    /**
+     * Has the peer send its hand-written message in {@code mode} and checks it arrived: {@code deviceFrames} device
+     * frames (pattern seeds 7, 8, ...) and the host frame, and that the peer read this side's consumed record.
+     */
+    private void assertAccepted(String mode, int deviceFrames) throws Exception {
+        ChildJvm p = peer(mode);
         Connection c = accept();
         try (ReceivedMessage m = c.receive()) {
             assertEquals("tampered", m.value().root());
-            assertArrayEquals(
-                    TestMessages.pattern(MacTamperPeer.DEVICE_BYTES, 7),
-                    TestMessages.contents(m.value().frames().get(0).buffer()));
+            assertEquals(deviceFrames + 1, m.value().frames().size());
+            for (int i = 0; i < deviceFrames; i++) {
+                assertArrayEquals(
+                        TestMessages.pattern(MacTamperPeer.DEVICE_BYTES, 7 + i),
+                        TestMessages.contents(m.value().frames().get(i).buffer()),
+                        "device frame " + i);
+            }
             assertArrayEquals(
                     TestMessages.pattern(MacTamperPeer.HOST_BYTES, 9),
-                    TestMessages.contents(m.value().frames().get(1).buffer()));
+                    TestMessages.contents(m.value().frames().get(deviceFrames).buffer()));
         }
         c.close();
         assertEquals(0, p.awaitExit(Duration.ofSeconds(30)), p::output);
@@ -155,13 +167,31 @@ class IpcMessageAuthenticationTest {
 
     @Test
     void shouldRefuseAChangedDeviceFrameReferenceBeforeMappingIt() throws Exception {
-        ChildJvm p = peer("flip-reference");
+        assertRefusedBeforeMapping("flip-reference", "the device-frame reference from ");
+    }
+
+    /**
+     * Has the peer send its message changed as {@code mode} says and checks that it was refused for its tag, with a
+     * message beginning {@code refusal}, before anything of the peer was mapped.
+     */
+    private void assertRefusedBeforeMapping(String mode, String refusal) throws Exception {
+        ChildJvm p = peer(mode);
         Connection c = accept();
         MessageAuthenticationException e = assertThrows(MessageAuthenticationException.class, c::receive);
-        assertTrue(e.getMessage().startsWith("the device-frame reference from "), e.getMessage());
+        assertTrue(e.getMessage().startsWith(refusal), e.getMessage());
         MappingCache.Stats stats = IpcTransport.mappingStats(c);
         assertEquals(0, stats.opens(), "nothing of the peer was mapped: " + stats);
         assertRefusedForItsTag(p);
+    }
+
+    @Test
+    void shouldAcceptAHandWrittenReferenceRunAsTheTransportTagsIt() throws Exception {
+        assertAccepted("run-valid", 2);
+    }
+
+    @Test
+    void shouldRefuseAChangedReferenceRunBeforeMappingAnythingOfIt() throws Exception {
+        assertRefusedBeforeMapping("run-flip", "the device-frame reference run from ");
     }
 
     @Test

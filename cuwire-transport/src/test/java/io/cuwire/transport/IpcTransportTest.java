@@ -143,6 +143,7 @@ class IpcTransportTest extends TransportConformanceSuite {
                     assertEquals(
                             MemoryKind.DEVICE, m.value().frames().getFirst().kind());
                     assertEquals(0, m.metrics().hostToDeviceBytes(), m.metrics().toString());
+                    assertEquals(i == 0 ? 1 : 0, m.metrics().mappingsOpened(), "message " + i + ": " + m.metrics());
                     assertArrayEquals(
                             TestMessages.pattern(bytes, i),
                             TestMessages.contents(m.value().frames().getFirst().buffer()));
@@ -177,23 +178,46 @@ class IpcTransportTest extends TransportConformanceSuite {
         int frames = 7;
         int bytes = 2 << 20;
         try (Listener listener = new IpcTransport(2, 1L << 40).listen(listenAddress(), config().build())) {
-            Peer p = peer("send-frames", listener, Integer.toString(frames), Integer.toString(bytes));
-            Connection c = accept(listener);
-            try (ReceivedMessage m = c.receive()) {
-                assertEquals(frames, m.value().frames().size());
-                for (int i = 0; i < frames; i++) {
-                    assertArrayEquals(
-                            TestMessages.pattern(bytes, i),
-                            TestMessages.contents(m.value().frames().get(i).buffer()),
-                            "frame " + i);
-                }
-            }
-            MappingCache.Stats stats = IpcTransport.mappingStats(c);
+            MappingCache.Stats stats = receiveFramesFromPeer(listener, frames, bytes);
             assertEquals(frames, stats.opens(), stats.toString());
             assertTrue(stats.peakMapped() <= 2, "at most the cache's 2 mappings at once: " + stats);
-            c.close();
-            assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
         }
+    }
+
+    /**
+     * Has a peer send one message of {@code frames} device frames of {@code bytes} each to {@code listener},
+     * receives it, checks every frame's bytes, closes the connection once the peer is done; returns the connection's
+     * mapping cache counters as they were after the message.
+     */
+    private MappingCache.Stats receiveFramesFromPeer(Listener listener, int frames, int bytes) throws Exception {
+        Peer p = peer("send-frames", listener, Integer.toString(frames), Integer.toString(bytes));
+        Connection c = accept(listener);
+        try (ReceivedMessage m = c.receive()) {
+            assertEquals(frames, m.value().frames().size());
+            for (int i = 0; i < frames; i++) {
+                assertArrayEquals(
+                        TestMessages.pattern(bytes, i),
+                        TestMessages.contents(m.value().frames().get(i).buffer()),
+                        "frame " + i);
+            }
+        }
+        MappingCache.Stats stats = IpcTransport.mappingStats(c);
+        c.close();
+        assertEquals(0, p.await(java.time.Duration.ofSeconds(30)), p::output);
+        return stats;
+    }
+
+    /**
+     * A message of 3,000 small device frames: their references cross as reference runs of at most 1,024 frames, so
+     * the receiver looks up each of the sender's allocations once per run (the peer's frames share one or two slabs),
+     * not once per frame: 10,000 frames must not mean 10,000 mapping lookups.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void shouldLeaseEachAllocationOncePerReferenceRunNotOncePerFrame() throws Exception {
+        MappingCache.Stats stats = receiveFramesFromPeer(listen(config().build()), 3000, 1024);
+        long leases = stats.opens() + stats.hits();
+        assertTrue(leases <= 3 * 2, "3 runs of frames in at most 2 allocations each: " + stats);
     }
 
     /**

@@ -33,6 +33,9 @@ import java.util.List;
  *       flipped after it was tagged: in the header length, the header, the device frame's reference (its
  *       offset)</td></tr>
  *   <tr><td>{@code replay}</td><td>sends it, reads the consumed record, sends the same bytes again</td></tr>
+ *   <tr><td>{@code run-valid}, {@code run-flip}</td><td>a message of two device frames (the second: pattern seed 8)
+ *       and the host frame, their references as one reference run; sent as tagged, or with one bit of the second
+ *       frame's offset in the run flipped after it was tagged</td></tr>
  *   <tr><td>{@code splice}</td><td>opens two connections and sends on the second the message tagged for the
  *       first</td></tr>
  * </table>
@@ -60,10 +63,17 @@ public final class MacTamperPeer {
         try (BufferAllocator<HostBuffer> host = BufferAllocator.host("tamper-host", BufferAllocator.UNLIMITED);
                 BufferAllocator<DeviceBuffer> dev = device.newAllocator("tamper-device", BufferAllocator.UNLIMITED);
                 DeviceBuffer deviceFrame = dev.allocate(DEVICE_BYTES);
+                DeviceBuffer secondFrame = dev.allocate(DEVICE_BYTES);
                 HostBuffer hostFrame = host.allocate(HOST_BYTES)) {
             TestMessages.fill(deviceFrame, TestMessages.pattern(DEVICE_BYTES, 7));
+            TestMessages.fill(secondFrame, TestMessages.pattern(DEVICE_BYTES, 8));
             TestMessages.fill(hostFrame, TestMessages.pattern(HOST_BYTES, 9));
-            Message message = TestMessages.message("tampered", List.<Buffer>of(deviceFrame, hostFrame));
+            boolean run = mode.startsWith("run-");
+            Message message = TestMessages.message(
+                    "tampered",
+                    run
+                            ? List.<Buffer>of(deviceFrame, secondFrame, hostFrame)
+                            : List.<Buffer>of(deviceFrame, hostFrame));
             try (Socket a = new Socket(ip, port)) {
                 Handshake.Result ha = Handshake.client(a, config, Capabilities.local(config.families()));
                 Socket target = a;
@@ -76,12 +86,14 @@ public final class MacTamperPeer {
                 }
                 SessionKeys.Direction seal = ha.keys().sending("test");
                 SessionKeys.Direction open = ht.keys().receiving("test");
-                Record record = record(seal, message, deviceFrame, device);
+                Record record = run
+                        ? runRecord(seal, message, List.of(deviceFrame, secondFrame), device)
+                        : record(seal, message, deviceFrame, device);
                 byte[] bytes = record.bytes;
                 switch (mode) {
                     case "flip-prefix" -> bytes[4] ^= 0x01;
                     case "flip-header" -> bytes[record.header + record.headerLength - 1] ^= 0x01;
-                    case "flip-reference" -> bytes[record.referenceOffset + 7] ^= 0x01;
+                    case "flip-reference", "run-flip" -> bytes[record.referenceOffset + 7] ^= 0x01;
                     default -> {
                         // sent as tagged
                     }
@@ -90,13 +102,13 @@ public final class MacTamperPeer {
                 DataInputStream in = new DataInputStream(target.getInputStream());
                 out.write(bytes);
                 out.flush();
-                if (mode.equals("valid") || mode.equals("replay")) {
+                if (mode.equals("valid") || mode.equals("run-valid") || mode.equals("replay")) {
                     int type = in.readUnsignedByte();
                     byte[] tag = new byte[SessionKeys.TAG_BYTES];
                     in.readFully(tag);
                     open.open(tag, "consumed record", ByteBuffer.wrap(new byte[] {(byte) type}));
                     System.out.println(type == 2 ? "consumed" : "unexpected record " + type);
-                    if (mode.equals("valid")) {
+                    if (!mode.equals("replay")) {
                         System.out.println("closed " + (in.read() < 0));
                         return;
                     }
@@ -126,6 +138,63 @@ public final class MacTamperPeer {
         }
     }
 
+    /**
+     * The message record of {@code message} (its frames: {@code deviceFrames}, then one host frame) with the device
+     * frames' references as one reference run, {@code [-1: int16][count: int32][allocations: int32]} then each
+     * allocation {@code [handle length: int16][handle][device: int32][bytes: int64]} then each frame {@code
+     * [allocation: int32][offset: int64]}, one tag after it; {@link Record#referenceOffset} is the last frame's
+     * offset.
+     */
+    private static Record runRecord(
+            SessionKeys.Direction seal, Message message, List<DeviceBuffer> deviceFrames, Device device)
+            throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int headerAt = writePrefixAndHeader(seal, message, out);
+        List<IpcHandle> allocations = new java.util.ArrayList<>();
+        for (DeviceBuffer d : deviceFrames) {
+            IpcHandle a = device.exportAllocation(d);
+            if (!allocations.contains(a)) {
+                allocations.add(a);
+            }
+        }
+        ByteArrayOutputStream run = new ByteArrayOutputStream();
+        java.io.DataOutputStream w = new java.io.DataOutputStream(run);
+        w.writeShort(-1);
+        w.writeInt(deviceFrames.size());
+        w.writeInt(allocations.size());
+        for (IpcHandle a : allocations) {
+            byte[] handle = a.handle();
+            w.writeShort(handle.length);
+            w.write(handle);
+            w.writeInt(a.deviceOrdinal());
+            w.writeLong(a.length());
+        }
+        int lastOffset = 0;
+        for (DeviceBuffer d : deviceFrames) {
+            w.writeInt(allocations.indexOf(device.exportAllocation(d)));
+            lastOffset = run.size();
+            w.writeLong(device.allocationOffset(d));
+        }
+        int runAt = out.size();
+        out.write(run.toByteArray());
+        out.write(seal.seal(ByteBuffer.wrap(run.toByteArray())));
+        out.write(TestMessages.contents(message.frames().getLast()));
+        return new Record(out.toByteArray(), headerAt, message.header().length, runAt + lastOffset);
+    }
+
+    /** Writes the record's type, header length and header, each followed by its tag; returns where the header is. */
+    private static int writePrefixAndHeader(SessionKeys.Direction seal, Message message, ByteArrayOutputStream out)
+            throws IOException {
+        byte[] header = message.header();
+        ByteBuffer prefix = ByteBuffer.allocate(5).put(0, (byte) 1).putInt(1, header.length);
+        out.write(prefix.array());
+        out.write(seal.seal(prefix));
+        int headerAt = out.size();
+        out.write(header);
+        out.write(seal.seal(ByteBuffer.wrap(header)));
+        return headerAt;
+    }
+
     /** A message record and where its parts begin. */
     private record Record(byte[] bytes, int header, int headerLength, int referenceOffset) {}
 
@@ -137,12 +206,7 @@ public final class MacTamperPeer {
             throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         byte[] header = message.header();
-        ByteBuffer prefix = ByteBuffer.allocate(5).put(0, (byte) 1).putInt(1, header.length);
-        out.write(prefix.array());
-        out.write(seal.seal(prefix));
-        int headerAt = out.size();
-        out.write(header);
-        out.write(seal.seal(ByteBuffer.wrap(header)));
+        int headerAt = writePrefixAndHeader(seal, message, out);
         IpcHandle allocation = device.exportAllocation(deviceFrame);
         byte[] handle = allocation.handle();
         ByteBuffer reference = ByteBuffer.allocate(2 + handle.length + 4 + 8 + 8)

@@ -94,6 +94,11 @@ public final class BenchReadme {
                     files.get("transfer-" + m + ".md"),
                     "ipc");
         }
+        for (String m : MACHINES) {
+            for (String transport : List.of("tcp", "ipc")) {
+                manyFrames(b, m, files.get("transfer-" + m + ".md"), transport);
+            }
+        }
         modelTransfer(b, files.get("model-transfer-cpu-2core.md"));
         for (String m : MACHINES) {
             transfer(
@@ -168,6 +173,48 @@ public final class BenchReadme {
                 "",
                 "",
                 f.get().run().cite());
+    }
+
+    /**
+     * The many-frames case of {@code transport}: its per-frame cost, the times it comes from and the counts per
+     * message, beside the cost of the copies alone where the run measured it (IPC), and the cost over the target.
+     */
+    private static void manyFrames(StringBuilder b, String machine, List<Run> runs, String transport) {
+        double targetUs = transport.equals("ipc") ? 1 : 2;
+        String target = transport.toUpperCase(java.util.Locale.ROOT) + " many frames: (10,000 arrays − one array of "
+                + "their bytes) / 10,000 ≤ " + (int) targetUs + " µs (issue 21.4)";
+        Optional<Found> f = result(runs, "transport=" + transport, "family=cuda", "many_frames", "per_frame_us");
+        if (f.isEmpty()) {
+            none(b, target, machine, "transfer-" + machine + ".md");
+            return;
+        }
+        Found r = f.get();
+        String copies = r.values().containsKey("copy_per_frame_us")
+                ? "the copies alone " + r.get("copy_per_frame_us") + " µs a frame"
+                : "";
+        String ratio;
+        try {
+            ratio = String.format(
+                    java.util.Locale.ROOT, "%.2f × the target", Double.parseDouble(r.get("per_frame_us")) / targetUs);
+        } catch (NumberFormatException e) {
+            ratio = "";
+        }
+        row(
+                b,
+                target,
+                machine,
+                r.get("per_frame_us") + " µs a frame (many " + r.get("many_ms") + " ms, one " + r.get("one_ms")
+                        + " ms; per message, many/one: receiver allocations " + r.get("receiver_allocations")
+                        + ", receiver syscalls " + r.get("receiver_syscalls") + ", sender syscalls "
+                        + r.get("sender_syscalls")
+                        + (transport.equals("ipc") && r.values().containsKey("receiver_opens")
+                                ? ", IPC handle opens " + r.get("receiver_opens") + " (first message "
+                                        + r.get("cold_opens") + ")"
+                                : "")
+                        + ")",
+                copies,
+                ratio,
+                r.run().cite());
     }
 
     private static void transfer(StringBuilder b, String target, String machine, List<Run> runs, String transport) {

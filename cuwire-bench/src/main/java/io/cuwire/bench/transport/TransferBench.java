@@ -335,7 +335,7 @@ public final class TransferBench {
 
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("--serve")) {
-            serve(Integer.parseInt(args[1]), Long.parseLong(args[2]));
+            serve(Integer.parseInt(args[1]), Long.parseLong(args[2]), args.length > 3 && args[3].equals("ucx"));
             return;
         }
         Options options;
@@ -438,7 +438,11 @@ public final class TransferBench {
                         }
                         default -> {
                             if (child == null) {
-                                child = Child.start(receiverOrdinal, maxSize, secret);
+                                child = Child.start(
+                                        receiverOrdinal,
+                                        maxSize,
+                                        secret,
+                                        options.transports().contains("ucx"));
                             }
                             String address = switch (transport) {
                                 case "tcp", "tls" -> child.tcpAddress;
@@ -515,7 +519,13 @@ public final class TransferBench {
                         }
                         if (options.arrays() > 0) {
                             ManyFrames mf = manyFrames(
-                                    conn, transport, options.arrays(), options.arrayBytes(), options.repeat(), side);
+                                    conn,
+                                    transport,
+                                    options.arrays(),
+                                    options.arrayBytes(),
+                                    options.repeat(),
+                                    side,
+                                    transport.equals("ipc") ? devices.get(receiverOrdinal) : null);
                             allChecked &= mf.checked();
                             out.println(mf.line());
                             extra.add(mf.line());
@@ -629,7 +639,8 @@ public final class TransferBench {
 
     /**
      * One transfer's figures: its time, both sides' copies between host and device, whether the receiver's content
-     * check matched, the frames the receiver allocated and both sides' read and write system calls.
+     * check matched, the frames the receiver allocated, both sides' read and write system calls and the sender's
+     * allocations the receiver opened (mapped) for it (IPC; 0 elsewhere).
      */
     record One(
             double ms,
@@ -638,7 +649,10 @@ public final class TransferBench {
             boolean checked,
             long receiverAllocations,
             long receiverSyscalls,
-            long senderSyscalls) {}
+            long senderSyscalls,
+            long receiverOpens,
+            long senderCpuNanos,
+            long receiverCpuNanos) {}
 
     /**
      * Sends {@code model} once with {@code family} and waits for the acknowledgement (the timed part), then for the
@@ -651,6 +665,8 @@ public final class TransferBench {
         long sendD2h;
         long sendH2d;
         long syscalls;
+        long cpu0;
+        long cpu;
         Serialized s;
         // Each side counts its own copies: in one process the receiver is another thread, so the sender counts its
         // thread's only; across processes this process's copies are the sender's (its writer thread stages device
@@ -658,6 +674,7 @@ public final class TransferBench {
         try (TransferScope scope =
                 oneProcess ? CopyEngine.openThreadScope("bench send") : CopyEngine.openScope("bench send")) {
             long calls0 = Syscalls.now();
+            cpu0 = Cpu.now();
             t0 = System.nanoTime();
             s = side.registry.serialize(model, family);
             sent = c.send(Message.of(s));
@@ -665,6 +682,7 @@ public final class TransferBench {
                 expectRoot(ack, "ack");
             }
             t1 = System.nanoTime();
+            cpu = Cpu.now() - cpu0;
             syscalls = Syscalls.since(calls0);
             sent.join();
             sendD2h = scope.bytes(CopyDirection.D2H);
@@ -683,7 +701,10 @@ public final class TransferBench {
                 checked,
                 Long.parseLong(report[4]),
                 Long.parseLong(report[5]),
-                syscalls);
+                syscalls,
+                Long.parseLong(report[6]),
+                cpu,
+                Long.parseLong(report[7]));
     }
 
     /**
@@ -704,6 +725,13 @@ public final class TransferBench {
             double oneReceiverSyscalls,
             double oneSenderSyscalls,
             long hostBytes,
+            double copyPerFrameUs,
+            double manyOpens,
+            double oneOpens,
+            long coldManyOpens,
+            long coldOneOpens,
+            double senderCpuPerFrameUs,
+            double receiverCpuPerFrameUs,
             boolean checked) {
         /** (many − one) / arrays, in µs. */
         double perFrameUs() {
@@ -712,44 +740,68 @@ public final class TransferBench {
 
         String line() {
             return String.format(
-                    Locale.ROOT,
-                    "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
-                            + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
-                            + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f host_bytes=%d checked=%s",
-                    transport,
-                    arrays,
-                    arrayBytes,
-                    manyMs,
-                    oneMs,
-                    perFrameUs(),
-                    manyAllocations,
-                    oneAllocations,
-                    manyReceiverSyscalls,
-                    oneReceiverSyscalls,
-                    manySenderSyscalls,
-                    oneSenderSyscalls,
-                    hostBytes,
-                    checked ? "ok" : "MISMATCH");
+                            Locale.ROOT,
+                            "RESULT transport=%s family=cuda many_frames arrays=%d array_bytes=%d "
+                                    + "many_ms=%.3f one_ms=%.3f per_frame_us=%.3f receiver_allocations=%.0f/%.0f "
+                                    + "receiver_syscalls=%.0f/%.0f sender_syscalls=%.0f/%.0f receiver_opens=%.0f/%.0f "
+                                    + "cold_opens=%d/%d sender_cpu_per_frame_us=%.3f receiver_cpu_per_frame_us=%.3f "
+                                    + "host_bytes=%d checked=%s",
+                            transport,
+                            arrays,
+                            arrayBytes,
+                            manyMs,
+                            oneMs,
+                            perFrameUs(),
+                            manyAllocations,
+                            oneAllocations,
+                            manyReceiverSyscalls,
+                            oneReceiverSyscalls,
+                            manySenderSyscalls,
+                            oneSenderSyscalls,
+                            manyOpens,
+                            oneOpens,
+                            coldManyOpens,
+                            coldOneOpens,
+                            senderCpuPerFrameUs,
+                            receiverCpuPerFrameUs,
+                            hostBytes,
+                            checked ? "ok" : "MISMATCH")
+                    + (Double.isNaN(copyPerFrameUs)
+                            ? ""
+                            : String.format(Locale.ROOT, " copy_per_frame_us=%.3f", copyPerFrameUs));
         }
     }
 
+    /**
+     * The many-frames case over {@code c}; with {@code copyTarget} (IPC: the receiver's device) also the per-frame cost
+     * of the copies alone ({@link #copyPerFrameUs}), measured before the transfers.
+     */
     private static ManyFrames manyFrames(
-            Connection c, String transport, int arrays, long arrayBytes, int repeat, Side side) {
+            Connection c, String transport, int arrays, long arrayBytes, int repeat, Side side, Device copyTarget) {
         boolean oneProcess = transport.equals("inproc");
-        long[][] counts = new long[6][repeat];
+        long[][] counts = new long[12][repeat];
+        long[] coldOpens = new long[2];
         double[] manyMs = new double[repeat];
         double[] oneMs = new double[repeat];
         boolean checked = true;
         long hostBytes = 0;
+        double copyPerFrameUs;
         try (ModelOnDevice many = new ModelOnDevice(side.layered(arrays, arrayBytes));
                 ModelOnDevice single = new ModelOnDevice(side.layered(1, arrays * arrayBytes))) {
             long manyCrc = crc(many.model());
             long singleCrc = crc(single.model());
+            copyPerFrameUs = copyTarget == null
+                    ? Double.NaN
+                    : copyPerFrameUs(many.model().layers, single.model().layers.getFirst(), copyTarget, repeat);
             for (int i = -2; i < repeat; i++) {
                 One m = one(c, oneProcess, Family.CUDA, many.model(), manyCrc, side);
                 One o = one(c, oneProcess, Family.CUDA, single.model(), singleCrc, side);
                 checked &= m.checked() && o.checked();
                 hostBytes = Math.max(hostBytes, Math.max(m.d2h() + m.h2d(), o.d2h() + o.h2d()));
+                if (i == -2) {
+                    coldOpens[0] = m.receiverOpens();
+                    coldOpens[1] = o.receiverOpens();
+                }
                 if (i >= 0) {
                     manyMs[i] = m.ms();
                     oneMs[i] = o.ms();
@@ -759,11 +811,17 @@ public final class TransferBench {
                     counts[3][i] = m.senderSyscalls();
                     counts[4][i] = o.receiverSyscalls();
                     counts[5][i] = o.senderSyscalls();
+                    counts[6][i] = m.receiverOpens();
+                    counts[7][i] = o.receiverOpens();
+                    counts[8][i] = m.senderCpuNanos();
+                    counts[9][i] = o.senderCpuNanos();
+                    counts[10][i] = m.receiverCpuNanos();
+                    counts[11][i] = o.receiverCpuNanos();
                 }
             }
         }
-        double[] med = new double[6];
-        for (int k = 0; k < 6; k++) {
+        double[] med = new double[counts.length];
+        for (int k = 0; k < counts.length; k++) {
             med[k] = Stats.median(Arrays.stream(counts[k]).asDoubleStream().toArray());
         }
         return new ManyFrames(
@@ -779,7 +837,46 @@ public final class TransferBench {
                 med[4],
                 med[5],
                 hostBytes,
+                copyPerFrameUs,
+                med[6],
+                med[7],
+                coldOpens[0],
+                coldOpens[1],
+                (med[8] - med[9]) / 1e3 / arrays,
+                (med[10] - med[11]) / 1e3 / arrays,
                 checked);
+    }
+
+    /**
+     * What copying alone costs per frame, the floor under IPC's per-frame cost on this machine: the copy engine's
+     * copies of each of {@code layers} into its place in one buffer of {@code target} (as the receiver's run blocks
+     * take them) against one copy of {@code single}, their bytes together, into the same buffer; the medians of
+     * {@code repeat} rounds (after one untimed), (many − one) / layers in µs. On the emulated device a copy of 100 KiB
+     * ran at ~10 GB/s where one of 4 MiB or more ran at ~14 GB/s (plain {@code MemorySegment.copy} on the 2-core VM,
+     * 2026-12-07), so 10,000 copies of 100 KiB cost microseconds each more than one of 1 GB, whatever moves them.
+     */
+    private static double copyPerFrameUs(List<NdArray> layers, NdArray single, Device target, int repeat) {
+        double[] manyMs = new double[repeat];
+        double[] oneMs = new double[repeat];
+        try (BufferAllocator<DeviceBuffer> alloc = target.newAllocator("bench-copy-floor", BufferAllocator.UNLIMITED);
+                DeviceBuffer dst = alloc.allocate(single.byteSize())) {
+            for (int i = -1; i < repeat; i++) {
+                long t0 = System.nanoTime();
+                long offset = 0;
+                for (NdArray a : layers) {
+                    CopyEngine.copy(a.buffer(), 0, dst, offset, a.byteSize());
+                    offset += a.byteSize();
+                }
+                long t1 = System.nanoTime();
+                CopyEngine.copy(single.buffer(), dst);
+                long t2 = System.nanoTime();
+                if (i >= 0) {
+                    manyMs[i] = (t1 - t0) / 1e6;
+                    oneMs[i] = (t2 - t1) / 1e6;
+                }
+            }
+        }
+        return (Stats.median(manyMs) - Stats.median(oneMs)) * 1e3 / layers.size();
     }
 
     /**
@@ -1229,6 +1326,7 @@ public final class TransferBench {
             while (true) {
                 ReceivedMessage m;
                 long calls0 = Syscalls.now();
+                long cpu0 = Cpu.now();
                 long allocations0 = deviceMemory.allocations.get();
                 try {
                     m = c.receive();
@@ -1253,10 +1351,13 @@ public final class TransferBench {
                 long d2h;
                 long allocations;
                 long syscalls;
+                long opens = m.metrics().mappingsOpened();
+                long cpu;
                 try (TransferScope scope = openScope("bench receive");
                         m) {
                     model = registry.deserialize(m.value(), Model.class, target);
                     c.send(ack).join();
+                    cpu = Cpu.now() - cpu0;
                     syscalls = Syscalls.since(calls0);
                     allocations = deviceMemory.allocations.get() - allocations0;
                     h2d = scope.bytes(CopyDirection.H2D) + m.metrics().hostToDeviceBytes();
@@ -1266,7 +1367,10 @@ public final class TransferBench {
                 try (ModelOnDevice owned = new ModelOnDevice(model)) {
                     crc = crc(owned.model());
                 }
-                c.send(control("crc " + crc + " " + h2d + " " + d2h + " " + allocations + " " + syscalls, List.of()))
+                c.send(control(
+                                "crc " + crc + " " + h2d + " " + d2h + " " + allocations + " " + syscalls + " " + opens
+                                        + " " + cpu,
+                                List.of()))
                         .join();
             }
         }
@@ -1308,14 +1412,20 @@ public final class TransferBench {
             this.rawUcx = rawUcx;
         }
 
-        static Child start(int ordinal, long maxSize, byte[] secret) throws IOException {
+        /**
+         * Starts the receiver JVM; it listens on UCX and serves the raw UCX ceiling only with {@code ucx} (a run that
+         * measures UCX): the ceiling's receiving thread polls its UCX worker without pause, which on a 2-core machine
+         * took a core from every other case (8,597 of the receiver's 16,700 samples in a TCP run, 2026-12-07).
+         */
+        static Child start(int ordinal, long maxSize, byte[] secret, boolean ucx) throws IOException {
             BenchChild jvm = BenchChild.start(
                     TransferBench.class,
                     List.of(),
                     secret,
                     "--serve",
                     Integer.toString(ordinal),
-                    Long.toString(maxSize));
+                    Long.toString(maxSize),
+                    ucx ? "ucx" : "no-ucx");
             try {
                 List<String> parts = jvm.ready();
                 SocketChannel raw =
@@ -1400,8 +1510,11 @@ public final class TransferBench {
         }
     }
 
-    /** The receiver JVM: listens on TCP, IPC and a raw socket, serves each connection on a thread of its own. */
-    private static void serve(int ordinal, long maxSize) throws Exception {
+    /**
+     * The receiver JVM: listens on TCP, IPC, a raw socket and, with {@code ucxToo}, UCX (and serves the raw UCX
+     * ceiling); serves each connection on a thread of its own.
+     */
+    private static void serve(int ordinal, long maxSize, boolean ucxToo) throws Exception {
         Device d = Devices.get(ordinal);
         try (Side side = new Side(d, maxSize, Secrets.fromEnvironment(), false);
                 ServerSocketChannel rawServer = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
@@ -1410,7 +1523,7 @@ public final class TransferBench {
             Listener ipc = Transports.ipc().listen("ipc://127.0.0.1:0", side.config);
             Listener ucx = null;
             try {
-                ucx = Transports.ucx().listen("ucx://127.0.0.1:0", side.config);
+                ucx = ucxToo ? Transports.ucx().listen("ucx://127.0.0.1:0", side.config) : null;
             } catch (TransportException e) {
                 System.err.println("transfer bench receiver: no ucx: " + e.getMessage());
             }
@@ -1519,6 +1632,27 @@ public final class TransferBench {
         @Override
         public String describe() {
             return memory.describe() + " (counted)";
+        }
+    }
+
+    /**
+     * The CPU time of this process's Java threads so far, in ns (each live thread's, as the JVM reports it: user and
+     * system time, at the clock's resolution, not the process's 10 ms ticks), not the JVM's own threads (GC, JIT):
+     * what a message cost each side in CPU, which a busy machine (other processes on its cores) delays but does not
+     * add to, where its wall time grows with the machine's load. A thread that ended meanwhile is not counted.
+     */
+    static final class Cpu {
+        private static final com.sun.management.ThreadMXBean THREADS =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+
+        private Cpu() {}
+
+        static long now() {
+            long total = 0;
+            for (long t : THREADS.getThreadCpuTime(THREADS.getAllThreadIds())) {
+                total += Math.max(t, 0);
+            }
+            return total;
         }
     }
 

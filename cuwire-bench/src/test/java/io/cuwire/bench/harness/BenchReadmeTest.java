@@ -61,6 +61,46 @@ class BenchReadmeTest {
     }
 
     @Test
+    void shouldShowEachTransportsPerFrameCostOfTheManyFramesCaseAndIpcsCopiesAndOpens(@TempDir Path dir)
+            throws Exception {
+        Files.writeString(
+                dir.resolve("transfer-cpu-2core.md"),
+                Results.fold(
+                        null,
+                        null,
+                        "transfer-cpu-2core",
+                        "t",
+                        "2026-12-07, many",
+                        "before: RESULT transport=tcp family=cuda many_frames arrays=10000 per_frame_us=20.000\n"
+                                + "RESULT transport=tcp family=cuda many_frames arrays=10000 array_bytes=102400 "
+                                + "many_ms=400.000 one_ms=380.000 per_frame_us=2.000 receiver_allocations=62/2 "
+                                + "receiver_syscalls=900/800 sender_syscalls=700/600 receiver_opens=0/0 "
+                                + "cold_opens=0/0 host_bytes=1 checked=ok\n"
+                                + "RESULT transport=ipc family=cuda many_frames arrays=10000 array_bytes=102400 "
+                                + "many_ms=130.000 one_ms=60.000 per_frame_us=7.000 receiver_allocations=62/2 "
+                                + "receiver_syscalls=4/3 sender_syscalls=5/4 receiver_opens=0/0 cold_opens=313/1 "
+                                + "host_bytes=0 checked=ok copy_per_frame_us=5.500",
+                        false));
+        String readme = BenchReadme.generate(dir);
+        assertTrue(
+                readme.contains("| TCP many frames: (10,000 arrays − one array of their bytes) / 10,000 ≤ 2 µs (issue "
+                        + "21.4) | cpu-2core | 2.000 µs a frame (many 400.000 ms, one 380.000 ms; per message, "
+                        + "many/one: receiver allocations 62/2, receiver syscalls 900/800, sender syscalls 700/600) |"
+                        + "  | 1.00 × the target | `transfer-cpu-2core.md`, run 2026-12-07, many |"),
+                readme);
+        assertTrue(
+                readme.contains("| IPC many frames: (10,000 arrays − one array of their bytes) / 10,000 ≤ 1 µs (issue "
+                        + "21.4) | cpu-2core | 7.000 µs a frame (many 130.000 ms, one 60.000 ms; per message, "
+                        + "many/one: receiver allocations 62/2, receiver syscalls 4/3, sender syscalls 5/4, IPC handle "
+                        + "opens 0/0 (first message 313/1)) | the copies alone 5.500 µs a frame | 7.00 × the target |"),
+                readme);
+        assertTrue(
+                readme.contains("| TCP many frames: (10,000 arrays − one array of their bytes) / 10,000 ≤ 2 µs (issue "
+                        + "21.4) | nvidia-h200 | not recorded |"),
+                readme);
+    }
+
+    @Test
     void shouldReadATableByItsColumnNames(@TempDir Path dir) throws Exception {
         Files.writeString(
                 dir.resolve("estimators-cpu-2core.md"),

@@ -14,6 +14,7 @@ import io.cuwire.memory.MemoryResource;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.BitSet;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.TreeMap;
@@ -197,6 +198,24 @@ final class EmulatedDevice extends Device {
         MemorySegment s = seg(src, srcOffset, bytes);
         MemorySegment d = seg(dst, dstOffset, bytes);
         run(stream, () -> MemorySegment.copy(s, 0, d, 0, bytes));
+    }
+
+    /** {@inheritDoc} One piece of work on the stream's thread for all of them (a copy each on the caller's without). */
+    @Override
+    protected void copyDevicesToDevices(
+            List<? extends DeviceBuffer> sources, List<? extends DeviceBuffer> targets, DeviceStream stream) {
+        MemorySegment[] s = new MemorySegment[sources.size()];
+        MemorySegment[] d = new MemorySegment[s.length];
+        for (int i = 0; i < s.length; i++) {
+            DeviceBuffer src = sources.get(i);
+            s[i] = seg(src, 0, src.byteSize());
+            d[i] = seg(targets.get(i), 0, src.byteSize());
+        }
+        run(stream, () -> {
+            for (int i = 0; i < s.length; i++) {
+                MemorySegment.copy(s[i], 0, d[i], 0, s[i].byteSize());
+            }
+        });
     }
 
     @Override

@@ -56,6 +56,11 @@ public final class MessageRecorder implements AutoCloseable {
      * event and stops counting.
      */
     public MessageMetrics finish(long headerBytes, List<MemoryKind> kinds, List<Long> lengths) {
+        return finish(headerBytes, kinds, lengths, 0);
+    }
+
+    /** As {@link #finish(long, List, List)}, for a message that had {@code mappingsOpened} of the peer's opened. */
+    public MessageMetrics finish(long headerBytes, List<MemoryKind> kinds, List<Long> lengths, long mappingsOpened) {
         long nanos = System.nanoTime() - startNanos;
         long[] byKind = new long[MemoryKind.values().length];
         for (int i = 0; i < kinds.size(); i++) {
@@ -78,7 +83,8 @@ public final class MessageRecorder implements AutoCloseable {
                 byKind[MemoryKind.DEVICE.ordinal()],
                 nanos,
                 d2h,
-                h2d);
+                h2d,
+                mappingsOpened);
         event.end();
         if (event.shouldCommit()) {
             event.transport = transport;

@@ -16,8 +16,10 @@ import java.util.List;
  *
  * <p>Many frames cost per chunk, not per frame. A sender stages a run of consecutive device frames as one stream of
  * bytes: a chunk holds the end of one frame and the starts of the next ones, so a message of 10,000 small arrays
- * makes one socket write and one wait per chunk. A receiver goes on through the slots from frame to frame and waits
- * for its copies once per message ({@link #awaitCopies}), besides waiting for a slot's last copy before reusing it.
+ * makes one socket write and one wait per chunk. A receiver takes a run of small frames as the one block they are
+ * loans of (a chunk per slot, one copy to the device per chunk), goes on through the slots from frame to frame and
+ * waits for its copies once per message ({@link #awaitCopies}), besides waiting for a slot's last copy before reusing
+ * it.
  * Used by one thread; its memory is freed when it is closed.
  */
 final class StagingRing implements AutoCloseable {

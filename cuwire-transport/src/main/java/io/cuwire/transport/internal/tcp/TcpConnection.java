@@ -79,8 +79,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * host frames from the configured {@link io.cuwire.transport.FrameAllocator} straight from the socket; device frames
  * of a host-addressable device straight from the socket too ({@link CopyEngine#writeInPlace}, counted as host-to-device
  * bytes), a run of small ones ({@link Frames#runLength}) into one block with one read; other device frames through a
- * staging ring (host to device overlapped with the socket), whose copies the message waits for once, after its last
- * frame. The wire is the same either way.
+ * staging ring (host to device overlapped with the socket; a run of small ones into its block as one stream of bytes,
+ * as the sender stages it), whose copies the message waits for once, after its last frame. The wire is the same
+ * either way.
  *
  * <h2>TLS</h2>
  * With a {@link TlsSession} (see {@link io.cuwire.transport.TlsMode}) the same records run inside TLS 1.3: every
@@ -219,6 +220,16 @@ final class TcpConnection extends AbstractConnection {
             }
         }
 
+        /** Adds {@code devices}' memory, read in place, to {@code g}, and forgets them. */
+        private void addInPlace(SocketIo.Gather g, List<DeviceBuffer> devices) {
+            if (!devices.isEmpty()) {
+                for (MemorySegment m : CopyEngine.readAllInPlace(devices)) {
+                    g.add(m.asByteBuffer());
+                }
+                devices.clear();
+            }
+        }
+
         private void beginHeap(HostBuffer h) {
             heap = h;
             nextChunk = 0;
@@ -262,21 +273,24 @@ final class TcpConnection extends AbstractConnection {
             }
             long heapGathered = 0;
             int count = start.size();
+            // device frames in place, their reads counted together (CopyEngine.readAllInPlace) as they end a stretch
+            List<DeviceBuffer> inPlace = new ArrayList<>();
             while (next < frames.size()
                     && count < GATHER_BUFFERS
                     && gatherable(frames.get(next), gathered, heapGathered)) {
                 Buffer f = frames.get(next);
                 if (f instanceof HostBuffer h) {
+                    addInPlace(g, inPlace);
                     g.add(h);
                     heapGathered += HeapStaging.needed(h) ? h.byteSize() : 0;
                 } else {
-                    g.add(CopyEngine.readInPlace((DeviceBuffer) f, 0, f.byteSize())
-                            .asByteBuffer());
+                    inPlace.add((DeviceBuffer) f);
                 }
                 gathered += f.byteSize();
                 count++;
                 next++;
             }
+            addInPlace(g, inPlace);
             if (g.staged() == 0
                     && next < frames.size()
                     && frames.get(next) instanceof HostBuffer h
@@ -512,9 +526,10 @@ final class TcpConnection extends AbstractConnection {
                         io.readFully(
                                 CopyEngine.writeInPlace((DeviceBuffer) block, 0, block.byteSize()), ioTimeoutNanos);
                     } else {
-                        for (int k = i; k < i + run; k++) {
-                            receiveStaged((DeviceBuffer) frames.get(k).buffer(), staged);
-                        }
+                        // the run's bytes are consecutive on the wire and in the block: staged as one stream, a
+                        // chunk of the ring holding many frames (one read, one copy to the device per chunk), not
+                        // a chunk, a read through the socket's buffer and a copy per frame
+                        receiveStaged((DeviceBuffer) block, staged);
                     }
                     i += run - 1;
                     continue;
