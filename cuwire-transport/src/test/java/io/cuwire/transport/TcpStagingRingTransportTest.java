@@ -47,7 +47,8 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
     static final Set<String> DEVICE_FRAME_TESTS = Set.of(
             "shouldEchoLargeDeviceAndHostFramesIntoTheReceiversOwnMemory",
             "shouldFailTheReceiveWithinTheTimeoutWhenThePeerDiesMidMessage",
-            "shouldFailTheSendWhenThePeerDiesWhileReceiving");
+            "shouldFailTheSendWhenThePeerDiesWhileReceiving",
+            "shouldReceiveManySmallDeviceFramesWholeAndInBlocksNotOneAllocationEach");
 
     /** Runs this class's own tests and the suite's {@link #DEVICE_FRAME_TESTS}. */
     static final class DeviceFrameTestsOnly implements ExecutionCondition {
@@ -181,6 +182,66 @@ class TcpStagingRingTransportTest extends TransportConformanceSuite {
         }
         c.close();
         assertExit(p, 0);
+    }
+
+    /**
+     * Small GPU messages are written on the caller's thread (their device frames staged whole into one slot of the
+     * ring) and handed to the writer when the socket takes nothing: 64 messages of one 200 KiB device frame each are
+     * sent before this side receives anything, while the peer echoes each one back (so it stops reading once this
+     * side's receive buffer is full, and this side's sends stall). Every send must return, and every echo arrive whole,
+     * one device-to-host copy per message.
+     */
+    @Test
+    void shouldHandSmallDeviceMessagesToTheWriterWhenThePeerStopsReading(TestInfo info) throws Exception {
+        SplittableRandom random = TestRandom.create(info);
+        Listener listener = listen(config().build());
+        Peer p = peer("echo", listener);
+        Connection c = accept(listener);
+        int n = 64;
+        int bytes = 200 << 10;
+        try (BufferAllocator<DeviceBuffer> sender = Devices.get(0).newAllocator("sender", BufferAllocator.UNLIMITED)) {
+            try {
+                sendAndCheckEchoes(c, sender, random, n, bytes);
+            } finally {
+                c.close();
+            }
+        }
+        assertExit(p, 0);
+    }
+
+    private void sendAndCheckEchoes(
+            Connection c, BufferAllocator<DeviceBuffer> sender, SplittableRandom random, int n, int bytes)
+            throws Exception {
+        List<byte[]> sent = new ArrayList<>();
+        List<DeviceBuffer> frames = new ArrayList<>();
+        List<CompletableFuture<MessageMetrics>> sends = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                DeviceBuffer d = sender.allocate(bytes);
+                byte[] b = TestRandom.bytes(random, bytes);
+                fill(d, b);
+                frames.add(d);
+                sent.add(b);
+            }
+            TransferScope copies = CopyEngine.openScope("small device messages");
+            for (int i = 0; i < n; i++) {
+                sends.add(c.send(message("m" + i, List.of(frames.get(i)))));
+            }
+            for (int i = 0; i < n; i++) {
+                try (ReceivedMessage echo = c.receive()) {
+                    assertEquals("m" + i, echo.value().root());
+                    assertArrayEquals(
+                            sent.get(i), contents(echo.value().frames().get(0).buffer()), "message " + i);
+                }
+            }
+            CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+            copies.close();
+            // one copy a message sent (its frame staged whole), one a message checked (contents reads it)
+            assertEquals(2L * n * bytes, copies.bytes(CopyDirection.D2H), copies.toString());
+            assertEquals(2L * n, copies.copies(CopyDirection.D2H), copies.toString());
+        } finally {
+            frames.forEach(Buffer::close);
+        }
     }
 
     private static List<Integer> prepend(int first, List<Integer> rest) {

@@ -69,6 +69,38 @@ final class StagingRing implements AutoCloseable {
         }
     }
 
+    /**
+     * Copies all of {@code run}, device frames of this ring's device of at most one chunk together, into the next slot
+     * and waits for the copies: the slot's bytes, for the caller to write (with other buffers, in one gathering write)
+     * before this ring's next use. A small run costs one copy wait and no write of its own.
+     *
+     * @throws IllegalArgumentException if the run is longer than a chunk
+     */
+    ByteBuffer stageWhole(List<DeviceBuffer> run) {
+        long length = 0;
+        for (DeviceBuffer d : run) {
+            length += d.byteSize();
+        }
+        if (length > slots.chunk()) {
+            throw new IllegalArgumentException(
+                    "a run of " + length + " bytes does not fit one chunk of " + slots.chunk() + " bytes");
+        }
+        int s = slots.slot(next);
+        boolean done = false;
+        try {
+            slots.stream(s).synchronize();
+            stage(new Cursor(run), next, length);
+            slots.stream(s).synchronize();
+            next++;
+            done = true;
+            return views[s].duplicate().clear().limit((int) length);
+        } finally {
+            if (!done) {
+                slots.quiesce();
+            }
+        }
+    }
+
     /** Enqueues the copies that fill ring chunk {@code k}'s slot with the run's next {@code bytes} bytes. */
     private void stage(Cursor from, long k, long bytes) {
         int s = slots.slot(k);

@@ -55,8 +55,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * </pre>
  *
  * <h2>Sending</h2>
- * A message of host frames only, of at most {@value #INLINE_HOST_BYTES} bytes, is written on the caller's thread
- * when nothing is queued ahead of it (no hand-off to the writer and no wake-up: most of a 1 MiB message's latency);
+ * A message of at most {@value #INLINE_HOST_BYTES} bytes whose frames the staging ring carries (device frames of a
+ * GPU) hold at most {@value #SMALL_RUN_BYTES} bytes (host frames only, or a small GPU message) is written on the
+ * caller's thread when nothing is queued ahead of it (no hand-off to the writer and no wake-up: most of a 1 MiB
+ * message's latency);
  * should the socket take nothing for {@value #HAND_OFF_NANOS} ns meanwhile (a peer that does not read, perhaps
  * because it is sending to this side too), the writer thread writes the rest, so that the caller can go on to
  * receive. Every other message is written by the writer thread, in order. Either way a message is written as a run
@@ -67,7 +69,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * host frames are (small ones gathered with them, large ones straight from their memory), counted by the copy engine
  * as device-to-host bytes ({@link CopyEngine#readInPlace}); memory it does not (a CUDA GPU's) goes through a
  * {@link StagingRing} (device to pinned host, overlapped with the socket), consecutive frames of a device as one run
- * of bytes, so that many small frames share the ring's chunks, writes and waits. A connection of
+ * of bytes, so that many small frames share the ring's chunks, writes and waits; a run of at most
+ * {@value #SMALL_RUN_BYTES} bytes is staged whole into one slot and gathered with the record's start and the host
+ * frames around it, one copy wait and one write. A connection of
  * {@link TcpTransport#STAGING_DEVICE_FRAMES} takes the ring for both. The send completes once the last byte was handed
  * to the socket.
  *
@@ -102,6 +106,13 @@ final class TcpConnection extends AbstractConnection {
      * overlaps them with its own work, and a receive can run while a large message is being written.
      */
     private static final long INLINE_HOST_BYTES = 4 << 20;
+    /**
+     * A run of device frames that go through the staging ring and hold at most this many bytes (and at most one of
+     * its chunks) is staged whole and gathered with the host buffers around it ({@link StagingRing#stageWhole}), and a
+     * message whose staged device frames hold no more is written on the caller's thread like a host message: a small
+     * GPU message then costs one copy wait and one write, without a hand-off to the writer thread.
+     */
+    private static final long SMALL_RUN_BYTES = 256 << 10;
     /** How long a caller writing its message waits for a socket that takes nothing before the writer takes over. */
     private static final long HAND_OFF_NANOS = 1_000_000;
 
@@ -118,11 +129,11 @@ final class TcpConnection extends AbstractConnection {
             super(state, message.totalBytes());
             this.message = message;
             this.header = message.header();
-            boolean hostOnly = true;
+            long staged = 0;
             for (Buffer b : message.frames()) {
-                hostOnly &= b instanceof HostBuffer || inPlace(b);
+                staged += b instanceof HostBuffer || inPlace(b) ? 0 : b.byteSize();
             }
-            this.inline = hostOnly && bytes <= INLINE_HOST_BYTES;
+            this.inline = bytes <= INLINE_HOST_BYTES && staged <= smallRunBytes();
         }
     }
 
@@ -189,7 +200,7 @@ final class TcpConnection extends AbstractConnection {
                     return null;
                 }
                 Buffer frame = frames.get(next);
-                if (gatherable(frame, 0, 0)) {
+                if (gatherable(frame, 0, 0) || smallRun(0) > 0) {
                     return gather(new ArrayList<>(), 0);
                 }
                 next++;
@@ -203,21 +214,57 @@ final class TcpConnection extends AbstractConnection {
                     nextByte = 0;
                 } else {
                     // this frame and the device frames of its device right after it: staged as one run of bytes
-                    DeviceBuffer d = (DeviceBuffer) frame;
-                    List<DeviceBuffer> run = new ArrayList<>();
-                    run.add(d);
-                    while (next < frames.size()
-                            && frames.get(next) instanceof DeviceBuffer e
-                            && e.device() == d.device()
-                            && !inPlace(e)) {
-                        run.add(e);
-                        next++;
-                    }
-                    sendRings
-                            .computeIfAbsent(d.device(), TcpConnection.this::newRing)
-                            .send(run, io, ioTimeoutNanos);
+                    next--;
+                    List<DeviceBuffer> run = takeRun();
+                    sendRing(run).send(run, io, ioTimeoutNanos);
                 }
             }
+        }
+
+        /**
+         * The device frames from {@link #next} on that the staging ring carries as one run (those of the first one's
+         * device, up to the first frame that is not), and moves past them.
+         */
+        private List<DeviceBuffer> takeRun() {
+            DeviceBuffer d = (DeviceBuffer) frames.get(next++);
+            List<DeviceBuffer> run = new ArrayList<>();
+            run.add(d);
+            while (next < frames.size()
+                    && frames.get(next) instanceof DeviceBuffer e
+                    && e.device() == d.device()
+                    && !inPlace(e)) {
+                run.add(e);
+                next++;
+            }
+            return run;
+        }
+
+        private StagingRing sendRing(List<DeviceBuffer> run) {
+            return sendRings.computeIfAbsent(run.get(0).device(), TcpConnection.this::newRing);
+        }
+
+        /**
+         * The bytes of the run of staged device frames at {@link #next} if it is small enough to stage whole into a
+         * gathering write that holds {@code gathered} bytes ({@link #SMALL_RUN_BYTES}, one chunk of the ring, and the
+         * write's {@value #GATHER_BYTES}), else 0 (also when the next frame is not such a device frame).
+         */
+        private long smallRun(long gathered) {
+            if (next == frames.size() || !(frames.get(next) instanceof DeviceBuffer d) || inPlace(d)) {
+                return 0;
+            }
+            long bytes = 0;
+            for (int i = next;
+                    i < frames.size()
+                            && frames.get(i) instanceof DeviceBuffer e
+                            && e.device() == d.device()
+                            && !inPlace(e);
+                    i++) {
+                bytes += e.byteSize();
+                if (bytes > smallRunBytes() || gathered + bytes > GATHER_BYTES) {
+                    return 0;
+                }
+            }
+            return bytes;
         }
 
         /** Adds {@code devices}' memory, read in place, to {@code g}, and forgets them. */
@@ -275,9 +322,22 @@ final class TcpConnection extends AbstractConnection {
             int count = start.size();
             // device frames in place, their reads counted together (CopyEngine.readAllInPlace) as they end a stretch
             List<DeviceBuffer> inPlace = new ArrayList<>();
-            while (next < frames.size()
-                    && count < GATHER_BUFFERS
-                    && gatherable(frames.get(next), gathered, heapGathered)) {
+            // at most one small run of staged device frames (staged whole into the ring's next slot) per write
+            boolean stagedRun = false;
+            while (next < frames.size() && count < GATHER_BUFFERS) {
+                if (!gatherable(frames.get(next), gathered, heapGathered)) {
+                    long runBytes = stagedRun ? 0 : smallRun(gathered);
+                    if (runBytes == 0) {
+                        break;
+                    }
+                    addInPlace(g, inPlace);
+                    List<DeviceBuffer> run = takeRun();
+                    g.add(sendRing(run).stageWhole(run));
+                    gathered += runBytes;
+                    count++;
+                    stagedRun = true;
+                    continue;
+                }
                 Buffer f = frames.get(next);
                 if (f instanceof HostBuffer h) {
                     addInPlace(g, inPlace);
@@ -454,6 +514,11 @@ final class TcpConnection extends AbstractConnection {
      */
     private boolean inPlace(Buffer frame) {
         return deviceInPlace && frame instanceof DeviceBuffer d && d.device().hostAddressable();
+    }
+
+    /** {@link #SMALL_RUN_BYTES}, at most one chunk of this connection's staging ring. */
+    private long smallRunBytes() {
+        return Math.min(SMALL_RUN_BYTES, config.stagingChunkBytes());
     }
 
     private StagingRing newRing(Device device) {
