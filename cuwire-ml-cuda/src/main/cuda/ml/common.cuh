@@ -14,6 +14,8 @@
 #define ML_FOREST_CHUNK 8
 // Row-group kernels (gemv rows, nearest rows): the elements of a row each lane loads before it computes.
 #define ML_ROW_UNROLL 8
+// ml_gemv_rows_v4: the rows a thread loads at once.
+#define ML_GEMV_V4_ROWS 4
 // Nearest rows: the centers (as doubles) a block holds in shared memory, k x cols at most.
 #define ML_NEAREST_SHARED 4096
 // Deterministic scatter-add: the doubles of a block's per-warp sums (warps x k x 32), 48 KiB: k <= 192.

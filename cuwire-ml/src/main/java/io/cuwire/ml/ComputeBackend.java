@@ -363,6 +363,14 @@ public abstract class ComputeBackend {
     }
 
     /**
+     * What {@link #gemv} runs for a matrix like {@code a} ({@code transA}: its transpose), for benchmark reports: a
+     * backend with several kernels names the one it picks; this default is the backend's {@link #name}.
+     */
+    public String gemvPath(boolean transA, NdArray a) {
+        return name();
+    }
+
+    /**
      * What {@link #nearestRows} runs for rows like {@code x} and {@code centers} centers, for benchmark reports: a
      * backend with several kernels names the one it picks; this default is the backend's {@link #name}.
      */

@@ -65,7 +65,9 @@ import picocli.CommandLine.Option;
  *       {@code fraction} can exceed 1.</li>
  *   <li>KMeans's line names the kernel its predict ran ({@code kernel=}, see {@link #kmeansKernel}): run the bench
  *       once per {@code -Dcuwire.ml.nearestKernel} setting ({@code auto}, {@code v4}, {@code scalar}) to time each
- *       kernel on the same data.</li>
+ *       kernel on the same data. LinearRegression's names its product's
+ *       ({@link io.cuwire.ml.ComputeBackend#gemvPath}; on CUDA {@code -Dcuwire.ml.gemvKernel=auto} or
+ *       {@code scalar}).</li>
  *   <li>A check outside the timing: the predictions of the first {@value #CHECKED_ROWS} rows, copied to the host, are
  *       compared with the fitted model evaluated in Java in double precision ({@code matches_cpu}): relative
  *       difference at most {@code 1e-4} for the regression, labels equal for KMeans.</li>
@@ -178,7 +180,8 @@ public final class RooflineBench {
      * @param readGbps the read ceiling's bandwidth (the sum of X), GB/s
      * @param outBytes bytes of the prediction (left on the device)
      * @param matchesCpu whether the checked rows agree with the model evaluated on the host
-     * @param kernel for KMeans, the kernel its predict runs ({@link #kmeansKernel}); {@code null} for the others
+     * @param kernel the kernel the predict runs: for KMeans {@link #kmeansKernel}, for LinearRegression its
+     *     product's ({@link io.cuwire.ml.ComputeBackend#gemvPath}); {@code null} for none
      */
     public record Result(
             String estimator,
@@ -293,7 +296,7 @@ public final class RooflineBench {
                         read,
                         o.rows() * Float.BYTES,
                         ok,
-                        null);
+                        ComputeBackends.forArray(x).gemvPath(false, x));
             }
             out.println(results[0].line());
             out.flush();

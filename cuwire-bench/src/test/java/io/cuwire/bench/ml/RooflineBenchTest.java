@@ -32,7 +32,7 @@ class RooflineBenchTest {
         String number = "[0-9.]+";
         for (int i = 0; i < 2; i++) {
             String name = i == 0 ? "LinearRegression" : "KMeans";
-            String kernel = i == 0 ? "" : " kernel=\\w+";
+            String kernel = " kernel=\\w+";
             assertTrue(
                     lines[4 + i].matches("RESULT bench=roofline estimator=" + name + " rows=20000 cols=16 "
                             + "predict_ms=" + number + " gbps=" + number + " roofline_gbps=" + number + " fraction="
@@ -58,6 +58,14 @@ class RooflineBenchTest {
                     default -> "ml_nearest_rows_regs_v4_k8x1_f32";
                 };
         assertEquals(want, results[1].kernel(), lines[5]);
+        // LinearRegression's product: on a GPU the float4 kernel for 16 aligned float32 columns, unless
+        // -Dcuwire.ml.gemvKernel=scalar
+        String gemv = !results[0].backend().equals("cuda")
+                ? results[0].backend()
+                : System.getProperty("cuwire.ml.gemvKernel", "auto").equals("scalar")
+                        ? "ml_gemv_rows_f32"
+                        : "ml_gemv_rows_v4_f32";
+        assertEquals(gemv, results[0].kernel(), lines[4]);
     }
 
     @Test

@@ -85,6 +85,19 @@ public final class CudaBackend extends ComputeBackend {
         return MlKernels.nearestRowsKernel(MlKernels.nearestKernelSetting(), x.dtype(), dev(x), cols, centers);
     }
 
+    /**
+     * The kernel of {@link MlKernels#gemvRows} that {@code -Dcuwire.ml.gemvKernel} picks for this shape
+     * ({@code ml_gemv_rows_v4_f32}, {@code ml_gemv_rows_f32}, {@code ml_gemv_rows_f64}), or {@code cublas} for
+     * transposed or wider products.
+     */
+    @Override
+    public String gemvPath(boolean transA, NdArray a) {
+        if (transA || a.dim(1) > GEMV_ROWS_MAX_COLS) {
+            return "cublas";
+        }
+        return MlKernels.gemvRowsKernel(a.dtype(), dev(a), a.dim(1));
+    }
+
     @Override
     public String name() {
         return "cuda";

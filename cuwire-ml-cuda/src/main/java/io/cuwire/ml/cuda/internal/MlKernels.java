@@ -884,10 +884,68 @@ public final class MlKernels {
         return lanes;
     }
 
+    /** The system property that picks {@link #gemvRows}'s kernel: {@code auto} or {@code scalar}. */
+    public static final String GEMV_KERNEL_PROPERTY = "cuwire.ml.gemvKernel";
+
+    private static final String GEMV_SETTING = System.getProperty(GEMV_KERNEL_PROPERTY, "auto");
+
+    /** Rows a thread of {@code ml_gemv_rows_v4_f32} loads at once ({@code ML_GEMV_V4_ROWS} of its source). */
+    static final int GEMV_V4_ROWS = 4;
+
+    /**
+     * Whether {@link #gemvRows} takes the float4 kernel for this run ({@value #GEMV_KERNEL_PROPERTY} {@code auto}, the
+     * default) where it applies, or always the scalar one ({@code scalar}); read once, when this class is loaded, so
+     * that one measurement can time each: {@code -Dcuwire.ml.gemvKernel=scalar cuwire bench roofline}.
+     */
+    public static boolean gemvV4Setting() {
+        return switch (GEMV_SETTING) {
+            case "auto" -> true;
+            case "scalar" -> false;
+            default ->
+                throw new IllegalArgumentException(
+                        "-D" + GEMV_KERNEL_PROPERTY + "=" + GEMV_SETTING + " (expected: auto or scalar)");
+        };
+    }
+
+    /**
+     * The kernel {@link #gemvRows} launches for {@code cols} columns of {@code dtype}, rows starting 16-byte
+     * {@code aligned} or not: with {@code v4}, {@code ml_gemv_rows_v4_f32} for float32 rows of a multiple of 4
+     * elements from an aligned start; otherwise the scalar kernel of the type.
+     */
+    static Kernel gemvKernel(boolean v4, DType dtype, long cols, boolean aligned) {
+        if (v4 && dtype == DType.FLOAT32 && cols % 4 == 0 && aligned) {
+            return MlKernelTable.GEMV_ROWS_V4_F32;
+        }
+        return MlKernelTable.gemvRows(dtype);
+    }
+
+    /** The name of the kernel {@link #gemvRows} launches in this run for {@code cols} columns of {@code dtype} in a. */
+    public static String gemvRowsKernel(DType dtype, DeviceBuffer a, long cols) {
+        floating("gemvRows", dtype);
+        return gemvKernel(gemvV4Setting(), dtype, cols, KernelModule.aligned(a, 16))
+                .name();
+    }
+
+    /**
+     * The threads that share one row of {@code cols} float32 elements in {@code ml_gemv_rows_v4_f32}: the least power
+     * of two that gives each at most one float4 of the row, at most a warp (32).
+     */
+    static int rowLanesV4(long cols) {
+        long want = (cols + 3) / 4;
+        int lanes = 1;
+        while (lanes < 32 && lanes < want) {
+            lanes <<= 1;
+        }
+        return lanes;
+    }
+
     /**
      * {@code y[r] = alpha * a[r, :] . x + beta * y[r]} for a row-major {@code rows x cols} {@code a} (the old
      * {@code y} ignored when {@code beta} is 0): a matrix-vector product that reads {@code a} once, a few threads per
-     * row ({@link #rowLanes}), products summed in float64.
+     * row, by the kernel {@link #gemvKernel} picks: the scalar kernel ({@link #rowLanes} lanes a row, products summed
+     * in float64), or for float32 rows of a multiple of 4 elements from a 16-byte aligned start the float4 one
+     * ({@link #rowLanesV4} lanes, {@value #GEMV_V4_ROWS} rows a thread at once, each float4's four products summed in
+     * float32, those sums in float64).
      */
     public static void gemvRows(
             DeviceStream stream,
@@ -899,20 +957,39 @@ public final class MlKernels {
             double alpha,
             double beta,
             DeviceBuffer y) {
+        gemvRows(stream, dtype, a, rows, cols, x, alpha, beta, y, gemvV4Setting());
+    }
+
+    /** {@link #gemvRows} with the float4 kernel allowed ({@code v4}) or not, for tests that compare them. */
+    public static void gemvRows(
+            DeviceStream stream,
+            DType dtype,
+            DeviceBuffer a,
+            long rows,
+            long cols,
+            DeviceBuffer x,
+            double alpha,
+            double beta,
+            DeviceBuffer y,
+            boolean v4) {
         int es = floating("gemvRows", dtype);
-        int lanes = rowLanes(cols);
-        MlKernelTable.gemvRows(dtype)
-                .launch(
-                        Math.multiplyExact(rows, (long) lanes),
-                        KernelArgs.on(stream)
-                                .i64(rows)
-                                .i64(cols)
-                                .i32(lanes)
-                                .f64(alpha)
-                                .array("a", a, Math.multiplyExact(rows, cols), es)
-                                .array("x", x, cols, es)
-                                .f64(beta)
-                                .array("y", y, rows, es));
+        Kernel kernel = gemvKernel(v4, dtype, cols, KernelModule.aligned(a, 16));
+        boolean vec = kernel == MlKernelTable.GEMV_ROWS_V4_F32;
+        int lanes = vec ? rowLanesV4(cols) : rowLanes(cols);
+        long work = vec
+                ? Math.multiplyExact((rows + GEMV_V4_ROWS - 1) / GEMV_V4_ROWS, (long) lanes)
+                : Math.multiplyExact(rows, (long) lanes);
+        kernel.launch(
+                work,
+                KernelArgs.on(stream)
+                        .i64(rows)
+                        .i64(cols)
+                        .i32(lanes)
+                        .f64(alpha)
+                        .array("a", a, Math.multiplyExact(rows, cols), es)
+                        .array("x", x, cols, es)
+                        .f64(beta)
+                        .array("y", y, rows, es));
     }
 
     /**

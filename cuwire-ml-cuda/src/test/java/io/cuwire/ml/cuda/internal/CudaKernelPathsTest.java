@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.cuwire.cuda.Cuda;
 import io.cuwire.cuda.CudaTestSupport;
+import io.cuwire.cuda.KernelModule;
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
@@ -499,5 +500,88 @@ class CudaKernelPathsTest {
             }
             return kernel;
         }
+    }
+
+    /**
+     * gemvRows with the float4 kernel allowed and not, against the products in double on the host: widths around
+     * every lane count of both kernels (1 to 4,096 columns; multiples of 4 and not), rows starting 16-byte aligned or
+     * not, one row and rows that leave a step of the float4 kernel partly past the end, beta 0 and not. Float32
+     * within the conformance suite's tolerance, float64 within 1e-12; the shapes must take each kernel.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
+    void shouldMultiplyRowsAsTheHostWithEveryGemvKernel(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        int[] widths = {1, 3, 4, 8, 12, 16, 60, 64, 65, 124, 128, 132, 256, 260, 1000, 4096};
+        Set<String> kernels = new TreeSet<>();
+        int shape = 0;
+        for (int d : widths) {
+            int n = new int[] {1, 37, 2001}[shape++ % 3];
+            for (boolean aligned : d % 4 == 0 ? new boolean[] {true, false} : new boolean[] {true}) {
+                for (boolean v4 : new boolean[] {true, false}) {
+                    kernels.add(gemvRows(dt, r, n, d, aligned, v4, shape % 2 == 0 ? 0 : 0.5));
+                }
+            }
+        }
+        Set<String> expected = new TreeSet<>(Set.of("ml_gemv_rows_" + (dt == DType.FLOAT32 ? "f32" : "f64")));
+        if (dt == DType.FLOAT32) {
+            expected.add("ml_gemv_rows_v4_f32");
+        }
+        assertEquals(expected, kernels, "the kernels the shapes took");
+    }
+
+    /** One gemvRows case, {@code y = 1.5 a x + beta y}; returns the kernel's name. */
+    private String gemvRows(DType dt, SplittableRandom r, int n, int d, boolean aligned, boolean v4, double beta) {
+        int pad = aligned ? 0 : 1;
+        double[] a = new double[pad + n * d];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = r.nextDouble(-2, 2);
+        }
+        double[] x = new double[d];
+        double[] y0 = new double[n];
+        for (int j = 0; j < d; j++) {
+            x[j] = r.nextDouble(-1, 1);
+        }
+        for (int i = 0; i < n; i++) {
+            y0[i] = r.nextDouble(-1, 1);
+        }
+        String what = "gemvRows " + n + " x " + d + ", " + dt.wireName() + (v4 ? "" : ", scalar only")
+                + (aligned ? "" : ", unaligned") + ", beta " + beta;
+        try (NdArray as = array(gpu, dt, a, a.length);
+                NdArray xs = array(gpu, dt, x, d);
+                NdArray ys = array(gpu, dt, y0, n)) {
+            DeviceBuffer rows =
+                    ((DeviceBuffer) as.buffer()).slice((long) pad * dt.byteSize(), (long) n * d * dt.byteSize());
+            String kernel = MlKernels.gemvKernel(v4, dt, d, KernelModule.aligned(rows, 16))
+                    .name();
+            MlKernels.gemvRows(
+                    stream, dt, rows, n, d, (DeviceBuffer) xs.buffer(), 1.5, beta, (DeviceBuffer) ys.buffer(), v4);
+            stream.synchronize();
+            double[] got = values(ys);
+            double[] av = stored(dt, a);
+            double[] xv = stored(dt, x);
+            double[] yv = stored(dt, y0);
+            double tol = dt == DType.FLOAT64 ? 1e-12 : 1e-5;
+            for (int i = 0; i < n; i++) {
+                double dot = 0;
+                double mag = 0;
+                for (int j = 0; j < d; j++) {
+                    dot += av[pad + i * d + j] * xv[j];
+                    mag += Math.abs(av[pad + i * d + j] * xv[j]);
+                }
+                double want = 1.5 * dot + beta * yv[i];
+                double bound = tol * (1 + 1.5 * mag + Math.abs(beta * yv[i]));
+                assertTrue(
+                        Math.abs(got[i] - want) <= bound,
+                        what + " (" + kernel + "): row " + i + " gave " + got[i] + ", want " + want);
+            }
+            return kernel;
+        }
+    }
+
+    /** The values as the device holds them: rounded to float32 for float32 arrays. */
+    private static double[] stored(DType dt, double[] v) {
+        return dt == DType.FLOAT32 ? Arrays.stream(v).map(e -> (float) e).toArray() : v;
     }
 }

@@ -92,6 +92,39 @@ class MlKernelsPlanTest {
     }
 
     /**
+     * gemvRows takes the float4 kernel only for float32 rows of a multiple of 4 elements from a 16-byte aligned start
+     * and when allowed, with one float4 of a row a lane up to 128 columns; every other shape the scalar kernel.
+     */
+    @Test
+    void shouldTakeTheFloat4GemvKernelOnlyForAlignedFloat32RowsOfWholeFloat4s() {
+        assertEquals(
+                "ml_gemv_rows_v4_f32",
+                MlKernels.gemvKernel(true, DType.FLOAT32, 64, true).name());
+        assertEquals(
+                "ml_gemv_rows_v4_f32",
+                MlKernels.gemvKernel(true, DType.FLOAT32, 4, true).name());
+        assertEquals(
+                "ml_gemv_rows_f32",
+                MlKernels.gemvKernel(true, DType.FLOAT32, 66, true).name());
+        assertEquals(
+                "ml_gemv_rows_f32",
+                MlKernels.gemvKernel(true, DType.FLOAT32, 64, false).name());
+        assertEquals(
+                "ml_gemv_rows_f32",
+                MlKernels.gemvKernel(false, DType.FLOAT32, 64, true).name());
+        assertEquals(
+                "ml_gemv_rows_f64",
+                MlKernels.gemvKernel(true, DType.FLOAT64, 64, true).name());
+        assertEquals(1, MlKernels.rowLanesV4(4));
+        assertEquals(2, MlKernels.rowLanesV4(8));
+        assertEquals(4, MlKernels.rowLanesV4(12));
+        assertEquals(16, MlKernels.rowLanesV4(64));
+        assertEquals(32, MlKernels.rowLanesV4(128));
+        assertEquals(32, MlKernels.rowLanesV4(4096));
+        assertTrue(MlKernels.gemvV4Setting(), "auto unless -Dcuwire.ml.gemvKernel=scalar");
+    }
+
+    /**
      * The scatter plan's branches: no plan (the atomic kernel) for 0 or more than 192 rows out; lanes of 8 warps up
      * to 24 rows out, fewer above (each warp holds k x 32 doubles of the block's 48 KiB); runs of about 512 rows, at
      * most 1024 blocks over all column tiles, one run a tile when the tiles alone are more.
