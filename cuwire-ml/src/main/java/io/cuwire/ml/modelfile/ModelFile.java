@@ -178,8 +178,11 @@ public final class ModelFile {
     /**
      * The file of fitted estimator {@code e}, for scikit-learn to rebuild ({@code cuwire_sklearn.load}).
      *
-     * @throws ModelFileException if {@code e}'s kind has no file form (forests: scikit-learn cannot rebuild their
-     *     trees from arrays) or it is not fitted
+     * <p>A forest's trees are written in cuwire's node numbering with its thresholds unchanged: scikit-learn's rebuilt
+     * forest predicts what cuwire does on every row that float32 holds exactly (scikit-learn casts rows to float32).
+     *
+     * @throws ModelFileException if {@code e}'s kind has no file form (one not in {@link #estimators()}) or it is not
+     *     fitted
      */
     public static ModelFile of(Estimator e) {
         return SklearnModels.describe(e);

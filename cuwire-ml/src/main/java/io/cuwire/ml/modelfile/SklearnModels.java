@@ -572,14 +572,23 @@ final class SklearnModels {
                 arrays.add(new ModelFile.Array("_y", DType.INT64, new long[] {y.length}, y));
                 arrays.add(range(m.classes()));
             }
-            case RandomForest m ->
-                throw new ModelFileException(
-                        "estimator",
-                        name + " (expected: not a forest; "
-                                + "scikit-learn cannot rebuild a tree from its arrays, so forests are only read)");
+            case RandomForest m -> {
+                Map<String, Object> p = m.params();
+                params.put("n_estimators", (long) m.info().trees());
+                params.put("max_depth", ((Number) p.get("maxDepth")).longValue());
+                params.put("min_samples_split", ((Number) p.get("minSamplesSplit")).longValue());
+                params.put("min_samples_leaf", ((Number) p.get("minSamplesLeaf")).longValue());
+                params.put("bootstrap", p.get("bootstrap"));
+                params.put("random_state", p.get("seed"));
+                attributes.put("n_features_in_", (long) m.info().features());
+                arrays.addAll(SklearnTrees.arrays(ForestLayout.decode(m.forest()), m.info()));
+                if (m instanceof RandomForestClassifier c) {
+                    arrays.add(range(c.classes()));
+                }
+            }
             default ->
                 throw new ModelFileException(
-                        "estimator", name + " (expected one of: " + String.join(", ", ESTIMATORS.subList(0, 7)) + ")");
+                        "estimator", name + " (expected one of: " + String.join(", ", ESTIMATORS) + ")");
         }
         return new ModelFile(name, "cuwire", params, attributes, arrays);
     }

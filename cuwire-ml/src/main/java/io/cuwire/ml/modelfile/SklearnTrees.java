@@ -1,7 +1,9 @@
 package io.cuwire.ml.modelfile;
 
+import io.cuwire.memory.DType;
 import io.cuwire.ml.ForestLayout;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One scikit-learn tree ({@code tree_.children_left}, {@code children_right}, {@code feature}, {@code threshold},
@@ -22,6 +24,13 @@ import java.util.Arrays;
  *
  * <p>Leaves: a classifier's values are normalized to class probabilities (scikit-learn 1.2 stores weighted counts,
  * later versions fractions; {@code predict_proba} normalizes either way); a regressor's leaf is its one value.
+ *
+ * <p>The other way ({@link #arrays}), cuwire's trees become scikit-learn's arrays as they are: cuwire's node numbers
+ * (a split's children adjacent), {@code -1} for a leaf's children, {@code -2} (scikit-learn's {@code TREE_UNDEFINED})
+ * for its feature and threshold, and each threshold unchanged: scikit-learn sends a row left when
+ * {@code float32(x) <= t}, cuwire when {@code x <= t}, which agree for every row that float32 holds exactly (every
+ * row scikit-learn has cast). cuwire keeps values at the leaves only, so a split's {@code value} row is zeros (no
+ * prediction reads it).
  */
 final class SklearnTrees {
     private SklearnTrees() {}
@@ -109,6 +118,46 @@ final class SklearnTrees {
             }
         }
         return new ForestLayout.Tree(nodeFeature, nodeChild, nodeThreshold, values);
+    }
+
+    /**
+     * The file's forest arrays of {@code trees} ({@code tree_node_count}, {@code children_left},
+     * {@code children_right}, {@code feature}, {@code threshold}, {@code value}), the inverse of {@link #convert}
+     * up to the numbering of the nodes.
+     */
+    static List<ModelFile.Array> arrays(List<ForestLayout.Tree> trees, ForestLayout.Info info) {
+        int outputs = info.outputs();
+        int nodes = Math.toIntExact(info.nodes());
+        double[] counts = new double[trees.size()];
+        double[] left = new double[nodes];
+        double[] right = new double[nodes];
+        double[] feature = new double[nodes];
+        double[] threshold = new double[nodes];
+        double[] value = new double[Math.multiplyExact(nodes, outputs)];
+        int g = 0;
+        for (int t = 0; t < trees.size(); t++) {
+            ForestLayout.Tree tree = trees.get(t);
+            counts[t] = tree.feature().length;
+            for (int i = 0; i < tree.feature().length; i++, g++) {
+                int f = tree.feature()[i];
+                int c = tree.child()[i];
+                boolean leaf = f < 0;
+                left[g] = leaf ? -1 : c;
+                right[g] = leaf ? -1 : c + 1;
+                feature[g] = leaf ? -2 : f;
+                threshold[g] = leaf ? -2 : tree.threshold()[i];
+                if (leaf) {
+                    System.arraycopy(tree.values(), c * outputs, value, g * outputs, outputs);
+                }
+            }
+        }
+        return List.of(
+                new ModelFile.Array("tree_node_count", DType.INT64, new long[] {counts.length}, counts),
+                new ModelFile.Array("children_left", DType.INT64, new long[] {nodes}, left),
+                new ModelFile.Array("children_right", DType.INT64, new long[] {nodes}, right),
+                new ModelFile.Array("feature", DType.INT64, new long[] {nodes}, feature),
+                new ModelFile.Array("threshold", DType.FLOAT64, new long[] {nodes}, threshold),
+                new ModelFile.Array("value", DType.FLOAT64, new long[] {nodes, outputs}, value));
     }
 
     /** {@code value}, a child of global node {@code g}, as a node of the tree not placed yet. */

@@ -6,9 +6,11 @@
 
     python3 cuwire_sklearn.py inspect model.cwm           # the header, and each array's dtype and shape
 
-save() knows LinearRegression, Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, KNeighborsClassifier,
-RandomForestClassifier and RandomForestRegressor; load() rebuilds the first six from their attributes and the
-neighbours classifier from its stored rows (forests: not supported). Anything else raises ValueError naming what.
+save() and load() know LinearRegression, Ridge, LogisticRegression, KMeans, PCA, MultinomialNB,
+KNeighborsClassifier, RandomForestClassifier and RandomForestRegressor. load() rebuilds the first six from their
+attributes, the neighbours classifier from its stored rows, and a forest's trees from the file's arrays through
+scikit-learn's tree state (sklearn.tree._tree.Tree and its __setstate__, the node layout read from scikit-learn at run
+time, as the installed version has it). Anything else raises ValueError naming what.
 """
 
 import json
@@ -179,12 +181,102 @@ def load(path):
     elif name == "KNeighborsClassifier":
         est = neighbors.KNeighborsClassifier(n_neighbors=int(p.get("n_neighbors", 5)))
         est.fit(a["_fit_X"], a["classes_"][a["_y"]])
+    elif name in ("RandomForestClassifier", "RandomForestRegressor"):
+        est = _forest(path, name, p, a, d)
     else:
         raise ValueError("cuwire_sklearn: %s: estimator %r is not one scikit-learn rebuilds from a cuwire file "
                          "(expected one of: LinearRegression, Ridge, LogisticRegression, KMeans, PCA, MultinomialNB, "
-                         "KNeighborsClassifier)" % (path, name))
+                         "KNeighborsClassifier, RandomForestClassifier, RandomForestRegressor)" % (path, name))
     est.n_features_in_ = d
     return est
+
+
+# The node fields of scikit-learn's Tree that a cuwire file gives, and those it fills because no prediction reads them.
+# A field outside both (a newer scikit-learn's) is refused by name rather than guessed.
+_NODE_GIVEN = ("left_child", "right_child", "feature", "threshold")
+_NODE_FILLED = {
+    "impurity": np.nan,                 # not in the file: feature_importances_ comes out NaN, not a made-up ranking
+    "n_node_samples": 0,                # not in the file
+    "weighted_n_node_samples": np.nan,  # not in the file
+    "missing_go_to_left": 0,            # scikit-learn >= 1.3: NaN goes right, as cuwire's x <= t sends it
+}
+
+
+def _forest(path, name, p, a, d):
+    """A RandomForestClassifier / Regressor whose trees are the file's, built without pickle."""
+    from sklearn import ensemble, tree
+    from sklearn.tree._tree import Tree
+
+    classifier = name == "RandomForestClassifier"
+    counts = a["tree_node_count"].astype(np.int64)
+    _require(counts.ndim == 1 and len(counts) >= 1 and (counts >= 1).all(),
+             "%s: tree_node_count %s (expected: at least one tree, each of at least one node)" % (path, counts))
+    total = int(counts.sum())
+    for key in ("children_left", "children_right", "feature", "threshold"):
+        _require(a[key].shape == (total,), "%s: %s of shape %s (expected: (%d,), the sum of tree_node_count)"
+                 % (path, key, a[key].shape, total))
+    classes = a["classes_"] if classifier else None
+    k = len(classes) if classifier else 1
+    _require(a["value"].shape == (total, k), "%s: value of shape %s (expected: (%d, %d))" % (path, a["value"].shape,
+                                                                                           total, k))
+    n_classes = np.array([k], dtype=np.intp)
+    template = Tree(d, n_classes, 1).__getstate__()
+    _require(set(template) == {"max_depth", "node_count", "nodes", "values"},
+             "this scikit-learn's Tree state has %s (expected: max_depth, node_count, nodes, values)"
+             % sorted(template))
+    node_dtype = template["nodes"].dtype
+    unknown = [f for f in node_dtype.names if f not in _NODE_GIVEN and f not in _NODE_FILLED]
+    _require(not unknown, "this scikit-learn's tree nodes have the field(s) %s, which a cuwire file does not "
+             "give (known: %s)" % (", ".join(unknown), ", ".join(_NODE_GIVEN + tuple(_NODE_FILLED))))
+    params = {k2: v for k2, v in p.items() if k2 in ("max_depth", "min_samples_split", "min_samples_leaf",
+                                                   "bootstrap", "random_state")}
+    params["n_estimators"] = len(counts)
+    tree_params = {k2: v for k2, v in params.items() if k2 not in ("n_estimators", "bootstrap")}
+    trees, first = [], 0
+    for t, n in enumerate(counts):
+        n = int(n)
+        left = a["children_left"][first:first + n].astype(np.int64)
+        right = a["children_right"][first:first + n].astype(np.int64)
+        leaf = (left == -1) & (right == -1)
+        for side, c in (("children_left", left), ("children_right", right)):
+            bad = np.flatnonzero(~leaf & ((c < 1) | (c >= n)))
+            _require(len(bad) == 0, "%s: %s[%d] = %d in tree %d (expected: a node 1 .. %d of its tree)"
+                     % (path, side, first + (bad[0] if len(bad) else 0), c[bad[0]] if len(bad) else 0, t, n - 1))
+        nodes = np.zeros(n, dtype=node_dtype)
+        nodes["left_child"] = left
+        nodes["right_child"] = right
+        nodes["feature"] = np.where(leaf, -2, a["feature"][first:first + n]).astype(np.int64)
+        nodes["threshold"] = np.where(leaf, -2.0, a["threshold"][first:first + n])
+        for field, fill in _NODE_FILLED.items():
+            if field in node_dtype.names:
+                nodes[field] = fill
+        values = np.ascontiguousarray(a["value"][first:first + n].reshape(n, 1, k), dtype=np.float64)
+        state = {"max_depth": _depth(left, right, leaf), "node_count": n, "nodes": nodes, "values": values}
+        sk_tree = Tree(d, n_classes, 1)
+        sk_tree.__setstate__(state)
+        est = (tree.DecisionTreeClassifier if classifier else tree.DecisionTreeRegressor)(**tree_params)
+        est.tree_, est.n_features_in_, est.n_outputs_, est.max_features_ = sk_tree, d, 1, d
+        if classifier:
+            est.classes_, est.n_classes_ = classes, k
+        trees.append(est)
+        first += n
+    forest = (ensemble.RandomForestClassifier if classifier else ensemble.RandomForestRegressor)(**params)
+    forest.estimators_, forest.n_outputs_, forest.n_features_in_ = trees, 1, d
+    if classifier:
+        forest.classes_, forest.n_classes_ = classes, k
+    return forest
+
+
+def _depth(left, right, leaf):
+    """The depth of a tree from its children arrays, walked from the root with a queue (no recursion)."""
+    depth, frontier, seen = 0, [0], 1
+    while True:
+        nxt = [c for i in frontier if not leaf[i] for c in (left[i], right[i])]
+        if not nxt:
+            return depth
+        seen += len(nxt)
+        _require(seen <= len(left), "a tree whose nodes are reached more than once (expected: a tree)")
+        depth, frontier = depth + 1, nxt
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.MlTesting;
+import io.cuwire.ml.ensemble.RandomForestClassifier;
 import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LogisticRegression;
@@ -329,13 +330,11 @@ class ModelFileTest {
     }
 
     @Test
-    void shouldWriteWhatItReadsAndRefuseToWriteAForest() throws IOException {
+    void shouldWriteWhatItReadsAndRefuseAnUnfittedEstimator() throws IOException {
         try (LinearRegression m = new LinearRegression()
                         .adoptFitted(MlTesting.array(mem, DType.FLOAT64, new double[] {1, -2}, 2), 0.25);
                 RandomForestRegressor f =
-                        new RandomForestRegressor().nEstimators(2).maxDepth(2);
-                NdArray x = MlTesting.array(mem, DType.FLOAT64, new double[] {0, 1, 1, 0, 2, 2}, 3, 2);
-                NdArray y = MlTesting.array(mem, DType.FLOAT64, new double[] {1, 2, 3}, 3)) {
+                        new RandomForestRegressor().nEstimators(2).maxDepth(2)) {
             Path p = dir.resolve("linear.cwm");
             ModelFile.of(m).write(p);
             ModelFile read = ModelFile.read(p);
@@ -343,9 +342,65 @@ class ModelFileTest {
             assertEquals(Map.of("fit_intercept", true), read.params());
             assertArrayEquals(new double[] {1, -2}, read.arrays().get("coef_").values(), 0);
             assertTrue(read.describe().contains("coef_"), read.describe());
-            f.fit(x, y);
             ModelFileException e = assertThrows(ModelFileException.class, () -> ModelFile.of(f));
             assertEquals("estimator", e.field());
+        }
+    }
+
+    /** Rows of {@code cols} float32 values (what scikit-learn casts rows to, so both comparisons agree on them). */
+    private static double[] float32Rows(SplittableRandom random, int rows, int cols) {
+        double[] v = new double[rows * cols];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (float) random.nextGaussian();
+        }
+        return v;
+    }
+
+    @Test
+    void shouldWriteForestsThatReadBackIntoTheSamePredictions(TestInfo info) throws IOException {
+        SplittableRandom random = TestRandom.create(info);
+        int n = 300;
+        double[] xs = float32Rows(random, n, 4);
+        double[] reg = new double[n];
+        int[] cls = new int[n];
+        for (int i = 0; i < n; i++) {
+            reg[i] = xs[4 * i] - 2 * xs[4 * i + 1] * xs[4 * i + 2] + 0.1 * random.nextGaussian();
+            cls[i] = xs[4 * i] + xs[4 * i + 3] > 0.5 ? 2 : xs[4 * i + 1] > 0 ? 1 : 0;
+        }
+        double[] test = float32Rows(random, 100, 4);
+        try (NdArray x = MlTesting.array(mem, DType.FLOAT64, xs, n, 4);
+                NdArray t = MlTesting.array(mem, DType.FLOAT64, test, 100, 4);
+                NdArray yr = MlTesting.array(mem, DType.FLOAT64, reg, n);
+                NdArray yc = MlTesting.labels(mem, cls);
+                RandomForestRegressor r =
+                        new RandomForestRegressor().nEstimators(5).maxDepth(6).seed(3);
+                RandomForestClassifier c =
+                        new RandomForestClassifier().nEstimators(5).maxDepth(6).seed(4)) {
+            r.fit(x, yr);
+            c.fit(x, yc);
+            Path rp = dir.resolve("regressor.cwm");
+            Path cp = dir.resolve("classifier.cwm");
+            ModelFile.of(r).write(rp);
+            ModelFile.of(c).write(cp);
+            ModelFile rf = ModelFile.read(rp);
+            assertEquals(
+                    List.of("tree_node_count", "children_left", "children_right", "feature", "threshold", "value"),
+                    List.copyOf(rf.arrays().keySet()));
+            assertArrayEquals(
+                    new long[] {r.info().nodes(), 1}, rf.arrays().get("value").shape());
+            assertEquals(5L, rf.params().get("n_estimators"));
+            assertArrayEquals(
+                    new long[] {3}, ModelFile.read(cp).arrays().get("classes_").shape());
+            try (Estimator back = rf.toEstimator(mem, DType.FLOAT64);
+                    NdArray want = r.predict(t);
+                    NdArray got = ((RandomForestRegressor) back).predict(t)) {
+                assertArrayEquals(MlTesting.values(want), MlTesting.values(got), 0);
+            }
+            try (Estimator back = ModelFile.read(cp).toEstimator(mem, DType.FLOAT64);
+                    NdArray want = c.predictProba(t);
+                    NdArray got = ((RandomForestClassifier) back).predictProba(t)) {
+                assertArrayEquals(MlTesting.values(want), MlTesting.values(got), 1e-12);
+            }
         }
     }
 

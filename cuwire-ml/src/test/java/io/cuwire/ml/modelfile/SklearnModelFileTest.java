@@ -13,6 +13,8 @@ import io.cuwire.ml.MlTesting;
 import io.cuwire.ml.Regressor;
 import io.cuwire.ml.cluster.KMeans;
 import io.cuwire.ml.decomposition.PCA;
+import io.cuwire.ml.ensemble.RandomForestClassifier;
+import io.cuwire.ml.ensemble.RandomForestRegressor;
 import io.cuwire.ml.linear.LinearRegression;
 import io.cuwire.ml.linear.LogisticRegression;
 import io.cuwire.ml.linear.Ridge;
@@ -46,7 +48,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * imports each file on host memory and on device 0, in float64 and float32, and predicts the same rows: labels
  * equal, values within {@value #F64} (float64) or {@value #F32} (float32) of scikit-learn's, relative to their
  * largest magnitude. The other way, cuwire fits on the same training sets and writes files that a second Python
- * process rebuilds scikit-learn estimators from ({@code cuwire_sklearn.load}) and predicts with.
+ * process rebuilds scikit-learn estimators from ({@code cuwire_sklearn.load}) and predicts with; scikit-learn's two
+ * forests, imported into cuwire and written back, make that process predict what scikit-learn predicted first.
  */
 class SklearnModelFileTest {
     static final double F64 = 1e-9;
@@ -126,6 +129,12 @@ class SklearnModelFileTest {
         cases.put("pca", () -> new PCA().nComponents(3).whiten(true));
         cases.put("nb", () -> new MultinomialNB().alpha(0.7));
         cases.put("knn", () -> new KNeighborsClassifier().nNeighbors(5));
+        cases.put(
+                "forest_classifier",
+                () -> new RandomForestClassifier().nEstimators(8).maxDepth(8).seed(3));
+        cases.put(
+                "forest_regressor",
+                () -> new RandomForestRegressor().nEstimators(8).maxDepth(8).seed(4));
         Map<String, String> kinds = Map.of(
                 "linear",
                 "reg",
@@ -142,7 +151,11 @@ class SklearnModelFileTest {
                 "nb",
                 "counts",
                 "knn",
-                "cls");
+                "cls",
+                "forest_classifier",
+                "cls",
+                "forest_regressor",
+                "reg");
         Map<String, Map<String, Object>> cuwire = new LinkedHashMap<>();
         for (Map.Entry<String, Supplier<Estimator>> c : cases.entrySet()) {
             @SuppressWarnings("unchecked")
@@ -161,13 +174,32 @@ class SklearnModelFileTest {
                 cuwire.put(c.getKey(), outputs(e, ts));
             }
         }
+        // scikit-learn's own forests, imported into cuwire and written back: scikit-learn predicts as it did before
+        Map<String, String> roundTrips =
+                Map.of("forest_classifier", "sk_forest_classifier", "forest_regressor", "sk_forest_regressor");
+        for (Map.Entry<String, String> c : roundTrips.entrySet()) {
+            Map<String, Object> sk = json(dir.resolve(c.getKey() + ".json"));
+            try (Estimator e = ModelFile.read(dir.resolve(c.getKey() + ".cwm")).toEstimator(mem, DType.FLOAT64)) {
+                ModelFile.of(e).write(dir.resolve(c.getValue() + ".cuwire.cwm"));
+            }
+            Files.writeString(dir.resolve(c.getValue() + ".cuwire.json"), ModelJson.write(Map.of("X", sk.get("X"))));
+            Map<String, Object> before = new LinkedHashMap<>(sk);
+            before.keySet().retainAll(List.of("predict", "proba"));
+            cuwire.put(c.getValue(), before);
+        }
         SklearnPython.run(dir, dir.resolve("sklearn_models.py"), Duration.ofMinutes(2), "reverse", dir.toString());
         for (Map.Entry<String, Map<String, Object>> c : cuwire.entrySet()) {
             Map<String, Object> sk = json(dir.resolve(c.getKey() + ".sklearn.json"));
             for (Map.Entry<String, Object> out : c.getValue().entrySet()) {
                 String what = c.getKey() + " " + out.getKey();
                 assertTrue(sk.containsKey(out.getKey()), what + ": scikit-learn gave " + sk.keySet());
-                assertClose(what, flat(sk.get(out.getKey())), (double[]) out.getValue(), F64);
+                double[] have = out.getValue() instanceof double[] d ? d : flat(out.getValue());
+                double[] want = flat(sk.get(out.getKey()));
+                if (out.getKey().equals("predict") && sk.containsKey("proba")) {
+                    assertSameLabelsButTies(what, want, have, flat(sk.get("proba")));
+                } else {
+                    assertClose(what, want, have, F64);
+                }
             }
         }
     }
@@ -241,6 +273,25 @@ class SklearnModelFileTest {
                 assertArrayEquals(want, have, 0, name + " labels");
             } else {
                 assertClose(name + " " + out.getKey(), want, have, tol);
+            }
+        }
+    }
+
+    /**
+     * Labels equal, but where two classes' probabilities tie within {@value #F64}: a forest's mean over trees is
+     * summed in another order by each side, so a tie (4 of 8 trees each way) may round either way.
+     */
+    private static void assertSameLabelsButTies(String what, double[] want, double[] have, double[] proba) {
+        assertEquals(want.length, have.length, what + ": values");
+        int classes = proba.length / want.length;
+        for (int i = 0; i < want.length; i++) {
+            if (want[i] != have[i]) {
+                double a = proba[i * classes + (int) want[i]];
+                double b = proba[i * classes + (int) have[i]];
+                assertTrue(
+                        Math.abs(a - b) <= F64,
+                        what + " row " + i + ": " + have[i] + " (expected: " + want[i] + ", whose probability " + a
+                                + " is not tied with " + b + ")");
             }
         }
     }
