@@ -78,7 +78,7 @@ final class Agreement {
     }
 
     /** Logs, once for each {@code stage} and {@code reason}, that {@code stage} runs on Spark's own implementation. */
-    static void fallBack(String stage, String reason) {
+    private static void fallBack(String stage, String reason) {
         AtomicInteger n = LOGGED.computeIfAbsent(stage + ": " + reason, k -> new AtomicInteger());
         if (n.getAndIncrement() == 0) {
             LOG.log(System.Logger.Level.WARNING, "cuwire: {0} runs on Spark''s own implementation: {1}", stage, reason);

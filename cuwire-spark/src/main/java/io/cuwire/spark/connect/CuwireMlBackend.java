@@ -21,31 +21,37 @@ import org.apache.spark.sql.connect.plugin.MLBackendPlugin;
  *   <tr><td>{@code clustering.KMeans}</td><td>{@link CuwireBackedKMeans}</td>
  *       <td>{@code weightCol} set, {@code distanceMeasure=cosine}, or {@code initSteps} set</td></tr>
  *   <tr><td>{@code feature.PCA}</td><td>{@link CuwireBackedPCA}</td><td>never</td></tr>
- *   <tr><td>{@code classification.RandomForestClassifier}, {@code regression.RandomForestRegressor}</td>
- *       <td>Spark</td><td>always: cuwire's forests cannot be handed back as Spark's tree models yet</td></tr>
+ *   <tr><td>{@code classification.RandomForestClassifier}</td><td>{@link CuwireBackedRandomForestClassifier}</td>
+ *       <td>{@code impurity=entropy}, or as for the regressor</td></tr>
+ *   <tr><td>{@code regression.RandomForestRegressor}</td><td>{@link CuwireBackedRandomForestRegressor}</td>
+ *       <td>{@code weightCol} set, {@code subsamplingRate < 1}, {@code minWeightFractionPerNode > 0},
+ *       {@code minInfoGain > 0}, {@code maxBins > 256}, or categorical features (the features column's
+ *       metadata)</td></tr>
  * </table>
  *
  * <p>Each mapped stage is Spark's estimator (a subclass: the same params, defaults and validation, so every param a
  * client sets is accepted) whose fit runs cuwire's estimator and hands the result back as Spark's own model
- * ({@code LinearRegressionModel}, …): the client's model attributes ({@code coefficients}, {@code clusterCenters},
- * {@code pc}, …), its transform, save and load, and Connect's model cache work as with Spark's fit. Such a model has
- * no training summary. Where the params disagree, the fit is Spark's, and the log says why (a warning, once per
- * estimator and reason).
+ * ({@code LinearRegressionModel}, …, a {@code RandomForestClassificationModel} of Spark's tree nodes): the client's
+ * model attributes ({@code coefficients}, {@code clusterCenters}, {@code pc}, {@code trees}, …), its transform, save
+ * and load, and Connect's model cache work as with Spark's fit. Such a model has no training summary, and a forest's
+ * {@code featureImportances} are NaN (cuwire's trees keep no split gains). Where the params disagree, the fit is
+ * Spark's, and the log says why (a warning, once per estimator and reason).
  */
 public final class CuwireMlBackend implements MLBackendPlugin {
     /** Spark's estimators that cuwire fits, and the stage that does. */
     static final Map<String, String> MAPPED = Map.of(
-            "org.apache.spark.ml.regression.LinearRegression", CuwireBackedLinearRegression.class.getName(),
-            "org.apache.spark.ml.classification.LogisticRegression", CuwireBackedLogisticRegression.class.getName(),
-            "org.apache.spark.ml.clustering.KMeans", CuwireBackedKMeans.class.getName(),
-            "org.apache.spark.ml.feature.PCA", CuwireBackedPCA.class.getName());
-
-    /** Spark's estimators that stay Spark's, and why. */
-    static final Map<String, String> UNMAPPED = Map.of(
+            "org.apache.spark.ml.regression.LinearRegression",
+            CuwireBackedLinearRegression.class.getName(),
+            "org.apache.spark.ml.classification.LogisticRegression",
+            CuwireBackedLogisticRegression.class.getName(),
+            "org.apache.spark.ml.clustering.KMeans",
+            CuwireBackedKMeans.class.getName(),
+            "org.apache.spark.ml.feature.PCA",
+            CuwireBackedPCA.class.getName(),
             "org.apache.spark.ml.classification.RandomForestClassifier",
-            "cuwire's forests cannot be handed back as Spark's RandomForestClassificationModel yet",
+            CuwireBackedRandomForestClassifier.class.getName(),
             "org.apache.spark.ml.regression.RandomForestRegressor",
-            "cuwire's forests cannot be handed back as Spark's RandomForestRegressionModel yet");
+            CuwireBackedRandomForestRegressor.class.getName());
 
     /** Made by Spark Connect's plugin registry. */
     public CuwireMlBackend() {}
@@ -56,10 +62,6 @@ public final class CuwireMlBackend implements MLBackendPlugin {
      */
     @Override
     public Optional<String> transform(String name) {
-        String why = UNMAPPED.get(name);
-        if (why != null) {
-            Agreement.fallBack(name, why);
-        }
         return Optional.ofNullable(MAPPED.get(name));
     }
 }

@@ -18,7 +18,8 @@ import scala.runtime.AbstractFunction1;
  * The params both random-forest stages share: MLlib's {@code numTrees} (20), {@code maxDepth} (5),
  * {@code minInstancesPerNode}, {@code featureSubsetStrategy} ({@code auto}), {@code bootstrap} and {@code seed};
  * cuwire's {@code nEstimators}, {@code minSamplesLeaf} and {@code maxFeatures} as aliases; cuwire's
- * {@code minSamplesSplit}. Each Spark partition grows its share of the trees on its own rows (partition {@code i}
+ * {@code minSamplesSplit} and {@code maxBins} (256: a feature's bins are at most 256 of its partition's quantiles;
+ * MLlib's default is 32). Each Spark partition grows its share of the trees on its own rows (partition {@code i}
  * of {@code n} the trees {@code numTrees * i / n} up to the next partition's, tree {@code t} seeded
  * {@code seed + t}); the driver concatenates them. The forest depends on how the rows are partitioned: the same
  * partitions give the same forest.
@@ -40,6 +41,7 @@ public abstract class CuwireRandomForest<
     private final IntParam minSamplesLeaf;
     private final DoubleParam maxFeatures;
     private final IntParam minSamplesSplit;
+    private final IntParam maxBins;
 
     /** A stage with {@code uid}. */
     @SuppressWarnings("this-escape") // Spark params name their parent at construction
@@ -73,7 +75,13 @@ public abstract class CuwireRandomForest<
                 ParamValidators.inRange(0, 1));
         this.minSamplesSplit = new IntParam(
                 this, "minSamplesSplit", "the fewest rows a node needs to be split (>= 2)", ParamValidators.gtEq(2));
-        cuwireDefaults(minSamplesSplit);
+        this.maxBins = new IntParam(
+                this,
+                "maxBins",
+                "the most bins per feature for histogram splits, in 2 .. 256 (edges at each partition's "
+                        + "quantiles)",
+                ParamValidators.inRange(2, 256));
+        cuwireDefaults(minSamplesSplit, maxBins);
         setDefault(numTrees, 20);
         setDefault(maxDepth, 5);
         setDefault(minInstancesPerNode, 1);
@@ -101,7 +109,9 @@ public abstract class CuwireRandomForest<
                 "bootstrap",
                 getBootstrap(),
                 "seed",
-                getSeed()));
+                getSeed(),
+                "maxBins",
+                getMaxBins()));
         return forest;
     }
 
@@ -302,6 +312,20 @@ public abstract class CuwireRandomForest<
 
     public final S setMinSamplesSplit(int value) {
         set(minSamplesSplit, value);
+        return self();
+    }
+
+    /** The most bins per feature for histogram splits, in 2 .. 256. */
+    public final IntParam maxBins() {
+        return maxBins;
+    }
+
+    public final int getMaxBins() {
+        return (Integer) getOrDefault(maxBins);
+    }
+
+    public final S setMaxBins(int value) {
+        set(maxBins, value);
         return self();
     }
 }

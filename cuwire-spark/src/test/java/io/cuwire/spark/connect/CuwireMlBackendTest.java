@@ -62,13 +62,16 @@ class CuwireMlBackendTest {
                 b.transform(LogisticRegression.class.getName()));
         assertEquals(Optional.of(CuwireBackedKMeans.class.getName()), b.transform(KMeans.class.getName()));
         assertEquals(Optional.of(CuwireBackedPCA.class.getName()), b.transform(PCA.class.getName()));
+        assertEquals(
+                Optional.of(CuwireBackedRandomForestClassifier.class.getName()),
+                b.transform("org.apache.spark.ml.classification.RandomForestClassifier"));
+        assertEquals(
+                Optional.of(CuwireBackedRandomForestRegressor.class.getName()),
+                b.transform("org.apache.spark.ml.regression.RandomForestRegressor"));
         // models, loaded by their own names, and everything else stay Spark's
         assertEquals(Optional.empty(), b.transform(LinearRegressionModel.class.getName()));
         assertEquals(Optional.empty(), b.transform("org.apache.spark.ml.feature.StandardScaler"));
-        assertEquals(Optional.empty(), b.transform("org.apache.spark.ml.classification.RandomForestClassifier"));
-        assertTrue(Agreement.logged()
-                .containsKey("org.apache.spark.ml.classification.RandomForestClassifier: cuwire's forests cannot be "
-                        + "handed back as Spark's RandomForestClassificationModel yet"));
+        assertEquals(Optional.empty(), b.transform("org.apache.spark.ml.classification.GBTClassifier"));
     }
 
     @Test

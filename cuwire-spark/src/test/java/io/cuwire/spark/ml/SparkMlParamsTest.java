@@ -87,7 +87,8 @@ class SparkMlParamsTest {
     @Test
     void shouldGiveTheStagesMllibsNamesAndDefaults() {
         Set<String> columns = Set.of();
-        // seeds: MLlib's hash their own class names; tol: cuwire's criteria differ (documented per stage)
+        // seeds: MLlib's hash their own class names; tol: cuwire's criteria differ; maxBins: a forest's bins are
+        // cuwire's 256, not MLlib's 32 (documented per stage)
         assertEquals(
                 List.of(),
                 defaultsDiffering(new CuwireKMeans(), new org.apache.spark.ml.clustering.KMeans(), Set.of("seed")));
@@ -110,13 +111,13 @@ class SparkMlParamsTest {
                 defaultsDiffering(
                         new CuwireRandomForestClassifier(),
                         new org.apache.spark.ml.classification.RandomForestClassifier(),
-                        Set.of("seed")));
+                        Set.of("seed", "maxBins")));
         assertEquals(
                 List.of(),
                 defaultsDiffering(
                         new CuwireRandomForestRegressor(),
                         new org.apache.spark.ml.regression.RandomForestRegressor(),
-                        Set.of("seed")));
+                        Set.of("seed", "maxBins")));
         assertEquals(
                 List.of(),
                 defaultsDiffering(new CuwirePCA(), new org.apache.spark.ml.feature.PCA(), Set.of("outputCol")));
