@@ -8,8 +8,10 @@ import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.TaskContext;
@@ -58,7 +60,11 @@ class ModelBroadcastTest {
     void shouldFetchOncePerExecutorTheSecondFromAPeerAndEvictOnRelease() {
         JavaSparkContext jsc =
                 JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
-        CuwireSpark.executorStats(true);
+        // models other tests of the shared cluster left cached (released when their owners are collected)
+        Map<String, Long> cachedBefore = new HashMap<>();
+        for (NodeStats s : CuwireSpark.executorStats(true)) {
+            cachedBefore.put(s.executorId(), s.cachedModels());
+        }
         int n = 1 << 20;
         double[] data = new double[n];
         double expected = 0;
@@ -87,7 +93,7 @@ class ModelBroadcastTest {
             for (NodeStats s : stats) {
                 assertEquals(1, s.fetched(), "each executor fetched the model once: " + s);
                 assertEquals(8L * n, s.fetchedBytes(), s.toString());
-                assertEquals(1, s.cachedModels(), s.toString());
+                assertEquals(cachedBefore.getOrDefault(s.executorId(), 0L) + 1, s.cachedModels(), s.toString());
                 assertTrue(s.copied(CopyDirection.H2D) >= 8L * n, "device frames land on the device: " + s);
                 fromDriver += s.fetchedFromDriver();
                 fromPeers += s.fetchedFromPeers();
@@ -98,7 +104,7 @@ class ModelBroadcastTest {
             b.close();
             assertEquals(0, b.unanswered());
             for (NodeStats s : CuwireSpark.executorStats(true)) {
-                assertEquals(0, s.cachedModels(), "released: " + s);
+                assertTrue(s.cachedModels() <= cachedBefore.getOrDefault(s.executorId(), 0L), "released: " + s);
                 assertEquals(1, s.evicted(), s.toString());
             }
             Exception e = assertThrows(Exception.class, () -> readEverywhere(jsc, ref, 2));
