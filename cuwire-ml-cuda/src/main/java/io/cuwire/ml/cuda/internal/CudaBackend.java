@@ -92,7 +92,7 @@ public final class CudaBackend extends ComputeBackend {
      */
     @Override
     public String gemvPath(boolean transA, NdArray a) {
-        if (transA || a.dim(1) > GEMV_ROWS_MAX_COLS) {
+        if (!gemvRows(transA, a)) {
             return "cublas";
         }
         return MlKernels.gemvRowsKernel(a.dtype(), dev(a), a.dim(1));
@@ -259,6 +259,11 @@ public final class CudaBackend extends ComputeBackend {
         }
     }
 
+    /** Whether {@code op(a) x} runs as {@link MlKernels#gemvRows}: not transposed, {@link #GEMV_ROWS_MAX_COLS} wide. */
+    private static boolean gemvRows(boolean transA, NdArray a) {
+        return !transA && a.dim(1) <= GEMV_ROWS_MAX_COLS;
+    }
+
     @Override
     protected void doGemv(boolean transA, double alpha, NdArray a, NdArray x, double beta, NdArray y) {
         if (y.size() == 0) {
@@ -266,7 +271,7 @@ public final class CudaBackend extends ComputeBackend {
         }
         if (x.size() == 0) {
             scaleOrZero(beta, y);
-        } else if (!transA && a.dim(1) <= GEMV_ROWS_MAX_COLS) {
+        } else if (gemvRows(transA, a)) {
             MlKernels.gemvRows(stream, a.dtype(), dev(a), a.dim(0), a.dim(1), dev(x), alpha, beta, dev(y));
         } else {
             gemvRowMajor(transA, alpha, a.dtype(), dev(a), a.dim(0), a.dim(1), dev(x), beta, dev(y));

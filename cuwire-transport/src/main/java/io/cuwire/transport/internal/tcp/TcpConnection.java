@@ -222,19 +222,29 @@ final class TcpConnection extends AbstractConnection {
         }
 
         /**
-         * The device frames from {@link #next} on that the staging ring carries as one run (those of the first one's
-         * device, up to the first frame that is not), and moves past them.
+         * Where the run of staged device frames at {@code from} ends: the first frame after it that is not a device
+         * frame of the same device going through the ring; {@code from} itself when that frame is not one.
          */
-        private List<DeviceBuffer> takeRun() {
-            DeviceBuffer d = (DeviceBuffer) frames.get(next++);
-            List<DeviceBuffer> run = new ArrayList<>();
-            run.add(d);
-            while (next < frames.size()
-                    && frames.get(next) instanceof DeviceBuffer e
+        private int runEnd(int from) {
+            if (from == frames.size() || !(frames.get(from) instanceof DeviceBuffer d) || inPlace(d)) {
+                return from;
+            }
+            int end = from + 1;
+            while (end < frames.size()
+                    && frames.get(end) instanceof DeviceBuffer e
                     && e.device() == d.device()
                     && !inPlace(e)) {
-                run.add(e);
-                next++;
+                end++;
+            }
+            return end;
+        }
+
+        /** The run of device frames at {@link #next} ({@link #runEnd}, at least one frame), and moves past it. */
+        private List<DeviceBuffer> takeRun() {
+            int end = Math.max(runEnd(next), next + 1);
+            List<DeviceBuffer> run = new ArrayList<>(end - next);
+            for (; next < end; next++) {
+                run.add((DeviceBuffer) frames.get(next));
             }
             return run;
         }
@@ -249,17 +259,9 @@ final class TcpConnection extends AbstractConnection {
          * write's {@value #GATHER_BYTES}), else 0 (also when the next frame is not such a device frame).
          */
         private long smallRun(long gathered) {
-            if (next == frames.size() || !(frames.get(next) instanceof DeviceBuffer d) || inPlace(d)) {
-                return 0;
-            }
             long bytes = 0;
-            for (int i = next;
-                    i < frames.size()
-                            && frames.get(i) instanceof DeviceBuffer e
-                            && e.device() == d.device()
-                            && !inPlace(e);
-                    i++) {
-                bytes += e.byteSize();
+            for (int i = next, end = runEnd(next); i < end; i++) {
+                bytes += frames.get(i).byteSize();
                 if (bytes > smallRunBytes() || gathered + bytes > GATHER_BYTES) {
                     return 0;
                 }
