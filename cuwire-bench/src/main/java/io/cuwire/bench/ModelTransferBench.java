@@ -72,6 +72,8 @@ public final class ModelTransferBench {
      * @param jfr a directory for a flight recording of each JVM ({@code client.jfr}, {@code worker.jfr}), or
      *     {@code null}
      * @param workerJvmArgs the worker's JVM flags
+     * @param leftOut why a path of the default set was left out ({@code dask-scatter} where Python has no Dask), or
+     *     {@code null}
      */
     record Options(
             List<Long> sizes,
@@ -83,10 +85,11 @@ public final class ModelTransferBench {
             Path out,
             boolean fresh,
             Path jfr,
-            List<String> workerJvmArgs) {
+            List<String> workerJvmArgs,
+            String leftOut) {
         static Options parse(String... args) {
             List<Long> sizes = List.of(512L << 20, 1L << 20);
-            List<TransferPath> paths = List.of(TransferPath.values());
+            List<TransferPath> paths = null;
             int rounds = 9;
             int warmup = 2;
             int reps = 200;
@@ -122,11 +125,23 @@ public final class ModelTransferBench {
                     default -> throw new IllegalArgumentException("unknown option " + flag);
                 }
             }
-            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, ownJvmArgs());
+            String leftOut = null;
+            if (paths == null) {
+                // every path; Dask's where this machine's Python has it
+                paths = new ArrayList<>(List.of(TransferPath.values()));
+                leftOut = DaskPeer.unavailable()
+                        .map(why -> TransferPath.DASK.label() + " not run: " + why)
+                        .orElse(null);
+                if (leftOut != null) {
+                    paths.remove(TransferPath.DASK);
+                }
+            }
+            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, ownJvmArgs(), leftOut);
         }
 
         Options withWorkerJvmArgs(List<String> args) {
-            return new Options(sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, List.copyOf(args));
+            return new Options(
+                    sizes, paths, rounds, warmup, reps, smallWarmup, out, fresh, jfr, List.copyOf(args), leftOut);
         }
     }
 
@@ -145,7 +160,7 @@ public final class ModelTransferBench {
 
     private static final String USAGE = "usage: cuwire bench model-transfer [--sizes 512MiB,1MiB] [--paths a,b]"
             + " [--rounds 9] [--warmup 2] [--reps 200] [--small-warmup 2000] [--out DIR]"
-            + " [--fresh] [--jfr DIR]\npaths: "
+            + " [--fresh] [--jfr DIR]\npaths (default: all; dask-scatter where Python imports distributed): "
             + String.join(
                     ",",
                     Stream.of(TransferPath.values()).map(TransferPath::label).toList());
@@ -293,6 +308,9 @@ public final class ModelTransferBench {
             }
         } finally {
             for (TransferSender s : senders.values()) {
+                if (s.receiver() != null) {
+                    run.workerReport(size, s.path, s.receiver());
+                }
                 if (!s.phases().isEmpty()) {
                     run.phases(
                             size,
@@ -308,7 +326,9 @@ public final class ModelTransferBench {
             }
         }
         long[] workerGc = worker.gc.clone();
-        for (var e : worker.awaitReports(sent.keySet(), WORKER_WAIT_SECONDS).entrySet()) {
+        List<TransferPath> toWorker =
+                sent.keySet().stream().filter(TransferPath::toWorker).toList();
+        for (var e : worker.awaitReports(toWorker, WORKER_WAIT_SECONDS).entrySet()) {
             TransferPath p = e.getKey();
             String report = e.getValue();
             long expected = sent.get(p);
@@ -361,19 +381,14 @@ public final class ModelTransferBench {
         TransferSender s = senders.get(p);
         long seq = sent.get(p);
         try {
-            long t0 = System.nanoTime();
-            for (int i = 0; i < reps; i++) {
-                model.intercept = seq;
-                s.transfer(model);
-                seq++;
-            }
-            long ns = System.nanoTime() - t0;
+            long ns = s.transfers(model, seq, reps);
+            seq += reps;
             sent.put(p, seq);
             return ns;
         } catch (IOException | RuntimeException e) {
             sent.put(p, seq);
-            run.fail(size, p, "transfer " + seq + " failed: " + e);
-            out.println("  " + p.label() + ": transfer " + seq + " failed: " + e);
+            run.fail(size, p, "transfers from " + seq + " failed: " + e);
+            out.println("  " + p.label() + ": transfers from " + seq + " failed: " + e);
             senders.remove(p);
             try {
                 s.close();

@@ -28,6 +28,8 @@ final class ModelTransferReport {
     private static final String RUN_MARKER = "<!-- run ";
     private static final double CEILING_TARGET = 0.9;
     private static final double SMALL_TARGET = 1.5;
+    /** The first (cold) transfer of a large model at most this many times a warm one's median. */
+    private static final double COLD_TARGET = 1.5;
 
     private ModelTransferReport() {}
 
@@ -335,6 +337,9 @@ final class ModelTransferReport {
                     options.warmup(),
                     options.reps(),
                     options.smallWarmup()));
+            if (options.leftOut() != null) {
+                b.append("- ").append(options.leftOut()).append('\n');
+            }
             if (options.rounds() < 5) {
                 b.append("- **fewer than 5 rounds: not a result to quote**\n");
             }
@@ -396,6 +401,9 @@ final class ModelTransferReport {
         }
 
         private static String workerLine(String path, String line) {
+            if (!TransferPath.parse(path).getFirst().toWorker()) {
+                return path + " went to " + line;
+            }
             String[] p = line.split(" ");
             if (line.startsWith("DONE ") && p.length >= 5) {
                 return path
@@ -471,6 +479,7 @@ final class ModelTransferReport {
         for (long size : s.sizes()) {
             String ceiling = s.ceiling(size);
             Stat fory = s.stat(size, TransferPath.FORY.label());
+            Stat dask = s.stat(size, TransferPath.DASK.label());
             for (TransferPath p : List.of(TransferPath.CUWIRE_CUDA_HOST, TransferPath.CUWIRE_HOST)) {
                 if (!s.paths.contains(p.label()) || ceiling == null) {
                     continue;
@@ -500,6 +509,27 @@ final class ModelTransferReport {
                                 st.median() < fory.median() ? "MET" : "NOT MET",
                                 num(st.median() / 1e6),
                                 num(fory.median() / 1e6)));
+                    }
+                    if (dask != null) {
+                        out.add(String.format(
+                                Locale.ROOT,
+                                "%sahead of Dask scatter: %s (%s vs %s ms)",
+                                prefix,
+                                st.median() < dask.median() ? "MET" : "NOT MET",
+                                num(st.median() / 1e6),
+                                num(dask.median() / 1e6)));
+                    }
+                    Double cold = s.cold.getOrDefault(size, Map.of()).get(p.label());
+                    if (cold != null) {
+                        out.add(String.format(
+                                Locale.ROOT,
+                                "%sthe cold transfer ≤ %.1f × a warm one: %s (%.2f ×: %s vs %s ms)",
+                                prefix,
+                                COLD_TARGET,
+                                cold / st.median() <= COLD_TARGET ? "MET" : "NOT MET",
+                                cold / st.median(),
+                                num(cold / 1e6),
+                                num(st.median() / 1e6)));
                     }
                 } else {
                     out.add(String.format(
@@ -573,7 +603,15 @@ final class ModelTransferReport {
                 + "serialization, from one pre-touched direct buffer written at once, or from a direct buffer of "
                 + "64 KiB / 256 KiB / 1 MiB written again and again; the worker reads into a pre-touched buffer "
                 + "of the transfer's size and answers one byte. The ceiling of a size is the variant with the "
-                + "lowest median.\n\n"
+                + "lowest median.\n"
+                + "- `dask-scatter` (where the machine's Python imports Dask's `distributed`): a peer outside the "
+                + "JVM, `dask_peer.py`: a Python client and one Dask worker process (one thread, TCP on "
+                + "127.0.0.1) of a `LocalCluster`; one transfer is `client.scatter(array, direct=True, "
+                + "workers=[w], hash=False)` of a float32 NumPy array of the same bytes until its future is done, "
+                + "timed by the Python process itself (`perf_counter_ns`, so the pipe the bench drives it over "
+                + "is not counted); after each, outside the timing, the future is released and the bench waits "
+                + "until the worker dropped the array. Its rounds are interleaved with the others' like any "
+                + "path's.\n\n"
                 + "Every path has its own connection per size; every round runs each path once, in an order "
                 + "rotated by one path per round and reversed every other round (so that no path always follows "
                 + "the same one). Medians, minima and maxima are over the rounds; `× ceiling "
@@ -586,7 +624,8 @@ final class ModelTransferReport {
                 + "For comparison, the issue's reference figures (one window on a 2-core machine like this one, "
                 + "2026-12-01): at 512 MiB the raw socket 3.1-3.7 GB/s, Fory out-of-band 2.5, Kryo (unsafe) 2.0, "
                 + "JDK serialization 1.5; at 1 MiB the raw socket 0.2-0.33 ms, Fory 0.48 ms. Targets for cuwire: at "
-                + "512 MiB at least 0.9 × the raw ceiling and ahead of Fory; at 1 MiB at most 1.5 × the raw "
+                + "512 MiB at least 0.9 × the raw ceiling, ahead of Fory and of Dask, the cold transfer at most "
+                + "1.5 × a warm one; at 1 MiB at most 1.5 × the raw "
                 + "socket's time.\n\n";
     }
 

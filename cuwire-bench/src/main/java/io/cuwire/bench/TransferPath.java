@@ -21,7 +21,9 @@ import java.util.List;
  *
  * <p>Plain-socket paths (raw, JDK, Kryo, Fory) open a connection to the worker's socket port and write a preamble:
  * the path's code (one byte) and the weights' byte size (int64). cuwire paths connect to the worker's cuwire TCP
- * listener; the worker tells them apart by the family chain of the connection.
+ * listener; the worker tells them apart by the family chain of the connection. {@code dask-scatter} is a peer outside
+ * the JVM: Dask's {@code scatter} of an array of the same bytes from a Python client to a Dask worker process of its
+ * own ({@code dask_peer.py}, driven by the bench, which times it itself).
  */
 enum TransferPath {
     RAW_ONCE("raw-once", 0),
@@ -32,7 +34,8 @@ enum TransferPath {
     CUWIRE_HOST("cuwire-host", -1),
     JDK("jdk", -1),
     KRYO("kryo", -1),
-    FORY("fory-oob", -1);
+    FORY("fory-oob", -1),
+    DASK("dask-scatter", -1);
 
     /** The one byte a worker answers a decoded model (or a raw transfer's last byte) with. */
     static final byte ACK = 0x2a;
@@ -60,6 +63,14 @@ enum TransferPath {
     /** For a raw path, the bytes written per write call (0: the whole transfer in one buffer). */
     int chunkBytes() {
         return chunkBytes;
+    }
+
+    /**
+     * Whether the bench's worker JVM receives this path's transfers (and reports what it checked); {@code
+     * dask-scatter} goes to a Dask worker process of its own instead.
+     */
+    boolean toWorker() {
+        return this != DASK;
     }
 
     /** Whether this path goes through cuwire's TCP transport. */

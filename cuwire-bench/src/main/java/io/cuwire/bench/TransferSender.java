@@ -64,6 +64,9 @@ abstract class TransferSender implements AutoCloseable {
         if (path.cuwire()) {
             return new Cuwire(path, cuwireAddress, secret);
         }
+        if (path == TransferPath.DASK) {
+            return new DaskSender(DaskPeer.start(weightBytes));
+        }
         SocketChannel channel = SocketChannel.open(new InetSocketAddress(host, socketPort));
         try {
             TransferPath.configure(channel);
@@ -89,6 +92,24 @@ abstract class TransferSender implements AutoCloseable {
      */
     abstract void transfer(TransferModel model) throws IOException;
 
+    /**
+     * Makes {@code reps} transfers of {@code model} back to back, numbered from {@code firstSeq} (each model's
+     * intercept), and returns their time in ns: on this JVM's clock, from before the first until after the last.
+     */
+    long transfers(TransferModel model, long firstSeq, int reps) throws IOException {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < reps; i++) {
+            model.intercept = firstSeq + i;
+            transfer(model);
+        }
+        return System.nanoTime() - t0;
+    }
+
+    /** What received this path's transfers, where not the bench's worker JVM; else {@code null}. */
+    String receiver() {
+        return null;
+    }
+
     /** The medians of this side's phases of each transfer so far ({@link Phases#medians}), or "" if not timed. */
     String phases() {
         return "";
@@ -96,6 +117,39 @@ abstract class TransferSender implements AutoCloseable {
 
     @Override
     public abstract void close() throws IOException;
+
+    /**
+     * Dask's {@code scatter} ({@link DaskPeer}): the Python client scatters its own array of the model's weight bytes
+     * and times the scatters itself (its clock, not the pipe to it); the model's values do not travel.
+     */
+    private static final class DaskSender extends TransferSender {
+        private final DaskPeer peer;
+
+        DaskSender(DaskPeer peer) {
+            super(TransferPath.DASK);
+            this.peer = peer;
+        }
+
+        @Override
+        void transfer(TransferModel model) throws IOException {
+            peer.scatter(1);
+        }
+
+        @Override
+        long transfers(TransferModel model, long firstSeq, int reps) throws IOException {
+            return peer.scatter(reps);
+        }
+
+        @Override
+        String receiver() {
+            return "a Dask worker process of its own (" + peer.versions() + ")";
+        }
+
+        @Override
+        public void close() {
+            peer.close();
+        }
+    }
 
     /** A plain-socket sender: the connection and the one-byte acknowledgement it waits for. */
     private abstract static class Socket extends TransferSender {

@@ -58,7 +58,7 @@ class ModelTransferBenchTest {
         String report = Files.readString(md);
         // one cold transfer, 2 warm-up transfers and 2 rounds of 3 per path
         long transfers = 1 + 2 + 2 * 3;
-        for (TransferPath p : TransferPath.values()) {
+        for (TransferPath p : options.paths()) {
             List<ModelTransferReport.Sample> mine =
                     samples.stream().filter(s -> s.path().equals(p.label())).toList();
             assertEquals(1, mine.stream().filter(s -> s.kind().equals("cold")).count(), p.label() + " cold");
@@ -71,14 +71,19 @@ class ModelTransferBenchTest {
                                     && s.size() == SIZE)
                             .count(),
                     p.label() + " warm samples");
-            String worker = p.raw()
-                    ? p.label() + " received " + transfers + " transfers"
-                    : p.label() + " checked " + transfers + " decoded models";
+            String worker = !p.toWorker()
+                    ? p.label() + " went to a Dask worker process of its own (dask="
+                    : p.raw()
+                            ? p.label() + " received " + transfers + " transfers"
+                            : p.label() + " checked " + transfers + " decoded models";
             assertTrue(report.contains(worker), "missing '" + worker + "' in\n" + report);
         }
         for (TransferPath p : List.of(TransferPath.CUWIRE_CUDA_HOST, TransferPath.CUWIRE_HOST)) {
             assertTrue(report.contains("- " + p.label() + ": client: serialize "), report);
             assertTrue(report.contains("; worker: receive "), report);
+        }
+        if (options.leftOut() != null) {
+            assertTrue(report.contains("- " + options.leftOut()), report);
         }
         assertTrue(report.contains("## Summary over 1 run"), report);
         assertTrue(report.contains("(ceiling)"), report);
@@ -96,7 +101,9 @@ class ModelTransferBenchTest {
                 r.sample(SIZE * 4096, TransferPath.RAW_1M, "warm", round, 1, 1, 180e6 + round);
                 r.sample(SIZE * 4096, TransferPath.FORY, "warm", round, 2, 1, 230e6 + round);
                 r.sample(SIZE * 4096, TransferPath.CUWIRE_HOST, "warm", round, 3, 1, (run == 1 ? 300e6 : 190e6));
+                r.sample(SIZE * 4096, TransferPath.DASK, "warm", round, 4, 1, 250e6);
             }
+            r.sample(SIZE * 4096, TransferPath.CUWIRE_HOST, "cold", 0, 0, 1, run == 1 ? 500e6 : 200e6);
             r.fail(SIZE * 4096, TransferPath.CUWIRE_CUDA_HOST, "transfer 0 failed: no");
             ModelTransferReport.write(dir, "mt", r, false);
         }
@@ -108,8 +115,14 @@ class ModelTransferBenchTest {
         assertTrue(md.contains("run 2: cuwire-host at 512 MiB: ≥ 0.9 × the raw ceiling: MET (0.947 ×, raw-1m)"), md);
         assertTrue(md.contains("run 2: cuwire-host at 512 MiB: ahead of Fory out-of-band: MET"), md);
         assertTrue(md.contains("cuwire-cuda-host at 512 MiB: NOT MET (failed: transfer 0 failed: no)"), md);
+        assertTrue(md.contains("run 1: cuwire-host at 512 MiB: ahead of Dask scatter: NOT MET (300 vs 250 ms)"), md);
+        assertTrue(md.contains("run 2: cuwire-host at 512 MiB: ahead of Dask scatter: MET (190 vs 250 ms)"), md);
+        assertTrue(
+                md.contains("run 1: cuwire-host at 512 MiB: the cold transfer ≤ 1.5 × a warm one: NOT MET (1.67 ×"),
+                md);
+        assertTrue(md.contains("run 2: cuwire-host at 512 MiB: the cold transfer ≤ 1.5 × a warm one: MET (1.05 ×"), md);
         assertEquals(
-                1 + 2 * (4 * 5 + 1), Files.readAllLines(dir.resolve("mt.csv")).size());
+                1 + 2 * (5 * 5 + 2), Files.readAllLines(dir.resolve("mt.csv")).size());
     }
 
     @Test
@@ -139,6 +152,19 @@ class ModelTransferBenchTest {
         assertEquals(
                 List.of(TransferPath.KRYO, TransferPath.RAW_ONCE, TransferPath.JDK),
                 ModelTransferBench.rotated(three, 2));
+    }
+
+    @Test
+    void shouldRunDaskByDefaultExactlyWherePythonHasIt() {
+        ModelTransferBench.Options options = ModelTransferBench.Options.parse();
+        boolean dask = DaskPeer.unavailable().isEmpty();
+        assertEquals(dask, options.paths().contains(TransferPath.DASK), String.valueOf(options.leftOut()));
+        assertEquals(dask, options.leftOut() == null, String.valueOf(options.leftOut()));
+        assertEquals(
+                TransferPath.values().length - (dask ? 0 : 1), options.paths().size());
+        assertEquals(
+                List.of(TransferPath.DASK),
+                ModelTransferBench.Options.parse("--paths", "dask-scatter").paths());
     }
 
     @Test

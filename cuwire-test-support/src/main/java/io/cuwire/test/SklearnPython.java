@@ -54,18 +54,32 @@ public final class SklearnPython {
 
     /** Why {@code python} cannot run scikit-learn, or empty when it can. */
     private static Optional<String> unavailable(String python) {
+        return cannotImport(python, "sklearn, numpy", "scikit-learn");
+    }
+
+    /**
+     * Why {@link #python()} cannot import {@code modules} (as an {@code import} statement lists them), or empty when
+     * it can: for a peer that needs more than scikit-learn (Dask's {@code distributed}).
+     *
+     * @param what the modules as the reason names them
+     */
+    public static Optional<String> cannotImport(String modules, String what) {
+        return cannotImport(python(), modules, what);
+    }
+
+    private static Optional<String> cannotImport(String python, String modules, String what) {
         try {
-            Process p = new ProcessBuilder(python, "-c", "import sklearn, numpy")
+            Process p = new ProcessBuilder(python, "-c", "import " + modules)
                     .redirectErrorStream(true)
                     .start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
             if (!p.waitFor(60, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                return Optional.of(python + " did not import scikit-learn within 60 s");
+                return Optional.of(python + " did not import " + what + " within 60 s");
             }
             return p.exitValue() == 0
                     ? Optional.empty()
-                    : Optional.of(python + " cannot import scikit-learn: "
+                    : Optional.of(python + " cannot import " + what + ": "
                             + out.lines().reduce((a, b) -> b).orElse("exit " + p.exitValue()));
         } catch (IOException e) {
             return Optional.of("cannot start " + python + ": " + e.getMessage());

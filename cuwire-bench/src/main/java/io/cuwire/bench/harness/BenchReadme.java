@@ -243,6 +243,8 @@ public final class BenchReadme {
             Optional<Map<String, String>> host = lastColumn(runs, "### " + t[0], "cuwire-host");
             Optional<Map<String, String>> fory = lastColumn(runs, "### " + t[0], "fory-oob");
             Optional<Map<String, String>> ceiling = lastColumn(runs, "### " + t[0], "ceiling");
+            Optional<Map<String, String>> dask = lastColumn(runs, "### " + t[0], "dask-scatter")
+                    .filter(d -> !d.get("value").isEmpty() && !d.get("value").equals("-"));
             if (cuda.isEmpty() || host.isEmpty() || fory.isEmpty() || ceiling.isEmpty()) {
                 none(b, t[1], machine, "model-transfer-" + machine + ".md");
                 continue;
@@ -260,7 +262,8 @@ public final class BenchReadme {
                     "ceiling " + ceiling.get().get("value") + " "
                             + raw.map(r -> r.get("value")).orElse("?") + unit + "; Fory "
                             + fory.get().get("value") + unit
-                            + "; Dask: no run recorded",
+                            + "; Dask scatter "
+                            + dask.map(d -> d.get("value") + unit).orElse("not in this run"),
                     "",
                     "`model-transfer-" + machine + ".md`, " + run + " (its last " + "column)");
         }

@@ -1,8 +1,8 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Scripts;
 import io.cuwire.test.SklearnPython;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -76,13 +76,7 @@ public final class SklearnForests {
             dir = Files.createTempDirectory("cuwire-sklearn-forest");
             write(dir.resolve("x.f64"), x);
             write(dir.resolve("y.f64"), y);
-            Path script = dir.resolve("sklearn_forest.py");
-            try (InputStream in = SklearnForests.class.getResourceAsStream("sklearn_forest.py")) {
-                if (in == null) {
-                    throw new IllegalStateException("sklearn_forest.py is missing beside " + SklearnForests.class);
-                }
-                Files.copy(in, script);
-            }
+            Path script = Scripts.write(SklearnForests.class, "sklearn_forest.py", dir);
             List<String> cmd = new ArrayList<>(List.of(
                     python(),
                     script.toString(),

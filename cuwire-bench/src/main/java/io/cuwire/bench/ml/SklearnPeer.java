@@ -1,8 +1,8 @@
 package io.cuwire.bench.ml;
 
+import io.cuwire.bench.harness.Scripts;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -48,16 +48,7 @@ final class SklearnPeer {
      */
     static Outcome run(
             String python, Path dir, int repeat, int warmup, int neighbors, List<String> estimators, PrintStream out) {
-        Path script = dir.resolve(SCRIPT);
-        try (InputStream in = SklearnPeer.class.getResourceAsStream(SCRIPT)) {
-            if (in == null) {
-                throw new IllegalStateException(
-                        "resource " + SCRIPT + " is missing from " + SklearnPeer.class.getPackageName());
-            }
-            Files.copy(in, script);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + script + ": " + e.getMessage(), e);
-        }
+        Path script = Scripts.write(SklearnPeer.class, SCRIPT, dir);
         List<String> cmd = new ArrayList<>(List.of(
                 python,
                 script.toString(),

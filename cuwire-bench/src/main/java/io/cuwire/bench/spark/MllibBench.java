@@ -4,6 +4,7 @@ import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.sum;
 
 import io.cuwire.bench.harness.Results;
+import io.cuwire.bench.harness.Scripts;
 import io.cuwire.bench.harness.Stats;
 import io.cuwire.bench.harness.Table;
 import io.cuwire.spark.CuwireSpark;
@@ -19,7 +20,6 @@ import io.cuwire.spark.ml.CuwireRandomForestClassifier;
 import io.cuwire.spark.ml.CuwireRandomForestRegressor;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -665,16 +665,7 @@ public final class MllibBench {
 
     /** Converts scikit-learn's shipped data sets into {@code dir}; why it could not, or {@code null}. */
     static String convert(String python, Path dir, PrintStream out) {
-        Path script = dir.resolve("sklearn_datasets.py");
-        try (InputStream in = MllibBench.class.getResourceAsStream("sklearn_datasets.py")) {
-            if (in == null) {
-                throw new IllegalStateException(
-                        "resource sklearn_datasets.py is missing from " + MllibBench.class.getPackageName());
-            }
-            Files.copy(in, script);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + script + ": " + e.getMessage(), e);
-        }
+        Path script = Scripts.write(MllibBench.class, "sklearn_datasets.py", dir);
         try {
             Process p = new ProcessBuilder(python, script.toString(), dir.toString())
                     .redirectErrorStream(true)
