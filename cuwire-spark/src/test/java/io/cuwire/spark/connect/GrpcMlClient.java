@@ -77,8 +77,7 @@ public final class GrpcMlClient {
                 System.out.println("fit " + name + " " + model);
                 for (int a = 1; a < nameAndAttributes.length; a++) {
                     Expression.Literal v = client.fetch(model, nameAndAttributes[a]);
-                    System.out.println("attribute " + name + " " + nameAndAttributes[a] + " "
-                            + (v.hasBoolean() ? Boolean.toString(v.getBoolean()) : Double.toString(v.getDouble())));
+                    System.out.println("attribute " + name + " " + nameAndAttributes[a] + " " + text(v));
                 }
                 client.predictions(model, rows)
                         .forEach((id, p) -> System.out.println("prediction " + name + " " + id + " " + p));
@@ -159,6 +158,18 @@ public final class GrpcMlClient {
                         .setDataset(rows))
                 .build();
         return command(fit).getOperatorInfo().getObjRef().getId();
+    }
+
+    /** A number or boolean literal as text: integers as integers, so that counts read back exactly. */
+    private static String text(Expression.Literal v) {
+        return switch (v.getLiteralTypeCase()) {
+            case BOOLEAN -> Boolean.toString(v.getBoolean());
+            case INTEGER -> Integer.toString(v.getInteger());
+            case LONG -> Long.toString(v.getLong());
+            case DOUBLE -> Double.toString(v.getDouble());
+            case FLOAT -> Float.toString(v.getFloat());
+            default -> throw new IllegalStateException("a literal of " + v.getLiteralTypeCase() + ": " + v);
+        };
     }
 
     /** {@code model.<method>}: the attribute's literal. */
