@@ -1,6 +1,7 @@
 package io.cuwire.ml;
 
 import io.cuwire.memory.Buffer;
+import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
@@ -235,6 +236,38 @@ public abstract class ComputeBackend {
                     + " (expected: the same order)");
         }
         return doCopySum(src, dst);
+    }
+
+    /**
+     * The centered cross products of a least-squares fit, {@code x} itself unchanged: {@code gram = xc^T xc} and
+     * {@code xty = xc^T y} for {@code xc = x - 1 mean^T} (each row less {@code mean}). {@code y} and {@code xty} are
+     * both given or both {@code null} (then only the Gram matrix). Centering first loses nothing to cancellation when
+     * the columns' means are large against their spread. By default {@code x} is centered in a copy allocated from
+     * {@code scratch}; a backend that centers each block of rows as it reads it (the CPU backend) allocates none.
+     */
+    public final void centeredCross(
+            NdArray x, NdArray mean, NdArray y, NdArray gram, NdArray xty, BufferAllocator<?> scratch) {
+        String op = "centeredCross";
+        if ((y == null) != (xty == null)) {
+            throw new IllegalArgumentException(op + ": y is " + (y == null ? "null" : "given") + " but xty is "
+                    + (xty == null ? "null" : "given") + " (expected: both or neither)");
+        }
+        Objects.requireNonNull(scratch, "scratch");
+        if (y == null) {
+            operands(op, "x,mean,gram", x, mean, gram);
+        } else {
+            operands(op, "x,mean,gram,y,xty", x, mean, gram, y, xty);
+            sameDtype(op, "y", y, "x", x);
+            sameDtype(op, "xty", xty, "x", x);
+            shape(op, "y", y, "the rows of x", x.dim(0));
+            shape(op, "xty", xty, "the columns of x", x.dim(1));
+        }
+        floatingMatrix(op, "x", x);
+        sameDtype(op, "mean", mean, "x", x);
+        sameDtype(op, "gram", gram, "x", x);
+        shape(op, "mean", mean, "the columns of x", x.dim(1));
+        shape(op, "gram", gram, "columns x columns of x", x.dim(1), x.dim(1));
+        doCenteredCross(x, mean, y, gram, xty, scratch);
     }
 
     /** {@code out[j] = sum over i of a[i, j]}. */
@@ -611,6 +644,22 @@ public abstract class ComputeBackend {
             CopyEngine.copy(src.buffer(), dst.buffer());
         }
         return doReduce(Reduction.SUM, dst);
+    }
+
+    /**
+     * {@link #centeredCross} after its checks: by default {@code x} copied from {@code scratch}, centered
+     * ({@link #doBroadcastRows}), and multiplied ({@link #doGemm}, {@link #doGemv}); a backend that centers blocks of
+     * rows as it reads them overrides it.
+     */
+    protected void doCenteredCross(
+            NdArray x, NdArray mean, NdArray y, NdArray gram, NdArray xty, BufferAllocator<?> scratch) {
+        try (NdArray xc = x.copyTo(scratch)) {
+            doBroadcastRows(BinaryOp.SUB, xc, mean);
+            doGemm(true, false, 1, xc, xc, 0, gram);
+            if (y != null) {
+                doGemv(true, 1, xc, y, 0, xty);
+            }
+        }
     }
 
     protected abstract void doGemm(

@@ -141,6 +141,55 @@ public abstract class BackendConformanceSuite {
 
     @ParameterizedTest
     @ValueSource(strings = {"float32", "float64"})
+    void shouldComputeCenteredCrossProductsOverManyChunksLeavingXUnchanged(String type, TestInfo info) {
+        DType dt = DType.byName(type);
+        SplittableRandom r = TestRandom.create(info);
+        // columns far from 0 against their spread (float64), so that an uncentered product would lose digits
+        double offset = dt == DType.FLOAT64 ? 1e3 : 2;
+        for (int trial = 0; trial < 3; trial++) {
+            int rows = trial == 0 ? 1 : 1 + r.nextInt(3000);
+            int cols = 1 + r.nextInt(40);
+            double[] xv = uniform(r, rows * cols);
+            for (int i = 0; i < xv.length; i++) {
+                xv[i] += offset * (1 + i % cols);
+            }
+            try (NdArray x = array(mem, dt, xv, rows, cols);
+                    NdArray mean = zeros(dt, cols);
+                    NdArray y = rand(r, dt, rows);
+                    NdArray gram = rand(r, dt, cols, cols);
+                    NdArray xty = rand(r, dt, cols);
+                    NdArray gramOnly = rand(r, dt, cols, cols)) {
+                double[] xs = values(x);
+                backend.columnSums(x, mean);
+                backend.scale(1.0 / rows, mean);
+                double[] mu = values(mean);
+                double[] yv = values(y);
+                double[] wantGram = new double[cols * cols];
+                double[] wantXty = new double[cols];
+                for (int i = 0; i < rows; i++) {
+                    for (int a = 0; a < cols; a++) {
+                        double ca = xs[i * cols + a] - mu[a];
+                        wantXty[a] += ca * yv[i];
+                        for (int b = 0; b < cols; b++) {
+                            wantGram[a * cols + b] += ca * (xs[i * cols + b] - mu[b]);
+                        }
+                    }
+                }
+                backend.centeredCross(x, mean, y, gram, xty, mem);
+                backend.centeredCross(x, mean, null, gramOnly, null, mem);
+                assertClose("centeredCross gram " + rows + " x " + cols, dt, 2 * rows + 1, wantGram, values(gram));
+                assertClose("centeredCross xty " + rows + " x " + cols, dt, 2 * rows + 1, wantXty, values(xty));
+                assertArrayEquals(values(gram), values(gramOnly), "the Gram matrix without y");
+                assertArrayEquals(xs, values(x), "x unchanged");
+                IllegalArgumentException e = assertThrows(
+                        IllegalArgumentException.class, () -> backend.centeredCross(x, mean, y, gram, null, mem));
+                assertTrue(e.getMessage().contains("y is given but xty is null"), e.getMessage());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "float64"})
     void shouldComputeGemvAxpyScaleAndDotAsTheReference(String type, TestInfo info) {
         DType dt = DType.byName(type);
         SplittableRandom r = TestRandom.create(info);

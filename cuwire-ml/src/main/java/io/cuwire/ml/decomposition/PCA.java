@@ -190,12 +190,11 @@ public final class PCA extends Estimator {
         long d = x.dim(1);
         NdArray m = NdArray.empty(mem, x.dtype(), Order.C, d);
         NdArray scatter = null;
-        try (NdArray xc = x.copyTo(mem)) {
+        try {
             b.columnSums(x, m);
             b.scale(1.0 / x.dim(0), m);
-            b.broadcastRows(BinaryOp.SUB, xc, m);
             scatter = NdArray.empty(mem, x.dtype(), Order.C, d, d);
-            b.gemm(true, false, 1, xc, xc, 0, scatter);
+            b.centeredCross(x, m, null, scatter, null, mem);
             return new PcaStats(x.dim(0), m, scatter);
         } catch (RuntimeException | Error e) {
             m.close();

@@ -1,5 +1,6 @@
 package io.cuwire.ml.internal;
 
+import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.CopyEngine;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.DeviceBuffer;
@@ -164,6 +165,45 @@ public final class CpuBackend extends ComputeBackend {
             cv[i] = alpha * s[i] + (beta == 0 ? 0 : beta * cv[i]);
         }
         HostArrays.write(c, cv);
+    }
+
+    /**
+     * {@link ComputeBackend#centeredCross} in one pass over {@code x} and no copy of it: each chunk of rows is read
+     * (as {@link #gemmTn} reads it), less the mean, into a buffer of the chunk's size, which gives the chunk's
+     * {@code xc^T xc} and {@code xc^T y}; the chunks' partials are added in chunk order.
+     */
+    @Override
+    protected void doCenteredCross(
+            NdArray x, NdArray mean, NdArray y, NdArray gram, NdArray xty, BufferAllocator<?> scratch) {
+        int k = (int) x.dim(0);
+        int m = (int) x.dim(1);
+        double[] mu = HostArrays.doubles(mean);
+        int width = m * m + (y == null ? 0 : m);
+        int per = reductionRows(k, m);
+        double[][] partials = new double[CpuParallel.chunks(k, per)][];
+        forRows(k, per, (chunk, first, count) -> {
+            double[] av = new double[count * m];
+            HostArrays.read(x, (long) first * m, av, count * m);
+            for (int i = 0; i < count; i++) {
+                int r = i * m;
+                for (int j = 0; j < m; j++) {
+                    av[r + j] -= mu[j];
+                }
+            }
+            double[] p = new double[width];
+            CpuKernels.multiplyAdd(av, 0, 1, m, av, 0, m, p, 0, m, m, m, count);
+            if (y != null) {
+                double[] yv = new double[count];
+                HostArrays.read(y, first, yv, count);
+                CpuKernels.multiplyAdd(av, 0, 1, m, yv, 0, 1, p, m * m, 1, m, 1, count);
+            }
+            partials[chunk] = p;
+        });
+        double[] s = sum(partials, width);
+        HostArrays.write(gram, 0, s, m * m);
+        if (y != null) {
+            HostArrays.write(xty, 0, Arrays.copyOfRange(s, m * m, width), m);
+        }
     }
 
     /** Reads columns {@code [col, col + w)} of {@code op(b)} (k x n) as a row-major {@code k x w} tile. */

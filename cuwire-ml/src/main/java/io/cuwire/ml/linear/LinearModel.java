@@ -4,7 +4,6 @@ import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DType;
 import io.cuwire.memory.NdArray;
 import io.cuwire.memory.Order;
-import io.cuwire.ml.BinaryOp;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.Estimator;
 import io.cuwire.ml.Param;
@@ -100,18 +99,15 @@ public abstract sealed class LinearModel extends Estimator implements Regressor 
         NdArray xMean = NdArray.empty(mem, x.dtype(), Order.C, d);
         NdArray gram = null;
         NdArray xty = null;
-        try (NdArray xc = x.copyTo(mem);
-                NdArray yc = NdArray.empty(mem, y.dtype(), Order.C, n)) {
+        try (NdArray yc = NdArray.empty(mem, y.dtype(), Order.C, n)) {
             b.columnSums(x, xMean);
             b.scale(1.0 / n, xMean);
             double yMean = b.reduce(Reduction.SUM, y) / n;
-            b.broadcastRows(BinaryOp.SUB, xc, xMean);
             b.fill(yc, -yMean);
             b.axpy(1, y, yc);
             gram = NdArray.empty(mem, x.dtype(), Order.C, d, d);
-            b.gemm(true, false, 1, xc, xc, 0, gram);
             xty = NdArray.empty(mem, x.dtype(), Order.C, d);
-            b.gemv(true, 1, xc, yc, 0, xty);
+            b.centeredCross(x, xMean, yc, gram, xty, mem);
             return new LinearStats(n, yMean, xMean, gram, xty);
         } catch (RuntimeException | Error e) {
             xMean.close();
