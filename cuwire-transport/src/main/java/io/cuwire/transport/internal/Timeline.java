@@ -10,13 +10,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
- * An opt-in record of when an IPC connection's messages pass the points of their way (a send called, its frames
- * pushed, its bytes written; a record's type read, its header parsed, its frames copied, the message handed over, the
- * application's receive returning), for profiling a round trip across the two processes of a connection on one host;
- * only the IPC transport stamps. Off unless the system property {@value #PROPERTY} names a directory; then every stamp
- * is {@link System#nanoTime()} (on Linux {@code CLOCK_MONOTONIC}, so the stamps of two processes on one host are on
- * one clock) and the point, kept in a fixed array of {@value #CAPACITY} stamps (later ones are dropped), written at
- * exit to {@code <directory>/timeline-<pid>.tsv}: a line {@code # <pid> <command line>}, then
+ * An opt-in record of when an IPC or TCP connection's messages pass the points of their way (a send called, its frames
+ * pushed or staged, its bytes written; a record's type read, its header parsed, its frames copied, the message handed
+ * over, the application's receive returning), for profiling a round trip across the two processes of a connection on
+ * one host; the IPC and TCP transports stamp. Off unless the system property {@value #PROPERTY} names a directory;
+ * then every stamp is {@link System#nanoTime()} (on Linux {@code CLOCK_MONOTONIC}, so the stamps of two processes on
+ * one host are on one clock) and the point, kept in a fixed array of {@value #CAPACITY} stamps (later ones are
+ * dropped), written at exit to {@code <directory>/timeline-<pid>.tsv}: a line {@code # <pid> <command line>}, then
  * {@code <nanos>\t<point>} lines. Off, {@link #mark} is a test of a constant that the JIT removes. cuwire-bench's
  * {@code io.cuwire.bench.harness.TimelineReport} reads the files of both processes.
  */
@@ -83,7 +83,11 @@ public final class Timeline {
         /** {@code receive} called. */
         RECEIVE_CALLED,
         /** {@code receive} returning a message. */
-        RECEIVE_RETURNED
+        RECEIVE_RETURNED,
+        /** Device frames copied into pinned host memory and the copies waited for, ready to write (tcp). */
+        SEND_STAGED,
+        /** A device frame's (or run's) bytes read through the staging ring, its copies to the device enqueued (tcp). */
+        READ_STAGED
     }
 
     private Timeline() {}

@@ -28,6 +28,8 @@ import io.cuwire.transport.internal.HeapStaging;
 import io.cuwire.transport.internal.MessageRecorder;
 import io.cuwire.transport.internal.PendingSend;
 import io.cuwire.transport.internal.SendQueue;
+import io.cuwire.transport.internal.Timeline;
+import io.cuwire.transport.internal.Timeline.Point;
 import io.cuwire.transport.internal.socket.SocketIo;
 import io.cuwire.transport.internal.socket.SocketListener;
 import io.cuwire.transport.internal.socket.Sockets;
@@ -217,6 +219,7 @@ final class TcpConnection extends AbstractConnection {
                     next--;
                     List<DeviceBuffer> run = takeRun();
                     sendRing(run).send(run, io, ioTimeoutNanos);
+                    Timeline.mark(Point.SEND_STAGED);
                 }
             }
         }
@@ -335,6 +338,7 @@ final class TcpConnection extends AbstractConnection {
                     addInPlace(g, inPlace);
                     List<DeviceBuffer> run = takeRun();
                     g.add(sendRing(run).stageWhole(run));
+                    Timeline.mark(Point.SEND_STAGED);
                     gathered += runBytes;
                     count++;
                     stagedRun = true;
@@ -433,6 +437,7 @@ final class TcpConnection extends AbstractConnection {
 
     @Override
     public CompletableFuture<MessageMetrics> sendUnchecked(Message message) {
+        Timeline.mark(Point.SEND_CALLED);
         state.checkUsable();
         Outgoing out = new Outgoing(message);
         state.acquire(out.bytes);
@@ -456,17 +461,20 @@ final class TcpConnection extends AbstractConnection {
     private boolean writeOrFail(Outgoing out, boolean onCaller) {
         try {
             if (out.writing == null) {
+                Timeline.mark(Point.SEND_WRITING);
                 out.record(Transports.TCP);
                 out.writing = new Writing(out);
             }
             if (!out.writing.writeOn(onCaller ? HAND_OFF_NANOS : SocketIo.NO_HAND_OFF)) {
                 return false;
             }
+            Timeline.mark(Point.SEND_WRITTEN);
             out.complete(() -> out.recorder()
                     .finish(
                             out.header.length,
                             Frames.kinds(out.message.frames()),
                             Frames.lengths(out.message.frames())));
+            Timeline.mark(Point.SEND_COMPLETED);
         } catch (RuntimeException e) {
             TransportException t = state.translate(e, "sending to");
             if (t instanceof PeerClosedException) {
@@ -531,6 +539,7 @@ final class TcpConnection extends AbstractConnection {
 
     @Override
     public ReceivedMessage receive(Duration timeout) {
+        Timeline.mark(Point.RECEIVE_CALLED);
         receiveLock.lock();
         try {
             state.checkUsable();
@@ -546,7 +555,10 @@ final class TcpConnection extends AbstractConnection {
             if (!began) {
                 throw new TransportTimeoutException("no message from " + io.peer() + " within " + timeout);
             }
-            return readMessage();
+            Timeline.mark(Point.READ_WOKE);
+            ReceivedMessage m = readMessage();
+            Timeline.mark(Point.RECEIVE_RETURNED);
+            return m;
         } finally {
             receiveLock.unlock();
         }
@@ -572,7 +584,9 @@ final class TcpConnection extends AbstractConnection {
             io.messageDeadline(start, 5L + headerLength, config);
             byte[] headerBytes = new byte[headerLength];
             io.readFully(ByteBuffer.wrap(headerBytes), ioTimeoutNanos, SocketIo.NO_DEADLINE);
+            Timeline.mark(Point.READ_HEADER);
             Serialized.Header header = Frames.parseHeader(headerBytes, config, io.peer(), handshake.families());
+            Timeline.mark(Point.READ_PARSED);
             io.messageDeadline(start, 5L + headerLength + header.totalFrameBytes(), config);
             List<MemoryKind> kinds = new ArrayList<>(header.frames().size());
             List<Long> lengths = new ArrayList<>(header.frames().size());
@@ -583,6 +597,7 @@ final class TcpConnection extends AbstractConnection {
                 if (run > 1) {
                     // many small device frames: one block, read at once when the host addresses it in place
                     Buffer block = Frames.allocateRun(descriptors, i, run, config, io.peer(), false, frames);
+                    Timeline.mark(Point.READ_ALLOCATED);
                     for (int k = i; k < i + run; k++) {
                         kinds.add(frames.get(k).kind());
                         lengths.add(frames.get(k).length());
@@ -604,6 +619,7 @@ final class TcpConnection extends AbstractConnection {
                 // Allocated when its bytes begin: a peer gets no frame allocated for bytes it has not sent up to it
                 // (a run of small device frames, above, at most Frames.RUN_BYTES ahead).
                 Frame frame = Frames.allocate(descriptors.get(i), i, config, io.peer(), false, true);
+                Timeline.mark(Point.READ_ALLOCATED);
                 frames.add(frame);
                 kinds.add(frame.kind());
                 lengths.add(frame.length());
@@ -616,9 +632,11 @@ final class TcpConnection extends AbstractConnection {
                     receiveStaged((DeviceBuffer) frame.buffer(), staged);
                 }
             }
+            Timeline.mark(Point.READ_FRAMES);
             for (StagingRing ring : staged) {
                 ring.awaitCopies();
             }
+            Timeline.mark(Point.READ_COPIED);
             Serialized value = Serialized.receivedFrames(header, frames);
             return new ReceivedMessage(value, recorder.finish(headerLength, kinds, lengths));
         } catch (RuntimeException e) {
@@ -640,6 +658,7 @@ final class TcpConnection extends AbstractConnection {
     private void receiveStaged(DeviceBuffer d, List<StagingRing> staged) {
         StagingRing ring = receiveRings.computeIfAbsent(d.device(), this::newRing);
         ring.receive(io, d, ioTimeoutNanos);
+        Timeline.mark(Point.READ_STAGED);
         if (!staged.contains(ring)) {
             staged.add(ring);
         }
