@@ -236,7 +236,8 @@ public final class BenchReadme {
 
     private static void modelTransfer(StringBuilder b, List<Run> runs) {
         String machine = "cpu-2core";
-        String target512 = "TCP 512 MiB ≥ 0.9 × the socket's ceiling, ahead of Fory out-of-band (issue 21.2)";
+        String target512 =
+                "TCP 512 MiB ≥ 0.9 × the socket's ceiling, ahead of Fory out-of-band and Dask scatter (issue 21.2)";
         String target1 = "TCP 1 MiB ≤ 1.5 × the raw socket (issue 21.2)";
         for (String[] t : new String[][] {{"512 MiB", target512}, {"1 MiB", target1}}) {
             Optional<Map<String, String>> cuda = lastColumn(runs, "### " + t[0], "cuwire-cuda-host");
