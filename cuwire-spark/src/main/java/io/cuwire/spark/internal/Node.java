@@ -291,8 +291,8 @@ public final class Node implements AutoCloseable {
     }
 
     /**
-     * Device memory for the small arrays of row-at-a-time work (scoring one row): freed buffers up to 64 KiB are
-     * kept for reuse (8 MiB at most), and released once this node caches no model any more.
+     * Device memory for the arrays of a transform's blocks of rows: freed buffers up to 64 KiB are kept for reuse
+     * (8 MiB at most), and released once this node caches no model any more.
      */
     public BufferAllocator<DeviceBuffer> scratchMemory() {
         return scratchMemory;

@@ -10,9 +10,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A device memory resource that keeps small freed buffers for reuse, by exact size: the memory of row-at-a-time
- * scoring, where every row allocates the same few small arrays (an allocation of the emulated device creates and maps
- * a file; one of a GPU costs a driver call). A buffer handed out is a loan of a pooled buffer; closing it returns the
+ * A device memory resource that keeps small freed buffers for reuse, by exact size: the memory transforms score
+ * their blocks of rows in, where every block allocates the same few arrays (an allocation of the emulated device
+ * creates and maps a file; one of a GPU costs a driver call); a block's features, larger, mostly go to the device as
+ * they are. A buffer handed out is a loan of a pooled buffer; closing it returns the
  * buffer to the pool, or frees it when the pool holds {@code maxRetained} bytes already. Larger requests go to the
  * device as they are. {@link #trim()} frees what the pool holds.
  *

@@ -16,13 +16,16 @@ import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.function.BiFunction;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.ml.Model;
 import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
@@ -35,13 +38,10 @@ import org.apache.spark.ml.util.MLReader;
 import org.apache.spark.ml.util.MLWritable;
 import org.apache.spark.ml.util.MLWriter;
 import org.apache.spark.ml.util.ReadWriteUtils$;
-import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.api.java.UDF1;
-import org.apache.spark.sql.functions;
-import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.collection.Seq;
@@ -51,7 +51,7 @@ import scala.collection.Seq;
  * ({@link CuwireLinearRegressionModel}, {@link CuwireKMeansModel}, {@link CuwireLogisticRegressionModel}, …). The
  * fitted state lives in the driver's device memory; {@link #transform} broadcasts it once as a handle
  * ({@link CuwireSpark#broadcast}) and computes the model's columns in the executors, each executor JVM fetching the
- * frames once, a batch of rows at a time on the executor's device. Saved with Spark ML persistence: the params as
+ * frames once, in blocks of a partition's rows on the executor's device. Saved with Spark ML persistence: the params as
  * Spark's JSON metadata, the fitted estimator as a cuwire header plus frames in {@code cuwire/model.cuwire} (long
  * offsets: models over 2 GiB work).
  *
@@ -195,45 +195,31 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
     abstract Param<String> appendedCol();
 
     /**
-     * The rows of {@code dataset} with this model's columns appended: one user-defined function of the features
-     * column, named {@code cuwire_<Model>}, computes them in the executors, so Catalyst sees an expression it can
-     * prune (a query that reads none of the columns never runs the model) and streaming {@code DataFrame}s work as
-     * batch ones. The result's plan holds the fitted state until the result is gone (see the class comment).
+     * The rows of {@code dataset} with this model's columns appended, computed in the executors: each partition's
+     * rows are scored in blocks ({@link #BLOCK_ROWS} rows at most, fewer when the features of that many rows would
+     * pass {@link #BLOCK_BYTES}), each block one matrix on the executor's device, one call of the model per output
+     * column, and a partition of no rows never fetches the model. The result is a {@code mapPartitions} of the rows
+     * (as XGBoost4J-Spark's and spark-rapids-ml's transforms are), so Catalyst cannot look into it: a query over the
+     * result scores every row it reads, even one that reads none of the model's columns, and filters and column
+     * pruning stop at it (select and filter the rows before {@code transform}). Nothing runs until an action does;
+     * streaming {@code DataFrame}s work as batch ones. The result's schema is {@link #transformSchema}'s. Its plan
+     * holds the fitted state until the result is gone (see the class comment).
      *
      * @throws IllegalStateException if this model was closed
      */
     @Override
     public Dataset<Row> transform(Dataset<?> dataset) {
-        transformSchema(dataset.schema());
+        StructType schema = transformSchema(dataset.schema());
         List<Output> outputs = outputs();
         if (outputs.isEmpty()) {
             return dataset.toDF();
         }
         FittedState.PlanHandle plan = new FittedState.PlanHandle(state());
-        List<StructField> fields = new ArrayList<>();
-        for (int c = 0; c < outputs.size(); c++) {
-            StructField f = outputs.get(c).field();
-            fields.add(new StructField("c" + c, f.dataType(), false, Metadata.empty()));
-        }
-        StructType scoredType = new StructType(fields.toArray(new StructField[0]));
-        UDF1<Object, Row> score = features -> score(plan.ref(), outputs, features);
-        Column scored = functions
-                .udf(score, scoredType)
-                .asNonNullable()
-                .withName("cuwire_" + getClass().getSimpleName())
-                .apply(functions.col(featuresColumn()));
-        if (outputs.size() == 1) {
-            StructField f = outputs.getFirst().field();
-            return dataset.toDF().withColumn(f.name(), scored.getField("c0").as(f.name(), f.metadata()));
-        }
-        String struct = "__cuwire_" + uid;
-        Dataset<Row> out = dataset.toDF().withColumn(struct, scored);
-        for (int c = 0; c < outputs.size(); c++) {
-            StructField f = outputs.get(c).field();
-            out = out.withColumn(
-                    f.name(), functions.col(struct).getField("c" + c).as(f.name(), f.metadata()));
-        }
-        return out.drop(struct);
+        int features = dataset.schema().fieldIndex(featuresColumn());
+        // the row encoder drops the fields' metadata (the ML attributes of the appended columns): to(schema) sets it
+        return dataset.toDF()
+                .mapPartitions(new Scorer(plan, outputs, features), Encoders.row(schema))
+                .to(schema);
     }
 
     /** The column the features are read from. */
@@ -241,23 +227,129 @@ public abstract class CuwireModel<M extends CuwireModel<M>> extends Model<M> imp
         return getFeaturesCol();
     }
 
-    /** In an executor: the model's columns for one row's features (an ml vector or a sequence of numbers). */
-    private static Row score(ModelRef<Estimator> ref, List<Output> outputs, Object features) {
-        double[] x = features(features);
-        Node node = Node.current();
-        try (NdArray input = NdArray.fromArray(node.scratchMemory(), x, 1, x.length)) {
-            node.countScoredRows(ComputeBackends.forArray(input), 1);
-            return ref.apply(m -> {
-                Object[] values = new Object[outputs.size()];
-                for (int c = 0; c < values.length; c++) {
-                    values[c] = outputs.get(c).scoring().values(m, input)[0];
-                }
-                return RowFactory.create(values);
-            });
+    /** The most rows of one block that a transform scores in one call of the model. */
+    static final int BLOCK_ROWS = 4096;
+
+    /** The most bytes of features (as float64) in one block: wider rows make smaller blocks, of one row at least. */
+    static final long BLOCK_BYTES = 8L << 20;
+
+    /** The rows of a block whose rows have {@code width} features each. */
+    static int blockRows(int width) {
+        return (int) Math.max(1, Math.min(BLOCK_ROWS, BLOCK_BYTES / (Double.BYTES * Math.max(1L, width))));
+    }
+
+    /**
+     * In an executor: a partition's rows with the model's columns appended, scored a block at a time.
+     *
+     * @param plan the fitted state's handle (the plan holds it through this function)
+     * @param outputs the columns appended
+     * @param features the index of the features column in the rows
+     */
+    private record Scorer(FittedState.PlanHandle plan, List<Output> outputs, int features)
+            implements MapPartitionsFunction<Row, Row> {
+        @Override
+        public Iterator<Row> call(Iterator<Row> rows) {
+            return new Blocks(rows, plan.ref(), outputs, features);
         }
     }
 
-    /** The features of one row as the function gets them: an ml vector, or a Scala sequence of numbers. */
+    /**
+     * The scored rows of one partition, read and scored a block at a time as they are asked for. A block ends at
+     * {@link #blockRows} rows, at the partition's end, or before a row of another number of features than the
+     * block's (that row starts the next block, whose model call says what is wrong with it). Not thread-safe.
+     */
+    private static final class Blocks implements Iterator<Row> {
+        private final Iterator<Row> in;
+        private final ModelRef<Estimator> ref;
+        private final List<Output> outputs;
+        private final int features;
+        /** The rows of the current block. */
+        private final List<Row> block = new ArrayList<>();
+        /** The current block's appended values: by output, then by row. */
+        private Object[][] values = new Object[0][];
+        /** The row of the block to hand out next. */
+        private int next;
+        /** A row read that starts the next block (its features differ in number from the block's); null if none. */
+        private Row pending;
+        /** The features of {@link #pending}. */
+        private double[] pendingX;
+
+        Blocks(Iterator<Row> in, ModelRef<Estimator> ref, List<Output> outputs, int features) {
+            this.in = in;
+            this.ref = ref;
+            this.outputs = outputs;
+            this.features = features;
+        }
+
+        @Override
+        public boolean hasNext() {
+            if (next < block.size()) {
+                return true;
+            }
+            score();
+            return next < block.size();
+        }
+
+        @Override
+        public Row next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException();
+            }
+            Row r = block.get(next);
+            Object[] out = new Object[r.size() + values.length];
+            for (int i = 0; i < r.size(); i++) {
+                out[i] = r.get(i);
+            }
+            for (int c = 0; c < values.length; c++) {
+                out[r.size() + c] = values[c][next];
+            }
+            next++;
+            return RowFactory.create(out);
+        }
+
+        /** Reads the next block of rows and scores it; an empty block when the partition has no more rows. */
+        private void score() {
+            block.clear();
+            next = 0;
+            List<double[]> x = new ArrayList<>();
+            if (pending != null) {
+                block.add(pending);
+                x.add(pendingX);
+                pending = null;
+                pendingX = null;
+            }
+            int limit = x.isEmpty() ? 1 : blockRows(x.getFirst().length);
+            while (x.size() < limit && in.hasNext()) {
+                Row r = in.next();
+                double[] v = features(r.get(features));
+                if (x.isEmpty()) {
+                    limit = blockRows(v.length);
+                } else if (v.length != x.getFirst().length) {
+                    pending = r;
+                    pendingX = v;
+                    break;
+                }
+                block.add(r);
+                x.add(v);
+            }
+            if (block.isEmpty()) {
+                return;
+            }
+            Node node = Node.current();
+            try (NdArray input = NdArray.fromMatrix(node.scratchMemory(), x.toArray(new double[0][]))) {
+                node.countScoredRows(ComputeBackends.forArray(input), block.size());
+                values = ref.apply(m -> {
+                    Object[][] v = new Object[outputs.size()][];
+                    for (int c = 0; c < v.length; c++) {
+                        v[c] = outputs.get(c).scoring().values(m, input);
+                    }
+                    return v;
+                });
+            }
+        }
+    }
+
+    /** The features of one row as the rows hold them: an ml vector, or a Scala sequence of numbers. */
     private static double[] features(Object features) {
         if (features instanceof Vector v) {
             return v.toArray();

@@ -193,7 +193,8 @@ class CuwireModelsTest {
         return v;
     }
 
-    private static long scoredInExecutors() {
+    /** The rows the executors scored (on any backend) since their counters were last reset. */
+    static long scoredInExecutors() {
         long n = 0;
         for (NodeStats s : CuwireSpark.executorStats(false)) {
             n += s.scoredRows().values().stream().mapToLong(Long::longValue).sum();
