@@ -3,6 +3,7 @@ package io.cuwire.spark;
 import io.cuwire.memory.Device;
 import io.cuwire.memory.Devices;
 import io.cuwire.spark.internal.Node;
+import io.cuwire.spark.internal.TransportMode;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.security.SecureRandom;
@@ -36,6 +37,13 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
  *   <tr><td>{@value #HOST}</td><td>the driver's {@code spark.driver.host} (else {@code 127.0.0.1}); an executor's
  *       host as its BlockManager knows it</td><td>the address the endpoints listen on (on a cluster the executors'
  *       default is a non-loopback address)</td></tr>
+ *   <tr><td>{@value #TRANSPORT}</td><td>{@code auto}</td><td>how a fetch picks its transport: {@code auto} takes CUDA
+ *       IPC (device frames copied device to device, none through host memory) when the endpoint asked listens on
+ *       it, runs on the same host (host name and boot id) and this endpoint's device exports IPC handles, else TCP
+ *       (device frames staged through host memory), and falls back to TCP when an IPC connection fails;
+ *       {@code tcp} always TCP (the endpoints listen on TCP only); {@code ipc} CUDA IPC only, a fetch that cannot
+ *       use it fails saying why. A job's local property of that name ({@code sc.setLocalProperty}) overrides it for
+ *       the fetches of the job's tasks</td></tr>
  * </table>
  */
 public final class CuwirePlugin implements SparkPlugin {
@@ -45,6 +53,8 @@ public final class CuwirePlugin implements SparkPlugin {
     public static final String DEVICE = "spark.cuwire.device";
     /** The address endpoints listen on. */
     public static final String HOST = "spark.cuwire.host";
+    /** How fetches pick their transport: {@code auto}, {@code tcp} or {@code ipc}. */
+    public static final String TRANSPORT = TransportMode.SETTING;
 
     private static final String SECRET_KEY = "secret";
     private static final String DRIVER_KEY = "driver";
@@ -79,7 +89,7 @@ public final class CuwirePlugin implements SparkPlugin {
         return o % devices;
     }
 
-    /** A registration: an executor's endpoint. */
+    /** A registration: an executor's endpoint, its addresses as {@code Addresses.encode} writes them. */
     record Registration(String executorId, String address) implements java.io.Serializable {}
 
     private static final class Driver implements DriverPlugin {
@@ -99,7 +109,8 @@ public final class CuwirePlugin implements SparkPlugin {
                     Node.DRIVER,
                     Devices.get(conf.getInt(DEVICE, 0)),
                     HexFormat.of().parseHex(secret),
-                    host);
+                    host,
+                    TransportMode.parse(TRANSPORT, conf.get(TRANSPORT, "auto")));
             Node n = node;
             sc.addSparkListener(new SparkListener() {
                 @Override
@@ -107,14 +118,14 @@ public final class CuwirePlugin implements SparkPlugin {
                     n.executorRemoved(removed.executorId());
                 }
             });
-            return Map.of(SECRET_KEY, secret, DRIVER_KEY, node.address());
+            return Map.of(SECRET_KEY, secret, DRIVER_KEY, node.advertised());
         }
 
         @Override
         public Object receive(Object message) {
             if (message instanceof Registration r) {
                 node.executorAdded(r.executorId(), r.address());
-                return node.address();
+                return node.advertised();
             }
             throw new IllegalArgumentException("cuwire driver plugin: unknown message " + message);
         }
@@ -140,9 +151,10 @@ public final class CuwirePlugin implements SparkPlugin {
                     ctx.executorID(),
                     device(ctx),
                     HexFormat.of().parseHex(extra.get(SECRET_KEY)),
-                    conf.get(HOST, host(ctx)));
+                    conf.get(HOST, host(ctx)),
+                    TransportMode.parse(TRANSPORT, conf.get(TRANSPORT, "auto")));
             try {
-                ctx.ask(new Registration(ctx.executorID(), node.address()));
+                ctx.ask(new Registration(ctx.executorID(), node.advertised()));
             } catch (Exception e) {
                 node.close();
                 throw new IllegalStateException(

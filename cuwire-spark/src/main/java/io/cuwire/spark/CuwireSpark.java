@@ -2,6 +2,7 @@ package io.cuwire.spark;
 
 import io.cuwire.memory.BufferAllocator;
 import io.cuwire.memory.DeviceBuffer;
+import io.cuwire.spark.internal.Addresses;
 import io.cuwire.spark.internal.Node;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,7 +42,7 @@ public final class CuwireSpark {
         }
         byte[] header = node.publish(idVersion[0], idVersion[1], model);
         ModelRef<T> ref =
-                new ModelRef<>(idVersion[0], idVersion[1], header, node.address(), (Class<T>) model.getClass());
+                new ModelRef<>(idVersion[0], idVersion[1], header, node.addresses(), (Class<T>) model.getClass());
         return new ModelBroadcast<>(ref, node);
     }
 
@@ -53,9 +54,12 @@ public final class CuwireSpark {
         return driver().deviceMemory();
     }
 
-    /** The executors' cuwire endpoints by executor id, as they registered. */
+    /** The executors' cuwire endpoints by executor id, as they registered: their TCP addresses. */
     public static Map<String, String> executors() {
-        return new TreeMap<>(driver().executors());
+        Map<String, String> out = new TreeMap<>();
+        driver().executors()
+                .forEach((id, address) -> out.put(id, Addresses.parse(address).tcp()));
+        return out;
     }
 
     /**
@@ -106,12 +110,15 @@ public final class CuwireSpark {
         return new NodeStats(
                 c.executorId(),
                 c.address(),
+                c.ipcAddress(),
                 c.device(),
                 c.partialFits(),
                 c.scoredRows(),
                 c.fetchedFromDriver(),
                 c.fetchedFromPeers(),
                 c.fetchedBytes(),
+                c.fetchedOver(),
+                c.fetchStagedBytes(),
                 c.servedToPeers(),
                 c.redirects(),
                 c.evicted(),

@@ -3,18 +3,24 @@ package io.cuwire.spark;
 import io.cuwire.cluster.runtime.ModelCache;
 import io.cuwire.serialize.Limits;
 import io.cuwire.serialize.Serialized;
+import io.cuwire.spark.internal.Addresses;
 import io.cuwire.spark.internal.Node;
+import io.cuwire.spark.internal.TransportMode;
 import java.io.Serial;
 import java.io.Serializable;
+import java.util.Optional;
 import java.util.function.Function;
+import org.apache.spark.TaskContext;
 
 /**
  * The small, Java-serializable handle of a model broadcast with {@link CuwireSpark#broadcast}: what Spark ships to
  * tasks (in closures, or through {@code sc.broadcast}) instead of the model. It holds the model's id and version,
- * its serialized header and the driver endpoint's address, never the frames and never the cluster secret (that
- * comes from the plugin). In a task, {@link #apply} or {@link #acquire} give the model: each executor JVM fetches
- * its frames once over cuwire's transport, into a cache keyed by model id, version and device, and later tasks of
- * that JVM use the cached copy.
+ * its serialized header and the driver endpoint's addresses (TCP, and CUDA IPC with the driver's host identity where
+ * the driver listens on it), never the frames and never the cluster secret (that comes from the plugin). In a task,
+ * {@link #apply} or {@link #acquire} give the model: each executor JVM fetches its frames once over cuwire's
+ * transport, into a cache keyed by model id, version and device, and later tasks of that JVM use the cached copy.
+ * The transport of a fetch is picked by {@code spark.cuwire.transport}: the application's setting, or the job's local
+ * property of that name where set ({@code sc.setLocalProperty}).
  *
  * @param <T> the model's type
  */
@@ -28,13 +34,19 @@ public final class ModelRef<T> implements Serializable {
     private final long frameBytes;
     private final String driverAddress;
     private final Class<T> type;
+    /** The driver's CUDA IPC address, or {@code null} (none, or a handle serialized before there were any). */
+    private final String driverIpcAddress;
+    /** The driver's host identity, {@code null} when {@link #driverIpcAddress} is. */
+    private final String driverHostId;
 
-    ModelRef(long id, long version, byte[] header, String driverAddress, Class<T> type) {
+    ModelRef(long id, long version, byte[] header, Addresses driver, Class<T> type) {
         this.id = id;
         this.version = version;
         this.header = header.clone();
         this.frameBytes = Serialized.parseHeader(header, Limits.DEFAULT).totalFrameBytes();
-        this.driverAddress = driverAddress;
+        this.driverAddress = driver.tcp();
+        this.driverIpcAddress = driver.hasIpc() ? driver.ipc() : null;
+        this.driverHostId = driver.hasIpc() ? driver.hostId() : null;
         this.type = type;
     }
 
@@ -58,9 +70,14 @@ public final class ModelRef<T> implements Serializable {
         return frameBytes;
     }
 
-    /** Where the driver's cuwire endpoint listens. */
+    /** Where the driver's cuwire endpoint listens on TCP. */
     public String driverAddress() {
         return driverAddress;
+    }
+
+    /** Where the driver's cuwire endpoint listens on CUDA IPC, if it does. */
+    public Optional<String> driverIpcAddress() {
+        return Optional.ofNullable(driverIpcAddress);
     }
 
     /** The model's type. */
@@ -76,8 +93,13 @@ public final class ModelRef<T> implements Serializable {
      * @throws IllegalStateException if the model was released, or this JVM has no cuwire endpoint (no plugin)
      */
     public Lease<T> acquire() {
-        ModelCache.Lease l =
-                Node.current().acquire(new Node.Wanted(id, version, frameBytes, driverAddress, toString()));
+        Addresses driver = driverIpcAddress == null
+                ? Addresses.tcpOnly(driverAddress)
+                : new Addresses(driverAddress, driverIpcAddress, driverHostId);
+        TaskContext task = TaskContext.get();
+        String transport = task == null ? null : task.getLocalProperty(TransportMode.SETTING);
+        ModelCache.Lease l = Node.current()
+                .acquire(new Node.Wanted(id, version, frameBytes, driver.encode(), transport, toString()));
         T value = type.cast(l.value());
         return new Lease<>(value, l);
     }

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.cuwire.memory.CopyDirection;
 import io.cuwire.memory.MemoryKind;
 import io.cuwire.memory.NdArray;
 import java.util.ArrayList;
@@ -94,7 +93,9 @@ class ModelBroadcastTest {
                 assertEquals(1, s.fetched(), "each executor fetched the model once: " + s);
                 assertEquals(8L * n, s.fetchedBytes(), s.toString());
                 assertEquals(cachedBefore.getOrDefault(s.executorId(), 0L) + 1, s.cachedModels(), s.toString());
-                assertTrue(s.copied(CopyDirection.H2D) >= 8L * n, "device frames land on the device: " + s);
+                // auto, executors on one host: over CUDA IPC, device to device, nothing staged through host memory
+                assertEquals(1, s.fetchedOver("ipc"), "fetched over CUDA IPC: " + s);
+                assertEquals(0, s.fetchStagedBytes(), "no device frame staged through host memory: " + s);
                 fromDriver += s.fetchedFromDriver();
                 fromPeers += s.fetchedFromPeers();
             }
@@ -109,6 +110,34 @@ class ModelBroadcastTest {
             }
             Exception e = assertThrows(Exception.class, () -> readEverywhere(jsc, ref, 2));
             assertTrue(String.valueOf(e.getMessage()).contains("was it released"), e.toString());
+        }
+    }
+
+    @Test
+    void shouldFetchOverTcpStagedWhenAJobAsksForTcp() {
+        JavaSparkContext jsc =
+                JavaSparkContext.fromSparkContext(SparkCluster.session().sparkContext());
+        CuwireSpark.executorStats(true);
+        int n = 1 << 16;
+        double[] data = new double[n];
+        java.util.Arrays.fill(data, 2.0);
+        try (NdArray model = NdArray.fromArray(CuwireSpark.deviceMemory(), data, n);
+                ModelBroadcast<NdArray> b = CuwireSpark.broadcast(model)) {
+            assertTrue(b.ref().driverIpcAddress().isPresent(), "the driver advertises IPC: " + b.ref());
+            jsc.setLocalProperty(CuwirePlugin.TRANSPORT, "tcp");
+            try {
+                for (Seen s : readEverywhere(jsc, b.ref(), 8)) {
+                    assertEquals(2.0 * n, s.sum(), 0.0);
+                }
+            } finally {
+                jsc.setLocalProperty(CuwirePlugin.TRANSPORT, null);
+            }
+            for (NodeStats s : CuwireSpark.executorStats(true)) {
+                assertEquals(1, s.fetched(), s.toString());
+                assertEquals(1, s.fetchedOver("tcp"), "fetched over tcp: " + s);
+                assertEquals(0, s.fetchedOver("ipc"), s.toString());
+                assertTrue(s.fetchStagedBytes() >= 8L * n, "device frames staged host to device: " + s);
+            }
         }
     }
 

@@ -15,6 +15,7 @@ import io.cuwire.memory.Device;
 import io.cuwire.memory.DeviceBuffer;
 import io.cuwire.memory.HostBuffer;
 import io.cuwire.memory.Registration;
+import io.cuwire.memory.TransferScope;
 import io.cuwire.memory.TransferStats;
 import io.cuwire.ml.ComputeBackend;
 import io.cuwire.ml.types.MlTypes;
@@ -25,6 +26,7 @@ import io.cuwire.serialize.SerializationException;
 import io.cuwire.serialize.Serialized;
 import io.cuwire.serialize.TypeRegistry;
 import io.cuwire.serialize.WireType;
+import io.cuwire.transport.Capabilities;
 import io.cuwire.transport.Connection;
 import io.cuwire.transport.ConnectionClosedException;
 import io.cuwire.transport.DeviceMap;
@@ -48,9 +50,9 @@ import java.util.function.LongFunction;
 
 /**
  * The cuwire endpoint of one JVM of a Spark application: the driver's, or an executor's. It owns the JVM's device
- * and host memory for cuwire, listens on TCP, and answers requests over cuwire-cluster's {@link Endpoint}: a
- * {@link SparkRequest} per call on a connection of its own, dispatched by an exhaustive {@code switch} and answered by
- * a {@link Reply}.
+ * and host memory for cuwire, listens on TCP and, where it can, on CUDA IPC, and answers requests over
+ * cuwire-cluster's {@link Endpoint}: a {@link SparkRequest} per call on a connection of its own, dispatched by an
+ * exhaustive {@code switch} and answered by a {@link Reply}.
  * <table>
  *   <caption>Requests</caption>
  *   <tr><td>{@code Fetch}</td><td>{@code Ok} with the model (sent with the family chain {@code cuda, host}: device
@@ -76,6 +78,15 @@ import java.util.function.LongFunction;
  * when the device's memory runs short, the least recently used model that no task holds is evicted, and fetched
  * again by the next task that needs it. A peer asking for a model that this executor is still fetching waits for
  * that fetch.
+ *
+ * <h2>Transports</h2>
+ * A node listens on TCP, and on CUDA IPC too where this build has the IPC transport and the node's device exports
+ * IPC handles; it advertises both ({@link Addresses}: with its host's identity) wherever it advertises an address.
+ * A fetch takes the transport its {@link TransportMode} picks for the node it asks: under {@code auto}, CUDA IPC
+ * when that node listens on it, runs on this host (same host name and boot id) and this node can use IPC (device
+ * frames copied device to device, none staged through host memory), else TCP (device frames staged); an IPC
+ * connection that fails falls back to TCP, logged once per peer. The counters say which transport carried each
+ * fetch and how many bytes were staged host to device meanwhile.
  *
  * <h2>Failures</h2>
  * A call fails with the transport's exception when its connection broke; with
@@ -110,6 +121,16 @@ public final class Node implements AutoCloseable {
     private final DecodeTarget target;
     private final TransportConfig config;
     private final Listener listener;
+    /** The CUDA IPC listener, or {@code null} where this node cannot use IPC ({@link #ipcUnusable}). */
+    private final Listener ipcListener;
+    /** Why this node cannot use CUDA IPC, or empty. */
+    private final String ipcUnusable;
+
+    private final Addresses addresses;
+    private final TransportMode mode;
+    /** The IPC addresses of peers whose IPC connection failed, each logged once. */
+    private final Set<String> ipcFallbacks = ConcurrentHashMap.newKeySet();
+
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The endpoints of the connections peers opened to this node, until they break or close. */
     private final Set<Endpoint> served = ConcurrentHashMap.newKeySet();
@@ -124,6 +145,10 @@ public final class Node implements AutoCloseable {
     private final AtomicLong fetchedFromDriver = new AtomicLong();
     private final AtomicLong fetchedFromPeers = new AtomicLong();
     private final AtomicLong fetchedBytes = new AtomicLong();
+    private final AtomicLong fetchStagedBytes = new AtomicLong();
+    /** Fetches by the name of the transport that carried the model. */
+    private final Map<String, LongAdder> fetchedOver = new ConcurrentHashMap<>();
+
     private final AtomicLong servedToPeers = new AtomicLong();
     private final AtomicLong redirects = new AtomicLong();
     private final AtomicLong evicted = new AtomicLong();
@@ -134,8 +159,9 @@ public final class Node implements AutoCloseable {
     /** Connections refused and peers refused or lost, as the cluster worker logs them. */
     private final PeerLog refusals;
 
-    private Node(String executorId, Device device, byte[] secret, String host) {
+    private Node(String executorId, Device device, byte[] secret, String host, TransportMode mode) {
         this.executorId = executorId;
+        this.mode = mode;
         this.device = device;
         String name = "spark-" + executorId;
         this.deviceMemory = device.newAllocator(name + "-device", BufferAllocator.UNLIMITED);
@@ -158,10 +184,46 @@ public final class Node implements AutoCloseable {
             Closeables.closeAll(cacheRegistrations); // the device must not keep a holder of a node that never ran
             throw e;
         }
-        Thread.ofPlatform()
-                .daemon()
-                .name("cuwire-spark-" + executorId + "-accept")
-                .start(this::acceptLoop);
+        String why = mode == TransportMode.TCP ? "spark.cuwire.transport=tcp" : ipcUnusable(device);
+        Listener ipc = null;
+        if (why.isEmpty()) {
+            try {
+                ipc = Transports.ipc().listen("ipc://" + host + ":0", config);
+            } catch (RuntimeException e) {
+                why = "listening on ipc://" + host + ":0 failed: " + e.getMessage();
+                LOG.log(System.Logger.Level.WARNING, "cuwire endpoint of " + executorId + ": " + why + "; tcp only");
+            }
+        }
+        this.ipcListener = ipc;
+        this.ipcUnusable = why;
+        this.addresses = ipc == null
+                ? Addresses.tcpOnly(listener.address())
+                : new Addresses(listener.address(), ipc.address(), Capabilities.localHostId());
+        for (Listener l : ipc == null ? List.of(listener) : List.of(listener, ipc)) {
+            Thread.ofPlatform()
+                    .daemon()
+                    .name("cuwire-spark-" + executorId + "-accept-" + l.address())
+                    .start(() -> acceptLoop(l));
+        }
+    }
+
+    /**
+     * Why a node on {@code device} cannot use CUDA IPC, or empty when it can: the transport must be in this build and
+     * the device must export a handle of its memory (a node that exports handles is taken to open its peers' too:
+     * both are the platform's one mechanism).
+     */
+    static String ipcUnusable(Device device) {
+        try {
+            Transports.ipc();
+        } catch (TransportException e) {
+            return "the CUDA IPC transport is not in this build (" + e.getMessage() + ")";
+        }
+        try (DeviceBuffer probe = device.memory().allocate(1)) {
+            device.exportAllocation(probe);
+            return "";
+        } catch (RuntimeException e) {
+            return "device " + device + " exports no IPC handle: " + e.getMessage();
+        }
     }
 
     /**
@@ -173,11 +235,22 @@ public final class Node implements AutoCloseable {
      * @param host the host name or address to listen on
      * @throws IllegalStateException if this JVM has a node already
      */
-    public static synchronized Node start(String executorId, Device device, byte[] secret, String host) {
+    public static Node start(String executorId, Device device, byte[] secret, String host) {
+        return start(executorId, device, secret, host, TransportMode.AUTO);
+    }
+
+    /**
+     * Starts this JVM's node and makes it {@link #current()}; its fetches pick their transport by {@code mode}
+     * ({@link TransportMode#TCP}: the node listens on TCP only).
+     *
+     * @throws IllegalStateException if this JVM has a node already
+     */
+    public static synchronized Node start(
+            String executorId, Device device, byte[] secret, String host, TransportMode mode) {
         if (current != null) {
             throw new IllegalStateException("this JVM already has a cuwire endpoint: " + current);
         }
-        current = new Node(executorId, device, secret, host);
+        current = new Node(executorId, device, secret, host, mode);
         return current;
     }
 
@@ -199,7 +272,7 @@ public final class Node implements AutoCloseable {
      * The answer to a fetch that the driver sends on to a peer: ask the node at {@code address} instead. The value of
      * an {@code ok} reply: the shared request/reply layer knows nothing of redirects.
      *
-     * @param address the peer's listening address
+     * @param address the peer's listening addresses ({@link Addresses#encode})
      */
     @WireType("cuwire.spark.Redirect")
     public record Redirect(String address) {}
@@ -208,13 +281,17 @@ public final class Node implements AutoCloseable {
      * What one node did so far, as {@code io.cuwire.spark.NodeStats} reports it (which see for the components).
      *
      * @param executorId the Spark executor id, or {@link #DRIVER}
-     * @param address where the node listens
+     * @param address where the node listens on TCP
+     * @param ipcAddress where it listens on CUDA IPC, or empty
      * @param device the node's device, platform and ordinal ({@code cuda0}, {@code emulated0})
      * @param partialFits partial-fit tasks run by the node's JVM, by compute backend ({@code cuda}, {@code cpu})
      * @param scoredRows rows scored by the node's JVM, by compute backend
      * @param fetchedFromDriver models received from the driver
      * @param fetchedFromPeers models received from another executor
      * @param fetchedBytes frame bytes received with those models
+     * @param fetchedOver those fetches by the transport that carried the model ({@code ipc}, {@code tcp})
+     * @param fetchStagedBytes bytes the process copied host to device while those fetches ran: device frames staged
+     *     through host memory (0 over CUDA IPC)
      * @param servedToPeers models sent to nodes that asked
      * @param redirects fetches the driver sent on to an executor
      * @param evicted models dropped from the cache on release
@@ -226,12 +303,15 @@ public final class Node implements AutoCloseable {
     public record Counters(
             String executorId,
             String address,
+            String ipcAddress,
             String device,
             SortedMap<String, Long> partialFits,
             SortedMap<String, Long> scoredRows,
             long fetchedFromDriver,
             long fetchedFromPeers,
             long fetchedBytes,
+            SortedMap<String, Long> fetchedOver,
+            long fetchStagedBytes,
             long servedToPeers,
             long redirects,
             long evicted,
@@ -245,10 +325,12 @@ public final class Node implements AutoCloseable {
      * @param id the model's id
      * @param version its version
      * @param frameBytes the bytes of its frames, as published (a fetch that brings other bytes fails)
-     * @param driverAddress where the driver's node listens
+     * @param driverAddress where the driver's node listens ({@link Addresses#encode})
+     * @param transport the {@code spark.cuwire.transport} of the task that wants it, or {@code null}: the node's
      * @param description the handle's text, for messages
      */
-    public record Wanted(long id, long version, long frameBytes, String driverAddress, String description) {
+    public record Wanted(
+            long id, long version, long frameBytes, String driverAddress, String transport, String description) {
         @Override
         public String toString() {
             return description;
@@ -274,8 +356,24 @@ public final class Node implements AutoCloseable {
         return executorId;
     }
 
+    /** Where this node listens on TCP. */
     public String address() {
         return listener.address();
+    }
+
+    /** Where this node listens, as it advertises itself ({@link Addresses#encode}: TCP, and IPC where it can). */
+    public String advertised() {
+        return addresses.encode();
+    }
+
+    /** Where this node listens. */
+    public Addresses addresses() {
+        return addresses;
+    }
+
+    /** How this node's fetches pick their transport unless a task says otherwise. */
+    public TransportMode mode() {
+        return mode;
     }
 
     public Device device() {
@@ -426,7 +524,7 @@ public final class Node implements AutoCloseable {
         }
         int unanswered = 0;
         for (String address : targets) {
-            try (Endpoint e = connect(address, Duration.ofSeconds(5))) {
+            try (Endpoint e = connect(Addresses.parse(address).tcp(), Duration.ofSeconds(5))) {
                 if (!(call(e, n -> new SparkRequest.Evict(n, id, version)) instanceof Reply.Ok)) {
                     unanswered++;
                 }
@@ -461,11 +559,24 @@ public final class Node implements AutoCloseable {
         return cache.acquire(ref.id(), ref.version(), () -> fetch(ref));
     }
 
-    /** Fetches a model: asks the driver, which answers with the frames or sends this node to a peer. */
+    /**
+     * Fetches a model: asks the driver, which answers with the frames or sends this node to a peer; counts the bytes
+     * staged host to device meanwhile (a process-wide count: copies of other threads in that time too).
+     */
     private Object fetch(Wanted ref) {
+        TransportMode m = ref.transport() == null ? mode : TransportMode.parse(TransportMode.SETTING, ref.transport());
+        try (TransferScope scope = CopyEngine.openScope("fetch of " + ref)) {
+            Object v = fetch(ref, m);
+            fetchStagedBytes.addAndGet(scope.bytes(CopyDirection.H2D));
+            return v;
+        }
+    }
+
+    private Object fetch(Wanted ref, TransportMode m) {
+        Addresses driverAt = Addresses.parse(ref.driverAddress());
         String peer;
-        try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
-            Reply r = call(driver, fetch(ref, false, ""));
+        try (Route driver = open(driverAt, m)) {
+            Reply r = call(driver.endpoint(), fetch(ref, false, ""));
             if (!(r instanceof Reply.Ok(long id, Redirect(String address)))) {
                 Object v = model(driver, r, ref);
                 fetchedFromDriver.incrementAndGet();
@@ -473,8 +584,8 @@ public final class Node implements AutoCloseable {
             }
             peer = address;
         }
-        try (Endpoint p = connect(peer, config.connectTimeout())) {
-            Reply r = call(p, fetch(ref, true, ""));
+        try (Route p = open(Addresses.parse(peer), m)) {
+            Reply r = call(p.endpoint(), fetch(ref, true, ""));
             if (r instanceof Reply.Ok) {
                 Object v = model(p, r, ref);
                 fetchedFromPeers.incrementAndGet();
@@ -485,19 +596,58 @@ public final class Node implements AutoCloseable {
         } catch (RuntimeException e) {
             // the peer is gone, broke or sent something else: the driver answers itself, and forgets the peer
         }
-        try (Endpoint driver = connect(ref.driverAddress(), config.connectTimeout())) {
-            Object v = model(driver, call(driver, fetch(ref, true, peer)), ref);
+        try (Route driver = open(driverAt, m)) {
+            Object v = model(driver, call(driver.endpoint(), fetch(ref, true, peer)), ref);
             fetchedFromDriver.incrementAndGet();
             return v;
         }
     }
 
-    private LongFunction<SparkRequest> fetch(Wanted ref, boolean direct, String failedPeer) {
-        return n -> new SparkRequest.Fetch(n, ref.id(), ref.version(), address(), direct, failedPeer);
+    /** An endpoint for a fetch's calls, and the name of the transport it runs on. */
+    private record Route(Endpoint endpoint, String transport) implements AutoCloseable {
+        @Override
+        public void close() {
+            endpoint.close();
+        }
     }
 
-    /** The model a fetch's reply carries, checked against the frame bytes published; {@code from} carried it. */
-    private Object model(Endpoint from, Reply r, Wanted ref) {
+    /**
+     * An endpoint to the node at {@code at} over the transport {@code m} picks; under {@link TransportMode#AUTO}, an
+     * IPC connection that fails falls back to TCP (logged once per peer).
+     *
+     * @throws IllegalStateException under {@link TransportMode#IPC} when IPC cannot be used or its connection failed
+     */
+    private Route open(Addresses at, TransportMode m) {
+        TransportMode.Choice c = m.choose(at, Capabilities.localHostId(), ipcUnusable);
+        if (c.transport().equals(Transports.IPC)) {
+            try {
+                return new Route(connect(c.address(), config.connectTimeout()), Transports.IPC);
+            } catch (TransportException e) {
+                if (m == TransportMode.IPC) {
+                    throw new IllegalStateException(
+                            TransportMode.SETTING + "=ipc, but the CUDA IPC connection to " + c.address() + " failed: "
+                                    + e.getMessage(),
+                            e);
+                }
+                if (ipcFallbacks.add(c.address())) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "cuwire endpoint of " + executorId + ": the CUDA IPC connection to " + c.address()
+                                    + " failed (" + e.getMessage() + "); fetching from " + at.tcp()
+                                    + " over tcp instead");
+                }
+            }
+        }
+        return new Route(connect(at.tcp(), config.connectTimeout()), Transports.TCP);
+    }
+
+    private LongFunction<SparkRequest> fetch(Wanted ref, boolean direct, String failedPeer) {
+        return n -> new SparkRequest.Fetch(n, ref.id(), ref.version(), advertised(), direct, failedPeer);
+    }
+
+    /** The model a fetch's reply carries, checked against the frame bytes published; {@code via} carried it. */
+    private Object model(Route via, Reply r, Wanted ref) {
+        Endpoint from = via.endpoint();
         Object model = switch (r) {
             case Reply.Ok(long id, Redirect redirect) ->
                 throw new IllegalStateException(ref + ": " + from.name() + " answered with a redirect to "
@@ -520,6 +670,7 @@ public final class Node implements AutoCloseable {
                     + ref.frameBytes() + ", as published)");
         }
         fetchedBytes.addAndGet(frameBytes);
+        fetchedOver.computeIfAbsent(via.transport(), k -> new LongAdder()).increment();
         return model;
     }
 
@@ -535,11 +686,11 @@ public final class Node implements AutoCloseable {
 
     // ---------------------------------------------------------------- serving
 
-    private void acceptLoop() {
+    private void acceptLoop(Listener from) {
         while (!closed.get()) {
             Connection c;
             try {
-                c = listener.accept();
+                c = from.accept();
             } catch (ConnectionClosedException e) {
                 return;
             } catch (TransportException e) {
@@ -651,12 +802,15 @@ public final class Node implements AutoCloseable {
         Counters s = new Counters(
                 executorId,
                 address(),
+                addresses.ipc(),
                 device.toString(),
                 snapshot(partialFits, reset),
                 snapshot(scoredRows, reset),
                 fetchedFromDriver.get(),
                 fetchedFromPeers.get(),
                 fetchedBytes.get(),
+                snapshot(fetchedOver, reset),
+                fetchStagedBytes.get(),
                 servedToPeers.get(),
                 redirects.get(),
                 evicted.get(),
@@ -664,8 +818,14 @@ public final class Node implements AutoCloseable {
                 copies,
                 deviceMemory.allocatedBytes() + scratchMemory.allocatedBytes() + scratch.retainedBytes());
         if (reset) {
-            for (AtomicLong a :
-                    List.of(fetchedFromDriver, fetchedFromPeers, fetchedBytes, servedToPeers, redirects, evicted)) {
+            for (AtomicLong a : List.of(
+                    fetchedFromDriver,
+                    fetchedFromPeers,
+                    fetchedBytes,
+                    fetchStagedBytes,
+                    servedToPeers,
+                    redirects,
+                    evicted)) {
                 a.set(0);
             }
         }
@@ -694,9 +854,9 @@ public final class Node implements AutoCloseable {
         return out;
     }
 
-    /** The stats of the endpoint at {@code address}. */
+    /** The stats of the endpoint at {@code address} ({@link Addresses#encode}), asked over TCP. */
     public Counters statsOf(String address, boolean reset) {
-        try (Endpoint e = connect(address, Duration.ofSeconds(10))) {
+        try (Endpoint e = connect(Addresses.parse(address).tcp(), Duration.ofSeconds(10))) {
             return switch (call(e, n -> new SparkRequest.Stats(n, reset))) {
                 case Reply.Ok(long id, Counters c) -> c;
                 case Reply.Ok ok ->
@@ -760,7 +920,7 @@ public final class Node implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "cuwire endpoint of " + executorId + " at " + address() + " on " + device;
+        return "cuwire endpoint of " + executorId + " at " + addresses + " on " + device;
     }
 
     /**
@@ -774,6 +934,9 @@ public final class Node implements AutoCloseable {
             return;
         }
         listener.close();
+        if (ipcListener != null) {
+            ipcListener.close();
+        }
         for (Endpoint e : List.copyOf(served)) {
             e.close();
         }
