@@ -3,7 +3,6 @@ package io.cuwire.spark;
 import io.cuwire.memory.CopyDirection;
 import java.util.Set;
 import java.util.SortedMap;
-import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -50,42 +49,6 @@ public record NodeStats(
         long cachedModels,
         long[] copyBytes,
         long deviceBytes) {
-    /** The components before {@code ipcAddress}, {@code fetchedOver} and {@code fetchStagedBytes}: none of those. */
-    public NodeStats(
-            String executorId,
-            String address,
-            String device,
-            SortedMap<String, Long> partialFits,
-            SortedMap<String, Long> scoredRows,
-            long fetchedFromDriver,
-            long fetchedFromPeers,
-            long fetchedBytes,
-            long servedToPeers,
-            long redirects,
-            long evicted,
-            long cachedModels,
-            long[] copyBytes,
-            long deviceBytes) {
-        this(
-                executorId,
-                address,
-                "",
-                device,
-                partialFits,
-                scoredRows,
-                fetchedFromDriver,
-                fetchedFromPeers,
-                fetchedBytes,
-                new TreeMap<>(),
-                0,
-                servedToPeers,
-                redirects,
-                evicted,
-                cachedModels,
-                copyBytes,
-                deviceBytes);
-    }
-
     /** Models this executor received over {@code transport} ({@code ipc}, {@code tcp}). */
     public long fetchedOver(String transport) {
         return fetchedOver.getOrDefault(transport, 0L);
